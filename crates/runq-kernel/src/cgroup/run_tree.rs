@@ -1,0 +1,317 @@
+//! The cgroups of one runq run: `runq/<run-id>/<group>` in every hierarchy
+//! of the layout, created on demand and removed on every exit path.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::layout::{CgroupLayout, Hierarchy};
+use super::limits::CgroupLimits;
+use super::CgroupError;
+
+/// The directory, below each hierarchy's root, that holds every runq cgroup.
+pub const RUNQ_PARENT: &str = "runq";
+
+/// One group's cgroup: the same relative path in each hierarchy.
+#[derive(Debug, Clone)]
+pub struct GroupCgroup {
+    /// The path relative to the run's directory, e.g. `spin` or `bench/a`.
+    pub name: String,
+    /// The directory in each hierarchy.
+    pub dirs: Vec<(Hierarchy, PathBuf)>,
+}
+
+impl GroupCgroup {
+    /// The group's directory in the unified hierarchy, if there is one.
+    pub fn v2_dir(&self) -> Option<&Path> {
+        self.dirs
+            .iter()
+            .find(|(h, _)| h.is_v2())
+            .map(|(_, d)| d.as_path())
+    }
+}
+
+/// All cgroups of one run. Dropping it removes them (deepest first).
+#[derive(Debug)]
+pub struct RunCgroups {
+    layout: CgroupLayout,
+    run_id: String,
+    groups: Vec<GroupCgroup>,
+    /// Every directory created, in creation order.
+    created: Vec<PathBuf>,
+}
+
+/// Checks that a user-given group path stays inside runq's own subtree.
+pub fn validate_group_path(rel: &str) -> Result<(), CgroupError> {
+    let bad = rel.is_empty()
+        || rel.starts_with('/')
+        || rel
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..")
+        || rel.chars().any(|c| c.is_control() || c == '\n');
+    if bad {
+        Err(CgroupError::InvalidPath(rel.to_string()))
+    } else {
+        Ok(())
+    }
+}
+
+fn write_file(path: &Path, value: &str) -> Result<(), CgroupError> {
+    fs::write(path, value).map_err(|source| match source.kind() {
+        io::ErrorKind::PermissionDenied => CgroupError::Permission {
+            path: path.to_path_buf(),
+        },
+        _ => CgroupError::Rejected {
+            path: path.to_path_buf(),
+            value: value.to_string(),
+            source,
+        },
+    })
+}
+
+impl RunCgroups {
+    /// Creates `runq/<run_id>` in every hierarchy of `layout`.
+    pub fn create(layout: CgroupLayout, run_id: &str) -> Result<Self, CgroupError> {
+        validate_group_path(run_id)?;
+        let mut run = RunCgroups {
+            layout,
+            run_id: run_id.to_string(),
+            groups: Vec::new(),
+            created: Vec::new(),
+        };
+        let hierarchies = run.layout.hierarchies.clone();
+        for h in &hierarchies {
+            let parent = h.root.join(RUNQ_PARENT);
+            run.make_dir(h, &parent, false)?;
+            run.make_dir(h, &parent.join(run_id), true)?;
+        }
+        Ok(run)
+    }
+
+    /// The run's identifier (`<pid>-<millis>`).
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The layout the run lives in.
+    pub fn layout(&self) -> &CgroupLayout {
+        &self.layout
+    }
+
+    /// Creates a directory (and, on v2, enables the limit controllers for
+    /// its children; on v1 cpuset, copies the parent's CPUs and memory
+    /// nodes). `track` records it for removal.
+    fn make_dir(&mut self, h: &Hierarchy, dir: &Path, track: bool) -> Result<(), CgroupError> {
+        match fs::create_dir(dir) {
+            Ok(()) => {
+                if track {
+                    self.created.push(dir.to_path_buf());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(CgroupError::from_io(dir.to_path_buf(), e)),
+        }
+        if h.has_controller("cpuset") && !h.is_v2() {
+            copy_cpuset_from_parent(dir)?;
+        }
+        if h.is_v2() {
+            enable_subtree_controllers(dir);
+        }
+        Ok(())
+    }
+
+    /// Creates the cgroup `rel` (nested paths allowed) in every hierarchy,
+    /// applies `limits`, and returns its index.
+    pub fn add_group(&mut self, rel: &str, limits: &CgroupLimits) -> Result<usize, CgroupError> {
+        validate_group_path(rel)?;
+        if let Some(idx) = self.groups.iter().position(|g| g.name == rel) {
+            self.set_limits(idx, limits)?;
+            return Ok(idx);
+        }
+        let mut dirs = Vec::new();
+        for h in self.layout.hierarchies.clone() {
+            let mut dir = h.root.join(RUNQ_PARENT).join(&self.run_id);
+            for part in rel.split('/') {
+                dir.push(part);
+                self.make_dir(&h, &dir, true)?;
+            }
+            dirs.push((h, dir));
+        }
+        self.groups.push(GroupCgroup {
+            name: rel.to_string(),
+            dirs,
+        });
+        let idx = self.groups.len() - 1;
+        self.set_limits(idx, limits)?;
+        Ok(idx)
+    }
+
+    /// The group at `idx`.
+    pub fn group(&self, idx: usize) -> &GroupCgroup {
+        &self.groups[idx]
+    }
+
+    /// Applies `limits` to group `idx` in every hierarchy that carries them.
+    pub fn set_limits(&self, idx: usize, limits: &CgroupLimits) -> Result<(), CgroupError> {
+        for (h, dir) in &self.groups[idx].dirs {
+            for (file, value) in limits.writes_for(h) {
+                write_file(&dir.join(file), &value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves process `pid` into group `idx` in every hierarchy.
+    pub fn place(&self, idx: usize, pid: i32) -> Result<(), CgroupError> {
+        for (_, dir) in &self.groups[idx].dirs {
+            write_file(&dir.join("cgroup.procs"), &pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Moves thread `tid` into group `idx` (v2 threaded mode is not used, so
+    /// this only works on v1 hierarchies and is best-effort elsewhere).
+    pub fn place_thread(&self, idx: usize, tid: i32) -> Result<(), CgroupError> {
+        for (h, dir) in &self.groups[idx].dirs {
+            if !h.is_v2() {
+                write_file(&dir.join("tasks"), &tid.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes every directory the run created, killing any process left in
+    /// them first. Errors are ignored: this runs on error paths.
+    pub fn remove_all(&mut self) {
+        for dir in self.created.iter().rev() {
+            remove_cgroup_dir(dir);
+        }
+        self.created.clear();
+        self.groups.clear();
+    }
+}
+
+impl Drop for RunCgroups {
+    fn drop(&mut self) {
+        self.remove_all();
+    }
+}
+
+fn copy_cpuset_from_parent(dir: &Path) -> Result<(), CgroupError> {
+    let Some(parent) = dir.parent() else {
+        return Ok(());
+    };
+    for file in ["cpuset.cpus", "cpuset.mems"] {
+        let current = fs::read_to_string(dir.join(file)).unwrap_or_default();
+        if !current.trim().is_empty() {
+            continue;
+        }
+        let value = fs::read_to_string(parent.join(file))
+            .map_err(|e| CgroupError::from_io(parent.join(file), e))?;
+        write_file(&dir.join(file), value.trim())?;
+    }
+    Ok(())
+}
+
+/// On v2, lets children use the cpu and cpuset controllers when this
+/// directory has them. Best-effort: a host may not delegate them.
+fn enable_subtree_controllers(dir: &Path) {
+    let available = fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
+    for controller in super::layout::LIMIT_CONTROLLERS {
+        if available.split_ascii_whitespace().any(|c| c == controller) {
+            let _ = fs::write(dir.join("cgroup.subtree_control"), format!("+{controller}"));
+        }
+    }
+}
+
+/// Kills what is left in a cgroup directory and removes it, retrying while
+/// the kernel finishes tearing the tasks down.
+fn remove_cgroup_dir(dir: &Path) {
+    if !dir.exists() {
+        return;
+    }
+    if fs::write(dir.join("cgroup.kill"), "1").is_err() {
+        for pid in read_pids(dir) {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        match fs::remove_dir(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => return,
+        }
+    }
+}
+
+fn read_pids(dir: &Path) -> Vec<i32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Removes run directories left behind by runq processes that no longer
+/// exist (e.g. a run killed with SIGKILL). Returns how many were removed.
+pub fn cleanup_stale_runs(layout: &CgroupLayout) -> usize {
+    let mut removed = 0;
+    for h in &layout.hierarchies {
+        let Ok(entries) = fs::read_dir(h.root.join(RUNQ_PARENT)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let owner = name.split('-').next().and_then(|p| p.parse::<i32>().ok());
+            let Some(owner) = owner else { continue };
+            if owner <= 0 || pid_alive(owner) || !entry.path().is_dir() {
+                continue;
+            }
+            remove_tree(&entry.path());
+            removed += usize::from(!entry.path().exists());
+        }
+    }
+    removed
+}
+
+/// Removes a cgroup subtree, children first.
+fn remove_tree(dir: &Path) {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_tree(&entry.path());
+            }
+        }
+    }
+    remove_cgroup_dir(dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_paths_stay_inside() {
+        assert!(validate_group_path("spin").is_ok());
+        assert!(validate_group_path("bench/a").is_ok());
+        for bad in ["", "/abs", "../up", "a/../b", "a//b", "a/", ".", "a\nb"] {
+            assert!(validate_group_path(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn pid_one_is_alive_and_huge_pid_is_not() {
+        assert!(pid_alive(1));
+        assert!(!pid_alive(i32::MAX - 1));
+    }
+}

@@ -1,0 +1,11 @@
+//! Readers of the kernel interfaces runq is built on.
+//!
+//! Every reader is split in two: a pure parser that takes text and returns a
+//! typed value (tested on fixtures), and a thin function that reads the file
+//! from a root path (so tests can point it at a synthetic `/proc` tree).
+
+pub mod cgroup;
+pub mod cpulist;
+pub mod numa_maps;
+pub mod schedstat;
+pub mod vmstat;

@@ -1,0 +1,38 @@
+//! Cheap clocks and CPU queries used on the work loop's hot path.
+
+/// CLOCK_MONOTONIC in ns (vDSO, no syscall).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time of the calling thread in ns.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// The CPU the calling thread is running on (rseq/vDSO backed in glibc).
+#[inline]
+pub fn current_cpu() -> usize {
+    // SAFETY: no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).unwrap_or(0)
+}
+
+/// The caller's thread id.
+pub fn gettid() -> i32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::gettid() }
+}

@@ -1,0 +1,42 @@
+//! Pipes and one-byte reads and writes on them.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Creates a pipe with both ends close-on-exec.
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid two-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two fresh descriptors we now own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Reads one byte; `Ok(false)` on EOF or EINTR (the caller checks STOP).
+pub fn read_byte(fd: &OwnedFd) -> io::Result<bool> {
+    let mut b = 0u8;
+    // SAFETY: reading one byte into a valid buffer.
+    let n = unsafe { libc::read(fd.as_raw_fd(), (&mut b as *mut u8).cast(), 1) };
+    match n {
+        1 => Ok(true),
+        0 => Ok(false),
+        _ => {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Writes one byte; `false` when the reader is gone or the call was
+/// interrupted.
+pub fn write_byte(fd: &OwnedFd) -> bool {
+    let b = 1u8;
+    // SAFETY: writing one byte from a valid buffer.
+    unsafe { libc::write(fd.as_raw_fd(), (&b as *const u8).cast(), 1) == 1 }
+}

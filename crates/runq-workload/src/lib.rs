@@ -1,0 +1,28 @@
+//! runq's worker engine.
+//!
+//! Workers are `fork()`ed processes, each placed in its cgroup before it
+//! starts (two-phase start), stopped by SIGUSR1, and handing back a
+//! [`WorkerReport`] of telemetry through a pipe. [`runner::run_scenario`]
+//! drives a whole [`Scenario`].
+
+pub mod clock;
+pub mod duration;
+pub mod fd;
+pub mod interrupt;
+pub mod report;
+pub mod reservoir;
+pub mod runner;
+pub mod scenario;
+pub mod shared;
+pub mod spawn;
+pub mod spin;
+pub mod stop;
+pub mod summary;
+pub mod telemetry;
+pub mod worktype;
+
+pub use report::{Migration, WorkerExitInfo, WorkerReport, MAX_WAKE_SAMPLES};
+pub use runner::{run_scenario, CgroupMode, Placement, RunError, RunOptions, RunOutcome};
+pub use scenario::{CgroupSpec, GroupSpec, Scenario, ScenarioBuilder, ScenarioError};
+pub use spawn::{WorkSpec, WorkloadHandle};
+pub use worktype::WorkType;

@@ -1,0 +1,147 @@
+//! What each worker hands back: the [`WorkerReport`] and its parts.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+/// Most samples kept per reservoir (wake latencies, iteration costs).
+pub const MAX_WAKE_SAMPLES: usize = 100_000;
+
+/// A move of the worker from one CPU to another, seen at a checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Migration {
+    /// Time since the work loop started, in ms.
+    pub at_ms: u64,
+    /// CPU at the previous checkpoint.
+    pub from_cpu: usize,
+    /// CPU at this checkpoint.
+    pub to_cpu: usize,
+}
+
+/// How a worker that handed back no report ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WorkerExitInfo {
+    /// Exited with this status code.
+    Exited(i32),
+    /// Killed by this signal number.
+    Signaled(i32),
+    /// Still running at the collection deadline (then SIGKILLed).
+    TimedOut,
+    /// `waitpid` failed; the errno rendering.
+    WaitFailed(String),
+    /// A thread-mode worker panicked; the panic message.
+    Panicked(String),
+}
+
+/// Per-worker telemetry, produced by the worker at the end of its loop.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkerReport {
+    /// Thread id of the worker (its pid in process mode).
+    pub tid: i32,
+    /// Work units done (the unit depends on the work type).
+    pub work_units: u64,
+    /// CPU time of the worker's loop, in ns.
+    pub cpu_time_ns: u64,
+    /// Wall time of the worker's loop, in ns.
+    pub wall_time_ns: u64,
+    /// `wall_time_ns - cpu_time_ns`.
+    pub off_cpu_ns: u64,
+    /// CPU changes seen at checkpoints.
+    pub migration_count: u64,
+    /// Every CPU seen at a checkpoint.
+    pub cpus_used: BTreeSet<usize>,
+    /// The migrations themselves (first ones, capped).
+    pub migrations: Vec<Migration>,
+    /// Longest wall-clock interval between consecutive checkpoints, in ms.
+    pub max_gap_ms: u64,
+    /// CPU on which the longest gap ended.
+    pub max_gap_cpu: usize,
+    /// When the longest gap ended, in ms since the loop started.
+    pub max_gap_at_ms: u64,
+    /// Reservoir sample of wake (resume) latencies, in ns.
+    pub resume_latencies_ns: Vec<u64>,
+    /// Every wake latency observed, including those the reservoir dropped.
+    pub wake_sample_total: u64,
+    /// Reservoir sample of per-iteration wall-clock cost, in ns.
+    pub iteration_costs_ns: Vec<u64>,
+    /// Every iteration cost observed.
+    pub iteration_cost_sample_total: u64,
+    /// Outer-loop iterations.
+    pub iterations: u64,
+    /// schedstat field 2 delta: time runnable but waiting, ns.
+    pub schedstat_run_delay_ns: u64,
+    /// schedstat field 3 delta: times picked to run.
+    pub schedstat_run_count: u64,
+    /// schedstat field 1 delta: time on CPU, ns.
+    pub schedstat_cpu_time_ns: u64,
+    /// True when the worker reached its natural end.
+    pub completed: bool,
+    /// Pages per NUMA node after the loop (from numa_maps).
+    pub numa_pages: BTreeMap<usize, u64>,
+    /// Host `numa_pages_migrated` delta across the loop.
+    pub vmstat_numa_pages_migrated: u64,
+    /// `Some` only on sentinel reports synthesised by the parent.
+    pub exit_info: Option<WorkerExitInfo>,
+    /// True for the messenger of a fan-out group.
+    pub is_messenger: bool,
+    /// 0 for the primary group, 1..=N for composed groups.
+    pub group_idx: usize,
+    /// Why the requested affinity or memory policy could not be applied.
+    pub affinity_error: Option<String>,
+}
+
+impl WorkerReport {
+    /// The report the parent synthesises for a worker that sent none.
+    pub fn sentinel(tid: i32, group_idx: usize, exit_info: WorkerExitInfo) -> Self {
+        WorkerReport {
+            tid,
+            group_idx,
+            completed: false,
+            exit_info: Some(exit_info),
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_round_trip() {
+        let mut r = WorkerReport {
+            tid: 42,
+            work_units: 7,
+            completed: true,
+            ..Default::default()
+        };
+        r.cpus_used.insert(1);
+        r.numa_pages.insert(0, 12);
+        r.migrations.push(Migration {
+            at_ms: 3,
+            from_cpu: 0,
+            to_cpu: 1,
+        });
+        r.affinity_error = Some("EINVAL".into());
+        let text = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<WorkerReport>(&text).unwrap(), r);
+    }
+
+    #[test]
+    fn sentinel_is_incomplete() {
+        let r = WorkerReport::sentinel(9, 2, WorkerExitInfo::Signaled(9));
+        assert!(!r.completed);
+        assert_eq!(r.group_idx, 2);
+        assert_eq!(r.exit_info, Some(WorkerExitInfo::Signaled(9)));
+        let back: WorkerReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn missing_fields_default() {
+        let r: WorkerReport = serde_json::from_str(r#"{"tid": 5, "future_field": 1}"#).unwrap();
+        assert_eq!(r.tid, 5);
+        assert_eq!(r.work_units, 0);
+    }
+}

@@ -1,0 +1,136 @@
+//! Memory shared between forked workers (an anonymous `MAP_SHARED`
+//! mapping made before fork) and the futex calls that synchronise on it.
+
+use std::io;
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+
+/// A shared anonymous mapping; clones refer to the same pages. Unmapped
+/// when the last clone in a process drops.
+#[derive(Debug, Clone)]
+pub struct SharedRegion(Arc<Mapping>);
+
+#[derive(Debug)]
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory accessed only through atomics.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len came from a successful mmap.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+impl SharedRegion {
+    /// Maps `len` zeroed bytes shared with future children.
+    pub fn new(len: usize) -> io::Result<Self> {
+        let len = len.max(1);
+        // SAFETY: anonymous mapping with no address hint.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SharedRegion(Arc::new(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })))
+    }
+
+    /// The `AtomicU32` at byte `offset` (must be 4-aligned and in range).
+    pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
+        assert!(
+            offset % 4 == 0 && offset + 4 <= self.0.len,
+            "bad shared offset {offset}"
+        );
+        // SAFETY: in range, aligned, and the memory lives as long as self.
+        unsafe { &*(self.0.ptr.add(offset) as *const AtomicU32) }
+    }
+
+    /// The `AtomicU64` at byte `offset` (must be 8-aligned and in range).
+    pub fn atomic_u64(&self, offset: usize) -> &std::sync::atomic::AtomicU64 {
+        assert!(
+            offset % 8 == 0 && offset + 8 <= self.0.len,
+            "bad shared offset {offset}"
+        );
+        // SAFETY: in range, aligned, and the memory lives as long as self.
+        unsafe { &*(self.0.ptr.add(offset) as *const std::sync::atomic::AtomicU64) }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.len
+    }
+
+    /// True when the region is empty (never, in practice).
+    pub fn is_empty(&self) -> bool {
+        self.0.len == 0
+    }
+}
+
+/// `FUTEX_WAIT` on a process-shared word while it holds `expected`, for at
+/// most `timeout_ns`. Returns on wake, timeout, signal or value change.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: word points to a live u32; ts is valid for the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+        );
+    }
+}
+
+/// `FUTEX_WAKE` up to `count` waiters on a process-shared word.
+pub fn futex_wake(word: &AtomicU32, count: i32) {
+    // SAFETY: word points to a live u32.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, count);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn region_is_zeroed_and_shared_between_clones() {
+        let r = SharedRegion::new(128).unwrap();
+        let c = r.clone();
+        assert_eq!(r.atomic_u32(64).load(Ordering::Relaxed), 0);
+        c.atomic_u32(64).store(7, Ordering::Relaxed);
+        assert_eq!(r.atomic_u32(64).load(Ordering::Relaxed), 7);
+    }
+
+    #[test]
+    fn futex_wait_times_out_and_returns_on_mismatch() {
+        let r = SharedRegion::new(64).unwrap();
+        let w = r.atomic_u32(0);
+        futex_wait(w, 1, 1_000_000); // value is 0: returns at once
+        let t = std::time::Instant::now();
+        futex_wait(w, 0, 2_000_000);
+        assert!(t.elapsed() >= std::time::Duration::from_millis(1));
+    }
+}

@@ -1,0 +1,18 @@
+//! The unit of CPU work shared by the spinning work types.
+
+use std::hint::black_box;
+
+/// Spins `units` work units: a dependent integer mix per unit that the
+/// compiler cannot fold away. Returns `units` for accounting.
+#[inline]
+pub fn spin_burst(units: u64) -> u64 {
+    let mut x: u64 = black_box(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..units {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x = black_box(x);
+    }
+    black_box(x);
+    units
+}

@@ -1,0 +1,44 @@
+//! The worker side of the stop protocol: SIGUSR1 sets an atomic flag that
+//! the work loop checks every iteration. The handler is installed without
+//! `SA_RESTART`, so a worker blocked in `read`/`futex` returns `EINTR` and
+//! sees the flag.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigusr1(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// True once the worker has been told to stop.
+#[inline]
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// Sets the flag from inside the worker (e.g. its partner went away).
+pub fn request_stop() {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Installs the SIGUSR1 handler. Called in the child right after fork.
+pub fn install_stop_handler() -> std::io::Result<()> {
+    install_handler(libc::SIGUSR1, on_sigusr1 as *const () as usize)
+}
+
+/// Installs `handler` (a function address or `SIG_IGN`/`SIG_DFL`) for
+/// `signal`, without `SA_RESTART`.
+pub fn install_handler(signal: libc::c_int, handler: usize) -> std::io::Result<()> {
+    // SAFETY: a zeroed sigaction is valid; the handler only touches an atomic.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler;
+        libc::sigemptyset(&mut action.sa_mask);
+        action.sa_flags = 0;
+        if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}

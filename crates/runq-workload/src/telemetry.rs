@@ -1,0 +1,223 @@
+//! The per-worker recorder: work units, checkpoints every 1024 units
+//! (migrations, CPUs used, scheduling gaps), reservoir-sampled wake
+//! latencies and iteration costs, and the schedstat/NUMA deltas that turn
+//! into a [`WorkerReport`] at the end.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use runq_kernel::schedstat::{read_own_schedstat, Schedstat};
+use runq_kernel::{numa_maps, vmstat};
+
+use crate::clock::{current_cpu, monotonic_ns, thread_cpu_ns};
+use crate::report::{Migration, WorkerReport, MAX_WAKE_SAMPLES};
+use crate::reservoir::Reservoir;
+
+/// Work units between migration/gap checkpoints.
+pub const CHECK_PERIOD_UNITS: u64 = 1024;
+/// Most migrations kept in the report's list (the count is exact).
+pub const MAX_MIGRATIONS_KEPT: usize = 10_000;
+
+/// Live telemetry of one worker, updated from its work loop.
+#[derive(Debug)]
+pub struct Telemetry {
+    start_ns: u64,
+    start_cpu_time_ns: u64,
+    schedstat_before: Option<Schedstat>,
+    numa_migrated_before: u64,
+    work_units: u64,
+    iterations: u64,
+    last_iteration_end_ns: u64,
+    last_check_ns: u64,
+    last_cpu: usize,
+    cpus_used: BTreeSet<usize>,
+    migrations: Vec<Migration>,
+    migration_count: u64,
+    max_gap_ns: u64,
+    max_gap_cpu: usize,
+    max_gap_at_ns: u64,
+    wakes: Reservoir,
+    costs: Reservoir,
+}
+
+impl Telemetry {
+    /// Starts recording now (call right before the work loop).
+    pub fn start() -> Self {
+        let start_ns = monotonic_ns();
+        let cpu = current_cpu();
+        let seed = start_ns ^ (u64::from(crate::clock::gettid().unsigned_abs()) << 32);
+        Telemetry {
+            start_ns,
+            start_cpu_time_ns: thread_cpu_ns(),
+            schedstat_before: read_own_schedstat(),
+            numa_migrated_before: vmstat::numa_pages_migrated(),
+            work_units: 0,
+            iterations: 0,
+            last_iteration_end_ns: start_ns,
+            last_check_ns: start_ns,
+            last_cpu: cpu,
+            cpus_used: BTreeSet::from([cpu]),
+            migrations: Vec::new(),
+            migration_count: 0,
+            max_gap_ns: 0,
+            max_gap_cpu: cpu,
+            max_gap_at_ns: 0,
+            wakes: Reservoir::new(MAX_WAKE_SAMPLES, seed),
+            costs: Reservoir::new(MAX_WAKE_SAMPLES, seed.rotate_left(17)),
+        }
+    }
+
+    /// Records one wake (resume) latency in ns.
+    #[inline]
+    pub fn record_wake(&mut self, latency_ns: u64) {
+        self.wakes.record(latency_ns);
+    }
+
+    /// Work units so far.
+    pub fn work_units(&self) -> u64 {
+        self.work_units
+    }
+
+    /// Time of the most recent checkpoint (CLOCK_MONOTONIC ns); the
+    /// watchdog compares it with the clock to find stuck workers.
+    pub fn last_progress_ns(&self) -> u64 {
+        self.last_check_ns
+    }
+
+    /// Closes one outer iteration that did `units` work units: samples its
+    /// cost and runs the checkpoint when the unit count is a multiple of
+    /// [`CHECK_PERIOD_UNITS`]. Iterations that did no work skip the check.
+    #[inline]
+    pub fn end_iteration(&mut self, units: u64) {
+        let now = monotonic_ns();
+        self.costs
+            .record(now.saturating_sub(self.last_iteration_end_ns));
+        self.last_iteration_end_ns = now;
+        self.iterations += 1;
+        if units == 0 {
+            return;
+        }
+        self.work_units = self.work_units.wrapping_add(units);
+        if self.work_units % CHECK_PERIOD_UNITS == 0 {
+            self.checkpoint(now);
+        }
+    }
+
+    #[cold]
+    fn checkpoint(&mut self, now: u64) {
+        let cpu = current_cpu();
+        let gap = now.saturating_sub(self.last_check_ns);
+        if gap > self.max_gap_ns {
+            self.max_gap_ns = gap;
+            self.max_gap_cpu = cpu;
+            self.max_gap_at_ns = now.saturating_sub(self.start_ns);
+        }
+        if cpu != self.last_cpu {
+            self.migration_count += 1;
+            if self.migrations.len() < MAX_MIGRATIONS_KEPT {
+                self.migrations.push(Migration {
+                    at_ms: now.saturating_sub(self.start_ns) / 1_000_000,
+                    from_cpu: self.last_cpu,
+                    to_cpu: cpu,
+                });
+            }
+            self.cpus_used.insert(cpu);
+            self.last_cpu = cpu;
+        }
+        self.last_check_ns = now;
+    }
+
+    /// Ends recording and builds the report.
+    pub fn finish(self, group_idx: usize, is_messenger: bool) -> WorkerReport {
+        let wall_time_ns = monotonic_ns().saturating_sub(self.start_ns);
+        let cpu_time_ns = thread_cpu_ns().saturating_sub(self.start_cpu_time_ns);
+        let sched = match (read_own_schedstat(), self.schedstat_before) {
+            (Some(after), Some(before)) => after.delta_since(&before),
+            _ => Schedstat::default(),
+        };
+        let (resume_latencies_ns, wake_sample_total) = self.wakes.into_parts();
+        let (iteration_costs_ns, iteration_cost_sample_total) = self.costs.into_parts();
+        WorkerReport {
+            tid: crate::clock::gettid(),
+            work_units: self.work_units,
+            cpu_time_ns,
+            wall_time_ns,
+            off_cpu_ns: wall_time_ns.saturating_sub(cpu_time_ns),
+            migration_count: self.migration_count,
+            cpus_used: self.cpus_used,
+            migrations: self.migrations,
+            max_gap_ms: self.max_gap_ns / 1_000_000,
+            max_gap_cpu: self.max_gap_cpu,
+            max_gap_at_ms: self.max_gap_at_ns / 1_000_000,
+            resume_latencies_ns,
+            wake_sample_total,
+            iteration_costs_ns,
+            iteration_cost_sample_total,
+            iterations: self.iterations,
+            schedstat_run_delay_ns: sched.run_delay_ns,
+            schedstat_run_count: sched.run_count,
+            schedstat_cpu_time_ns: sched.cpu_time_ns,
+            completed: true,
+            numa_pages: numa_maps::read_numa_maps(Path::new("/proc/self/numa_maps"))
+                .unwrap_or_default(),
+            vmstat_numa_pages_migrated: vmstat::numa_pages_migrated()
+                .saturating_sub(self.numa_migrated_before),
+            exit_info: None,
+            is_messenger,
+            group_idx,
+            affinity_error: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoint_cadence_follows_unit_multiples() {
+        // 320 units per iteration (PageFaultChurn): gcd(320, 1024) = 64, so
+        // a checkpoint every 16 iterations.
+        let mut t = Telemetry::start();
+        let mut checks = 0;
+        for _ in 0..160 {
+            let before = t.last_check_ns;
+            std::thread::sleep(std::time::Duration::from_micros(1));
+            t.end_iteration(320);
+            checks += u32::from(t.last_check_ns != before);
+        }
+        assert_eq!(checks, 10);
+        assert_eq!(t.iterations, 160);
+    }
+
+    #[test]
+    fn zero_unit_iterations_do_not_check() {
+        let mut t = Telemetry::start();
+        let before = t.last_check_ns;
+        for _ in 0..10 {
+            t.end_iteration(0);
+        }
+        assert_eq!(t.last_check_ns, before);
+        assert_eq!(t.iterations, 10);
+        assert_eq!(t.work_units, 0);
+    }
+
+    #[test]
+    fn finish_fills_times_and_samples() {
+        let mut t = Telemetry::start();
+        for i in 0..5 {
+            t.record_wake(i * 10);
+            crate::spin::spin_burst(1024);
+            t.end_iteration(1024);
+        }
+        let r = t.finish(3, true);
+        assert_eq!(r.work_units, 5 * 1024);
+        assert_eq!(r.resume_latencies_ns, vec![0, 10, 20, 30, 40]);
+        assert_eq!(r.wake_sample_total, 5);
+        assert_eq!(r.iteration_cost_sample_total, 5);
+        assert!(r.wall_time_ns >= r.cpu_time_ns || r.wall_time_ns + 1_000_000 > r.cpu_time_ns);
+        assert_eq!(r.off_cpu_ns, r.wall_time_ns.saturating_sub(r.cpu_time_ns));
+        assert!(r.completed && r.is_messenger && r.group_idx == 3);
+        assert!(!r.cpus_used.is_empty());
+    }
+}

@@ -1,0 +1,79 @@
+//! Bursty: spin for `burst_ms`, then sleep for `sleep_ms`. The wake sample
+//! is how late the sleep returned (elapsed minus requested).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{independent, since, PreparedWork, TypeInfo, WorkerBody};
+use crate::clock::monotonic_ns;
+use crate::spin::spin_burst;
+use crate::stop::stop_requested;
+use crate::telemetry::Telemetry;
+
+/// Bursty parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// Length of each CPU burst, ms.
+    pub burst_ms: u64,
+    /// Length of each sleep, ms.
+    pub sleep_ms: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            burst_ms: 50,
+            sleep_ms: 100,
+        }
+    }
+}
+
+impl Params {
+    /// Rejects a zero-length burst (it would do no work).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.burst_ms == 0 {
+            return Err("burst_ms must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Description for `--list`.
+pub const INFO: TypeInfo = TypeInfo {
+    name: "Bursty",
+    summary: "alternates CPU bursts of burst_ms with sleeps of sleep_ms (wakeup placement)",
+    units: "1024-unit spin bursts repeated for burst_ms; checkpoint every iteration",
+    wakes: Some("sleep overshoot: elapsed minus requested sleep"),
+    workers: None,
+};
+
+struct Body {
+    burst_ns: u64,
+    sleep: Duration,
+}
+
+impl WorkerBody for Body {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        let start = monotonic_ns();
+        let mut units = 0;
+        while since(start) < self.burst_ns && !stop_requested() {
+            units += spin_burst(1024);
+        }
+        if self.sleep.is_zero() || stop_requested() {
+            return units;
+        }
+        let before = monotonic_ns();
+        std::thread::sleep(self.sleep);
+        let requested = u64::try_from(self.sleep.as_nanos()).unwrap_or(u64::MAX);
+        tel.record_wake(since(before).saturating_sub(requested));
+        units
+    }
+}
+
+/// Builds the per-worker bodies.
+pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
+    let (burst_ns, sleep) = (p.burst_ms * 1_000_000, Duration::from_millis(p.sleep_ms));
+    independent(move |_| Ok(Box::new(Body { burst_ns, sleep })))
+}

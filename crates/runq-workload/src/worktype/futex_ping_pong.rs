@@ -1,0 +1,104 @@
+//! FutexPingPong: pairs of workers take turns on a shared futex word. Each
+//! worker waits for its turn, spins, hands the turn over and wakes its
+//! partner. A wait that had to sleep is a wake sample.
+
+use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use super::{PreparedWork, TypeInfo, WorkerBody};
+use crate::clock::monotonic_ns;
+use crate::shared::SharedRegion;
+use crate::spin::spin_burst;
+use crate::stop::stop_requested;
+use crate::telemetry::Telemetry;
+
+/// FutexPingPong parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// Spin units per turn.
+    pub spin_iters: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params { spin_iters: 1024 }
+    }
+}
+
+/// Description for `--list`.
+pub const INFO: TypeInfo = TypeInfo {
+    name: "FutexPingPong",
+    summary: "pairs of workers alternate turns on a shared futex (futex wait/wake round trips)",
+    units: "spin_iters units per turn; checkpoint every iteration at the default 1024",
+    wakes: Some("futex wait, timed when the worker had to sleep"),
+    workers: Some("an even number of workers (pairs)"),
+};
+
+/// Bytes between the futex words of different pairs (one cache line).
+const SLOT: usize = 64;
+
+struct Pairs {
+    region: SharedRegion,
+    spin: u64,
+}
+
+struct Body {
+    region: SharedRegion,
+    offset: usize,
+    side: u32,
+    spin: u64,
+}
+
+impl Body {
+    fn word(&self) -> &AtomicU32 {
+        self.region.atomic_u32(self.offset)
+    }
+}
+
+impl WorkerBody for Body {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        let word = self.word();
+        let mut slept_since = None;
+        loop {
+            let turn = word.load(Ordering::Acquire);
+            if turn == self.side {
+                break;
+            }
+            if stop_requested() {
+                return 0;
+            }
+            slept_since.get_or_insert_with(monotonic_ns);
+            crate::shared::futex_wait(word, turn, 100_000_000);
+        }
+        if let Some(t0) = slept_since {
+            tel.record_wake(monotonic_ns().saturating_sub(t0));
+        }
+        let units = spin_burst(self.spin);
+        word.store(1 - self.side, Ordering::Release);
+        crate::shared::futex_wake(word, 1);
+        units
+    }
+}
+
+impl PreparedWork for Pairs {
+    fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>> {
+        Ok(Box::new(Body {
+            region: self.region.clone(),
+            offset: (idx / 2) * SLOT,
+            side: u32::try_from(idx % 2).unwrap_or(0),
+            spin: self.spin,
+        }))
+    }
+}
+
+/// Maps one shared futex word per pair.
+pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+    let region = SharedRegion::new((workers / 2).max(1) * SLOT)?;
+    Ok(Box::new(Pairs {
+        region,
+        spin: p.spin_iters,
+    }))
+}

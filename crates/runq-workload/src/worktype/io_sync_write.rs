@@ -1,0 +1,110 @@
+//! IoSyncWrite: 4 KiB `pwrite`s followed by `fdatasync` to a private,
+//! already-unlinked temporary file, then an optional short sleep. The
+//! `fdatasync` is the wake sample.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{independent, PreparedWork, TypeInfo, WorkerBody};
+use crate::clock::monotonic_ns;
+use crate::telemetry::Telemetry;
+
+/// IoSyncWrite parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// 4 KiB writes before each sync.
+    pub writes_per_sync: u64,
+    /// Sleep after each sync, µs (0: none).
+    pub sleep_us: u64,
+    /// File size at which writes wrap to offset 0, KiB.
+    pub file_kb: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            writes_per_sync: 16,
+            sleep_us: 100,
+            file_kb: 1024,
+        }
+    }
+}
+
+/// Description for `--list`.
+pub const INFO: TypeInfo = TypeInfo {
+    name: "IoSyncWrite",
+    summary: "16 x 4 KiB pwrite + fdatasync to an unlinked temp file, then a short sleep",
+    units: "one unit per 4 KiB write (16 per iteration); checkpoint every 64 iterations",
+    wakes: Some("fdatasync, timed across the blocking call"),
+    workers: None,
+};
+
+const BLOCK: u64 = 4096;
+
+/// Opens a private file in the temp dir that is gone from the namespace
+/// already, so nothing is left behind even on SIGKILL.
+pub fn unlinked_temp_file() -> io::Result<File> {
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!(
+        "runq-io-{}-{}",
+        std::process::id(),
+        crate::clock::monotonic_ns()
+    ));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
+}
+
+struct Body {
+    file: File,
+    block: Vec<u8>,
+    offset: u64,
+    writes: u64,
+    file_bytes: u64,
+    sleep: Duration,
+}
+
+impl WorkerBody for Body {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        let mut units = 0;
+        for _ in 0..self.writes {
+            if self.file.write_all_at(&self.block, self.offset).is_err() {
+                break;
+            }
+            self.offset = (self.offset + BLOCK) % self.file_bytes.max(BLOCK);
+            units += 1;
+        }
+        let t0 = monotonic_ns();
+        if self.file.sync_data().is_ok() {
+            tel.record_wake(monotonic_ns().saturating_sub(t0));
+        }
+        if !self.sleep.is_zero() {
+            std::thread::sleep(self.sleep);
+        }
+        units
+    }
+}
+
+/// Builds the per-worker bodies (each opens its own file in the child).
+pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
+    let p = p.clone();
+    independent(move |_| {
+        Ok(Box::new(Body {
+            file: unlinked_temp_file()?,
+            block: vec![0xA5; BLOCK as usize],
+            offset: 0,
+            writes: p.writes_per_sync,
+            file_bytes: p.file_kb * 1024,
+            sleep: Duration::from_micros(p.sleep_us),
+        }))
+    })
+}

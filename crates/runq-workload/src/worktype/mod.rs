@@ -1,0 +1,357 @@
+//! Work types: what a worker does in each outer iteration.
+//!
+//! Each type is a small module with a `Params` struct (serde, with the
+//! seed's defaults), a `prepare` function that builds any resource its
+//! workers share (pipes, shared memory) in the parent before fork, and a
+//! [`WorkerBody`] that runs one outer iteration in the child.
+
+mod bursty;
+mod cache_pressure;
+mod futex_ping_pong;
+mod io_sync_write;
+mod mixed;
+mod pipe_io;
+mod spin_wait;
+mod yield_heavy;
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use crate::telemetry::Telemetry;
+
+/// One outer iteration of a worker's loop, run in the child.
+pub trait WorkerBody {
+    /// Runs one iteration and returns the work units it did. Records wake
+    /// latencies into `tel` where the type has a blocking step.
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64;
+
+    /// True for a fan-out messenger.
+    fn is_messenger(&self) -> bool {
+        false
+    }
+}
+
+/// Resources of one group, made before fork and split between workers.
+pub trait PreparedWork {
+    /// Builds worker `idx`'s body in the child, keeping only its share of
+    /// the group's resources (and closing the rest).
+    fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>>;
+
+    /// Called in the parent once every worker is forked, to close the
+    /// parent's copies of shared resources.
+    fn release_parent_copies(&mut self) {}
+}
+
+/// A [`PreparedWork`] for types whose workers share nothing.
+struct Independent<F: FnMut(usize) -> io::Result<Box<dyn WorkerBody>>>(F);
+
+impl<F: FnMut(usize) -> io::Result<Box<dyn WorkerBody>>> PreparedWork for Independent<F> {
+    fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>> {
+        (self.0)(idx)
+    }
+}
+
+/// Boxes a closure as independent per-worker setup.
+fn independent(
+    f: impl FnMut(usize) -> io::Result<Box<dyn WorkerBody>> + 'static,
+) -> Box<dyn PreparedWork> {
+    Box::new(Independent(f))
+}
+
+/// The work types and their parameters. Serialized with a `type` tag, so a
+/// scenario can say `{ type = "PipeIo", burst_iters = 0 }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum WorkType {
+    /// Pure CPU: a spin burst per iteration.
+    SpinWait(spin_wait::Params),
+    /// `sched_yield()` in a loop, one unit per yield.
+    YieldHeavy(yield_heavy::Params),
+    /// A spin burst followed by a yield.
+    Mixed(mixed::Params),
+    /// Spin for `burst_ms`, sleep for `sleep_ms`.
+    Bursty(bursty::Params),
+    /// Pairs of workers ping-ponging a byte over pipes.
+    PipeIo(pipe_io::Params),
+    /// Pairs of workers alternating turns on a shared futex.
+    FutexPingPong(futex_ping_pong::Params),
+    /// Strided read-modify-writes over a buffer.
+    CachePressure(cache_pressure::Params),
+    /// 4 KiB writes and `fdatasync` to a private temporary file.
+    IoSyncWrite(io_sync_write::Params),
+}
+
+/// Static description of a work type for `--list` and `--explain`.
+#[derive(Debug, Clone, Copy)]
+pub struct TypeInfo {
+    /// The type's name, as used on the command line.
+    pub name: &'static str,
+    /// One line on what it does.
+    pub summary: &'static str,
+    /// What a work unit is and how often the checkpoint runs.
+    pub units: &'static str,
+    /// Where it samples wake latency, or `None`.
+    pub wakes: Option<&'static str>,
+    /// Worker-count rule, if any.
+    pub workers: Option<&'static str>,
+}
+
+/// Errors in choosing or configuring a work type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkTypeError {
+    /// The name matches no work type.
+    #[error("unknown work type {name:?}{}; `runq run --list` shows them all", suggestion_text(.suggestion))]
+    Unknown {
+        /// What the user typed.
+        name: String,
+        /// The closest known name.
+        suggestion: Option<String>,
+    },
+    /// A parameter name or value was rejected.
+    #[error("invalid parameter for {work_type}: {reason}")]
+    BadParam {
+        /// The work type.
+        work_type: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The worker count does not suit the type.
+    #[error("{work_type} needs {rule}, got {workers} workers")]
+    BadWorkerCount {
+        /// The work type.
+        work_type: String,
+        /// The rule.
+        rule: &'static str,
+        /// The count given.
+        workers: usize,
+    },
+}
+
+fn suggestion_text(s: &Option<String>) -> String {
+    s.as_ref()
+        .map(|s| format!(" (did you mean {s}?)"))
+        .unwrap_or_default()
+}
+
+impl WorkType {
+    /// Every work type with its default parameters.
+    pub fn all_defaults() -> Vec<WorkType> {
+        vec![
+            WorkType::SpinWait(Default::default()),
+            WorkType::YieldHeavy(Default::default()),
+            WorkType::Mixed(Default::default()),
+            WorkType::Bursty(Default::default()),
+            WorkType::PipeIo(Default::default()),
+            WorkType::FutexPingPong(Default::default()),
+            WorkType::CachePressure(Default::default()),
+            WorkType::IoSyncWrite(Default::default()),
+        ]
+    }
+
+    /// Static description of this type.
+    pub fn info(&self) -> TypeInfo {
+        match self {
+            WorkType::SpinWait(_) => spin_wait::INFO,
+            WorkType::YieldHeavy(_) => yield_heavy::INFO,
+            WorkType::Mixed(_) => mixed::INFO,
+            WorkType::Bursty(_) => bursty::INFO,
+            WorkType::PipeIo(_) => pipe_io::INFO,
+            WorkType::FutexPingPong(_) => futex_ping_pong::INFO,
+            WorkType::CachePressure(_) => cache_pressure::INFO,
+            WorkType::IoSyncWrite(_) => io_sync_write::INFO,
+        }
+    }
+
+    /// The type's name.
+    pub fn name(&self) -> &'static str {
+        self.info().name
+    }
+
+    /// Looks a type up by name (case-insensitive), with its defaults.
+    pub fn from_name(name: &str) -> Result<WorkType, WorkTypeError> {
+        let all = Self::all_defaults();
+        if let Some(t) = all.iter().find(|t| t.name().eq_ignore_ascii_case(name)) {
+            return Ok(t.clone());
+        }
+        let suggestion = all
+            .iter()
+            .map(|t| {
+                (
+                    edit_distance(&name.to_ascii_lowercase(), &t.name().to_ascii_lowercase()),
+                    t.name(),
+                )
+            })
+            .min()
+            .filter(|(d, _)| *d <= name.len().max(3) / 2 + 1)
+            .map(|(_, n)| n.to_string());
+        Err(WorkTypeError::Unknown {
+            name: name.to_string(),
+            suggestion,
+        })
+    }
+
+    /// Returns a copy with `key=value` parameters overridden. Values are
+    /// parsed as JSON numbers/booleans when they look like one.
+    pub fn with_params(&self, params: &[(String, String)]) -> Result<WorkType, WorkTypeError> {
+        let bad = |reason: String| WorkTypeError::BadParam {
+            work_type: self.name().to_string(),
+            reason,
+        };
+        let mut value = serde_json::to_value(self).map_err(|e| bad(e.to_string()))?;
+        let obj = value
+            .as_object_mut()
+            .ok_or_else(|| bad("not an object".into()))?;
+        for (key, raw) in params {
+            if key == "type" || !obj.contains_key(key) {
+                let known: Vec<_> = obj.keys().filter(|k| *k != "type").cloned().collect();
+                let known = if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                };
+                return Err(bad(format!(
+                    "unknown parameter {key:?} (parameters: {known})"
+                )));
+            }
+            let parsed = serde_json::from_str(raw)
+                .unwrap_or_else(|_| serde_json::Value::String(raw.clone()));
+            obj.insert(key.clone(), parsed);
+        }
+        let out: WorkType = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
+        out.validate_params().map_err(bad)?;
+        Ok(out)
+    }
+
+    /// Checks parameter values that serde cannot (ranges).
+    pub fn validate_params(&self) -> Result<(), String> {
+        match self {
+            WorkType::CachePressure(p) => p.validate(),
+            WorkType::Bursty(p) => p.validate(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks that `workers` suits this type.
+    pub fn validate_workers(&self, workers: usize) -> Result<(), WorkTypeError> {
+        let info = self.info();
+        let paired = matches!(self, WorkType::PipeIo(_) | WorkType::FutexPingPong(_));
+        if workers == 0 || (paired && workers % 2 != 0) {
+            return Err(WorkTypeError::BadWorkerCount {
+                work_type: info.name.to_string(),
+                rule: info.workers.unwrap_or("at least 1 worker"),
+                workers,
+            });
+        }
+        Ok(())
+    }
+
+    /// Builds the group's shared resources for `workers` workers (parent
+    /// side, before fork).
+    pub fn prepare(&self, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+        match self {
+            WorkType::SpinWait(p) => Ok(spin_wait::prepare(p)),
+            WorkType::YieldHeavy(p) => Ok(yield_heavy::prepare(p)),
+            WorkType::Mixed(p) => Ok(mixed::prepare(p)),
+            WorkType::Bursty(p) => Ok(bursty::prepare(p)),
+            WorkType::PipeIo(p) => pipe_io::prepare(p, workers),
+            WorkType::FutexPingPong(p) => futex_ping_pong::prepare(p, workers),
+            WorkType::CachePressure(p) => Ok(cache_pressure::prepare(p)),
+            WorkType::IoSyncWrite(p) => Ok(io_sync_write::prepare(p)),
+        }
+    }
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Nanoseconds elapsed since `start_ns` (CLOCK_MONOTONIC).
+#[inline]
+fn since(start_ns: u64) -> u64 {
+    crate::clock::monotonic_ns().saturating_sub(start_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        let all = WorkType::all_defaults();
+        for t in &all {
+            assert_eq!(
+                WorkType::from_name(&t.name().to_lowercase())
+                    .unwrap()
+                    .name(),
+                t.name()
+            );
+        }
+        let mut names: Vec<_> = all.iter().map(|t| t.name()).collect();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+    }
+
+    #[test]
+    fn unknown_name_suggests_nearest() {
+        let err = WorkType::from_name("PipeIO2").unwrap_err();
+        assert!(err.to_string().contains("did you mean PipeIo?"), "{err}");
+        let err = WorkType::from_name("zzzzzzzzzzzzzz").unwrap_err();
+        assert!(!err.to_string().contains("did you mean"), "{err}");
+    }
+
+    #[test]
+    fn params_override_and_reject() {
+        let t = WorkType::from_name("PipeIo").unwrap();
+        let t2 = t
+            .with_params(&[("burst_iters".into(), "0".into())])
+            .unwrap();
+        assert_eq!(t2, WorkType::PipeIo(pipe_io::Params { burst_iters: 0 }));
+        let err = t.with_params(&[("burst".into(), "0".into())]).unwrap_err();
+        assert!(err.to_string().contains("burst_iters"), "{err}");
+        assert!(t
+            .with_params(&[("burst_iters".into(), "-1".into())])
+            .is_err());
+    }
+
+    #[test]
+    fn serde_uses_type_tag_and_defaults() {
+        let t: WorkType = serde_json::from_str(r#"{"type":"Bursty","burst_ms":7}"#).unwrap();
+        assert_eq!(
+            t,
+            WorkType::Bursty(bursty::Params {
+                burst_ms: 7,
+                ..Default::default()
+            })
+        );
+        assert!(serde_json::from_str::<WorkType>(r#"{"type":"Bursty","bogus":7}"#).is_err());
+    }
+
+    #[test]
+    fn pairs_need_even_counts() {
+        let t = WorkType::from_name("FutexPingPong").unwrap();
+        assert!(t.validate_workers(3).is_err());
+        assert!(t.validate_workers(4).is_ok());
+        assert!(WorkType::from_name("SpinWait")
+            .unwrap()
+            .validate_workers(0)
+            .is_err());
+    }
+
+    #[test]
+    fn edit_distance_basics() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+}

@@ -1,0 +1,134 @@
+//! PipeIo: pairs of workers ping-pong one byte over two pipes. The even
+//! worker of a pair writes then reads; the odd one reads then writes. Each
+//! read is a wake, timed across the blocking call.
+
+use std::io;
+use std::os::fd::OwnedFd;
+
+use serde::{Deserialize, Serialize};
+
+use super::{PreparedWork, TypeInfo, WorkerBody};
+use crate::clock::monotonic_ns;
+use crate::fd::{pipe, read_byte, write_byte};
+use crate::spin::spin_burst;
+use crate::stop::request_stop;
+use crate::telemetry::Telemetry;
+
+/// PipeIo parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// Spin units before each write.
+    pub burst_iters: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params { burst_iters: 1024 }
+    }
+}
+
+/// Description for `--list`.
+pub const INFO: TypeInfo = TypeInfo {
+    name: "PipeIo",
+    summary: "pairs of workers ping-pong a byte over pipes after a spin burst (wakeup latency)",
+    units: "burst_iters spin units per round trip; checkpoint every iteration at the default 1024",
+    wakes: Some("pipe read, timed across the blocking call"),
+    workers: Some("an even number of workers (pairs)"),
+};
+
+/// The two pipes of each pair: `[a_to_b, b_to_a]` as (read, write) ends.
+struct Pairs {
+    pipes: Vec<[Option<(OwnedFd, OwnedFd)>; 2]>,
+    burst: u64,
+}
+
+struct Body {
+    tx: OwnedFd,
+    rx: OwnedFd,
+    writes_first: bool,
+    burst: u64,
+}
+
+impl Body {
+    fn timed_read(&self, tel: &mut Telemetry) -> bool {
+        let t0 = monotonic_ns();
+        match read_byte(&self.rx) {
+            Ok(true) => {
+                tel.record_wake(monotonic_ns().saturating_sub(t0));
+                true
+            }
+            Ok(false) => false,
+            Err(_) => {
+                request_stop();
+                false
+            }
+        }
+    }
+}
+
+impl WorkerBody for Body {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        let units = spin_burst(self.burst);
+        if self.writes_first {
+            if !write_byte(&self.tx) {
+                request_stop();
+                return units;
+            }
+            self.timed_read(tel);
+        } else {
+            if !self.timed_read(tel) {
+                return units;
+            }
+            if !write_byte(&self.tx) {
+                request_stop();
+            }
+        }
+        units
+    }
+}
+
+impl PreparedWork for Pairs {
+    fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>> {
+        let (pair, side) = (idx / 2, idx % 2);
+        let mut mine = std::mem::take(&mut self.pipes[pair]);
+        // Everything else (other pairs) closes when `self` drops its copies.
+        self.pipes.clear();
+        let [ab, ba] = &mut mine;
+        let ((ab_r, ab_w), (ba_r, ba_w)) = (ab.take().expect("pipe"), ba.take().expect("pipe"));
+        let body = if side == 0 {
+            drop((ab_r, ba_w));
+            Body {
+                tx: ab_w,
+                rx: ba_r,
+                writes_first: true,
+                burst: self.burst,
+            }
+        } else {
+            drop((ab_w, ba_r));
+            Body {
+                tx: ba_w,
+                rx: ab_r,
+                writes_first: false,
+                burst: self.burst,
+            }
+        };
+        Ok(Box::new(body))
+    }
+
+    fn release_parent_copies(&mut self) {
+        self.pipes.clear();
+    }
+}
+
+/// Creates two pipes per pair.
+pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+    let mut pipes = Vec::with_capacity(workers / 2);
+    for _ in 0..workers / 2 {
+        pipes.push([Some(pipe()?), Some(pipe()?)]);
+    }
+    Ok(Box::new(Pairs {
+        pipes,
+        burst: p.burst_iters,
+    }))
+}

@@ -1,0 +1,34 @@
+//! Command-line definition (clap derive). Each tool's arguments live with
+//! its command module under `cmd/`.
+
+use clap::{Parser, Subcommand};
+
+use crate::cmd;
+
+/// runq: a Linux scheduler and profiler workbench.
+///
+/// Drive scheduler scenarios with forked workers in cgroups (`run`),
+/// snapshot and compare per-thread kernel counters (`ctprof`), measure what
+/// a profiler costs the program it profiles (`collatz`), and find what
+/// blocks a Tokio runtime's worker threads (`hud`).
+#[derive(Debug, Parser)]
+#[command(name = "runq", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// The tool to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// runq's tools.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scheduler scenario: forked workers in cgroups, telemetry, report.
+    ///
+    /// With no scenario, runs the built-in default (CPU spinners beside pipe
+    /// ping-pong pairs, in two cgroups, for 3 s) and prints a per-group
+    /// summary. Needs root for cgroups; without it the default scenario runs
+    /// its workers unplaced and says so.
+    Run(cmd::run::RunArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::CompletionsArgs),
+}

@@ -1,0 +1,22 @@
+//! `runq completions SHELL`: shell completion scripts.
+
+use std::process::ExitCode;
+
+use clap::CommandFactory;
+use clap_complete::Shell;
+
+use crate::cli::Cli;
+
+/// Arguments of `runq completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to generate for.
+    pub shell: Shell,
+}
+
+/// Writes the completion script to stdout.
+pub fn execute(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
+    let mut cmd = Cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "runq", &mut std::io::stdout());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,16 @@
+//! One module per subcommand; [`dispatch`] routes to them.
+
+pub mod completions;
+pub mod run;
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+
+/// Runs the chosen subcommand.
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::execute(args),
+        Command::Completions(args) => completions::execute(args),
+    }
+}

@@ -1,0 +1,188 @@
+//! `runq run`: drive a scheduler scenario and report on it.
+
+mod render;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use runq_workload::duration::parse_duration;
+use runq_workload::{
+    run_scenario, CgroupMode, Placement, RunError, RunOptions, Scenario, ScenarioBuilder, WorkType,
+};
+
+use crate::exit;
+
+/// Arguments of `runq run`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  runq run                                   built-in default scenario
+  runq run --work-type PipeIo --workers 4 --duration 5s
+  runq run --work-type PipeIo --param burst_iters=0 --json
+  sudo runq run --work-type SpinWait --workers 8 --cgroup bench/spin")]
+pub struct RunArgs {
+    /// Run one group of this work type instead of the default scenario
+    /// (SpinWait, YieldHeavy, Mixed, Bursty, PipeIo, FutexPingPong,
+    /// CachePressure, IoSyncWrite).
+    #[arg(long, value_name = "TYPE")]
+    pub work_type: Option<String>,
+    /// Override a work-type parameter, e.g. `burst_iters=0` (repeatable).
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    pub params: Vec<String>,
+    /// Workers in the group (default: one per online CPU, rounded up to
+    /// an even number for paired types).
+    #[arg(long)]
+    pub workers: Option<String>,
+    /// How long the workers run: 500ms, 5s, 1m, or plain seconds (0.5).
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Place the group in this cgroup, relative to runq's own parent
+    /// (`runq/<run-id>/PATH`). Needs root; exits 77 without it.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+    /// Never create cgroups, even when permitted.
+    #[arg(long, conflicts_with = "cgroup")]
+    pub no_cgroups: bool,
+    /// Deadline for collecting reports after the stop signal.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub collect_timeout: String,
+    /// Print the full outcome (summaries and every worker report) as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Builds the scenario the flags describe.
+fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> {
+    let duration = match &args.duration {
+        Some(text) => parse_duration(text).map_err(|e| exit::usage(format!("--duration: {e}")))?,
+        None => Duration::from_secs(3),
+    };
+    let single = args.work_type.is_some()
+        || args.workers.is_some()
+        || args.cgroup.is_some()
+        || !args.params.is_empty();
+    if !single {
+        let mut scn = Scenario::default_scenario();
+        scn.duration = duration;
+        let mode = if args.no_cgroups {
+            CgroupMode::Off
+        } else {
+            CgroupMode::IfPermitted
+        };
+        return Ok((scn, mode));
+    }
+    let name = args.work_type.as_deref().unwrap_or("SpinWait");
+    let mut work =
+        WorkType::from_name(name).map_err(|e| exit::usage(format!("--work-type: {e}")))?;
+    let params = parse_params(&args.params)?;
+    if !params.is_empty() {
+        work = work
+            .with_params(&params)
+            .map_err(|e| exit::usage(format!("--param: {e}")))?;
+    }
+    let workers = match &args.workers {
+        Some(text) => text.parse::<usize>().map_err(|_| {
+            exit::usage(format!(
+                "--workers: {text:?} is not a number of workers (try --workers 4)"
+            ))
+        })?,
+        None => default_workers(&work),
+    };
+    work.validate_workers(workers)
+        .map_err(|e| exit::usage(format!("--workers: {e}")))?;
+    if let Some(cg) = &args.cgroup {
+        runq_kernel::cgroup::validate_group_path(cg)
+            .map_err(|e| exit::usage(format!("--cgroup: {e}")))?;
+    }
+    let mut builder = ScenarioBuilder::new(work.name()).duration(duration);
+    if let Some(cg) = &args.cgroup {
+        builder = builder.cgroup(cg, Default::default());
+    }
+    let scn = builder
+        .group(work.name(), work, workers, args.cgroup.as_deref())
+        .build();
+    let mode = match (&args.cgroup, args.no_cgroups) {
+        (Some(_), _) => CgroupMode::Required,
+        (None, true) => CgroupMode::Off,
+        (None, false) => CgroupMode::IfPermitted,
+    };
+    Ok((scn, mode))
+}
+
+fn parse_params(raw: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    raw.iter()
+        .map(|p| {
+            p.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| {
+                    exit::usage(format!(
+                        "--param {p:?}: expected KEY=VALUE, e.g. --param burst_iters=0"
+                    ))
+                })
+        })
+        .collect()
+}
+
+fn default_workers(work: &WorkType) -> usize {
+    let n = runq_kernel::cpulist::online_cpus().len().max(1);
+    if work.info().workers.is_some() {
+        n + n % 2
+    } else {
+        n
+    }
+}
+
+/// Runs the scenario and prints its report.
+pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let (scn, mode) = scenario_from_args(&args)?;
+    let collect_timeout = parse_duration(&args.collect_timeout)
+        .map_err(|e| exit::usage(format!("--collect-timeout: {e}")))?;
+    let interrupt = runq_workload::interrupt::install().context("installing signal handlers")?;
+    let mut progress = render::Progress::new(scn.duration, args.json);
+    let outcome = run_scenario(
+        &scn,
+        RunOptions {
+            cgroups: mode,
+            interrupt,
+            on_tick: &mut |e, t| progress.tick(e, t),
+            collect_timeout,
+        },
+    );
+    progress.finish();
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(RunError::NeedsPrivilege(why)) => {
+            return Err(exit::no_privilege(format!(
+                "this run asks for cgroups, which need root (or a delegated cgroup subtree): {why}"
+            )))
+        }
+        Err(RunError::Scenario(e)) => return Err(exit::usage(e.to_string())),
+        Err(e) => return Err(e.into()),
+    };
+    if let Placement::Unplaced { reason } = &outcome.placement {
+        if scn.wants_cgroups() && !args.json && mode != CgroupMode::Off {
+            eprintln!("runq: running workers without cgroups ({reason})");
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        print!(
+            "{}",
+            render::render_outcome(&outcome, crate::style::color_enabled())
+        );
+    }
+    Ok(exit_code(&outcome))
+}
+
+fn exit_code(outcome: &runq_workload::RunOutcome) -> ExitCode {
+    if outcome.interrupted {
+        let sig = runq_workload::interrupt::received_signal().unwrap_or(libc::SIGINT);
+        return ExitCode::from(u8::try_from(128 + sig).unwrap_or(1));
+    }
+    if outcome.groups.iter().any(|g| g.incomplete > 0) {
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,146 @@
+//! Human output of `runq run`: the per-group table and the progress bar.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use runq_workload::{Placement, RunOutcome};
+
+use crate::style::paint;
+
+/// A progress bar on a TTY for runs longer than a second.
+pub struct Progress(Option<ProgressBar>);
+
+impl Progress {
+    /// Shows a bar when stderr is a TTY, output is not JSON, and the run is
+    /// longer than a second.
+    pub fn new(total: Duration, json: bool) -> Self {
+        if json || total <= Duration::from_secs(1) || !crate::style::stderr_is_tty() {
+            return Progress(None);
+        }
+        let bar = ProgressBar::new(total.as_millis() as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} running {bar:30} {elapsed}/{msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(format!("{:.1}s", total.as_secs_f64()));
+        Progress(Some(bar))
+    }
+
+    /// Updates the bar.
+    pub fn tick(&mut self, elapsed: Duration, _total: Duration) {
+        if let Some(bar) = &self.0 {
+            bar.set_position(elapsed.as_millis() as u64);
+        }
+    }
+
+    /// Removes the bar.
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.0.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Formats ns with an SI unit (ns, µs, ms, s).
+pub fn fmt_ns(ns: u64) -> String {
+    let v = ns as f64;
+    match ns {
+        0..=999 => format!("{ns}ns"),
+        1_000..=999_999 => format!("{:.1}µs", v / 1e3),
+        1_000_000..=999_999_999 => format!("{:.2}ms", v / 1e6),
+        _ => format!("{:.2}s", v / 1e9),
+    }
+}
+
+/// Formats a rate with an SI suffix.
+pub fn fmt_rate(v: f64) -> String {
+    match v {
+        v if v >= 1e9 => format!("{:.2}G", v / 1e9),
+        v if v >= 1e6 => format!("{:.2}M", v / 1e6),
+        v if v >= 1e3 => format!("{:.1}k", v / 1e3),
+        v => format!("{v:.0}"),
+    }
+}
+
+fn opt_ns(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".to_string(), fmt_ns)
+}
+
+/// The report printed after a run.
+pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
+    let mut out = String::new();
+    let workers: usize = o.groups.iter().map(|g| g.workers).sum();
+    let place = match &o.placement {
+        Placement::Cgroups { run_id, .. } => format!("cgroups runq/{run_id}"),
+        Placement::Unplaced { .. } => "no cgroups".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "scenario {}: {} workers, ran {:.2}s, {} (spawn+start {}, stop+collect {})",
+        o.scenario,
+        workers,
+        o.run_ns as f64 / 1e9,
+        place,
+        fmt_ns(o.spawn_ns),
+        fmt_ns(o.collect_ns)
+    );
+    let header = format!(
+        "{:<12} {:<14} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>6} {:>8}",
+        "group",
+        "type",
+        "workers",
+        "work/s",
+        "iter/s",
+        "off-cpu",
+        "wake p50",
+        "wake p99",
+        "wake max",
+        "migr",
+        "max gap"
+    );
+    let _ = writeln!(out, "{}", paint(&header, 1, color));
+    for g in &o.groups {
+        let _ = writeln!(
+            out,
+            "{:<12} {:<14} {:>7} {:>9} {:>9} {:>7.1}% {:>9} {:>9} {:>9} {:>6} {:>6}ms",
+            g.name,
+            g.work_type,
+            g.workers,
+            fmt_rate(g.work_rate_per_s),
+            fmt_rate(g.iterations_per_s),
+            g.off_cpu_pct,
+            opt_ns(g.wake_p50_ns),
+            opt_ns(g.wake_p99_ns),
+            opt_ns(g.wake_max_ns),
+            g.migrations,
+            g.max_gap_ms
+        );
+    }
+    for r in o.reports.iter().filter(|r| r.exit_info.is_some()) {
+        let line = format!(
+            "worker {} (group {}) sent no report: {:?}",
+            r.tid, r.group_idx, r.exit_info
+        );
+        let _ = writeln!(out, "{}", paint(&line, 31, color));
+    }
+    if o.interrupted {
+        let _ = writeln!(out, "{}", paint("interrupted: partial results", 33, color));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_scale() {
+        assert_eq!(fmt_ns(999), "999ns");
+        assert_eq!(fmt_ns(1_500), "1.5µs");
+        assert_eq!(fmt_ns(2_500_000), "2.50ms");
+        assert_eq!(fmt_ns(3_000_000_000), "3.00s");
+        assert_eq!(fmt_rate(1_234_567.0), "1.23M");
+        assert_eq!(fmt_rate(950.0), "950");
+    }
+}
