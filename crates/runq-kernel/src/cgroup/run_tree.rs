@@ -231,7 +231,8 @@ fn remove_cgroup_dir(dir: &Path) {
     if !dir.exists() {
         return;
     }
-    if fs::write(dir.join("cgroup.kill"), "1").is_err() {
+    let kill = dir.join("cgroup.kill");
+    if !kill.exists() || fs::write(&kill, "1").is_err() {
         for pid in read_pids(dir) {
             // SAFETY: kill(2) has no memory-safety preconditions.
             unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -242,7 +243,10 @@ fn remove_cgroup_dir(dir: &Path) {
         match fs::remove_dir(dir) {
             Ok(()) => return,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            // EBUSY: tasks are still exiting; anything else will not heal.
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
             Err(_) => return,
         }
     }
@@ -307,6 +311,74 @@ mod tests {
         for bad in ["", "/abs", "../up", "a/../b", "a//b", "a/", ".", "a\nb"] {
             assert!(validate_group_path(bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    use crate::cgroup::{Hierarchy, HierarchyKind};
+
+    /// A fake v1 cpuset hierarchy in a temp dir (regular files stand in
+    /// for the kernel's cgroup files).
+    fn fake_cpuset_root() -> (tempfile::TempDir, CgroupLayout) {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("cpuset.cpus"), "0-3\n").unwrap();
+        fs::write(dir.path().join("cpuset.mems"), "0\n").unwrap();
+        let layout = CgroupLayout {
+            hierarchies: vec![Hierarchy {
+                root: dir.path().to_path_buf(),
+                kind: HierarchyKind::V1 {
+                    controller: "cpuset".into(),
+                },
+            }],
+        };
+        (dir, layout)
+    }
+
+    #[test]
+    fn creates_nested_groups_copies_cpuset_and_places() {
+        let (dir, layout) = fake_cpuset_root();
+        let mut run = RunCgroups::create(layout, "123-9").unwrap();
+        let limits = CgroupLimits {
+            cpuset: Some([1, 2].into()),
+            ..Default::default()
+        };
+        let idx = run.add_group("bench/a", &limits).unwrap();
+        let group = dir.path().join("runq/123-9/bench/a");
+        assert_eq!(run.group(idx).dirs[0].1, group);
+        assert_eq!(
+            fs::read_to_string(dir.path().join("runq/123-9/bench/cpuset.cpus")).unwrap(),
+            "0-3"
+        );
+        assert_eq!(
+            fs::read_to_string(group.join("cpuset.cpus")).unwrap(),
+            "1-2"
+        );
+        assert_eq!(fs::read_to_string(group.join("cpuset.mems")).unwrap(), "0");
+        run.place(idx, 4242).unwrap();
+        assert_eq!(
+            fs::read_to_string(group.join("cgroup.procs")).unwrap(),
+            "4242"
+        );
+        assert_eq!(
+            run.add_group("bench/a", &CgroupLimits::default()).unwrap(),
+            idx
+        );
+        assert!(matches!(
+            run.add_group("../x", &CgroupLimits::default()),
+            Err(CgroupError::InvalidPath(_))
+        ));
+    }
+
+    #[test]
+    fn stale_runs_of_dead_owners_are_removed() {
+        let (dir, layout) = fake_cpuset_root();
+        let dead = format!("{}-1", i32::MAX - 1);
+        let live = format!("{}-1", std::process::id());
+        for name in [&dead, &live, &"not-a-run".to_string()] {
+            fs::create_dir_all(dir.path().join("runq").join(name).join("g")).unwrap();
+        }
+        assert_eq!(cleanup_stale_runs(&layout), 1);
+        assert!(!dir.path().join("runq").join(&dead).exists());
+        assert!(dir.path().join("runq").join(&live).exists());
+        assert!(dir.path().join("runq/not-a-run").exists());
     }
 
     #[test]

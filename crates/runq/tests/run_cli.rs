@@ -1,0 +1,284 @@
+//! End-to-end tests of `runq run` against the real kernel.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "bad JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn default_scenario_runs_end_to_end() {
+    let child = spawn(&["run", "--duration", "1", "--json"]);
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    let reports = v["reports"].as_array().unwrap();
+    assert_eq!(reports.len(), 6);
+    for r in reports {
+        assert_eq!(r["completed"], true, "{r}");
+        assert!(r["exit_info"].is_null());
+        assert!(r["wall_time_ns"].as_u64().unwrap() > 500_000_000);
+        assert!(r["iterations"].as_u64().unwrap() > 0);
+    }
+    let pipe: Vec<_> = reports.iter().filter(|r| r["group_idx"] == 1).collect();
+    assert_eq!(pipe.len(), 4);
+    for r in pipe {
+        assert!(
+            r["wake_sample_total"].as_u64().unwrap() > 0,
+            "PipeIo recorded no wakes: {r}"
+        );
+        assert!(!r["resume_latencies_ns"].as_array().unwrap().is_empty());
+    }
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!(
+            v["placement"]["cgroups"]["run_id"]
+                .as_str()
+                .map(|s| s.starts_with(&format!("{pid}-"))),
+            Some(true)
+        );
+        assert!(
+            run_dirs_of(pid).is_empty(),
+            "cgroups left behind: {:?}",
+            run_dirs_of(pid)
+        );
+    } else {
+        eprintln!("skipped (cgroup part): needs root");
+    }
+}
+
+#[test]
+fn human_report_has_a_row_per_group() {
+    let out = runq()
+        .args(["run", "--duration", "0.3", "--no-cgroups"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("wake p99"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("spinners") && l.contains("SpinWait")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("pingpong") && l.contains("PipeIo")),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'), "colors on a pipe");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "--work-type", "SpinWiat"], "did you mean SpinWait"),
+        (&["run", "--workers", "0"], "got 0 workers"),
+        (&["run", "--workers", "many"], "not a number"),
+        (&["run", "--duration", "0"], "greater than zero"),
+        (&["run", "--duration", "soon"], "invalid duration"),
+        (&["run", "--cgroup", "../etc"], "invalid cgroup path"),
+        (&["run", "--cgroup", "/abs"], "invalid cgroup path"),
+        (
+            &["run", "--work-type", "PipeIo", "--workers", "3"],
+            "even number",
+        ),
+        (&["run", "--param", "burst_iters"], "KEY=VALUE"),
+        (
+            &["run", "--work-type", "PipeIo", "--param", "nope=1"],
+            "unknown parameter",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = runq().args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn sigkill_of_runq_leaves_no_worker_alive() {
+    let mut child = spawn(&["run", "--duration", "30", "--no-cgroups"]);
+    let pid = child.id();
+    let workers = wait_for(Duration::from_secs(10), "6 workers", || {
+        let kids = children(pid);
+        (kids.len() == 6).then_some(kids)
+    });
+    signal(pid as i32, libc::SIGKILL);
+    child.wait().unwrap();
+    wait_for(Duration::from_secs(5), "workers to die", || {
+        workers.iter().all(|w| !alive(*w)).then_some(())
+    });
+}
+
+#[test]
+fn killed_worker_yields_signaled_sentinel() {
+    let child = spawn(&[
+        "run",
+        "--work-type",
+        "SpinWait",
+        "--workers",
+        "2",
+        "--duration",
+        "2",
+        "--json",
+        "--no-cgroups",
+    ]);
+    let pid = child.id();
+    let victim = wait_for(Duration::from_secs(10), "2 workers", || {
+        let kids = children(pid);
+        (kids.len() == 2).then(|| kids[0])
+    });
+    signal(victim, libc::SIGKILL);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a dead worker must fail the run"
+    );
+    let v = json_of(&out);
+    let reports = v["reports"].as_array().unwrap();
+    let dead: Vec<_> = reports
+        .iter()
+        .filter(|r| !r["exit_info"].is_null())
+        .collect();
+    assert_eq!(dead.len(), 1, "{reports:?}");
+    assert_eq!(dead[0]["exit_info"]["Signaled"], 9);
+    assert_eq!(dead[0]["completed"], false);
+    assert_eq!(dead[0]["tid"], victim);
+}
+
+#[test]
+fn sigint_stops_collects_and_removes_cgroups() {
+    if !is_root_or_skip() {
+        return;
+    }
+    let child = spawn(&["run", "--duration", "30", "--json"]);
+    let pid = child.id();
+    wait_for(Duration::from_secs(10), "workers placed", || {
+        (children(pid).len() == 6).then_some(())
+    });
+    assert!(!run_dirs_of(pid).is_empty(), "no run cgroups while running");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(pid as i32, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let v = json_of(&out);
+    assert_eq!(v["interrupted"], true);
+    let reports = v["reports"].as_array().unwrap();
+    assert_eq!(reports.len(), 6);
+    assert!(reports
+        .iter()
+        .all(|r| r["completed"] == true && r["work_units"].as_u64().unwrap() > 0));
+    assert!(
+        run_dirs_of(pid).is_empty(),
+        "cgroups left: {:?}",
+        run_dirs_of(pid)
+    );
+}
+
+#[test]
+fn explicit_cgroup_without_privilege_exits_77() {
+    if !is_root_or_skip() {
+        return;
+    }
+    // Run as nobody: cgroups cannot be created, and the run asked for one.
+    let mut cmd = runq();
+    cmd.args([
+        "run",
+        "--work-type",
+        "SpinWait",
+        "--workers",
+        "1",
+        "--duration",
+        "0.2",
+        "--cgroup",
+        "x",
+    ]);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(77), "{err}");
+    assert!(err.contains("need root"), "{err}");
+    // The default scenario still runs for that user, unplaced.
+    let mut cmd = runq();
+    cmd.args(["run", "--duration", "0.3"]);
+    // SAFETY: as above.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("without cgroups"), "{err}");
+}
+
+#[test]
+fn many_workers_in_a_cgroup() {
+    if !is_root_or_skip() {
+        return;
+    }
+    let out = runq()
+        .args([
+            "run",
+            "--work-type",
+            "SpinWait",
+            "--workers",
+            "64",
+            "--duration",
+            "0.5",
+            "--cgroup",
+            "scale/a",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    let reports = v["reports"].as_array().unwrap();
+    assert_eq!(reports.len(), 64);
+    assert!(reports.iter().all(|r| r["completed"] == true));
+}
+
+#[test]
+fn completions_are_generated() {
+    let out = runq().args(["completions", "bash"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("runq"));
+}
