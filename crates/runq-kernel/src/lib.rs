@@ -6,6 +6,7 @@
 
 pub mod cgroup;
 pub mod cpulist;
+pub mod kmsg;
 pub mod numa_maps;
 pub mod schedstat;
 pub mod vmstat;

@@ -12,11 +12,7 @@ use runq_workload::{WorkSpec, WorkType, WorkloadHandle};
 
 /// Units per second of one SpinWait worker run through the engine.
 fn engine_rate(secs: f64) -> f64 {
-    let spec = WorkSpec {
-        group_idx: 0,
-        work: WorkType::from_name("SpinWait").expect("type"),
-        workers: 1,
-    };
+    let spec = WorkSpec::new(0, WorkType::from_name("SpinWait").expect("type"), 1);
     let mut handle = WorkloadHandle::spawn(&[spec]).expect("spawn");
     handle.start().expect("start");
     std::thread::sleep(Duration::from_secs_f64(secs));

@@ -5,14 +5,18 @@
 //! [`WorkerReport`] of telemetry through a pipe. [`runner::run_scenario`]
 //! drives a whole [`Scenario`].
 
+pub mod checks;
 pub mod clock;
 pub mod duration;
 pub mod fd;
 pub mod interrupt;
+pub mod placement;
 pub mod report;
 pub mod reservoir;
 pub mod runner;
 pub mod scenario;
+pub mod scenario_file;
+pub mod scheduler;
 pub mod shared;
 pub mod spawn;
 pub mod spin;
@@ -21,8 +25,14 @@ pub mod summary;
 pub mod telemetry;
 pub mod worktype;
 
+pub use checks::{CheckConfig, CheckResult, Verdict};
+pub use placement::{Affinity, MemPolicy, SchedPolicy, WorkerSetup};
 pub use report::{Migration, WorkerExitInfo, WorkerReport, MAX_WAKE_SAMPLES};
 pub use runner::{run_scenario, CgroupMode, Placement, RunError, RunOptions, RunOutcome};
-pub use scenario::{CgroupSpec, GroupSpec, Scenario, ScenarioBuilder, ScenarioError};
-pub use spawn::{WorkSpec, WorkloadHandle};
+pub use scenario::{
+    CgroupSpec, GroupSpec, Scenario, ScenarioBuilder, ScenarioError, Step, StepAction,
+};
+pub use spawn::{
+    CloneMode, CustomContext, CustomWork, Watchdog, Work, WorkSpec, WorkerId, WorkloadHandle,
+};
 pub use worktype::WorkType;

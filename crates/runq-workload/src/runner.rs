@@ -1,6 +1,8 @@
-//! Runs a [`Scenario`]: creates its cgroups, forks and places the workers,
-//! starts them together, waits out the duration (or an interrupt), stops
-//! and collects them, and removes the cgroups.
+//! Runs a [`Scenario`]: creates its cgroups, starts the scheduler it names,
+//! forks and places the workers, starts them together, applies the timed
+//! steps, waits out the duration (or an interrupt, or the scheduler's
+//! death), stops and collects the workers, removes the cgroups, and checks
+//! the reports.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -8,9 +10,11 @@ use std::time::{Duration, Instant};
 use runq_kernel::cgroup::{cleanup_stale_runs, CgroupError, CgroupLayout, RunCgroups};
 use serde::Serialize;
 
+use crate::checks::{verdict, CheckResult, Verdict};
 use crate::report::WorkerReport;
-use crate::scenario::{Scenario, ScenarioError};
-use crate::spawn::{WorkSpec, WorkloadHandle};
+use crate::scenario::{Scenario, ScenarioError, StepAction};
+use crate::scheduler::{SchedulerDeath, SchedulerProc};
+use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
 use crate::summary::{summarize_group, GroupSummary};
 
 /// Whether a run uses cgroups.
@@ -52,6 +56,8 @@ pub struct RunOptions<'a> {
     pub on_tick: &'a mut dyn FnMut(Duration, Duration),
     /// Deadline for collecting reports after the stop signal.
     pub collect_timeout: Duration,
+    /// Repro mode: no watchdog signals to the scheduler.
+    pub repro: bool,
 }
 
 /// Everything a run produced.
@@ -71,8 +77,14 @@ pub struct RunOutcome {
     pub collect_ns: u64,
     /// Stale run directories removed before this run.
     pub stale_cgroups_removed: usize,
+    /// The watched scheduler's death, if it died.
+    pub scheduler_death: Option<SchedulerDeath>,
     /// One summary per group.
     pub groups: Vec<GroupSummary>,
+    /// Every evaluated check.
+    pub checks: Vec<CheckResult>,
+    /// PASS or FAIL.
+    pub verdict: Verdict,
     /// Every worker's report.
     pub reports: Vec<WorkerReport>,
 }
@@ -89,8 +101,8 @@ pub enum RunError {
     /// A cgroup operation failed.
     #[error(transparent)]
     Cgroup(#[from] CgroupError),
-    /// fork/pipe failed.
-    #[error("spawning workers: {0}")]
+    /// fork/pipe failed, or the scheduler could not start.
+    #[error("starting the run: {0}")]
     Spawn(#[from] std::io::Error),
 }
 
@@ -127,6 +139,11 @@ fn setup_cgroups(
     for c in &scn.cgroups {
         run.add_group(&c.name, &c.limits)?;
     }
+    for g in &scn.groups {
+        if let Some(name) = &g.cgroup {
+            run.add_group(name, &Default::default())?;
+        }
+    }
     let hierarchies = run
         .layout()
         .hierarchies
@@ -143,69 +160,160 @@ fn setup_cgroups(
     ))
 }
 
-/// Runs `scn` to completion (or interruption).
-pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
-    scn.validate()?;
-    let (mut cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
-    let mut group_cgroup = Vec::new();
-    for g in &scn.groups {
-        let idx = match (&mut cgroups, &g.cgroup) {
-            (Some(run), Some(name)) => Some(run.add_group(name, &Default::default())?),
-            _ => None,
-        };
-        group_cgroup.push(idx);
+/// The live state of a run between start and stop.
+struct LiveRun<'s> {
+    scn: &'s Scenario,
+    cgroups: Option<RunCgroups>,
+    handle: WorkloadHandle,
+    watchdog: Option<Watchdog>,
+    reports: Vec<WorkerReport>,
+    collect_timeout: Duration,
+}
+
+impl LiveRun<'_> {
+    fn spec(&self, idx: usize) -> WorkSpec {
+        let g = &self.scn.groups[idx];
+        let mut spec = WorkSpec::new(idx, g.work.clone(), g.workers);
+        spec.setup = g.setup.clone();
+        spec.clone_mode = g.clone_mode;
+        spec.watchdog = self.watchdog;
+        spec
     }
-    let specs: Vec<WorkSpec> = scn
-        .groups
-        .iter()
-        .enumerate()
-        .map(|(i, g)| WorkSpec {
-            group_idx: i,
-            work: g.work.clone(),
-            workers: g.workers,
-        })
-        .collect();
-    let t_spawn = Instant::now();
-    let mut handle = WorkloadHandle::spawn(&specs)?;
-    if let Some(run) = &cgroups {
-        for (pid, group_idx) in handle.pids() {
-            if let Some(cg) = group_cgroup[group_idx] {
-                run.place(cg, pid)?;
+
+    /// Forks group `idx`, places its new workers, and releases them.
+    fn launch(&mut self, groups: &[usize]) -> Result<(), RunError> {
+        let before = self.handle.pids().len();
+        for &idx in groups {
+            let spec = self.spec(idx);
+            self.handle.add_group(&spec)?;
+        }
+        if let Some(run) = &mut self.cgroups {
+            for (pid, group_idx) in self.handle.pids().into_iter().skip(before) {
+                if let Some(name) = &self.scn.groups[group_idx].cgroup {
+                    let cg = run.add_group(name, &Default::default())?;
+                    run.place(cg, pid)?;
+                }
+            }
+        }
+        self.handle.start()?;
+        Ok(())
+    }
+
+    fn apply_step(&mut self, action: &StepAction) -> Result<(), RunError> {
+        match action {
+            StepAction::AddGroup(name) => {
+                let idx = self.scn.group_index(name).expect("validated");
+                self.launch(&[idx])
+            }
+            StepAction::RemoveGroup(name) => {
+                let idx = self.scn.group_index(name).expect("validated");
+                let got = self.handle.stop_group(idx, self.collect_timeout);
+                self.reports.extend(got);
+                Ok(())
+            }
+            StepAction::SetLimits { cgroup, limits } => {
+                if let Some(run) = &mut self.cgroups {
+                    let idx = run.add_group(cgroup, &Default::default())?;
+                    run.set_limits(idx, limits)?;
+                }
+                Ok(())
             }
         }
     }
-    handle.start()?;
+}
+
+/// Runs `scn` to completion (or interruption).
+pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
+    scn.validate()?;
+    let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
+    let mut scheduler = scn
+        .scheduler
+        .as_deref()
+        .map(SchedulerProc::start)
+        .transpose()?;
+    let watchdog = match (&scheduler, opts.repro) {
+        (Some(s), false) => Some(Watchdog {
+            scheduler_pid: s.pid(),
+            stuck_ns: 2_000_000_000,
+        }),
+        _ => None,
+    };
+    let mut live = LiveRun {
+        scn,
+        cgroups,
+        handle: WorkloadHandle::default(),
+        watchdog,
+        reports: Vec::new(),
+        collect_timeout: opts.collect_timeout,
+    };
+    let t_spawn = Instant::now();
+    let first: Vec<usize> = (0..scn.groups.len())
+        .filter(|&i| !scn.groups[i].deferred)
+        .collect();
+    live.launch(&first)?;
     let spawn_ns = elapsed_ns(t_spawn);
     let t_run = Instant::now();
+    let mut steps = scn.steps.iter().peekable();
+    let mut scheduler_death = None;
     while t_run.elapsed() < scn.duration && !opts.interrupt.load(Ordering::Relaxed) {
+        while let Some(step) = steps.next_if(|s| s.at <= t_run.elapsed()) {
+            live.apply_step(&step.action)?;
+        }
+        if let Some(death) = scheduler.as_mut().and_then(|s| s.check_death(t_run)) {
+            scheduler_death = Some(death);
+            break;
+        }
         (opts.on_tick)(t_run.elapsed(), scn.duration);
-        let left = scn.duration.saturating_sub(t_run.elapsed());
-        std::thread::sleep(left.min(Duration::from_millis(100)));
+        let next_step = steps.peek().map_or(scn.duration, |s| s.at);
+        let left = next_step.min(scn.duration).saturating_sub(t_run.elapsed());
+        std::thread::sleep(left.clamp(Duration::from_millis(1), Duration::from_millis(100)));
     }
     let run_ns = elapsed_ns(t_run);
     let t_collect = Instant::now();
-    let reports = handle.stop_and_collect(opts.collect_timeout);
+    let LiveRun {
+        mut cgroups,
+        handle,
+        mut reports,
+        ..
+    } = live;
+    reports.extend(handle.stop_and_collect(opts.collect_timeout));
     let collect_ns = elapsed_ns(t_collect);
+    if let Some(s) = scheduler.take() {
+        s.shutdown();
+    }
     if let Some(mut run) = cgroups.take() {
         run.remove_all();
     }
-    let groups = scn
-        .groups
-        .iter()
-        .enumerate()
-        .map(|(i, g)| summarize_group(i, &g.name, g.work.name(), &reports))
-        .collect();
+    reports.sort_by_key(|r| r.group_idx);
+    let (groups, checks) = judge(scn, &reports);
+    let interrupted = opts.interrupt.load(Ordering::Relaxed);
+    let verdict = verdict(&checks, scheduler_death.is_some() || interrupted);
     Ok(RunOutcome {
         scenario: scn.name.clone(),
         placement,
-        interrupted: opts.interrupt.load(Ordering::Relaxed),
+        interrupted,
         spawn_ns,
         run_ns,
         collect_ns,
         stale_cgroups_removed: stale,
+        scheduler_death,
         groups,
+        checks,
+        verdict,
         reports,
     })
+}
+
+/// Summaries and check results for every group.
+fn judge(scn: &Scenario, reports: &[WorkerReport]) -> (Vec<GroupSummary>, Vec<CheckResult>) {
+    let mut groups = Vec::new();
+    let mut checks = Vec::new();
+    for (i, g) in scn.groups.iter().enumerate() {
+        groups.push(summarize_group(i, &g.name, g.work.name(), reports));
+        let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == i).collect();
+        checks.extend(scn.checks.evaluate_group(&g.name, &mine, false));
+    }
+    (groups, checks)
 }
 
 fn elapsed_ns(t: Instant) -> u64 {

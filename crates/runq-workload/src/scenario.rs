@@ -1,12 +1,16 @@
-//! A scenario: cgroups with limits, groups of workers placed in them, and
-//! a duration. Built in Rust with [`ScenarioBuilder`] or taken from the
-//! built-in default.
+//! A scenario: cgroups with limits, groups of workers placed in them, a
+//! duration, timed steps, checks, and optionally a scheduler to watch.
+//! Built in Rust with [`ScenarioBuilder`], read from a TOML file
+//! ([`crate::scenario_file`]), or taken from the built-in default.
 
 use std::time::Duration;
 
 use runq_kernel::cgroup::{validate_group_path, CgroupLimits};
 use serde::{Deserialize, Serialize};
 
+use crate::checks::CheckConfig;
+use crate::placement::WorkerSetup;
+use crate::spawn::{thread_capable, CloneMode, Work};
 use crate::worktype::{WorkType, WorkTypeError};
 
 /// A cgroup the scenario creates, relative to the run's directory.
@@ -29,6 +33,38 @@ pub struct GroupSpec {
     pub workers: usize,
     /// The cgroup (a [`CgroupSpec`] name) the workers are placed in.
     pub cgroup: Option<String>,
+    /// Affinity, policy, nice and memory policy.
+    pub setup: WorkerSetup,
+    /// Processes or threads.
+    pub clone_mode: CloneMode,
+    /// Started by an `add_group` step instead of at time zero.
+    pub deferred: bool,
+}
+
+/// What a timed step does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepAction {
+    /// Start a deferred group.
+    AddGroup(String),
+    /// Stop a running group and collect its reports.
+    RemoveGroup(String),
+    /// Change a cgroup's limits (only the limits given are written).
+    SetLimits {
+        /// The cgroup.
+        cgroup: String,
+        /// The new limits.
+        limits: CgroupLimits,
+    },
+}
+
+/// A step at a time offset from the start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// When, from the start of the run.
+    pub at: Duration,
+    /// What.
+    pub action: StepAction,
 }
 
 /// A whole scenario.
@@ -42,6 +78,12 @@ pub struct Scenario {
     pub cgroups: Vec<CgroupSpec>,
     /// Worker groups; index 0 is the primary group.
     pub groups: Vec<GroupSpec>,
+    /// Timed steps, in time order.
+    pub steps: Vec<Step>,
+    /// Check bounds.
+    pub checks: CheckConfig,
+    /// A scheduler command to start and watch (`{pid}`-free shell text).
+    pub scheduler: Option<String>,
 }
 
 /// A scenario that cannot run as written.
@@ -60,26 +102,22 @@ pub enum ScenarioError {
     Invalid(String),
 }
 
+fn invalid(msg: String) -> ScenarioError {
+    ScenarioError::Invalid(msg)
+}
+
 impl Scenario {
     /// The scenario `runq run` runs with no argument: CPU spinners beside
     /// pipe ping-pong pairs, each group in its own cgroup, for 3 s.
     pub fn default_scenario() -> Self {
+        let spin = WorkType::from_name("SpinWait").expect("built-in type");
+        let pipe = WorkType::from_name("PipeIo").expect("built-in type");
         ScenarioBuilder::new("default")
             .duration(Duration::from_secs(3))
             .cgroup("spinners", CgroupLimits::default())
             .cgroup("pingpong", CgroupLimits::default())
-            .group(
-                "spinners",
-                WorkType::from_name("SpinWait").expect("built-in type"),
-                2,
-                Some("spinners"),
-            )
-            .group(
-                "pingpong",
-                WorkType::from_name("PipeIo").expect("built-in type"),
-                4,
-                Some("pingpong"),
-            )
+            .group("spinners", spin, 2, Some("spinners"))
+            .group("pingpong", pipe, 4, Some("pingpong"))
             .build()
     }
 
@@ -93,38 +131,100 @@ impl Scenario {
         !self.cgroups.is_empty() || self.groups.iter().any(|g| g.cgroup.is_some())
     }
 
-    /// True when any cgroup carries a limit.
+    /// True when any cgroup carries a limit or a step changes one.
     pub fn has_limits(&self) -> bool {
         self.cgroups.iter().any(|c| !c.limits.is_empty())
+            || self
+                .steps
+                .iter()
+                .any(|s| matches!(s.action, StepAction::SetLimits { .. }))
     }
 
-    /// Checks worker counts, cgroup names and references.
+    /// Index of the group named `name`.
+    pub fn group_index(&self, name: &str) -> Option<usize> {
+        self.groups.iter().position(|g| g.name == name)
+    }
+
+    /// Checks worker counts, names, references and steps.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         if self.duration.is_zero() {
-            return Err(ScenarioError::Invalid(
-                "duration must be greater than zero".into(),
-            ));
+            return Err(invalid("duration must be greater than zero".into()));
         }
         if self.groups.is_empty() {
-            return Err(ScenarioError::Invalid(
-                "the scenario has no worker groups".into(),
-            ));
+            return Err(invalid("the scenario has no worker groups".into()));
         }
+        self.checks.validate().map_err(invalid)?;
         for c in &self.cgroups {
-            validate_group_path(&c.name).map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+            validate_group_path(&c.name).map_err(|e| invalid(e.to_string()))?;
         }
-        for g in &self.groups {
-            g.work
-                .validate_workers(g.workers)
-                .map_err(|source| ScenarioError::WorkType {
-                    group: g.name.clone(),
-                    source,
-                })?;
-            if let Some(cg) = &g.cgroup {
-                validate_group_path(cg).map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+        for (i, g) in self.groups.iter().enumerate() {
+            self.validate_group(i, g)?;
+        }
+        self.steps.iter().try_for_each(|s| self.validate_step(s))
+    }
+
+    fn validate_group(&self, i: usize, g: &GroupSpec) -> Result<(), ScenarioError> {
+        let err = |msg: String| invalid(format!("group {:?}: {msg}", g.name));
+        g.work
+            .validate_workers(g.workers)
+            .map_err(|source| ScenarioError::WorkType {
+                group: g.name.clone(),
+                source,
+            })?;
+        g.work.validate_params().map_err(err)?;
+        g.setup.validate().map_err(err)?;
+        if self.groups[..i].iter().any(|o| o.name == g.name) {
+            return Err(err("duplicate group name".into()));
+        }
+        if let Some(cg) = &g.cgroup {
+            validate_group_path(cg).map_err(|e| err(e.to_string()))?;
+        }
+        if g.clone_mode == CloneMode::Thread {
+            if !thread_capable(&Work::Builtin(g.work.clone())) {
+                return Err(err(format!("{} cannot run in thread mode", g.work.name())));
+            }
+            if g.cgroup.is_some() {
+                return Err(err(
+                    "thread-mode workers share runq's process and cannot have their own cgroup"
+                        .into(),
+                ));
             }
         }
         Ok(())
+    }
+
+    fn validate_step(&self, s: &Step) -> Result<(), ScenarioError> {
+        if s.at >= self.duration {
+            return Err(invalid(format!(
+                "step at {:?} is not before the end of the run ({:?})",
+                s.at, self.duration
+            )));
+        }
+        match &s.action {
+            StepAction::AddGroup(name) | StepAction::RemoveGroup(name) => {
+                let g = self.group_index(name).map(|i| &self.groups[i]);
+                let g = g.ok_or_else(|| invalid(format!("step names unknown group {name:?}")))?;
+                if matches!(s.action, StepAction::AddGroup(_)) && !g.deferred {
+                    return Err(invalid(format!(
+                        "add_group {name:?}: the group must be declared with deferred = true"
+                    )));
+                }
+                if matches!(s.action, StepAction::RemoveGroup(_))
+                    && g.clone_mode == CloneMode::Thread
+                {
+                    return Err(invalid(format!(
+                        "remove_group {name:?}: thread-mode groups stop only at the end"
+                    )));
+                }
+                Ok(())
+            }
+            StepAction::SetLimits { cgroup, .. }
+                if !self.cgroups.iter().any(|c| &c.name == cgroup) =>
+            {
+                Err(invalid(format!("step changes unknown cgroup {cgroup:?}")))
+            }
+            StepAction::SetLimits { .. } => Ok(()),
+        }
     }
 }
 
@@ -133,13 +233,16 @@ impl Scenario {
 pub struct ScenarioBuilder(Scenario);
 
 impl ScenarioBuilder {
-    /// A new scenario with a 3 s duration and nothing in it.
+    /// A new scenario with a 3 s duration, default checks, nothing in it.
     pub fn new(name: &str) -> Self {
         ScenarioBuilder(Scenario {
             name: name.to_string(),
             duration: Duration::from_secs(3),
             cgroups: Vec::new(),
             groups: Vec::new(),
+            steps: Vec::new(),
+            checks: CheckConfig::default(),
+            scheduler: None,
         })
     }
 
@@ -158,20 +261,41 @@ impl ScenarioBuilder {
         self
     }
 
-    /// Adds a group of `workers` workers doing `work`, optionally in a cgroup.
-    pub fn group(
-        mut self,
-        name: &str,
-        work: WorkType,
-        workers: usize,
-        cgroup: Option<&str>,
-    ) -> Self {
-        self.0.groups.push(GroupSpec {
+    /// Adds a group of `workers` process workers doing `work`.
+    pub fn group(self, name: &str, work: WorkType, workers: usize, cgroup: Option<&str>) -> Self {
+        self.group_spec(GroupSpec {
             name: name.to_string(),
             work,
             workers,
             cgroup: cgroup.map(str::to_string),
-        });
+            setup: WorkerSetup::default(),
+            clone_mode: CloneMode::Process,
+            deferred: false,
+        })
+    }
+
+    /// Adds a fully specified group.
+    pub fn group_spec(mut self, g: GroupSpec) -> Self {
+        self.0.groups.push(g);
+        self
+    }
+
+    /// Adds a timed step.
+    pub fn step(mut self, at: Duration, action: StepAction) -> Self {
+        self.0.steps.push(Step { at, action });
+        self.0.steps.sort_by_key(|s| s.at);
+        self
+    }
+
+    /// Replaces the check bounds.
+    pub fn checks(mut self, checks: CheckConfig) -> Self {
+        self.0.checks = checks;
+        self
+    }
+
+    /// Names a scheduler command to start and watch.
+    pub fn scheduler(mut self, cmd: &str) -> Self {
+        self.0.scheduler = Some(cmd.to_string());
         self
     }
 
@@ -206,9 +330,49 @@ mod tests {
             .to_string()
             .contains("got 0 workers"));
         let s = ScenarioBuilder::new("x")
-            .group("a", spin, 1, Some("../escape"))
+            .group("a", spin.clone(), 1, Some("../escape"))
             .build();
         assert!(s.validate().is_err());
         assert!(ScenarioBuilder::new("x").build().validate().is_err());
+        let s = ScenarioBuilder::new("x")
+            .group("a", spin.clone(), 1, None)
+            .group("a", spin, 1, None)
+            .build();
+        assert!(s.validate().unwrap_err().to_string().contains("duplicate"));
+    }
+
+    #[test]
+    fn steps_must_name_real_things_in_time() {
+        let spin = WorkType::from_name("SpinWait").unwrap();
+        let base = ScenarioBuilder::new("x")
+            .duration(Duration::from_secs(2))
+            .group("a", spin, 1, None);
+        let late = base
+            .clone()
+            .step(Duration::from_secs(3), StepAction::RemoveGroup("a".into()))
+            .build();
+        assert!(late
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("before the end"));
+        let unknown = base
+            .clone()
+            .step(Duration::from_secs(1), StepAction::RemoveGroup("b".into()))
+            .build();
+        assert!(unknown.validate().is_err());
+        let not_deferred = base
+            .clone()
+            .step(Duration::from_secs(1), StepAction::AddGroup("a".into()))
+            .build();
+        assert!(not_deferred
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("deferred"));
+        let ok = base
+            .step(Duration::from_secs(1), StepAction::RemoveGroup("a".into()))
+            .build();
+        ok.validate().unwrap();
     }
 }

@@ -22,6 +22,12 @@ pub fn request_stop() {
     STOP.store(true, Ordering::Relaxed);
 }
 
+/// Clears the flag (before a new run of thread-mode workers in this
+/// process).
+pub fn reset_stop() {
+    STOP.store(false, Ordering::Relaxed);
+}
+
 /// Installs the SIGUSR1 handler. Called in the child right after fork.
 pub fn install_stop_handler() -> std::io::Result<()> {
     install_handler(libc::SIGUSR1, on_sigusr1 as *const () as usize)

@@ -87,20 +87,22 @@ impl Telemetry {
     /// Closes one outer iteration that did `units` work units: samples its
     /// cost and runs the checkpoint when the unit count is a multiple of
     /// [`CHECK_PERIOD_UNITS`]. Iterations that did no work skip the check.
+    /// Returns the iteration's wall-clock cost in ns.
     #[inline]
-    pub fn end_iteration(&mut self, units: u64) {
+    pub fn end_iteration(&mut self, units: u64) -> u64 {
         let now = monotonic_ns();
-        self.costs
-            .record(now.saturating_sub(self.last_iteration_end_ns));
+        let cost = now.saturating_sub(self.last_iteration_end_ns);
+        self.costs.record(cost);
         self.last_iteration_end_ns = now;
         self.iterations += 1;
         if units == 0 {
-            return;
+            return cost;
         }
         self.work_units = self.work_units.wrapping_add(units);
         if self.work_units % CHECK_PERIOD_UNITS == 0 {
             self.checkpoint(now);
         }
+        cost
     }
 
     #[cold]

@@ -11,7 +11,8 @@ use crate::cpulist::CpuListDisplay;
 pub struct CgroupLimits {
     /// CPUs the cgroup may run on (cpuset.cpus).
     pub cpuset: Option<BTreeSet<usize>>,
-    /// Bandwidth: `(quota_us, period_us)`, as in v2 `cpu.max`.
+    /// Bandwidth: `(quota_us, period_us)`, as in v2 `cpu.max`; a quota of
+    /// [`UNLIMITED`] removes the limit.
     pub cpu_max: Option<(u64, u64)>,
     /// Relative weight, 1..=10000 as in v2 `cpu.weight` (default 100).
     pub weight: Option<u64>,
@@ -32,11 +33,22 @@ impl CgroupLimits {
         }
         if hierarchy.has_controller("cpu") {
             if let Some((quota, period)) = self.cpu_max {
+                let unlimited = quota == UNLIMITED;
                 if v2 {
-                    writes.push(("cpu.max", format!("{quota} {period}")));
+                    let q = if unlimited {
+                        "max".to_string()
+                    } else {
+                        quota.to_string()
+                    };
+                    writes.push(("cpu.max", format!("{q} {period}")));
                 } else {
+                    let q = if unlimited {
+                        "-1".to_string()
+                    } else {
+                        quota.to_string()
+                    };
                     writes.push(("cpu.cfs_period_us", period.to_string()));
-                    writes.push(("cpu.cfs_quota_us", quota.to_string()));
+                    writes.push(("cpu.cfs_quota_us", q));
                 }
             }
             if let Some(weight) = self.weight {
@@ -50,6 +62,9 @@ impl CgroupLimits {
         writes
     }
 }
+
+/// The quota that means "no bandwidth limit" (`max` in v2, `-1` in v1).
+pub const UNLIMITED: u64 = u64::MAX;
 
 /// Maps a v2 weight (default 100) to v1 shares (default 1024).
 pub fn weight_to_shares(weight: u64) -> u64 {

@@ -7,7 +7,7 @@ mod mountinfo;
 mod run_tree;
 
 pub use layout::{CgroupLayout, Hierarchy, HierarchyKind};
-pub use limits::CgroupLimits;
+pub use limits::{CgroupLimits, UNLIMITED};
 pub use mountinfo::{parse_mountinfo, CgroupMount};
 pub use run_tree::{cleanup_stale_runs, validate_group_path, GroupCgroup, RunCgroups, RUNQ_PARENT};
 

@@ -37,9 +37,17 @@ pub const INFO: TypeInfo = TypeInfo {
     workers: Some("an even number of workers (pairs)"),
 };
 
-/// The two pipes of each pair: `[a_to_b, b_to_a]` as (read, write) ends.
+/// The four pipe ends of one pair; each worker takes its two.
+#[derive(Default)]
+struct PairFds {
+    ab_r: Option<OwnedFd>,
+    ab_w: Option<OwnedFd>,
+    ba_r: Option<OwnedFd>,
+    ba_w: Option<OwnedFd>,
+}
+
 struct Pairs {
-    pipes: Vec<[Option<(OwnedFd, OwnedFd)>; 2]>,
+    pairs: Vec<PairFds>,
     burst: u64,
 }
 
@@ -90,45 +98,41 @@ impl WorkerBody for Body {
 
 impl PreparedWork for Pairs {
     fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>> {
-        let (pair, side) = (idx / 2, idx % 2);
-        let mut mine = std::mem::take(&mut self.pipes[pair]);
-        // Everything else (other pairs) closes when `self` drops its copies.
-        self.pipes.clear();
-        let [ab, ba] = &mut mine;
-        let ((ab_r, ab_w), (ba_r, ba_w)) = (ab.take().expect("pipe"), ba.take().expect("pipe"));
-        let body = if side == 0 {
-            drop((ab_r, ba_w));
-            Body {
-                tx: ab_w,
-                rx: ba_r,
-                writes_first: true,
-                burst: self.burst,
-            }
+        let missing = || io::Error::other("pipe end already taken");
+        let pair = self.pairs.get_mut(idx / 2).ok_or_else(missing)?;
+        let (tx, rx) = if idx % 2 == 0 {
+            (pair.ab_w.take(), pair.ba_r.take())
         } else {
-            drop((ab_w, ba_r));
-            Body {
-                tx: ba_w,
-                rx: ab_r,
-                writes_first: false,
-                burst: self.burst,
-            }
+            (pair.ba_w.take(), pair.ab_r.take())
         };
-        Ok(Box::new(body))
+        let (tx, rx) = (tx.ok_or_else(missing)?, rx.ok_or_else(missing)?);
+        Ok(Box::new(Body {
+            tx,
+            rx,
+            writes_first: idx % 2 == 0,
+            burst: self.burst,
+        }))
     }
 
     fn release_parent_copies(&mut self) {
-        self.pipes.clear();
+        self.pairs.clear();
     }
 }
 
 /// Creates two pipes per pair.
 pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
-    let mut pipes = Vec::with_capacity(workers / 2);
+    let mut pairs = Vec::with_capacity(workers / 2);
     for _ in 0..workers / 2 {
-        pipes.push([Some(pipe()?), Some(pipe()?)]);
+        let ((ab_r, ab_w), (ba_r, ba_w)) = (pipe()?, pipe()?);
+        pairs.push(PairFds {
+            ab_r: Some(ab_r),
+            ab_w: Some(ab_w),
+            ba_r: Some(ba_r),
+            ba_w: Some(ba_w),
+        });
     }
     Ok(Box::new(Pairs {
-        pipes,
+        pairs,
         burst: p.burst_iters,
     }))
 }

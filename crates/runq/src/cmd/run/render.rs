@@ -124,10 +124,56 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
         );
         let _ = writeln!(out, "{}", paint(&line, 31, color));
     }
+    if let Some(d) = &o.scheduler_death {
+        let line = format!(
+            "scheduler {:?} died at {}ms: {}",
+            d.command, d.at_ms, d.status
+        );
+        let _ = writeln!(out, "{}", paint(&line, 31, color));
+        for l in &d.kernel_log {
+            let _ = writeln!(out, "  kernel: {l}");
+        }
+    }
+    render_checks(&mut out, o, color);
     if o.interrupted {
         let _ = writeln!(out, "{}", paint("interrupted: partial results", 33, color));
     }
     out
+}
+
+/// The checks table and the verdict line.
+fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
+    if o.checks.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    for c in &o.checks {
+        let (word, code) = if c.pass { ("PASS", 32) } else { ("FAIL", 31) };
+        let _ = writeln!(
+            out,
+            "{} {:<24} {:<12} {:>12} {} {}",
+            paint(word, code, color),
+            c.name,
+            c.group,
+            fmt_measure(c.measured),
+            c.op,
+            fmt_measure(c.bound)
+        );
+    }
+    let (word, code) = match o.verdict {
+        runq_workload::Verdict::Pass => ("PASS", 32),
+        runq_workload::Verdict::Fail => ("FAIL", 31),
+    };
+    let _ = writeln!(out, "verdict: {}", paint(word, code, color));
+}
+
+/// A measured value: integers plainly, fractions with 3 significant places.
+fn fmt_measure(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
 }
 
 #[cfg(test)]

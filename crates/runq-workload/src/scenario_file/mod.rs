@@ -1,0 +1,354 @@
+//! Scenario files (TOML). Every error names the file, the line and the key:
+//! unknown keys, wrong types, impossible cpusets, negative or zero
+//! durations. `examples/scenarios/annotated.toml` documents every key.
+
+mod values;
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use runq_kernel::cgroup::CgroupLimits;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::checks::CheckConfig;
+use crate::duration::parse_duration;
+use crate::placement::WorkerSetup;
+use crate::scenario::{CgroupSpec, GroupSpec, Scenario, Step, StepAction};
+use crate::spawn::CloneMode;
+use crate::worktype::WorkType;
+
+pub use values::{parse_affinity, parse_cpu_max, parse_mempolicy, parse_policy};
+
+/// A scenario file that cannot be used, located to its line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}: {}{message}", path.display(), key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default())]
+pub struct ScenarioFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line of the offending value (0 when unknown).
+    pub line: usize,
+    /// The key, when known.
+    pub key: Option<String>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawDuration {
+    Text(String),
+    Seconds(f64),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Option<String>,
+    duration: Spanned<RawDuration>,
+    scheduler: Option<String>,
+    #[serde(default)]
+    cgroup: Vec<RawCgroup>,
+    #[serde(default)]
+    group: Vec<RawGroup>,
+    #[serde(default)]
+    step: Vec<RawStep>,
+    #[serde(default)]
+    checks: CheckConfig,
+}
+
+/// The limit keys shared by `[[cgroup]]` and limit steps (not flattened:
+/// serde's flatten loses the spans errors need).
+struct RawLimits<'a> {
+    cpuset: &'a Option<Spanned<String>>,
+    cpu_max: &'a Option<Spanned<String>>,
+    weight: &'a Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCgroup {
+    name: Spanned<String>,
+    cpuset: Option<Spanned<String>>,
+    cpu_max: Option<Spanned<String>>,
+    weight: Option<Spanned<i64>>,
+}
+
+impl RawCgroup {
+    fn limits(&self) -> RawLimits<'_> {
+        RawLimits {
+            cpuset: &self.cpuset,
+            cpu_max: &self.cpu_max,
+            weight: &self.weight,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroup {
+    name: Spanned<String>,
+    work_type: Spanned<String>,
+    params: Option<Spanned<toml::Table>>,
+    workers: Spanned<i64>,
+    cgroup: Option<Spanned<String>>,
+    affinity: Option<Spanned<String>>,
+    policy: Option<Spanned<String>>,
+    nice: Option<Spanned<i64>>,
+    mempolicy: Option<Spanned<String>>,
+    #[serde(default)]
+    clone_mode: CloneMode,
+    #[serde(default)]
+    deferred: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    at: Spanned<RawDuration>,
+    add_group: Option<Spanned<String>>,
+    remove_group: Option<Spanned<String>>,
+    cgroup: Option<Spanned<String>>,
+    cpuset: Option<Spanned<String>>,
+    cpu_max: Option<Spanned<String>>,
+    weight: Option<Spanned<i64>>,
+}
+
+impl RawStep {
+    fn limits(&self) -> RawLimits<'_> {
+        RawLimits {
+            cpuset: &self.cpuset,
+            cpu_max: &self.cpu_max,
+            weight: &self.weight,
+        }
+    }
+}
+
+/// Turns spans into line numbers and builds located errors.
+struct Locator<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Locator<'_> {
+    fn line(&self, span: Range<usize>) -> usize {
+        self.text[..span.start.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1
+    }
+
+    fn err<T>(
+        &self,
+        span: Range<usize>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Result<T, ScenarioFileError> {
+        Err(ScenarioFileError {
+            path: self.path.to_path_buf(),
+            line: self.line(span),
+            key: Some(key.to_string()),
+            message: message.into(),
+        })
+    }
+
+    fn duration(&self, d: &Spanned<RawDuration>, key: &str) -> Result<Duration, ScenarioFileError> {
+        let parsed = match d.get_ref() {
+            RawDuration::Text(t) => parse_duration(t).map_err(|e| e.to_string()),
+            RawDuration::Seconds(s) => parse_duration(&s.to_string()).map_err(|e| e.to_string()),
+        };
+        parsed.or_else(|e| self.err(d.span(), key, e))
+    }
+
+    fn limits(
+        &self,
+        raw: &RawLimits<'_>,
+        online: &BTreeSet<usize>,
+    ) -> Result<CgroupLimits, ScenarioFileError> {
+        let mut limits = CgroupLimits::default();
+        if let Some(c) = raw.cpuset {
+            let cpus = runq_kernel::cpulist::parse_cpu_list(c.get_ref())
+                .or_else(|e| self.err(c.span(), "cpuset", e.to_string()))?;
+            if cpus.is_empty() || !cpus.is_subset(online) {
+                let online = runq_kernel::cpulist::CpuListDisplay(online);
+                return self.err(
+                    c.span(),
+                    "cpuset",
+                    format!(
+                        "CPUs {:?} are not all online (online: {online})",
+                        c.get_ref()
+                    ),
+                );
+            }
+            limits.cpuset = Some(cpus);
+        }
+        if let Some(m) = raw.cpu_max {
+            limits.cpu_max =
+                parse_cpu_max(m.get_ref()).or_else(|e| self.err(m.span(), "cpu_max", e))?;
+        }
+        if let Some(w) = raw.weight {
+            if !(1..=10_000).contains(w.get_ref()) {
+                return self.err(w.span(), "weight", "weight must be between 1 and 10000");
+            }
+            limits.weight = Some(*w.get_ref() as u64);
+        }
+        Ok(limits)
+    }
+
+    fn group(&self, g: &RawGroup) -> Result<GroupSpec, ScenarioFileError> {
+        let mut work = WorkType::from_name(g.work_type.get_ref())
+            .or_else(|e| self.err(g.work_type.span(), "work_type", e.to_string()))?;
+        if let Some(p) = &g.params {
+            let params: Vec<(String, String)> = p
+                .get_ref()
+                .iter()
+                .map(|(k, v)| (k.clone(), toml_value_text(v)))
+                .collect();
+            work = work
+                .with_params(&params)
+                .or_else(|e| self.err(p.span(), "params", e.to_string()))?;
+        }
+        let workers = usize::try_from(*g.workers.get_ref())
+            .or_else(|_| self.err(g.workers.span(), "workers", "must be a positive number"))?;
+        if let Err(e) = work.validate_workers(workers) {
+            return self.err(g.workers.span(), "workers", e.to_string());
+        }
+        let mut setup = WorkerSetup::default();
+        if let Some(a) = &g.affinity {
+            setup.affinity =
+                parse_affinity(a.get_ref()).or_else(|e| self.err(a.span(), "affinity", e))?;
+        }
+        if let Some(p) = &g.policy {
+            setup.policy =
+                parse_policy(p.get_ref()).or_else(|e| self.err(p.span(), "policy", e))?;
+        }
+        if let Some(m) = &g.mempolicy {
+            setup.mempolicy =
+                parse_mempolicy(m.get_ref()).or_else(|e| self.err(m.span(), "mempolicy", e))?;
+        }
+        if let Some(n) = &g.nice {
+            setup.nice = Some(i32::try_from(*n.get_ref()).unwrap_or(i32::MAX));
+        }
+        if let Err(e) = setup.validate() {
+            return self.err(g.name.span(), "group", e);
+        }
+        Ok(GroupSpec {
+            name: g.name.get_ref().clone(),
+            work,
+            workers,
+            cgroup: g.cgroup.as_ref().map(|c| c.get_ref().clone()),
+            setup,
+            clone_mode: g.clone_mode,
+            deferred: g.deferred,
+        })
+    }
+
+    fn step(&self, s: &RawStep, online: &BTreeSet<usize>) -> Result<Step, ScenarioFileError> {
+        let at = self.duration(&s.at, "at")?;
+        let action = match (&s.add_group, &s.remove_group, &s.cgroup) {
+            (Some(g), None, None) => StepAction::AddGroup(g.get_ref().clone()),
+            (None, Some(g), None) => StepAction::RemoveGroup(g.get_ref().clone()),
+            (None, None, Some(c)) => {
+                let limits = self.limits(&s.limits(), online)?;
+                if limits.is_empty() {
+                    return self.err(
+                        c.span(),
+                        "cgroup",
+                        "a limit step needs cpuset, cpu_max or weight",
+                    );
+                }
+                StepAction::SetLimits {
+                    cgroup: c.get_ref().clone(),
+                    limits,
+                }
+            }
+            _ => {
+                return self.err(
+                    s.at.span(),
+                    "step",
+                    "a step needs exactly one of add_group, remove_group or cgroup",
+                )
+            }
+        };
+        Ok(Step { at, action })
+    }
+}
+
+/// Renders a TOML value as the text [`WorkType::with_params`] parses.
+fn toml_value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Parses scenario text; `path` is only used in messages. Named
+/// references and semantic rules are checked by [`Scenario::validate`].
+pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileError> {
+    let loc = Locator { path, text };
+    let raw: RawScenario = toml::from_str(text).map_err(|e| ScenarioFileError {
+        path: path.to_path_buf(),
+        line: e.span().map_or(0, |s| loc.line(s)),
+        key: None,
+        message: e.message().trim().to_string(),
+    })?;
+    let online = runq_kernel::cpulist::online_cpus();
+    let duration = loc.duration(&raw.duration, "duration")?;
+    let cgroups = raw
+        .cgroup
+        .iter()
+        .map(|c| {
+            Ok(CgroupSpec {
+                name: c.name.get_ref().clone(),
+                limits: loc.limits(&c.limits(), &online)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ScenarioFileError>>()?;
+    let groups = raw
+        .group
+        .iter()
+        .map(|g| loc.group(g))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut steps = raw
+        .step
+        .iter()
+        .map(|s| loc.step(s, &online))
+        .collect::<Result<Vec<_>, _>>()?;
+    steps.sort_by_key(|s| s.at);
+    let name = raw.name.unwrap_or_else(|| {
+        path.file_stem()
+            .map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
+    });
+    let scn = Scenario {
+        name,
+        duration,
+        cgroups,
+        groups,
+        steps,
+        checks: raw.checks,
+        scheduler: raw.scheduler,
+    };
+    scn.validate().map_err(|e| ScenarioFileError {
+        path: path.to_path_buf(),
+        line: 0,
+        key: None,
+        message: e.to_string(),
+    })?;
+    Ok(scn)
+}
+
+/// Reads and parses a scenario file.
+pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioFileError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioFileError {
+        path: path.to_path_buf(),
+        line: 0,
+        key: None,
+        message: format!("cannot read the scenario file: {e}"),
+    })?;
+    parse_scenario(path, &text)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,121 @@
+//! Scenario file parsing: good files, and bad ones located to line and key.
+
+use super::*;
+
+fn parse(text: &str) -> Result<Scenario, ScenarioFileError> {
+    parse_scenario(Path::new("t.toml"), text)
+}
+
+const GOOD: &str = r#"
+name = "demo"
+duration = "2s"
+
+[checks]
+max_gap_ms = 500
+disable = ["min_numa_locality"]
+
+[[cgroup]]
+name = "a"
+cpuset = "0"
+cpu_max = "50%"
+weight = 200
+
+[[group]]
+name = "spin"
+work_type = "SpinWait"
+workers = 2
+cgroup = "a"
+policy = "batch"
+nice = 3
+
+[[group]]
+name = "pipes"
+work_type = "PipeIo"
+params = { burst_iters = 0 }
+workers = 2
+affinity = "random:1"
+deferred = true
+
+[[step]]
+at = "500ms"
+add_group = "pipes"
+
+[[step]]
+at = 1
+cgroup = "a"
+weight = 50
+"#;
+
+#[test]
+fn parses_a_full_file() {
+    let s = parse(GOOD).unwrap();
+    assert_eq!(s.name, "demo");
+    assert_eq!(s.duration, Duration::from_secs(2));
+    assert_eq!(s.checks.max_gap_ms, Some(500));
+    assert_eq!(s.cgroups[0].limits.cpu_max, Some((50_000, 100_000)));
+    assert_eq!(s.cgroups[0].limits.weight, Some(200));
+    assert_eq!(s.groups.len(), 2);
+    assert_eq!(s.groups[0].setup.nice, Some(3));
+    assert!(s.groups[1].deferred);
+    assert_eq!(s.groups[1].work.with_params(&[]).unwrap(), s.groups[1].work);
+    assert_eq!(s.steps.len(), 2);
+    assert_eq!(s.steps[0].action, StepAction::AddGroup("pipes".into()));
+}
+
+fn err_of(text: &str) -> ScenarioFileError {
+    parse(text).expect_err("should fail")
+}
+
+#[test]
+fn unknown_key_names_line() {
+    let e = err_of("duration = \"1s\"\n[[group]]\nname = \"a\"\nwork_type = \"SpinWait\"\nworkers = 1\nspeed = 3\n");
+    assert!(e.line >= 2, "{e}");
+    assert!(e.to_string().contains("unknown field `speed`"), "{e}");
+    assert!(e.to_string().starts_with("t.toml:"), "{e}");
+}
+
+#[test]
+fn wrong_type_names_line() {
+    let e = err_of(
+        "duration = \"1s\"\n[[group]]\nname = \"a\"\nwork_type = \"SpinWait\"\nworkers = \"two\"\n",
+    );
+    assert_eq!(e.line, 5, "{e}");
+}
+
+#[test]
+fn impossible_cpuset_names_line_and_key() {
+    let e = err_of("duration = \"1s\"\n[[cgroup]]\nname = \"a\"\ncpuset = \"0-4095\"\n[[group]]\nname = \"g\"\nwork_type = \"SpinWait\"\nworkers = 1\n");
+    assert_eq!((e.line, e.key.as_deref()), (4, Some("cpuset")), "{e}");
+    assert!(e.message.contains("not all online"), "{e}");
+}
+
+#[test]
+fn negative_and_zero_durations() {
+    for d in ["\"-1s\"", "-1", "0", "\"soon\""] {
+        let e = err_of(&format!(
+            "\n\nduration = {d}\n[[group]]\nname = \"g\"\nwork_type = \"SpinWait\"\nworkers = 1\n"
+        ));
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (3, Some("duration")),
+            "{d}: {e}"
+        );
+    }
+}
+
+#[test]
+fn bad_work_type_and_workers() {
+    let e =
+        err_of("duration = 1\n[[group]]\nname = \"g\"\nwork_type = \"SpinWiat\"\nworkers = 1\n");
+    assert_eq!((e.line, e.key.as_deref()), (4, Some("work_type")));
+    assert!(e.message.contains("did you mean SpinWait"));
+    let e = err_of("duration = 1\n[[group]]\nname = \"g\"\nwork_type = \"PipeIo\"\nworkers = -2\n");
+    assert_eq!((e.line, e.key.as_deref()), (5, Some("workers")));
+}
+
+#[test]
+fn semantic_errors_name_the_file() {
+    let e = err_of("duration = 1\n[[group]]\nname = \"g\"\nwork_type = \"SpinWait\"\nworkers = 1\n[[step]]\nat = \"5s\"\nremove_group = \"g\"\n");
+    assert!(e.to_string().starts_with("t.toml:"), "{e}");
+    assert!(e.message.contains("before the end"), "{e}");
+}

@@ -1,0 +1,195 @@
+//! Parent side of process workers: release, stop, read reports, reap,
+//! and turn what came back into reports or sentinels.
+
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use crate::report::{WorkerExitInfo, WorkerReport};
+
+/// One forked worker, seen from the parent.
+#[derive(Debug)]
+pub(super) struct ProcWorker {
+    pub(super) pid: i32,
+    pub(super) group_idx: usize,
+    start_tx: Option<OwnedFd>,
+    report_rx: Option<OwnedFd>,
+    report: Vec<u8>,
+    status: Option<Result<i32, String>>,
+}
+
+impl ProcWorker {
+    pub(super) fn new(pid: i32, group_idx: usize, start_tx: OwnedFd, report_rx: OwnedFd) -> Self {
+        ProcWorker {
+            pid,
+            group_idx,
+            start_tx: Some(start_tx),
+            report_rx: Some(report_rx),
+            report: Vec::new(),
+            status: None,
+        }
+    }
+
+    /// Writes the start byte (once).
+    pub(super) fn release(&mut self) -> io::Result<()> {
+        if let Some(tx) = self.start_tx.take() {
+            std::fs::File::from(tx).write_all(&[1])?;
+        }
+        Ok(())
+    }
+}
+
+/// SIGUSR1 to every worker, then reports and reaping under `deadline`.
+pub(super) fn stop_and_collect(
+    mut workers: Vec<ProcWorker>,
+    deadline: Instant,
+) -> Vec<WorkerReport> {
+    for w in &workers {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(w.pid, libc::SIGUSR1) };
+    }
+    read_reports(&mut workers, deadline);
+    reap(&mut workers, deadline);
+    workers.into_iter().map(into_report).collect()
+}
+
+/// SIGKILLs and reaps every worker not yet reaped (the RAII path).
+pub(super) fn kill_and_reap(workers: &mut [ProcWorker]) {
+    for w in workers.iter().filter(|w| w.status.is_none()) {
+        // SAFETY: killing our own unreaped child.
+        unsafe { libc::kill(w.pid, libc::SIGKILL) };
+    }
+    for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+        w.status = try_wait(w.pid, true);
+    }
+}
+
+/// Polls every report pipe until EOF or the deadline.
+fn read_reports(workers: &mut [ProcWorker], deadline: Instant) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut owners = Vec::new();
+        for (i, w) in workers.iter().enumerate() {
+            if let Some(rx) = &w.report_rx {
+                fds.push(libc::pollfd {
+                    fd: rx.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+                owners.push(i);
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if fds.is_empty() || left.is_zero() {
+            return;
+        }
+        let ms = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
+        // SAFETY: fds is a valid array of pollfd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
+        }
+        for (pfd, &i) in fds.iter().zip(&owners) {
+            if pfd.revents == 0 {
+                continue;
+            }
+            let w = &mut workers[i];
+            // SAFETY: reading into a valid buffer from an fd we own.
+            let got = unsafe { libc::read(pfd.fd, buf.as_mut_ptr().cast(), buf.len()) };
+            match got {
+                n if n > 0 => w.report.extend_from_slice(&buf[..n as usize]),
+                n if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+                _ => w.report_rx = None,
+            }
+        }
+    }
+}
+
+/// Waits for every child until the deadline, then SIGKILLs the rest.
+fn reap(workers: &mut [ProcWorker], deadline: Instant) {
+    loop {
+        let mut pending = false;
+        for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+            w.status = try_wait(w.pid, false);
+            pending |= w.status.is_none();
+        }
+        if !pending {
+            return;
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+        // SAFETY: killing our own unreaped child.
+        unsafe { libc::kill(w.pid, libc::SIGKILL) };
+        let _ = try_wait(w.pid, true);
+        w.report.clear();
+        w.status = Some(Err(TIMED_OUT.into()));
+    }
+}
+
+const TIMED_OUT: &str = "timed out";
+
+/// `waitpid`: `Some(Ok(raw status))` once reaped, `Some(Err(..))` when
+/// waitpid fails, `None` while still running (non-blocking mode).
+fn try_wait(pid: i32, block: bool) -> Option<Result<i32, String>> {
+    let mut status = 0;
+    loop {
+        let flags = if block { 0 } else { libc::WNOHANG };
+        // SAFETY: status is a valid out-pointer.
+        let rc = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if rc == pid {
+            return Some(Ok(status));
+        }
+        if rc == 0 {
+            return None;
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Some(Err(err.to_string()));
+        }
+    }
+}
+
+/// Turns a reaped worker into its report, or a sentinel.
+fn into_report(w: ProcWorker) -> WorkerReport {
+    if let Ok(mut r) = serde_json::from_slice::<WorkerReport>(&w.report) {
+        r.group_idx = w.group_idx;
+        r.exit_info = None;
+        return r;
+    }
+    WorkerReport::sentinel(w.pid, w.group_idx, exit_info(&w.status))
+}
+
+/// The exit shape of a worker that sent no report.
+fn exit_info(status: &Option<Result<i32, String>>) -> WorkerExitInfo {
+    match status {
+        Some(Ok(s)) if libc::WIFSIGNALED(*s) => WorkerExitInfo::Signaled(libc::WTERMSIG(*s)),
+        Some(Ok(s)) => WorkerExitInfo::Exited(libc::WEXITSTATUS(*s)),
+        Some(Err(e)) if e == TIMED_OUT => WorkerExitInfo::TimedOut,
+        Some(Err(e)) => WorkerExitInfo::WaitFailed(e.clone()),
+        None => WorkerExitInfo::TimedOut,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_shapes() {
+        assert_eq!(exit_info(&Some(Ok(9))), WorkerExitInfo::Signaled(9));
+        assert_eq!(exit_info(&Some(Ok(3 << 8))), WorkerExitInfo::Exited(3));
+        assert_eq!(
+            exit_info(&Some(Err(TIMED_OUT.into()))),
+            WorkerExitInfo::TimedOut
+        );
+        assert_eq!(
+            exit_info(&Some(Err("ECHILD".into()))),
+            WorkerExitInfo::WaitFailed("ECHILD".into())
+        );
+    }
+}

@@ -1,0 +1,229 @@
+//! Starting workers: two-phase start, the stop protocol and RAII cleanup.
+//!
+//! The parent forks every worker first; each child arms
+//! `PR_SET_PDEATHSIG`, installs its SIGUSR1 handler and blocks on its start
+//! pipe. The caller then places the pids in cgroups and calls
+//! [`WorkloadHandle::start`], which writes one byte down every start pipe,
+//! so each worker runs its first work-loop instruction in its cgroup.
+//! [`WorkloadHandle::stop_and_collect`] sends SIGUSR1, reads every report
+//! and reaps every child under one deadline; dropping the handle SIGKILLs
+//! and reaps whatever is left. Thread-mode workers follow the same phases
+//! inside the runq process (see [`threads`]).
+
+mod collect;
+mod spec;
+mod threads;
+mod worker;
+
+use std::io::{self, Write};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+pub use spec::{thread_capable, CloneMode, CustomContext, CustomWork, Watchdog, Work, WorkSpec};
+
+use crate::fd::pipe;
+use crate::report::WorkerReport;
+use crate::stop::{install_handler, install_stop_handler};
+use crate::worktype::PreparedWork;
+use collect::ProcWorker;
+use threads::ThreadWorkers;
+
+/// A started (or startable) worker, as the caller sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerId {
+    /// pid of a process worker, tid of a thread worker.
+    pub id: i32,
+    /// The worker's group.
+    pub group_idx: usize,
+    /// True for thread-mode workers.
+    pub thread: bool,
+}
+
+/// The live workers of a run. Dropping it kills and reaps them all.
+#[derive(Default)]
+pub struct WorkloadHandle {
+    procs: Vec<ProcWorker>,
+    threads: ThreadWorkers,
+}
+
+impl std::fmt::Debug for WorkloadHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkloadHandle")
+            .field("procs", &self.procs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkloadHandle {
+    /// Creates every worker of every group; they wait for [`Self::start`].
+    pub fn spawn(specs: &[WorkSpec]) -> io::Result<Self> {
+        let mut handle = WorkloadHandle::default();
+        for spec in specs {
+            handle.add_group(spec)?;
+        }
+        Ok(handle)
+    }
+
+    /// Adds one group's workers (they too wait for [`Self::start`]).
+    pub fn add_group(&mut self, spec: &WorkSpec) -> io::Result<()> {
+        if spec.clone_mode == CloneMode::Thread && !thread_capable(&spec.work) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} cannot run in thread mode; use process mode",
+                    spec.work.name()
+                ),
+            ));
+        }
+        let mut prepared = match &spec.work {
+            Work::Builtin(t) => Some(t.prepare(spec.workers)?),
+            Work::Custom(_) => None,
+        };
+        if spec.clone_mode == CloneMode::Thread {
+            return self.threads.spawn_group(spec, prepared);
+        }
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        for idx in 0..spec.workers {
+            self.fork_one(spec, prepared.as_deref_mut(), idx, parent)?;
+        }
+        if let Some(p) = prepared.as_mut() {
+            p.release_parent_copies();
+        }
+        Ok(())
+    }
+
+    fn fork_one(
+        &mut self,
+        spec: &WorkSpec,
+        prepared: Option<&mut (dyn PreparedWork + 'static)>,
+        idx: usize,
+        parent: i32,
+    ) -> io::Result<()> {
+        let (start_rx, start_tx) = pipe()?;
+        let (report_rx, report_tx) = pipe()?;
+        // SAFETY: the child only runs worker code and always ends in _exit.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // Close the parent's ends of every earlier worker's pipes.
+            self.procs.clear();
+            drop((start_tx, report_rx));
+            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                child_main(spec, prepared, idx, parent, start_rx, report_tx)
+            }))
+            .unwrap_or(101);
+            // SAFETY: terminating the child without running parent cleanup.
+            unsafe { libc::_exit(code) };
+        }
+        drop((start_rx, report_tx));
+        self.procs
+            .push(ProcWorker::new(pid, spec.group_idx, start_tx, report_rx));
+        Ok(())
+    }
+
+    /// Every worker, in spawn order (processes first, then threads).
+    pub fn workers(&self) -> Vec<WorkerId> {
+        let procs = self.procs.iter().map(|w| WorkerId {
+            id: w.pid,
+            group_idx: w.group_idx,
+            thread: false,
+        });
+        procs.chain(self.threads.ids()).collect()
+    }
+
+    /// `(pid, group_idx)` of every process worker.
+    pub fn pids(&self) -> Vec<(i32, usize)> {
+        self.procs.iter().map(|w| (w.pid, w.group_idx)).collect()
+    }
+
+    /// Releases every not-yet-started worker into its work loop.
+    pub fn start(&mut self) -> io::Result<()> {
+        for w in &mut self.procs {
+            w.release()?;
+        }
+        self.threads.start();
+        Ok(())
+    }
+
+    /// Stops and collects only the workers of group `group_idx`.
+    pub fn stop_group(&mut self, group_idx: usize, timeout: Duration) -> Vec<WorkerReport> {
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.procs)
+            .into_iter()
+            .partition(|w| w.group_idx == group_idx);
+        self.procs = rest;
+        collect::stop_and_collect(mine, Instant::now() + timeout)
+    }
+
+    /// Stops every worker (SIGUSR1), then reads the reports and reaps the
+    /// children, all within `timeout`. A worker that sends no parseable
+    /// report gets a sentinel with its exit shape.
+    pub fn stop_and_collect(mut self, timeout: Duration) -> Vec<WorkerReport> {
+        let deadline = Instant::now() + timeout;
+        let mut reports = collect::stop_and_collect(std::mem::take(&mut self.procs), deadline);
+        reports.extend(std::mem::take(&mut self.threads).stop_and_collect(deadline));
+        reports
+    }
+}
+
+impl Drop for WorkloadHandle {
+    fn drop(&mut self) {
+        collect::kill_and_reap(&mut self.procs);
+    }
+}
+
+/// The child: arm the death signal, wait for start, set up, run, report.
+/// Returns the exit code.
+fn child_main(
+    spec: &WorkSpec,
+    mut prepared: Option<&mut (dyn PreparedWork + 'static)>,
+    idx: usize,
+    parent: i32,
+    start_rx: OwnedFd,
+    report_tx: OwnedFd,
+) -> i32 {
+    // SAFETY: prctl/getppid have no memory preconditions.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        if libc::getppid() != parent {
+            return 1; // the parent died before the death signal was armed
+        }
+    }
+    if install_stop_handler().is_err() {
+        return 2;
+    }
+    let _ = install_handler(libc::SIGINT, libc::SIG_IGN);
+    let _ = install_handler(libc::SIGPIPE, libc::SIG_IGN);
+    let mut go = [0u8; 1];
+    let mut start = std::fs::File::from(start_rx);
+    if std::io::Read::read(&mut start, &mut go).unwrap_or(0) != 1 {
+        return 0; // the parent gave up before starting us
+    }
+    drop(start);
+    let setup_error = worker::apply_setup(spec, idx);
+    let body = match worker::build_body(prepared.as_deref_mut(), idx) {
+        Ok(body) => body,
+        Err(e) => {
+            eprintln!(
+                "runq: worker {idx} of group {}: setup failed: {e}",
+                spec.group_idx
+            );
+            return 3;
+        }
+    };
+    if let Some(p) = prepared {
+        p.release_parent_copies(); // close what belongs to other workers
+    }
+    let report = worker::run_worker(spec, idx, body, setup_error);
+    let Ok(bytes) = serde_json::to_vec(&report) else {
+        return 4;
+    };
+    // SAFETY: report_tx is an fd we own; File takes ownership.
+    let mut out = unsafe { std::fs::File::from_raw_fd(report_tx.into_raw_fd()) };
+    if out.write_all(&bytes).is_err() {
+        return 5;
+    }
+    0
+}

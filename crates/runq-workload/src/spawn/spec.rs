@@ -1,0 +1,143 @@
+//! What to start for one group: the work, the worker count, the per-worker
+//! setup, process or thread mode, and the watchdog.
+
+use serde::{Deserialize, Serialize};
+
+use crate::placement::WorkerSetup;
+use crate::report::WorkerReport;
+use crate::worktype::WorkType;
+
+/// Whether workers are processes or threads of the runq process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CloneMode {
+    /// fork()ed processes (the default; each can have its own cgroup).
+    #[default]
+    Process,
+    /// Threads of the runq process (shared address space).
+    Thread,
+}
+
+/// What a Custom worker's function is given.
+#[derive(Debug, Clone, Copy)]
+pub struct CustomContext {
+    /// Index of the worker in its group.
+    pub worker_idx: usize,
+    /// Index of the group.
+    pub group_idx: usize,
+}
+
+impl CustomContext {
+    /// True once the worker has been told to stop (poll it in your loop).
+    pub fn stop_requested(&self) -> bool {
+        crate::stop::stop_requested()
+    }
+}
+
+/// A user-supplied worker: after fork, cgroup placement, the start signal,
+/// affinity and scheduling policy, `run` takes over. The framework collects
+/// no telemetry for it; the report `run` returns is what is reported.
+#[derive(Debug, Clone, Copy)]
+pub struct CustomWork {
+    /// Name shown in reports.
+    pub name: &'static str,
+    /// The worker body; return when `ctx.stop_requested()` turns true.
+    pub run: fn(&CustomContext) -> WorkerReport,
+}
+
+/// The work of a group: a built-in type or a custom function.
+#[derive(Debug, Clone)]
+pub enum Work {
+    /// A built-in work type.
+    Builtin(WorkType),
+    /// A user function.
+    Custom(CustomWork),
+}
+
+impl Work {
+    /// The name shown in reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Work::Builtin(t) => t.name(),
+            Work::Custom(c) => c.name,
+        }
+    }
+}
+
+impl From<WorkType> for Work {
+    fn from(t: WorkType) -> Self {
+        Work::Builtin(t)
+    }
+}
+
+/// The worker-progress watchdog: a worker whose iteration took longer than
+/// `stuck_ns` sends SIGUSR2 to `scheduler_pid` once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watchdog {
+    /// The scheduler process to signal.
+    pub scheduler_pid: i32,
+    /// Stall threshold, ns (2 s by default).
+    pub stuck_ns: u64,
+}
+
+/// What to start for one group.
+#[derive(Debug, Clone)]
+pub struct WorkSpec {
+    /// Index reported in each worker's `group_idx`.
+    pub group_idx: usize,
+    /// The work each worker does.
+    pub work: Work,
+    /// How many workers.
+    pub workers: usize,
+    /// Affinity, policy, nice, memory policy.
+    pub setup: WorkerSetup,
+    /// Processes or threads.
+    pub clone_mode: CloneMode,
+    /// The watchdog, unless disabled (repro mode) or no scheduler is named.
+    pub watchdog: Option<Watchdog>,
+}
+
+impl WorkSpec {
+    /// `workers` processes of a built-in type with default setup.
+    pub fn new(group_idx: usize, work: WorkType, workers: usize) -> Self {
+        WorkSpec {
+            group_idx,
+            work: Work::Builtin(work),
+            workers,
+            setup: WorkerSetup::default(),
+            clone_mode: CloneMode::Process,
+            watchdog: None,
+        }
+    }
+
+    /// `workers` processes running a custom function.
+    pub fn custom(group_idx: usize, custom: CustomWork, workers: usize) -> Self {
+        WorkSpec {
+            work: Work::Custom(custom),
+            ..WorkSpec::new(
+                group_idx,
+                WorkType::from_name("SpinWait").expect("built-in"),
+                workers,
+            )
+        }
+    }
+}
+
+/// Built-in types whose workers can run as threads: their bodies own
+/// their resources outright (no per-process state, no fork).
+pub fn thread_capable(work: &Work) -> bool {
+    match work {
+        Work::Custom(_) => true,
+        Work::Builtin(t) => matches!(
+            t,
+            WorkType::SpinWait(_)
+                | WorkType::YieldHeavy(_)
+                | WorkType::Mixed(_)
+                | WorkType::Bursty(_)
+                | WorkType::PipeIo(_)
+                | WorkType::FutexPingPong(_)
+                | WorkType::CachePressure(_)
+                | WorkType::IoSyncWrite(_)
+        ),
+    }
+}

@@ -1,0 +1,150 @@
+//! Thread-mode workers: the same two phases as process workers, inside
+//! the runq process. Each thread reports its tid, waits for the start
+//! signal, applies its setup and runs; a panic becomes a sentinel with
+//! `Panicked`. STOP is the process-wide flag, and each thread also gets a
+//! SIGUSR1 (tgkill) so blocking calls return.
+
+use std::io;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::time::Instant;
+
+use super::spec::WorkSpec;
+use super::worker::{apply_setup, build_body, run_worker};
+use super::WorkerId;
+use crate::report::{WorkerExitInfo, WorkerReport};
+use crate::stop::{install_stop_handler, request_stop, reset_stop};
+use crate::worktype::{PreparedWork, WorkerBody};
+
+/// A body moved into its thread. Only types listed by
+/// [`super::thread_capable`] get here; their bodies own plain data, file
+/// descriptors or shared mappings, all safe to move across threads.
+struct SendBody(Option<Box<dyn WorkerBody>>);
+// SAFETY: see above; the body is used by exactly one thread after the move.
+unsafe impl Send for SendBody {}
+
+type Outcome = (usize, Result<WorkerReport, String>);
+
+struct Slot {
+    tid: i32,
+    group_idx: usize,
+    start: Option<SyncSender<()>>,
+    result: Option<Result<WorkerReport, String>>,
+}
+
+/// Every thread worker of a handle.
+#[derive(Default)]
+pub(super) struct ThreadWorkers {
+    slots: Vec<Slot>,
+    results: Option<(Sender<Outcome>, Receiver<Outcome>)>,
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic with a non-string payload".into())
+}
+
+impl ThreadWorkers {
+    /// Starts the threads of one group; each waits for [`Self::start`].
+    pub(super) fn spawn_group(
+        &mut self,
+        spec: &WorkSpec,
+        mut prepared: Option<Box<dyn PreparedWork>>,
+    ) -> io::Result<()> {
+        if self.slots.is_empty() {
+            reset_stop();
+        }
+        install_stop_handler()?;
+        let results_tx = self.results.get_or_insert_with(channel).0.clone();
+        for idx in 0..spec.workers {
+            let body = SendBody(build_body(prepared.as_deref_mut(), idx)?);
+            let (tid_tx, tid_rx) = sync_channel(1);
+            let (start_tx, start_rx) = sync_channel::<()>(1);
+            let (spec_c, tx, slot) = (spec.clone(), results_tx.clone(), self.slots.len());
+            std::thread::Builder::new()
+                .name(format!("runq-w{}-{idx}", spec.group_idx))
+                .spawn(move || {
+                    let _ = tid_tx.send(crate::clock::gettid());
+                    if start_rx.recv().is_err() {
+                        return; // the handle was dropped before start
+                    }
+                    let body = body;
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                        let setup_error = apply_setup(&spec_c, idx);
+                        run_worker(&spec_c, idx, body.0, setup_error)
+                    }));
+                    let _ = tx.send((slot, run.map_err(|p| panic_message(p.as_ref()))));
+                })?;
+            let tid = tid_rx
+                .recv()
+                .map_err(|_| io::Error::other("worker thread died before reporting its tid"))?;
+            self.slots.push(Slot {
+                tid,
+                group_idx: spec.group_idx,
+                start: Some(start_tx),
+                result: None,
+            });
+        }
+        if let Some(p) = prepared.as_mut() {
+            p.release_parent_copies();
+        }
+        Ok(())
+    }
+
+    /// The thread workers' ids.
+    pub(super) fn ids(&self) -> impl Iterator<Item = WorkerId> + '_ {
+        self.slots.iter().map(|s| WorkerId {
+            id: s.tid,
+            group_idx: s.group_idx,
+            thread: true,
+        })
+    }
+
+    /// Releases every waiting thread.
+    pub(super) fn start(&mut self) {
+        for s in &mut self.slots {
+            if let Some(tx) = s.start.take() {
+                let _ = tx.send(());
+            }
+        }
+    }
+
+    /// Stops every thread and gathers results until `deadline`.
+    pub(super) fn stop_and_collect(mut self, deadline: Instant) -> Vec<WorkerReport> {
+        if self.slots.is_empty() {
+            return Vec::new();
+        }
+        request_stop();
+        // SAFETY: getpid/tgkill on our own threads.
+        let pid = unsafe { libc::getpid() };
+        for s in &self.slots {
+            // SAFETY: as above.
+            unsafe { libc::syscall(libc::SYS_tgkill, pid, s.tid, libc::SIGUSR1) };
+        }
+        if let Some((tx, rx)) = self.results.take() {
+            drop(tx);
+            while self.slots.iter().any(|s| s.result.is_none()) {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok((slot, r)) => self.slots[slot].result = Some(r),
+                    Err(_) => break,
+                }
+            }
+        }
+        let all_done = self.slots.iter().all(|s| s.result.is_some());
+        if all_done {
+            reset_stop();
+        }
+        self.slots.into_iter().map(slot_report).collect()
+    }
+}
+
+fn slot_report(s: Slot) -> WorkerReport {
+    match s.result {
+        Some(Ok(r)) => r,
+        Some(Err(msg)) => WorkerReport::sentinel(s.tid, s.group_idx, WorkerExitInfo::Panicked(msg)),
+        None => WorkerReport::sentinel(s.tid, s.group_idx, WorkerExitInfo::TimedOut),
+    }
+}

@@ -1,0 +1,86 @@
+//! The worker side, shared by process and thread workers: apply the setup,
+//! run the loop (or the custom function) until STOP, build the report.
+
+use std::io;
+
+use super::spec::{CustomContext, Work, WorkSpec};
+use crate::report::WorkerReport;
+use crate::stop::stop_requested;
+use crate::telemetry::Telemetry;
+use crate::worktype::{PreparedWork, WorkerBody};
+
+/// Seed for per-worker random draws (affinity subsets).
+fn worker_seed(spec: &WorkSpec, idx: usize) -> u64 {
+    crate::clock::monotonic_ns()
+        ^ ((spec.group_idx as u64) << 48)
+        ^ ((idx as u64) << 32)
+        ^ u64::from(crate::clock::gettid().unsigned_abs())
+}
+
+/// Builds worker `idx`'s body (built-in work only).
+pub(super) fn build_body(
+    prepared: Option<&mut (dyn PreparedWork + 'static)>,
+    idx: usize,
+) -> io::Result<Option<Box<dyn WorkerBody>>> {
+    match prepared {
+        Some(p) => p.worker(idx).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Runs one worker to completion in the calling thread. `body` is `None`
+/// for custom work. Setup failures land in `affinity_error`.
+pub(super) fn run_worker(
+    spec: &WorkSpec,
+    idx: usize,
+    body: Option<Box<dyn WorkerBody>>,
+    setup_error: Option<String>,
+) -> WorkerReport {
+    let mut report = match (&spec.work, body) {
+        (Work::Custom(c), _) => {
+            let mut r = (c.run)(&CustomContext {
+                worker_idx: idx,
+                group_idx: spec.group_idx,
+            });
+            r.completed = true;
+            if r.tid == 0 {
+                r.tid = crate::clock::gettid();
+            }
+            r
+        }
+        (Work::Builtin(_), Some(mut body)) => work_loop(spec, body.as_mut()),
+        (Work::Builtin(_), None) => WorkerReport {
+            tid: crate::clock::gettid(),
+            ..Default::default()
+        },
+    };
+    report.group_idx = spec.group_idx;
+    report.exit_info = None;
+    if setup_error.is_some() {
+        report.affinity_error = setup_error;
+    }
+    report
+}
+
+/// Applies the group's setup to the calling thread.
+pub(super) fn apply_setup(spec: &WorkSpec, idx: usize) -> Option<String> {
+    spec.setup.apply(worker_seed(spec, idx))
+}
+
+/// The framework loop: iterate until STOP, with the watchdog check.
+fn work_loop(spec: &WorkSpec, body: &mut dyn WorkerBody) -> WorkerReport {
+    let mut tel = Telemetry::start();
+    let mut watchdog = spec.watchdog;
+    while !stop_requested() {
+        let units = body.iterate(&mut tel);
+        let cost = tel.end_iteration(units);
+        if let Some(w) = watchdog {
+            if cost > w.stuck_ns {
+                // SAFETY: kill(2) with a pid we were given.
+                unsafe { libc::kill(w.scheduler_pid, libc::SIGUSR2) };
+                watchdog = None; // once per worker
+            }
+        }
+    }
+    tel.finish(spec.group_idx, body.is_messenger())
+}
