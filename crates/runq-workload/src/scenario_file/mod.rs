@@ -1,6 +1,6 @@
 //! Scenario files (TOML). Every error names the file, the line and the key:
 //! unknown keys, wrong types, impossible cpusets, negative or zero
-//! durations. `examples/scenarios/annotated.toml` documents every key.
+//! durations. `scenarios/annotated.toml` in the repository documents every key.
 
 mod values;
 

@@ -26,7 +26,7 @@ Examples:
   runq run --work-type PipeIo --param burst_iters=0 --json
   sudo runq run --work-type SpinWait --workers 8 --cgroup bench/spin")]
 pub struct RunArgs {
-    /// A scenario file (TOML; see examples/scenarios/annotated.toml), or
+    /// A scenario file (TOML; see scenarios/annotated.toml), or
     /// `default` for the built-in scenario.
     #[arg(value_name = "SCENARIO")]
     pub scenario: Option<String>,
