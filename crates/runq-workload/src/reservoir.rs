@@ -1,6 +1,10 @@
-//! Reservoir sampling (Vitter's algorithm R) with a total counter, so a long
-//! run keeps a uniform sample of bounded size and still knows how many
-//! observations there were.
+//! Reservoir sampling with a total counter, so a long run keeps a uniform
+//! sample of bounded size and still knows how many observations there were.
+//!
+//! Once full, the reservoir uses Li's "algorithm L": it draws how many
+//! observations to skip before the next replacement, so the common case on
+//! a hot path is one counter compare instead of a random draw and a store
+//! to a random slot of a large array.
 
 /// A fixed-capacity uniform sample of a stream of `u64` values.
 #[derive(Debug, Clone)]
@@ -9,6 +13,10 @@ pub struct Reservoir {
     cap: usize,
     total: u64,
     rng: u64,
+    /// Algorithm L's running weight `W`.
+    weight: f64,
+    /// `total` value at which the next replacement happens.
+    next_replace: u64,
 }
 
 impl Reservoir {
@@ -16,11 +24,32 @@ impl Reservoir {
     /// pseudo-random sequence (any value; 0 is remapped).
     pub fn new(cap: usize, seed: u64) -> Self {
         Reservoir {
-            samples: Vec::new(),
+            samples: Vec::with_capacity(cap.min(1 << 20)),
             cap,
             total: 0,
             rng: seed | 1,
+            weight: 1.0,
+            next_replace: u64::MAX,
         }
+    }
+
+    /// A uniform draw in (0, 1).
+    fn next_unit(&mut self) -> f64 {
+        ((self.next_random() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// Advances `W` and draws the position of the next replacement.
+    fn schedule_next_replacement(&mut self) {
+        let k = self.cap as f64;
+        self.weight *= (self.next_unit().ln() / k).exp();
+        let skip = (self.next_unit().ln() / (-self.weight).ln_1p()).floor();
+        // Saturate on absurd skips (W close to 0 after ~2^64 observations).
+        let skip = if skip.is_finite() && skip < 1e18 {
+            skip as u64
+        } else {
+            u64::MAX / 2
+        };
+        self.next_replace = self.total.saturating_add(skip).saturating_add(1);
     }
 
     /// xorshift64*: cheap and good enough for index selection.
@@ -39,16 +68,21 @@ impl Reservoir {
         self.total += 1;
         if self.samples.len() < self.cap {
             self.samples.push(value);
+            if self.samples.len() == self.cap {
+                self.schedule_next_replacement();
+            }
             return;
         }
-        // Keep the new value with probability cap / total.
-        let slot = ((u128::from(self.next_random()) * u128::from(self.total)) >> 64) as u64;
-        if let Some(s) = usize::try_from(slot)
-            .ok()
-            .and_then(|i| self.samples.get_mut(i))
-        {
-            *s = value;
+        if self.total == self.next_replace {
+            self.replace_random_slot(value);
         }
+    }
+
+    #[cold]
+    fn replace_random_slot(&mut self, value: u64) {
+        let slot = ((u128::from(self.next_random()) * self.cap as u128) >> 64) as usize;
+        self.samples[slot] = value;
+        self.schedule_next_replacement();
     }
 
     /// Observations offered so far, kept or not.
@@ -103,6 +137,27 @@ mod tests {
         for (i, count) in deciles.iter().enumerate() {
             assert!(
                 (60..=140).contains(count),
+                "decile {i} has {count}: {deciles:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_stream_stays_uniform() {
+        // Far past the cap the skip-based path does all the work.
+        let mut r = Reservoir::new(2000, 99);
+        for v in 0..2_000_000u64 {
+            r.record(v);
+        }
+        let (s, total) = r.into_parts();
+        assert_eq!((s.len(), total), (2000, 2_000_000));
+        let mut deciles = [0u32; 10];
+        for v in s {
+            deciles[(v / 200_000) as usize] += 1;
+        }
+        for (i, count) in deciles.iter().enumerate() {
+            assert!(
+                (140..=260).contains(count),
                 "decile {i} has {count}: {deciles:?}"
             );
         }
