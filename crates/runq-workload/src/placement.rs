@@ -120,7 +120,7 @@ impl WorkerSetup {
     pub fn apply(&self, seed: u64) -> Option<String> {
         let mut errors = Vec::new();
         if let Err(e) = apply_affinity(&self.affinity, seed) {
-            errors.push(format!("affinity: {e}"));
+            errors.push(e);
         }
         if let Err(e) = apply_policy(&self.policy) {
             errors.push(format!("policy: {e}"));
@@ -174,17 +174,18 @@ pub fn set_affinity(cpus: &BTreeSet<usize>) -> std::io::Result<()> {
     Ok(())
 }
 
-fn apply_affinity(a: &Affinity, seed: u64) -> std::io::Result<()> {
-    match a {
-        Affinity::Inherit => Ok(()),
-        Affinity::Cpus(cpus) => set_affinity(cpus),
-        Affinity::Single(cpu) => set_affinity(&BTreeSet::from([*cpu])),
-        Affinity::Random(n) => set_affinity(&random_subset(
-            &runq_kernel::cpulist::online_cpus(),
-            *n,
-            seed,
-        )),
-    }
+/// Pins the calling thread; the error names the CPUs that were asked for.
+fn apply_affinity(a: &Affinity, seed: u64) -> Result<(), String> {
+    let cpus = match a {
+        Affinity::Inherit => return Ok(()),
+        Affinity::Cpus(cpus) => cpus.clone(),
+        Affinity::Single(cpu) => BTreeSet::from([*cpu]),
+        Affinity::Random(n) => random_subset(&runq_kernel::cpulist::online_cpus(), *n, seed),
+    };
+    set_affinity(&cpus).map_err(|e| {
+        let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
+        format!("affinity to CPUs {}: {e}", list.join(","))
+    })
 }
 
 /// The kernel's `struct sched_attr` (for SCHED_DEADLINE).
