@@ -174,6 +174,20 @@ pub fn set_affinity(cpus: &BTreeSet<usize>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The calling thread's CPU affinity mask (empty if it cannot be read).
+pub fn current_affinity() -> BTreeSet<usize> {
+    // SAFETY: a zeroed cpu_set_t is valid; the kernel fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return BTreeSet::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
 /// Pins the calling thread; the error names the CPUs that were asked for.
 fn apply_affinity(a: &Affinity, seed: u64) -> Result<(), String> {
     let cpus = match a {
@@ -335,7 +349,7 @@ mod tests {
         })
         .join()
         .unwrap();
-        assert!(err.unwrap().starts_with("affinity:"));
+        assert!(err.unwrap().starts_with("affinity to CPUs"));
     }
 
     #[test]

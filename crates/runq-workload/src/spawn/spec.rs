@@ -123,21 +123,12 @@ impl WorkSpec {
     }
 }
 
-/// Built-in types whose workers can run as threads: their bodies own
-/// their resources outright (no per-process state, no fork).
+/// Built-in types whose workers can run as threads: every type whose body
+/// owns its resources outright. ForkExit stays a process: forking from a
+/// thread of the runq process would copy runq itself.
 pub fn thread_capable(work: &Work) -> bool {
     match work {
         Work::Custom(_) => true,
-        Work::Builtin(t) => matches!(
-            t,
-            WorkType::SpinWait(_)
-                | WorkType::YieldHeavy(_)
-                | WorkType::Mixed(_)
-                | WorkType::Bursty(_)
-                | WorkType::PipeIo(_)
-                | WorkType::FutexPingPong(_)
-                | WorkType::CachePressure(_)
-                | WorkType::IoSyncWrite(_)
-        ),
+        Work::Builtin(t) => !matches!(t, WorkType::ForkExit(_)),
     }
 }

@@ -72,8 +72,13 @@ impl WorkerBody for Body {
     }
 }
 
+/// Bodies that spin for `burst_ns`, then sleep `sleep` (shared with
+/// IdleChurn, which uses microsecond scales).
+pub(super) fn prepare_ns(burst_ns: u64, sleep: Duration) -> Box<dyn PreparedWork> {
+    independent(move |_| Ok(Box::new(Body { burst_ns, sleep })))
+}
+
 /// Builds the per-worker bodies.
 pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
-    let (burst_ns, sleep) = (p.burst_ms * 1_000_000, Duration::from_millis(p.sleep_ms));
-    independent(move |_| Ok(Box::new(Body { burst_ns, sleep })))
+    prepare_ns(p.burst_ms * 1_000_000, Duration::from_millis(p.sleep_ms))
 }

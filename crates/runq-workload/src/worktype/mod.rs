@@ -6,13 +6,29 @@
 //! [`WorkerBody`] that runs one outer iteration in the child.
 
 mod bursty;
+mod cache_pipe;
 mod cache_pressure;
+mod cache_yield;
+mod churn;
+mod fan_out;
+mod fan_out_types;
+mod fork_exit;
+mod futex_lock;
 mod futex_ping_pong;
+mod idle_churn;
+mod io_mix;
 mod io_sync_write;
+mod locks;
 mod mixed;
+mod page_fault_churn;
 mod pipe_io;
+mod sequence;
 mod spin_wait;
+mod timer_latency;
+mod wake_chain;
 mod yield_heavy;
+
+pub use sequence::{Phase, PhaseKind};
 
 use std::io;
 
@@ -80,6 +96,42 @@ pub enum WorkType {
     CachePressure(cache_pressure::Params),
     /// 4 KiB writes and `fdatasync` to a private temporary file.
     IoSyncWrite(io_sync_write::Params),
+    /// The CachePressure walk, then a yield.
+    CacheYield(cache_pressure::Params),
+    /// Pipe ping-pong pairs with a cache walk between trips.
+    CachePipe(cache_pipe::Params),
+    /// One messenger wakes all receivers on a futex.
+    FutexFanOut(fan_out_types::FutexFanOutParams),
+    /// A messenger timestamps and wakes workers that do matrix multiplies.
+    FanOutCompute(fan_out_types::FanOutComputeParams),
+    /// Re-pins itself to a random allowed CPU each iteration.
+    AffinityChurn(churn::ChurnParams),
+    /// Cycles its scheduling policy each iteration.
+    PolicyChurn(churn::ChurnParams),
+    /// Steps its nice value each iteration.
+    NiceSweep(churn::NiceSweepParams),
+    /// Workers contend for one shared futex mutex.
+    MutexContention(locks::MutexParams),
+    /// MADV_DONTNEED and re-fault a private region.
+    PageFaultChurn(page_fault_churn::Params),
+    /// Random reads from a private file with its cache dropped.
+    IoRandRead(io_mix::Params),
+    /// Writes and fdatasync to one shared file.
+    IoConvoy(io_mix::Params),
+    /// fork() + _exit() + waitpid() in a loop.
+    ForkExit(fork_exit::Params),
+    /// Timed phases of spin, sleep, yield and I/O.
+    Sequence(sequence::Params),
+    /// Absolute-deadline periodic wakeups (cyclictest).
+    TimerLatency(timer_latency::Params),
+    /// A ring of workers passing a token.
+    WakeChain(wake_chain::Params),
+    /// Many waiters woken at once.
+    ThunderingHerd(fan_out_types::ThunderingHerdParams),
+    /// Low/medium/high triples around a lock, plain or PI.
+    PriorityInversion(locks::InversionParams),
+    /// Microsecond bursts and sleeps.
+    IdleChurn(idle_churn::Params),
 }
 
 /// Static description of a work type for `--list` and `--explain`.
@@ -146,6 +198,24 @@ impl WorkType {
             WorkType::FutexPingPong(Default::default()),
             WorkType::CachePressure(Default::default()),
             WorkType::IoSyncWrite(Default::default()),
+            WorkType::CacheYield(Default::default()),
+            WorkType::CachePipe(Default::default()),
+            WorkType::FutexFanOut(Default::default()),
+            WorkType::FanOutCompute(Default::default()),
+            WorkType::AffinityChurn(Default::default()),
+            WorkType::PolicyChurn(Default::default()),
+            WorkType::NiceSweep(Default::default()),
+            WorkType::MutexContention(Default::default()),
+            WorkType::PageFaultChurn(Default::default()),
+            WorkType::IoRandRead(Default::default()),
+            WorkType::IoConvoy(Default::default()),
+            WorkType::ForkExit(Default::default()),
+            WorkType::Sequence(Default::default()),
+            WorkType::TimerLatency(Default::default()),
+            WorkType::WakeChain(Default::default()),
+            WorkType::ThunderingHerd(Default::default()),
+            WorkType::PriorityInversion(Default::default()),
+            WorkType::IdleChurn(Default::default()),
         ]
     }
 
@@ -160,6 +230,24 @@ impl WorkType {
             WorkType::FutexPingPong(_) => futex_ping_pong::INFO,
             WorkType::CachePressure(_) => cache_pressure::INFO,
             WorkType::IoSyncWrite(_) => io_sync_write::INFO,
+            WorkType::CacheYield(_) => cache_yield::INFO,
+            WorkType::CachePipe(_) => cache_pipe::INFO,
+            WorkType::FutexFanOut(_) => fan_out_types::FUTEX_FAN_OUT,
+            WorkType::FanOutCompute(_) => fan_out_types::FAN_OUT_COMPUTE,
+            WorkType::AffinityChurn(_) => churn::AFFINITY_CHURN,
+            WorkType::PolicyChurn(_) => churn::POLICY_CHURN,
+            WorkType::NiceSweep(_) => churn::NICE_SWEEP,
+            WorkType::MutexContention(_) => locks::MUTEX_CONTENTION,
+            WorkType::PageFaultChurn(_) => page_fault_churn::INFO,
+            WorkType::IoRandRead(_) => io_mix::IO_RAND_READ,
+            WorkType::IoConvoy(_) => io_mix::IO_CONVOY,
+            WorkType::ForkExit(_) => fork_exit::INFO,
+            WorkType::Sequence(_) => sequence::INFO,
+            WorkType::TimerLatency(_) => timer_latency::INFO,
+            WorkType::WakeChain(_) => wake_chain::INFO,
+            WorkType::ThunderingHerd(_) => fan_out_types::THUNDERING_HERD,
+            WorkType::PriorityInversion(_) => locks::PRIORITY_INVERSION,
+            WorkType::IdleChurn(_) => idle_churn::INFO,
         }
     }
 
@@ -226,8 +314,16 @@ impl WorkType {
     /// Checks parameter values that serde cannot (ranges).
     pub fn validate_params(&self) -> Result<(), String> {
         match self {
-            WorkType::CachePressure(p) => p.validate(),
+            WorkType::CachePressure(p) | WorkType::CacheYield(p) => p.validate(),
             WorkType::Bursty(p) => p.validate(),
+            WorkType::CachePipe(p) => p.validate(),
+            WorkType::FanOutCompute(p) => p.validate(),
+            WorkType::NiceSweep(p) => p.validate(),
+            WorkType::PageFaultChurn(p) => p.validate(),
+            WorkType::IoRandRead(p) | WorkType::IoConvoy(p) => p.validate(),
+            WorkType::Sequence(p) => p.validate(),
+            WorkType::TimerLatency(p) => p.validate(),
+            WorkType::IdleChurn(p) => p.validate(),
             _ => Ok(()),
         }
     }
@@ -235,8 +331,18 @@ impl WorkType {
     /// Checks that `workers` suits this type.
     pub fn validate_workers(&self, workers: usize) -> Result<(), WorkTypeError> {
         let info = self.info();
-        let paired = matches!(self, WorkType::PipeIo(_) | WorkType::FutexPingPong(_));
-        if workers == 0 || (paired && workers % 2 != 0) {
+        let fits = match self {
+            WorkType::PipeIo(_) | WorkType::FutexPingPong(_) | WorkType::CachePipe(_) => {
+                workers % 2 == 0
+            }
+            WorkType::FutexFanOut(_)
+            | WorkType::FanOutCompute(_)
+            | WorkType::ThunderingHerd(_)
+            | WorkType::WakeChain(_) => workers >= 2,
+            WorkType::PriorityInversion(_) => workers % 3 == 0,
+            _ => true,
+        };
+        if workers == 0 || !fits {
             return Err(WorkTypeError::BadWorkerCount {
                 work_type: info.name.to_string(),
                 rule: info.workers.unwrap_or("at least 1 worker"),
@@ -258,6 +364,24 @@ impl WorkType {
             WorkType::FutexPingPong(p) => futex_ping_pong::prepare(p, workers),
             WorkType::CachePressure(p) => Ok(cache_pressure::prepare(p)),
             WorkType::IoSyncWrite(p) => Ok(io_sync_write::prepare(p)),
+            WorkType::CacheYield(p) => Ok(cache_yield::prepare(p)),
+            WorkType::CachePipe(p) => cache_pipe::prepare(p, workers),
+            WorkType::FutexFanOut(p) => fan_out_types::prepare_futex_fan_out(p, workers),
+            WorkType::FanOutCompute(p) => fan_out_types::prepare_fan_out_compute(p, workers),
+            WorkType::AffinityChurn(p) => Ok(churn::prepare_affinity(p)),
+            WorkType::PolicyChurn(p) => Ok(churn::prepare_policy(p)),
+            WorkType::NiceSweep(p) => Ok(churn::prepare_nice(p)),
+            WorkType::MutexContention(p) => locks::prepare_mutex(p),
+            WorkType::PageFaultChurn(p) => Ok(page_fault_churn::prepare(p)),
+            WorkType::IoRandRead(p) => Ok(io_mix::prepare_rand_read(p)),
+            WorkType::IoConvoy(p) => io_mix::prepare_convoy(p),
+            WorkType::ForkExit(p) => Ok(fork_exit::prepare(p)),
+            WorkType::Sequence(p) => Ok(sequence::prepare(p)),
+            WorkType::TimerLatency(p) => Ok(timer_latency::prepare(p)),
+            WorkType::WakeChain(p) => wake_chain::prepare(p, workers),
+            WorkType::ThunderingHerd(p) => fan_out_types::prepare_thundering_herd(p, workers),
+            WorkType::PriorityInversion(p) => locks::prepare_inversion(p, workers),
+            WorkType::IdleChurn(p) => Ok(idle_churn::prepare(p)),
         }
     }
 }
@@ -275,6 +399,15 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// `sched_yield()`, recorded as a wake sample.
+#[inline]
+fn timed_yield(tel: &mut Telemetry) {
+    let t0 = crate::clock::monotonic_ns();
+    // SAFETY: no preconditions.
+    unsafe { libc::sched_yield() };
+    tel.record_wake(since(t0));
 }
 
 /// Nanoseconds elapsed since `start_ns` (CLOCK_MONOTONIC).

@@ -1,12 +1,14 @@
 //! PipeIo: pairs of workers ping-pong one byte over two pipes. The even
 //! worker of a pair writes then reads; the odd one reads then writes. Each
-//! read is a wake, timed across the blocking call.
+//! read is a wake, timed across the blocking call. CachePipe reuses the
+//! pairs with a cache walk in place of the spin burst.
 
 use std::io;
 use std::os::fd::OwnedFd;
 
 use serde::{Deserialize, Serialize};
 
+use super::cache_pressure::{self, StridedBuffer};
 use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::clock::monotonic_ns;
 use crate::fd::{pipe, read_byte, write_byte};
@@ -46,16 +48,46 @@ struct PairFds {
     ba_w: Option<OwnedFd>,
 }
 
+/// What a worker does between round trips.
+#[derive(Clone)]
+pub(super) enum BurstSpec {
+    /// `spin_burst(n)`.
+    Spin(u64),
+    /// `n` strided RMW steps over a private buffer.
+    Cache(cache_pressure::Params, u64),
+}
+
+enum Burst {
+    Spin(u64),
+    Cache(StridedBuffer, u64),
+}
+
+impl Burst {
+    fn new(spec: &BurstSpec) -> Self {
+        match spec {
+            BurstSpec::Spin(n) => Burst::Spin(*n),
+            BurstSpec::Cache(p, n) => Burst::Cache(StridedBuffer::new(p), *n),
+        }
+    }
+
+    fn run(&mut self) -> u64 {
+        match self {
+            Burst::Spin(n) => spin_burst(*n),
+            Burst::Cache(buf, n) => buf.walk(*n),
+        }
+    }
+}
+
 struct Pairs {
     pairs: Vec<PairFds>,
-    burst: u64,
+    burst: BurstSpec,
 }
 
 struct Body {
     tx: OwnedFd,
     rx: OwnedFd,
     writes_first: bool,
-    burst: u64,
+    burst: Burst,
 }
 
 impl Body {
@@ -77,7 +109,7 @@ impl Body {
 
 impl WorkerBody for Body {
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        let units = spin_burst(self.burst);
+        let units = self.burst.run();
         if self.writes_first {
             if !write_byte(&self.tx) {
                 request_stop();
@@ -110,7 +142,7 @@ impl PreparedWork for Pairs {
             tx,
             rx,
             writes_first: idx % 2 == 0,
-            burst: self.burst,
+            burst: Burst::new(&self.burst),
         }))
     }
 
@@ -121,6 +153,11 @@ impl PreparedWork for Pairs {
 
 /// Creates two pipes per pair.
 pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+    prepare_pairs(BurstSpec::Spin(p.burst_iters), workers)
+}
+
+/// Creates two pipes per pair; each worker runs `burst` between trips.
+pub(super) fn prepare_pairs(burst: BurstSpec, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
     let mut pairs = Vec::with_capacity(workers / 2);
     for _ in 0..workers / 2 {
         let ((ab_r, ab_w), (ba_r, ba_w)) = (pipe()?, pipe()?);
@@ -131,8 +168,5 @@ pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> 
             ba_w: Some(ba_w),
         });
     }
-    Ok(Box::new(Pairs {
-        pairs,
-        burst: p.burst_iters,
-    }))
+    Ok(Box::new(Pairs { pairs, burst }))
 }

@@ -41,16 +41,16 @@ pub struct RunArgs {
     /// so it stays alive for inspection.
     #[arg(long)]
     pub repro: bool,
-    /// Run one group of this work type instead of the default scenario
-    /// (SpinWait, YieldHeavy, Mixed, Bursty, PipeIo, FutexPingPong,
-    /// CachePressure, IoSyncWrite).
+    /// Run one group of this work type instead of the default scenario;
+    /// `--list` shows all 26 types (SpinWait, PipeIo, FutexFanOut,
+    /// TimerLatency, WakeChain, ...).
     #[arg(long, value_name = "TYPE")]
     pub work_type: Option<String>,
     /// Override a work-type parameter, e.g. `burst_iters=0` (repeatable).
     #[arg(long = "param", value_name = "KEY=VALUE")]
     pub params: Vec<String>,
     /// Workers in the group (default: one per online CPU, rounded up to
-    /// an even number for paired types).
+    /// what the type needs: pairs, triples, a messenger plus receivers).
     #[arg(long)]
     pub workers: Option<String>,
     /// How long the workers run: 500ms, 5s, 1m, or plain seconds (0.5).
@@ -162,11 +162,11 @@ fn parse_params(raw: &[String]) -> anyhow::Result<Vec<(String, String)>> {
 
 fn default_workers(work: &WorkType) -> usize {
     let n = runq_kernel::cpulist::online_cpus().len().max(1);
-    if work.info().workers.is_some() {
-        n + n % 2
-    } else {
-        n
-    }
+    // The smallest count from one per CPU up that the type accepts (pairs,
+    // a messenger plus receivers, triples).
+    (n..n + 6)
+        .find(|&w| work.validate_workers(w).is_ok())
+        .unwrap_or(n)
 }
 
 /// Runs the scenario and prints its report.

@@ -1,0 +1,31 @@
+//! CacheYield: the CachePressure walk followed by a `sched_yield()`, so a
+//! cache-hungry task keeps handing the CPU back (cache-hot vs. fairness).
+
+use super::cache_pressure::{Params, StridedBuffer, STEPS};
+use super::{independent, timed_yield, PreparedWork, TypeInfo, WorkerBody};
+use crate::telemetry::Telemetry;
+
+/// Description for `--list`.
+pub const INFO: TypeInfo = TypeInfo {
+    name: "CacheYield",
+    summary: "strided read-modify-writes over a size_kb buffer, then sched_yield()",
+    units: "one unit per RMW step (1024 per iteration); checkpoint every iteration",
+    wakes: Some("sched_yield(), timed across the call"),
+    workers: None,
+};
+
+struct Body(StridedBuffer);
+
+impl WorkerBody for Body {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        let units = self.0.walk(STEPS);
+        timed_yield(tel);
+        units
+    }
+}
+
+/// Builds the per-worker bodies (each with its own buffer).
+pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
+    let p = p.clone();
+    independent(move |_| Ok(Box::new(Body(StridedBuffer::new(&p)))))
+}

@@ -1,0 +1,278 @@
+//! One-to-many wakeups on a shared generation word: FutexFanOut,
+//! FanOutCompute and ThunderingHerd.
+//!
+//! Worker 0 is the messenger. Each cycle it does its own step (a spin
+//! burst, or a sleep for the herd), writes a CLOCK_MONOTONIC timestamp,
+//! bumps the generation and wakes every receiver with one `FUTEX_WAKE`,
+//! then waits until all receivers have acknowledged the cycle. Receivers
+//! wait for the generation to move, record their wake latency and do their
+//! share of work (a spin burst or matrix multiplies).
+
+use std::io;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::{PreparedWork, WorkerBody};
+use crate::clock::monotonic_ns;
+use crate::shared::{futex_wait, futex_wake, SharedRegion};
+use crate::spin::spin_burst;
+use crate::stop::stop_requested;
+use crate::telemetry::Telemetry;
+
+const GEN: usize = 0;
+const ACKS: usize = 4;
+const STAMP: usize = 8;
+/// Longest single futex wait, so a stop is noticed promptly.
+const WAIT_SLICE_NS: u64 = 10_000_000;
+
+/// What the messenger does before each fan-out.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum MessengerStep {
+    /// `spin_burst(n)`; reports `n` units.
+    Spin(u64),
+    /// Sleep this long; reports one unit per herd released.
+    Sleep(Duration),
+}
+
+/// What a receiver does after each wake.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum ReceiverStep {
+    /// `spin_burst(n)` before waiting (FutexFanOut's shared first step).
+    SpinFirst(u64),
+    /// `ops` multiplies of `size` x `size` matrices after waking.
+    Matmul {
+        /// Multiplies per wake (one unit each).
+        ops: u64,
+        /// Matrix dimension.
+        size: usize,
+    },
+    /// `spin_burst(n)` after waking.
+    SpinAfter(u64),
+}
+
+/// How receivers measure their wake latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Latency {
+    /// Across their own futex wait, when they had to sleep.
+    AcrossWait,
+    /// From the messenger's pre-wake timestamp to resuming.
+    SinceStamp,
+}
+
+/// The shape of one fan-out group.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FanOutSpec {
+    pub messenger: MessengerStep,
+    pub receiver: ReceiverStep,
+    pub latency: Latency,
+}
+
+struct Group {
+    region: SharedRegion,
+    receivers: u32,
+    spec: FanOutSpec,
+}
+
+impl PreparedWork for Group {
+    fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>> {
+        let shared = Shared(self.region.clone());
+        if idx == 0 {
+            return Ok(Box::new(Messenger {
+                shared,
+                receivers: self.receivers,
+                step: self.spec.messenger,
+            }));
+        }
+        let matrices = match self.spec.receiver {
+            ReceiverStep::Matmul { size, .. } => Some(Matrices::new(size)),
+            _ => None,
+        };
+        // Generation 0 is the one before the first fan-out; a receiver
+        // built late must still answer the messenger's first cycle.
+        Ok(Box::new(Receiver {
+            seen: 0,
+            shared,
+            spec: self.spec,
+            matrices,
+        }))
+    }
+}
+
+/// Maps the generation/ack/timestamp words for a group of `workers`
+/// (one messenger, the rest receivers).
+pub(super) fn prepare(spec: FanOutSpec, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+    Ok(Box::new(Group {
+        region: SharedRegion::new(64)?,
+        receivers: u32::try_from(workers.saturating_sub(1)).unwrap_or(u32::MAX),
+        spec,
+    }))
+}
+
+struct Shared(SharedRegion);
+
+impl Shared {
+    fn generation(&self) -> &AtomicU32 {
+        self.0.atomic_u32(GEN)
+    }
+    fn acks(&self) -> &AtomicU32 {
+        self.0.atomic_u32(ACKS)
+    }
+    fn stamp(&self) -> &AtomicU64 {
+        self.0.atomic_u64(STAMP)
+    }
+}
+
+struct Messenger {
+    shared: Shared,
+    receivers: u32,
+    step: MessengerStep,
+}
+
+impl Messenger {
+    /// Waits until every receiver acknowledged, or STOP.
+    fn wait_for_acks(&self) {
+        let acks = self.shared.acks();
+        loop {
+            let seen = acks.load(Ordering::Acquire);
+            if seen >= self.receivers || stop_requested() {
+                return;
+            }
+            futex_wait(acks, seen, WAIT_SLICE_NS);
+        }
+    }
+}
+
+impl WorkerBody for Messenger {
+    fn iterate(&mut self, _: &mut Telemetry) -> u64 {
+        let units = match self.step {
+            MessengerStep::Spin(n) => spin_burst(n),
+            MessengerStep::Sleep(d) => {
+                std::thread::sleep(d);
+                1
+            }
+        };
+        self.shared.acks().store(0, Ordering::Release);
+        self.shared.stamp().store(monotonic_ns(), Ordering::Release);
+        let generation = self.shared.generation();
+        generation.fetch_add(1, Ordering::AcqRel);
+        futex_wake(generation, i32::MAX);
+        self.wait_for_acks();
+        units
+    }
+
+    fn is_messenger(&self) -> bool {
+        true
+    }
+}
+
+struct Receiver {
+    shared: Shared,
+    seen: u32,
+    spec: FanOutSpec,
+    matrices: Option<Matrices>,
+}
+
+impl Receiver {
+    /// Waits for a new generation; `Some(slept_ns)` once it came, `None`
+    /// on STOP. `slept_ns` is 0 when no wait was needed.
+    fn wait_generation(&mut self) -> Option<u64> {
+        let generation = self.shared.generation();
+        let mut slept_since = None;
+        loop {
+            let now = generation.load(Ordering::Acquire);
+            if now != self.seen {
+                self.seen = now;
+                return Some(slept_since.map_or(0, |t0: u64| monotonic_ns().saturating_sub(t0)));
+            }
+            if stop_requested() {
+                return None;
+            }
+            slept_since.get_or_insert_with(monotonic_ns);
+            futex_wait(generation, now, WAIT_SLICE_NS);
+        }
+    }
+
+    fn acknowledge(&self) {
+        let acks = self.shared.acks();
+        acks.fetch_add(1, Ordering::AcqRel);
+        futex_wake(acks, 1);
+    }
+}
+
+impl WorkerBody for Receiver {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        let mut units = match self.spec.receiver {
+            ReceiverStep::SpinFirst(n) => spin_burst(n),
+            _ => 0,
+        };
+        let Some(slept) = self.wait_generation() else {
+            return units;
+        };
+        match self.spec.latency {
+            Latency::AcrossWait if slept > 0 => tel.record_wake(slept),
+            Latency::AcrossWait => {}
+            Latency::SinceStamp => {
+                let stamp = self.shared.stamp().load(Ordering::Acquire);
+                tel.record_wake(monotonic_ns().saturating_sub(stamp));
+            }
+        }
+        units += match (self.spec.receiver, self.matrices.as_mut()) {
+            (ReceiverStep::Matmul { ops, .. }, Some(m)) => (0..ops).map(|_| m.multiply()).sum(),
+            (ReceiverStep::SpinAfter(n), _) => spin_burst(n),
+            _ => 0,
+        };
+        self.acknowledge();
+        units
+    }
+}
+
+/// Two input matrices and an output, multiplied naively.
+struct Matrices {
+    size: usize,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    c: Vec<f64>,
+}
+
+impl Matrices {
+    fn new(size: usize) -> Self {
+        let n = size.max(1);
+        let fill = |k: usize| (0..n * n).map(|i| ((i * k) % 17) as f64 * 0.25).collect();
+        Matrices {
+            size: n,
+            a: fill(3),
+            b: fill(5),
+            c: vec![0.0; n * n],
+        }
+    }
+
+    /// `c = a * b`; one work unit.
+    fn multiply(&mut self) -> u64 {
+        let n = self.size;
+        for i in 0..n {
+            for j in 0..n {
+                let mut sum = 0.0;
+                for k in 0..n {
+                    sum += self.a[i * n + k] * self.b[k * n + j];
+                }
+                self.c[i * n + j] = sum;
+            }
+        }
+        std::hint::black_box(&self.c);
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matmul_matches_a_hand_computed_product() {
+        let mut m = Matrices::new(2);
+        m.a = vec![1.0, 2.0, 3.0, 4.0];
+        m.b = vec![5.0, 6.0, 7.0, 8.0];
+        assert_eq!(m.multiply(), 1);
+        assert_eq!(m.c, vec![19.0, 22.0, 43.0, 50.0]);
+    }
+}

@@ -1,0 +1,160 @@
+//! The parameters and descriptions of the three fan-out work types built
+//! on [`super::fan_out`].
+
+use std::io;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::fan_out::{self, FanOutSpec, Latency, MessengerStep, ReceiverStep};
+use super::{PreparedWork, TypeInfo};
+
+/// Rule shared by the fan-out types.
+const ONE_PLUS_RECEIVERS: &str = "at least 2 workers (worker 0 is the messenger)";
+
+/// FutexFanOut parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FutexFanOutParams {
+    /// Spin units every worker does each cycle before its role.
+    pub spin_iters: u64,
+}
+
+impl Default for FutexFanOutParams {
+    fn default() -> Self {
+        FutexFanOutParams { spin_iters: 1024 }
+    }
+}
+
+/// FutexFanOut description.
+pub const FUTEX_FAN_OUT: TypeInfo = TypeInfo {
+    name: "FutexFanOut",
+    summary: "one messenger wakes every receiver with a single FUTEX_WAKE per cycle",
+    units: "spin_iters units per cycle for messenger and receivers; checkpoint every iteration",
+    wakes: Some("receivers only: futex wait, timed when they had to sleep"),
+    workers: Some(ONE_PLUS_RECEIVERS),
+};
+
+/// Builds a FutexFanOut group.
+pub fn prepare_futex_fan_out(
+    p: &FutexFanOutParams,
+    workers: usize,
+) -> io::Result<Box<dyn PreparedWork>> {
+    fan_out::prepare(
+        FanOutSpec {
+            messenger: MessengerStep::Spin(p.spin_iters),
+            receiver: ReceiverStep::SpinFirst(p.spin_iters),
+            latency: Latency::AcrossWait,
+        },
+        workers,
+    )
+}
+
+/// FanOutCompute parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FanOutComputeParams {
+    /// Matrix multiplies each worker does per wake.
+    pub operations: u64,
+    /// Matrix dimension (n x n doubles).
+    pub matrix_size: usize,
+    /// Spin units the messenger does per cycle.
+    pub messenger_spin_iters: u64,
+}
+
+impl Default for FanOutComputeParams {
+    fn default() -> Self {
+        FanOutComputeParams {
+            operations: 5,
+            matrix_size: 32,
+            messenger_spin_iters: 256,
+        }
+    }
+}
+
+impl FanOutComputeParams {
+    /// Rejects empty work and matrices too big to be a scheduler test.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.operations == 0 {
+            return Err("operations must be at least 1".into());
+        }
+        if !(1..=1024).contains(&self.matrix_size) {
+            return Err("matrix_size must be between 1 and 1024".into());
+        }
+        Ok(())
+    }
+}
+
+/// FanOutCompute description.
+pub const FAN_OUT_COMPUTE: TypeInfo = TypeInfo {
+    name: "FanOutCompute",
+    summary: "a messenger timestamps and wakes all workers, which then do matrix multiplies",
+    units: "workers: one unit per multiply (checkpoint every 1024 iterations at 5 per wake); \
+            messenger: 256 spin units per cycle (checkpoint every 4 iterations)",
+    wakes: Some("workers only: CLOCK_MONOTONIC delta from the messenger's pre-wake timestamp"),
+    workers: Some(ONE_PLUS_RECEIVERS),
+};
+
+/// Builds a FanOutCompute group.
+pub fn prepare_fan_out_compute(
+    p: &FanOutComputeParams,
+    workers: usize,
+) -> io::Result<Box<dyn PreparedWork>> {
+    fan_out::prepare(
+        FanOutSpec {
+            messenger: MessengerStep::Spin(p.messenger_spin_iters),
+            receiver: ReceiverStep::Matmul {
+                ops: p.operations,
+                size: p.matrix_size,
+            },
+            latency: Latency::SinceStamp,
+        },
+        workers,
+    )
+}
+
+/// ThunderingHerd parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ThunderingHerdParams {
+    /// The waker's sleep between herds, µs.
+    pub interval_us: u64,
+    /// Spin units each waiter does once awake.
+    pub spin_iters: u64,
+}
+
+impl Default for ThunderingHerdParams {
+    fn default() -> Self {
+        ThunderingHerdParams {
+            interval_us: 1000,
+            spin_iters: 1024,
+        }
+    }
+}
+
+/// ThunderingHerd description.
+pub const THUNDERING_HERD: TypeInfo = TypeInfo {
+    name: "ThunderingHerd",
+    summary:
+        "every waiter sleeps on one futex; a waker releases them all at once every interval_us",
+    units: "waiters: spin_iters units per wake; the waker: one unit per herd",
+    wakes: Some(
+        "waiters: delta from the waker's pre-wake timestamp (the last of the herd shows the tail)",
+    ),
+    workers: Some("at least 2 workers (worker 0 is the waker)"),
+};
+
+/// Builds a ThunderingHerd group.
+pub fn prepare_thundering_herd(
+    p: &ThunderingHerdParams,
+    workers: usize,
+) -> io::Result<Box<dyn PreparedWork>> {
+    fan_out::prepare(
+        FanOutSpec {
+            messenger: MessengerStep::Sleep(Duration::from_micros(p.interval_us)),
+            receiver: ReceiverStep::SpinAfter(p.spin_iters),
+            latency: Latency::SinceStamp,
+        },
+        workers,
+    )
+}

@@ -1,0 +1,187 @@
+//! Storage-side blocking beyond IoSyncWrite: IoRandRead (random 4 KiB
+//! `pread`s from a private file whose cache is dropped every iteration) and
+//! IoConvoy (every worker writes and `fdatasync`s one shared file, so
+//! they queue behind each other's flushes).
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+
+use serde::{Deserialize, Serialize};
+
+use super::io_sync_write::unlinked_temp_file;
+use super::{independent, PreparedWork, TypeInfo, WorkerBody};
+use crate::clock::monotonic_ns;
+use crate::telemetry::Telemetry;
+
+const BLOCK: u64 = 4096;
+
+/// IoRandRead and IoConvoy parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// 4 KiB operations per iteration.
+    pub ops_per_iter: u64,
+    /// File size per worker, KiB.
+    pub file_kb: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            ops_per_iter: 16,
+            file_kb: 4096,
+        }
+    }
+}
+
+impl Params {
+    /// The file must hold at least one block.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.file_kb < 4 || self.ops_per_iter == 0 {
+            return Err("file_kb must be at least 4 and ops_per_iter at least 1".into());
+        }
+        Ok(())
+    }
+
+    fn blocks(&self) -> u64 {
+        (self.file_kb * 1024 / BLOCK).max(1)
+    }
+}
+
+/// IoRandRead description.
+pub const IO_RAND_READ: TypeInfo = TypeInfo {
+    name: "IoRandRead",
+    summary:
+        "random 4 KiB preads from a private file after dropping its page cache (read blocking)",
+    units: "one unit per pread (16 per iteration: checkpoint every 64 iterations)",
+    wakes: Some("each pread, timed across the call"),
+    workers: None,
+};
+
+/// IoConvoy description.
+pub const IO_CONVOY: TypeInfo = TypeInfo {
+    name: "IoConvoy",
+    summary: "every worker pwrites its slice of one shared file and fdatasyncs it (flush convoys)",
+    units: "one unit per 4 KiB pwrite (16 per iteration: checkpoint every 64 iterations)",
+    wakes: Some("fdatasync of the shared file, timed across the call"),
+    workers: None,
+};
+
+struct RandRead {
+    file: File,
+    buf: Vec<u8>,
+    blocks: u64,
+    ops: u64,
+    rng: u64,
+}
+
+impl WorkerBody for RandRead {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        // SAFETY: advisory call on our own descriptor.
+        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let mut units = 0;
+        for _ in 0..self.ops {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let offset = (self.rng % self.blocks) * BLOCK;
+            let t0 = monotonic_ns();
+            if self.file.read_exact_at(&mut self.buf, offset).is_err() {
+                break;
+            }
+            tel.record_wake(monotonic_ns().saturating_sub(t0));
+            units += 1;
+        }
+        units
+    }
+}
+
+/// A private temp file of `blocks` written, flushed blocks.
+fn filled_file(blocks: u64) -> io::Result<File> {
+    let file = unlinked_temp_file()?;
+    let block = vec![0x5Au8; BLOCK as usize];
+    for b in 0..blocks {
+        file.write_all_at(&block, b * BLOCK)?;
+    }
+    file.sync_data()?;
+    Ok(file)
+}
+
+/// Builds IoRandRead bodies, each with its own filled file.
+pub fn prepare_rand_read(p: &Params) -> Box<dyn PreparedWork> {
+    let p = p.clone();
+    independent(move |idx| {
+        Ok(Box::new(RandRead {
+            file: filled_file(p.blocks())?,
+            buf: vec![0; BLOCK as usize],
+            blocks: p.blocks(),
+            ops: p.ops_per_iter,
+            rng: monotonic_ns() ^ ((idx as u64 + 1) << 32) | 1,
+        }))
+    })
+}
+
+struct Convoy {
+    file: File,
+    block: Vec<u8>,
+    base: u64,
+    blocks: u64,
+    next: u64,
+    ops: u64,
+}
+
+impl WorkerBody for Convoy {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        let mut units = 0;
+        for _ in 0..self.ops {
+            let offset = self.base + self.next * BLOCK;
+            if self.file.write_all_at(&self.block, offset).is_err() {
+                break;
+            }
+            self.next = (self.next + 1) % self.blocks;
+            units += 1;
+        }
+        let t0 = monotonic_ns();
+        if self.file.sync_data().is_ok() {
+            tel.record_wake(monotonic_ns().saturating_sub(t0));
+        }
+        units
+    }
+}
+
+struct ConvoyGroup {
+    file: Option<File>,
+    params: Params,
+}
+
+impl PreparedWork for ConvoyGroup {
+    fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>> {
+        let shared = self
+            .file
+            .as_ref()
+            .ok_or_else(|| io::Error::other("convoy file already released"))?;
+        let blocks = self.params.blocks();
+        Ok(Box::new(Convoy {
+            file: shared.try_clone()?,
+            block: vec![0xC3; BLOCK as usize],
+            base: idx as u64 * blocks * BLOCK,
+            blocks,
+            next: 0,
+            ops: self.params.ops_per_iter,
+        }))
+    }
+
+    fn release_parent_copies(&mut self) {
+        self.file = None;
+    }
+}
+
+/// Creates the group's shared file.
+pub fn prepare_convoy(p: &Params) -> io::Result<Box<dyn PreparedWork>> {
+    Ok(Box::new(ConvoyGroup {
+        file: Some(unlinked_temp_file()?),
+        params: p.clone(),
+    }))
+}

@@ -1,0 +1,136 @@
+//! PageFaultChurn: one private anonymous region per worker, emptied with
+//! `MADV_DONTNEED` every iteration and written again page by page, so each
+//! first write is a minor fault (mm-side scheduler interactions).
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use super::{independent, PreparedWork, TypeInfo, WorkerBody};
+use crate::spin::spin_burst;
+use crate::telemetry::Telemetry;
+
+/// PageFaultChurn parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// Region size per worker, KiB.
+    pub region_kb: u64,
+    /// Page writes per iteration (xorshift-chosen pages; repeats possible).
+    pub touches_per_cycle: u64,
+    /// Spin units per iteration after the touches.
+    pub spin_iters: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            region_kb: 4096,
+            touches_per_cycle: 256,
+            spin_iters: 64,
+        }
+    }
+}
+
+impl Params {
+    /// The region must hold at least one page and fit a test machine.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(4..=16 * 1024 * 1024).contains(&self.region_kb) {
+            return Err("region_kb must be between 4 and 16777216".into());
+        }
+        Ok(())
+    }
+}
+
+/// Description for `--list`.
+pub const INFO: TypeInfo = TypeInfo {
+    name: "PageFaultChurn",
+    summary: "MADV_DONTNEED on a private region, then touches_per_cycle page writes (minor faults)",
+    units: "touches_per_cycle + spin_iters units per iteration (320 by default: checkpoint every 16 iterations)",
+    wakes: None,
+    workers: None,
+};
+
+const PAGE: usize = 4096;
+
+/// A private anonymous mapping, unmapped on drop.
+struct Region {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Region {
+    fn new(len: usize) -> io::Result<Self> {
+        // SAFETY: anonymous private mapping; checked for MAP_FAILED.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Region {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    fn drop_pages(&self) {
+        // SAFETY: the range is our own mapping.
+        unsafe { libc::madvise(self.ptr.cast(), self.len, libc::MADV_DONTNEED) };
+    }
+
+    fn touch(&self, page: usize) {
+        // SAFETY: page < len / PAGE, so the write is inside the mapping.
+        unsafe { std::ptr::write_volatile(self.ptr.add(page * PAGE), page as u8) };
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+struct Body {
+    region: Region,
+    pages: u64,
+    touches: u64,
+    spin: u64,
+    rng: u64,
+}
+
+impl WorkerBody for Body {
+    fn iterate(&mut self, _: &mut Telemetry) -> u64 {
+        self.region.drop_pages();
+        for _ in 0..self.touches {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            self.region.touch((self.rng % self.pages) as usize);
+        }
+        self.touches + spin_burst(self.spin)
+    }
+}
+
+/// Builds the per-worker bodies (each maps its own region).
+pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
+    let p = p.clone();
+    independent(move |idx| {
+        let len = usize::try_from(p.region_kb * 1024).map_err(io::Error::other)?;
+        Ok(Box::new(Body {
+            region: Region::new(len)?,
+            pages: (len / PAGE).max(1) as u64,
+            touches: p.touches_per_cycle,
+            spin: p.spin_iters,
+            rng: crate::clock::monotonic_ns() ^ ((idx as u64 + 1) << 32) | 1,
+        }))
+    })
+}

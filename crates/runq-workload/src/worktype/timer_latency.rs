@@ -1,0 +1,96 @@
+//! TimerLatency: cyclictest's measurement as a work type. Each worker
+//! sleeps to absolute deadlines `period_us` apart with
+//! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`; the latency of a
+//! wakeup is the time it resumed minus the deadline.
+
+use serde::{Deserialize, Serialize};
+
+use super::{independent, PreparedWork, TypeInfo, WorkerBody};
+use crate::clock::monotonic_ns;
+use crate::telemetry::Telemetry;
+
+/// TimerLatency parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// Wakeup period, µs.
+    pub period_us: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params { period_us: 1000 }
+    }
+}
+
+impl Params {
+    /// A zero period would be a busy loop, not a timer test.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.period_us == 0 {
+            return Err("period_us must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Description for `--list`.
+pub const INFO: TypeInfo = TypeInfo {
+    name: "TimerLatency",
+    summary: "periodic absolute-deadline clock_nanosleep wakeups, like cyclictest",
+    units: "one unit per wakeup; checkpoint every 1024 iterations",
+    wakes: Some("actual wakeup time minus the deadline (missed periods are skipped, not queued)"),
+    workers: None,
+};
+
+struct Body {
+    period_ns: u64,
+    next_ns: u64,
+}
+
+/// Sleeps until `deadline_ns` on CLOCK_MONOTONIC; false if interrupted.
+fn sleep_until(deadline_ns: u64) -> bool {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: valid timespec; no remainder is needed for absolute sleeps.
+    let rc = unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    };
+    rc == 0
+}
+
+impl WorkerBody for Body {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        if self.next_ns == 0 {
+            self.next_ns = monotonic_ns() + self.period_ns;
+        }
+        if !sleep_until(self.next_ns) {
+            return 0; // a stop signal
+        }
+        let now = monotonic_ns();
+        tel.record_wake(now.saturating_sub(self.next_ns));
+        self.next_ns += self.period_ns;
+        if self.next_ns <= now {
+            // Overran one or more periods: restart the grid from now.
+            self.next_ns = now + self.period_ns;
+        }
+        1
+    }
+}
+
+/// Builds the per-worker bodies.
+pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
+    let period_ns = p.period_us * 1000;
+    independent(move |_| {
+        Ok(Box::new(Body {
+            period_ns,
+            next_ns: 0,
+        }))
+    })
+}

@@ -1,0 +1,113 @@
+//! WakeChain: the workers form a ring and pass one token around it. Each
+//! worker sleeps on its own futex word until its predecessor stamps the
+//! time and wakes it, spins, then does the same for its successor, so a
+//! lap is N serialized wakeups (schbench-style wake chains).
+
+use std::io;
+use std::sync::atomic::Ordering;
+
+use serde::{Deserialize, Serialize};
+
+use super::{PreparedWork, TypeInfo, WorkerBody};
+use crate::clock::monotonic_ns;
+use crate::shared::{futex_wait, futex_wake, SharedRegion};
+use crate::spin::spin_burst;
+use crate::stop::stop_requested;
+use crate::telemetry::Telemetry;
+
+/// Bytes per link: the token word at +0, the waker's stamp at +8.
+const SLOT: usize = 64;
+
+/// WakeChain parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// Spin units each worker does while holding the token.
+    pub spin_iters: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params { spin_iters: 1024 }
+    }
+}
+
+/// Description for `--list`.
+pub const INFO: TypeInfo = TypeInfo {
+    name: "WakeChain",
+    summary:
+        "a ring of workers passes one token; each wakes the next after a spin (serial wake chain)",
+    units: "spin_iters units per hop; checkpoint every iteration at the default 1024",
+    wakes: Some("per hop: from the predecessor's pre-wake timestamp to resuming"),
+    workers: Some("at least 2 workers (the ring)"),
+};
+
+struct Chain {
+    region: SharedRegion,
+    workers: usize,
+    spin: u64,
+}
+
+impl PreparedWork for Chain {
+    fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>> {
+        Ok(Box::new(Link {
+            region: self.region.clone(),
+            me: idx * SLOT,
+            next: ((idx + 1) % self.workers) * SLOT,
+            spin: self.spin,
+        }))
+    }
+}
+
+/// Maps the ring and hands the token to worker 0.
+pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+    let region = SharedRegion::new(workers.max(1) * SLOT)?;
+    region.atomic_u32(0).store(1, Ordering::Release);
+    Ok(Box::new(Chain {
+        region,
+        workers: workers.max(1),
+        spin: p.spin_iters,
+    }))
+}
+
+struct Link {
+    region: SharedRegion,
+    me: usize,
+    next: usize,
+    spin: u64,
+}
+
+impl Link {
+    /// Waits for the token; false on STOP.
+    fn wait_token(&self) -> bool {
+        let word = self.region.atomic_u32(self.me);
+        while word.load(Ordering::Acquire) == 0 {
+            if stop_requested() {
+                return false;
+            }
+            futex_wait(word, 0, 10_000_000);
+        }
+        word.store(0, Ordering::Release);
+        true
+    }
+}
+
+impl WorkerBody for Link {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        if !self.wait_token() {
+            return 0;
+        }
+        let stamp = self.region.atomic_u64(self.me + 8).load(Ordering::Acquire);
+        if stamp != 0 {
+            tel.record_wake(monotonic_ns().saturating_sub(stamp));
+        }
+        let units = spin_burst(self.spin);
+        self.region
+            .atomic_u64(self.next + 8)
+            .store(monotonic_ns(), Ordering::Release);
+        let word = self.region.atomic_u32(self.next);
+        word.store(1, Ordering::Release);
+        futex_wake(word, 1);
+        units
+    }
+}
