@@ -11,7 +11,9 @@ use common::*;
 use serde_json::Value;
 
 fn scenario(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name);
     p.to_string_lossy().into_owned()
 }
 
@@ -23,7 +25,13 @@ fn run_json(args: &[&str]) -> (Option<i32>, Value, String) {
 }
 
 fn failed_checks(v: &Value) -> Vec<String> {
-    v["checks"].as_array().unwrap().iter().filter(|c| c["pass"] == false).map(|c| c.to_string()).collect()
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["pass"] == false)
+        .map(|c| c.to_string())
+        .collect()
 }
 
 #[test]
@@ -31,11 +39,28 @@ fn suite_scenarios_pass() {
     if !is_root_or_skip() {
         return;
     }
-    for name in ["tests/cpuset-split.toml", "tests/quota-step.toml", "tests/add-remove.toml", "annotated.toml"] {
+    for name in [
+        "tests/cpuset-split.toml",
+        "tests/quota-step.toml",
+        "tests/add-remove.toml",
+        "annotated.toml",
+    ] {
         let (code, v, err) = run_json(&[&"run".to_string(), &scenario(name)].map(|s| s.as_str()));
-        assert_eq!(v["verdict"], "Pass", "{name}: {:?} {err}", failed_checks(&v));
+        assert_eq!(
+            v["verdict"],
+            "Pass",
+            "{name}: {:?} {err}",
+            failed_checks(&v)
+        );
         assert_eq!(code, Some(0), "{name}: {err}");
-        assert!(v["reports"].as_array().unwrap().iter().all(|r| r["completed"] == true), "{name}");
+        assert!(
+            v["reports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["completed"] == true),
+            "{name}"
+        );
     }
 }
 
@@ -44,15 +69,26 @@ fn steps_add_and_remove_groups() {
     let (code, v, err) = run_json(&["run", &scenario("tests/add-remove.toml")]);
     assert_eq!(code, Some(0), "{err} {:?}", failed_checks(&v));
     let reports = v["reports"].as_array().unwrap();
-    let of = |g: u64| reports.iter().filter(|r| r["group_idx"] == g).collect::<Vec<_>>();
+    let of = |g: u64| {
+        reports
+            .iter()
+            .filter(|r| r["group_idx"] == g)
+            .collect::<Vec<_>>()
+    };
     // Thread-mode workers report their own tids, inside runq's process.
     assert_eq!(of(1).len(), 2);
     // The late group started 300 ms in, the leaver stopped at 800 ms.
     let late_wall = of(2)[0]["wall_time_ns"].as_u64().unwrap();
     let leaver_wall = of(3)[0]["wall_time_ns"].as_u64().unwrap();
     let base_wall = of(0)[0]["wall_time_ns"].as_u64().unwrap();
-    assert!(late_wall < base_wall - 200_000_000, "late {late_wall} base {base_wall}");
-    assert!(leaver_wall < 1_000_000_000 && leaver_wall > 600_000_000, "leaver {leaver_wall}");
+    assert!(
+        late_wall < base_wall - 200_000_000,
+        "late {late_wall} base {base_wall}"
+    );
+    assert!(
+        leaver_wall < 1_000_000_000 && leaver_wall > 600_000_000,
+        "leaver {leaver_wall}"
+    );
 }
 
 #[test]
@@ -75,7 +111,8 @@ fn run_watchdog(extra: &[&str]) -> (Option<i32>, Value) {
     let pid = child.id();
     let worker = wait_for(Duration::from_secs(10), "the worker", || {
         children(pid).into_iter().find(|c| {
-            std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|comm| comm.trim() == "runq")
+            std::fs::read_to_string(format!("/proc/{c}/comm"))
+                .is_ok_and(|comm| comm.trim() == "runq")
         })
     });
     std::thread::sleep(Duration::from_millis(200));
@@ -83,7 +120,10 @@ fn run_watchdog(extra: &[&str]) -> (Option<i32>, Value) {
     std::thread::sleep(Duration::from_millis(2500));
     signal(worker, libc::SIGCONT);
     let out = child.wait_with_output().unwrap();
-    (out.status.code(), serde_json::from_slice(&out.stdout).unwrap())
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
 }
 
 #[test]
@@ -93,8 +133,14 @@ fn stuck_worker_kills_the_scheduler_and_fails_the_run() {
     assert_eq!(v["verdict"], "Fail");
     let death = &v["scheduler_death"];
     assert_eq!(death["command"], "sleep 600");
-    assert_eq!(death["status"], format!("killed by signal {}", libc::SIGUSR2));
-    assert!(v["run_ns"].as_u64().unwrap() < 3_900_000_000, "the run should stop at the death");
+    assert_eq!(
+        death["status"],
+        format!("killed by signal {}", libc::SIGUSR2)
+    );
+    assert!(
+        v["run_ns"].as_u64().unwrap() < 3_900_000_000,
+        "the run should stop at the death"
+    );
 }
 
 #[test]
@@ -109,22 +155,48 @@ fn repro_mode_keeps_the_scheduler_alive() {
 fn bad_scenario_files_name_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
-        ("unknown.toml", "duration = \"1s\"\nbogus = 1\n", ":2:", "unknown field `bogus`"),
-        ("cpuset.toml", "duration = 1\n[[cgroup]]\nname = \"a\"\ncpuset = \"0-9999\"\n", ":4: cpuset:", "not all online"),
-        ("negative.toml", "duration = \"-2s\"\n", ":1: duration:", "invalid duration"),
-        ("type.toml", "duration = 1\n[[group]]\nname = \"g\"\nwork_type = \"SpinWait\"\nworkers = \"x\"\n", ":5:", "invalid type"),
+        (
+            "unknown.toml",
+            "duration = \"1s\"\nbogus = 1\n",
+            ":2:",
+            "unknown field `bogus`",
+        ),
+        (
+            "cpuset.toml",
+            "duration = 1\n[[cgroup]]\nname = \"a\"\ncpuset = \"0-9999\"\n",
+            ":4: cpuset:",
+            "not all online",
+        ),
+        (
+            "negative.toml",
+            "duration = \"-2s\"\n",
+            ":1: duration:",
+            "invalid duration",
+        ),
+        (
+            "type.toml",
+            "duration = 1\n[[group]]\nname = \"g\"\nwork_type = \"SpinWait\"\nworkers = \"x\"\n",
+            ":5:",
+            "invalid type",
+        ),
     ];
     for (file, text, loc, msg) in cases {
         let path = dir.path().join(file);
         std::fs::write(&path, text).unwrap();
-        let out = runq().args(["run", path.to_str().unwrap()]).output().unwrap();
+        let out = runq()
+            .args(["run", path.to_str().unwrap()])
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{file}: {err}");
         assert!(err.contains(&format!("{file}{loc}")), "{file}: {err}");
         assert!(err.contains(msg), "{file}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{file}: {err}");
     }
-    let out = runq().args(["run", "/nonexistent/x.toml"]).output().unwrap();
+    let out = runq()
+        .args(["run", "/nonexistent/x.toml"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the scenario file"));
 }
@@ -134,7 +206,10 @@ fn list_and_explain() {
     let out = runq().args(["run", "--list"]).output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("FutexPingPong"));
-    let out = runq().args(["run", "--explain", "Bursty"]).output().unwrap();
+    let out = runq()
+        .args(["run", "--explain", "Bursty"])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("sleep overshoot"));
     let out = runq().args(["run", "--explain", "Burst"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
