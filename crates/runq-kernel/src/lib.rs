@@ -5,8 +5,14 @@
 //! from a root path (so tests can point it at a synthetic `/proc` tree).
 
 pub mod cgroup;
+pub mod cgroup_stats;
 pub mod cpulist;
+pub mod host;
 pub mod kmsg;
 pub mod numa_maps;
+pub mod proc;
+pub mod psi;
+pub mod sched_ext;
 pub mod schedstat;
+pub mod taskstats;
 pub mod vmstat;

@@ -1,0 +1,69 @@
+//! `/sys/kernel/sched_ext/`: the state of the extensible scheduler class
+//! (`CONFIG_SCHED_CLASS_EXT`).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The sched_ext sysfs values.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SchedExtSysfs {
+    /// `state` (`enabled`, `disabled`, ...).
+    pub state: String,
+    /// `switch_all`: 1 when every fair task runs under the BPF scheduler.
+    pub switch_all: u64,
+    /// `nr_rejected`: tasks the scheduler rejected.
+    pub nr_rejected: u64,
+    /// `hotplug_seq`.
+    pub hotplug_seq: u64,
+    /// `enable_seq`: number of times a BPF scheduler was enabled.
+    pub enable_seq: u64,
+    /// `root/ops`: the name of the loaded scheduler, if any.
+    pub ops: Option<String>,
+}
+
+/// Reads the sched_ext directory under `sys_root` (`/sys` on a live host);
+/// `None` when the kernel has no sched_ext.
+pub fn read_sched_ext(sys_root: &Path) -> Option<SchedExtSysfs> {
+    let dir = sys_root.join("kernel/sched_ext");
+    let state = std::fs::read_to_string(dir.join("state")).ok()?;
+    let num = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    Some(SchedExtSysfs {
+        state: state.trim().to_string(),
+        switch_all: num("switch_all"),
+        nr_rejected: num("nr_rejected"),
+        hotplug_seq: num("hotplug_seq"),
+        enable_seq: num("enable_seq"),
+        ops: std::fs::read_to_string(dir.join("root/ops"))
+            .ok()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_and_present() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(read_sched_ext(d.path()).is_none());
+        let s = d.path().join("kernel/sched_ext");
+        std::fs::create_dir_all(&s).unwrap();
+        std::fs::write(s.join("state"), "enabled\n").unwrap();
+        std::fs::write(s.join("enable_seq"), "3\n").unwrap();
+        std::fs::write(s.join("switch_all"), "garbage\n").unwrap();
+        let x = read_sched_ext(d.path()).unwrap();
+        assert_eq!(x.state, "enabled");
+        assert_eq!(x.enable_seq, 3);
+        assert_eq!(x.switch_all, 0);
+        assert_eq!(x.ops, None);
+    }
+}
