@@ -29,6 +29,13 @@ pub enum Command {
     /// summary. Needs root for cgroups; without it the default scenario runs
     /// its workers unplaced and says so.
     Run(cmd::run::RunArgs),
+    /// Measure what a profiler costs: a 1000-function call graph walked by
+    /// N processes, timed with the time stamp counter.
+    ///
+    /// `runq collatz [CPUS] [OUTER] [INNER] [TARGET]` keeps the original
+    /// collatz program's interface and CSV line; `runq collatz sweep` runs
+    /// the whole study with and without a profiler attached.
+    Collatz(cmd::collatz::CollatzArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::CompletionsArgs),
 }

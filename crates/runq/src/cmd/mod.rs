@@ -1,5 +1,6 @@
 //! One module per subcommand; [`dispatch`] routes to them.
 
+pub mod collatz;
 pub mod completions;
 pub mod run;
 
@@ -11,6 +12,7 @@ use crate::cli::{Cli, Command};
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::execute(args),
+        Command::Collatz(args) => collatz::execute(args),
         Command::Completions(args) => completions::execute(args),
     }
 }

@@ -1,0 +1,178 @@
+//! The benchmark's inputs, with the original program's positional
+//! interface: `CPUS OUTER INNER TARGET`.
+
+use serde::Serialize;
+
+/// Most processes a run may use (the original's cap).
+pub const MAX_PROCS: usize = 1000;
+/// Default outer loop count.
+pub const DEFAULT_OUTER: u64 = 10;
+/// Default inner loop count.
+pub const DEFAULT_INNER: u64 = 1_000_000;
+
+/// The named targets: letter, starting value, chain depth (calls made).
+///
+/// H keeps the original program's value, 780657630, whose chain is 464
+/// calls long; the original's help text says 1132, which is the step count
+/// of a different, much larger number (1980976057694848447, past what its
+/// integer arguments can hold).
+pub const NAMED_TARGETS: [(char, u64, u64); 8] = [
+    ('A', 7, 16),
+    ('B', 27, 111),
+    ('C', 703, 170),
+    ('D', 2463, 208),
+    ('E', 6171, 261),
+    ('F', 77_031, 350),
+    ('G', 837_799, 524),
+    ('H', 780_657_630, 464),
+];
+
+/// What each inner iteration calls the graph with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// Each inner index is its own argument.
+    EachIndex,
+    /// Always this value.
+    Value(u64),
+}
+
+impl Target {
+    /// The value printed in the CSV line (0 for [`Target::EachIndex`]).
+    pub fn as_number(self) -> u64 {
+        match self {
+            Target::EachIndex => 0,
+            Target::Value(v) => v,
+        }
+    }
+}
+
+/// One benchmark run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Config {
+    /// Processes (the parent is one of them).
+    pub procs: usize,
+    /// Outer iterations.
+    pub outer: u64,
+    /// Inner iterations per outer one.
+    pub inner: u64,
+    /// The argument rule.
+    pub target: Target,
+}
+
+/// A rejected argument, with what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// Not a number where one was needed.
+    #[error("{what} {value:?} is not a number")]
+    NotANumber {
+        /// Which argument.
+        what: &'static str,
+        /// What was given.
+        value: String,
+    },
+    /// A negative or zero loop count.
+    #[error("{what} must be at least 1, got {value}")]
+    NotPositive {
+        /// Which argument.
+        what: &'static str,
+        /// What was given.
+        value: i64,
+    },
+    /// CPUS below -1.
+    #[error("CPUS {0} is not valid: use a count, 0 for 1 + ncpu/2, or -1 for all CPUs")]
+    BadCpus(i64),
+    /// A target that is neither a number nor A..H.
+    #[error("TARGET {0:?} is not valid: use 0 (each index), a number, or a letter A to H")]
+    BadTarget(String),
+}
+
+/// Resolves CPUS: 0 is 1 + ncpu/2, -1 is every CPU, others as given;
+/// capped at [`MAX_PROCS`]. Returns the count and whether it was capped.
+pub fn resolve_cpus(cpus: i64, ncpu: usize) -> Result<(usize, bool), ConfigError> {
+    let n = match cpus {
+        0 => 1 + ncpu / 2,
+        -1 => ncpu,
+        c if c < -1 => return Err(ConfigError::BadCpus(c)),
+        c => usize::try_from(c).unwrap_or(usize::MAX),
+    };
+    Ok((n.clamp(1, MAX_PROCS), n > MAX_PROCS))
+}
+
+/// Parses an integer argument.
+pub fn parse_int(what: &'static str, s: &str) -> Result<i64, ConfigError> {
+    s.trim().parse().map_err(|_| ConfigError::NotANumber {
+        what,
+        value: s.to_string(),
+    })
+}
+
+/// Parses a loop count (OUTER or INNER): an integer of at least 1.
+pub fn parse_loops(what: &'static str, s: &str) -> Result<u64, ConfigError> {
+    let v = parse_int(what, s)?;
+    u64::try_from(v)
+        .ok()
+        .filter(|v| *v >= 1)
+        .ok_or(ConfigError::NotPositive { what, value: v })
+}
+
+/// Parses TARGET: 0, a positive number, or a letter A..H (any case).
+pub fn parse_target(s: &str) -> Result<Target, ConfigError> {
+    let t = s.trim();
+    let mut chars = t.chars();
+    if let (Some(c), None) = (chars.next(), chars.next()) {
+        if let Some((_, v, _)) = NAMED_TARGETS
+            .iter()
+            .find(|(l, _, _)| l.eq_ignore_ascii_case(&c))
+        {
+            return Ok(Target::Value(*v));
+        }
+    }
+    match t.parse::<u64>() {
+        Ok(0) => Ok(Target::EachIndex),
+        Ok(v) => Ok(Target::Value(v)),
+        Err(_) => Err(ConfigError::BadTarget(s.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpus_rules() {
+        assert_eq!(resolve_cpus(0, 8), Ok((5, false)));
+        assert_eq!(resolve_cpus(-1, 8), Ok((8, false)));
+        assert_eq!(resolve_cpus(3, 8), Ok((3, false)));
+        assert_eq!(resolve_cpus(5000, 8), Ok((1000, true)));
+        assert_eq!(resolve_cpus(-2, 8), Err(ConfigError::BadCpus(-2)));
+    }
+
+    #[test]
+    fn targets() {
+        assert_eq!(parse_target("0"), Ok(Target::EachIndex));
+        assert_eq!(parse_target("a"), Ok(Target::Value(7)));
+        assert_eq!(parse_target("G"), Ok(Target::Value(837_799)));
+        assert_eq!(parse_target("123"), Ok(Target::Value(123)));
+        assert!(parse_target("Z").is_err());
+        assert!(parse_target("-5").is_err());
+        assert!(parse_target("abc").is_err());
+    }
+
+    #[test]
+    fn loops() {
+        assert_eq!(parse_loops("OUTER", "10"), Ok(10));
+        assert!(matches!(
+            parse_loops("OUTER", "-1"),
+            Err(ConfigError::NotPositive { .. })
+        ));
+        assert!(matches!(
+            parse_loops("INNER", "0"),
+            Err(ConfigError::NotPositive { .. })
+        ));
+        assert!(matches!(
+            parse_loops("INNER", "ten"),
+            Err(ConfigError::NotANumber { .. })
+        ));
+    }
+}

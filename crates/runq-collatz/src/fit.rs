@@ -1,0 +1,168 @@
+//! Two-elbow piecewise-linear fits of a processes → ticks-per-call curve.
+//!
+//! The model is continuous: `y = a + b·x + c·(x − k1)₊ + d·(x − k2)₊`.
+//! Every pair of breakpoints k1 < k2 taken from the measured x values is
+//! tried; the pair with the least squared error wins. The slopes before,
+//! between and after the elbows describe the flat part, the first elbow
+//! (cores shared with other work) and saturation.
+
+use serde::Serialize;
+
+/// A fitted curve.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ElbowFit {
+    /// The two elbows (x values), in order.
+    pub elbows: [f64; 2],
+    /// The smallest x of the data.
+    pub x_start: f64,
+    /// Fitted value at the smallest x: the flat level.
+    pub flat_level: f64,
+    /// Slope before the first elbow.
+    pub slope_flat: f64,
+    /// Slope between the elbows.
+    pub slope_middle: f64,
+    /// Slope after the second elbow (saturation).
+    pub slope_saturated: f64,
+    /// Sum of squared residuals.
+    pub sse: f64,
+}
+
+impl ElbowFit {
+    /// The fitted curve at `x`.
+    pub fn value_at(&self, x: f64) -> f64 {
+        let [k1, k2] = self.elbows;
+        self.flat_level
+            + self.slope_flat * (x - self.x_start)
+            + (self.slope_middle - self.slope_flat) * (x - k1).max(0.0)
+            + (self.slope_saturated - self.slope_middle) * (x - k2).max(0.0)
+    }
+}
+
+/// Fits two elbows to `(x, y)` points (x need not be sorted; repeats at one
+/// x are fine). `None` with fewer than four distinct x values.
+pub fn fit_two_elbows(points: &[(f64, f64)]) -> Option<ElbowFit> {
+    let mut xs: Vec<f64> = points.iter().map(|p| p.0).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    if xs.len() < 4 {
+        return None;
+    }
+    let x0 = xs[0];
+    let interior = &xs[1..xs.len() - 1];
+    let mut best: Option<(f64, [f64; 4], f64, f64)> = None;
+    for (i, &k1) in interior.iter().enumerate() {
+        for &k2 in &interior[i + 1..] {
+            let Some(coef) = least_squares(points, k1, k2) else {
+                continue;
+            };
+            let sse = sse(points, &coef, k1, k2);
+            if best.as_ref().is_none_or(|b| sse < b.0) {
+                best = Some((sse, coef, k1, k2));
+            }
+        }
+    }
+    let (sse, [a, b, c, d], k1, k2) = best?;
+    Some(ElbowFit {
+        elbows: [k1, k2],
+        x_start: x0,
+        flat_level: a + b * x0,
+        slope_flat: b,
+        slope_middle: b + c,
+        slope_saturated: b + c + d,
+        sse,
+    })
+}
+
+fn basis(x: f64, k1: f64, k2: f64) -> [f64; 4] {
+    [1.0, x, (x - k1).max(0.0), (x - k2).max(0.0)]
+}
+
+fn sse(points: &[(f64, f64)], coef: &[f64; 4], k1: f64, k2: f64) -> f64 {
+    points
+        .iter()
+        .map(|&(x, y)| {
+            let f: f64 = basis(x, k1, k2).iter().zip(coef).map(|(b, c)| b * c).sum();
+            (y - f).powi(2)
+        })
+        .sum()
+}
+
+/// Solves the 4x4 normal equations for the hinge basis.
+fn least_squares(points: &[(f64, f64)], k1: f64, k2: f64) -> Option<[f64; 4]> {
+    let mut m = [[0.0f64; 5]; 4];
+    for &(x, y) in points {
+        let phi = basis(x, k1, k2);
+        for r in 0..4 {
+            for c in 0..4 {
+                m[r][c] += phi[r] * phi[c];
+            }
+            m[r][4] += phi[r] * y;
+        }
+    }
+    solve(m)
+}
+
+/// Gaussian elimination with partial pivoting on an augmented 4x5 matrix.
+fn solve(mut m: [[f64; 5]; 4]) -> Option<[f64; 4]> {
+    for col in 0..4 {
+        let pivot = (col..4).max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))?;
+        if m[pivot][col].abs() < 1e-12 {
+            return None;
+        }
+        m.swap(col, pivot);
+        for r in 0..4 {
+            if r != col {
+                let f = m[r][col] / m[col][col];
+                for c in col..5 {
+                    m[r][c] -= f * m[col][c];
+                }
+            }
+        }
+    }
+    Some([0, 1, 2, 3].map(|i| m[i][4] / m[i][i]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn curve(x: f64) -> f64 {
+        // Flat at 10 until 4, gentle to 8, steep after.
+        10.0 + 0.5 * (x - 4.0).max(0.0) + 4.5 * (x - 8.0).max(0.0)
+    }
+
+    #[test]
+    fn recovers_known_elbows() {
+        let pts: Vec<_> = (1..=14).map(|x| (x as f64, curve(x as f64))).collect();
+        let fit = fit_two_elbows(&pts).unwrap();
+        assert_eq!(fit.elbows, [4.0, 8.0]);
+        assert!((fit.flat_level - 10.0).abs() < 1e-6, "{fit:?}");
+        assert!(fit.slope_flat.abs() < 1e-6);
+        assert!((fit.slope_middle - 0.5).abs() < 1e-6);
+        assert!((fit.slope_saturated - 5.0).abs() < 1e-6);
+        assert!((fit.value_at(12.0) - curve(12.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn recovers_elbows_through_noise_and_repeats() {
+        let mut pts = Vec::new();
+        let mut rng = 0x1234_5678_u64;
+        for x in 1..=18 {
+            for _ in 0..3 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let noise = ((rng % 1000) as f64 / 1000.0 - 0.5) * 0.2;
+                pts.push((x as f64, 3.0 * curve(x as f64 * 0.5 + 1.0) + noise));
+            }
+        }
+        // In these x units the elbows sit at 6 and 14.
+        let fit = fit_two_elbows(&pts).unwrap();
+        assert_eq!(fit.elbows, [6.0, 14.0], "{fit:?}");
+    }
+
+    #[test]
+    fn too_few_points_give_no_fit() {
+        assert!(fit_two_elbows(&[(1.0, 1.0), (2.0, 2.0), (3.0, 3.0)]).is_none());
+    }
+}

@@ -1,0 +1,80 @@
+//! What a run and a sweep write: the one-run JSON object (the CSV line's
+//! fields with units and the counter's facts) and the sweep's CSV and JSON.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::runner::RunResult;
+use crate::sweep::SweepResult;
+use crate::tsc::TscInfo;
+
+/// The `--json` object of one run.
+pub fn run_json(r: &RunResult, tsc: &TscInfo) -> Value {
+    json!({
+        "procs": r.config.procs,
+        "outer": r.config.outer,
+        "inner": r.config.inner,
+        "target": r.config.target.as_number(),
+        "total_calls": r.total_calls,
+        "ticks": r.ticks,
+        "ticks_per_call": r.ticks_per_call,
+        "ns_per_call": r.ticks_per_call / tsc.hz * 1e9,
+        "tsc_hz": tsc.hz,
+        "tsc_invariant": tsc.invariant,
+        "units": {
+            "ticks": "time stamp counter ticks, summed over processes",
+            "ticks_per_call": "ticks / total_calls",
+            "ns_per_call": "ticks_per_call converted with tsc_hz",
+            "tsc_hz": "ticks per second, calibrated against CLOCK_MONOTONIC",
+        },
+    })
+}
+
+/// Header of the sweep CSV.
+pub const CSV_HEADER: &str =
+    "procs,repeat,profiled,outer,inner,target,total_calls,ticks,ticks_per_call,wall_s,profiler_cpu_s";
+
+/// Every point of a sweep as CSV.
+pub fn sweep_csv(s: &SweepResult) -> String {
+    let mut out = format!("{CSV_HEADER}\n");
+    for p in &s.points {
+        let c = &p.result.config;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{:.6},{:.3},{}",
+            p.procs,
+            p.repeat,
+            p.profiled,
+            c.outer,
+            c.inner,
+            c.target.as_number(),
+            p.result.total_calls,
+            p.result.ticks,
+            p.result.ticks_per_call,
+            p.wall_s,
+            p.profiler_cpu_s
+                .map(|v| format!("{v:.3}"))
+                .unwrap_or_default()
+        );
+    }
+    out
+}
+
+/// Writes `sweep.csv`, `sweep.json` and `sweep.svg` into `dir`; returns
+/// their paths.
+pub fn write_sweep(dir: &Path, s: &SweepResult) -> io::Result<[PathBuf; 3]> {
+    std::fs::create_dir_all(dir)?;
+    let paths = [
+        dir.join("sweep.csv"),
+        dir.join("sweep.json"),
+        dir.join("sweep.svg"),
+    ];
+    std::fs::write(&paths[0], sweep_csv(s))?;
+    let json = serde_json::to_string_pretty(s).map_err(io::Error::other)?;
+    std::fs::write(&paths[1], json + "\n")?;
+    crate::plot::write_svg(&paths[2], s).map_err(io::Error::other)?;
+    Ok(paths)
+}

@@ -1,0 +1,108 @@
+//! CPU time of a process and all its descendants, from /proc: how much
+//! the profiler itself consumed during a sweep point.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The fields of /proc/PID/stat this module needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatTimes {
+    /// Parent pid.
+    pub ppid: i32,
+    /// utime + stime + cutime + cstime, in clock ticks.
+    pub ticks: u64,
+}
+
+/// Parses /proc/PID/stat text. The command name may hold spaces and
+/// parentheses, so fields are counted from the last `)`.
+pub fn parse_stat(text: &str) -> Option<StatTimes> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After ")": state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+    let num = |i: usize| f.get(i)?.parse::<u64>().ok();
+    Some(StatTimes {
+        ppid: f.get(1)?.parse().ok()?,
+        ticks: num(11)? + num(12)? + num(13)? + num(14)?,
+    })
+}
+
+/// Every live process's stat times under `proc_root`.
+fn all_processes(proc_root: &Path) -> HashMap<i32, StatTimes> {
+    let Ok(dir) = std::fs::read_dir(proc_root) else {
+        return HashMap::new();
+    };
+    dir.filter_map(|e| {
+        let pid: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let text = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")).ok()?;
+        Some((pid, parse_stat(&text)?))
+    })
+    .collect()
+}
+
+/// CPU seconds of `root` and its live descendants (their reaped children
+/// included through cutime/cstime).
+pub fn tree_cpu_seconds(proc_root: &Path, root: i32) -> f64 {
+    let procs = all_processes(proc_root);
+    let mut total = 0u64;
+    let mut frontier = vec![root];
+    while let Some(pid) = frontier.pop() {
+        if let Some(t) = procs.get(&pid) {
+            total += t.ticks;
+        }
+        frontier.extend(procs.iter().filter(|(_, t)| t.ppid == pid).map(|(p, _)| *p));
+    }
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    total as f64 / hz
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_with_spaces_and_parens() {
+        let text =
+            "42 (my (odd) prog) S 7 42 42 0 -1 4194560 10 0 0 0 150 25 3 2 20 0 1 0 100 0 0\n";
+        assert_eq!(
+            parse_stat(text),
+            Some(StatTimes {
+                ppid: 7,
+                ticks: 180
+            })
+        );
+        assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(parse_stat("1 (x) S"), None);
+    }
+
+    #[test]
+    fn sums_a_synthetic_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |pid: i32, ppid: i32, utime: u64| {
+            let d = dir.path().join(pid.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            let line =
+                format!("{pid} (p) S {ppid} 0 0 0 0 0 0 0 0 0 {utime} 0 0 0 20 0 1 0 1 0 0\n");
+            std::fs::write(d.join("stat"), line).unwrap();
+        };
+        write(10, 1, 100);
+        write(11, 10, 50);
+        write(12, 11, 25);
+        write(20, 1, 1000);
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let secs = tree_cpu_seconds(dir.path(), 10);
+        assert!((secs - 175.0 / hz).abs() < 1e-9, "{secs}");
+    }
+
+    #[test]
+    fn sees_cpu_burned_by_this_process() {
+        let t0 = std::time::Instant::now();
+        let mut x = 1u64;
+        while t0.elapsed() < std::time::Duration::from_millis(150) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let secs = tree_cpu_seconds(Path::new("/proc"), std::process::id() as i32);
+        assert!(secs >= 0.05, "only {secs} s of CPU seen");
+    }
+}

@@ -1,0 +1,357 @@
+//! The study of the seed in one call: run the benchmark from one process
+//! to past the CPU count, each point with and without a profiler attached
+//! (alternating, so both curves come from the same minutes), fit both
+//! curves and derive the profiler's latency and overhead.
+//!
+//! Each point runs the benchmark as a child process (`COMMAND N OUTER
+//! INNER TARGET --json --hold`) that waits for one byte on stdin before it
+//! forks its workers, so a profiler given the child's pid is attached
+//! before the timed work starts.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::config::{Config, Target};
+use crate::fit::{fit_two_elbows, ElbowFit};
+use crate::proc_cpu::tree_cpu_seconds;
+use crate::runner::RunResult;
+use crate::tsc::TscInfo;
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// The benchmark command: program and leading arguments (e.g. `runq
+    /// collatz`); the point's arguments are appended.
+    pub command: Vec<OsString>,
+    /// Largest process count.
+    pub max_procs: usize,
+    /// Runs per point and mode.
+    pub repeats: usize,
+    /// Outer loops per run.
+    pub outer: u64,
+    /// Inner loops per run.
+    pub inner: u64,
+    /// Call-chain argument rule.
+    pub target: Target,
+    /// Profiler command with `{pid}`, run through `sh -c`.
+    pub profiler: Option<String>,
+    /// Time given the profiler to attach before the work starts.
+    pub settle: Duration,
+}
+
+/// One measured run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// Processes.
+    pub procs: usize,
+    /// Repeat index.
+    pub repeat: usize,
+    /// With the profiler attached.
+    pub profiled: bool,
+    /// The run's result.
+    pub result: RunResult,
+    /// The timed window of the run (mean over its processes), s.
+    pub wall_s: f64,
+    /// The profiler tree's CPU time during the point, s.
+    pub profiler_cpu_s: Option<f64>,
+}
+
+/// A fitted curve: mean ticks per call by process count.
+#[derive(Debug, Clone, Serialize)]
+pub struct Curve {
+    /// `(procs, mean ticks_per_call)`, ascending.
+    pub means: Vec<(usize, f64)>,
+    /// The two-elbow fit, when there are enough points.
+    pub fit: Option<ElbowFit>,
+}
+
+/// What the profiler did to the curve.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Derived {
+    /// Latency: shift of the flat part, ticks per call.
+    pub latency_ticks_per_call: f64,
+    /// The same, as a percentage of the baseline's flat level.
+    pub latency_pct: f64,
+    /// Elbow migration: profiled elbows minus baseline elbows, processes.
+    pub elbow_shift: [f64; 2],
+    /// Change of the slope after saturation, ticks per call per process.
+    pub saturated_slope_change: f64,
+    /// Fixed shift: mean difference over every process count.
+    pub fixed_shift_ticks_per_call: f64,
+    /// Profiler CPU seconds per second of profiled run.
+    pub profiler_cpu_per_s: f64,
+}
+
+/// The sweep's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepResult {
+    /// The counter the ticks come from.
+    pub tsc: TscInfo,
+    /// Every run, in execution order.
+    pub points: Vec<Point>,
+    /// The curve without the profiler.
+    pub baseline: Curve,
+    /// The curve with it, if a profiler was given.
+    pub profiled: Option<Curve>,
+    /// Their comparison.
+    pub derived: Option<Derived>,
+}
+
+/// Why a sweep stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The benchmark child could not run or failed.
+    #[error("benchmark run with {procs} processes failed: {reason}")]
+    Run {
+        /// Process count of the failing point.
+        procs: usize,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The profiler command could not start.
+    #[error("could not start the profiler {command:?}: {reason}")]
+    Profiler {
+        /// The command.
+        command: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// The order of runs: for each process count and repeat, baseline then
+/// profiled (when a profiler is set).
+pub fn schedule(cfg: &SweepConfig) -> Vec<(usize, usize, bool)> {
+    let modes: &[bool] = if cfg.profiler.is_some() {
+        &[false, true]
+    } else {
+        &[false]
+    };
+    let mut out = Vec::new();
+    for procs in 1..=cfg.max_procs {
+        for repeat in 0..cfg.repeats {
+            for &m in modes {
+                out.push((procs, repeat, m));
+            }
+        }
+    }
+    out
+}
+
+/// Runs the sweep; `progress(done, total)` is called after every run.
+pub fn run_sweep(
+    cfg: &SweepConfig,
+    tsc: TscInfo,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<SweepResult, SweepError> {
+    let plan = schedule(cfg);
+    let mut points = Vec::with_capacity(plan.len());
+    for (i, &(procs, repeat, profiled)) in plan.iter().enumerate() {
+        let profiler = cfg.profiler.as_deref().filter(|_| profiled);
+        points.push(run_point(cfg, &tsc, procs, repeat, profiler)?);
+        progress(i + 1, plan.len());
+    }
+    Ok(summarize(tsc, points, cfg.profiler.is_some()))
+}
+
+/// Builds the curves and the derived figures from measured points.
+pub fn summarize(tsc: TscInfo, points: Vec<Point>, with_profiler: bool) -> SweepResult {
+    let baseline = curve(&points, false);
+    let profiled = with_profiler.then(|| curve(&points, true));
+    let derived = profiled
+        .as_ref()
+        .and_then(|p| derive(&baseline, p, &points));
+    SweepResult {
+        tsc,
+        points,
+        baseline,
+        profiled,
+        derived,
+    }
+}
+
+fn curve(points: &[Point], profiled: bool) -> Curve {
+    let mine: Vec<&Point> = points.iter().filter(|p| p.profiled == profiled).collect();
+    let mut means: Vec<(usize, f64)> = Vec::new();
+    let mut procs: Vec<usize> = mine.iter().map(|p| p.procs).collect();
+    procs.sort_unstable();
+    procs.dedup();
+    for n in procs {
+        let ys: Vec<f64> = mine
+            .iter()
+            .filter(|p| p.procs == n)
+            .map(|p| p.result.ticks_per_call)
+            .collect();
+        means.push((n, ys.iter().sum::<f64>() / ys.len() as f64));
+    }
+    let xy: Vec<(f64, f64)> = mine
+        .iter()
+        .map(|p| (p.procs as f64, p.result.ticks_per_call))
+        .collect();
+    Curve {
+        means,
+        fit: fit_two_elbows(&xy),
+    }
+}
+
+fn derive(base: &Curve, prof: &Curve, points: &[Point]) -> Option<Derived> {
+    let (b, p) = (base.fit?, prof.fit?);
+    let shifts: Vec<f64> = base
+        .means
+        .iter()
+        .filter_map(|(n, yb)| {
+            let yp = prof.means.iter().find(|(m, _)| m == n)?.1;
+            Some(yp - yb)
+        })
+        .collect();
+    let profiled: Vec<&Point> = points.iter().filter(|p| p.profiled).collect();
+    let cpu: f64 = profiled.iter().filter_map(|p| p.profiler_cpu_s).sum();
+    let wall: f64 = profiled.iter().map(|p| p.wall_s).sum();
+    Some(Derived {
+        latency_ticks_per_call: p.flat_level - b.flat_level,
+        latency_pct: 100.0 * (p.flat_level - b.flat_level) / b.flat_level,
+        elbow_shift: [p.elbows[0] - b.elbows[0], p.elbows[1] - b.elbows[1]],
+        saturated_slope_change: p.slope_saturated - b.slope_saturated,
+        fixed_shift_ticks_per_call: shifts.iter().sum::<f64>() / shifts.len().max(1) as f64,
+        profiler_cpu_per_s: if wall > 0.0 { cpu / wall } else { 0.0 },
+    })
+}
+
+/// Starts the benchmark child, held before its work starts.
+fn spawn_benchmark(cfg: &SweepConfig, procs: usize) -> std::io::Result<Child> {
+    let (program, lead) = cfg.command.split_first().expect("a benchmark command");
+    Command::new(program)
+        .args(lead)
+        .args([
+            procs.to_string(),
+            cfg.outer.to_string(),
+            cfg.inner.to_string(),
+            cfg.target.as_number().to_string(),
+        ])
+        .args(["--json", "--hold"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
+/// Starts `sh -c CMD` with `{pid}` replaced, in its own process group.
+fn spawn_profiler(template: &str, pid: u32) -> Result<Child, SweepError> {
+    use std::os::unix::process::CommandExt;
+    let command = template.replace("{pid}", &pid.to_string());
+    Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| SweepError::Profiler {
+            command,
+            reason: e.to_string(),
+        })
+}
+
+/// SIGINT to the profiler's group (profilers flush on it), SIGKILL after
+/// 5 s, then reap.
+fn stop_profiler(mut child: Child) {
+    let pgid = child.id() as i32;
+    // SAFETY: signalling a process group we created.
+    unsafe { libc::kill(-pgid, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = child.wait();
+}
+
+fn run_point(
+    cfg: &SweepConfig,
+    tsc: &TscInfo,
+    procs: usize,
+    repeat: usize,
+    profiler: Option<&str>,
+) -> Result<Point, SweepError> {
+    let fail = |reason: String| SweepError::Run { procs, reason };
+    let mut child = spawn_benchmark(cfg, procs).map_err(|e| fail(e.to_string()))?;
+    let prof = match profiler {
+        Some(t) => Some(spawn_profiler(t, child.id()).inspect_err(|_| {
+            let _ = child.kill();
+            let _ = child.wait();
+        })?),
+        None => None,
+    };
+    if prof.is_some() {
+        std::thread::sleep(cfg.settle);
+    }
+    let released = child.stdin.take().map(|mut s| s.write_all(b"g"));
+    let mut out = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    let status = child.wait().map_err(|e| fail(e.to_string()))?;
+    let profiler_cpu_s = prof.map(|p| {
+        let cpu = tree_cpu_seconds(Path::new("/proc"), p.id() as i32);
+        stop_profiler(p);
+        cpu
+    });
+    if !status.success() || !matches!(released, Some(Ok(()))) {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        return Err(fail(format!("{status}: {}", err.trim())));
+    }
+    let result: RunResult = parse_run_json(&out).map_err(fail)?;
+    // The timed window: mean per-process ticks, in seconds.
+    let wall_s = result.ticks as f64 / procs.max(1) as f64 / tsc.hz;
+    Ok(Point {
+        procs,
+        repeat,
+        profiled: profiler.is_some(),
+        result,
+        wall_s,
+        profiler_cpu_s,
+    })
+}
+
+/// Reads the result a `--json` run printed.
+pub fn parse_run_json(text: &str) -> Result<RunResult, String> {
+    #[derive(serde::Deserialize)]
+    struct Printed {
+        procs: usize,
+        outer: u64,
+        inner: u64,
+        target: u64,
+        total_calls: u64,
+        ticks: u64,
+        ticks_per_call: f64,
+    }
+    let p: Printed = serde_json::from_str(text.trim())
+        .map_err(|e| format!("unreadable benchmark output ({e}): {:?}", text.trim()))?;
+    Ok(RunResult {
+        config: Config {
+            procs: p.procs,
+            outer: p.outer,
+            inner: p.inner,
+            target: if p.target == 0 {
+                Target::EachIndex
+            } else {
+                Target::Value(p.target)
+            },
+        },
+        total_calls: p.total_calls,
+        ticks: p.ticks,
+        ticks_per_call: p.ticks_per_call,
+    })
+}

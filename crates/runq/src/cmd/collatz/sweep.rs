@@ -1,0 +1,156 @@
+//! `runq collatz sweep`: arguments, progress and the printed summary.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use runq_collatz::config::{parse_target, MAX_PROCS};
+use runq_collatz::sweep::{run_sweep, Curve, SweepConfig, SweepResult};
+use runq_collatz::tsc;
+
+use crate::exit;
+
+/// Arguments of `runq collatz sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Largest process count (default: 2 x ncpu + 2).
+    #[arg(long)]
+    pub max_procs: Option<usize>,
+    /// Runs per process count and mode.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// Profiler command, run with `sh -c`; `{pid}` becomes the benchmark's
+    /// pid, e.g. 'perf record -F 99 -g -p {pid} -o /tmp/perf.data'.
+    #[arg(long, value_name = "CMD")]
+    pub profiler: Option<String>,
+    /// Outer iterations per run.
+    #[arg(long, default_value_t = 3)]
+    pub outer: u64,
+    /// Inner iterations per run.
+    #[arg(long, default_value_t = 200_000)]
+    pub inner: u64,
+    /// Target: 0, a number or A to H.
+    #[arg(long, default_value = "0")]
+    pub target: String,
+    /// Time the profiler gets to attach before the work starts.
+    #[arg(long, default_value = "500ms", value_parser = parse_settle)]
+    pub settle: Duration,
+    /// Directory for sweep.csv, sweep.json and sweep.svg.
+    #[arg(long, default_value = "collatz-sweep")]
+    pub out: PathBuf,
+    /// Print the whole result as JSON instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_settle(s: &str) -> Result<Duration, String> {
+    runq_workload::duration::parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn validate(args: &SweepArgs, ncpu: usize) -> anyhow::Result<usize> {
+    let max = args.max_procs.unwrap_or(2 * ncpu + 2);
+    if max == 0 || max > MAX_PROCS {
+        return Err(exit::usage(format!(
+            "--max-procs must be between 1 and {MAX_PROCS}, got {max}"
+        )));
+    }
+    if args.repeats == 0 || args.outer == 0 || args.inner == 0 {
+        return Err(exit::usage(
+            "--repeats, --outer and --inner must be at least 1",
+        ));
+    }
+    if let Some(p) = &args.profiler {
+        if !p.contains("{pid}") {
+            return Err(exit::usage(format!(
+                "--profiler {p:?} has no {{pid}}: write where the benchmark's pid goes, e.g. 'perf record -p {{pid}}'"
+            )));
+        }
+    }
+    Ok(max)
+}
+
+/// Runs the sweep and prints its summary.
+pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
+    let ncpu = runq_kernel::cpulist::online_cpus().len().max(1);
+    let max_procs = validate(&args, ncpu)?;
+    let target = parse_target(&args.target).map_err(|e| exit::usage(format!("--target: {e}")))?;
+    let exe = std::env::current_exe()?;
+    let cfg = SweepConfig {
+        command: vec![exe.into_os_string(), "collatz".into()],
+        max_procs,
+        repeats: args.repeats,
+        outer: args.outer,
+        inner: args.inner,
+        target,
+        profiler: args.profiler.clone(),
+        settle: args.settle,
+    };
+    let bar = progress_bar(runq_collatz::sweep::schedule(&cfg).len());
+    let result = run_sweep(&cfg, tsc::info(), |done, _| bar.set_position(done as u64))?;
+    bar.finish_and_clear();
+    let paths = runq_collatz::output::write_sweep(&args.out, &result)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print_summary(&result);
+    }
+    for p in paths {
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn progress_bar(total: usize) -> ProgressBar {
+    if !crate::style::stderr_is_tty() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total as u64);
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {eta} left") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn print_curve(name: &str, c: &Curve) {
+    let means: Vec<String> = c.means.iter().map(|(n, y)| format!("{n}:{y:.2}")).collect();
+    println!("{name}: ticks/call by processes  {}", means.join("  "));
+    match c.fit {
+        Some(f) => println!(
+            "  elbows at {:.0} and {:.0} processes; flat level {:.2} ticks/call; slopes {:.3} / {:.3} / {:.3} per process",
+            f.elbows[0], f.elbows[1], f.flat_level, f.slope_flat, f.slope_middle, f.slope_saturated
+        ),
+        None => println!("  too few process counts for a two-elbow fit (need 4)"),
+    }
+}
+
+fn print_summary(r: &SweepResult) {
+    println!(
+        "tsc {:.3} GHz ({})",
+        r.tsc.hz / 1e9,
+        if r.tsc.invariant {
+            "invariant"
+        } else {
+            "not invariant"
+        }
+    );
+    print_curve("without profiler", &r.baseline);
+    if let Some(p) = &r.profiled {
+        print_curve("with profiler", p);
+    }
+    if let Some(d) = &r.derived {
+        println!(
+            "latency: {:+.2} ticks/call ({:+.1}%) on the flat part\n\
+             overhead: elbows moved {:+.0} and {:+.0} processes, saturated slope {:+.3}, \
+             fixed shift {:+.2} ticks/call; profiler used {:.3} CPU-s per s",
+            d.latency_ticks_per_call,
+            d.latency_pct,
+            d.elbow_shift[0],
+            d.elbow_shift[1],
+            d.saturated_slope_change,
+            d.fixed_shift_ticks_per_call,
+            d.profiler_cpu_per_s
+        );
+    }
+}
