@@ -1,0 +1,184 @@
+//! Host-wide capture: list every thread group and thread under `/proc`,
+//! read them on a few worker threads, then add per-cgroup stats, host
+//! pressure, sched_ext state and the host context.
+//!
+//! Capture is best-effort: a thread that exits mid-walk or a file the kernel
+//! does not provide never fails the snapshot; the summaries count them.
+
+pub mod cgroups;
+pub mod tally;
+pub mod thread;
+
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use runq_kernel::taskstats::TaskstatsClient;
+
+use crate::model::{CtprofSnapshot, ThreadState};
+use tally::Tally;
+use thread::Worker;
+
+/// What to capture and from where.
+#[derive(Debug, Clone)]
+pub struct CaptureOptions {
+    /// The procfs root (`/proc` live; a temp dir in tests).
+    pub proc_root: PathBuf,
+    /// The sysfs root (`/sys` live).
+    pub sys_root: PathBuf,
+    /// Query taskstats over genetlink (needs `CAP_NET_ADMIN`).
+    pub taskstats: bool,
+    /// Read per-cgroup stats for every cgroup a thread is in.
+    pub cgroups: bool,
+    /// Worker threads reading `/proc` (0 = one per online CPU).
+    pub workers: usize,
+}
+
+impl Default for CaptureOptions {
+    fn default() -> Self {
+        CaptureOptions {
+            proc_root: PathBuf::from("/proc"),
+            sys_root: PathBuf::from("/sys"),
+            taskstats: true,
+            cgroups: true,
+            workers: 0,
+        }
+    }
+}
+
+/// Nanoseconds since the Unix epoch.
+pub fn now_unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn numeric_entries(dir: &Path) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| std::str::from_utf8(e.file_name().as_bytes()).ok()?.parse().ok())
+        .collect()
+}
+
+/// Lists `(tgid, tid)` of every thread under `proc_root`.
+pub fn list_threads(proc_root: &Path) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let mut tgids = numeric_entries(proc_root);
+    tgids.sort_unstable();
+    let mut path = proc_root.to_path_buf();
+    for tgid in tgids {
+        path.push(tgid.to_string());
+        path.push("task");
+        let mut tids = numeric_entries(&path);
+        tids.sort_unstable();
+        out.extend(tids.into_iter().map(|tid| (tgid, tid)));
+        path.pop();
+        path.pop();
+    }
+    out
+}
+
+fn worker_count(requested: usize) -> usize {
+    if requested > 0 {
+        return requested;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+}
+
+/// Captures a snapshot.
+pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
+    let started = Instant::now();
+    let mut snap = CtprofSnapshot::new();
+    snap.captured_at_unix_ns = now_unix_ns();
+    let listed = list_threads(&opts.proc_root);
+    let mut ts_unavailable = None;
+    let (mut threads, tally) = capture_threads(opts, &listed, &mut ts_unavailable);
+    threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
+    fill_pcomm(&mut threads, &opts.proc_root);
+    let probe = tally.probe_summary(listed.len() as u64);
+    if opts.cgroups {
+        snap.cgroup_stats = cgroups::enrich(&threads, &opts.proc_root);
+    }
+    snap.threads = threads;
+    snap.probe_summary = Some(probe);
+    snap.parse_summary = Some(tally.parse_summary());
+    let mut ts = tally.taskstats_summary();
+    ts.unavailable = ts_unavailable;
+    ts.delayacct_enabled = runq_kernel::taskstats::delayacct_enabled();
+    snap.taskstats_summary = Some(ts);
+    snap.psi = runq_kernel::psi::read_host_psi(&opts.proc_root);
+    snap.sched_ext = runq_kernel::sched_ext::read_sched_ext(&opts.sys_root);
+    snap.host = Some(runq_kernel::host::read_host_context(&opts.proc_root, &opts.sys_root));
+    snap.capture_duration_ns = started.elapsed().as_nanos() as u64;
+    snap
+}
+
+fn open_taskstats(opts: &CaptureOptions, why: &mut Option<String>) -> Option<TaskstatsClient> {
+    if !opts.taskstats {
+        *why = Some("disabled (--no-taskstats)".into());
+        return None;
+    }
+    match TaskstatsClient::open() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            *why = Some(format!("cannot open the TASKSTATS genetlink family: {e}"));
+            None
+        }
+    }
+}
+
+/// Reads every listed thread on a few scoped worker threads.
+fn capture_threads(
+    opts: &CaptureOptions,
+    listed: &[(u32, u32)],
+    ts_unavailable: &mut Option<String>,
+) -> (Vec<ThreadState>, Tally) {
+    let n = worker_count(opts.workers).min(listed.len().max(1));
+    let root = opts.proc_root.as_os_str().as_bytes();
+    let mut workers: Vec<Worker> = (0..n)
+        .map(|_| Worker::new(root, open_taskstats(opts, ts_unavailable)))
+        .collect();
+    let chunk = listed.len().div_ceil(n).max(1);
+    let results: Vec<Vec<ThreadState>> = std::thread::scope(|s| {
+        let handles: Vec<_> = workers
+            .iter_mut()
+            .zip(listed.chunks(chunk))
+            .map(|(w, part)| {
+                s.spawn(move || {
+                    let mut out = Vec::with_capacity(part.len());
+                    out.extend(part.iter().filter_map(|&(tgid, tid)| w.capture(root.len(), tgid, tid)));
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    let mut tally = Tally::default();
+    for w in &workers {
+        tally.merge(&w.tally);
+    }
+    (results.into_iter().flatten().collect(), tally)
+}
+
+/// Sets each thread's `pcomm` to its leader's comm.
+fn fill_pcomm(threads: &mut [ThreadState], proc_root: &Path) {
+    let mut leaders: HashMap<u32, String> = threads
+        .iter()
+        .filter(|t| t.tid == t.tgid)
+        .map(|t| (t.tgid, t.comm.clone()))
+        .collect();
+    for t in threads.iter_mut() {
+        let name = leaders.entry(t.tgid).or_insert_with(|| {
+            std::fs::read_to_string(proc_root.join(t.tgid.to_string()).join("comm"))
+                .map(|s| s.trim_end_matches('\n').to_string())
+                .unwrap_or_default()
+        });
+        t.pcomm.clone_from(name);
+    }
+}
+
+#[cfg(test)]
+mod tests;

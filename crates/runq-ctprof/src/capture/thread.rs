@@ -1,0 +1,252 @@
+//! The per-thread walk: reads a thread's procfs files into a
+//! [`ThreadState`], counting every missing or malformed source.
+
+use std::io::Write;
+
+use runq_kernel::proc::cgroup_file::parse_v2_path;
+use runq_kernel::proc::stat::policy_name;
+use runq_kernel::proc::{parse_io, parse_sched, parse_smaps_rollup, parse_stat, parse_status, FileReader};
+use runq_kernel::schedstat::parse_schedstat;
+use runq_kernel::taskstats::{Taskstats, TaskstatsClient};
+
+use super::tally::{Source, Tally};
+use crate::metric_types::*;
+use crate::model::ThreadState;
+
+/// Reused state of one capture worker.
+#[derive(Debug)]
+pub struct Worker {
+    reader: FileReader,
+    dir: Vec<u8>,
+    /// Counts of outcomes.
+    pub tally: Tally,
+    /// Taskstats socket, when taskstats is wanted and available.
+    pub taskstats: Option<TaskstatsClient>,
+    last_cgroup: String,
+    /// True when reading the live `/proc` (affinity then comes from
+    /// `sched_getaffinity`); false for a synthetic tree.
+    pub live: bool,
+}
+
+impl Worker {
+    /// A worker reading under `proc_root`.
+    pub fn new(proc_root: &[u8], taskstats: Option<TaskstatsClient>) -> Self {
+        Worker {
+            reader: FileReader::new(),
+            dir: proc_root.to_vec(),
+            tally: Tally::default(),
+            taskstats,
+            last_cgroup: String::new(),
+            live: proc_root == b"/proc",
+        }
+    }
+
+    /// Captures one thread; `None` when it exited before its stat was read.
+    pub fn capture(&mut self, root_len: usize, tgid: u32, tid: u32) -> Option<ThreadState> {
+        self.dir.truncate(root_len);
+        let _ = write!(self.dir, "/{tgid}/task/{tid}/");
+        let mut t = ThreadState::default();
+        t.tid = tid;
+        t.tgid = tgid;
+        if !self.read_stat(&mut t) {
+            self.tally.vanished += 1;
+            return None;
+        }
+        self.read_schedstat(&mut t);
+        self.read_sched(&mut t);
+        self.read_io(&mut t);
+        self.read_cgroup(&mut t);
+        if self.live {
+            read_affinity(&mut t, &mut self.tally);
+        }
+        if tid == tgid {
+            let r = self.reader.read_parts(&[&self.dir, b"smaps_rollup"]);
+            self.tally.read(Source::SmapsRollup, &r);
+            if let Ok(text) = r {
+                t.smaps_rollup_kb = parse_smaps_rollup(text);
+            }
+        }
+        if let Some(client) = self.taskstats.as_mut() {
+            let r = client.query(tid);
+            self.tally.taskstats(&r);
+            if let Ok(ts) = r {
+                apply_taskstats(&mut t, &ts);
+            }
+        }
+        Some(t)
+    }
+
+    fn read_stat(&mut self, t: &mut ThreadState) -> bool {
+        let r = self.reader.read_parts(&[&self.dir, b"stat"]);
+        self.tally.read(Source::Stat, &r);
+        let Ok(text) = r else { return false };
+        let Some(s) = parse_stat(text) else {
+            self.tally.parse_failed(Source::Stat);
+            return false;
+        };
+        t.comm = s.comm;
+        t.state = s.state;
+        t.minflt = MonotonicCount(s.minflt);
+        t.majflt = MonotonicCount(s.majflt);
+        t.utime_clock_ticks = ClockTicks(s.utime);
+        t.stime_clock_ticks = ClockTicks(s.stime);
+        t.priority = OrdinalI32(s.priority as i32);
+        t.nice = OrdinalI32(s.nice as i32);
+        if t.tid == t.tgid {
+            t.nr_threads = GaugeCount(s.num_threads);
+        }
+        t.start_time_clock_ticks = s.start_time;
+        t.processor = OrdinalI32(s.processor as i32);
+        t.rt_priority = OrdinalU32(s.rt_priority as u32);
+        t.policy = CategoricalString(policy_name(s.policy).to_string());
+        true
+    }
+
+    fn read_schedstat(&mut self, t: &mut ThreadState) {
+        let r = self.reader.read_parts(&[&self.dir, b"schedstat"]);
+        self.tally.read(Source::Schedstat, &r);
+        if let Ok(text) = r {
+            match std::str::from_utf8(text).ok().and_then(parse_schedstat) {
+                Some(s) => {
+                    t.run_time_ns = MonotonicNs(s.cpu_time_ns);
+                    t.wait_time_ns = MonotonicNs(s.run_delay_ns);
+                    t.timeslices = MonotonicCount(s.run_count);
+                }
+                None => self.tally.parse_failed(Source::Schedstat),
+            }
+        }
+    }
+
+    fn read_sched(&mut self, t: &mut ThreadState) {
+        let r = self.reader.read_parts(&[&self.dir, b"sched"]);
+        self.tally.read(Source::Sched, &r);
+        let Ok(text) = r else {
+            return self.read_status(t);
+        };
+        let s = parse_sched(text);
+        if s.nr_switches.is_none() && s.sum_exec_runtime.is_none() {
+            self.tally.parse_failed(Source::Sched);
+            return self.read_status(t);
+        }
+        if s.nr_wakeups.is_none() {
+            self.tally.sched_without_schedstats += 1;
+        }
+        let c = |v: Option<u64>| MonotonicCount(v.unwrap_or(0));
+        let ns = |v: Option<u64>| MonotonicNs(v.unwrap_or(0));
+        let pk = |v: Option<u64>| PeakNs(v.unwrap_or(0));
+        t.voluntary_csw = c(s.nr_voluntary_switches);
+        t.nonvoluntary_csw = c(s.nr_involuntary_switches);
+        t.nr_wakeups = c(s.nr_wakeups);
+        t.nr_wakeups_local = c(s.nr_wakeups_local);
+        t.nr_wakeups_remote = c(s.nr_wakeups_remote);
+        t.nr_wakeups_sync = c(s.nr_wakeups_sync);
+        t.nr_wakeups_migrate = c(s.nr_wakeups_migrate);
+        t.nr_wakeups_affine = c(s.nr_wakeups_affine);
+        t.nr_wakeups_affine_attempts = c(s.nr_wakeups_affine_attempts);
+        t.nr_migrations = c(s.nr_migrations);
+        t.nr_forced_migrations = c(s.nr_forced_migrations);
+        t.nr_failed_migrations_affine = c(s.nr_failed_migrations_affine);
+        t.nr_failed_migrations_running = c(s.nr_failed_migrations_running);
+        t.nr_failed_migrations_hot = c(s.nr_failed_migrations_hot);
+        t.wait_sum = ns(s.wait_sum);
+        t.wait_count = c(s.wait_count);
+        // The kernel's sleep sum includes block time; keep only true sleep.
+        let sleep = s.sum_sleep_runtime.unwrap_or(0);
+        t.voluntary_sleep_ns = MonotonicNs(sleep.saturating_sub(s.sum_block_runtime.unwrap_or(0)));
+        t.block_sum = ns(s.sum_block_runtime);
+        t.iowait_sum = ns(s.iowait_sum);
+        t.iowait_count = c(s.iowait_count);
+        t.core_forceidle_sum = ns(s.core_forceidle_sum);
+        t.wait_max = pk(s.wait_max);
+        t.sleep_max = pk(s.sleep_max);
+        t.block_max = pk(s.block_max);
+        t.exec_max = pk(s.exec_max);
+        t.slice_max = pk(s.slice_max);
+        t.fair_slice_ns = GaugeNs(s.slice.unwrap_or(0));
+        t.ext_enabled = s.ext_enabled == Some(1);
+    }
+
+    fn read_status(&mut self, t: &mut ThreadState) {
+        let r = self.reader.read_parts(&[&self.dir, b"status"]);
+        self.tally.read(Source::Status, &r);
+        if let Ok(text) = r {
+            let s = parse_status(text);
+            t.voluntary_csw = MonotonicCount(s.voluntary_ctxt_switches.unwrap_or(0));
+            t.nonvoluntary_csw = MonotonicCount(s.nonvoluntary_ctxt_switches.unwrap_or(0));
+        }
+    }
+
+    fn read_io(&mut self, t: &mut ThreadState) {
+        let r = self.reader.read_parts(&[&self.dir, b"io"]);
+        self.tally.read(Source::Io, &r);
+        if let Ok(text) = r {
+            let io = parse_io(text);
+            if io.rchar.is_none() {
+                self.tally.parse_failed(Source::Io);
+            }
+            t.rchar = Bytes(io.rchar.unwrap_or(0));
+            t.wchar = Bytes(io.wchar.unwrap_or(0));
+            t.syscr = MonotonicCount(io.syscr.unwrap_or(0));
+            t.syscw = MonotonicCount(io.syscw.unwrap_or(0));
+            t.read_bytes = Bytes(io.read_bytes.unwrap_or(0));
+            t.write_bytes = Bytes(io.write_bytes.unwrap_or(0));
+            t.cancelled_write_bytes = Bytes(io.cancelled_write_bytes.unwrap_or(0));
+        }
+    }
+
+    fn read_cgroup(&mut self, t: &mut ThreadState) {
+        let r = self.reader.read_parts(&[&self.dir, b"cgroup"]);
+        self.tally.read(Source::Cgroup, &r);
+        if let Ok(text) = r {
+            match parse_v2_path(text) {
+                Some(p) if p == self.last_cgroup.as_bytes() => t.cgroup = self.last_cgroup.clone(),
+                Some(p) => {
+                    t.cgroup = String::from_utf8_lossy(p).into_owned();
+                    self.last_cgroup.clone_from(&t.cgroup);
+                }
+                None => self.tally.parse_failed(Source::Cgroup),
+            }
+        }
+    }
+}
+
+fn read_affinity(t: &mut ThreadState, tally: &mut Tally) {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: set is a valid out-buffer of `size` bytes.
+    let rc = unsafe { libc::sched_getaffinity(t.tid as libc::pid_t, size, &mut set) };
+    let r: Result<(), runq_kernel::proc::reader::ReadError> = if rc == 0 {
+        Ok(())
+    } else {
+        Err(runq_kernel::proc::reader::ReadError::Missing)
+    };
+    tally.read(Source::Affinity, &r);
+    if rc == 0 {
+        let max = (size * 8) as u32;
+        // SAFETY: CPU_ISSET reads the set within its bounds.
+        t.cpu_affinity = CpuSet((0..max).filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) }).collect());
+    }
+}
+
+/// Copies the taskstats delay and watermark fields into a thread.
+pub fn apply_taskstats(t: &mut ThreadState, ts: &Taskstats) {
+    macro_rules! bucket {
+        ($b:ident, $count:ident, $total:ident, $max:ident, $min:ident) => {
+            t.$count = MonotonicCount(ts.$b.count);
+            t.$total = MonotonicNs(ts.$b.total_ns);
+            t.$max = PeakNs(ts.$b.max_ns);
+            t.$min = PeakNs(ts.$b.min_ns);
+        };
+    }
+    bucket!(cpu, cpu_delay_count, cpu_delay_total_ns, cpu_delay_max_ns, cpu_delay_min_ns);
+    bucket!(blkio, blkio_delay_count, blkio_delay_total_ns, blkio_delay_max_ns, blkio_delay_min_ns);
+    bucket!(swapin, swapin_delay_count, swapin_delay_total_ns, swapin_delay_max_ns, swapin_delay_min_ns);
+    bucket!(freepages, freepages_delay_count, freepages_delay_total_ns, freepages_delay_max_ns, freepages_delay_min_ns);
+    bucket!(thrashing, thrashing_delay_count, thrashing_delay_total_ns, thrashing_delay_max_ns, thrashing_delay_min_ns);
+    bucket!(compact, compact_delay_count, compact_delay_total_ns, compact_delay_max_ns, compact_delay_min_ns);
+    bucket!(wpcopy, wpcopy_delay_count, wpcopy_delay_total_ns, wpcopy_delay_max_ns, wpcopy_delay_min_ns);
+    bucket!(irq, irq_delay_count, irq_delay_total_ns, irq_delay_max_ns, irq_delay_min_ns);
+    t.hiwater_rss_bytes = PeakBytes(ts.hiwater_rss_kb.saturating_mul(1024));
+    t.hiwater_vm_bytes = PeakBytes(ts.hiwater_vm_kb.saturating_mul(1024));
+}
