@@ -110,11 +110,12 @@ fn solve(mut m: [[f64; 5]; 4]) -> Option<[f64; 4]> {
             return None;
         }
         m.swap(col, pivot);
-        for r in 0..4 {
+        let pivot_row = m[col];
+        for (r, row) in m.iter_mut().enumerate() {
             if r != col {
-                let f = m[r][col] / m[col][col];
-                for c in col..5 {
-                    m[r][c] -= f * m[col][c];
+                let f = row[col] / pivot_row[col];
+                for (cell, p) in row.iter_mut().zip(pivot_row).skip(col) {
+                    *cell -= f * p;
                 }
             }
         }

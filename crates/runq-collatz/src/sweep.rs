@@ -355,3 +355,78 @@ pub fn parse_run_json(text: &str) -> Result<RunResult, String> {
         ticks_per_call: p.ticks_per_call,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(procs: usize, profiled: bool, tpc: f64) -> Point {
+        Point {
+            procs,
+            repeat: 0,
+            profiled,
+            result: RunResult {
+                config: Config {
+                    procs,
+                    outer: 1,
+                    inner: 1,
+                    target: Target::EachIndex,
+                },
+                total_calls: 1000,
+                ticks: (tpc * 1000.0) as u64,
+                ticks_per_call: tpc,
+            },
+            wall_s: 1.0,
+            profiler_cpu_s: profiled.then_some(0.25),
+        }
+    }
+
+    #[test]
+    fn derives_latency_elbows_and_profiler_cpu() {
+        let base = |x: f64| 20.0 + 2.0 * (x - 4.0).max(0.0) + 8.0 * (x - 8.0).max(0.0);
+        let prof = |x: f64| 23.0 + 2.0 * (x - 3.0).max(0.0) + 10.0 * (x - 7.0).max(0.0);
+        let mut pts = Vec::new();
+        for n in 1..=12 {
+            pts.push(point(n, false, base(n as f64)));
+            pts.push(point(n, true, prof(n as f64)));
+        }
+        let tsc = TscInfo {
+            hz: 1e9,
+            invariant: true,
+        };
+        let r = summarize(tsc, pts, true);
+        let d = r.derived.expect("derived figures");
+        assert!((d.latency_ticks_per_call - 3.0).abs() < 1e-6, "{d:?}");
+        assert_eq!(d.elbow_shift, [-1.0, -1.0]);
+        assert!((d.saturated_slope_change - 2.0).abs() < 1e-6, "{d:?}");
+        assert!((d.profiler_cpu_per_s - 0.25).abs() < 1e-9);
+    }
+
+    #[test]
+    fn schedule_alternates_modes_per_point() {
+        let cfg = SweepConfig {
+            command: vec!["x".into()],
+            max_procs: 2,
+            repeats: 2,
+            outer: 1,
+            inner: 1,
+            target: Target::EachIndex,
+            profiler: Some("p {pid}".into()),
+            settle: Duration::ZERO,
+        };
+        let plan = schedule(&cfg);
+        assert_eq!(plan.len(), 8);
+        assert_eq!(plan[0], (1, 0, false));
+        assert_eq!(plan[1], (1, 0, true));
+        assert_eq!(plan[7], (2, 1, true));
+    }
+
+    #[test]
+    fn reads_the_json_a_run_prints() {
+        let text = r#"{"procs":2,"outer":1,"inner":5,"target":7,"total_calls":160,"ticks":800,"ticks_per_call":5.0,"units":{}}"#;
+        let r = parse_run_json(text).unwrap();
+        assert_eq!(r.config.target, Target::Value(7));
+        assert_eq!(r.total_calls, 160);
+        assert!(parse_run_json("not json").is_err());
+    }
+}

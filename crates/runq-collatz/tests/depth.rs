@@ -68,7 +68,7 @@ mod walk {
         // SAFETY: installing a SA_SIGINFO handler and a 1 ms CPU-time timer.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_sigprof as usize;
+            sa.sa_sigaction = on_sigprof as *const () as usize;
             sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
             libc::sigaction(libc::SIGPROF, &sa, std::ptr::null_mut());
             let tick = libc::timeval {

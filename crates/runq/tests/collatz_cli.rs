@@ -1,0 +1,159 @@
+//! `runq collatz` end to end: the original's CSV line, CPUS rules, bad
+//! arguments, statsd gauges, and a small sweep with a stand-in profiler.
+
+mod common;
+
+use std::os::unix::net::UnixDatagram;
+use std::time::Duration;
+
+use common::runq;
+
+fn run_ok(args: &[&str]) -> (String, String) {
+    let out = runq().args(args).output().expect("run runq");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "runq {args:?}: {stderr}");
+    (stdout, stderr)
+}
+
+fn csv_fields(line: &str) -> Vec<String> {
+    line.trim().split(", ").map(str::to_string).collect()
+}
+
+#[test]
+fn prints_the_original_csv_line() {
+    let (out, err) = run_ok(&["collatz", "2", "3", "1000", "A"]);
+    let f = csv_fields(&out);
+    assert_eq!(f.len(), 7, "{out}");
+    assert_eq!(&f[..4], ["2", "3", "1000", "7"]);
+    // 2 processes x 3 x 1000 chains of 16 calls.
+    assert_eq!(f[4], "96000");
+    let ticks: u64 = f[5].parse().unwrap();
+    let per_call: f64 = f[6].parse().unwrap();
+    assert!((per_call - ticks as f64 / 96000.0).abs() < 1e-3, "{out}");
+    assert!(err.contains("tsc") && err.contains("GHz"), "{err}");
+}
+
+#[test]
+fn cpus_zero_minus_one_and_too_many() {
+    let ncpu = std::thread::available_parallelism().unwrap().get();
+    let first = |args: &[&str]| csv_fields(&run_ok(args).0)[0].clone();
+    assert_eq!(
+        first(&["collatz", "0", "1", "10", "A"]),
+        (1 + ncpu / 2).to_string()
+    );
+    assert_eq!(first(&["collatz", "-1", "1", "10", "A"]), ncpu.to_string());
+    let (out, err) = run_ok(&["collatz", "1001", "1", "1", "A"]);
+    assert_eq!(csv_fields(&out)[0], "1000");
+    assert!(err.contains("using 1000"), "{err}");
+}
+
+#[test]
+fn json_has_units_and_the_counter() {
+    let (out, _) = run_ok(&["collatz", "1", "1", "100", "G", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["total_calls"], 100 * 524);
+    assert_eq!(v["target"], 837_799);
+    assert!(v["tsc_hz"].as_f64().unwrap() > 1e6);
+    assert!(v["units"]["ticks_per_call"].is_string());
+}
+
+#[test]
+fn bad_arguments_are_one_line_usage_errors() {
+    for args in [
+        ["collatz", "1", "-3", "10", "A"],
+        ["collatz", "1", "1", "ten", "A"],
+        ["collatz", "1", "1", "10", "Q"],
+        ["collatz", "-7", "1", "10", "A"],
+        ["collatz", "x", "1", "10", "A"],
+    ] {
+        let out = runq().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("runq: "), "{err}");
+    }
+}
+
+#[test]
+fn version_and_help() {
+    let (out, _) = run_ok(&["collatz", "-v"]);
+    assert!(out.starts_with("runq collatz "), "{out}");
+    let (out, _) = run_ok(&["collatz", "--help"]);
+    assert!(out.contains("CPUS") && out.contains("837799"), "{out}");
+}
+
+#[test]
+fn statsd_gauges_per_outer_iteration() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("dogstatsd.sock");
+    let server = UnixDatagram::bind(&sock).unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let out = runq()
+        .args(["collatz", "1", "2", "500", "B"])
+        .env("DD_DOGSTATSD_SOCKET", &sock)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut lines = Vec::new();
+    let mut buf = [0u8; 256];
+    for _ in 0..6 {
+        let n = server.recv(&mut buf).expect("a gauge");
+        lines.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    assert!(lines[0].starts_with("app.collatz.ticks:") && lines[0].ends_with("|g"));
+    assert_eq!(lines[1], "app.collatz.stacks:500|g");
+    assert_eq!(lines[2], format!("app.collatz.functions:{}|g", 500 * 111));
+    assert!(lines[3].starts_with("app.collatz.ticks:"));
+}
+
+#[test]
+fn a_small_sweep_writes_csv_json_and_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("sweep");
+    let out = runq()
+        .args(["collatz", "sweep", "--max-procs", "4", "--repeats", "1"])
+        .args(["--outer", "1", "--inner", "2000", "--settle", "10ms"])
+        .args(["--profiler", "sleep 30 # stand-in for a profiler of {pid}"])
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("elbows at"), "{stdout}");
+    assert!(stdout.contains("latency:"), "{stdout}");
+
+    let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4 * 2, "{csv}");
+    assert!(csv.starts_with("procs,repeat,profiled,"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("sweep.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["points"].as_array().unwrap().len(), 8);
+    assert!(json["baseline"]["fit"]["elbows"].is_array());
+    assert!(json["derived"]["latency_ticks_per_call"].is_number());
+    let svg = std::fs::read_to_string(out_dir.join("sweep.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("with profiler"),
+        "svg"
+    );
+}
+
+#[test]
+fn sweep_rejects_a_profiler_without_pid() {
+    let out = runq()
+        .args(["collatz", "sweep", "--profiler", "perf record"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("{pid}"));
+}
