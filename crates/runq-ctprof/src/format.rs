@@ -41,7 +41,9 @@ pub enum FormatError {
         detail: String,
     },
     /// Valid zstd, but not a ctprof JSON document.
-    #[error("{path}: not a ctprof snapshot ({detail}); pass a file written by `runq ctprof capture`")]
+    #[error(
+        "{path}: not a ctprof snapshot ({detail}); pass a file written by `runq ctprof capture`"
+    )]
     Foreign {
         /// The file.
         path: PathBuf,
@@ -65,7 +67,10 @@ pub fn save(snapshot: &CtprofSnapshot, path: &Path) -> Result<u64, FormatError> 
         source,
     };
     let bytes = encode(snapshot).map_err(io)?;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut tmp = tempfile_in(dir).map_err(io)?;
     let result = tmp.1.write_all(&bytes).and_then(|_| tmp.1.sync_all());
     if let Err(e) = result.and_then(|_| std::fs::rename(&tmp.0, path)) {
@@ -76,9 +81,16 @@ pub fn save(snapshot: &CtprofSnapshot, path: &Path) -> Result<u64, FormatError> 
 }
 
 fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    let name = format!(".ctprof-{}-{}.tmp", std::process::id(), crate::capture::now_unix_ns());
+    let name = format!(
+        ".ctprof-{}-{}.tmp",
+        std::process::id(),
+        crate::capture::now_unix_ns()
+    );
     let p = dir.join(name);
-    let f = std::fs::OpenOptions::new().write(true).create_new(true).open(&p)?;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)?;
     Ok((p, f))
 }
 
@@ -99,10 +111,11 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<CtprofSnapshot, FormatError> 
             path: path.clone(),
             detail: e.to_string(),
         })?;
-    let value: serde_json::Value = serde_json::from_slice(&json).map_err(|e| FormatError::Foreign {
-        path: path.clone(),
-        detail: format!("invalid JSON: {e}"),
-    })?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&json).map_err(|e| FormatError::Foreign {
+            path: path.clone(),
+            detail: format!("invalid JSON: {e}"),
+        })?;
     match value.get("format").and_then(|f| f.as_str()) {
         Some(FORMAT_NAME) => {}
         _ => {

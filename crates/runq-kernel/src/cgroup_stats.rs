@@ -106,7 +106,10 @@ impl CgroupRoots {
                 }
                 Some(ctrls) => {
                     for c in ctrls {
-                        roots.v1.entry(c.clone()).or_insert_with(|| m.mount_point.clone());
+                        roots
+                            .v1
+                            .entry(c.clone())
+                            .or_insert_with(|| m.mount_point.clone());
                     }
                 }
             }
@@ -156,7 +159,13 @@ pub fn parse_cpu_max(text: &str) -> (Option<u64>, Option<u64>) {
     (quota, period)
 }
 
-fn set<T>(slot: &mut Option<T>, v: Option<T>, sources: &mut BTreeMap<String, CgroupVersion>, key: &str, ver: CgroupVersion) {
+fn set<T>(
+    slot: &mut Option<T>,
+    v: Option<T>,
+    sources: &mut BTreeMap<String, CgroupVersion>,
+    key: &str,
+    ver: CgroupVersion,
+) {
     if slot.is_none() && v.is_some() {
         *slot = v;
         sources.insert(key.to_string(), ver);
@@ -185,25 +194,67 @@ fn read_v2(dir: &Path, st: &mut CgroupStats) {
     let src = &mut st.sources;
     if let Some(t) = read(dir, "cpu.stat") {
         let m = parse_flat_keyed(&t);
-        set(&mut st.cpu.usage_usec, m.get("usage_usec").copied(), src, "cpu.usage_usec", V2);
-        set(&mut st.cpu.nr_throttled, m.get("nr_throttled").copied(), src, "cpu.nr_throttled", V2);
-        set(&mut st.cpu.throttled_usec, m.get("throttled_usec").copied(), src, "cpu.throttled_usec", V2);
+        set(
+            &mut st.cpu.usage_usec,
+            m.get("usage_usec").copied(),
+            src,
+            "cpu.usage_usec",
+            V2,
+        );
+        set(
+            &mut st.cpu.nr_throttled,
+            m.get("nr_throttled").copied(),
+            src,
+            "cpu.nr_throttled",
+            V2,
+        );
+        set(
+            &mut st.cpu.throttled_usec,
+            m.get("throttled_usec").copied(),
+            src,
+            "cpu.throttled_usec",
+            V2,
+        );
     }
     if let Some(t) = read(dir, "cpu.max") {
         let (q, p) = parse_cpu_max(&t);
         set(&mut st.cpu.max_quota_us, q, src, "cpu.max_quota_us", V2);
         set(&mut st.cpu.max_period_us, p, src, "cpu.max_period_us", V2);
     }
-    set(&mut st.cpu.weight, read(dir, "cpu.weight").and_then(|t| t.trim().parse().ok()), src, "cpu.weight", V2);
-    set(&mut st.cpu.weight_nice, read(dir, "cpu.weight.nice").and_then(|t| t.trim().parse().ok()), src, "cpu.weight_nice", V2);
-    set(&mut st.memory.current, read(dir, "memory.current").and_then(|t| parse_limit(&t)), src, "memory.current", V2);
+    set(
+        &mut st.cpu.weight,
+        read(dir, "cpu.weight").and_then(|t| t.trim().parse().ok()),
+        src,
+        "cpu.weight",
+        V2,
+    );
+    set(
+        &mut st.cpu.weight_nice,
+        read(dir, "cpu.weight.nice").and_then(|t| t.trim().parse().ok()),
+        src,
+        "cpu.weight_nice",
+        V2,
+    );
+    set(
+        &mut st.memory.current,
+        read(dir, "memory.current").and_then(|t| parse_limit(&t)),
+        src,
+        "memory.current",
+        V2,
+    );
     for (file, slot) in [
         ("memory.max", &mut st.memory.max),
         ("memory.high", &mut st.memory.high),
         ("memory.low", &mut st.memory.low),
         ("memory.min", &mut st.memory.min),
     ] {
-        set(slot, read(dir, file).and_then(|t| parse_limit(&t)), src, file, V2);
+        set(
+            slot,
+            read(dir, file).and_then(|t| parse_limit(&t)),
+            src,
+            file,
+            V2,
+        );
     }
     if let Some(t) = read(dir, "memory.stat") {
         st.memory.stat = parse_flat_keyed(&t);
@@ -213,8 +264,20 @@ fn read_v2(dir: &Path, st: &mut CgroupStats) {
         st.memory.events = parse_flat_keyed(&t);
         src.insert("memory.events".into(), V2);
     }
-    set(&mut st.pids.current, read(dir, "pids.current").and_then(|t| parse_limit(&t)), src, "pids.current", V2);
-    set(&mut st.pids.max, read(dir, "pids.max").and_then(|t| parse_limit(&t)), src, "pids.max", V2);
+    set(
+        &mut st.pids.current,
+        read(dir, "pids.current").and_then(|t| parse_limit(&t)),
+        src,
+        "pids.current",
+        V2,
+    );
+    set(
+        &mut st.pids.max,
+        read(dir, "pids.max").and_then(|t| parse_limit(&t)),
+        src,
+        "pids.max",
+        V2,
+    );
     st.psi = read_psi(dir, ".pressure");
 }
 
@@ -228,14 +291,32 @@ fn read_v1(dir_for: &dyn Fn(&str) -> Option<PathBuf>, st: &mut CgroupStats) {
     let src = &mut st.sources;
     if let Some(d) = dir_for("cpuacct") {
         let usage = read(&d, "cpuacct.usage").and_then(|t| t.trim().parse::<u64>().ok());
-        set(&mut st.cpu.usage_usec, usage.map(|ns| ns / 1000), src, "cpu.usage_usec", V1);
+        set(
+            &mut st.cpu.usage_usec,
+            usage.map(|ns| ns / 1000),
+            src,
+            "cpu.usage_usec",
+            V1,
+        );
     }
     if let Some(d) = dir_for("cpu") {
         if let Some(t) = read(&d, "cpu.stat") {
             let m = parse_flat_keyed(&t);
-            set(&mut st.cpu.nr_throttled, m.get("nr_throttled").copied(), src, "cpu.nr_throttled", V1);
+            set(
+                &mut st.cpu.nr_throttled,
+                m.get("nr_throttled").copied(),
+                src,
+                "cpu.nr_throttled",
+                V1,
+            );
             let thr = m.get("throttled_time").map(|ns| ns / 1000);
-            set(&mut st.cpu.throttled_usec, thr, src, "cpu.throttled_usec", V1);
+            set(
+                &mut st.cpu.throttled_usec,
+                thr,
+                src,
+                "cpu.throttled_usec",
+                V1,
+            );
         }
         let quota = read(&d, "cpu.cfs_quota_us").and_then(|t| t.trim().parse::<i64>().ok());
         if quota.is_some() && !st.sources.contains_key("cpu.max_period_us") {
@@ -243,16 +324,40 @@ fn read_v1(dir_for: &dyn Fn(&str) -> Option<PathBuf>, st: &mut CgroupStats) {
             st.cpu.max_quota_us = q;
             st.sources.insert("cpu.max_quota_us".into(), V1);
             let period = read(&d, "cpu.cfs_period_us").and_then(|t| t.trim().parse().ok());
-            set(&mut st.cpu.max_period_us, period, &mut st.sources, "cpu.max_period_us", V1);
+            set(
+                &mut st.cpu.max_period_us,
+                period,
+                &mut st.sources,
+                "cpu.max_period_us",
+                V1,
+            );
         }
         let shares = read(&d, "cpu.shares").and_then(|t| t.trim().parse::<u64>().ok());
         let weight = shares.map(|s| 1 + (s.clamp(2, 262_144) - 2) * 9999 / 262_142);
-        set(&mut st.cpu.weight, weight, &mut st.sources, "cpu.weight", V1);
+        set(
+            &mut st.cpu.weight,
+            weight,
+            &mut st.sources,
+            "cpu.weight",
+            V1,
+        );
     }
     let src = &mut st.sources;
     if let Some(d) = dir_for("memory") {
-        set(&mut st.memory.current, read(&d, "memory.usage_in_bytes").and_then(|t| parse_limit(&t)), src, "memory.current", V1);
-        set(&mut st.memory.max, read(&d, "memory.limit_in_bytes").and_then(|t| v1_mem_limit(&t)), src, "memory.max", V1);
+        set(
+            &mut st.memory.current,
+            read(&d, "memory.usage_in_bytes").and_then(|t| parse_limit(&t)),
+            src,
+            "memory.current",
+            V1,
+        );
+        set(
+            &mut st.memory.max,
+            read(&d, "memory.limit_in_bytes").and_then(|t| v1_mem_limit(&t)),
+            src,
+            "memory.max",
+            V1,
+        );
         if st.memory.stat.is_empty() {
             if let Some(t) = read(&d, "memory.stat") {
                 st.memory.stat = parse_flat_keyed(&t);
@@ -261,8 +366,20 @@ fn read_v1(dir_for: &dyn Fn(&str) -> Option<PathBuf>, st: &mut CgroupStats) {
         }
     }
     if let Some(d) = dir_for("pids") {
-        set(&mut st.pids.current, read(&d, "pids.current").and_then(|t| parse_limit(&t)), src, "pids.current", V1);
-        set(&mut st.pids.max, read(&d, "pids.max").and_then(|t| parse_limit(&t)), src, "pids.max", V1);
+        set(
+            &mut st.pids.current,
+            read(&d, "pids.current").and_then(|t| parse_limit(&t)),
+            src,
+            "pids.current",
+            V1,
+        );
+        set(
+            &mut st.pids.max,
+            read(&d, "pids.max").and_then(|t| parse_limit(&t)),
+            src,
+            "pids.max",
+            V1,
+        );
     }
 }
 

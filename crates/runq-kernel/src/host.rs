@@ -35,7 +35,9 @@ pub struct HostContext {
 }
 
 fn read_trim(p: &Path) -> String {
-    std::fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_default()
+    std::fs::read_to_string(p)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// First value of `key` in cpuinfo text.
@@ -66,7 +68,11 @@ fn uname() -> (String, String, String, String) {
         return Default::default();
     }
     let s = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
     (s(&u.nodename), s(&u.release), s(&u.version), s(&u.machine))
@@ -116,9 +122,15 @@ mod tests {
 
     #[test]
     fn parsers() {
-        assert_eq!(parse_cpu_model("processor\t: 0\nmodel name\t: Foo CPU @ 2GHz\n"), "Foo CPU @ 2GHz");
+        assert_eq!(
+            parse_cpu_model("processor\t: 0\nmodel name\t: Foo CPU @ 2GHz\n"),
+            "Foo CPU @ 2GHz"
+        );
         assert_eq!(parse_cpu_model(""), "");
-        assert_eq!(parse_mem_total_kb("MemTotal:       24576000 kB\n"), 24_576_000);
+        assert_eq!(
+            parse_mem_total_kb("MemTotal:       24576000 kB\n"),
+            24_576_000
+        );
         assert_eq!(parse_mem_total_kb("junk"), 0);
     }
 

@@ -221,7 +221,11 @@ impl TaskstatsClient {
         use std::os::fd::FromRawFd;
         // SAFETY: plain socket(2) call.
         let raw = unsafe {
-            libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_GENERIC)
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                libc::NETLINK_GENERIC,
+            )
         };
         if raw < 0 {
             return Err(io::Error::last_os_error());
@@ -234,9 +238,16 @@ impl TaskstatsClient {
             seq: 0,
             buf: vec![0; 16384],
         };
-        let reply = client.roundtrip(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, CTRL_ATTR_FAMILY_NAME, b"TASKSTATS\0")?;
+        let reply = client.roundtrip(
+            GENL_ID_CTRL,
+            CTRL_CMD_GETFAMILY,
+            CTRL_ATTR_FAMILY_NAME,
+            b"TASKSTATS\0",
+        )?;
         let body = reply_attrs(reply).map_err(|e| match e {
-            QueryError::Other(0) => io::Error::new(io::ErrorKind::InvalidData, "bad genetlink reply"),
+            QueryError::Other(0) => {
+                io::Error::new(io::ErrorKind::InvalidData, "bad genetlink reply")
+            }
             QueryError::Permission => io::Error::from_raw_os_error(libc::EPERM),
             QueryError::NoTask => io::Error::from_raw_os_error(libc::ESRCH),
             QueryError::Other(e) => io::Error::from_raw_os_error(e),
@@ -244,7 +255,9 @@ impl TaskstatsClient {
         let family = attrs(body)
             .find(|(ty, p)| *ty == CTRL_ATTR_FAMILY_ID && p.len() >= 2)
             .map(|(_, p)| u16::from_ne_bytes([p[0], p[1]]))
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "TASKSTATS family not registered"))?;
+            .ok_or_else(|| {
+                io::Error::new(io::ErrorKind::NotFound, "TASKSTATS family not registered")
+            })?;
         client.family = family;
         Ok(client)
     }
@@ -281,7 +294,10 @@ impl TaskstatsClient {
                 return Err(e);
             }
             let n = n as usize;
-            let seq = self.buf.get(8..12).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+            let seq = self
+                .buf
+                .get(8..12)
+                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
             if n >= NLMSG_HDR && seq == Some(self.seq) {
                 return Ok(&self.buf[..n]);
             }
@@ -291,7 +307,12 @@ impl TaskstatsClient {
     /// Queries one task by tid.
     pub fn query(&mut self, tid: u32) -> Result<Taskstats, QueryError> {
         let family = self.family;
-        match self.roundtrip(family, TASKSTATS_CMD_GET, TASKSTATS_CMD_ATTR_PID, &tid.to_ne_bytes()) {
+        match self.roundtrip(
+            family,
+            TASKSTATS_CMD_GET,
+            TASKSTATS_CMD_ATTR_PID,
+            &tid.to_ne_bytes(),
+        ) {
             Ok(reply) => parse_reply(reply),
             Err(e) => Err(QueryError::from_errno(e.raw_os_error().unwrap_or(0))),
         }

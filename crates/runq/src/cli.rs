@@ -29,6 +29,9 @@ pub enum Command {
     /// summary. Needs root for cgroups; without it the default scenario runs
     /// its workers unplaced and says so.
     Run(cmd::run::RunArgs),
+    /// Per-thread host snapshots: capture scheduling, memory, I/O and
+    /// delay-accounting counters of every thread into a `.ctprof.zst` file.
+    Ctprof(cmd::ctprof::CtprofArgs),
     /// Measure what a profiler costs: a 1000-function call graph walked by
     /// N processes, timed with the time stamp counter.
     ///

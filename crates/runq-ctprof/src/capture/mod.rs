@@ -59,7 +59,12 @@ fn numeric_entries(dir: &Path) -> Vec<u32> {
         return Vec::new();
     };
     rd.flatten()
-        .filter_map(|e| std::str::from_utf8(e.file_name().as_bytes()).ok()?.parse().ok())
+        .filter_map(|e| {
+            std::str::from_utf8(e.file_name().as_bytes())
+                .ok()?
+                .parse()
+                .ok()
+        })
         .collect()
 }
 
@@ -85,7 +90,9 @@ fn worker_count(requested: usize) -> usize {
     if requested > 0 {
         return requested;
     }
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8)
 }
 
 /// Captures a snapshot.
@@ -111,7 +118,10 @@ pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
     snap.taskstats_summary = Some(ts);
     snap.psi = runq_kernel::psi::read_host_psi(&opts.proc_root);
     snap.sched_ext = runq_kernel::sched_ext::read_sched_ext(&opts.sys_root);
-    snap.host = Some(runq_kernel::host::read_host_context(&opts.proc_root, &opts.sys_root));
+    snap.host = Some(runq_kernel::host::read_host_context(
+        &opts.proc_root,
+        &opts.sys_root,
+    ));
     snap.capture_duration_ns = started.elapsed().as_nanos() as u64;
     snap
 }
@@ -149,12 +159,18 @@ fn capture_threads(
             .map(|(w, part)| {
                 s.spawn(move || {
                     let mut out = Vec::with_capacity(part.len());
-                    out.extend(part.iter().filter_map(|&(tgid, tid)| w.capture(root.len(), tgid, tid)));
+                    out.extend(
+                        part.iter()
+                            .filter_map(|&(tgid, tid)| w.capture(root.len(), tgid, tid)),
+                    );
                     out
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
     });
     let mut tally = Tally::default();
     for w in &workers {

@@ -28,7 +28,16 @@ pub enum Source {
 }
 
 const N: usize = 8;
-const NAMES: [&str; N] = ["stat", "schedstat", "sched", "status", "io", "cgroup", "smaps_rollup", "affinity"];
+const NAMES: [&str; N] = [
+    "stat",
+    "schedstat",
+    "sched",
+    "status",
+    "io",
+    "cgroup",
+    "smaps_rollup",
+    "affinity",
+];
 
 /// Counters filled by one capture worker.
 #[derive(Debug, Default, Clone)]

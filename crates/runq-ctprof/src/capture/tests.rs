@@ -5,7 +5,10 @@ const STAT: &str = "TID (COMM) S 1 1 0 0 -1 4194304 11 0 2 0 30 40 0 0 20 0 NT 0
 fn task(root: &Path, tgid: u32, tid: u32, comm: &str) -> PathBuf {
     let d = root.join(format!("{tgid}/task/{tid}"));
     std::fs::create_dir_all(&d).unwrap();
-    let stat = STAT.replace("TID", &tid.to_string()).replace("COMM", comm).replace("NT", "2");
+    let stat = STAT
+        .replace("TID", &tid.to_string())
+        .replace("COMM", comm)
+        .replace("NT", "2");
     std::fs::write(d.join("stat"), stat).unwrap();
     d
 }
@@ -36,7 +39,11 @@ fn synthetic_tree() {
     std::fs::write(leader.join("smaps_rollup"), "Rss: 12 kB\n").unwrap();
     // A worker thread with only stat + status (no sched: no SCHED_DEBUG).
     let w = task(root, 10, 11, "worker");
-    std::fs::write(w.join("status"), "voluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t1\n").unwrap();
+    std::fs::write(
+        w.join("status"),
+        "voluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t1\n",
+    )
+    .unwrap();
     std::fs::write(w.join("schedstat"), "garbage").unwrap();
     // A thread that vanished: task dir without stat.
     std::fs::create_dir_all(root.join("10/task/12")).unwrap();
@@ -97,7 +104,7 @@ fn unreadable_file_counts_as_denied() {
     let d = tempfile::tempdir().unwrap();
     let t = task(d.path(), 5, 5, "x");
     std::fs::write(t.join("io"), "rchar: 1\n").unwrap();
-    std::fs::set_permissions(t.join("io"), std::fs::Permissions::from_mode(0)).unwrap();
+    std::fs::set_permissions(t.join("io"), std::fs::Permissions::from_mode(0o000)).unwrap();
     let s = capture(&opts(d.path()));
     assert_eq!(s.probe_summary.unwrap().read_denied.get("io"), Some(&1));
 }

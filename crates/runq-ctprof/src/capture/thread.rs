@@ -2,10 +2,13 @@
 //! [`ThreadState`], counting every missing or malformed source.
 
 use std::io::Write;
+use std::os::fd::OwnedFd;
 
 use runq_kernel::proc::cgroup_file::parse_v2_path;
 use runq_kernel::proc::stat::policy_name;
-use runq_kernel::proc::{parse_io, parse_sched, parse_smaps_rollup, parse_stat, parse_status, FileReader};
+use runq_kernel::proc::{
+    parse_io, parse_sched, parse_smaps_rollup, parse_stat, parse_status, FileReader,
+};
 use runq_kernel::schedstat::parse_schedstat;
 use runq_kernel::taskstats::{Taskstats, TaskstatsClient};
 
@@ -45,22 +48,28 @@ impl Worker {
     pub fn capture(&mut self, root_len: usize, tgid: u32, tid: u32) -> Option<ThreadState> {
         self.dir.truncate(root_len);
         let _ = write!(self.dir, "/{tgid}/task/{tid}/");
-        let mut t = ThreadState::default();
-        t.tid = tid;
-        t.tgid = tgid;
-        if !self.read_stat(&mut t) {
+        let mut t = ThreadState {
+            tid,
+            tgid,
+            ..ThreadState::default()
+        };
+        let Ok(dir) = self.reader.open_dir(&[&self.dir]) else {
+            self.tally.vanished += 1;
+            return None;
+        };
+        if !self.read_stat(&dir, &mut t) {
             self.tally.vanished += 1;
             return None;
         }
-        self.read_schedstat(&mut t);
-        self.read_sched(&mut t);
-        self.read_io(&mut t);
-        self.read_cgroup(&mut t);
+        self.read_schedstat(&dir, &mut t);
+        self.read_sched(&dir, &mut t);
+        self.read_io(&dir, &mut t);
+        self.read_cgroup(&dir, &mut t);
         if self.live {
             read_affinity(&mut t, &mut self.tally);
         }
         if tid == tgid {
-            let r = self.reader.read_parts(&[&self.dir, b"smaps_rollup"]);
+            let r = self.reader.read_at(&dir, c"smaps_rollup");
             self.tally.read(Source::SmapsRollup, &r);
             if let Ok(text) = r {
                 t.smaps_rollup_kb = parse_smaps_rollup(text);
@@ -76,8 +85,8 @@ impl Worker {
         Some(t)
     }
 
-    fn read_stat(&mut self, t: &mut ThreadState) -> bool {
-        let r = self.reader.read_parts(&[&self.dir, b"stat"]);
+    fn read_stat(&mut self, dir: &OwnedFd, t: &mut ThreadState) -> bool {
+        let r = self.reader.read_at(dir, c"stat");
         self.tally.read(Source::Stat, &r);
         let Ok(text) = r else { return false };
         let Some(s) = parse_stat(text) else {
@@ -102,8 +111,8 @@ impl Worker {
         true
     }
 
-    fn read_schedstat(&mut self, t: &mut ThreadState) {
-        let r = self.reader.read_parts(&[&self.dir, b"schedstat"]);
+    fn read_schedstat(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
+        let r = self.reader.read_at(dir, c"schedstat");
         self.tally.read(Source::Schedstat, &r);
         if let Ok(text) = r {
             match std::str::from_utf8(text).ok().and_then(parse_schedstat) {
@@ -117,16 +126,16 @@ impl Worker {
         }
     }
 
-    fn read_sched(&mut self, t: &mut ThreadState) {
-        let r = self.reader.read_parts(&[&self.dir, b"sched"]);
+    fn read_sched(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
+        let r = self.reader.read_at(dir, c"sched");
         self.tally.read(Source::Sched, &r);
         let Ok(text) = r else {
-            return self.read_status(t);
+            return self.read_status(dir, t);
         };
         let s = parse_sched(text);
         if s.nr_switches.is_none() && s.sum_exec_runtime.is_none() {
             self.tally.parse_failed(Source::Sched);
-            return self.read_status(t);
+            return self.read_status(dir, t);
         }
         if s.nr_wakeups.is_none() {
             self.tally.sched_without_schedstats += 1;
@@ -166,8 +175,8 @@ impl Worker {
         t.ext_enabled = s.ext_enabled == Some(1);
     }
 
-    fn read_status(&mut self, t: &mut ThreadState) {
-        let r = self.reader.read_parts(&[&self.dir, b"status"]);
+    fn read_status(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
+        let r = self.reader.read_at(dir, c"status");
         self.tally.read(Source::Status, &r);
         if let Ok(text) = r {
             let s = parse_status(text);
@@ -176,8 +185,8 @@ impl Worker {
         }
     }
 
-    fn read_io(&mut self, t: &mut ThreadState) {
-        let r = self.reader.read_parts(&[&self.dir, b"io"]);
+    fn read_io(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
+        let r = self.reader.read_at(dir, c"io");
         self.tally.read(Source::Io, &r);
         if let Ok(text) = r {
             let io = parse_io(text);
@@ -194,8 +203,8 @@ impl Worker {
         }
     }
 
-    fn read_cgroup(&mut self, t: &mut ThreadState) {
-        let r = self.reader.read_parts(&[&self.dir, b"cgroup"]);
+    fn read_cgroup(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
+        let r = self.reader.read_at(dir, c"cgroup");
         self.tally.read(Source::Cgroup, &r);
         if let Ok(text) = r {
             match parse_v2_path(text) {
@@ -225,7 +234,11 @@ fn read_affinity(t: &mut ThreadState, tally: &mut Tally) {
     if rc == 0 {
         let max = (size * 8) as u32;
         // SAFETY: CPU_ISSET reads the set within its bounds.
-        t.cpu_affinity = CpuSet((0..max).filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) }).collect());
+        t.cpu_affinity = CpuSet(
+            (0..max)
+                .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
+                .collect(),
+        );
     }
 }
 
@@ -239,14 +252,62 @@ pub fn apply_taskstats(t: &mut ThreadState, ts: &Taskstats) {
             t.$min = PeakNs(ts.$b.min_ns);
         };
     }
-    bucket!(cpu, cpu_delay_count, cpu_delay_total_ns, cpu_delay_max_ns, cpu_delay_min_ns);
-    bucket!(blkio, blkio_delay_count, blkio_delay_total_ns, blkio_delay_max_ns, blkio_delay_min_ns);
-    bucket!(swapin, swapin_delay_count, swapin_delay_total_ns, swapin_delay_max_ns, swapin_delay_min_ns);
-    bucket!(freepages, freepages_delay_count, freepages_delay_total_ns, freepages_delay_max_ns, freepages_delay_min_ns);
-    bucket!(thrashing, thrashing_delay_count, thrashing_delay_total_ns, thrashing_delay_max_ns, thrashing_delay_min_ns);
-    bucket!(compact, compact_delay_count, compact_delay_total_ns, compact_delay_max_ns, compact_delay_min_ns);
-    bucket!(wpcopy, wpcopy_delay_count, wpcopy_delay_total_ns, wpcopy_delay_max_ns, wpcopy_delay_min_ns);
-    bucket!(irq, irq_delay_count, irq_delay_total_ns, irq_delay_max_ns, irq_delay_min_ns);
+    bucket!(
+        cpu,
+        cpu_delay_count,
+        cpu_delay_total_ns,
+        cpu_delay_max_ns,
+        cpu_delay_min_ns
+    );
+    bucket!(
+        blkio,
+        blkio_delay_count,
+        blkio_delay_total_ns,
+        blkio_delay_max_ns,
+        blkio_delay_min_ns
+    );
+    bucket!(
+        swapin,
+        swapin_delay_count,
+        swapin_delay_total_ns,
+        swapin_delay_max_ns,
+        swapin_delay_min_ns
+    );
+    bucket!(
+        freepages,
+        freepages_delay_count,
+        freepages_delay_total_ns,
+        freepages_delay_max_ns,
+        freepages_delay_min_ns
+    );
+    bucket!(
+        thrashing,
+        thrashing_delay_count,
+        thrashing_delay_total_ns,
+        thrashing_delay_max_ns,
+        thrashing_delay_min_ns
+    );
+    bucket!(
+        compact,
+        compact_delay_count,
+        compact_delay_total_ns,
+        compact_delay_max_ns,
+        compact_delay_min_ns
+    );
+    bucket!(
+        wpcopy,
+        wpcopy_delay_count,
+        wpcopy_delay_total_ns,
+        wpcopy_delay_max_ns,
+        wpcopy_delay_min_ns
+    );
+    bucket!(
+        irq,
+        irq_delay_count,
+        irq_delay_total_ns,
+        irq_delay_max_ns,
+        irq_delay_min_ns
+    );
     t.hiwater_rss_bytes = PeakBytes(ts.hiwater_rss_kb.saturating_mul(1024));
     t.hiwater_vm_bytes = PeakBytes(ts.hiwater_vm_kb.saturating_mul(1024));
 }

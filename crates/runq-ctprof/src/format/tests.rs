@@ -5,12 +5,14 @@ use proptest::prelude::*;
 
 fn sample() -> CtprofSnapshot {
     let mut s = CtprofSnapshot::new();
-    let mut t = ThreadState::default();
-    t.tid = 7;
-    t.tgid = 7;
-    t.comm = "a (b) c".into();
-    t.run_time_ns = MonotonicNs(5);
-    t.cpu_affinity = CpuSet(vec![0, 1]);
+    let t = ThreadState {
+        tid: 7,
+        tgid: 7,
+        comm: "a (b) c".into(),
+        run_time_ns: MonotonicNs(5),
+        cpu_affinity: CpuSet(vec![0, 1]),
+        ..ThreadState::default()
+    };
     s.threads.push(t);
     s
 }
@@ -21,7 +23,11 @@ fn roundtrip_on_disk() {
     let p = d.path().join("x.ctprof.zst");
     save(&sample(), &p).unwrap();
     assert_eq!(load(&p).unwrap(), sample());
-    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1, "no temp file left");
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        1,
+        "no temp file left"
+    );
 }
 
 #[test]
@@ -44,16 +50,28 @@ fn forward_compatible() {
 #[test]
 fn clear_errors() {
     let p = Path::new("f.ctprof.zst");
-    assert!(matches!(decode(b"hello", p), Err(FormatError::NotZstd { .. })));
+    assert!(matches!(
+        decode(b"hello", p),
+        Err(FormatError::NotZstd { .. })
+    ));
     let good = encode(&sample()).unwrap();
     let e = decode(&good[..good.len() / 2], p).unwrap_err();
-    assert!(matches!(e, FormatError::Corrupt { .. } | FormatError::Foreign { .. }), "{e}");
+    assert!(
+        matches!(e, FormatError::Corrupt { .. } | FormatError::Foreign { .. }),
+        "{e}"
+    );
     let foreign = zstd::encode_all(&br#"{"hello":1}"#[..], 3).unwrap();
     let e = decode(&foreign, p).unwrap_err();
     assert!(e.to_string().contains("not a ctprof snapshot"), "{e}");
     let wrong_type = zstd::encode_all(&br#"{"format":"runq-ctprof","threads":3}"#[..], 3).unwrap();
-    assert!(matches!(decode(&wrong_type, p), Err(FormatError::Foreign { .. })));
-    assert!(matches!(load(Path::new("/nonexistent/x")), Err(FormatError::Io { .. })));
+    assert!(matches!(
+        decode(&wrong_type, p),
+        Err(FormatError::Foreign { .. })
+    ));
+    assert!(matches!(
+        load(Path::new("/nonexistent/x")),
+        Err(FormatError::Io { .. })
+    ));
 }
 
 proptest! {

@@ -19,15 +19,26 @@ fn small_parsers() {
 fn pure_v2_tree() {
     let d = tempfile::tempdir().unwrap();
     let g = d.path().join("a/b");
-    write(&g, "cpu.stat", "usage_usec 500\nnr_throttled 2\nthrottled_usec 30\n");
+    write(
+        &g,
+        "cpu.stat",
+        "usage_usec 500\nnr_throttled 2\nthrottled_usec 30\n",
+    );
     write(&g, "cpu.max", "50000 100000\n");
     write(&g, "cpu.weight", "100\n");
     write(&g, "memory.current", "4096\n");
     write(&g, "memory.max", "max\n");
     write(&g, "memory.events", "oom 1\n");
     write(&g, "pids.current", "3\n");
-    write(&g, "cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n");
-    let roots = CgroupRoots { v2: Some(d.path().to_path_buf()), v1: BTreeMap::new() };
+    write(
+        &g,
+        "cpu.pressure",
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n",
+    );
+    let roots = CgroupRoots {
+        v2: Some(d.path().to_path_buf()),
+        v1: BTreeMap::new(),
+    };
     let s = read_cgroup_stats(&roots, "/a/b", &BTreeMap::new());
     assert_eq!(s.cpu.usage_usec, Some(500));
     assert_eq!(s.cpu.max_quota_us, Some(50000));
@@ -44,22 +55,39 @@ fn pure_v2_tree() {
 fn hybrid_fills_from_v1() {
     let d = tempfile::tempdir().unwrap();
     let v2 = d.path().join("unified");
-    write(&v2.join("g"), "cpu.stat", "usage_usec 7\nuser_usec 3\nsystem_usec 4\n");
+    write(
+        &v2.join("g"),
+        "cpu.stat",
+        "usage_usec 7\nuser_usec 3\nsystem_usec 4\n",
+    );
     let cpu = d.path().join("cpu");
     write(&cpu.join("g"), "cpu.cfs_quota_us", "-1\n");
     write(&cpu.join("g"), "cpu.cfs_period_us", "100000\n");
     write(&cpu.join("g"), "cpu.shares", "1024\n");
-    write(&cpu.join("g"), "cpu.stat", "nr_periods 0\nnr_throttled 4\nthrottled_time 9000\n");
+    write(
+        &cpu.join("g"),
+        "cpu.stat",
+        "nr_periods 0\nnr_throttled 4\nthrottled_time 9000\n",
+    );
     let mem = d.path().join("memory");
     write(&mem.join("m"), "memory.usage_in_bytes", "8192\n");
-    write(&mem.join("m"), "memory.limit_in_bytes", "9223372036854771712\n");
+    write(
+        &mem.join("m"),
+        "memory.limit_in_bytes",
+        "9223372036854771712\n",
+    );
     let roots = CgroupRoots {
         v2: Some(v2),
-        v1: [("cpu".to_string(), cpu), ("memory".to_string(), mem)].into_iter().collect(),
+        v1: [("cpu".to_string(), cpu), ("memory".to_string(), mem)]
+            .into_iter()
+            .collect(),
     };
-    let v1_paths = [("cpu".to_string(), "/g".to_string()), ("memory".to_string(), "/m".to_string())]
-        .into_iter()
-        .collect();
+    let v1_paths = [
+        ("cpu".to_string(), "/g".to_string()),
+        ("memory".to_string(), "/m".to_string()),
+    ]
+    .into_iter()
+    .collect();
     let s = read_cgroup_stats(&roots, "/g", &v1_paths);
     assert_eq!(s.cpu.usage_usec, Some(7));
     assert_eq!(s.sources.get("cpu.usage_usec"), Some(&CgroupVersion::V2));
@@ -76,7 +104,10 @@ fn hybrid_fills_from_v1() {
 
 #[test]
 fn missing_dirs_give_empty_stats() {
-    let roots = CgroupRoots { v2: Some(PathBuf::from("/nonexistent")), v1: BTreeMap::new() };
+    let roots = CgroupRoots {
+        v2: Some(PathBuf::from("/nonexistent")),
+        v1: BTreeMap::new(),
+    };
     let s = read_cgroup_stats(&roots, "/x", &BTreeMap::new());
     assert_eq!(s, CgroupStats::default());
 }
@@ -88,5 +119,8 @@ fn roots_from_mounts() {
     );
     let r = CgroupRoots::from_mounts(&mounts);
     assert_eq!(r.v2.as_deref(), Some(Path::new("/sys/fs/cgroup/unified")));
-    assert_eq!(r.v1.get("cpuacct").map(PathBuf::as_path), Some(Path::new("/sys/fs/cgroup/cpu,cpuacct")));
+    assert_eq!(
+        r.v1.get("cpuacct").map(PathBuf::as_path),
+        Some(Path::new("/sys/fs/cgroup/cpu,cpuacct"))
+    );
 }

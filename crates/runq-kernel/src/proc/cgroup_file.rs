@@ -16,8 +16,7 @@ pub fn parse_task_cgroup(text: &[u8]) -> TaskCgroups {
     let mut out = TaskCgroups::default();
     for line in text.split(|&b| b == b'\n') {
         let mut parts = line.splitn(3, |&b| b == b':');
-        let (Some(id), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next())
-        else {
+        let (Some(id), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
             continue;
         };
         let path = String::from_utf8_lossy(path).into_owned();
@@ -25,7 +24,8 @@ pub fn parse_task_cgroup(text: &[u8]) -> TaskCgroups {
             out.v2 = Some(path);
         } else {
             for c in ctrls.split(|&b| b == b',').filter(|c| !c.is_empty()) {
-                out.v1.insert(String::from_utf8_lossy(c).into_owned(), path.clone());
+                out.v1
+                    .insert(String::from_utf8_lossy(c).into_owned(), path.clone());
             }
         }
     }

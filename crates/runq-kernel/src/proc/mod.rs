@@ -31,8 +31,14 @@ pub(crate) fn kv_lines(text: &[u8], sep: u8) -> impl Iterator<Item = (&[u8], &[u
 
 /// Trims ASCII whitespace at both ends.
 pub(crate) fn trim(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &b[start..end.max(start)]
 }
 
@@ -54,7 +60,9 @@ pub(crate) fn parse_u64(b: &[u8]) -> Option<u64> {
 /// Parses a signed decimal without allocating.
 pub(crate) fn parse_i64(b: &[u8]) -> Option<i64> {
     match b.first() {
-        Some(b'-') => parse_u64(&b[1..]).and_then(|v| i64::try_from(v).ok()).map(|v| -v),
+        Some(b'-') => parse_u64(&b[1..])
+            .and_then(|v| i64::try_from(v).ok())
+            .map(|v| -v),
         _ => parse_u64(b).and_then(|v| i64::try_from(v).ok()),
     }
 }

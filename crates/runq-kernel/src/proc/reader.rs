@@ -48,6 +48,46 @@ impl FileReader {
         result.map(|n| &self.buf[..n])
     }
 
+    /// Reads `name` relative to the open directory `dirfd` (`openat`), which
+    /// skips the path walk when many files of one directory are read.
+    pub fn read_at(
+        &mut self,
+        dirfd: &std::os::fd::OwnedFd,
+        name: &CStr,
+    ) -> Result<&[u8], ReadError> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: dirfd is open; name is NUL-terminated.
+        let fd = unsafe {
+            libc::openat(
+                dirfd.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        };
+        read_fd(fd, &mut self.buf).map(|n| &self.buf[..n])
+    }
+
+    /// Opens the directory made of `parts` concatenated as an `O_PATH`
+    /// descriptor for [`Self::read_at`].
+    pub fn open_dir(&mut self, parts: &[&[u8]]) -> Result<std::os::fd::OwnedFd, ReadError> {
+        use std::os::fd::FromRawFd;
+        self.path.clear();
+        for p in parts {
+            self.path.extend_from_slice(p);
+        }
+        self.path.push(0);
+        let c =
+            CStr::from_bytes_until_nul(&self.path).map_err(|_| ReadError::Other(libc::EINVAL))?;
+        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+        // SAFETY: c is NUL-terminated.
+        let fd = unsafe { libc::open(c.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(classify(errno()));
+        }
+        // SAFETY: fd is a fresh descriptor we own.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    }
+
     /// Reads the file at `path`.
     pub fn read(&mut self, path: &std::path::Path) -> Result<&[u8], ReadError> {
         use std::os::unix::ffi::OsStrExt;
@@ -71,6 +111,12 @@ fn errno() -> i32 {
 fn read_into(path: &CStr, buf: &mut Vec<u8>) -> Result<usize, ReadError> {
     // SAFETY: path is NUL-terminated; flags are plain constants.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    read_fd(fd, buf)
+}
+
+/// Reads all of the just-opened `fd` (negative: the open failed) into
+/// `buf`, then closes it.
+fn read_fd(fd: i32, buf: &mut Vec<u8>) -> Result<usize, ReadError> {
     if fd < 0 {
         return Err(classify(errno()));
     }
@@ -118,5 +164,12 @@ mod tests {
         assert_eq!(r.read(&p).unwrap(), b"abc");
         assert_eq!(r.read(&dir.path().join("nope")), Err(ReadError::Missing));
         assert!(r.read_parts(&[b"/proc/self/", b"stat"]).is_ok());
+        let d = r.open_dir(&[b"/proc/self"]).unwrap();
+        assert!(!r.read_at(&d, c"stat").unwrap().is_empty());
+        assert_eq!(r.read_at(&d, c"no-such-file"), Err(ReadError::Missing));
+        assert_eq!(
+            r.open_dir(&[b"/nonexistent"]).unwrap_err(),
+            ReadError::Missing
+        );
     }
 }

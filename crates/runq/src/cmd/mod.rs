@@ -2,6 +2,7 @@
 
 pub mod collatz;
 pub mod completions;
+pub mod ctprof;
 pub mod run;
 
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ use crate::cli::{Cli, Command};
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::execute(args),
+        Command::Ctprof(args) => ctprof::execute(args),
         Command::Collatz(args) => collatz::execute(args),
         Command::Completions(args) => completions::execute(args),
     }

@@ -1,0 +1,192 @@
+//! Live captures against the running kernel (root tests skip otherwise).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runq_ctprof::{capture, CaptureOptions, ThreadState};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}
+
+fn pin_to_cpu0() {
+    // SAFETY: zeroed cpu_set_t is valid; CPU_SET writes within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Spins `n` threads pinned to CPU 0 (so they wait for each other), each
+/// sleeping briefly now and then; returns their tids and a stop flag.
+fn busy_threads(n: usize) -> (Vec<u32>, Arc<AtomicBool>, Vec<std::thread::JoinHandle<()>>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handles = (0..n)
+        .map(|_| {
+            let stop = stop.clone();
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                pin_to_cpu0();
+                tx.send(gettid()).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    let t = Instant::now();
+                    while t.elapsed() < Duration::from_millis(20) {
+                        std::hint::spin_loop();
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+        })
+        .collect();
+    let tids = (0..n).map(|_| rx.recv().unwrap()).collect();
+    (tids, stop, handles)
+}
+
+fn find(threads: &[ThreadState], tid: u32) -> &ThreadState {
+    threads
+        .iter()
+        .find(|t| t.tid == tid)
+        .expect("thread in snapshot")
+}
+
+#[test]
+fn busy_thread_shows_run_time_and_switches() {
+    let (tids, stop, handles) = busy_threads(1);
+    std::thread::sleep(Duration::from_millis(300));
+    let snap = capture(&CaptureOptions {
+        taskstats: false,
+        cgroups: false,
+        ..Default::default()
+    });
+    stop.store(true, Ordering::Relaxed);
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    let t = find(&snap.threads, tids[0]);
+    assert!(
+        t.run_time_ns.0 >= 100_000_000,
+        "run_time_ns {}",
+        t.run_time_ns.0
+    );
+    assert!(t.timeslices.0 > 0);
+    assert!(t.voluntary_csw.0 > 0, "the thread sleeps between spins");
+    assert_eq!(t.tgid, std::process::id());
+    assert_eq!(t.cpu_affinity.0, vec![0]);
+    assert!(t.start_time_clock_ticks > 0);
+    assert!(!t.pcomm.is_empty());
+    let me = snap
+        .threads
+        .iter()
+        .find(|t| t.tid == t.tgid && t.tgid == std::process::id())
+        .unwrap();
+    assert!(me.nr_threads.0 >= 2);
+    assert!(me.smaps_rollup_kb.get("Rss").copied().unwrap_or(0) > 0);
+    assert!(snap
+        .host
+        .as_ref()
+        .is_some_and(|h| !h.kernel_release.is_empty()));
+    let probe = snap.probe_summary.unwrap();
+    assert!(probe.read_ok.get("stat").copied().unwrap_or(0) >= 2);
+}
+
+/// Restores `kernel.task_delayacct` when dropped.
+struct DelayacctGuard(String);
+
+impl Drop for DelayacctGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::write("/proc/sys/kernel/task_delayacct", &self.0);
+    }
+}
+
+#[test]
+fn taskstats_delays_with_delayacct_on() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let Ok(old) = std::fs::read_to_string("/proc/sys/kernel/task_delayacct") else {
+        eprintln!("skipped: kernel has no kernel.task_delayacct");
+        return;
+    };
+    let _guard = DelayacctGuard(old);
+    std::fs::write("/proc/sys/kernel/task_delayacct", "1").unwrap();
+    let (tids, stop, handles) = busy_threads(2);
+    std::thread::sleep(Duration::from_millis(400));
+    let snap = capture(&CaptureOptions {
+        cgroups: false,
+        ..Default::default()
+    });
+    stop.store(true, Ordering::Relaxed);
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    let ts = snap.taskstats_summary.unwrap();
+    assert!(ts.ok_count > 0 && ts.eperm_count == 0, "{ts:?}");
+    assert_eq!(ts.delayacct_enabled, Some(true));
+    let t = find(&snap.threads, tids[0]);
+    assert!(
+        t.cpu_delay_count.0 > 0,
+        "two threads share CPU 0: cpu delay count"
+    );
+    assert!(t.cpu_delay_total_ns.0 > 0);
+    assert!(t.hiwater_vm_bytes.0 > 0 && t.hiwater_rss_bytes.0 > 0);
+    let kernel_has_max = t.cpu_delay_max_ns.0 > 0;
+    if kernel_has_max {
+        assert!(t.cpu_delay_max_ns.0 >= t.cpu_delay_min_ns.0);
+        assert!(t.cpu_delay_max_ns.0 <= t.cpu_delay_total_ns.0);
+    }
+}
+
+#[test]
+fn cgroup_enrichment_finds_test_cgroup() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let roots = runq_kernel::cgroup_stats::CgroupRoots::detect();
+    let Some(v2) = roots.v2.clone() else {
+        eprintln!("skipped: no cgroup v2 hierarchy mounted");
+        return;
+    };
+    let name = format!("runq-ctprof-test-{}", std::process::id());
+    let dir = v2.join(&name);
+    std::fs::create_dir(&dir).unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let placed = std::fs::write(dir.join("cgroup.procs"), child.id().to_string());
+    let snap = placed.as_ref().ok().map(|_| {
+        capture(&CaptureOptions {
+            taskstats: false,
+            ..Default::default()
+        })
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir(&dir);
+    placed.unwrap();
+    let snap = snap.unwrap();
+    let key = format!("/{name}");
+    let t = snap
+        .threads
+        .iter()
+        .find(|t| t.tid == child.id())
+        .expect("child captured");
+    assert_eq!(t.cgroup, key);
+    assert_eq!(t.pcomm, "sleep");
+    let st = snap
+        .cgroup_stats
+        .get(&key)
+        .expect("stats for the test cgroup");
+    assert!(st.cpu.usage_usec.is_some(), "{st:?}");
+    assert_eq!(
+        st.sources.get("cpu.usage_usec"),
+        Some(&runq_kernel::cgroup_stats::CgroupVersion::V2)
+    );
+}

@@ -1,0 +1,34 @@
+//! `runq ctprof`: per-thread host snapshots (`capture`) and, as siblings,
+//! their comparison and rendering.
+
+mod capture;
+
+use std::process::ExitCode;
+
+/// Arguments of `runq ctprof`.
+#[derive(Debug, clap::Args)]
+pub struct CtprofArgs {
+    /// The ctprof action.
+    #[command(subcommand)]
+    pub command: CtprofCommand,
+}
+
+/// ctprof's actions.
+#[derive(Debug, clap::Subcommand)]
+pub enum CtprofCommand {
+    /// Snapshot every thread of the host into a `.ctprof.zst` file.
+    ///
+    /// Reads /proc/<tid>/{stat,sched,schedstat,io,cgroup} for every thread,
+    /// smaps_rollup for process leaders, taskstats delay accounting over
+    /// genetlink (root / CAP_NET_ADMIN), per-cgroup cpu/memory/pids/PSI,
+    /// host PSI, sched_ext state and the host context. Best-effort: what
+    /// could not be read is counted in the snapshot's summaries.
+    Capture(capture::CaptureArgs),
+}
+
+/// Runs a ctprof action.
+pub fn execute(args: CtprofArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        CtprofCommand::Capture(a) => capture::execute(a),
+    }
+}
