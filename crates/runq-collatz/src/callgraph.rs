@@ -30,10 +30,18 @@ pub fn step(x: u64) -> u64 {
 /// this chain, this one included.
 #[inline(always)]
 fn node_body(k: usize, x: u64, table: &Table) -> u64 {
-    let n = step(x);
-    if n <= 1 {
-        return 1;
-    }
+    // Two explicit paths (an odd step never ends a chain: 3x + 1 > 1 for
+    // x >= 1) so the step is a predicted branch, as in the C original,
+    // rather than a select that sits on the path to the next call.
+    let n = if x & 1 == 1 {
+        x.wrapping_mul(3).wrapping_add(1)
+    } else {
+        let n = x / 2;
+        if n <= 1 {
+            return 1;
+        }
+        n
+    };
     let below = table.0[(n % FUNCTIONS as u64) as usize](n, table, k);
     below + 1
 }
