@@ -7,53 +7,38 @@
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use runq_kernel::mapping::AnonMapping;
+
 /// A process-shared barrier for a fixed number of parties.
 pub struct ProcessBarrier {
-    words: *mut AtomicU32,
+    words: AnonMapping,
     parties: u32,
 }
-
-// SAFETY: the mapping is shared memory accessed only through atomics.
-unsafe impl Send for ProcessBarrier {}
-// SAFETY: as above.
-unsafe impl Sync for ProcessBarrier {}
 
 impl ProcessBarrier {
     /// Maps the barrier for `parties` processes (call before fork).
     pub fn new(parties: u32) -> io::Result<Self> {
-        // SAFETY: anonymous shared mapping; checked for MAP_FAILED.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
         Ok(ProcessBarrier {
-            words: ptr.cast(),
+            words: AnonMapping::shared(64)?,
             parties: parties.max(1),
         })
     }
 
+    fn word(&self, i: usize) -> &AtomicU32 {
+        // SAFETY: words 0..3 of a live, 4-aligned 64-byte shared mapping.
+        unsafe { &*(self.words.as_ptr() as *const AtomicU32).add(i) }
+    }
+
     fn arrived(&self) -> &AtomicU32 {
-        // SAFETY: word 0 of a live 4 KiB mapping.
-        unsafe { &*self.words }
+        self.word(0)
     }
 
     fn generation(&self) -> &AtomicU32 {
-        // SAFETY: word 1 of a live 4 KiB mapping.
-        unsafe { &*self.words.add(1) }
+        self.word(1)
     }
 
     fn aborted(&self) -> &AtomicU32 {
-        // SAFETY: word 2 of a live 4 KiB mapping.
-        unsafe { &*self.words.add(2) }
+        self.word(2)
     }
 
     /// Tells every waiter, now and later, to give up.
@@ -94,13 +79,6 @@ impl ProcessBarrier {
             );
         }
         true
-    }
-}
-
-impl Drop for ProcessBarrier {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping once per process.
-        unsafe { libc::munmap(self.words.cast(), 4096) };
     }
 }
 

@@ -6,6 +6,7 @@
 
 use std::io;
 
+use runq_kernel::mapping::AnonMapping;
 use serde::Serialize;
 
 use crate::barrier::ProcessBarrier;
@@ -63,48 +64,32 @@ pub enum RunError {
 
 /// Per-process slots in shared memory: start, end and calls.
 struct Slots {
-    ptr: *mut u64,
+    map: AnonMapping,
     procs: usize,
 }
 
 impl Slots {
     fn new(procs: usize) -> io::Result<Self> {
-        let len = procs * 3 * 8;
-        // SAFETY: anonymous shared mapping; checked for MAP_FAILED.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
         Ok(Slots {
-            ptr: ptr.cast(),
+            map: AnonMapping::shared(procs * 3 * 8)?,
             procs,
         })
     }
 
+    fn slot(&self, field: usize, me: usize) -> *mut u64 {
+        assert!(field < 3 && me < self.procs, "slot out of range");
+        // SAFETY: in range (checked); the mapping is 8-aligned.
+        unsafe { (self.map.as_ptr() as *mut u64).add(field * self.procs + me) }
+    }
+
     fn set(&self, field: usize, me: usize, v: u64) {
-        // SAFETY: field < 3 and me < procs: inside the mapping.
-        unsafe { std::ptr::write_volatile(self.ptr.add(field * self.procs + me), v) }
+        // SAFETY: a valid slot pointer; each process writes only its own.
+        unsafe { std::ptr::write_volatile(self.slot(field, me), v) }
     }
 
     fn get(&self, field: usize, me: usize) -> u64 {
-        // SAFETY: as in `set`.
-        unsafe { std::ptr::read_volatile(self.ptr.add(field * self.procs + me)) }
-    }
-}
-
-impl Drop for Slots {
-    fn drop(&mut self) {
-        // SAFETY: our own mapping.
-        unsafe { libc::munmap(self.ptr.cast(), self.procs * 3 * 8) };
+        // SAFETY: a valid slot pointer.
+        unsafe { std::ptr::read_volatile(self.slot(field, me)) }
     }
 }
 

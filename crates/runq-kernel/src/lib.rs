@@ -9,6 +9,7 @@ pub mod cgroup_stats;
 pub mod cpulist;
 pub mod host;
 pub mod kmsg;
+pub mod mapping;
 pub mod numa_maps;
 pub mod proc;
 pub mod psi;

@@ -5,81 +5,47 @@ use std::io;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
+use runq_kernel::mapping::AnonMapping;
+
 /// A shared anonymous mapping; clones refer to the same pages. Unmapped
 /// when the last clone in a process drops.
 #[derive(Debug, Clone)]
-pub struct SharedRegion(Arc<Mapping>);
-
-#[derive(Debug)]
-struct Mapping {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain shared memory accessed only through atomics.
-unsafe impl Send for Mapping {}
-// SAFETY: as above.
-unsafe impl Sync for Mapping {}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len came from a successful mmap.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
+pub struct SharedRegion(Arc<AnonMapping>);
 
 impl SharedRegion {
     /// Maps `len` zeroed bytes shared with future children.
     pub fn new(len: usize) -> io::Result<Self> {
-        let len = len.max(1);
-        // SAFETY: anonymous mapping with no address hint.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(SharedRegion(Arc::new(Mapping {
-            ptr: ptr.cast(),
-            len,
-        })))
+        Ok(SharedRegion(Arc::new(AnonMapping::shared(len)?)))
     }
 
     /// The `AtomicU32` at byte `offset` (must be 4-aligned and in range).
     pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
         assert!(
-            offset % 4 == 0 && offset + 4 <= self.0.len,
+            offset % 4 == 0 && offset + 4 <= self.0.len(),
             "bad shared offset {offset}"
         );
         // SAFETY: in range, aligned, and the memory lives as long as self.
-        unsafe { &*(self.0.ptr.add(offset) as *const AtomicU32) }
+        unsafe { &*(self.0.as_ptr().add(offset) as *const AtomicU32) }
     }
 
     /// The `AtomicU64` at byte `offset` (must be 8-aligned and in range).
     pub fn atomic_u64(&self, offset: usize) -> &std::sync::atomic::AtomicU64 {
         assert!(
-            offset % 8 == 0 && offset + 8 <= self.0.len,
+            offset % 8 == 0 && offset + 8 <= self.0.len(),
             "bad shared offset {offset}"
         );
         // SAFETY: in range, aligned, and the memory lives as long as self.
-        unsafe { &*(self.0.ptr.add(offset) as *const std::sync::atomic::AtomicU64) }
+        unsafe { &*(self.0.as_ptr().add(offset) as *const std::sync::atomic::AtomicU64) }
     }
 
     /// Length in bytes.
     pub fn len(&self) -> usize {
-        self.0.len
+        self.0.len()
     }
 
     /// True when the region is empty (never, in practice).
     pub fn is_empty(&self) -> bool {
-        self.0.len == 0
+        self.0.len() == 0
     }
 }
 

@@ -8,24 +8,10 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::{independent, timed_yield, PreparedWork, TypeInfo, WorkerBody};
+use super::{independent, timed_yield, PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::placement::{current_affinity, set_affinity};
 use crate::spin::spin_burst;
 use crate::telemetry::Telemetry;
-
-/// AffinityChurn and PolicyChurn parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ChurnParams {
-    /// Spin units per iteration, before the change.
-    pub spin_iters: u64,
-}
-
-impl Default for ChurnParams {
-    fn default() -> Self {
-        ChurnParams { spin_iters: 1024 }
-    }
-}
 
 /// AffinityChurn description.
 pub const AFFINITY_CHURN: TypeInfo = TypeInfo {
@@ -87,7 +73,7 @@ impl WorkerBody for AffinityBody {
 }
 
 /// Builds AffinityChurn bodies.
-pub fn prepare_affinity(p: &ChurnParams) -> Box<dyn PreparedWork> {
+pub fn prepare_affinity(p: &SpinParams) -> Box<dyn PreparedWork> {
     let spin = p.spin_iters;
     independent(move |idx| {
         Ok(Box::new(AffinityBody {
@@ -130,7 +116,7 @@ impl WorkerBody for PolicyBody {
 }
 
 /// Builds PolicyChurn bodies.
-pub fn prepare_policy(p: &ChurnParams) -> Box<dyn PreparedWork> {
+pub fn prepare_policy(p: &SpinParams) -> Box<dyn PreparedWork> {
     let spin = p.spin_iters;
     independent(move |idx| {
         Ok(Box::new(PolicyBody {

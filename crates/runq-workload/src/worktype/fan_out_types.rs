@@ -7,24 +7,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::fan_out::{self, FanOutSpec, Latency, MessengerStep, ReceiverStep};
-use super::{PreparedWork, TypeInfo};
+use super::{PreparedWork, SpinParams, TypeInfo};
 
 /// Rule shared by the fan-out types.
 const ONE_PLUS_RECEIVERS: &str = "at least 2 workers (worker 0 is the messenger)";
-
-/// FutexFanOut parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct FutexFanOutParams {
-    /// Spin units every worker does each cycle before its role.
-    pub spin_iters: u64,
-}
-
-impl Default for FutexFanOutParams {
-    fn default() -> Self {
-        FutexFanOutParams { spin_iters: 1024 }
-    }
-}
 
 /// FutexFanOut description.
 pub const FUTEX_FAN_OUT: TypeInfo = TypeInfo {
@@ -36,10 +22,7 @@ pub const FUTEX_FAN_OUT: TypeInfo = TypeInfo {
 };
 
 /// Builds a FutexFanOut group.
-pub fn prepare_futex_fan_out(
-    p: &FutexFanOutParams,
-    workers: usize,
-) -> io::Result<Box<dyn PreparedWork>> {
+pub fn prepare_futex_fan_out(p: &SpinParams, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
     fan_out::prepare(
         FanOutSpec {
             messenger: MessengerStep::Spin(p.spin_iters),

@@ -5,28 +5,12 @@
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use serde::{Deserialize, Serialize};
-
-use super::{PreparedWork, TypeInfo, WorkerBody};
+use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::clock::monotonic_ns;
 use crate::shared::SharedRegion;
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
-
-/// FutexPingPong parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Params {
-    /// Spin units per turn.
-    pub spin_iters: u64,
-}
-
-impl Default for Params {
-    fn default() -> Self {
-        Params { spin_iters: 1024 }
-    }
-}
 
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
@@ -95,7 +79,7 @@ impl PreparedWork for Pairs {
 }
 
 /// Maps one shared futex word per pair.
-pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+pub fn prepare(p: &SpinParams, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
     let region = SharedRegion::new((workers / 2).max(1) * SLOT)?;
     Ok(Box::new(Pairs {
         region,

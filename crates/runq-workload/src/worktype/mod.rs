@@ -75,23 +75,39 @@ fn independent(
     Box::new(Independent(f))
 }
 
+/// Parameters of the types whose one knob is a spin burst per iteration
+/// (SpinWait, Mixed, FutexPingPong, FutexFanOut, AffinityChurn,
+/// PolicyChurn, WakeChain).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SpinParams {
+    /// Spin units per iteration (per turn, cycle or hop).
+    pub spin_iters: u64,
+}
+
+impl Default for SpinParams {
+    fn default() -> Self {
+        SpinParams { spin_iters: 1024 }
+    }
+}
+
 /// The work types and their parameters. Serialized with a `type` tag, so a
 /// scenario can say `{ type = "PipeIo", burst_iters = 0 }`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum WorkType {
     /// Pure CPU: a spin burst per iteration.
-    SpinWait(spin_wait::Params),
+    SpinWait(SpinParams),
     /// `sched_yield()` in a loop, one unit per yield.
     YieldHeavy(yield_heavy::Params),
     /// A spin burst followed by a yield.
-    Mixed(mixed::Params),
+    Mixed(SpinParams),
     /// Spin for `burst_ms`, sleep for `sleep_ms`.
     Bursty(bursty::Params),
     /// Pairs of workers ping-ponging a byte over pipes.
     PipeIo(pipe_io::Params),
     /// Pairs of workers alternating turns on a shared futex.
-    FutexPingPong(futex_ping_pong::Params),
+    FutexPingPong(SpinParams),
     /// Strided read-modify-writes over a buffer.
     CachePressure(cache_pressure::Params),
     /// 4 KiB writes and `fdatasync` to a private temporary file.
@@ -101,13 +117,13 @@ pub enum WorkType {
     /// Pipe ping-pong pairs with a cache walk between trips.
     CachePipe(cache_pipe::Params),
     /// One messenger wakes all receivers on a futex.
-    FutexFanOut(fan_out_types::FutexFanOutParams),
+    FutexFanOut(SpinParams),
     /// A messenger timestamps and wakes workers that do matrix multiplies.
     FanOutCompute(fan_out_types::FanOutComputeParams),
     /// Re-pins itself to a random allowed CPU each iteration.
-    AffinityChurn(churn::ChurnParams),
+    AffinityChurn(SpinParams),
     /// Cycles its scheduling policy each iteration.
-    PolicyChurn(churn::ChurnParams),
+    PolicyChurn(SpinParams),
     /// Steps its nice value each iteration.
     NiceSweep(churn::NiceSweepParams),
     /// Workers contend for one shared futex mutex.
@@ -125,7 +141,7 @@ pub enum WorkType {
     /// Absolute-deadline periodic wakeups (cyclictest).
     TimerLatency(timer_latency::Params),
     /// A ring of workers passing a token.
-    WakeChain(wake_chain::Params),
+    WakeChain(SpinParams),
     /// Many waiters woken at once.
     ThunderingHerd(fan_out_types::ThunderingHerdParams),
     /// Low/medium/high triples around a lock, plain or PI.

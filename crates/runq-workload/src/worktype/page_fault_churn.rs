@@ -4,6 +4,8 @@
 
 use std::io;
 
+use runq_kernel::mapping::AnonMapping;
+
 use serde::{Deserialize, Serialize};
 
 use super::{independent, PreparedWork, TypeInfo, WorkerBody};
@@ -53,54 +55,8 @@ pub const INFO: TypeInfo = TypeInfo {
 
 const PAGE: usize = 4096;
 
-/// A private anonymous mapping, unmapped on drop.
-struct Region {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Region {
-    fn new(len: usize) -> io::Result<Self> {
-        // SAFETY: anonymous private mapping; checked for MAP_FAILED.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Region {
-            ptr: ptr.cast(),
-            len,
-        })
-    }
-
-    fn drop_pages(&self) {
-        // SAFETY: the range is our own mapping.
-        unsafe { libc::madvise(self.ptr.cast(), self.len, libc::MADV_DONTNEED) };
-    }
-
-    fn touch(&self, page: usize) {
-        // SAFETY: page < len / PAGE, so the write is inside the mapping.
-        unsafe { std::ptr::write_volatile(self.ptr.add(page * PAGE), page as u8) };
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping once.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
-
 struct Body {
-    region: Region,
+    region: AnonMapping,
     pages: u64,
     touches: u64,
     spin: u64,
@@ -109,12 +65,14 @@ struct Body {
 
 impl WorkerBody for Body {
     fn iterate(&mut self, _: &mut Telemetry) -> u64 {
-        self.region.drop_pages();
+        self.region.discard_pages();
         for _ in 0..self.touches {
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
-            self.region.touch((self.rng % self.pages) as usize);
+            let page = (self.rng % self.pages) as usize;
+            // SAFETY: page < pages = len / PAGE, so the write is in range.
+            unsafe { std::ptr::write_volatile(self.region.as_ptr().add(page * PAGE), page as u8) };
         }
         self.touches + spin_burst(self.spin)
     }
@@ -126,7 +84,7 @@ pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
     independent(move |idx| {
         let len = usize::try_from(p.region_kb * 1024).map_err(io::Error::other)?;
         Ok(Box::new(Body {
-            region: Region::new(len)?,
+            region: AnonMapping::private(len)?,
             pages: (len / PAGE).max(1) as u64,
             touches: p.touches_per_cycle,
             spin: p.spin_iters,

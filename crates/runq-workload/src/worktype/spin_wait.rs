@@ -1,24 +1,8 @@
 //! SpinWait: pure CPU, `spin_iters` units per iteration, no blocking.
 
-use serde::{Deserialize, Serialize};
-
-use super::{independent, PreparedWork, TypeInfo, WorkerBody};
+use super::{independent, PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::spin::spin_burst;
 use crate::telemetry::Telemetry;
-
-/// SpinWait parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Params {
-    /// Spin units per iteration.
-    pub spin_iters: u64,
-}
-
-impl Default for Params {
-    fn default() -> Self {
-        Params { spin_iters: 1024 }
-    }
-}
 
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
@@ -38,7 +22,7 @@ impl WorkerBody for Body {
 }
 
 /// Builds the per-worker bodies.
-pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
+pub fn prepare(p: &SpinParams) -> Box<dyn PreparedWork> {
     let n = p.spin_iters;
     independent(move |_| Ok(Box::new(Body(n))))
 }

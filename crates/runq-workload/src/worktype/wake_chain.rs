@@ -6,9 +6,7 @@
 use std::io;
 use std::sync::atomic::Ordering;
 
-use serde::{Deserialize, Serialize};
-
-use super::{PreparedWork, TypeInfo, WorkerBody};
+use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::clock::monotonic_ns;
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
 use crate::spin::spin_burst;
@@ -17,20 +15,6 @@ use crate::telemetry::Telemetry;
 
 /// Bytes per link: the token word at +0, the waker's stamp at +8.
 const SLOT: usize = 64;
-
-/// WakeChain parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Params {
-    /// Spin units each worker does while holding the token.
-    pub spin_iters: u64,
-}
-
-impl Default for Params {
-    fn default() -> Self {
-        Params { spin_iters: 1024 }
-    }
-}
 
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
@@ -60,7 +44,7 @@ impl PreparedWork for Chain {
 }
 
 /// Maps the ring and hands the token to worker 0.
-pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+pub fn prepare(p: &SpinParams, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
     let region = SharedRegion::new(workers.max(1) * SLOT)?;
     region.atomic_u32(0).store(1, Ordering::Release);
     Ok(Box::new(Chain {
