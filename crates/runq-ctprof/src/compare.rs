@@ -1,0 +1,392 @@
+//! The compare / show engine: groups threads, reduces every metric per
+//! group, computes derived metrics, joins baseline with candidate, filters
+//! by section and metric, sorts and limits. Rendering is in [`crate::render`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::derived::{Metrics, CTPROF_DERIVED_METRICS};
+use crate::group::{group_threads, GroupBy, Grouping};
+use crate::model::{CtprofSnapshot, ThreadState};
+use crate::registry::{Aggregated, Section, Unit, CTPROF_METRICS};
+
+/// One value cell.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Cell {
+    /// A number.
+    Num {
+        /// The value.
+        value: f64,
+    },
+    /// An ordinal range.
+    Range {
+        /// Smallest.
+        min: i64,
+        /// Largest.
+        max: i64,
+    },
+    /// Text (mode, affinity, state), with a number when one exists.
+    Text {
+        /// Display text.
+        text: String,
+        /// Number for deltas, if any.
+        scalar: Option<f64>,
+    },
+    /// Not computable or not present.
+    Missing,
+}
+
+impl Cell {
+    /// The number used for deltas and sorting.
+    pub fn scalar(&self) -> Option<f64> {
+        match self {
+            Cell::Num { value } => Some(*value),
+            Cell::Range { min, max } => Some((*min as f64 + *max as f64) / 2.0),
+            Cell::Text { scalar, .. } => *scalar,
+            Cell::Missing => None,
+        }
+    }
+
+    /// Converts a group aggregate.
+    pub fn from_agg(a: &Aggregated) -> Cell {
+        match a {
+            Aggregated::Scalar { value } => Cell::Num {
+                value: *value as f64,
+            },
+            Aggregated::Range { min, max } => Cell::Range {
+                min: *min,
+                max: *max,
+            },
+            Aggregated::Mode {
+                value,
+                count,
+                total,
+            } => Cell::Text {
+                text: format!("{value} ({count}/{total})"),
+                scalar: None,
+            },
+            Aggregated::Affinity {
+                min_cpus,
+                max_cpus,
+                uniform,
+            } => {
+                if *uniform {
+                    Cell::Text {
+                        text: format!("{max_cpus} cpus"),
+                        scalar: Some(*max_cpus as f64),
+                    }
+                } else {
+                    Cell::Text {
+                        text: format!("{min_cpus}-{max_cpus} cpus (mixed)"),
+                        scalar: None,
+                    }
+                }
+            }
+            Aggregated::Empty => Cell::Missing,
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        match self {
+            Cell::Text { text, .. } => Some(text.split(" (").next().unwrap_or(text)),
+            _ => None,
+        }
+    }
+}
+
+/// One output row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Sub-table.
+    pub section: Section,
+    /// True for derived metrics (rendered in the derived table).
+    pub derived: bool,
+    /// Group key.
+    pub group: String,
+    /// Threads in the group: baseline, candidate.
+    pub threads: (usize, usize),
+    /// Metric name.
+    pub metric: String,
+    /// Display unit.
+    pub unit: Unit,
+    /// A `[0, 1]` ratio (no percent column).
+    pub is_ratio: bool,
+    /// Baseline value (the only value for `show`).
+    pub baseline: Cell,
+    /// Candidate value (`Missing` for `show`).
+    pub candidate: Cell,
+    /// `candidate - baseline`, when both are numbers.
+    pub delta: Option<f64>,
+    /// Percent delta relative to the baseline.
+    pub pct: Option<f64>,
+    /// For text values: `same` or `differs`.
+    pub text_delta: Option<&'static str>,
+    /// `both`, `baseline-only` or `candidate-only`.
+    pub matched: &'static str,
+}
+
+/// Filters and ordering shared by compare and show.
+#[derive(Debug, Clone, Default)]
+pub struct ViewOptions {
+    /// Grouping.
+    pub grouping: Grouping,
+    /// Sections to render (empty: all).
+    pub sections: Vec<Section>,
+    /// Metric rows to keep in the primary / derived tables (empty: all).
+    pub metrics: Vec<String>,
+    /// `(metric, descending)`.
+    pub sort_by: Option<(String, bool)>,
+    /// Keep at most this many rows per table.
+    pub limit: Option<usize>,
+}
+
+impl ViewOptions {
+    fn wants(&self, s: Section) -> bool {
+        self.sections.is_empty() || self.sections.contains(&s)
+    }
+}
+
+/// Every primary metric plus the derived ones for one group.
+pub fn group_metrics(threads: &[&ThreadState]) -> (Metrics, BTreeMap<&'static str, Option<f64>>) {
+    let m: Metrics = CTPROF_METRICS
+        .iter()
+        .map(|d| (d.name, d.rule.apply(threads)))
+        .collect();
+    let d = CTPROF_DERIVED_METRICS
+        .iter()
+        .map(|d| (d.name, (d.compute)(&m)))
+        .collect();
+    (m, d)
+}
+
+type Side = BTreeMap<String, (usize, Metrics, BTreeMap<&'static str, Option<f64>>)>;
+
+fn side(snap: &CtprofSnapshot, g: &Grouping) -> Side {
+    group_threads(&snap.threads, g)
+        .into_iter()
+        .map(|(k, v)| {
+            let (m, d) = group_metrics(&v);
+            (k, (v.len(), m, d))
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn make_row(
+    section: Section,
+    derived: bool,
+    group: &str,
+    threads: (usize, usize),
+    metric: &str,
+    unit: Unit,
+    is_ratio: bool,
+    b: Cell,
+    c: Cell,
+    matched: &'static str,
+) -> Row {
+    let delta = match (b.scalar(), c.scalar()) {
+        (Some(x), Some(y)) => Some(y - x),
+        _ => None,
+    };
+    let pct = match (b.scalar(), delta) {
+        (Some(x), Some(d)) if x != 0.0 && !is_ratio => Some(d / x.abs() * 100.0),
+        _ => None,
+    };
+    let text_delta = match (b.text(), c.text()) {
+        (Some(x), Some(y)) => Some(if x == y { "same" } else { "differs" }),
+        _ => None,
+    };
+    Row {
+        section,
+        derived,
+        group: group.to_string(),
+        threads,
+        metric: metric.to_string(),
+        unit,
+        is_ratio,
+        baseline: b,
+        candidate: c,
+        delta,
+        pct,
+        text_delta,
+        matched,
+    }
+}
+
+/// Builds the primary, taskstats and derived rows.
+fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row> {
+    let keep = |name: &str| opts.metrics.is_empty() || opts.metrics.iter().any(|m| m == name);
+    let groups: BTreeSet<&String> = base
+        .keys()
+        .chain(cand.iter().flat_map(|c| c.keys()))
+        .collect();
+    let mut rows = Vec::new();
+    for g in groups {
+        let b = base.get(g);
+        let c = cand.and_then(|c| c.get(g));
+        let matched = match (b.is_some(), c.is_some(), cand.is_some()) {
+            (true, true, _) | (true, false, false) => "both",
+            (true, false, true) => "baseline-only",
+            _ => "candidate-only",
+        };
+        let threads = (b.map_or(0, |x| x.0), c.map_or(0, |x| x.0));
+        for d in CTPROF_METRICS
+            .iter()
+            .filter(|d| opts.wants(d.section) && keep(d.name))
+        {
+            let cell = |s: Option<&(usize, Metrics, _)>| {
+                s.and_then(|s| s.1.get(d.name))
+                    .map_or(Cell::Missing, Cell::from_agg)
+            };
+            rows.push(make_row(
+                d.section,
+                false,
+                g,
+                threads,
+                d.name,
+                d.rule.unit(),
+                false,
+                cell(b),
+                cell(c),
+                matched,
+            ));
+        }
+        for d in CTPROF_DERIVED_METRICS
+            .iter()
+            .filter(|d| opts.wants(d.section) && keep(d.name))
+        {
+            let cell = |s: Option<&(usize, Metrics, BTreeMap<&str, Option<f64>>)>| {
+                s.and_then(|s| s.2.get(d.name).copied().flatten())
+                    .map_or(Cell::Missing, |value| Cell::Num { value })
+            };
+            rows.push(make_row(
+                d.section,
+                true,
+                g,
+                threads,
+                d.name,
+                d.unit,
+                d.is_ratio,
+                cell(b),
+                cell(c),
+                matched,
+            ));
+        }
+    }
+    rows
+}
+
+/// Sorts rows: by `--sort-by` metric (groups ordered by that metric's
+/// delta, or value for show), else by absolute delta; rows without a number
+/// go last.
+pub fn sort_rows(rows: &mut [Row], sort_by: Option<&(String, bool)>, show: bool) {
+    let key = |r: &Row| {
+        if show {
+            r.baseline.scalar()
+        } else {
+            r.delta.map(f64::abs)
+        }
+    };
+    match sort_by {
+        None => rows.sort_by(|a, b| match (key(a), key(b)) {
+            (Some(x), Some(y)) => y.total_cmp(&x),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        }),
+        Some((metric, desc)) => {
+            let order: BTreeMap<String, Option<f64>> = rows
+                .iter()
+                .filter(|r| &r.metric == metric)
+                .map(|r| {
+                    (
+                        r.group.clone(),
+                        if show { r.baseline.scalar() } else { r.delta },
+                    )
+                })
+                .collect();
+            rows.sort_by(|a, b| {
+                let (x, y) = (
+                    order.get(&a.group).copied().flatten(),
+                    order.get(&b.group).copied().flatten(),
+                );
+                let o = match (x, y) {
+                    (Some(x), Some(y)) if *desc => y.total_cmp(&x),
+                    (Some(x), Some(y)) => x.total_cmp(&y),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                };
+                o.then_with(|| a.group.cmp(&b.group))
+            });
+        }
+    }
+}
+
+/// The whole result of a compare or show.
+#[derive(Debug, Clone, Serialize)]
+pub struct View {
+    /// Grouping axis name.
+    pub group_by: &'static str,
+    /// Rows, table by table (primary and taskstats first, derived, then
+    /// the secondary sections).
+    pub rows: Vec<Row>,
+    /// Baseline host context missing.
+    pub baseline_host_missing: bool,
+    /// Candidate host context missing (compare only).
+    pub candidate_host_missing: bool,
+}
+
+fn group_by_name(g: GroupBy) -> &'static str {
+    match g {
+        GroupBy::Pcomm => "pcomm",
+        GroupBy::Cgroup => "cgroup",
+        GroupBy::Comm => "comm",
+        GroupBy::CommExact => "comm-exact",
+    }
+}
+
+fn finish(mut rows: Vec<Row>, opts: &ViewOptions, show: bool) -> Vec<Row> {
+    let (mut main, mut derived): (Vec<Row>, Vec<Row>) = rows.drain(..).partition(|r| !r.derived);
+    for part in [&mut main, &mut derived] {
+        sort_rows(part, opts.sort_by.as_ref(), show);
+        if let Some(n) = opts.limit {
+            part.truncate(n);
+        }
+    }
+    main.extend(derived);
+    main
+}
+
+/// Compares two snapshots.
+pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions) -> View {
+    let (b, c) = (side(base, &opts.grouping), side(cand, &opts.grouping));
+    let mut rows = finish(metric_rows(&b, Some(&c), opts), opts, false);
+    rows.extend(crate::sections::secondary_rows(base, Some(cand), opts));
+    View {
+        group_by: group_by_name(opts.grouping.by),
+        rows,
+        baseline_host_missing: base.host.is_none(),
+        candidate_host_missing: cand.host.is_none(),
+    }
+}
+
+/// Renders one snapshot's groups.
+pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
+    let s = side(snap, &opts.grouping);
+    let mut rows = finish(metric_rows(&s, None, opts), opts, true);
+    rows.extend(crate::sections::secondary_rows(snap, None, opts));
+    View {
+        group_by: group_by_name(opts.grouping.by),
+        rows,
+        baseline_host_missing: snap.host.is_none(),
+        candidate_host_missing: false,
+    }
+}
+
+pub(crate) use make_row as row;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,330 @@
+//! The metric registry: every per-thread metric with its typed aggregation
+//! rule, section, config gates and description.
+//!
+//! [`AggRule`] variants bind an accessor returning one specific newtype, so
+//! pairing a field with the wrong reduction (a peak summed, a category
+//! summed, a dead counter reduced) does not compile.
+
+use crate::agg::*;
+use crate::metric_types::*;
+use crate::model::ThreadState;
+
+/// The sub-tables of compare / show output, selected with `--sections`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Section {
+    /// Per-thread counters from procfs.
+    Primary,
+    /// Taskstats delay accounting and watermarks (raw and derived).
+    TaskstatsDelay,
+    /// Derived metrics other than the taskstats ones.
+    Derived,
+    /// Per-cgroup cpu / memory / pids usage (`--group-by cgroup`).
+    CgroupStats,
+    /// Per-cgroup limits (`--group-by cgroup`).
+    CgroupLimits,
+    /// Per-cgroup `memory.stat` (`--group-by cgroup`).
+    MemoryStat,
+    /// Per-cgroup `memory.events` (`--group-by cgroup`).
+    MemoryEvents,
+    /// Per-cgroup PSI (`--group-by cgroup`).
+    Pressure,
+    /// Host-wide PSI.
+    HostPressure,
+    /// smaps_rollup of process leaders.
+    SmapsRollup,
+    /// sched_ext sysfs state.
+    SchedExt,
+}
+
+impl Section {
+    /// Every section, in output order.
+    pub const ALL: [Section; 11] = [
+        Section::Primary,
+        Section::TaskstatsDelay,
+        Section::Derived,
+        Section::CgroupStats,
+        Section::CgroupLimits,
+        Section::MemoryStat,
+        Section::MemoryEvents,
+        Section::Pressure,
+        Section::HostPressure,
+        Section::SmapsRollup,
+        Section::SchedExt,
+    ];
+
+    /// The `--sections` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Primary => "primary",
+            Section::TaskstatsDelay => "taskstats-delay",
+            Section::Derived => "derived",
+            Section::CgroupStats => "cgroup-stats",
+            Section::CgroupLimits => "cgroup-limits",
+            Section::MemoryStat => "memory-stat",
+            Section::MemoryEvents => "memory-events",
+            Section::Pressure => "pressure",
+            Section::HostPressure => "host-pressure",
+            Section::SmapsRollup => "smaps-rollup",
+            Section::SchedExt => "sched-ext",
+        }
+    }
+
+    /// Parses a `--sections` name.
+    pub fn from_name(name: &str) -> Option<Section> {
+        Section::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// True for the sections that only make sense with `--group-by cgroup`.
+    pub fn needs_cgroup_grouping(self) -> bool {
+        matches!(
+            self,
+            Section::CgroupStats
+                | Section::CgroupLimits
+                | Section::MemoryStat
+                | Section::MemoryEvents
+                | Section::Pressure
+        )
+    }
+}
+
+/// Display unit of a value (chooses the auto-scale ladder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// Unitless count (SI ladder).
+    Count,
+    /// Nanoseconds (ns, µs, ms, s).
+    Ns,
+    /// USER_HZ clock ticks.
+    Ticks,
+    /// Bytes (IEC ladder).
+    Bytes,
+    /// A bare scalar (ordinals, ratios).
+    Scalar,
+    /// Text (modes, affinity).
+    Text,
+}
+
+/// How a metric reduces across a group's threads; each variant binds an
+/// accessor of one newtype.
+#[derive(Clone, Copy)]
+pub enum AggRule {
+    /// Saturating sum of a counter.
+    SumCount(fn(&ThreadState) -> MonotonicCount),
+    /// Saturating sum of cumulative ns.
+    SumNs(fn(&ThreadState) -> MonotonicNs),
+    /// Saturating sum of clock ticks.
+    SumTicks(fn(&ThreadState) -> ClockTicks),
+    /// Saturating sum of bytes.
+    SumBytes(fn(&ThreadState) -> Bytes),
+    /// Max of a lifetime peak in ns.
+    MaxPeak(fn(&ThreadState) -> PeakNs),
+    /// Max of a lifetime peak in bytes.
+    MaxPeakBytes(fn(&ThreadState) -> PeakBytes),
+    /// Max of an ns gauge.
+    MaxGaugeNs(fn(&ThreadState) -> GaugeNs),
+    /// Max of a count gauge.
+    MaxGaugeCount(fn(&ThreadState) -> GaugeCount),
+    /// `[min, max]` of a signed ordinal.
+    RangeI32(fn(&ThreadState) -> OrdinalI32),
+    /// `[min, max]` of an unsigned ordinal.
+    RangeU32(fn(&ThreadState) -> OrdinalU32),
+    /// Mode of a category.
+    Mode(for<'a> fn(&'a ThreadState) -> &'a CategoricalString),
+    /// Mode of a char (coerced to text).
+    ModeChar(fn(&ThreadState) -> char),
+    /// Mode of a bool (coerced to text).
+    ModeBool(fn(&ThreadState) -> bool),
+    /// Affinity summary of CPU sets.
+    Affinity(for<'a> fn(&'a ThreadState) -> &'a CpuSet),
+}
+
+impl std::fmt::Debug for AggRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A group-level value.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Aggregated {
+    /// A summed or maxed scalar.
+    Scalar {
+        /// The value.
+        value: u64,
+    },
+    /// An ordinal range.
+    Range {
+        /// Smallest value.
+        min: i64,
+        /// Largest value.
+        max: i64,
+    },
+    /// A mode.
+    Mode {
+        /// Most frequent value.
+        value: String,
+        /// Threads with it.
+        count: u64,
+        /// Threads in the group.
+        total: u64,
+    },
+    /// CPU-set summary.
+    Affinity {
+        /// Fewest CPUs of any thread.
+        min_cpus: u64,
+        /// Most CPUs of any thread.
+        max_cpus: u64,
+        /// Every thread had the same mask.
+        uniform: bool,
+    },
+    /// No threads (or no readings).
+    Empty,
+}
+
+impl Aggregated {
+    /// The number used for deltas and sorting; `None` for text values.
+    pub fn scalar(&self) -> Option<f64> {
+        match self {
+            Aggregated::Scalar { value } => Some(*value as f64),
+            Aggregated::Range { min, max } => Some((*min as f64 + *max as f64) / 2.0),
+            Aggregated::Affinity {
+                max_cpus,
+                uniform: true,
+                ..
+            } => Some(*max_cpus as f64),
+            _ => None,
+        }
+    }
+}
+
+impl AggRule {
+    /// The variant name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AggRule::SumCount(_) => "SumCount",
+            AggRule::SumNs(_) => "SumNs",
+            AggRule::SumTicks(_) => "SumTicks",
+            AggRule::SumBytes(_) => "SumBytes",
+            AggRule::MaxPeak(_) => "MaxPeak",
+            AggRule::MaxPeakBytes(_) => "MaxPeakBytes",
+            AggRule::MaxGaugeNs(_) => "MaxGaugeNs",
+            AggRule::MaxGaugeCount(_) => "MaxGaugeCount",
+            AggRule::RangeI32(_) => "RangeI32",
+            AggRule::RangeU32(_) => "RangeU32",
+            AggRule::Mode(_) => "Mode",
+            AggRule::ModeChar(_) => "ModeChar",
+            AggRule::ModeBool(_) => "ModeBool",
+            AggRule::Affinity(_) => "Affinity",
+        }
+    }
+
+    /// The unit of the reduced value.
+    pub fn unit(&self) -> Unit {
+        match self {
+            AggRule::SumCount(_) | AggRule::MaxGaugeCount(_) => Unit::Count,
+            AggRule::SumNs(_) | AggRule::MaxPeak(_) | AggRule::MaxGaugeNs(_) => Unit::Ns,
+            AggRule::SumTicks(_) => Unit::Ticks,
+            AggRule::SumBytes(_) | AggRule::MaxPeakBytes(_) => Unit::Bytes,
+            AggRule::RangeI32(_) | AggRule::RangeU32(_) => Unit::Scalar,
+            _ => Unit::Text,
+        }
+    }
+
+    /// Reduces the metric over `threads`.
+    pub fn apply(&self, threads: &[&ThreadState]) -> Aggregated {
+        if threads.is_empty() {
+            return Aggregated::Empty;
+        }
+        let it = threads.iter().copied();
+        let scalar = |value| Aggregated::Scalar { value };
+        let mode = |m: Option<(String, u64, u64)>| {
+            m.map_or(Aggregated::Empty, |(value, count, total)| {
+                Aggregated::Mode {
+                    value,
+                    count,
+                    total,
+                }
+            })
+        };
+        match *self {
+            AggRule::SumCount(f) => scalar(sum_across(it.map(f))),
+            AggRule::SumNs(f) => scalar(sum_across(it.map(f))),
+            AggRule::SumTicks(f) => scalar(sum_across(it.map(f))),
+            AggRule::SumBytes(f) => scalar(sum_across(it.map(f))),
+            AggRule::MaxPeak(f) => scalar(max_across(it.map(f))),
+            AggRule::MaxPeakBytes(f) => scalar(max_across(it.map(f))),
+            AggRule::MaxGaugeNs(f) => scalar(max_across(it.map(f))),
+            AggRule::MaxGaugeCount(f) => scalar(max_across(it.map(f))),
+            AggRule::RangeI32(f) => {
+                range_across(it.map(f)).map_or(Aggregated::Empty, |(min, max)| Aggregated::Range {
+                    min,
+                    max,
+                })
+            }
+            AggRule::RangeU32(f) => {
+                range_across(it.map(f)).map_or(Aggregated::Empty, |(min, max)| Aggregated::Range {
+                    min,
+                    max,
+                })
+            }
+            AggRule::Mode(f) => mode(mode_across(it.map(|t| f(t).label()))),
+            AggRule::ModeChar(f) => mode(mode_across(it.map(|t| f(t).to_string()))),
+            AggRule::ModeBool(f) => mode(mode_across(it.map(|t| f(t).to_string()))),
+            AggRule::Affinity(f) => affinity_across(it.map(f)).map_or(
+                Aggregated::Empty,
+                |(min_cpus, max_cpus, uniform)| Aggregated::Affinity {
+                    min_cpus,
+                    max_cpus,
+                    uniform,
+                },
+            ),
+        }
+    }
+}
+
+/// One registered metric.
+#[derive(Debug, Clone, Copy)]
+pub struct CtprofMetricDef {
+    /// Canonical name (`--metrics`, `--sort-by`).
+    pub name: &'static str,
+    /// Typed reduction.
+    pub rule: AggRule,
+    /// Scheduler-class restriction, shown as a tag (`cfs-only`, ...).
+    pub sched_class: Option<&'static str>,
+    /// Kernel configs that must be on for the value to be non-zero.
+    pub config_gates: &'static [&'static str],
+    /// Kernel counter with no live writer (rendered `[dead]`).
+    pub is_dead: bool,
+    /// One-line description.
+    pub description: &'static str,
+    /// The sub-table it renders in.
+    pub section: Section,
+}
+
+impl CtprofMetricDef {
+    /// Tags for metric-list: `[SCHEDSTATS]`, `[cfs-only]`, `[dead]`.
+    pub fn tags(&self) -> String {
+        let mut t = String::new();
+        for g in self.config_gates {
+            t.push_str(&format!("[{}]", g.trim_start_matches("CONFIG_")));
+        }
+        if let Some(c) = self.sched_class {
+            t.push_str(&format!("[{c}]"));
+        }
+        if self.is_dead {
+            t.push_str("[dead]");
+        }
+        t
+    }
+}
+
+mod table;
+pub use table::CTPROF_METRICS;
+
+/// Looks a metric up by name.
+pub fn metric(name: &str) -> Option<&'static CtprofMetricDef> {
+    CTPROF_METRICS.iter().find(|m| m.name == name)
+}

@@ -1,0 +1,225 @@
+//! Text rendering of compare / show views: auto-scaled units (SI for ns and
+//! counts, USER_HZ ticks, IEC for bytes), aligned columns, colors only when
+//! asked (the caller decides: TTY and no `NO_COLOR`).
+
+use crate::compare::{Cell, Row, View};
+use crate::registry::{Section, Unit};
+
+/// Formats a number in `unit` with an auto-scaled suffix.
+pub fn format_value(v: f64, unit: Unit) -> String {
+    let sign = if v < 0.0 { "-" } else { "" };
+    let a = v.abs();
+    let ladder = |steps: &[(f64, &str)], base: &str| {
+        for &(div, suffix) in steps {
+            if a >= div {
+                return format!("{sign}{:.3}{suffix}", a / div);
+            }
+        }
+        if a.fract() == 0.0 {
+            format!("{sign}{a:.0}{base}")
+        } else {
+            format!("{sign}{a:.3}{base}")
+        }
+    };
+    match unit {
+        Unit::Ns => ladder(&[(1e9, "s"), (1e6, "ms"), (1e3, "us")], "ns"),
+        Unit::Count => ladder(&[(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")], ""),
+        Unit::Ticks => ladder(&[], "t"),
+        Unit::Bytes => ladder(
+            &[
+                (1099511627776.0, "TiB"),
+                (1073741824.0, "GiB"),
+                (1048576.0, "MiB"),
+                (1024.0, "KiB"),
+            ],
+            "B",
+        ),
+        Unit::Scalar | Unit::Text => {
+            if a.fract() == 0.0 {
+                format!("{sign}{a:.0}")
+            } else {
+                format!("{sign}{a:.3}")
+            }
+        }
+    }
+}
+
+fn cell_text(c: &Cell, unit: Unit) -> String {
+    match c {
+        Cell::Num { value } => format_value(*value, unit),
+        Cell::Range { min, max } if min == max => min.to_string(),
+        Cell::Range { min, max } => format!("[{min}, {max}]"),
+        Cell::Text { text, .. } => text.clone(),
+        Cell::Missing => "-".to_string(),
+    }
+}
+
+/// The layout columns `--columns` accepts.
+pub const COLUMNS: [&str; 9] = [
+    "group",
+    "threads",
+    "metric",
+    "baseline",
+    "candidate",
+    "delta",
+    "%",
+    "arrow",
+    "value",
+];
+
+fn column_value(r: &Row, col: &str) -> String {
+    match col {
+        "group" => match r.matched {
+            "both" => r.group.clone(),
+            m => format!("{} [{}]", r.group, m),
+        },
+        "threads" if r.threads == (0, 0) => String::new(),
+        "threads" if r.threads.1 == 0 && r.matched == "both" => r.threads.0.to_string(),
+        "threads" => format!("{}/{}", r.threads.0, r.threads.1),
+        "metric" => r.metric.clone(),
+        "baseline" | "value" => cell_text(&r.baseline, r.unit),
+        "candidate" => cell_text(&r.candidate, r.unit),
+        "delta" => match (r.delta, r.text_delta) {
+            (Some(d), _) => {
+                let s = format_value(d, r.unit);
+                if d > 0.0 {
+                    format!("+{s}")
+                } else {
+                    s
+                }
+            }
+            (None, Some(t)) => t.to_string(),
+            _ => "-".into(),
+        },
+        "%" if r.is_ratio => String::new(),
+        "%" => r.pct.map_or("-".into(), |p| format!("{p:+.1}%")),
+        "arrow" => match r.delta {
+            Some(d) if d > 0.0 => "↑".into(),
+            Some(d) if d < 0.0 => "↓".into(),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    }
+}
+
+fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[&str], color: Option<u8>) {
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str(&format!("## {title}\n"));
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| cols.iter().map(|c| column_value(r, c)).collect())
+        .collect();
+    let widths: Vec<usize> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            cells
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(c.len())
+        })
+        .collect();
+    let line = |vals: &[String]| {
+        let mut s = String::new();
+        for (i, v) in vals.iter().enumerate() {
+            let pad = widths[i].saturating_sub(v.chars().count());
+            if i < 3 {
+                s.push_str(v);
+                s.push_str(&" ".repeat(pad));
+            } else {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(v);
+            }
+            s.push_str("  ");
+        }
+        s.trim_end().to_string()
+    };
+    out.push_str(&line(
+        &cols.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+    ));
+    out.push('\n');
+    for r in cells {
+        let l = line(&r);
+        match color {
+            Some(code) => out.push_str(&format!("\x1b[{code}m{l}\x1b[0m\n")),
+            None => {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+    }
+    out.push('\n');
+}
+
+/// Renders a view as text tables. `columns` empty means the default set.
+pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> String {
+    let default: Vec<&str> = if compare {
+        vec![
+            "group",
+            "threads",
+            "metric",
+            "baseline",
+            "candidate",
+            "delta",
+            "%",
+        ]
+    } else {
+        vec!["group", "threads", "metric", "value"]
+    };
+    let cols: Vec<&str> = if columns.is_empty() {
+        default
+    } else {
+        columns.iter().map(String::as_str).collect()
+    };
+    let mut out = String::new();
+    if view.baseline_host_missing || view.candidate_host_missing {
+        out.push_str("(host context unavailable)\n\n");
+    }
+    let primary: Vec<&Row> = view
+        .rows
+        .iter()
+        .filter(|r| !r.derived && matches!(r.section, Section::Primary | Section::TaskstatsDelay))
+        .collect();
+    table(
+        &mut out,
+        &format!("Per-thread metrics by {}", view.group_by),
+        &primary,
+        &cols,
+        None,
+    );
+    let derived: Vec<&Row> = view.rows.iter().filter(|r| r.derived).collect();
+    table(
+        &mut out,
+        "Derived metrics",
+        &derived,
+        &cols,
+        color.then_some(34),
+    );
+    for s in Section::ALL.into_iter().skip(3) {
+        let rows: Vec<&Row> = view.rows.iter().filter(|r| r.section == s).collect();
+        table(&mut out, s.name(), &rows, &cols, None);
+    }
+    if out.is_empty() {
+        out.push_str("(no rows)\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ladders() {
+        assert_eq!(format_value(1_500_000.0, Unit::Ns), "1.500ms");
+        assert_eq!(format_value(999.0, Unit::Ns), "999ns");
+        assert_eq!(format_value(-2_000.0, Unit::Count), "-2.000k");
+        assert_eq!(format_value(7.5 * 1073741824.0, Unit::Bytes), "7.500GiB");
+        assert_eq!(format_value(12.0, Unit::Ticks), "12t");
+        assert_eq!(format_value(0.25, Unit::Scalar), "0.250");
+    }
+}
