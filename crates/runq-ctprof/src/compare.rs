@@ -161,7 +161,9 @@ pub fn group_metrics(threads: &[&ThreadState]) -> (Metrics, BTreeMap<&'static st
     (m, d)
 }
 
-type Side = BTreeMap<String, (usize, Metrics, BTreeMap<&'static str, Option<f64>>)>;
+/// One group's thread count, metrics and derived values.
+type GroupData = (usize, Metrics, BTreeMap<&'static str, Option<f64>>);
+type Side = BTreeMap<String, GroupData>;
 
 fn side(snap: &CtprofSnapshot, g: &Grouping) -> Side {
     group_threads(&snap.threads, g)
@@ -257,7 +259,7 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row>
             .iter()
             .filter(|d| opts.wants(d.section) && keep(d.name))
         {
-            let cell = |s: Option<&(usize, Metrics, BTreeMap<&str, Option<f64>>)>| {
+            let cell = |s: Option<&GroupData>| {
                 s.and_then(|s| s.2.get(d.name).copied().flatten())
                     .map_or(Cell::Missing, |value| Cell::Num { value })
             };

@@ -83,8 +83,7 @@ impl Glob {
         while let Some(c) = chars.next() {
             if c == '[' {
                 let mut closed = false;
-                let mut n = 0;
-                for d in chars.by_ref() {
+                for (n, d) in chars.by_ref().enumerate() {
                     if d == ']' && n > 0 {
                         closed = true;
                         break;
@@ -92,7 +91,6 @@ impl Glob {
                     if d == '/' {
                         return Err(err("`/` inside a [...] class"));
                     }
-                    n += 1;
                 }
                 if !closed {
                     return Err(err("unclosed `[` character class"));

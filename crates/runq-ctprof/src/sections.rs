@@ -116,9 +116,11 @@ fn cgroup_readings(section: Section, r: &mut Readings, group: &str, st: &CgroupS
         }
         Section::MemoryStat => {
             for (k, v) in &st.memory.stat {
-                let counted = ["pg", "workingset_", "thp_", "zswp"]
+                // v1 prefixes hierarchical totals with `total_`.
+                let base = k.strip_prefix("total_").unwrap_or(k);
+                let counted = ["pg", "workingset_", "thp_", "zswp", "hierarchical_"]
                     .iter()
-                    .any(|p| k.starts_with(p));
+                    .any(|p| base.starts_with(p));
                 add(
                     r,
                     group,

@@ -1,7 +1,12 @@
-//! `runq ctprof`: per-thread host snapshots (`capture`) and, as siblings,
-//! their comparison and rendering.
+//! `runq ctprof`: per-thread host snapshots (`capture`), their comparison
+//! (`compare`), rendering (`show`) and the metric vocabulary (`metric-list`).
 
 mod capture;
+mod compare;
+mod metric_list;
+pub mod run_hook;
+mod show;
+mod view;
 
 use std::process::ExitCode;
 
@@ -24,11 +29,22 @@ pub enum CtprofCommand {
     /// host PSI, sched_ext state and the host context. Best-effort: what
     /// could not be read is counted in the snapshot's summaries.
     Capture(capture::CaptureArgs),
+    /// Compare two snapshots: one row per (group, metric) with baseline,
+    /// candidate, delta and percent delta; largest movers first.
+    Compare(compare::CompareArgs),
+    /// Render one snapshot grouped like `compare`.
+    Show(show::ShowArgs),
+    /// List every metric and derived metric with tags, section and
+    /// description.
+    MetricList(metric_list::MetricListArgs),
 }
 
 /// Runs a ctprof action.
 pub fn execute(args: CtprofArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         CtprofCommand::Capture(a) => capture::execute(a),
+        CtprofCommand::Compare(a) => compare::execute(a),
+        CtprofCommand::Show(a) => show::execute(a),
+        CtprofCommand::MetricList(a) => metric_list::execute(a),
     }
 }

@@ -69,6 +69,11 @@ pub struct RunArgs {
     /// Print the full outcome (summaries and every worker report) as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Take ctprof snapshots as the workers start and just before the
+    /// planned end, write them (and compare.json) to DIR, and print the
+    /// compare of the run's own cgroups below the report.
+    #[arg(long, value_name = "DIR")]
+    pub ctprof: Option<std::path::PathBuf>,
 }
 
 /// Builds the scenario the flags describe.
@@ -185,12 +190,22 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| exit::usage(format!("--collect-timeout: {e}")))?;
     let interrupt = runq_workload::interrupt::install().context("installing signal handlers")?;
     let mut progress = render::Progress::new(scn.duration, args.json);
+    let mut ctprof = args
+        .ctprof
+        .as_deref()
+        .map(crate::cmd::ctprof::run_hook::Recorder::new)
+        .transpose()?;
     let outcome = run_scenario(
         &scn,
         RunOptions {
             cgroups: mode,
             interrupt,
-            on_tick: &mut |e, t| progress.tick(e, t),
+            on_tick: &mut |e, t| {
+                progress.tick(e, t);
+                if let Some(r) = ctprof.as_mut() {
+                    r.tick(e, t);
+                }
+            },
             collect_timeout,
             repro: args.repro,
         },
@@ -218,6 +233,12 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             "{}",
             render::render_outcome(&outcome, crate::style::color_enabled())
         );
+    }
+    if let Some(r) = ctprof {
+        let text = r.finish(&outcome, crate::style::color_enabled())?;
+        if !args.json {
+            print!("{text}");
+        }
     }
     Ok(exit_code(&outcome))
 }

@@ -1,0 +1,40 @@
+//! `runq ctprof compare BASELINE CANDIDATE`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::view::{load, ViewArgs};
+
+/// Arguments of `runq ctprof compare`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  runq ctprof compare before.ctprof.zst after.ctprof.zst
+  runq ctprof compare a.ctprof.zst b.ctprof.zst --group-by cgroup --sections primary,cgroup-stats
+  runq ctprof compare a.ctprof.zst b.ctprof.zst --metrics run_time_ns,nonvoluntary_csw --sort-by run_time_ns")]
+pub struct CompareArgs {
+    /// The earlier snapshot.
+    pub baseline: PathBuf,
+    /// The later snapshot.
+    pub candidate: PathBuf,
+    /// Grouping, filters and output.
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+/// Runs `runq ctprof compare`.
+pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let opts = args.view.options()?;
+    let (a, b) = (load(&args.baseline)?, load(&args.candidate)?);
+    let view = runq_ctprof::compare::compare(&a, &b, &opts);
+    if args.view.json {
+        println!("{}", serde_json::to_string_pretty(&view)?);
+    } else {
+        let color = crate::style::color_enabled();
+        print!(
+            "{}",
+            runq_ctprof::render::render(&view, true, &args.view.columns, color)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

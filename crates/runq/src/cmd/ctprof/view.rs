@@ -1,0 +1,173 @@
+//! Flags shared by `compare` and `show`, and their validation.
+
+use std::path::Path;
+
+use runq_ctprof::compare::ViewOptions;
+use runq_ctprof::derived::CTPROF_DERIVED_METRICS;
+use runq_ctprof::group::{Glob, GroupBy, Grouping};
+use runq_ctprof::registry::{Section, CTPROF_METRICS};
+use runq_ctprof::render::COLUMNS;
+use runq_ctprof::CtprofSnapshot;
+
+use crate::exit;
+
+/// Grouping, filtering and output flags.
+#[derive(Debug, clap::Args)]
+pub struct ViewArgs {
+    /// Group threads by process name, cgroup path, thread name (pools
+    /// collapsed: tokio-worker-{N}) or literal thread name.
+    #[arg(long, value_name = "AXIS", default_value = "pcomm", value_parser = ["pcomm", "cgroup", "comm", "comm-exact"])]
+    pub group_by: String,
+    /// With `--group-by comm`: keep literal thread names.
+    #[arg(long)]
+    pub no_thread_normalize: bool,
+    /// Collapse cgroup paths matching GLOB to the pattern (repeatable),
+    /// e.g. '/system.slice/*.scope'.
+    #[arg(long = "cgroup-flatten", value_name = "GLOB")]
+    pub cgroup_flatten: Vec<String>,
+    /// Sub-tables to render (comma-separated): primary, taskstats-delay,
+    /// derived, cgroup-stats, cgroup-limits, memory-stat, memory-events,
+    /// pressure, host-pressure, smaps-rollup, sched-ext.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub sections: Vec<String>,
+    /// Metric rows to keep (comma-separated names from `metric-list`).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub metrics: Vec<String>,
+    /// Order groups by a metric (derived ones too): NAME[:asc|:desc].
+    #[arg(long, value_name = "METRIC[:asc|desc]")]
+    pub sort_by: Option<String>,
+    /// Columns to print (comma-separated): group, threads, metric,
+    /// baseline, candidate, delta, %, arrow, value.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub columns: Vec<String>,
+    /// Keep at most N rows per table.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Print the rows as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn all_metric_names() -> impl Iterator<Item = &'static str> {
+    CTPROF_METRICS
+        .iter()
+        .map(|m| m.name)
+        .chain(CTPROF_DERIVED_METRICS.iter().map(|d| d.name))
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + usize::from(ca != *cb))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn check_metric(name: &str) -> anyhow::Result<()> {
+    if all_metric_names().any(|m| m == name) {
+        return Ok(());
+    }
+    let nearest = all_metric_names()
+        .min_by_key(|m| edit_distance(name, m))
+        .unwrap_or("run_time_ns");
+    Err(exit::usage(format!(
+        "unknown metric {name:?}: did you mean {nearest:?}? (`runq ctprof metric-list` lists them all)"
+    )))
+}
+
+impl ViewArgs {
+    /// Validates the flags into view options.
+    pub fn options(&self) -> anyhow::Result<ViewOptions> {
+        let by = GroupBy::parse(&self.group_by).ok_or_else(|| exit::usage("bad --group-by"))?;
+        let by = if by == GroupBy::Comm && self.no_thread_normalize {
+            GroupBy::CommExact
+        } else {
+            by
+        };
+        let flatten = self
+            .cgroup_flatten
+            .iter()
+            .map(|g| Glob::new(g).map_err(|e| exit::usage(e.to_string())))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut sections = Vec::new();
+        for s in self.sections.iter().filter(|s| !s.is_empty()) {
+            let sec = Section::from_name(s).ok_or_else(|| {
+                let names: Vec<&str> = Section::ALL.iter().map(|s| s.name()).collect();
+                exit::usage(format!(
+                    "unknown section {s:?}: use one of {}",
+                    names.join(", ")
+                ))
+            })?;
+            if sec.needs_cgroup_grouping() && by != GroupBy::Cgroup {
+                eprintln!("runq: warning: section {s} needs --group-by cgroup; it renders no rows");
+            }
+            sections.push(sec);
+        }
+        for m in &self.metrics {
+            check_metric(m)?;
+        }
+        let sort_by = match &self.sort_by {
+            None => None,
+            Some(s) => {
+                let (name, dir) = s.split_once(':').unwrap_or((s, "desc"));
+                check_metric(name)?;
+                let desc = match dir {
+                    "desc" => true,
+                    "asc" => false,
+                    d => {
+                        return Err(exit::usage(format!(
+                            "--sort-by {s}: direction {d:?} must be asc or desc"
+                        )))
+                    }
+                };
+                Some((name.to_string(), desc))
+            }
+        };
+        for c in &self.columns {
+            if !COLUMNS.contains(&c.as_str()) {
+                return Err(exit::usage(format!(
+                    "unknown column {c:?}: use {}",
+                    COLUMNS.join(", ")
+                )));
+            }
+        }
+        Ok(ViewOptions {
+            grouping: Grouping {
+                by,
+                normalize: !self.no_thread_normalize,
+                flatten,
+            },
+            sections,
+            metrics: self.metrics.clone(),
+            sort_by,
+            limit: self.limit,
+        })
+    }
+}
+
+/// Loads a snapshot argument; any failure is a usage error naming the file.
+pub fn load(path: &Path) -> anyhow::Result<CtprofSnapshot> {
+    runq_ctprof::load(path).map_err(|e| exit::usage(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_metric() {
+        assert_eq!(edit_distance("run_time", "run_time_ns"), 3);
+        let e = check_metric("run_tme_ns").unwrap_err().to_string();
+        assert!(e.contains("did you mean \"run_time_ns\""), "{e}");
+        assert!(check_metric("avg_slice_ns").is_ok());
+    }
+}
