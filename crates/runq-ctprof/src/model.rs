@@ -33,7 +33,6 @@ macro_rules! thread_state {
         /// was missing collapses to the field's zero value.
         #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
         #[serde(default)]
-        #[non_exhaustive]
         pub struct ThreadState {
             $($(#[$doc])* #[serde(skip_serializing_if = "is_default")] pub $field: $ty,)*
         }
