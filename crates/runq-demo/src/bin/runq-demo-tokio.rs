@@ -1,0 +1,68 @@
+//! A Tokio service with four known blockers in task code and their
+//! spawn_blocking twins, each run every 100 ms. `runq-demo-tokio [SECONDS]`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use runq_demo::*;
+
+const PERIOD: Duration = Duration::from_millis(100);
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .expect("tokio runtime");
+    println!("{}", std::process::id());
+    runtime.block_on(async {
+        let mutex = contended_mutex();
+        let fifo = Arc::new(make_fifo("task").expect("fifo"));
+        let twin_fifo = Arc::new(make_fifo("twin").expect("fifo"));
+        tokio::spawn(async {
+            loop {
+                demo_cpu_spin();
+                tokio::time::sleep(PERIOD).await;
+            }
+        });
+        tokio::spawn(async {
+            loop {
+                demo_thread_sleep();
+                tokio::time::sleep(PERIOD).await;
+            }
+        });
+        let f = fifo.clone();
+        tokio::spawn(async move {
+            loop {
+                demo_file_read(&f);
+                tokio::time::sleep(PERIOD).await;
+            }
+        });
+        let m = mutex.clone();
+        tokio::spawn(async move {
+            loop {
+                demo_mutex_lock(&m);
+                tokio::time::sleep(PERIOD).await;
+            }
+        });
+        let (m, f) = (mutex.clone(), twin_fifo.clone());
+        tokio::spawn(async move {
+            loop {
+                let (m2, f2) = (m.clone(), f.clone());
+                let _ = tokio::task::spawn_blocking(move || {
+                    twin_cpu_spin();
+                    twin_thread_sleep();
+                    twin_file_read(&f2);
+                    twin_mutex_lock(&m2)
+                })
+                .await;
+                tokio::time::sleep(PERIOD).await;
+            }
+        });
+        match duration_from_args() {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending::<()>().await,
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_millis(100));
+}

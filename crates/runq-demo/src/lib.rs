@@ -1,0 +1,136 @@
+//! Test programs for `runq hud`: functions that block a thread in known
+//! ways, under names a report can be checked against.
+//!
+//! Each blocker exists twice: `demo_*` is called from async task code on a
+//! Tokio worker thread (a real blocker), `twin_*` does the same through
+//! `spawn_blocking` (not a blocker: that is what the blocking pool is for).
+//! Every function is `#[inline(never)]` so it keeps its own frame.
+
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long each blocker blocks.
+pub const BLOCK: Duration = Duration::from_millis(20);
+
+/// Burns CPU for `d` without yielding.
+#[inline(never)]
+pub fn burn(d: Duration) -> u64 {
+    let start = Instant::now();
+    let mut x = 1u64;
+    while start.elapsed() < d {
+        for _ in 0..1000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+    x
+}
+
+/// Reads one byte from a FIFO whose writer sends it after [`BLOCK`].
+#[inline(never)]
+pub fn read_fifo(path: &Path) -> std::io::Result<u8> {
+    let writer_path = path.to_path_buf();
+    let writer = std::thread::spawn(move || -> std::io::Result<()> {
+        let mut f = OpenOptions::new().write(true).open(&writer_path)?;
+        std::thread::sleep(BLOCK);
+        f.write_all(b"x")
+    });
+    let mut f = OpenOptions::new().read(true).open(path)?;
+    let mut b = [0u8; 1];
+    f.read_exact(&mut b)?;
+    writer
+        .join()
+        .map_err(|_| std::io::Error::other("fifo writer panicked"))??;
+    Ok(b[0])
+}
+
+/// A mutex that a background thread holds for [`BLOCK`] out of every
+/// 2 x [`BLOCK`].
+pub fn contended_mutex() -> Arc<Mutex<u64>> {
+    let m = Arc::new(Mutex::new(0u64));
+    let holder = m.clone();
+    std::thread::Builder::new()
+        .name("demo-holder".into())
+        .spawn(move || loop {
+            if let Ok(mut g) = holder.lock() {
+                *g += 1;
+                std::thread::sleep(BLOCK);
+            }
+            std::thread::sleep(BLOCK);
+        })
+        .expect("spawn the mutex holder");
+    m
+}
+
+/// A FIFO in a fresh temporary directory.
+pub fn make_fifo(tag: &str) -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("runq-demo-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("fifo");
+    let _ = std::fs::remove_file(&path);
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(std::io::Error::other)?;
+    // SAFETY: a valid NUL-terminated path.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(path)
+}
+
+/// Blocker 1 (CPU-bound poll): spins in task code.
+#[inline(never)]
+pub fn demo_cpu_spin() -> u64 {
+    burn(BLOCK)
+}
+
+/// Blocker 2 (blocking call): `std::thread::sleep` in task code.
+#[inline(never)]
+pub fn demo_thread_sleep() {
+    std::thread::sleep(BLOCK);
+}
+
+/// Blocker 3 (blocking call): a synchronous file read in task code.
+#[inline(never)]
+pub fn demo_file_read(fifo: &Path) -> u8 {
+    read_fifo(fifo).unwrap_or(0)
+}
+
+/// Blocker 4 (blocking call): a contended `std::sync::Mutex` in task code.
+#[inline(never)]
+pub fn demo_mutex_lock(m: &Mutex<u64>) -> u64 {
+    m.lock().map(|g| *g).unwrap_or(0)
+}
+
+/// Twin of [`demo_cpu_spin`], run through `spawn_blocking`.
+#[inline(never)]
+pub fn twin_cpu_spin() -> u64 {
+    burn(BLOCK)
+}
+
+/// Twin of [`demo_thread_sleep`].
+#[inline(never)]
+pub fn twin_thread_sleep() {
+    std::thread::sleep(BLOCK);
+}
+
+/// Twin of [`demo_file_read`].
+#[inline(never)]
+pub fn twin_file_read(fifo: &Path) -> u8 {
+    read_fifo(fifo).unwrap_or(0)
+}
+
+/// Twin of [`demo_mutex_lock`].
+#[inline(never)]
+pub fn twin_mutex_lock(m: &Mutex<u64>) -> u64 {
+    m.lock().map(|g| *g).unwrap_or(0)
+}
+
+/// Seconds to run from the first argument (default: until killed).
+pub fn duration_from_args() -> Option<Duration> {
+    std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse::<f64>().ok())
+        .map(Duration::from_secs_f64)
+}

@@ -1,0 +1,179 @@
+//! The BPF side: the committed object (built from bpf/hud.bpf.c by
+//! bpf/build.sh), loaded and attached with aya, the worker filter map, and
+//! the ring buffer of events.
+
+use aya::maps::{Array, HashMap, MapData, RingBuf};
+use aya::programs::perf_event::{perf_sw_ids, PerfEventScope, PerfTypeId, SamplePolicy};
+use aya::programs::{PerfEvent, TracePoint};
+use aya::Ebpf;
+
+use crate::event::{decode, RawEvent};
+
+/// The compiled object, 8-byte aligned as the ELF parser wants.
+#[repr(C, align(8))]
+struct Aligned<T: ?Sized>(T);
+
+static OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!("../bpf/hud.bpf.o"));
+
+/// The object's bytes.
+pub fn object() -> &'static [u8] {
+    &OBJECT.0
+}
+
+/// Failures while loading or attaching, with the feature that is missing.
+#[derive(Debug, thiserror::Error)]
+pub enum BpfError {
+    /// The object did not load (verifier, BTF, map creation).
+    #[error("loading the BPF programs failed: {0} (needs a kernel with BPF ring buffers, 5.8+)")]
+    Load(String),
+    /// A tracepoint or perf event could not be attached.
+    #[error("attaching {what} failed: {reason}")]
+    Attach {
+        /// Which program.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Loaded and attached programs.
+pub struct Probe {
+    ebpf: Ebpf,
+    events: RingBuf<MapData>,
+}
+
+fn attach_err(what: &str) -> impl Fn(aya::programs::ProgramError) -> BpfError + '_ {
+    move |e| BpfError::Attach {
+        what: what.to_string(),
+        reason: e.to_string(),
+    }
+}
+
+impl Probe {
+    /// Loads the programs, sets the threshold, attaches the tracepoints
+    /// and a cpu-clock sampler at `frequency` Hz on every online CPU.
+    pub fn attach(threshold_ns: u64, frequency: u64) -> Result<Self, BpfError> {
+        let mut ebpf = Ebpf::load(object()).map_err(|e| BpfError::Load(e.to_string()))?;
+        {
+            let map = ebpf
+                .map_mut("CONFIG")
+                .ok_or_else(|| BpfError::Load("no CONFIG map".into()))?;
+            let mut config: Array<_, u64> =
+                Array::try_from(map).map_err(|e| BpfError::Load(e.to_string()))?;
+            config
+                .set(0, threshold_ns, 0)
+                .map_err(|e| BpfError::Load(e.to_string()))?;
+        }
+        for (prog, category, name) in [
+            ("hud_sched_switch", "sched", "sched_switch"),
+            ("hud_sched_wakeup", "sched", "sched_wakeup"),
+        ] {
+            let tp: &mut TracePoint = ebpf
+                .program_mut(prog)
+                .ok_or_else(|| BpfError::Load(format!("no program {prog}")))?
+                .try_into()
+                .map_err(attach_err(name))?;
+            tp.load().map_err(attach_err(name))?;
+            tp.attach(category, name).map_err(attach_err(name))?;
+        }
+        let sampler: &mut PerfEvent = ebpf
+            .program_mut("hud_sample")
+            .ok_or_else(|| BpfError::Load("no program hud_sample".into()))?
+            .try_into()
+            .map_err(attach_err("cpu-clock sampler"))?;
+        sampler.load().map_err(attach_err("cpu-clock sampler"))?;
+        let cpus = aya::util::online_cpus().map_err(|(what, e)| BpfError::Attach {
+            what: "cpu-clock sampler".into(),
+            reason: format!("{what}: {e}"),
+        })?;
+        for cpu in cpus {
+            sampler
+                .attach(
+                    PerfTypeId::Software,
+                    perf_sw_ids::PERF_COUNT_SW_CPU_CLOCK as u64,
+                    PerfEventScope::AllProcessesOneCpu { cpu },
+                    SamplePolicy::Frequency(frequency),
+                    false,
+                )
+                .map_err(attach_err("cpu-clock sampler"))?;
+        }
+        let ring = ebpf
+            .take_map("EVENTS")
+            .ok_or_else(|| BpfError::Load("no EVENTS map".into()))?;
+        let events = RingBuf::try_from(ring).map_err(|e| BpfError::Load(e.to_string()))?;
+        Ok(Probe { ebpf, events })
+    }
+
+    /// Adds threads to the in-kernel filter.
+    pub fn watch(&mut self, tids: &[u32]) -> Result<(), BpfError> {
+        let map = self
+            .ebpf
+            .map_mut("WORKERS")
+            .ok_or_else(|| BpfError::Load("no WORKERS map".into()))?;
+        let mut workers: HashMap<_, u32, u8> =
+            HashMap::try_from(map).map_err(|e| BpfError::Load(e.to_string()))?;
+        for tid in tids {
+            workers
+                .insert(tid, 1, 0)
+                .map_err(|e| BpfError::Load(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Every event waiting in the ring buffer.
+    pub fn drain(&mut self) -> Vec<RawEvent> {
+        let mut out = Vec::new();
+        while let Some(item) = self.events.next() {
+            if let Some(ev) = decode(&item) {
+                out.push(ev);
+            }
+        }
+        out
+    }
+
+    /// Events the kernel could not queue (ring buffer full).
+    pub fn lost_events(&mut self) -> u64 {
+        self.ebpf
+            .map_mut("DROPS")
+            .and_then(|m| Array::<_, u64>::try_from(m).ok())
+            .and_then(|a| a.get(&0, 0).ok())
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed object must be built from the committed source.
+    #[test]
+    fn object_is_built_from_the_current_source() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bpf");
+        let src = std::fs::read(dir.join("hud.bpf.c")).unwrap();
+        let recorded = std::fs::read_to_string(dir.join("hud.bpf.c.sha256")).unwrap();
+        let actual = sha256_hex(&src);
+        assert_eq!(
+            recorded.trim(),
+            actual,
+            "bpf/hud.bpf.o is stale: run crates/runq-hud/bpf/build.sh (needs clang, libbpf-dev)"
+        );
+        assert!(object().starts_with(b"\x7fELF"));
+    }
+
+    /// sha256 via the system's sha256sum (coreutils), to avoid a crate.
+    fn sha256_hex(data: &[u8]) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sha256sum (coreutils)");
+        child.stdin.take().unwrap().write_all(data).unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    }
+}

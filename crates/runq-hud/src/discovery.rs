@@ -1,0 +1,224 @@
+//! Finding the target process and its Tokio worker threads.
+//!
+//! Workers are chosen in the seed's order: an explicit name prefix; Tokio's
+//! default thread names (`tokio-runtime-worker`, seen truncated as
+//! `tokio-runtime-w`, and `tokio-rt-worker`); otherwise the largest group of
+//! threads named `{name}-{N}`. Tokio's blocking-pool threads share the
+//! workers' name; their events are told apart later by their stacks.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Comm prefixes of Tokio's worker threads.
+pub const TOKIO_PREFIXES: [&str; 2] = ["tokio-runtime-w", "tokio-rt-worker"];
+
+/// A thread of the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thread {
+    /// Thread id.
+    pub tid: u32,
+    /// Its comm (thread name, at most 15 bytes).
+    pub comm: String,
+}
+
+/// Errors in finding the target.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DiscoveryError {
+    /// No process has that name.
+    #[error("no running process is named {0:?} (matched on comm and executable name); check `ps -e`, or pass --pid")]
+    NotFound(String),
+    /// Several processes have that name.
+    #[error("{name:?} matches several processes ({candidates}); pass --pid")]
+    Ambiguous {
+        /// The name.
+        name: String,
+        /// `pid comm` of each candidate.
+        candidates: String,
+    },
+    /// The pid does not exist.
+    #[error("no process with pid {0}")]
+    NoSuchPid(u32),
+    /// No thread looks like a runtime worker.
+    #[error("found no worker threads in process {0}: no tokio-runtime-worker / tokio-rt-worker threads and no {{name}}-{{N}} thread group; pass --worker-prefix")]
+    NoWorkers(u32),
+}
+
+/// Processes whose comm or executable basename is `name` (not this one).
+pub fn find_process(proc_root: &Path, name: &str) -> Result<u32, DiscoveryError> {
+    let me = std::process::id();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(proc_root).into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let comm = read_trimmed(&entry.path().join("comm"));
+        let exe = std::fs::read_link(entry.path().join("exe"))
+            .ok()
+            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
+        if comm.as_deref() == Some(name) || exe.as_deref() == Some(name) {
+            found.push((pid, comm.unwrap_or_default()));
+        }
+    }
+    match found.len() {
+        0 => Err(DiscoveryError::NotFound(name.to_string())),
+        1 => Ok(found[0].0),
+        _ => Err(DiscoveryError::Ambiguous {
+            name: name.to_string(),
+            candidates: found
+                .iter()
+                .map(|(p, c)| format!("{p} {c}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+fn read_trimmed(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim_end().to_string())
+}
+
+/// Every thread of `pid`.
+pub fn threads(proc_root: &Path, pid: u32) -> Result<Vec<Thread>, DiscoveryError> {
+    let dir = proc_root.join(pid.to_string()).join("task");
+    let entries = std::fs::read_dir(&dir).map_err(|_| DiscoveryError::NoSuchPid(pid))?;
+    Ok(entries
+        .flatten()
+        .filter_map(|e| {
+            let tid = e.file_name().to_str()?.parse().ok()?;
+            Some(Thread {
+                tid,
+                comm: read_trimmed(&e.path().join("comm")).unwrap_or_default(),
+            })
+        })
+        .collect())
+}
+
+/// How the workers were chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Method {
+    /// `--worker-prefix`.
+    ExplicitPrefix(String),
+    /// Tokio's default thread names.
+    TokioDefaults,
+    /// The largest `{name}-{N}` group.
+    LargestGroup(String),
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Method::ExplicitPrefix(p) => write!(f, "explicit prefix {p:?}"),
+            Method::TokioDefaults => f.write_str("Tokio default thread names"),
+            Method::LargestGroup(p) => write!(f, "largest {p}-N thread group"),
+        }
+    }
+}
+
+/// Chooses the worker threads.
+pub fn select_workers(threads: &[Thread], prefix: Option<&str>) -> Option<(Method, Vec<u32>)> {
+    let pick = |pred: &dyn Fn(&str) -> bool| -> Vec<u32> {
+        threads
+            .iter()
+            .filter(|t| pred(&t.comm))
+            .map(|t| t.tid)
+            .collect()
+    };
+    if let Some(p) = prefix {
+        let tids = pick(&|c| c.starts_with(p));
+        return (!tids.is_empty()).then(|| (Method::ExplicitPrefix(p.to_string()), tids));
+    }
+    let tids = pick(&|c| TOKIO_PREFIXES.iter().any(|p| c.starts_with(p)));
+    if !tids.is_empty() {
+        return Some((Method::TokioDefaults, tids));
+    }
+    let mut groups: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for t in threads {
+        if let Some((name, n)) = t.comm.rsplit_once('-') {
+            if !name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                groups.entry(name).or_default().push(t.tid);
+            }
+        }
+    }
+    let (name, tids) = groups
+        .into_iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .max_by_key(|(_, v)| v.len())?;
+    Some((Method::LargestGroup(name.to_string()), tids))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(tid: u32, comm: &str) -> Thread {
+        Thread {
+            tid,
+            comm: comm.into(),
+        }
+    }
+
+    #[test]
+    fn tokio_defaults_win_over_groups() {
+        let ts = [
+            t(1, "svc"),
+            t(2, "tokio-runtime-w"),
+            t(3, "tokio-runtime-w"),
+            t(4, "io-0"),
+            t(5, "io-1"),
+            t(6, "io-2"),
+        ];
+        let (m, tids) = select_workers(&ts, None).unwrap();
+        assert_eq!((m, tids), (Method::TokioDefaults, vec![2, 3]));
+    }
+
+    #[test]
+    fn explicit_prefix_and_largest_group() {
+        let ts = [
+            t(1, "svc"),
+            t(2, "rt-0"),
+            t(3, "rt-1"),
+            t(4, "io-0"),
+            t(5, "io-1"),
+            t(6, "io-2"),
+        ];
+        assert_eq!(select_workers(&ts, Some("rt-")).unwrap().1, vec![2, 3]);
+        let (m, tids) = select_workers(&ts, None).unwrap();
+        assert_eq!(m, Method::LargestGroup("io".into()));
+        assert_eq!(tids, vec![4, 5, 6]);
+        assert!(select_workers(&[t(1, "svc")], None).is_none());
+        assert!(select_workers(&ts, Some("nope")).is_none());
+    }
+
+    #[test]
+    fn finds_processes_in_a_synthetic_proc() {
+        let dir = tempfile::tempdir().unwrap();
+        for (pid, comm) in [(10, "svc"), (11, "other"), (12, "dup"), (13, "dup")] {
+            let d = dir.path().join(pid.to_string());
+            std::fs::create_dir_all(d.join("task").join(pid.to_string())).unwrap();
+            std::fs::write(d.join("comm"), format!("{comm}\n")).unwrap();
+            std::fs::write(
+                d.join("task").join(pid.to_string()).join("comm"),
+                format!("{comm}\n"),
+            )
+            .unwrap();
+        }
+        assert_eq!(find_process(dir.path(), "svc"), Ok(10));
+        assert!(matches!(
+            find_process(dir.path(), "nope"),
+            Err(DiscoveryError::NotFound(_))
+        ));
+        let err = find_process(dir.path(), "dup").unwrap_err().to_string();
+        assert!(err.contains("12 dup") && err.contains("13 dup"), "{err}");
+        assert_eq!(threads(dir.path(), 10).unwrap(), vec![t(10, "svc")]);
+        assert_eq!(threads(dir.path(), 99), Err(DiscoveryError::NoSuchPid(99)));
+    }
+}

@@ -1,0 +1,19 @@
+//! runq hud: find what blocks a Tokio runtime's worker threads.
+//!
+//! BPF programs on the scheduler tracepoints and a cpu-clock sampler
+//! ([`bpf`]) report, for the target's worker threads only, sleeps and
+//! run-queue waits above a threshold and periodic stacks ([`event`]). The
+//! stacks are symbolized ([`symbols`]) and classified ([`classify`]); the
+//! detector ([`detect`]) names the culprit in three categories, and a
+//! session ([`session`]) turns it all into a report ([`report`]) and a
+//! Chrome trace ([`export`]). Workers are found by [`discovery`].
+
+pub mod bpf;
+pub mod classify;
+pub mod detect;
+pub mod discovery;
+pub mod event;
+pub mod export;
+pub mod report;
+pub mod session;
+pub mod symbols;

@@ -1,0 +1,213 @@
+//! The headless report: findings grouped into blockers (category, culprit
+//! function, file:line), per-worker utilization and event counts,
+//! run-queue statistics, the discovery method and lost events.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::classify::user_frames;
+use crate::detect::{Category, Finding, Tally};
+use crate::symbols::Frame;
+
+/// Findings of one culprit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Blocker {
+    /// The category.
+    pub category: Category,
+    /// The culprit function (innermost program frame).
+    pub function: String,
+    /// Its `file:line`, when debug info has it.
+    pub location: Option<String>,
+    /// Program frames of the sample stack, innermost first.
+    pub user_frames: Vec<String>,
+    /// How many intervals.
+    pub count: u64,
+    /// Sum of their lengths, ns.
+    pub total_ns: u64,
+    /// The longest, ns.
+    pub max_ns: u64,
+    /// Intervals per worker tid.
+    pub workers: BTreeMap<u32, u64>,
+    /// One full stack (function and location per frame).
+    pub sample_stack: Vec<Frame>,
+}
+
+/// One worker thread's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerStats {
+    /// Thread id.
+    pub tid: u32,
+    /// Thread name.
+    pub comm: String,
+    /// On-CPU time during the session, ns (from /proc schedstat).
+    pub cpu_ns: u64,
+    /// `cpu_ns` over the session's length.
+    pub utilization: f64,
+    /// Findings on this worker, by category.
+    pub findings: BTreeMap<Category, u64>,
+}
+
+/// Run-queue delays above the threshold.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct RunQueueStats {
+    /// How many.
+    pub count: u64,
+    /// Total, ns.
+    pub total_ns: u64,
+    /// Longest, ns.
+    pub max_ns: u64,
+}
+
+/// Everything a headless session reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Target pid.
+    pub pid: u32,
+    /// Target comm.
+    pub comm: String,
+    /// How the workers were found.
+    pub discovery: String,
+    /// Threshold, ns.
+    pub threshold_ns: u64,
+    /// Sampling frequency, Hz.
+    pub frequency_hz: u64,
+    /// Session length, s.
+    pub duration_s: f64,
+    /// True if the target exited during the session.
+    pub target_exited: bool,
+    /// Blockers, largest total first.
+    pub blockers: Vec<Blocker>,
+    /// Workers.
+    pub workers: Vec<WorkerStats>,
+    /// Run-queue delays.
+    pub run_queue: RunQueueStats,
+    /// What the detector saw and set aside.
+    pub events: Tally,
+    /// Events lost in the kernel (ring buffer full).
+    pub lost_events: u64,
+    /// Set when the binary has no debug info: how to get file:line.
+    pub symbol_hint: Option<String>,
+}
+
+/// Groups findings into blockers.
+pub fn group(findings: &[Finding]) -> Vec<Blocker> {
+    let mut by_key: BTreeMap<(Category, String, Option<String>), Blocker> = BTreeMap::new();
+    for f in findings {
+        let culprit = f.culprit();
+        let function = culprit.map_or_else(|| "[runtime]".to_string(), |c| c.function.clone());
+        let location = culprit.and_then(Frame::location);
+        let b = by_key
+            .entry((f.category, function.clone(), location.clone()))
+            .or_insert_with(|| Blocker {
+                category: f.category,
+                function,
+                location,
+                user_frames: user_frames(&f.stack)
+                    .iter()
+                    .map(|u| u.function.clone())
+                    .collect(),
+                count: 0,
+                total_ns: 0,
+                max_ns: 0,
+                workers: BTreeMap::new(),
+                sample_stack: f.stack.clone(),
+            });
+        b.count += 1;
+        b.total_ns += f.duration_ns;
+        b.max_ns = b.max_ns.max(f.duration_ns);
+        *b.workers.entry(f.tid).or_default() += 1;
+    }
+    let mut out: Vec<Blocker> = by_key.into_values().collect();
+    out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns));
+    out
+}
+
+/// Run-queue statistics of the findings.
+pub fn run_queue_stats(findings: &[Finding]) -> RunQueueStats {
+    findings
+        .iter()
+        .filter(|f| f.category == Category::RunQueueDelay)
+        .fold(RunQueueStats::default(), |mut s, f| {
+            s.count += 1;
+            s.total_ns += f.duration_ns;
+            s.max_ns = s.max_ns.max(f.duration_ns);
+            s
+        })
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.1}ms", ns as f64 / 1e6)
+}
+
+/// The report as text.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "hud: pid {} ({}), {} workers by {}, threshold {}, {} Hz, {:.1}s{}",
+        r.pid,
+        r.comm,
+        r.workers.len(),
+        r.discovery,
+        ms(r.threshold_ns),
+        r.frequency_hz,
+        r.duration_s,
+        if r.target_exited {
+            " (target exited)"
+        } else {
+            ""
+        }
+    );
+    if r.blockers.is_empty() {
+        let _ = writeln!(out, "no blockers above the threshold");
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<26} {:>6} {:>10} {:>9}  {}",
+            "category", "count", "total", "max", "culprit"
+        );
+        for b in &r.blockers {
+            let _ = writeln!(
+                out,
+                "{:<26} {:>6} {:>10} {:>9}  {} ({})",
+                b.category.label(),
+                b.count,
+                ms(b.total_ns),
+                ms(b.max_ns),
+                b.function,
+                b.location.as_deref().unwrap_or("no file:line")
+            );
+        }
+    }
+    for w in &r.workers {
+        let finds: Vec<String> = w
+            .findings
+            .iter()
+            .map(|(c, n)| format!("{} {n}", c.label()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "worker {:>7} {:<16} {:>5.1}% busy  {}",
+            w.tid,
+            w.comm,
+            w.utilization * 100.0,
+            if finds.is_empty() {
+                "-".to_string()
+            } else {
+                finds.join(", ")
+            }
+        );
+    }
+    let e = &r.events;
+    let _ = writeln!(
+        out,
+        "events: {} sleeps over threshold ({} idle parks), {} run-queue waits, {} samples, {} blocking-pool events ignored, {} lost",
+        e.blocked_events, e.idle_parks, e.runqueue_events, e.samples, e.blocking_pool_events, r.lost_events
+    );
+    if let Some(h) = &r.symbol_hint {
+        let _ = writeln!(out, "note: {h}");
+    }
+    out
+}
