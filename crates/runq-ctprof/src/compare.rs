@@ -280,10 +280,49 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row>
     rows
 }
 
-/// Sorts rows: by `--sort-by` metric (groups ordered by that metric's
-/// delta, or value for show), else by absolute delta; rows without a number
-/// go last.
-pub fn sort_rows(rows: &mut [Row], sort_by: Option<&(String, bool)>, show: bool) {
+/// A group's value of a metric or derived metric.
+fn side_value(side: &Side, group: &str, metric: &str) -> Option<f64> {
+    let (_, m, d) = side.get(group)?;
+    match m.get(metric) {
+        Some(a) => a.scalar(),
+        None => d.get(metric).copied().flatten(),
+    }
+}
+
+/// The per-group sort key of `--sort-by metric`: its delta for compare,
+/// its value for show.
+fn group_order(base: &Side, cand: Option<&Side>, metric: &str) -> BTreeMap<String, Option<f64>> {
+    let groups = base.keys().chain(cand.iter().flat_map(|c| c.keys()));
+    groups
+        .map(|g| {
+            let b = side_value(base, g, metric);
+            let v = match cand {
+                None => b,
+                Some(c) => side_value(c, g, metric).zip(b).map(|(c, b)| c - b),
+            };
+            (g.clone(), v)
+        })
+        .collect()
+}
+
+fn cmp_opt(x: Option<f64>, y: Option<f64>, desc: bool) -> std::cmp::Ordering {
+    use std::cmp::Ordering::*;
+    match (x, y) {
+        (Some(x), Some(y)) if desc => y.total_cmp(&x),
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        (Some(_), None) => Less,
+        (None, Some(_)) => Greater,
+        (None, None) => Equal,
+    }
+}
+
+/// Sorts rows: with `order` (from `--sort-by`), groups by that key; else by
+/// absolute delta (value for show). Rows without a number go last.
+pub fn sort_rows(
+    rows: &mut [Row],
+    order: Option<(&BTreeMap<String, Option<f64>>, bool)>,
+    show: bool,
+) {
     let key = |r: &Row| {
         if show {
             r.baseline.scalar()
@@ -291,39 +330,15 @@ pub fn sort_rows(rows: &mut [Row], sort_by: Option<&(String, bool)>, show: bool)
             r.delta.map(f64::abs)
         }
     };
-    match sort_by {
-        None => rows.sort_by(|a, b| match (key(a), key(b)) {
-            (Some(x), Some(y)) => y.total_cmp(&x),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (None, None) => std::cmp::Ordering::Equal,
+    match order {
+        None => rows.sort_by(|a, b| cmp_opt(key(a), key(b), true)),
+        Some((order, desc)) => rows.sort_by(|a, b| {
+            let (x, y) = (
+                order.get(&a.group).copied().flatten(),
+                order.get(&b.group).copied().flatten(),
+            );
+            cmp_opt(x, y, desc).then_with(|| a.group.cmp(&b.group))
         }),
-        Some((metric, desc)) => {
-            let order: BTreeMap<String, Option<f64>> = rows
-                .iter()
-                .filter(|r| &r.metric == metric)
-                .map(|r| {
-                    (
-                        r.group.clone(),
-                        if show { r.baseline.scalar() } else { r.delta },
-                    )
-                })
-                .collect();
-            rows.sort_by(|a, b| {
-                let (x, y) = (
-                    order.get(&a.group).copied().flatten(),
-                    order.get(&b.group).copied().flatten(),
-                );
-                let o = match (x, y) {
-                    (Some(x), Some(y)) if *desc => y.total_cmp(&x),
-                    (Some(x), Some(y)) => x.total_cmp(&y),
-                    (Some(_), None) => std::cmp::Ordering::Less,
-                    (None, Some(_)) => std::cmp::Ordering::Greater,
-                    (None, None) => std::cmp::Ordering::Equal,
-                };
-                o.then_with(|| a.group.cmp(&b.group))
-            });
-        }
     }
 }
 
@@ -350,10 +365,15 @@ fn group_by_name(g: GroupBy) -> &'static str {
     }
 }
 
-fn finish(mut rows: Vec<Row>, opts: &ViewOptions, show: bool) -> Vec<Row> {
+fn finish(mut rows: Vec<Row>, base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row> {
+    let show = cand.is_none();
+    let order = opts
+        .sort_by
+        .as_ref()
+        .map(|(m, desc)| (group_order(base, cand, m), *desc));
     let (mut main, mut derived): (Vec<Row>, Vec<Row>) = rows.drain(..).partition(|r| !r.derived);
     for part in [&mut main, &mut derived] {
-        sort_rows(part, opts.sort_by.as_ref(), show);
+        sort_rows(part, order.as_ref().map(|(o, d)| (o, *d)), show);
         if let Some(n) = opts.limit {
             part.truncate(n);
         }
@@ -365,7 +385,7 @@ fn finish(mut rows: Vec<Row>, opts: &ViewOptions, show: bool) -> Vec<Row> {
 /// Compares two snapshots.
 pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions) -> View {
     let (b, c) = (side(base, &opts.grouping), side(cand, &opts.grouping));
-    let mut rows = finish(metric_rows(&b, Some(&c), opts), opts, false);
+    let mut rows = finish(metric_rows(&b, Some(&c), opts), &b, Some(&c), opts);
     rows.extend(crate::sections::secondary_rows(base, Some(cand), opts));
     View {
         group_by: group_by_name(opts.grouping.by),
@@ -378,7 +398,7 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
 /// Renders one snapshot's groups.
 pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
     let s = side(snap, &opts.grouping);
-    let mut rows = finish(metric_rows(&s, None, opts), opts, true);
+    let mut rows = finish(metric_rows(&s, None, opts), &s, None, opts);
     rows.extend(crate::sections::secondary_rows(snap, None, opts));
     View {
         group_by: group_by_name(opts.grouping.by),

@@ -18,6 +18,7 @@ pub mod agg;
 pub mod compare;
 pub mod derived;
 pub mod group;
+pub mod jemalloc;
 pub mod registry;
 pub mod render;
 pub mod sections;

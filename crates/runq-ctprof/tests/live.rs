@@ -190,3 +190,64 @@ fn cgroup_enrichment_finds_test_cgroup() {
         Some(&runq_kernel::cgroup_stats::CgroupVersion::V2)
     );
 }
+
+/// Path of the `jemalloc_threads` example (built by `cargo test`).
+fn jemalloc_example() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let p = exe.parent()?.parent()?.join("examples/jemalloc_threads");
+    p.exists().then_some(p)
+}
+
+#[test]
+fn jemalloc_counters_of_a_jemalloc_process() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let Some(bin) = jemalloc_example() else {
+        panic!("examples/jemalloc_threads not built: run `cargo test -p runq-ctprof` (it builds examples)");
+    };
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(bin)
+        .args(["2", "4194304"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let tids: Vec<u32> = line
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .split(',')
+        .map(|t| t.parse().unwrap())
+        .collect();
+    let snap = capture(&CaptureOptions {
+        taskstats: false,
+        cgroups: false,
+        ..Default::default()
+    });
+    drop(child.stdin.take());
+    let _ = child.wait();
+    assert!(snap.probe_summary.unwrap().jemalloc_processes >= 1);
+    for tid in tids {
+        let t = find(&snap.threads, tid);
+        assert!(
+            t.allocated_bytes.0 >= 4 << 20,
+            "tid {tid} allocated {}",
+            t.allocated_bytes.0
+        );
+        assert!(
+            t.deallocated_bytes.0 >= 1 << 20,
+            "tid {tid} freed {}",
+            t.deallocated_bytes.0
+        );
+        assert!(t.allocated_bytes.0 > t.deallocated_bytes.0);
+    }
+    // Processes without jemalloc read zero.
+    let me = find(&snap.threads, std::process::id());
+    assert_eq!(me.allocated_bytes.0, 0);
+}

@@ -29,6 +29,8 @@ pub struct CaptureOptions {
     pub sys_root: PathBuf,
     /// Query taskstats over genetlink (needs `CAP_NET_ADMIN`).
     pub taskstats: bool,
+    /// Read jemalloc per-thread counters via ptrace (needs ptrace rights).
+    pub jemalloc: bool,
     /// Read per-cgroup stats for every cgroup a thread is in.
     pub cgroups: bool,
     /// Worker threads reading `/proc` (0 = one per online CPU).
@@ -41,6 +43,7 @@ impl Default for CaptureOptions {
             proc_root: PathBuf::from("/proc"),
             sys_root: PathBuf::from("/sys"),
             taskstats: true,
+            jemalloc: true,
             cgroups: true,
             workers: 0,
         }
@@ -105,7 +108,10 @@ pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
     let (mut threads, tally) = capture_threads(opts, &listed, &mut ts_unavailable);
     threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
     fill_pcomm(&mut threads, &opts.proc_root);
-    let probe = tally.probe_summary(listed.len() as u64);
+    let mut probe = tally.probe_summary(listed.len() as u64);
+    if opts.jemalloc {
+        probe.jemalloc_processes = crate::jemalloc::fill(&mut threads, &opts.proc_root);
+    }
     if opts.cgroups {
         snap.cgroup_stats = cgroups::enrich(&threads, &opts.proc_root);
     }

@@ -19,6 +19,7 @@ fn opts(root: &Path) -> CaptureOptions {
         sys_root: root.join("sys"),
         taskstats: false,
         cgroups: false,
+        jemalloc: false,
         workers: 2,
     }
 }

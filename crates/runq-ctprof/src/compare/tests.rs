@@ -112,3 +112,26 @@ fn missing_derived_input_renders_dash() {
         "{text}"
     );
 }
+
+#[test]
+fn sort_by_applies_to_derived_and_filtered_tables() {
+    let a = snap(vec![t(1, "x", "x", 100, 1), t(2, "y", "y", 100, 1)]);
+    let b = snap(vec![t(1, "x", "x", 200, 1), t(2, "y", "y", 900, 1)]);
+    let opts = ViewOptions {
+        metrics: vec!["voluntary_csw".into(), "avg_slice_ns".into()],
+        sort_by: Some(("run_time_ns".into(), true)),
+        ..Default::default()
+    };
+    let v = compare(&a, &b, &opts);
+    let firsts: Vec<(&str, bool)> = v
+        .rows
+        .iter()
+        .map(|r| (r.group.as_str(), r.derived))
+        .collect();
+    assert_eq!(firsts[0], ("y", false));
+    let first_derived = firsts.iter().find(|(_, d)| *d).unwrap();
+    assert_eq!(
+        first_derived.0, "y",
+        "derived rows follow the same group order"
+    );
+}

@@ -22,6 +22,10 @@ pub struct CaptureArgs {
     /// watermarks); the rest of the capture is unchanged.
     #[arg(long)]
     pub no_taskstats: bool,
+    /// Skip reading jemalloc per-thread counters (ptrace) of processes
+    /// linked with jemalloc.
+    #[arg(long)]
+    pub no_jemalloc: bool,
     /// Skip per-cgroup enrichment.
     #[arg(long)]
     pub no_cgroups: bool,
@@ -99,6 +103,7 @@ pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
     let opts = CaptureOptions {
         taskstats: !args.no_taskstats,
         cgroups: !args.no_cgroups,
+        jemalloc: !args.no_jemalloc,
         workers: args.workers,
         ..CaptureOptions::default()
     };

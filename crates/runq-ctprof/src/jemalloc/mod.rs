@@ -1,0 +1,155 @@
+//! jemalloc per-thread allocation counters of other processes.
+//!
+//! For an executable statically linked with jemalloc (as with
+//! `tikv-jemallocator`), the thread-specific data `tsd_s` lives in static
+//! TLS: the `*tsd_tls` symbol gives its offset in the TLS segment, the
+//! executable's DWARF gives the offsets of `thread_allocated` and
+//! `thread_deallocated` in `tsd_s`, ptrace gives each thread's thread
+//! pointer (`fs_base`), and `process_vm_readv` reads the two counters.
+//! Processes without jemalloc (or stripped of the symbol or debug info)
+//! keep zero. x86_64 only.
+
+pub mod dwarf;
+pub mod elf;
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::metric_types::Bytes;
+use crate::model::ThreadState;
+
+/// Where the counters sit relative to a thread's thread pointer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JemallocLayout {
+    /// Address of `thread_allocated` minus the thread pointer.
+    pub allocated: i64,
+    /// Address of `thread_deallocated` minus the thread pointer.
+    pub deallocated: i64,
+}
+
+/// Inspects an executable; `None` when it is not statically linked with a
+/// jemalloc whose layout can be found.
+pub fn layout_of(exe: &Path) -> Option<JemallocLayout> {
+    let elf = elf::Elf::open(std::fs::File::open(exe).ok()?)?;
+    let tls = elf.tls?;
+    let sym = elf.tls_symbol("tsd_tls")?;
+    let (a, d) = dwarf::tsd_offsets(&elf)?;
+    let base = elf::tp_offset(tls, sym);
+    Some(JemallocLayout {
+        allocated: base + a as i64,
+        deallocated: base + d as i64,
+    })
+}
+
+/// The thread pointer (`fs_base`) of `tid`, read by briefly seizing it.
+#[cfg(target_arch = "x86_64")]
+pub fn thread_pointer(tid: i32) -> Option<u64> {
+    // SAFETY: ptrace/waitpid on a tid; every path detaches after seizing.
+    unsafe {
+        if libc::ptrace(libc::PTRACE_SEIZE, tid, 0, 0) != 0 {
+            return None;
+        }
+        let mut regs: libc::user_regs_struct = std::mem::zeroed();
+        let mut ok = libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0) == 0;
+        if ok {
+            let mut status = 0;
+            ok = libc::waitpid(tid, &mut status, libc::__WALL) == tid;
+        }
+        ok = ok && libc::ptrace(libc::PTRACE_GETREGS, tid, 0, &mut regs as *mut _) == 0;
+        libc::ptrace(libc::PTRACE_DETACH, tid, 0, 0);
+        ok.then_some(regs.fs_base)
+    }
+}
+
+/// The thread pointer is not read on other architectures.
+#[cfg(not(target_arch = "x86_64"))]
+pub fn thread_pointer(_tid: i32) -> Option<u64> {
+    None
+}
+
+/// Reads a u64 at `addr` in process `pid`.
+pub fn read_u64(pid: i32, addr: u64) -> Option<u64> {
+    let mut v = [0u8; 8];
+    let local = libc::iovec {
+        iov_base: v.as_mut_ptr().cast(),
+        iov_len: 8,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: 8,
+    };
+    // SAFETY: both iovecs describe 8 valid bytes (remote is checked by the kernel).
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    (n == 8).then(|| u64::from_ne_bytes(v))
+}
+
+/// Reads `tid`'s two counters.
+pub fn read_thread(tgid: i32, tid: i32, layout: JemallocLayout) -> Option<(u64, u64)> {
+    let tp = thread_pointer(tid)?;
+    let at = |off: i64| tp.checked_add_signed(off);
+    Some((
+        read_u64(tgid, at(layout.allocated)?)?,
+        read_u64(tgid, at(layout.deallocated)?)?,
+    ))
+}
+
+/// Fills `allocated_bytes` / `deallocated_bytes` for every thread of every
+/// jemalloc-linked process (except the capturing one); returns how many
+/// processes were read.
+pub fn fill(threads: &mut [ThreadState], proc_root: &Path) -> u64 {
+    let me = std::process::id();
+    let mut by_exe: HashMap<(u64, u64), Option<JemallocLayout>> = HashMap::new();
+    let mut per_tgid: HashMap<u32, Option<JemallocLayout>> = HashMap::new();
+    let mut read = 0;
+    for t in threads.iter_mut() {
+        if t.tgid == me {
+            continue;
+        }
+        let layout = *per_tgid.entry(t.tgid).or_insert_with(|| {
+            let exe = proc_root.join(t.tgid.to_string()).join("exe");
+            let meta = std::fs::metadata(&exe).ok()?;
+            *by_exe
+                .entry((meta.dev(), meta.ino()))
+                .or_insert_with(|| layout_of(&exe))
+        });
+        let Some(layout) = layout else { continue };
+        if t.tid == t.tgid {
+            read += 1;
+        }
+        if let Some((a, d)) = read_thread(t.tgid as i32, t.tid as i32, layout) {
+            t.allocated_bytes = Bytes(a);
+            t.deallocated_bytes = Bytes(d);
+        }
+    }
+    read
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_jemalloc_binaries_have_no_layout() {
+        assert_eq!(layout_of(Path::new("/bin/sh")), None);
+        assert_eq!(layout_of(Path::new("/nonexistent")), None);
+        let d = tempfile::tempdir().unwrap();
+        let junk = d.path().join("junk");
+        std::fs::write(&junk, b"\x7fELF garbage").unwrap();
+        assert_eq!(layout_of(&junk), None);
+    }
+
+    #[test]
+    fn tp_offset_variant_ii() {
+        let tls = elf::TlsSegment {
+            memsz: 0xac0,
+            align: 8,
+        };
+        assert_eq!(elf::tp_offset(tls, 0), -0xac0);
+        let tls = elf::TlsSegment {
+            memsz: 0x11,
+            align: 16,
+        };
+        assert_eq!(elf::tp_offset(tls, 4), 4 - 0x20);
+    }
+}
