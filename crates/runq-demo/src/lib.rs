@@ -4,7 +4,10 @@
 //! Each blocker exists twice: `demo_*` is called from async task code on a
 //! Tokio worker thread (a real blocker), `twin_*` does the same through
 //! `spawn_blocking` (not a blocker: that is what the blocking pool is for).
-//! Every function is `#[inline(never)]` so it keeps its own frame.
+//! Every function is `#[inline(never)]` and uses a value after its
+//! blocking call, so it keeps its own frame (no tail call into std); each
+//! twin differs from its `demo_*` function by a constant, so the compiler
+//! cannot fold the two into one symbol.
 
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
@@ -82,49 +85,63 @@ pub fn make_fifo(tag: &str) -> std::io::Result<PathBuf> {
 /// Blocker 1 (CPU-bound poll): spins in task code.
 #[inline(never)]
 pub fn demo_cpu_spin() -> u64 {
-    burn(BLOCK)
+    burn(BLOCK).wrapping_add(std::hint::black_box(1))
 }
 
 /// Blocker 2 (blocking call): `std::thread::sleep` in task code.
 #[inline(never)]
-pub fn demo_thread_sleep() {
+pub fn demo_thread_sleep() -> Duration {
+    let t = Instant::now();
     std::thread::sleep(BLOCK);
+    t.elapsed()
 }
 
 /// Blocker 3 (blocking call): a synchronous file read in task code.
 #[inline(never)]
 pub fn demo_file_read(fifo: &Path) -> u8 {
-    read_fifo(fifo).unwrap_or(0)
+    read_fifo(fifo)
+        .unwrap_or(0)
+        .wrapping_add(std::hint::black_box(1))
 }
 
 /// Blocker 4 (blocking call): a contended `std::sync::Mutex` in task code.
 #[inline(never)]
 pub fn demo_mutex_lock(m: &Mutex<u64>) -> u64 {
-    m.lock().map(|g| *g).unwrap_or(0)
+    m.lock()
+        .map(|g| *g)
+        .unwrap_or(0)
+        .wrapping_add(std::hint::black_box(1))
 }
 
 /// Twin of [`demo_cpu_spin`], run through `spawn_blocking`.
 #[inline(never)]
 pub fn twin_cpu_spin() -> u64 {
-    burn(BLOCK)
+    burn(BLOCK).wrapping_add(std::hint::black_box(2))
 }
 
 /// Twin of [`demo_thread_sleep`].
 #[inline(never)]
-pub fn twin_thread_sleep() {
+pub fn twin_thread_sleep() -> Duration {
+    let t = Instant::now();
     std::thread::sleep(BLOCK);
+    t.elapsed() + Duration::from_nanos(std::hint::black_box(2))
 }
 
 /// Twin of [`demo_file_read`].
 #[inline(never)]
 pub fn twin_file_read(fifo: &Path) -> u8 {
-    read_fifo(fifo).unwrap_or(0)
+    read_fifo(fifo)
+        .unwrap_or(0)
+        .wrapping_add(std::hint::black_box(2))
 }
 
 /// Twin of [`demo_mutex_lock`].
 #[inline(never)]
 pub fn twin_mutex_lock(m: &Mutex<u64>) -> u64 {
-    m.lock().map(|g| *g).unwrap_or(0)
+    m.lock()
+        .map(|g| *g)
+        .unwrap_or(0)
+        .wrapping_add(std::hint::black_box(2))
 }
 
 /// Seconds to run from the first argument (default: until killed).

@@ -20,17 +20,54 @@ pub enum Place {
     Other,
 }
 
-const RUNTIME_PREFIXES: [&str; 9] = [
+const RUNTIME_PREFIXES: [&str; 8] = [
     "std::",
     "core::",
     "alloc::",
     "tokio::",
     "parking_lot",
     "futures",
-    "<std::",
-    "<core::",
-    "<alloc::",
+    "mio::",
+    "lock_api::",
 ];
+
+/// Third-party crates that are part of the async runtime, not the program.
+const RUNTIME_CRATES: [&str; 9] = [
+    "tokio",
+    "parking_lot",
+    "parking_lot_core",
+    "lock_api",
+    "futures-util",
+    "futures-core",
+    "futures-executor",
+    "mio",
+    "crossbeam-utils",
+];
+
+/// The crate a frame's source file belongs to: `std` for the standard
+/// library (sources under /rustc/ or .../library/), the crate name for
+/// files under a cargo registry or git checkout, `None` for the program.
+pub fn crate_of(f: &Frame) -> Option<String> {
+    let file = f.file.as_deref()?;
+    if file.starts_with("/rustc/")
+        || file.contains("/library/std/")
+        || file.contains("/library/core/")
+        || file.contains("/library/alloc/")
+    {
+        return Some("std".into());
+    }
+    let rest = file
+        .split_once("/.cargo/registry/src/")
+        .map(|(_, r)| r.split_once('/').map_or(r, |(_, r)| r))
+        .or_else(|| file.split_once("/.cargo/git/checkouts/").map(|(_, r)| r))?;
+    let dir = rest.split('/').next()?;
+    // "tokio-1.54.1" -> "tokio": drop the trailing version.
+    let name = match dir.rsplit_once('-') {
+        Some((n, v)) if v.starts_with(|c: char| c.is_ascii_digit()) => n,
+        _ => dir,
+    };
+    Some(name.to_string())
+}
 
 /// True for a frame of the runtime or the system, not of the program.
 pub fn is_runtime_frame(f: &Frame) -> bool {
@@ -40,48 +77,72 @@ pub fn is_runtime_frame(f: &Frame) -> bool {
     }
     if let Some(m) = &f.module {
         let base = m.rsplit('/').next().unwrap_or(m);
-        if base.starts_with("libc.so")
-            || base.starts_with("libpthread")
-            || base.starts_with("ld-linux")
+        if ["libc.so", "libpthread", "ld-linux", "linux-vdso", "[vdso]"]
+            .iter()
+            .any(|p| base.starts_with(p))
         {
             return true;
         }
     }
+    if let Some(krate) = crate_of(f) {
+        return krate == "std" || RUNTIME_CRATES.contains(&krate.as_str());
+    }
+    if f.file.is_some() {
+        return false; // the program's own source
+    }
     let trimmed = name.trim_start_matches('<');
-    RUNTIME_PREFIXES
-        .iter()
-        .any(|p| name.starts_with(p) || trimmed.starts_with(p.trim_start_matches('<')))
-        || name.starts_with("__")
-        || name.starts_with("<tokio::")
-        || name.starts_with("<futures")
+    RUNTIME_PREFIXES.iter().any(|p| trimmed.starts_with(p)) || name.starts_with("__")
 }
 
-fn has(frames: &[Frame], needle: &str) -> bool {
-    frames.iter().any(|f| f.function.contains(needle))
+fn is_tokio_frame(f: &Frame) -> bool {
+    crate_of(f).as_deref() == Some("tokio")
+        || f.function.trim_start_matches('<').starts_with("tokio::")
+}
+
+fn in_file_or_name(f: &Frame, file_part: &str, name_part: &str) -> bool {
+    f.file.as_deref().is_some_and(|p| p.contains(file_part)) || f.function.contains(name_part)
 }
 
 /// Frames of a worker's own scheduler loop.
 pub fn is_worker_stack(frames: &[Frame]) -> bool {
-    has(frames, "scheduler::multi_thread::worker")
+    frames.iter().any(|f| {
+        in_file_or_name(
+            f,
+            "scheduler/multi_thread/worker.rs",
+            "multi_thread::worker",
+        )
+    })
 }
 
 /// Frames of the blocking pool without a worker loop.
 pub fn is_blocking_pool(frames: &[Frame]) -> bool {
-    has(frames, "blocking::pool::Inner::run") && !is_worker_stack(frames)
+    frames
+        .iter()
+        .any(|f| in_file_or_name(f, "runtime/blocking/pool.rs", "blocking::pool::Inner::run"))
+        && !is_worker_stack(frames)
 }
 
 /// Tokio frames that mean "nothing to do": parking and driving I/O/timers.
-fn is_idle_frame(name: &str) -> bool {
+fn is_idle_frame(f: &Frame) -> bool {
+    let file = f.file.as_deref().unwrap_or("");
     [
-        "park",
-        "Driver::turn",
-        "driver::Driver",
-        "io::driver",
-        "time::Driver",
-        "epoll_wait",
+        "park.rs",
+        "/io/driver",
+        "runtime/driver.rs",
+        "/time/mod.rs",
+        "/time/driver",
     ]
     .iter()
-    .any(|p| name.contains(p))
+    .any(|p| file.contains(p))
+        || [
+            "park",
+            "Driver::turn",
+            "driver::Driver",
+            "io::driver",
+            "time::Driver",
+        ]
+        .iter()
+        .any(|p| f.function.contains(p))
 }
 
 /// Classifies a stack (innermost first).
@@ -89,10 +150,9 @@ pub fn place(frames: &[Frame]) -> Place {
     if is_blocking_pool(frames) {
         return Place::BlockingPool;
     }
-    // The innermost frame that is not std/libc decides: user code, or a
+    // The innermost frame that is not std/libc decides: program code, or a
     // tokio frame that is (or is not) idle parking.
     for f in frames {
-        let name = f.function.as_str();
         if !is_runtime_frame(f) {
             return if is_worker_stack(frames) {
                 Place::TaskCode
@@ -100,16 +160,12 @@ pub fn place(frames: &[Frame]) -> Place {
                 Place::Other
             };
         }
-        let tokio = name.starts_with("tokio::") || name.starts_with("<tokio::");
-        if tokio {
-            if is_idle_frame(name) {
-                return Place::RuntimeIdle;
-            }
-            if name.contains("task::") || name.contains("run_task") {
-                // The first runtime frame outward is task machinery: no user
-                // frame below it means the task's poll is tokio code itself.
-                return Place::Other;
-            }
+        if is_tokio_frame(f) {
+            return if is_idle_frame(f) {
+                Place::RuntimeIdle
+            } else {
+                Place::Other
+            };
         }
     }
     Place::Other
@@ -129,10 +185,18 @@ pub fn culprit(frames: &[Frame]) -> Option<&Frame> {
 mod tests {
     use super::*;
 
+    /// A frame whose source file sits where its crate's sources would.
     fn f(name: &str) -> Frame {
+        let file = if name.starts_with("std::") {
+            "/rustc/0123abcd/library/std/src/thread/mod.rs"
+        } else if name.starts_with("tokio::") {
+            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/tokio-1.54.1/src/runtime/x.rs"
+        } else {
+            "/home/me/app/src/lib.rs"
+        };
         Frame {
             function: name.into(),
-            file: Some("src/x.rs".into()),
+            file: Some(file.into()),
             line: Some(3),
             module: None,
             inlined: false,
@@ -204,6 +268,33 @@ mod tests {
             place(&stack(&names)),
             Place::TaskCode,
             "block_in_place on a worker"
+        );
+    }
+
+    #[test]
+    fn crates_are_read_from_source_paths() {
+        assert_eq!(crate_of(&f("tokio::x")).as_deref(), Some("tokio"));
+        assert_eq!(crate_of(&f("std::x")).as_deref(), Some("std"));
+        assert_eq!(crate_of(&f("app::x")), None);
+        let reqwest = Frame {
+            file: Some(
+                "/root/.cargo/registry/src/index.crates.io-1/reqwest-0.12.4/src/blocking/client.rs"
+                    .into(),
+            ),
+            ..f("send")
+        };
+        assert_eq!(crate_of(&reqwest).as_deref(), Some("reqwest"));
+        assert!(
+            !is_runtime_frame(&reqwest),
+            "third-party libraries can be culprits"
+        );
+        let short_std = Frame {
+            function: "wait_timeout<()>".into(),
+            ..f("std::x")
+        };
+        assert!(
+            is_runtime_frame(&short_std),
+            "short DWARF names are classified by path"
         );
     }
 

@@ -9,7 +9,7 @@
 //! 3. Run-queue delay: a runnable worker waited for a CPU longer than the
 //!    threshold; its stack is the victim's, and it is labelled so.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
@@ -92,6 +92,8 @@ pub struct Detector {
     runs: HashMap<u32, Run>,
     /// What it saw.
     pub tally: Tally,
+    /// Threads whose stacks showed the blocking pool (not workers).
+    pub pool_tids: BTreeSet<u32>,
 }
 
 /// The outermost program frame below the runtime's poll: identifies the
@@ -107,6 +109,7 @@ impl Detector {
             threshold_ns,
             runs: HashMap::new(),
             tally: Tally::default(),
+            pool_tids: BTreeSet::new(),
         }
     }
 
@@ -132,6 +135,7 @@ impl Detector {
         let where_ = place(&stack);
         if where_ == Place::BlockingPool {
             self.tally.blocking_pool_events += 1;
+            self.pool_tids.insert(ev.tid);
             return;
         }
         let category = if ev.kind == Kind::Blocked {
@@ -191,7 +195,7 @@ impl Detector {
     fn close_run(&mut self, tid: u32) -> Option<Finding> {
         let run = self.runs.remove(&tid)?;
         let span = run.last_ns - run.first_ns;
-        (run.samples >= 2 && span >= self.threshold_ns).then(|| Finding {
+        (run.samples >= 2 && span >= self.threshold_ns).then_some(Finding {
             category: Category::CpuBoundPoll,
             tid,
             start_ns: run.first_ns,
@@ -211,11 +215,19 @@ impl Detector {
 mod tests {
     use super::*;
 
+    /// A frame whose source file sits where its crate's sources would.
     fn frame(name: &str) -> Frame {
+        let file = if name.starts_with("std::") {
+            "/rustc/0123abcd/library/std/src/thread/mod.rs"
+        } else if name.starts_with("tokio::") {
+            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/tokio-1.54.1/src/runtime/x.rs"
+        } else {
+            "/home/me/app/src/lib.rs"
+        };
         Frame {
             function: name.into(),
-            file: Some("src/lib.rs".into()),
-            line: Some(9),
+            file: Some(file.into()),
+            line: Some(3),
             module: None,
             inlined: false,
         }

@@ -120,7 +120,7 @@ pub fn group(findings: &[Finding]) -> Vec<Blocker> {
         *b.workers.entry(f.tid).or_default() += 1;
     }
     let mut out: Vec<Blocker> = by_key.into_values().collect();
-    out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns));
+    out.sort_by_key(|b| std::cmp::Reverse(b.total_ns));
     out
 }
 
@@ -165,8 +165,8 @@ pub fn render(r: &Report) -> String {
     } else {
         let _ = writeln!(
             out,
-            "{:<26} {:>6} {:>10} {:>9}  {}",
-            "category", "count", "total", "max", "culprit"
+            "{:<26} {:>6} {:>10} {:>9}  culprit",
+            "category", "count", "total", "max"
         );
         for b in &r.blockers {
             let _ = writeln!(

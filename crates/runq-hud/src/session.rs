@@ -152,6 +152,9 @@ pub fn run(
         }
     }
     findings.extend(detector.flush());
+    // Blocking-pool threads share the workers' name; once a thread showed
+    // the pool's frames, none of its findings count.
+    findings.retain(|f| !detector.pool_tids.contains(&f.tid));
     let elapsed = started.elapsed().as_secs_f64();
     let report = build_report(
         opts,
@@ -181,9 +184,11 @@ fn build_report(
     elapsed: f64,
     target_exited: bool,
 ) -> Report {
+    // Blocking-pool threads share the workers' name; leave them out.
     let workers = watched
         .comms
         .iter()
+        .filter(|(tid, _)| !detector.pool_tids.contains(tid))
         .map(|(tid, comm)| {
             let cpu =
                 cpu_ns(&opts.proc_root, opts.pid, *tid).saturating_sub(watched.cpu_start[tid]);

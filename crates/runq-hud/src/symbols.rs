@@ -107,53 +107,112 @@ impl Symbols {
             .collect()
     }
 
+    /// One symbolization pass; `debug` selects DWARF (file:line, inlined
+    /// frames, short names) over the symbol tables (qualified names). A
+    /// batch fails as a whole when one module's debug info cannot be read
+    /// (libc without its debug package, say), so a failed batch is retried
+    /// address by address.
+    fn pass(&self, lookup: &[u64], debug: bool) -> Vec<Symbolized<'_>> {
+        let mut src = Process::new(Pid::from(self.pid));
+        src.debug_syms = debug;
+        let src = Source::Process(src);
+        if let Ok(all) = self.symbolizer.symbolize(&src, Input::AbsAddr(lookup)) {
+            return all;
+        }
+        lookup
+            .iter()
+            .map(|a| {
+                self.symbolizer
+                    .symbolize_single(&src, Input::AbsAddr(*a))
+                    .unwrap_or(Symbolized::Unknown(
+                        blazesym::symbolize::Reason::IgnoredError,
+                    ))
+            })
+            .collect()
+    }
+
     fn resolve(&mut self, addrs: &[u64]) {
         let lookup: Vec<u64> = addrs.iter().map(|a| a.saturating_sub(1)).collect();
-        let mut src = Process::new(Pid::from(self.pid));
-        src.debug_syms = true;
-        let src = Source::Process(src);
-        let results = self
-            .symbolizer
-            .symbolize(&src, Input::AbsAddr(&lookup))
-            .unwrap_or_default();
-        for (i, addr) in addrs.iter().enumerate() {
-            let frames = match results.get(i) {
-                Some(Symbolized::Sym(sym)) => {
-                    let module = sym
-                        .module
+        // The symbol tables name every function (qualified, demangled),
+        // libc included; DWARF adds file:line and inlined frames where the
+        // binary has it. Merge the two.
+        let names: Vec<(Option<String>, Option<String>)> = self
+            .pass(&lookup, false)
+            .iter()
+            .map(|r| match r {
+                Symbolized::Sym(sym) => (
+                    Some(sym.name.to_string()),
+                    sym.module
                         .as_ref()
-                        .map(|m| m.to_string_lossy().into_owned());
-                    let mut frames: Vec<Frame> = sym
-                        .inlined
-                        .iter()
-                        .rev()
-                        .map(|f| {
-                            let (file, line) = code_location(f.code_info.as_ref());
-                            Frame {
-                                function: f.name.to_string(),
-                                file,
-                                line,
-                                module: module.clone(),
-                                inlined: true,
-                            }
-                        })
-                        .collect();
-                    let (file, line) = code_location(sym.code_info.as_deref());
-                    self.debug_info_seen |= line.is_some();
-                    frames.push(Frame {
-                        function: sym.name.to_string(),
-                        file,
-                        line,
-                        module,
-                        inlined: false,
-                    });
-                    frames
-                }
-                _ => vec![Frame::unknown(*addr)],
+                        .map(|m| m.to_string_lossy().into_owned()),
+                ),
+                _ => (None, None),
+            })
+            .collect();
+        let dwarf = self.pass(&lookup, true);
+        let mut resolved = Vec::with_capacity(addrs.len());
+        for (i, addr) in addrs.iter().enumerate() {
+            let (elf_name, elf_module) = names.get(i).cloned().unwrap_or((None, None));
+            let mut frames = match dwarf.get(i) {
+                Some(Symbolized::Sym(sym)) => dwarf_frames(sym, elf_module.clone()),
+                _ => Vec::new(),
             };
-            self.cache.insert(*addr, frames);
+            match (frames.last_mut(), elf_name) {
+                // The real (outermost) function: prefer its qualified name.
+                (Some(outer), Some(name)) => outer.function = name,
+                (None, Some(name)) => frames.push(Frame {
+                    function: name,
+                    file: None,
+                    line: None,
+                    module: elf_module,
+                    inlined: false,
+                }),
+                (Some(_), None) => {}
+                (None, None) => frames.push(Frame::unknown(*addr)),
+            }
+            resolved.push((*addr, frames));
         }
+        drop(dwarf);
+        self.debug_info_seen |= resolved
+            .iter()
+            .flat_map(|(_, f)| f)
+            .any(|f| f.line.is_some());
+        self.cache.extend(resolved);
     }
+}
+
+/// Frames of one DWARF result: inlined callees (innermost first), then the
+/// function they were inlined into.
+fn dwarf_frames(sym: &blazesym::symbolize::Sym<'_>, elf_module: Option<String>) -> Vec<Frame> {
+    let module = sym
+        .module
+        .as_ref()
+        .map(|m| m.to_string_lossy().into_owned())
+        .or(elf_module);
+    let mut frames: Vec<Frame> = sym
+        .inlined
+        .iter()
+        .rev()
+        .map(|f| {
+            let (file, line) = code_location(f.code_info.as_ref());
+            Frame {
+                function: f.name.to_string(),
+                file,
+                line,
+                module: module.clone(),
+                inlined: true,
+            }
+        })
+        .collect();
+    let (file, line) = code_location(sym.code_info.as_deref());
+    frames.push(Frame {
+        function: sym.name.to_string(),
+        file,
+        line,
+        module,
+        inlined: false,
+    });
+    frames
 }
 
 #[cfg(test)]

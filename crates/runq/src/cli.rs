@@ -39,6 +39,9 @@ pub enum Command {
     /// collatz program's interface and CSV line; `runq collatz sweep` runs
     /// the whole study with and without a profiler attached.
     Collatz(cmd::collatz::CollatzArgs),
+    /// Attach to a running Tokio process with eBPF and report what blocks
+    /// its worker threads: blocking calls, CPU-bound polls, run-queue delay.
+    Hud(cmd::hud::HudArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::CompletionsArgs),
 }

@@ -3,6 +3,7 @@
 pub mod collatz;
 pub mod completions;
 pub mod ctprof;
+pub mod hud;
 pub mod run;
 
 use std::process::ExitCode;
@@ -15,6 +16,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::execute(args),
         Command::Ctprof(args) => ctprof::execute(args),
         Command::Collatz(args) => collatz::execute(args),
+        Command::Hud(args) => hud::execute(args),
         Command::Completions(args) => completions::execute(args),
     }
 }

@@ -1,0 +1,152 @@
+//! End to end (root): `runq hud` attached to the demo finds each known
+//! blocker with its category and file:line and none of the spawn_blocking
+//! twins; attached to the control it finds no blocker.
+//!
+//! The runq binary is taken from the same target directory (built by
+//! `cargo test --workspace`).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+fn is_root_or_skip() -> bool {
+    // SAFETY: no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: needs root");
+    }
+    root
+}
+
+fn runq_binary() -> Option<PathBuf> {
+    let demo = PathBuf::from(env!("CARGO_BIN_EXE_runq-demo-tokio"));
+    let runq = demo.parent()?.join("runq");
+    runq.exists().then_some(runq)
+}
+
+/// Starts a demo binary for `secs` seconds; returns it and its pid.
+fn start(exe: &str, secs: u32) -> (Child, u32) {
+    let mut child = Command::new(exe)
+        .arg(secs.to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the demo");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let pid = line.trim().parse().expect("the demo prints its pid");
+    (child, pid)
+}
+
+/// Runs `runq hud` headless on `pid`; returns the JSON report and export.
+fn hud(runq: &PathBuf, pid: u32, secs: u32) -> (Value, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("hud.json");
+    let out = Command::new(runq)
+        .args(["hud", "--pid", &pid.to_string(), "--headless", "--json"])
+        .args(["--duration", &format!("{secs}s"), "--export"])
+        .arg(&export)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "runq hud: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = serde_json::from_slice(&out.stdout).expect("report JSON");
+    let trace =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).expect("export JSON");
+    (report, trace)
+}
+
+fn blockers<'a>(report: &'a Value, category: &str) -> Vec<&'a Value> {
+    report["blockers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["category"] == category)
+        .collect()
+}
+
+fn mentions(b: &Value, name: &str) -> bool {
+    b["user_frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f.as_str().unwrap_or("").contains(name))
+}
+
+#[test]
+fn hud_names_the_demo_blockers_and_not_the_twins() {
+    if !is_root_or_skip() {
+        return;
+    }
+    let Some(runq) = runq_binary() else {
+        eprintln!("skipped: the runq binary is not built (run `cargo build -p runq` or the workspace tests)");
+        return;
+    };
+    let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 12);
+    let (report, trace) = hud(&runq, pid, 4);
+    let _ = demo.kill();
+    let _ = demo.wait();
+
+    let calls = blockers(&report, "blocking_call");
+    for (name, what) in [
+        ("demo_thread_sleep", "thread sleep"),
+        ("demo_file_read", "synchronous file read"),
+        ("demo_mutex_lock", "contended mutex"),
+    ] {
+        let b = calls.iter().find(|b| mentions(b, name));
+        let b = b.unwrap_or_else(|| panic!("no blocking call for the {what}: {report:#}"));
+        let frames = b["sample_stack"].as_array().unwrap();
+        let located = frames.iter().any(|f| {
+            f["function"].as_str().unwrap_or("").contains(name)
+                && f["file"].as_str().is_some_and(|p| p.ends_with("lib.rs"))
+        });
+        assert!(located, "{name} has no file:line: {b:#}");
+    }
+    let polls = blockers(&report, "cpu_bound_poll");
+    assert!(
+        polls.iter().any(|b| mentions(b, "demo_cpu_spin")),
+        "no CPU-bound poll: {report:#}"
+    );
+    for b in calls.iter().chain(polls.iter()) {
+        assert!(
+            !mentions(b, "twin_"),
+            "a spawn_blocking twin was reported: {b:#}"
+        );
+    }
+    assert_eq!(report["lost_events"], 0);
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "X" && e["dur"].as_f64().unwrap() >= 5000.0));
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "M" && e["name"] == "thread_name"));
+}
+
+#[test]
+fn hud_finds_nothing_in_the_control() {
+    if !is_root_or_skip() {
+        return;
+    }
+    let Some(runq) = runq_binary() else {
+        eprintln!("skipped: the runq binary is not built (run `cargo build -p runq` or the workspace tests)");
+        return;
+    };
+    let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), 10);
+    let (report, _) = hud(&runq, pid, 3);
+    let _ = control.kill();
+    let _ = control.wait();
+    assert!(blockers(&report, "blocking_call").is_empty(), "{report:#}");
+    assert!(blockers(&report, "cpu_bound_poll").is_empty(), "{report:#}");
+    assert!(
+        report["events"]["samples"].as_u64().unwrap() > 0
+            || report["events"]["idle_parks"].as_u64().unwrap() > 0,
+        "hud saw the control's workers: {report:#}"
+    );
+}
