@@ -97,6 +97,24 @@ fn summarize<'a>(snap: &'a CtprofSnapshot, output: &'a Path, bytes: u64) -> Summ
     }
 }
 
+fn taskstats_line(ts: &runq_ctprof::model::TaskstatsSummary) -> String {
+    match &ts.unavailable {
+        Some(why) => format!("taskstats: not queried: {why}\n"),
+        None => format!(
+            "taskstats: ok {} eperm {} esrch {} other {}; delay accounting {}\n",
+            ts.ok_count,
+            ts.eperm_count,
+            ts.esrch_count,
+            ts.other_err_count,
+            match ts.delayacct_enabled {
+                Some(true) => "on",
+                Some(false) => "off (sysctl kernel.task_delayacct=1 to enable)",
+                None => "unavailable",
+            }
+        ),
+    }
+}
+
 /// Runs `runq ctprof capture`.
 pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
     check_output(&args.output)?;
@@ -111,40 +129,26 @@ pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
     let bytes = save(&snap, &args.output).context("writing the snapshot")?;
     let s = summarize(&snap, &args.output, bytes);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
-    } else {
-        println!(
-            "wrote {}: {} threads in {} processes, {} cgroups, {} bytes ({:.0} B/thread), captured in {:.1} ms",
-            s.output.display(),
-            s.threads,
-            s.processes,
-            s.cgroups,
-            s.bytes,
-            s.bytes_per_thread,
-            s.capture_ms
-        );
-        if let Some(ts) = s.taskstats {
-            match &ts.unavailable {
-                Some(why) => println!("taskstats: not queried: {why}"),
-                None => println!(
-                    "taskstats: ok {} eperm {} esrch {} other {}; delay accounting {}",
-                    ts.ok_count,
-                    ts.eperm_count,
-                    ts.esrch_count,
-                    ts.other_err_count,
-                    match ts.delayacct_enabled {
-                        Some(true) => "on",
-                        Some(false) => "off (sysctl kernel.task_delayacct=1 to enable)",
-                        None => "unavailable",
-                    }
-                ),
-            }
-            if ts.eperm_count > 0 {
-                eprintln!(
-                    "runq: note: taskstats needs CAP_NET_ADMIN (run as root); its fields read zero"
-                );
-            }
+        return super::emit(&(serde_json::to_string_pretty(&s)? + "\n")).map(|_| ExitCode::SUCCESS);
+    }
+    let mut out = format!(
+        "wrote {}: {} threads in {} processes, {} cgroups, {} bytes ({:.0} B/thread), captured in {:.1} ms\n",
+        s.output.display(),
+        s.threads,
+        s.processes,
+        s.cgroups,
+        s.bytes,
+        s.bytes_per_thread,
+        s.capture_ms
+    );
+    if let Some(ts) = s.taskstats {
+        out.push_str(&taskstats_line(ts));
+        if ts.eperm_count > 0 {
+            eprintln!(
+                "runq: note: taskstats needs CAP_NET_ADMIN (run as root); its fields read zero"
+            );
         }
     }
+    super::emit(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -28,13 +28,15 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let (a, b) = (load(&args.baseline)?, load(&args.candidate)?);
     let view = runq_ctprof::compare::compare(&a, &b, &opts);
     if args.view.json {
-        println!("{}", serde_json::to_string_pretty(&view)?);
+        super::emit(&(serde_json::to_string_pretty(&view)? + "\n"))?;
     } else {
         let color = crate::style::color_enabled();
-        print!(
-            "{}",
-            runq_ctprof::render::render(&view, true, &args.view.columns, color)
-        );
+        super::emit(&runq_ctprof::render::render(
+            &view,
+            true,
+            &args.view.columns,
+            color,
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -55,7 +55,7 @@ fn entries() -> Vec<Entry> {
 pub fn execute(args: MetricListArgs) -> anyhow::Result<ExitCode> {
     let list = entries();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        super::emit(&(serde_json::to_string_pretty(&list)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
     let w = list
@@ -63,6 +63,7 @@ pub fn execute(args: MetricListArgs) -> anyhow::Result<ExitCode> {
         .map(|e| e.name.len() + e.tags.len() + 1)
         .max()
         .unwrap_or(0);
+    let mut out = String::new();
     let mut section = "";
     for e in &list {
         let header = if e.kind == "derived" {
@@ -71,19 +72,20 @@ pub fn execute(args: MetricListArgs) -> anyhow::Result<ExitCode> {
             e.section
         };
         if header != section {
-            println!("\n## {header}");
+            out.push_str(&format!("\n## {header}\n"));
             section = header;
         }
         let name = format!("{} {}", e.name, e.tags);
-        println!(
-            "{name:<w$}  {:<16}  {}",
+        out.push_str(&format!(
+            "{name:<w$}  {:<16}  {}\n",
             if e.kind == "derived" {
                 e.section
             } else {
                 e.rule.as_str()
             },
             e.description
-        );
+        ));
     }
+    super::emit(&out)?;
     Ok(ExitCode::SUCCESS)
 }

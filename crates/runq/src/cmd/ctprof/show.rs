@@ -25,13 +25,15 @@ pub fn execute(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let snap = load(&args.snapshot)?;
     let view = runq_ctprof::compare::show(&snap, &opts);
     if args.view.json {
-        println!("{}", serde_json::to_string_pretty(&view)?);
+        super::emit(&(serde_json::to_string_pretty(&view)? + "\n"))?;
     } else {
         let color = crate::style::color_enabled();
-        print!(
-            "{}",
-            runq_ctprof::render::render(&view, false, &args.view.columns, color)
-        );
+        super::emit(&runq_ctprof::render::render(
+            &view,
+            false,
+            &args.view.columns,
+            color,
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }
