@@ -10,7 +10,7 @@ use runq_kernel::proc::{
     parse_io, parse_sched, parse_smaps_rollup, parse_stat, parse_status, FileReader,
 };
 use runq_kernel::schedstat::parse_schedstat;
-use runq_kernel::taskstats::{Taskstats, TaskstatsClient};
+use runq_kernel::taskstats::{QueryError, Taskstats, TaskstatsClient};
 
 use super::tally::{Source, Tally};
 use crate::metric_types::*;
@@ -26,6 +26,8 @@ pub struct Worker {
     /// Taskstats socket, when taskstats is wanted and available.
     pub taskstats: Option<TaskstatsClient>,
     last_cgroup: String,
+    /// Set after the first `EPERM` from taskstats.
+    taskstats_denied: bool,
     /// True when reading the live `/proc` (affinity then comes from
     /// `sched_getaffinity`); false for a synthetic tree.
     pub live: bool,
@@ -40,6 +42,7 @@ impl Worker {
             tally: Tally::default(),
             taskstats,
             last_cgroup: String::new(),
+            taskstats_denied: false,
             live: proc_root == b"/proc",
         }
     }
@@ -78,9 +81,18 @@ impl Worker {
         if let Some(client) = self.taskstats.as_mut() {
             let r = client.query(tid);
             self.tally.taskstats(&r);
-            if let Ok(ts) = r {
-                apply_taskstats(&mut t, &ts);
+            match r {
+                Ok(ts) => apply_taskstats(&mut t, &ts),
+                // The family is admin-only: every later query would be
+                // refused too, so count them without asking.
+                Err(QueryError::Permission) => {
+                    self.taskstats = None;
+                    self.taskstats_denied = true;
+                }
+                Err(_) => {}
             }
+        } else if self.taskstats_denied {
+            self.tally.ts_eperm += 1;
         }
         Some(t)
     }

@@ -89,3 +89,19 @@ proptest! {
         let _ = decode(&z, Path::new("p"));
     }
 }
+
+#[test]
+fn reused_tid_is_a_different_key() {
+    let a = ThreadState {
+        tid: 42,
+        start_time_clock_ticks: 100,
+        ..ThreadState::default()
+    };
+    let b = ThreadState {
+        tid: 42,
+        start_time_clock_ticks: 900,
+        ..ThreadState::default()
+    };
+    assert_ne!(a.key(), b.key());
+    assert_eq!(a.key(), (42, 100));
+}
