@@ -51,14 +51,29 @@ pub fn thread_pointer(tid: i32) -> Option<u64> {
             return None;
         }
         let mut regs: libc::user_regs_struct = std::mem::zeroed();
-        let mut ok = libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0) == 0;
-        if ok {
-            let mut status = 0;
-            ok = libc::waitpid(tid, &mut status, libc::__WALL) == tid;
-        }
+        let mut ok = libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0) == 0 && wait_stopped(tid);
         ok = ok && libc::ptrace(libc::PTRACE_GETREGS, tid, 0, &mut regs as *mut _) == 0;
         libc::ptrace(libc::PTRACE_DETACH, tid, 0, 0);
         ok.then_some(regs.fs_base)
+    }
+}
+
+/// Waits (at most 100 ms, so a thread stuck in uninterruptible sleep cannot
+/// hang the capture) for a seized thread to report its stop.
+#[cfg(target_arch = "x86_64")]
+fn wait_stopped(tid: i32) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(100);
+    loop {
+        let mut status = 0;
+        // SAFETY: plain waitpid on a thread we seized.
+        let r = unsafe { libc::waitpid(tid, &mut status, libc::__WALL | libc::WNOHANG) };
+        if r == tid {
+            return libc::WIFSTOPPED(status);
+        }
+        if r < 0 || std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(50));
     }
 }
 
