@@ -128,6 +128,7 @@ fn read_fd(fd: i32, buf: &mut Vec<u8>) -> Result<usize, ReadError> {
             buf.resize(buf.len() * 2, 0);
         }
         let spare = &mut buf[len..];
+        let spare_len = spare.len();
         // SAFETY: fd is open; spare is a valid writable slice.
         let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), spare.len()) };
         if n < 0 {
@@ -141,6 +142,11 @@ fn read_fd(fd: i32, buf: &mut Vec<u8>) -> Result<usize, ReadError> {
             break Ok(len);
         }
         len += n as usize;
+        // procfs single-record files hand over everything that fits in one
+        // read, so a short read is the end: skip the extra read for EOF.
+        if (n as usize) < spare_len {
+            break Ok(len);
+        }
     };
     // SAFETY: fd was opened above and is closed once.
     unsafe { libc::close(fd) };
