@@ -41,14 +41,19 @@ fn start(exe: &str, secs: u32) -> (Child, u32) {
     (child, pid)
 }
 
-/// Runs `runq hud` headless on `pid`; returns the JSON report and export.
+/// Runs `runq hud` headless on `pid`; returns the JSON report and export,
+/// and checks that replaying the export gives the same report and that the
+/// folded export names the blockers.
 fn hud(runq: &PathBuf, pid: u32, secs: u32) -> (Value, Value) {
     let dir = tempfile::tempdir().unwrap();
     let export = dir.path().join("hud.json");
+    let folded = dir.path().join("hud.folded");
     let out = Command::new(runq)
         .args(["hud", "--pid", &pid.to_string(), "--headless", "--json"])
         .args(["--duration", &format!("{secs}s"), "--export"])
         .arg(&export)
+        .arg("--export-folded")
+        .arg(&folded)
         .output()
         .unwrap();
     assert!(

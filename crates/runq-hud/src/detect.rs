@@ -11,14 +11,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::classify::{culprit, place, user_frames, Place};
 use crate::event::{Kind, RawEvent};
 use crate::symbols::Frame;
 
 /// A finding's category.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     /// A blocking call in task code.
@@ -41,7 +41,7 @@ impl Category {
 }
 
 /// One detected interval.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
     /// What kind of blocker.
     pub category: Category,
@@ -63,7 +63,7 @@ impl Finding {
 }
 
 /// Counters of what was seen and set aside.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct Tally {
     /// Sleeps above the threshold, all kinds.
     pub blocked_events: u64,

@@ -1,10 +1,12 @@
 //! `--export FILE.json`: Chrome trace-event JSON (loads in Perfetto and
 //! chrome://tracing) with one complete event per finding, its stack in
-//! `args`, thread names for the workers, and the report under `runq_hud`.
+//! `args`, thread names for the workers, and the report under `runq_hud`
+//! (which `--replay` reads back). `--export-folded FILE`: folded stacks of
+//! the blockers weighted by blocked time, for flame graph tools.
 
 use serde_json::{json, Value};
 
-use crate::detect::Finding;
+use crate::detect::{Category, Finding};
 use crate::report::Report;
 
 /// The trace document.
@@ -42,4 +44,116 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
         }));
     }
     json!({"traceEvents": events, "displayTimeUnit": "ms", "runq_hud": report})
+}
+
+/// Folded stacks (`outer;...;inner weight`) of the blocking calls and
+/// CPU-bound polls, weighted by their duration in microseconds.
+pub fn folded(findings: &[Finding]) -> String {
+    let mut weights: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for f in findings
+        .iter()
+        .filter(|f| f.category != Category::RunQueueDelay)
+    {
+        let line: Vec<String> = f
+            .stack
+            .iter()
+            .rev()
+            .map(|fr| fr.function.replace(';', ":"))
+            .collect();
+        *weights.entry(line.join(";")).or_default() += f.duration_ns / 1000;
+    }
+    weights
+        .into_iter()
+        .map(|(stack, w)| format!("{stack} {w}\n"))
+        .collect()
+}
+
+/// The report saved in an export, for `--replay`.
+pub fn report_from_trace(doc: &Value) -> Result<Report, String> {
+    let report = doc
+        .get("runq_hud")
+        .ok_or("not a runq hud export: no \"runq_hud\" report in it")?;
+    serde_json::from_value(report.clone()).map_err(|e| format!("unreadable hud report: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::Tally;
+    use crate::report::{group, render, RunQueueStats};
+    use crate::symbols::Frame;
+
+    fn finding(category: Category, dur_ms: u64) -> Finding {
+        let frame = |n: &str, file: &str| Frame {
+            function: n.into(),
+            file: Some(file.into()),
+            line: Some(7),
+            module: None,
+            inlined: false,
+        };
+        Finding {
+            category,
+            tid: 11,
+            start_ns: 1_000_000,
+            duration_ns: dur_ms * 1_000_000,
+            stack: vec![
+                frame(
+                    "std::thread::sleep",
+                    "/rustc/x/library/std/src/thread/mod.rs",
+                ),
+                frame("app::load", "/src/app.rs"),
+                frame("app::main::{{closure}}", "/src/main.rs"),
+            ],
+        }
+    }
+
+    fn report(findings: &[Finding]) -> Report {
+        Report {
+            pid: 1,
+            comm: "app".into(),
+            discovery: "Tokio default thread names".into(),
+            threshold_ns: 5_000_000,
+            frequency_hz: 99,
+            duration_s: 2.0,
+            target_exited: false,
+            blockers: group(findings),
+            workers: vec![],
+            run_queue: RunQueueStats::default(),
+            events: Tally::default(),
+            lost_events: 0,
+            symbol_hint: None,
+        }
+    }
+
+    #[test]
+    fn export_round_trips_through_replay() {
+        let fs = [
+            finding(Category::BlockingCall, 20),
+            finding(Category::CpuBoundPoll, 10),
+        ];
+        let r = report(&fs);
+        let doc = trace_json(&r, &fs);
+        let text = serde_json::to_string(&doc).unwrap();
+        let back = report_from_trace(&serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(render(&back), render(&r));
+        let events = doc["traceEvents"].as_array().unwrap();
+        let x: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
+        assert_eq!(x.len(), 2);
+        assert_eq!(x[0]["dur"], 20_000.0);
+        assert_eq!(x[0]["name"], "app::load");
+        assert!(report_from_trace(&serde_json::json!({"traceEvents": []})).is_err());
+    }
+
+    #[test]
+    fn folded_stacks_are_outermost_first_and_weighted() {
+        let fs = [
+            finding(Category::BlockingCall, 20),
+            finding(Category::BlockingCall, 5),
+            finding(Category::RunQueueDelay, 9),
+        ];
+        assert_eq!(
+            folded(&fs),
+            "app::main::{{closure}};app::load;std::thread::sleep 25000\n"
+        );
+    }
 }

@@ -5,14 +5,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::classify::user_frames;
 use crate::detect::{Category, Finding, Tally};
 use crate::symbols::Frame;
 
 /// Findings of one culprit.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Blocker {
     /// The category.
     pub category: Category,
@@ -35,7 +35,7 @@ pub struct Blocker {
 }
 
 /// One worker thread's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerStats {
     /// Thread id.
     pub tid: u32,
@@ -50,7 +50,7 @@ pub struct WorkerStats {
 }
 
 /// Run-queue delays above the threshold.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct RunQueueStats {
     /// How many.
     pub count: u64,
@@ -61,7 +61,7 @@ pub struct RunQueueStats {
 }
 
 /// Everything a headless session reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     /// Target pid.
     pub pid: u32,

@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use blazesym::symbolize::source::{Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::Pid;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One frame of a symbolized stack.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Frame {
     /// Demangled function name (`[unknown]` when not found).
     pub function: String,

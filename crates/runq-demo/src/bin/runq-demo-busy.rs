@@ -5,7 +5,10 @@
 use std::time::Duration;
 
 fn main() {
-    let workers: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(8);
+    let workers: usize = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_time()

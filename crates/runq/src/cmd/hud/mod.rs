@@ -23,7 +23,7 @@ pub struct HudArgs {
     /// The target, by name (its comm or executable name).
     #[arg(
         value_name = "PROCESS",
-        required_unless_present = "pid",
+        required_unless_present_any = ["pid", "replay"],
         conflicts_with = "pid"
     )]
     pub process: Option<String>,
@@ -48,6 +48,13 @@ pub struct HudArgs {
     /// Write the session as Chrome trace-event JSON.
     #[arg(long, value_name = "FILE.json")]
     pub export: Option<PathBuf>,
+    /// Write folded stacks of the blockers, weighted by blocked time (µs),
+    /// for flamegraph.pl or inferno.
+    #[arg(long, value_name = "FILE")]
+    pub export_folded: Option<PathBuf>,
+    /// Show the report saved in an `--export` file instead of attaching.
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["process", "pid"])]
+    pub replay: Option<PathBuf>,
     /// Worker threads are those whose name starts with this.
     #[arg(long, value_name = "PREFIX")]
     pub worker_prefix: Option<String>,
@@ -83,12 +90,35 @@ fn privileged() -> bool {
     caps & (1 << 39) != 0 && caps & (1 << 38) != 0
 }
 
+/// Prints a report saved by `--export`.
+fn replay(path: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| exit::usage(format!("cannot read {}: {e}", path.display())))?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        exit::usage(format!(
+            "{} is not JSON ({e}); pass a file written by --export",
+            path.display()
+        ))
+    })?;
+    let report = runq_hud::export::report_from_trace(&doc)
+        .map_err(|e| exit::usage(format!("{}: {e}", path.display())))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", runq_hud::report::render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs `runq hud`.
 pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     if !args.headless {
         return Err(exit::usage(
             "the live view is not built yet: add --headless (with --duration S) for the report",
         ));
+    }
+    if let Some(path) = &args.replay {
+        return replay(path, args.json);
     }
     if args.target.is_some() {
         return Err(exit::usage(
@@ -127,6 +157,10 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.export {
         let doc = runq_hud::export::trace_json(&session.report, &session.findings);
         std::fs::write(path, serde_json::to_string(&doc)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.export_folded {
+        std::fs::write(path, runq_hud::export::folded(&session.findings))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.json {
