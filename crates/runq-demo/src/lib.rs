@@ -151,3 +151,15 @@ pub fn duration_from_args() -> Option<Duration> {
         .and_then(|s| s.parse::<f64>().ok())
         .map(Duration::from_secs_f64)
 }
+
+/// A multi-thread Tokio runtime with `workers` workers and timers, after
+/// printing this process's pid (the tests read it).
+pub fn runtime(workers: usize) -> tokio::runtime::Runtime {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_time()
+        .build()
+        .expect("tokio runtime");
+    println!("{}", std::process::id());
+    rt
+}

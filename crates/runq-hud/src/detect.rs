@@ -214,24 +214,7 @@ impl Detector {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A frame whose source file sits where its crate's sources would.
-    fn frame(name: &str) -> Frame {
-        let file = if name.starts_with("std::") {
-            "/rustc/0123abcd/library/std/src/thread/mod.rs"
-        } else if name.starts_with("tokio::") {
-            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/tokio-1.54.1/src/runtime/x.rs"
-        } else {
-            "/home/me/app/src/lib.rs"
-        };
-        Frame {
-            function: name.into(),
-            file: Some(file.into()),
-            line: Some(3),
-            module: None,
-            inlined: false,
-        }
-    }
+    use crate::symbols::fixtures::frame;
 
     fn task_stack(user: &[&str]) -> Vec<Frame> {
         let mut v: Vec<Frame> = user.iter().map(|n| frame(n)).collect();

@@ -9,12 +9,7 @@ fn main() {
         .nth(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(8);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_time()
-        .build()
-        .expect("tokio runtime");
-    println!("{}", std::process::id());
+    let runtime = runq_demo::runtime(workers);
     runtime.block_on(async move {
         for _ in 0..workers * 2 {
             tokio::spawn(async {

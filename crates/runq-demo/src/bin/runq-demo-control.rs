@@ -5,12 +5,7 @@
 use std::time::Duration;
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .expect("tokio runtime");
-    println!("{}", std::process::id());
+    let runtime = runq_demo::runtime(2);
     runtime.block_on(async {
         for i in 0..8u64 {
             tokio::spawn(async move {

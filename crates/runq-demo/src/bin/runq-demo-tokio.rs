@@ -9,12 +9,7 @@ use runq_demo::*;
 const PERIOD: Duration = Duration::from_millis(100);
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .expect("tokio runtime");
-    println!("{}", std::process::id());
+    let runtime = runq_demo::runtime(2);
     runtime.block_on(async {
         let mutex = contended_mutex();
         let fifo = Arc::new(make_fifo("task").expect("fifo"));
