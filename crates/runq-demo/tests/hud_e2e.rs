@@ -155,3 +155,82 @@ fn hud_finds_nothing_in_the_control() {
         "hud saw the control's workers: {report:#}"
     );
 }
+
+fn tmux(args: &[&str]) -> std::process::Output {
+    Command::new("tmux")
+        .args(args)
+        .output()
+        .expect("tmux (apt-get install tmux)")
+}
+
+#[test]
+fn the_live_view_shows_the_blocker_and_quits_cleanly() {
+    if !is_root_or_skip() {
+        return;
+    }
+    let Some(runq) = runq_binary() else {
+        eprintln!("skipped: the runq binary is not built (run `cargo build -p runq` or the workspace tests)");
+        return;
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("skipped: needs tmux");
+        return;
+    }
+    let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 20);
+    let session = format!("runq-hud-e2e-{}", std::process::id());
+    let cmd = format!(
+        "{} hud --pid {pid}; echo HUD-EXIT=$?; sleep 30",
+        runq.display()
+    );
+    let ok = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    assert!(
+        ok.status.success(),
+        "tmux: {}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let capture = || {
+        String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", &session]).stdout).into_owned()
+    };
+    let mut screen = String::new();
+    for _ in 0..40 {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        screen = capture();
+        if screen.contains("demo_thread_sleep") {
+            break;
+        }
+    }
+    let shown = screen.contains("demo_thread_sleep")
+        && screen.contains("Hotspots")
+        && screen.contains("Status");
+    tmux(&["send-keys", "-t", &session, "q"]);
+    let mut after = String::new();
+    for _ in 0..40 {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        after = capture();
+        if after.contains("HUD-EXIT=") {
+            break;
+        }
+    }
+    tmux(&["kill-session", "-t", &session]);
+    let _ = demo.kill();
+    let _ = demo.wait();
+    assert!(shown, "the live view did not show the blocker:\n{screen}");
+    assert!(
+        after.contains("HUD-EXIT=0"),
+        "q did not quit cleanly:\n{after}"
+    );
+    assert!(
+        !after.contains("Hotspots (by"),
+        "the terminal was not restored:\n{after}"
+    );
+}

@@ -6,7 +6,8 @@
 //! stacks are symbolized ([`symbols`]) and classified ([`classify`]); the
 //! detector ([`detect`]) names the culprit in three categories, and a
 //! session ([`session`]) turns it all into a report ([`report`]) and a
-//! Chrome trace ([`export`]). Workers are found by [`discovery`].
+//! Chrome trace ([`export`]); [`live`] is the ratatui view. Workers are
+//! found by [`discovery`].
 
 pub mod bpf;
 pub mod classify;
@@ -14,6 +15,7 @@ pub mod detect;
 pub mod discovery;
 pub mod event;
 pub mod export;
+pub mod live;
 pub mod report;
 pub mod session;
 pub mod symbols;

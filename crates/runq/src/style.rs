@@ -7,7 +7,13 @@ pub fn color_enabled() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
 
-/// Whether stderr is an interactive terminal (for progress bars).
+/// Whether stdout is an interactive terminal (for the live view).
+pub fn stdout_is_tty() -> bool {
+    // SAFETY: isatty on a standard descriptor.
+    unsafe { libc::isatty(1) == 1 }
+}
+
+/// True when stderr is a terminal.
 pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
 }

@@ -1,5 +1,8 @@
 //! `runq hud`: attach to a running Tokio process and report what blocks
-//! its worker threads.
+//! its worker threads, live (a ratatui screen) or headless.
+
+mod live;
+mod output;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,6 +45,12 @@ pub struct HudArgs {
     /// Print a report at the end instead of the live view.
     #[arg(long)]
     pub headless: bool,
+    /// How much history the live view keeps.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub window: Duration,
+    /// Write a flame graph (SVG) of the blockers, weighted by blocked time.
+    #[arg(long, value_name = "FILE.svg")]
+    pub flamegraph: Option<PathBuf>,
     /// Stop after this long (default: until Ctrl-C or the target exits).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -90,35 +99,29 @@ fn privileged() -> bool {
     caps & (1 << 39) != 0 && caps & (1 << 38) != 0
 }
 
-/// Prints a report saved by `--export`.
-fn replay(path: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| exit::usage(format!("cannot read {}: {e}", path.display())))?;
-    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        exit::usage(format!(
-            "{} is not JSON ({e}); pass a file written by --export",
-            path.display()
-        ))
-    })?;
-    let report = runq_hud::export::report_from_trace(&doc)
-        .map_err(|e| exit::usage(format!("{}: {e}", path.display())))?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", runq_hud::report::render(&report));
+/// Resolves the target pid from PROCESS or --pid.
+fn target_pid(args: &HudArgs, proc_root: &std::path::Path) -> anyhow::Result<u32> {
+    let pid = match (&args.process, args.pid) {
+        (_, Some(pid)) => pid,
+        (Some(name), None) => {
+            find_process(proc_root, name).map_err(|e| exit::usage(e.to_string()))?
+        }
+        (None, None) => return Err(exit::usage("name a PROCESS or pass --pid")),
+    };
+    if !proc_root.join(pid.to_string()).exists() {
+        return Err(exit::usage(format!("no process with pid {pid}")));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(pid)
 }
 
 /// Runs `runq hud`.
 pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
-    if !args.headless {
-        return Err(exit::usage(
-            "the live view is not built yet: add --headless (with --duration S) for the report",
-        ));
-    }
     if let Some(path) = &args.replay {
-        return replay(path, args.json);
+        return if args.headless {
+            output::replay_report(path, args.json)
+        } else {
+            live::replay_screen(path, &args)
+        };
     }
     if args.target.is_some() {
         return Err(exit::usage(
@@ -126,16 +129,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let proc_root = PathBuf::from("/proc");
-    let pid = match (&args.process, args.pid) {
-        (_, Some(pid)) => pid,
-        (Some(name), None) => {
-            find_process(&proc_root, name).map_err(|e| exit::usage(e.to_string()))?
-        }
-        (None, None) => return Err(exit::usage("name a PROCESS or pass --pid")),
-    };
-    if !proc_root.join(pid.to_string()).exists() {
-        return Err(exit::usage(format!("no process with pid {pid}")));
-    }
+    let pid = target_pid(&args, &proc_root)?;
     if !privileged() {
         return Err(exit::no_privilege(
             "runq hud needs root, or CAP_BPF and CAP_PERFMON, to load its BPF programs",
@@ -150,29 +144,20 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
         proc_root,
     };
     let stop = runq_workload::interrupt::install().context("installing signal handlers")?;
-    let session = session::run(&opts, stop, |_| {}).map_err(|e| match e {
+    let session = if args.headless {
+        session::run(&opts, stop, |_| {}).map_err(hud_error)?
+    } else {
+        live::live_screen(opts, &args, stop)?
+    };
+    output::write_exports(&args, &session)?;
+    output::print_report(&session, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Discovery problems are the user's to fix (exit 2); others are runtime.
+fn hud_error(e: HudError) -> anyhow::Error {
+    match e {
         HudError::Discovery(d) => exit::usage(d.to_string()),
         other => anyhow::Error::new(other),
-    })?;
-    if let Some(path) = &args.export {
-        let doc = runq_hud::export::trace_json(&session.report, &session.findings);
-        std::fs::write(path, serde_json::to_string(&doc)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
     }
-    if let Some(path) = &args.export_folded {
-        std::fs::write(path, runq_hud::export::folded(&session.findings))
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&session.report)?);
-    } else {
-        print!("{}", runq_hud::report::render(&session.report));
-        if let Some(max) = session.detection_latency_ns.iter().max() {
-            eprintln!(
-                "detection latency: max {:.1} ms after the interval ended",
-                *max as f64 / 1e6
-            );
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }

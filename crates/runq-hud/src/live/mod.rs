@@ -1,0 +1,239 @@
+//! The live view: a ratatui screen on the main thread, fed by the session
+//! thread through a bounded channel. The session never waits for the
+//! screen: when the channel is full the finding is dropped and counted.
+//! Redraws at about 10 Hz; `q` or Ctrl-C quits and restores the terminal
+//! (ratatui's init also restores it on panic).
+
+pub mod app;
+pub mod model;
+pub mod replay;
+pub mod view;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+
+use crate::detect::Finding;
+use app::{Action, App, Key};
+
+/// Capacity of the channel between the session and the screen.
+pub const CHANNEL_CAPACITY: usize = 4096;
+
+/// The session's end of the channel: never blocks.
+pub struct Feed {
+    tx: SyncSender<Finding>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Feed {
+    /// Offers a finding; drops (and counts) it when the screen is behind.
+    pub fn offer(&self, f: Finding) {
+        match self.tx.try_send(f) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// A bounded channel: the feed for the session, the receiver and drop
+/// counter for the screen.
+pub fn channel() -> (Feed, Receiver<Finding>, Arc<AtomicU64>) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_CAPACITY);
+    let dropped = Arc::new(AtomicU64::new(0));
+    (
+        Feed {
+            tx,
+            dropped: dropped.clone(),
+        },
+        rx,
+        dropped,
+    )
+}
+
+fn to_key(ev: &Event) -> Option<Key> {
+    let Event::Key(k) = ev else { return None };
+    if k.kind != KeyEventKind::Press {
+        return None;
+    }
+    Some(match k.code {
+        KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Key::Interrupt,
+        KeyCode::Char(c) => Key::Char(c),
+        KeyCode::Enter => Key::Enter,
+        KeyCode::Esc => Key::Esc,
+        KeyCode::Backspace => Key::Backspace,
+        KeyCode::Up => Key::Up,
+        KeyCode::Down => Key::Down,
+        _ => return None,
+    })
+}
+
+/// Runs the screen until `q`/Ctrl-C (then sets `stop`) or until `stop` is
+/// set by someone else. Findings arrive on `rx`; `now_ns` gives the
+/// window's right edge (None in replay, where time stands still).
+pub fn run_screen(
+    mut app: App,
+    rx: &Receiver<Finding>,
+    dropped: &AtomicU64,
+    stop: &AtomicBool,
+    now_ns: Option<fn() -> u64>,
+) -> std::io::Result<()> {
+    let mut terminal = ratatui::init();
+    let result = (|| -> std::io::Result<()> {
+        loop {
+            while let Ok(f) = rx.try_recv() {
+                app.model.push(f);
+            }
+            if let Some(now) = now_ns {
+                app.model.advance(now());
+            }
+            app.model.status.dropped = dropped.load(Ordering::Relaxed);
+            terminal.draw(|frame| view::draw(frame, &app))?;
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            if event::poll(Duration::from_millis(100))? {
+                if let Some(k) = to_key(&event::read()?) {
+                    if app.key(k) == Action::Quit {
+                        stop.store(true, Ordering::Relaxed);
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    })();
+    ratatui::restore();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::Category;
+    use crate::live::model::{LiveModel, Status};
+    use crate::symbols::fixtures::frame;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn finding(tid: u32, name: &str, cat: Category, start_ms: u64, dur_ms: u64) -> Finding {
+        Finding {
+            category: cat,
+            tid,
+            start_ns: start_ms * 1_000_000,
+            duration_ns: dur_ms * 1_000_000,
+            stack: vec![
+                frame("std::thread::sleep"),
+                frame(name),
+                frame("tokio::runtime::task::harness::poll"),
+            ],
+        }
+    }
+
+    fn app() -> App {
+        let status = Status {
+            target: "pid 42 (svc)".into(),
+            discovery: "Tokio default thread names".into(),
+            threshold_ns: 5_000_000,
+            health: "live".into(),
+            ..Default::default()
+        };
+        let mut m = LiveModel::new(10_000_000_000, status);
+        m.push(finding(
+            7,
+            "app::load_config",
+            Category::BlockingCall,
+            100,
+            20,
+        ));
+        m.push(finding(
+            7,
+            "app::load_config",
+            Category::BlockingCall,
+            300,
+            25,
+        ));
+        m.push(finding(8, "app::hash_all", Category::CpuBoundPoll, 400, 10));
+        m.push(finding(8, "app::hash_all", Category::RunQueueDelay, 600, 7));
+        App::new(m)
+    }
+
+    fn screen(app: &App, w: u16, h: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| view::draw(f, app)).unwrap();
+        let buf = t.backend().buffer().clone();
+        (0..h)
+            .map(|y| {
+                (0..w)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn overview_at_80x24_shows_every_panel() {
+        let s = screen(&app(), 80, 24);
+        for needle in [
+            "Hotspots (by total)",
+            "app::load_config",
+            "Workers",
+            "Timeline",
+            "Status",
+            "pid 42 (svc)",
+            "events 4",
+        ] {
+            assert!(s.contains(needle), "{needle:?} missing:\n{s}");
+        }
+        assert!(
+            s.find("app::load_config").unwrap() < s.find("app::hash_all").unwrap(),
+            "largest total first:\n{s}"
+        );
+    }
+
+    #[test]
+    fn drill_search_help_and_tiny_terminals() {
+        let mut a = app();
+        a.key(Key::Enter);
+        let s = screen(&a, 100, 30);
+        assert!(
+            s.contains("stack (innermost first)") && s.contains("workers: 7 (2)"),
+            "{s}"
+        );
+        a.key(Key::Esc);
+        a.key(Key::Char('/'));
+        for c in "hash".chars() {
+            a.key(Key::Char(c));
+        }
+        let s = screen(&a, 80, 24);
+        assert!(
+            s.contains("search: hash_") && !s.contains("load_config"),
+            "{s}"
+        );
+        a.key(Key::Enter);
+        a.key(Key::Char('?'));
+        assert!(screen(&a, 80, 24).contains("sort by total / count / max"));
+        assert!(screen(&a, 20, 5).contains("too small"));
+    }
+
+    #[test]
+    fn an_empty_session_draws_without_rows() {
+        let a = App::new(LiveModel::new(1_000_000_000, Status::default()));
+        let s = screen(&a, 80, 24);
+        assert!(s.contains("Hotspots") && s.contains("events 0"), "{s}");
+    }
+
+    #[test]
+    fn a_full_channel_drops_instead_of_blocking() {
+        let (feed, rx, dropped) = channel();
+        for i in 0..(CHANNEL_CAPACITY as u64 + 10) {
+            feed.offer(finding(1, "app::x", Category::BlockingCall, i, 6));
+        }
+        assert_eq!(dropped.load(Ordering::Relaxed), 10);
+        assert_eq!(rx.try_iter().count(), CHANNEL_CAPACITY);
+    }
+}

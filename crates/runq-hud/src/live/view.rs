@@ -1,0 +1,230 @@
+//! Drawing the live view with ratatui: Hotspots, Workers, Timeline and
+//! Status panels, the drill-down, the search line and the help overlay.
+//! Works from 80x24 up; smaller terminals get a one-line notice.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+use super::app::{App, Mode};
+use crate::detect::Category;
+
+fn ms(ns: u64) -> String {
+    format!("{:.1}ms", ns as f64 / 1e6)
+}
+
+fn short(cat: Category) -> &'static str {
+    match cat {
+        Category::BlockingCall => "block",
+        Category::CpuBoundPoll => "cpu",
+        Category::RunQueueDelay => "runq",
+    }
+}
+
+/// Draws the whole screen.
+pub fn draw(f: &mut Frame<'_>, app: &App) {
+    let area = f.area();
+    if area.width < 40 || area.height < 10 {
+        f.render_widget(Paragraph::new("too small (q quits)"), area);
+        return;
+    }
+    let [top, middle, bottom, status] = Layout::vertical([
+        Constraint::Percentage(45),
+        Constraint::Percentage(25),
+        Constraint::Min(4),
+        Constraint::Length(3),
+    ])
+    .areas(area);
+    hotspots(f, app, top);
+    workers(f, app, middle);
+    timeline(f, app, bottom);
+    status_line(f, app, status);
+    match app.mode {
+        Mode::Drill => drill(f, app, centered(area, 90, 80)),
+        Mode::Help => help(f, centered(area, 60, 60)),
+        _ => {}
+    }
+}
+
+fn hotspots(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let hs = app.model.hotspots(app.sort, &app.query);
+    let rows = hs.iter().map(|b| {
+        Row::new(vec![
+            short(b.category).to_string(),
+            b.count.to_string(),
+            ms(b.total_ns),
+            ms(b.max_ns),
+            format!("{} {}", b.function, b.location.as_deref().unwrap_or("")),
+        ])
+    });
+    let title = if app.query.is_empty() {
+        format!(" Hotspots (by {}) ", app.sort.label())
+    } else {
+        format!(
+            " Hotspots (by {}, matching {:?}) ",
+            app.sort.label(),
+            app.query
+        )
+    };
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(10),
+            Constraint::Length(9),
+            Constraint::Min(10),
+        ],
+    )
+    .header(
+        Row::new(["kind", "count", "total", "max", "culprit (file:line)"])
+            .style(Style::new().add_modifier(Modifier::BOLD)),
+    )
+    .block(Block::new().borders(Borders::ALL).title(title))
+    .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    let selected = hs.len().checked_sub(1).map(|last| app.selected.min(last));
+    let mut state = TableState::default().with_selected(selected);
+    f.render_stateful_widget(table, area, &mut state);
+}
+
+fn workers(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let rows = app.model.workers().into_iter().map(|w| {
+        let cats: Vec<String> = w
+            .by_category
+            .iter()
+            .map(|(c, n)| format!("{} {n}", short(*c)))
+            .collect();
+        Row::new(vec![w.tid.to_string(), ms(w.blocked_ns), cats.join("  ")])
+    });
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(8),
+            Constraint::Length(11),
+            Constraint::Min(10),
+        ],
+    )
+    .header(Row::new(["tid", "blocked", "events"]).style(Style::new().add_modifier(Modifier::BOLD)))
+    .block(Block::new().borders(Borders::ALL).title(" Workers "));
+    f.render_widget(table, area);
+}
+
+fn timeline(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let cells = area.width.saturating_sub(12) as usize;
+    let lines: Vec<Line<'_>> = app
+        .model
+        .workers()
+        .iter()
+        .take(area.height.saturating_sub(2) as usize)
+        .map(|w| {
+            let marks: String = app
+                .model
+                .timeline(w.tid, cells)
+                .into_iter()
+                .map(|c| match c {
+                    Some(Category::BlockingCall) => 'B',
+                    Some(Category::CpuBoundPoll) => 'C',
+                    Some(Category::RunQueueDelay) => 'r',
+                    None => '.',
+                })
+                .collect();
+            Line::from(format!("{:>9} {marks}", w.tid))
+        })
+        .collect();
+    let block = Block::new()
+        .borders(Borders::ALL)
+        .title(" Timeline (B blocking, C cpu-bound, r run-queue) ");
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+fn status_line(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let s = &app.model.status;
+    let text = format!(
+        "{} | {} | threshold {} | events {} | dropped {} | lost {} | {} | ? help",
+        s.target,
+        s.discovery,
+        ms(s.threshold_ns),
+        s.events,
+        s.dropped,
+        s.lost,
+        s.health
+    );
+    let line = if app.mode == Mode::Search {
+        format!("search: {}_", app.query)
+    } else {
+        text
+    };
+    f.render_widget(
+        Paragraph::new(line).block(Block::new().borders(Borders::ALL).title(" Status ")),
+        area,
+    );
+}
+
+fn drill(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let hs = app.model.hotspots(app.sort, &app.query);
+    let Some(b) = hs.get(app.selected.min(hs.len().saturating_sub(1))) else {
+        return;
+    };
+    let mut lines = vec![
+        Line::from(format!("{} — {}", b.category.label(), b.function))
+            .style(Style::new().fg(Color::Yellow)),
+        Line::from(format!(
+            "{} intervals, total {}, max {}",
+            b.count,
+            ms(b.total_ns),
+            ms(b.max_ns)
+        )),
+        Line::from(format!(
+            "workers: {}",
+            b.workers
+                .iter()
+                .map(|(t, n)| format!("{t} ({n})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Line::from("stack (innermost first):"),
+    ];
+    for fr in &b.sample_stack {
+        lines.push(Line::from(format!(
+            "  {} {}",
+            fr.function,
+            fr.location().unwrap_or_default()
+        )));
+    }
+    f.render_widget(Clear, area);
+    let block = Block::new()
+        .borders(Borders::ALL)
+        .title(" Hotspot (Esc to close) ");
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+fn help(f: &mut Frame<'_>, area: Rect) {
+    let lines = [
+        "Up/Down, j/k   select a hotspot",
+        "Enter          its stacks and workers",
+        "s              sort by total / count / max",
+        "/              search culprits and locations",
+        "Esc            close, clear the search",
+        "?              this help",
+        "q, Ctrl-C      quit",
+    ];
+    f.render_widget(Clear, area);
+    let block = Block::new().borders(Borders::ALL).title(" Keys ");
+    f.render_widget(
+        Paragraph::new(lines.map(Line::from).to_vec()).block(block),
+        area,
+    );
+}
+
+fn centered(area: Rect, pct_w: u16, pct_h: u16) -> Rect {
+    let w = area.width * pct_w / 100;
+    let h = area.height * pct_h / 100;
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}

@@ -1,0 +1,93 @@
+//! The live view of `runq hud`: the session on its own thread feeding the
+//! screen through a bounded channel, and the replay of an export.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+use runq_hud::live::app::App;
+use runq_hud::live::model::{LiveModel, Status};
+use runq_hud::session::{self, Options, Session};
+
+use super::{hud_error, output, HudArgs};
+use crate::exit;
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn require_tty() -> anyhow::Result<()> {
+    if !crate::style::stdout_is_tty() {
+        return Err(exit::usage(
+            "the live view needs a terminal: add --headless for a report",
+        ));
+    }
+    Ok(())
+}
+
+/// Runs a session with the live view; returns the session when the user
+/// quits, the duration ends or the target exits.
+pub fn live_screen(
+    opts: Options,
+    args: &HudArgs,
+    stop: &'static AtomicBool,
+) -> anyhow::Result<Session> {
+    require_tty()?;
+    let (feed, rx, dropped) = runq_hud::live::channel();
+    let status = Status {
+        target: format!("pid {}", opts.pid),
+        discovery: "discovering workers".into(),
+        threshold_ns: opts.threshold_ns,
+        health: "live".into(),
+        ..Default::default()
+    };
+    let app = App::new(LiveModel::new(args.window.as_nanos() as u64, status));
+    let worker = std::thread::spawn(move || {
+        let result = session::run(&opts, stop, |f| feed.offer(f.clone()));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        result
+    });
+    runq_hud::live::run_screen(app, &rx, &dropped, stop, Some(monotonic_ns))?;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let result = worker
+        .join()
+        .map_err(|_| anyhow::anyhow!("the hud session thread panicked"))?;
+    result.map_err(hud_error)
+}
+
+/// Opens the live view on a saved export.
+pub fn replay_screen(path: &Path, args: &HudArgs) -> anyhow::Result<ExitCode> {
+    require_tty()?;
+    let doc = output::read_export(path)?;
+    let report = runq_hud::export::report_from_trace(&doc)
+        .map_err(|e| exit::usage(format!("{}: {e}", path.display())))?;
+    let findings = runq_hud::live::replay::findings(&doc);
+    let span = findings
+        .iter()
+        .map(|f| f.start_ns + f.duration_ns)
+        .max()
+        .unwrap_or(0)
+        - findings.iter().map(|f| f.start_ns).min().unwrap_or(0);
+    let status = Status {
+        target: format!("pid {} ({})", report.pid, report.comm),
+        discovery: report.discovery.clone(),
+        threshold_ns: report.threshold_ns,
+        lost: report.lost_events,
+        health: format!("replay of {}", path.display()),
+        ..Default::default()
+    };
+    let mut model = LiveModel::new(span.max(args.window.as_nanos() as u64) + 1, status);
+    for f in findings {
+        model.push(f);
+    }
+    let (_feed, rx, dropped) = runq_hud::live::channel();
+    let stop = AtomicBool::new(false);
+    runq_hud::live::run_screen(App::new(model), &rx, &dropped, &stop, None)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,84 @@
+//! What `runq hud` writes: the exports, the flame graph, the printed report
+//! and a replayed report.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use runq_hud::session::Session;
+
+use super::HudArgs;
+use crate::exit;
+
+/// Writes `--export`, `--export-folded` and `--flamegraph`.
+pub fn write_exports(args: &HudArgs, session: &Session) -> anyhow::Result<()> {
+    if let Some(path) = &args.export {
+        let doc = runq_hud::export::trace_json(&session.report, &session.findings);
+        std::fs::write(path, serde_json::to_string(&doc)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let folded = runq_hud::export::folded(&session.findings);
+    if let Some(path) = &args.export_folded {
+        std::fs::write(path, &folded).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.flamegraph {
+        let mut options = inferno::flamegraph::Options::default();
+        options.title = format!("runq hud: blocked time in pid {}", session.report.pid);
+        options.count_name = "µs blocked".into();
+        let file =
+            std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+        if folded.is_empty() {
+            // inferno refuses empty input; an empty graph says "nothing found".
+            options.title.push_str(" (no blockers)");
+        }
+        let lines: Vec<&str> = if folded.is_empty() {
+            vec!["(none) 1"]
+        } else {
+            folded.lines().collect()
+        };
+        inferno::flamegraph::from_lines(&mut options, lines, std::io::BufWriter::new(file))
+            .with_context(|| format!("rendering {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Prints the session's report (text or JSON).
+pub fn print_report(session: &Session, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&session.report)?);
+    } else {
+        print!("{}", runq_hud::report::render(&session.report));
+        if let Some(max) = session.detection_latency_ns.iter().max() {
+            eprintln!(
+                "detection latency: max {:.1} ms after the interval ended",
+                *max as f64 / 1e6
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Reads an `--export` file: its JSON document.
+pub fn read_export(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| exit::usage(format!("cannot read {}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        exit::usage(format!(
+            "{} is not JSON ({e}); pass a file written by --export",
+            path.display()
+        ))
+    })
+}
+
+/// Prints the report saved in an export (`--replay --headless`).
+pub fn replay_report(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let doc = read_export(path)?;
+    let report = runq_hud::export::report_from_trace(&doc)
+        .map_err(|e| exit::usage(format!("{}: {e}", path.display())))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", runq_hud::report::render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
