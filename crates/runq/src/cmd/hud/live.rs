@@ -12,16 +12,6 @@ use runq_hud::session::{self, Options, Session};
 use super::{hud_error, output, HudArgs};
 use crate::exit;
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn require_tty() -> anyhow::Result<()> {
     if !crate::style::stdout_is_tty() {
         return Err(exit::usage(
@@ -60,7 +50,13 @@ pub fn live_screen(
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         result
     });
-    runq_hud::live::run_screen(app, &rx, &dropped, stop, Some(monotonic_ns))?;
+    runq_hud::live::run_screen(
+        app,
+        &rx,
+        &dropped,
+        stop,
+        Some(runq_workload::clock::monotonic_ns),
+    )?;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let result = worker
         .join()
