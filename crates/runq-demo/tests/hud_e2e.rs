@@ -5,6 +5,7 @@
 //! The runq binary is taken from the same target directory (built by
 //! `cargo test --workspace`).
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -44,7 +45,7 @@ fn start(exe: &str, secs: u32) -> (Child, u32) {
 /// Runs `runq hud` headless on `pid`; returns the JSON report and export,
 /// and checks that replaying the export gives the same report and that the
 /// folded export names the blockers.
-fn hud(runq: &PathBuf, pid: u32, secs: u32) -> (Value, Value) {
+fn hud(runq: &PathBuf, pid: u32, secs: u32, extra: &[&OsStr]) -> (Value, Value) {
     let dir = tempfile::tempdir().unwrap();
     let export = dir.path().join("hud.json");
     let folded = dir.path().join("hud.folded");
@@ -54,6 +55,7 @@ fn hud(runq: &PathBuf, pid: u32, secs: u32) -> (Value, Value) {
         .arg(&export)
         .arg("--export-folded")
         .arg(&folded)
+        .args(extra)
         .output()
         .unwrap();
     assert!(
@@ -94,7 +96,7 @@ fn hud_names_the_demo_blockers_and_not_the_twins() {
         return;
     };
     let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 12);
-    let (report, trace) = hud(&runq, pid, 4);
+    let (report, trace) = hud(&runq, pid, 4, &[]);
     let _ = demo.kill();
     let _ = demo.wait();
 
@@ -144,7 +146,7 @@ fn hud_finds_nothing_in_the_control() {
         return;
     };
     let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), 10);
-    let (report, _) = hud(&runq, pid, 3);
+    let (report, _) = hud(&runq, pid, 3, &[]);
     let _ = control.kill();
     let _ = control.wait();
     assert!(blockers(&report, "blocking_call").is_empty(), "{report:#}");
@@ -154,6 +156,67 @@ fn hud_finds_nothing_in_the_control() {
             || report["events"]["idle_parks"].as_u64().unwrap() > 0,
         "hud saw the control's workers: {report:#}"
     );
+}
+
+/// True when the blocking call `name` is reported with a lib.rs line.
+fn located(report: &Value, name: &str) -> bool {
+    blockers(report, "blocking_call").iter().any(|b| {
+        b["sample_stack"].as_array().unwrap().iter().any(|f| {
+            f["function"].as_str().unwrap_or("").contains(name)
+                && f["file"].as_str().is_some_and(|p| p.ends_with("lib.rs"))
+        })
+    })
+}
+
+#[test]
+fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
+    if !is_root_or_skip() {
+        return;
+    }
+    let Some(runq) = runq_binary() else {
+        eprintln!("skipped: the runq binary is not built (run `cargo build -p runq` or the workspace tests)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let stripped = dir.path().join("runq-demo-tokio");
+    let unstripped = env!("CARGO_BIN_EXE_runq-demo-tokio");
+    let strip = Command::new("strip")
+        .arg("--strip-debug")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(unstripped)
+        .status();
+    if !strip.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: needs strip (binutils)");
+        return;
+    }
+    let (mut demo, pid) = start(stripped.to_str().unwrap(), 12);
+    let (plain, _) = hud(&runq, pid, 3, &[]);
+    let (with_target, _) = hud(&runq, pid, 3, &["--target".as_ref(), unstripped.as_ref()]);
+    let wrong = Command::new(&runq)
+        .args([
+            "hud",
+            "--pid",
+            &pid.to_string(),
+            "--headless",
+            "--duration",
+            "1s",
+        ])
+        .arg("--target")
+        .arg(env!("CARGO_BIN_EXE_runq-demo-control"))
+        .output()
+        .unwrap();
+    let _ = demo.kill();
+    let _ = demo.wait();
+    assert!(!located(&plain, "demo_thread_sleep"), "{plain:#}");
+    assert!(plain["symbol_hint"].is_string(), "{plain:#}");
+    assert!(
+        located(&with_target, "demo_thread_sleep"),
+        "{with_target:#}"
+    );
+    assert_eq!(wrong.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert!(err.contains("build ID"), "{err}");
 }
 
 fn tmux(args: &[&str]) -> std::process::Output {

@@ -71,7 +71,7 @@ pub fn crate_of(f: &Frame) -> Option<String> {
 
 /// True for a frame of the runtime or the system, not of the program.
 pub fn is_runtime_frame(f: &Frame) -> bool {
-    let name = f.function.as_str();
+    let name: &str = &f.function;
     if name.starts_with("[unknown]") {
         return true;
     }
@@ -103,23 +103,18 @@ fn in_file_or_name(f: &Frame, file_part: &str, name_part: &str) -> bool {
     f.file.as_deref().is_some_and(|p| p.contains(file_part)) || f.function.contains(name_part)
 }
 
-/// Frames of a worker's own scheduler loop.
-pub fn is_worker_stack(frames: &[Frame]) -> bool {
-    frames.iter().any(|f| {
-        in_file_or_name(
-            f,
-            "scheduler/multi_thread/worker.rs",
-            "multi_thread::worker",
-        )
-    })
+/// A frame of a worker's own scheduler loop.
+fn is_worker_loop_frame(f: &Frame) -> bool {
+    in_file_or_name(
+        f,
+        "scheduler/multi_thread/worker.rs",
+        "multi_thread::worker",
+    )
 }
 
-/// Frames of the blocking pool without a worker loop.
-pub fn is_blocking_pool(frames: &[Frame]) -> bool {
-    frames
-        .iter()
-        .any(|f| in_file_or_name(f, "runtime/blocking/pool.rs", "blocking::pool::Inner::run"))
-        && !is_worker_stack(frames)
+/// A frame of the blocking pool's thread loop.
+fn is_pool_loop_frame(f: &Frame) -> bool {
+    in_file_or_name(f, "runtime/blocking/pool.rs", "blocking::pool::Inner::run")
 }
 
 /// Tokio frames that mean "nothing to do": parking and driving I/O/timers.
@@ -145,23 +140,59 @@ fn is_idle_frame(f: &Frame) -> bool {
         .any(|p| f.function.contains(p))
 }
 
+/// What the rules need to know of one frame; computing it reads the
+/// frame's names and paths, so callers that see the same addresses again
+/// keep it per address.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameClass {
+    /// Runtime, std, libc: not the program.
+    pub runtime: bool,
+    /// A tokio frame.
+    pub tokio: bool,
+    /// A tokio frame that parks or drives I/O and timers.
+    pub idle: bool,
+    /// The multi-thread scheduler's worker loop.
+    pub worker_loop: bool,
+    /// The blocking pool's thread loop.
+    pub pool_loop: bool,
+}
+
+/// Classifies one frame.
+pub fn class_of(f: &Frame) -> FrameClass {
+    let tokio = is_tokio_frame(f);
+    FrameClass {
+        runtime: is_runtime_frame(f),
+        tokio,
+        idle: tokio && is_idle_frame(f),
+        worker_loop: is_worker_loop_frame(f),
+        pool_loop: is_pool_loop_frame(f),
+    }
+}
+
 /// Classifies a stack (innermost first).
 pub fn place(frames: &[Frame]) -> Place {
-    if is_blocking_pool(frames) {
+    let classes: Vec<FrameClass> = frames.iter().map(class_of).collect();
+    place_of(&classes)
+}
+
+/// Classifies a stack from its frames' classes (innermost first).
+pub fn place_of(classes: &[FrameClass]) -> Place {
+    let worker = classes.iter().any(|c| c.worker_loop);
+    if !worker && classes.iter().any(|c| c.pool_loop) {
         return Place::BlockingPool;
     }
     // The innermost frame that is not std/libc decides: program code, or a
     // tokio frame that is (or is not) idle parking.
-    for f in frames {
-        if !is_runtime_frame(f) {
-            return if is_worker_stack(frames) {
+    for c in classes {
+        if !c.runtime {
+            return if worker {
                 Place::TaskCode
             } else {
                 Place::Other
             };
         }
-        if is_tokio_frame(f) {
-            return if is_idle_frame(f) {
+        if c.tokio {
+            return if c.idle {
                 Place::RuntimeIdle
             } else {
                 Place::Other
@@ -210,11 +241,11 @@ mod tests {
         // clock_nanosleep has no runtime prefix, but it comes from libc.
         s[0].module = Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into());
         assert_eq!(place(&s), Place::TaskCode);
-        assert_eq!(culprit(&s).unwrap().function, "app::handler::load_config");
-        let names: Vec<_> = user_frames(&s)
-            .iter()
-            .map(|f| f.function.as_str())
-            .collect();
+        assert_eq!(
+            culprit(&s).unwrap().function.as_ref(),
+            "app::handler::load_config"
+        );
+        let names: Vec<_> = user_frames(&s).iter().map(|f| &*f.function).collect();
         assert_eq!(
             names,
             ["app::handler::load_config", "app::handler::{{closure}}"]

@@ -10,6 +10,7 @@
 //!    threshold; its stack is the victim's, and it is labelled so.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -77,9 +78,10 @@ pub struct Tally {
     pub samples: u64,
 }
 
-/// An open run of samples in one task frame on one worker.
+/// An open run of samples in one task frame on one worker; its stack is
+/// the first sample's.
 struct Run {
-    key: String,
+    key: Arc<str>,
     first_ns: u64,
     last_ns: u64,
     samples: u32,
@@ -96,10 +98,26 @@ pub struct Detector {
     pub pool_tids: BTreeSet<u32>,
 }
 
-/// The outermost program frame below the runtime's poll: identifies the
-/// task being polled.
-fn task_key(frames: &[Frame]) -> Option<String> {
-    user_frames(frames).last().map(|f| f.function.clone())
+/// What the detector needs of a sample's stack: where the worker was, and
+/// for task code, which task (the outermost program frame below the
+/// runtime's poll).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Where the worker was.
+    pub place: Place,
+    /// The task's identity, for task code.
+    pub task_key: Option<Arc<str>>,
+}
+
+impl Summary {
+    /// The summary of a symbolized stack.
+    pub fn of(frames: &[Frame]) -> Self {
+        let place = place(frames);
+        let task_key = (place == Place::TaskCode)
+            .then(|| user_frames(frames).last().map(|f| f.function.clone()))
+            .flatten();
+        Summary { place, task_key }
+    }
 }
 
 impl Detector {
@@ -116,18 +134,12 @@ impl Detector {
     /// Feeds one event with its symbolized stack; returns the findings it
     /// completes.
     pub fn feed(&mut self, ev: &RawEvent, stack: Vec<Frame>) -> Vec<Finding> {
-        let mut out = Vec::new();
-        match ev.kind {
-            Kind::Sample => {
-                self.tally.samples += 1;
-                self.sample(ev, stack, &mut out);
-            }
-            Kind::Blocked | Kind::RunQueue => {
-                // The worker left the CPU: any sample run on it has ended.
-                out.extend(self.close_run(ev.tid));
-                self.switch_event(ev, stack, &mut out);
-            }
+        if ev.kind == Kind::Sample {
+            return self.feed_sample(ev, Summary::of(&stack), || stack);
         }
+        // The worker left the CPU: any sample run on it has ended.
+        let mut out: Vec<Finding> = self.close_run(ev.tid).into_iter().collect();
+        self.switch_event(ev, stack, &mut out);
         out
     }
 
@@ -160,24 +172,29 @@ impl Detector {
         });
     }
 
-    fn sample(&mut self, ev: &RawEvent, stack: Vec<Frame>, out: &mut Vec<Finding>) {
-        let key = match place(&stack) {
-            Place::TaskCode => task_key(&stack),
-            _ => None,
-        };
-        let Some(key) = key else {
+    /// Feeds one cpu-clock sample by its summary; `stack` is only called
+    /// when the sample starts a run (its stack is the one reported).
+    pub fn feed_sample(
+        &mut self,
+        ev: &RawEvent,
+        summary: Summary,
+        stack: impl FnOnce() -> Vec<Frame>,
+    ) -> Vec<Finding> {
+        self.tally.samples += 1;
+        let mut out = Vec::new();
+        let Some(key) = summary.task_key else {
             out.extend(self.close_run(ev.tid));
-            return;
+            return out;
         };
         if let Some(run) = self.runs.get_mut(&ev.tid) {
             if run.key == key {
                 run.last_ns = ev.start_ns;
                 run.samples += 1;
-                run.stack = stack;
-                return;
+                return out;
             }
         }
         out.extend(self.close_run(ev.tid));
+        let stack = stack();
         self.runs.insert(
             ev.tid,
             Run {
@@ -188,6 +205,7 @@ impl Detector {
                 stack,
             },
         );
+        out
     }
 
     /// Ends the open run of `tid`; a run of two or more samples spanning
@@ -249,7 +267,7 @@ mod tests {
             .find(|f| f.category == Category::CpuBoundPoll)
             .unwrap();
         assert_eq!(poll.duration_ns, 10_000_000);
-        assert_eq!(poll.culprit().unwrap().function, "app::spin");
+        assert_eq!(poll.culprit().unwrap().function.as_ref(), "app::spin");
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
         let culprit = f.culprit();
         events.push(json!({
             "ph": "X",
-            "name": culprit.map_or("[runtime]", |c| c.function.as_str()),
+            "name": culprit.map_or("[runtime]", |c| &*c.function),
             "cat": f.category.label(),
             "pid": report.pid,
             "tid": f.tid,
@@ -38,7 +38,7 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
                 "location": culprit.and_then(|c| c.location()),
                 "stack": f.stack.iter().map(|fr| match fr.location() {
                     Some(l) => format!("{} ({l})", fr.function),
-                    None => fr.function.clone(),
+                    None => fr.function.to_string(),
                 }).collect::<Vec<_>>(),
             },
         }));

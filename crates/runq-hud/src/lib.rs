@@ -3,11 +3,11 @@
 //! BPF programs on the scheduler tracepoints and a cpu-clock sampler
 //! ([`bpf`]) report, for the target's worker threads only, sleeps and
 //! run-queue waits above a threshold and periodic stacks ([`event`]). The
-//! stacks are symbolized ([`symbols`]) and classified ([`classify`]); the
-//! detector ([`detect`]) names the culprit in three categories, and a
-//! session ([`session`]) turns it all into a report ([`report`]) and a
-//! Chrome trace ([`export`]); [`live`] is the ratatui view. Workers are
-//! found by [`discovery`].
+//! stacks are symbolized ([`symbols`]) and classified ([`classify`]), both
+//! cached per address ([`stacks`]); the detector ([`detect`]) names the
+//! culprit in three categories, and a session ([`session`]) turns it all
+//! into a report ([`report`]) and a Chrome trace ([`export`]); [`live`] is
+//! the ratatui view. Workers are found by [`discovery`].
 
 pub mod bpf;
 pub mod classify;
@@ -18,4 +18,5 @@ pub mod export;
 pub mod live;
 pub mod report;
 pub mod session;
+pub mod stacks;
 pub mod symbols;

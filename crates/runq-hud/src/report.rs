@@ -96,7 +96,7 @@ pub fn group(findings: &[Finding]) -> Vec<Blocker> {
     let mut by_key: BTreeMap<(Category, String, Option<String>), Blocker> = BTreeMap::new();
     for f in findings {
         let culprit = f.culprit();
-        let function = culprit.map_or_else(|| "[runtime]".to_string(), |c| c.function.clone());
+        let function = culprit.map_or_else(|| "[runtime]".to_string(), |c| c.function.to_string());
         let location = culprit.and_then(Frame::location);
         let b = by_key
             .entry((f.category, function.clone(), location.clone()))
@@ -106,7 +106,7 @@ pub fn group(findings: &[Finding]) -> Vec<Blocker> {
                 location,
                 user_frames: user_frames(&f.stack)
                     .iter()
-                    .map(|u| u.function.clone())
+                    .map(|u| u.function.to_string())
                     .collect(),
                 count: 0,
                 total_ns: 0,

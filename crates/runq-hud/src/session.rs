@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use crate::bpf::{BpfError, Probe};
 use crate::detect::{Detector, Finding};
 use crate::discovery::{select_workers, threads, DiscoveryError, Method};
+use crate::event::{Kind, RawEvent};
 use crate::report::{group, run_queue_stats, Report, WorkerStats};
-use crate::symbols::Symbols;
+use crate::stacks::Stacks;
+use crate::symbols::{Symbols, TargetError};
 
 /// What to watch and how.
 #[derive(Debug, Clone)]
@@ -28,6 +30,8 @@ pub struct Options {
     pub worker_prefix: Option<String>,
     /// Where /proc is (tests may point elsewhere).
     pub proc_root: PathBuf,
+    /// An unstripped copy of the target's executable, for its symbols.
+    pub target_binary: Option<PathBuf>,
 }
 
 /// Why a session could not run.
@@ -39,6 +43,9 @@ pub enum HudError {
     /// BPF load/attach failure.
     #[error(transparent)]
     Bpf(#[from] BpfError),
+    /// `--target` cannot stand in for the executable.
+    #[error(transparent)]
+    Target(#[from] TargetError),
 }
 
 /// The outcome: the report, every finding, and how quickly findings were
@@ -106,12 +113,34 @@ impl Watched {
     }
 }
 
+/// How often the ring buffer is drained: findings reach the report or the
+/// screen within about this long.
+const POLL: Duration = Duration::from_millis(50);
+
+/// How often new worker threads and the target's exit are looked for.
+const REFRESH: Duration = Duration::from_millis(250);
+
+/// Feeds one event: samples by their cached summary (their frames are only
+/// built when the detector keeps them), switches with their frames.
+fn feed(detector: &mut Detector, stacks: &mut Stacks, ev: &RawEvent) -> Vec<Finding> {
+    if ev.kind == Kind::Sample {
+        let summary = stacks.summary(&ev.stack);
+        return detector.feed_sample(ev, summary, || stacks.frames(&ev.stack));
+    }
+    let frames = stacks.frames(&ev.stack);
+    detector.feed(ev, frames)
+}
+
 /// Runs a session; `on_finding` sees each finding as it is detected.
 pub fn run(
     opts: &Options,
     stop: &AtomicBool,
     mut on_finding: impl FnMut(&Finding),
 ) -> Result<Session, HudError> {
+    let mut symbols = Symbols::new(&opts.proc_root, opts.pid);
+    if let Some(binary) = &opts.target_binary {
+        symbols.use_target_binary(binary)?;
+    }
     let all = threads(&opts.proc_root, opts.pid)?;
     let (method, _) = select_workers(&all, opts.worker_prefix.as_deref())
         .ok_or(DiscoveryError::NoWorkers(opts.pid))?;
@@ -122,30 +151,34 @@ pub fn run(
         cpu_start: BTreeMap::new(),
     };
     watched.refresh(opts, &mut probe)?;
-    let mut symbols = Symbols::new(opts.pid);
+    // Loading symbols and debug info up front keeps that work out of the
+    // measured part of a target's life.
+    symbols.prewarm();
+    let mut stacks = Stacks::new(symbols);
     let mut detector = Detector::new(opts.threshold_ns);
     let (mut findings, mut latency) = (Vec::new(), Vec::new());
     let started = Instant::now();
     let mut last_refresh = Instant::now();
     let mut target_exited = false;
     loop {
-        std::thread::sleep(Duration::from_millis(20));
-        for ev in probe.drain() {
-            let stack = symbols.stack(&ev.stack);
-            for f in detector.feed(&ev, stack) {
+        std::thread::sleep(POLL);
+        let events = probe.drain();
+        stacks.prefetch(events.iter().flat_map(|e| &e.stack));
+        for ev in events {
+            for f in feed(&mut detector, &mut stacks, &ev) {
                 latency.push(monotonic_ns().saturating_sub(f.start_ns + f.duration_ns));
                 on_finding(&f);
                 findings.push(f);
             }
         }
-        if !opts.proc_root.join(opts.pid.to_string()).exists() {
-            target_exited = true;
-            break;
-        }
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
-        if last_refresh.elapsed() >= Duration::from_millis(500) {
+        if last_refresh.elapsed() >= REFRESH {
+            if !opts.proc_root.join(opts.pid.to_string()).exists() {
+                target_exited = true;
+                break;
+            }
             // Threads that appear later (a growing runtime) join the filter.
             let _ = watched.refresh(opts, &mut probe);
             last_refresh = Instant::now();
@@ -162,7 +195,7 @@ pub fn run(
         &findings,
         &detector,
         &mut probe,
-        &symbols,
+        stacks.symbols(),
         elapsed,
         target_exited,
     );

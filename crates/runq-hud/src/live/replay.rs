@@ -21,8 +21,8 @@ fn frame_from(text: &str) -> Frame {
         _ => (text.to_string(), None, None),
     };
     Frame {
-        function,
-        file,
+        function: function.into(),
+        file: file.map(Into::into),
         line,
         module: None,
         inlined: false,
@@ -65,10 +65,13 @@ mod tests {
     fn frames_and_events_come_back() {
         let f = frame_from("app::load (/src/app.rs:12)");
         assert_eq!(
-            (f.function.as_str(), f.file.as_deref(), f.line),
+            (&*f.function, f.file.as_deref(), f.line),
             ("app::load", Some("/src/app.rs"), Some(12))
         );
-        assert_eq!(frame_from("clock_nanosleep").function, "clock_nanosleep");
+        assert_eq!(
+            frame_from("clock_nanosleep").function.as_ref(),
+            "clock_nanosleep"
+        );
         let doc = serde_json::json!({"traceEvents": [
             {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "w"}},
             {"ph": "X", "name": "app::load", "tid": 2, "ts": 1000.0, "dur": 20000.0,
@@ -80,6 +83,6 @@ mod tests {
             (fs[0].tid, fs[0].start_ns, fs[0].duration_ns),
             (2, 1_000_000, 20_000_000)
         );
-        assert_eq!(fs[0].culprit().unwrap().function, "app::load");
+        assert_eq!(fs[0].culprit().unwrap().function.as_ref(), "app::load");
     }
 }

@@ -123,10 +123,13 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
             live::replay_screen(path, &args)
         };
     }
-    if args.target.is_some() {
-        return Err(exit::usage(
-            "--target is not supported yet: hud reads symbols through /proc/PID/map_files; run the target unstripped",
-        ));
+    if let Some(binary) = &args.target {
+        if !binary.is_file() {
+            return Err(exit::usage(format!(
+                "--target {}: no such file; pass an unstripped copy of the target's executable",
+                binary.display()
+            )));
+        }
     }
     let proc_root = PathBuf::from("/proc");
     let pid = target_pid(&args, &proc_root)?;
@@ -142,6 +145,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
         duration: args.duration,
         worker_prefix: args.worker_prefix.clone(),
         proc_root,
+        target_binary: args.target.clone(),
     };
     let stop = runq_workload::interrupt::install().context("installing signal handlers")?;
     let session = if args.headless {
@@ -158,6 +162,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
 fn hud_error(e: HudError) -> anyhow::Error {
     match e {
         HudError::Discovery(d) => exit::usage(d.to_string()),
+        HudError::Target(t) => exit::usage(t.to_string()),
         other => anyhow::Error::new(other),
     }
 }

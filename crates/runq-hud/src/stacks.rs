@@ -1,0 +1,94 @@
+//! Stacks as the detector sees them: symbolized frames and their classes,
+//! both cached per address, so that summarizing a sample costs hash
+//! lookups rather than symbolization or string matching.
+
+use std::collections::HashMap;
+
+use crate::classify::{class_of, place_of, FrameClass, Place};
+use crate::detect::Summary;
+use crate::symbols::{Frame, Symbols};
+
+/// A symbolizer with per-address frame classes.
+pub struct Stacks {
+    symbols: Symbols,
+    classes: HashMap<u64, Box<[FrameClass]>>,
+}
+
+impl Stacks {
+    /// Wraps a symbolizer.
+    pub fn new(symbols: Symbols) -> Self {
+        Stacks {
+            symbols,
+            classes: HashMap::new(),
+        }
+    }
+
+    /// The symbolizer.
+    pub fn symbols(&self) -> &Symbols {
+        &self.symbols
+    }
+
+    /// Symbolizes every address not yet cached, in one batch.
+    pub fn prefetch<'a>(&mut self, addrs: impl IntoIterator<Item = &'a u64>) {
+        self.symbols.prefetch(addrs);
+    }
+
+    /// The frames of a stack (see [`Symbols::stack`]).
+    pub fn frames(&mut self, addrs: &[u64]) -> Vec<Frame> {
+        self.symbols.stack(addrs)
+    }
+
+    fn classes_of(&mut self, addr: u64) -> &[FrameClass] {
+        if !self.classes.contains_key(&addr) {
+            let classes = self.symbols.frames_of(addr).iter().map(class_of).collect();
+            self.classes.insert(addr, classes);
+        }
+        &self.classes[&addr]
+    }
+
+    /// The summary of a stack; equal to [`Summary::of`] its frames.
+    pub fn summary(&mut self, addrs: &[u64]) -> Summary {
+        let mut all = Vec::with_capacity(addrs.len() * 2);
+        // The outermost program frame, by address and index among its frames.
+        let mut task: Option<(u64, usize)> = None;
+        for a in addrs {
+            for (i, c) in self.classes_of(*a).iter().enumerate() {
+                if !c.runtime {
+                    task = Some((*a, i));
+                }
+                all.push(*c);
+            }
+        }
+        let place = place_of(&all);
+        let task_key = match (place, task) {
+            (Place::TaskCode, Some((a, i))) => Some(self.symbols.frames_of(a)[i].function.clone()),
+            _ => None,
+        };
+        Summary { place, task_key }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[inline(never)]
+    fn marker() -> u64 {
+        std::hint::black_box(3)
+    }
+
+    #[test]
+    fn cached_summaries_agree_with_the_frames() {
+        let addrs = [
+            marker as *const () as u64 + 1,
+            Stacks::summary as *const () as u64 + 1,
+            8,
+        ];
+        let mut stacks = Stacks::new(Symbols::new(Path::new("/proc"), std::process::id()));
+        let frames = stacks.frames(&addrs);
+        assert!(frames[0].function.contains("marker"), "{frames:?}");
+        assert_eq!(stacks.summary(&addrs), Summary::of(&frames));
+        assert_eq!(stacks.summary(&addrs), Summary::of(&frames), "cached");
+    }
+}

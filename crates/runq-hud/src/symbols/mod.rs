@@ -1,0 +1,513 @@
+//! Turning user-stack addresses into frames with blazesym: symbol tables
+//! and DWARF (file:line, inlined functions), demangled, through
+//! /proc/PID/map_files so PIE and other mount namespaces work. Results are
+//! cached per address, the memory map is cached and re-read only when an
+//! address falls outside it, and `--target` can stand in an unstripped
+//! copy of the executable.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blazesym::symbolize::source::{Elf, Process, Source};
+use blazesym::symbolize::{Input, Reason, Symbolized, Symbolizer};
+use blazesym::Pid;
+use serde::{Deserialize, Serialize};
+
+pub mod maps;
+use maps::CodeMapping;
+
+/// One frame of a symbolized stack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    /// Demangled function name (`[unknown]` when not found).
+    pub function: Arc<str>,
+    /// Source file, when debug info has it.
+    pub file: Option<Arc<str>>,
+    /// Source line.
+    pub line: Option<u32>,
+    /// The binary or library the address belongs to.
+    pub module: Option<Arc<str>>,
+    /// True for a function inlined into the next frame.
+    pub inlined: bool,
+}
+
+impl Frame {
+    /// `file:line` when known.
+    pub fn location(&self) -> Option<String> {
+        Some(format!("{}:{}", self.file.as_ref()?, self.line?))
+    }
+
+    /// A frame known only by its address.
+    pub fn unknown(addr: u64) -> Self {
+        Frame {
+            function: format!("[unknown] {addr:#x}").into(),
+            file: None,
+            line: None,
+            module: None,
+            inlined: false,
+        }
+    }
+}
+
+/// A caching symbolizer for one process.
+pub struct Symbols {
+    symbolizer: Symbolizer,
+    pid: u32,
+    proc_root: PathBuf,
+    /// The code mappings as last read (kept in step with blazesym's cached
+    /// copy of the process' memory map).
+    mappings: Vec<CodeMapping>,
+    mappings_read: Option<Instant>,
+    target: Option<TargetBinary>,
+    cache: HashMap<u64, Vec<Frame>>,
+    debug_info_seen: bool,
+}
+
+/// `--target`: an unstripped copy of the target's executable, used for the
+/// addresses that fall in the executable's mappings.
+struct TargetBinary {
+    path: PathBuf,
+    exe: String,
+}
+
+/// Why `--target` cannot stand in for the target's executable.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// The file cannot be read as ELF.
+    #[error("{path}: not a readable ELF file: {message}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The build IDs differ: symbols would be wrong.
+    #[error("{path} is not a copy of the target's executable {exe} (build ID {theirs} vs {ours}): pass the unstripped build of the same binary")]
+    Mismatch {
+        /// The file.
+        path: PathBuf,
+        /// The target's executable.
+        exe: String,
+        /// Its build ID.
+        ours: String,
+        /// The file's build ID.
+        theirs: String,
+    },
+}
+
+/// The mapping is refreshed at most this often when addresses fall outside
+/// every known mapping (a library loaded later, JIT code).
+const MAPS_REFRESH: Duration = Duration::from_millis(500);
+
+fn build_id_hex(path: &Path) -> Result<Option<String>, String> {
+    blazesym::helper::read_elf_build_id(path)
+        .map(|id| id.map(|b| b.iter().map(|x| format!("{x:02x}")).collect()))
+        .map_err(|e| e.to_string())
+}
+
+impl Symbols {
+    /// A symbolizer for `pid`, its memory map read from `proc_root`.
+    pub fn new(proc_root: &Path, pid: u32) -> Self {
+        let mut s = Symbols {
+            symbolizer: Symbolizer::builder()
+                .enable_code_info(true)
+                .enable_inlined_fns(true)
+                .enable_demangling(true)
+                // Objects are keyed by their mapping's address range, so a
+                // changed file comes with a new path: no need to re-check
+                // every cached object on every lookup.
+                .enable_auto_reload(false)
+                .build(),
+            pid,
+            proc_root: proc_root.to_path_buf(),
+            mappings: Vec::new(),
+            mappings_read: None,
+            target: None,
+            cache: HashMap::new(),
+            debug_info_seen: false,
+        };
+        s.refresh_mappings();
+        s
+    }
+
+    /// Uses `binary` (an unstripped copy of the target's executable) for
+    /// the executable's own addresses; its build ID must match.
+    pub fn use_target_binary(&mut self, binary: &Path) -> Result<(), TargetError> {
+        let exe = maps::exe_path(&self.proc_root, self.pid)
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let unreadable = |message: String| TargetError::Unreadable {
+            path: binary.to_path_buf(),
+            message,
+        };
+        let theirs = build_id_hex(binary).map_err(unreadable)?;
+        let exe_file = self.proc_root.join(format!("{}/exe", self.pid));
+        let ours = build_id_hex(&exe_file).ok().flatten();
+        if let (Some(ours), Some(theirs)) = (&ours, &theirs) {
+            if ours != theirs {
+                return Err(TargetError::Mismatch {
+                    path: binary.to_path_buf(),
+                    exe,
+                    ours: ours.clone(),
+                    theirs: theirs.clone(),
+                });
+            }
+        }
+        self.target = Some(TargetBinary {
+            path: binary.to_path_buf(),
+            exe,
+        });
+        self.cache.clear();
+        Ok(())
+    }
+
+    /// True once any frame came with file:line (the binary has DWARF).
+    pub fn debug_info_seen(&self) -> bool {
+        self.debug_info_seen
+    }
+
+    /// Loads every code object's symbols and debug info now, so the first
+    /// stacks do not pay for it while the target is being measured.
+    pub fn prewarm(&mut self) {
+        let firsts: Vec<u64> = self.mappings.iter().map(|m| m.start + 1).collect();
+        self.resolve(&firsts);
+    }
+
+    /// Symbolizes every address of `addrs` not yet cached, in one batch.
+    pub fn prefetch<'a>(&mut self, addrs: impl IntoIterator<Item = &'a u64>) {
+        let mut missing: Vec<u64> = addrs
+            .into_iter()
+            .copied()
+            .filter(|a| !self.cache.contains_key(a))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if !missing.is_empty() {
+            self.resolve(&missing);
+        }
+    }
+
+    /// Frames of a stack, innermost first (inlined callees before their
+    /// caller). Return addresses point after the call, so each is looked
+    /// up one byte earlier to land on the call instruction's line.
+    pub fn stack(&mut self, addrs: &[u64]) -> Vec<Frame> {
+        let mut frames = Vec::with_capacity(addrs.len() + 8);
+        for a in addrs {
+            frames.extend_from_slice(self.frames_of(*a));
+        }
+        frames
+    }
+
+    /// The frames of one address (innermost first), resolved if needed.
+    pub fn frames_of(&mut self, addr: u64) -> &[Frame] {
+        if !self.cache.contains_key(&addr) {
+            self.resolve(&[addr]);
+        }
+        // resolve() caches every address it is given, known or not.
+        &self.cache[&addr]
+    }
+
+    /// Re-reads the memory map (ours and blazesym's cached copy).
+    fn refresh_mappings(&mut self) {
+        self.mappings_read = Some(Instant::now());
+        if let Ok(m) = maps::read_code_mappings(&self.proc_root, self.pid) {
+            self.mappings = m;
+        }
+        let mut vmas = blazesym::symbolize::cache::Process::new(Pid::from(self.pid));
+        vmas.cache_perf_map = false;
+        // Without a cached copy blazesym reads the map on every call.
+        let _ = self
+            .symbolizer
+            .cache(&blazesym::symbolize::cache::Cache::from(vmas));
+    }
+
+    fn refresh_if_unmapped(&mut self, addrs: &[u64]) {
+        let unmapped = addrs
+            .iter()
+            .any(|a| !self.mappings.iter().any(|m| m.contains(*a)));
+        let stale = self
+            .mappings_read
+            .is_none_or(|t| t.elapsed() >= MAPS_REFRESH);
+        if unmapped && stale {
+            self.refresh_mappings();
+        }
+    }
+
+    /// The code mapping of `addr`, when it has an object file behind it.
+    fn mapping_of(&self, addr: u64) -> Option<usize> {
+        self.mappings
+            .iter()
+            .position(|m| m.contains(addr) && m.path.starts_with('/'))
+    }
+
+    /// The file a mapping's addresses are looked up in: `--target` for the
+    /// executable, else the mapped object through /proc/PID/map_files
+    /// (which reaches into other mount namespaces and deleted files).
+    fn object_path(&self, m: &CodeMapping) -> PathBuf {
+        match &self.target {
+            Some(t) if t.exe == m.path => t.path.clone(),
+            _ => self
+                .proc_root
+                .join(format!("{}/map_files/{:x}-{:x}", self.pid, m.start, m.end)),
+        }
+    }
+
+    /// The module name shown for `addr`.
+    fn module_of(&self, addr: u64) -> Option<Arc<str>> {
+        let m = self.mappings.iter().find(|m| m.contains(addr))?;
+        Some(match &self.target {
+            Some(t) if t.exe == m.path => Arc::from(&*t.path.to_string_lossy()),
+            _ => Arc::from(m.path.as_str()),
+        })
+    }
+
+    /// One symbolization pass; `debug` selects DWARF (file:line, inlined
+    /// frames, short names) over the symbol tables (qualified names).
+    /// Addresses are grouped by object and looked up by file offset, one
+    /// batch per object; what has no object (the vDSO) goes through
+    /// blazesym's view of the process.
+    fn pass(&self, lookup: &[u64], debug: bool) -> Vec<Option<Symbolized<'_>>> {
+        let mut groups: BTreeMap<Option<usize>, Vec<usize>> = BTreeMap::new();
+        for (i, a) in lookup.iter().enumerate() {
+            groups.entry(self.mapping_of(*a)).or_default().push(i);
+        }
+        let mut out: Vec<Option<Symbolized<'_>>> = (0..lookup.len()).map(|_| None).collect();
+        for (mapping, idx) in groups {
+            let results = match mapping {
+                Some(k) => {
+                    let m = &self.mappings[k];
+                    let mut elf = Elf::new(self.object_path(m));
+                    elf.debug_syms = debug;
+                    let offsets: Vec<u64> = idx.iter().map(|i| m.file_offset(lookup[*i])).collect();
+                    self.batch(&Source::Elf(elf), Input::FileOffset(&offsets))
+                }
+                None => {
+                    let mut src = Process::new(Pid::from(self.pid));
+                    src.debug_syms = debug;
+                    src.perf_map = false;
+                    let addrs: Vec<u64> = idx.iter().map(|i| lookup[*i]).collect();
+                    self.batch(&Source::Process(src), Input::AbsAddr(&addrs))
+                }
+            };
+            for (i, r) in idx.into_iter().zip(results) {
+                out[i] = Some(r);
+            }
+        }
+        out
+    }
+
+    /// A batch fails as a whole when one module's debug info cannot be
+    /// read (libc without its debug package, say), so a failed batch is
+    /// retried address by address.
+    fn batch(&self, src: &Source, input: Input<&[u64]>) -> Vec<Symbolized<'_>> {
+        if let Ok(all) = self.symbolizer.symbolize(src, input) {
+            return all;
+        }
+        (0..input.as_inner_ref().len())
+            .map(|i| {
+                let one = match input {
+                    Input::AbsAddr(a) => Input::AbsAddr(a[i]),
+                    Input::VirtOffset(a) => Input::VirtOffset(a[i]),
+                    Input::FileOffset(a) => Input::FileOffset(a[i]),
+                };
+                self.single(src, one)
+            })
+            .collect()
+    }
+
+    fn single(&self, src: &Source, input: Input<u64>) -> Symbolized<'_> {
+        self.symbolizer
+            .symbolize_single(src, input)
+            .unwrap_or(Symbolized::Unknown(Reason::IgnoredError))
+    }
+
+    fn resolve(&mut self, addrs: &[u64]) {
+        self.refresh_if_unmapped(addrs);
+        let lookup: Vec<u64> = addrs.iter().map(|a| a.saturating_sub(1)).collect();
+        // The symbol tables name every function (qualified, demangled),
+        // libc included; DWARF adds file:line and inlined frames where the
+        // binary has it. Merge the two.
+        let names: Vec<Option<Arc<str>>> = self
+            .pass(&lookup, false)
+            .iter()
+            .map(|r| match r {
+                Some(Symbolized::Sym(sym)) => Some(Arc::from(&*sym.name)),
+                _ => None,
+            })
+            .collect();
+        let dwarf = self.pass(&lookup, true);
+        let mut resolved = Vec::with_capacity(addrs.len());
+        for (i, addr) in addrs.iter().enumerate() {
+            let module = self.module_of(lookup[i]);
+            let frames = match &dwarf[i] {
+                Some(Symbolized::Sym(sym)) => dwarf_frames(sym, module.clone()),
+                _ => Vec::new(),
+            };
+            resolved.push((*addr, merge_names(frames, names[i].clone(), module, *addr)));
+        }
+        drop(dwarf);
+        self.debug_info_seen |= resolved
+            .iter()
+            .flat_map(|(_, f)| f)
+            .any(|f| f.line.is_some());
+        self.cache.extend(resolved);
+    }
+}
+
+/// Puts the symbol table's qualified name on the outermost DWARF frame (or
+/// makes a frame of it when DWARF had nothing).
+fn merge_names(
+    mut frames: Vec<Frame>,
+    elf_name: Option<Arc<str>>,
+    elf_module: Option<Arc<str>>,
+    addr: u64,
+) -> Vec<Frame> {
+    match (frames.last_mut(), elf_name) {
+        (Some(outer), Some(name)) => outer.function = name,
+        (None, Some(name)) => frames.push(Frame {
+            function: name,
+            file: None,
+            line: None,
+            module: elf_module,
+            inlined: false,
+        }),
+        (Some(_), None) => {}
+        (None, None) => frames.push(Frame::unknown(addr)),
+    }
+    frames
+}
+
+/// `file:line` of a DWARF code location.
+fn code_location(
+    ci: Option<&blazesym::symbolize::CodeInfo<'_>>,
+) -> (Option<Arc<str>>, Option<u32>) {
+    match ci {
+        Some(ci) => {
+            let file = match &ci.dir {
+                Some(d) => d.join(&*ci.file).display().to_string(),
+                None => ci.file.to_string_lossy().into_owned(),
+            };
+            (Some(file.into()), ci.line)
+        }
+        None => (None, None),
+    }
+}
+
+/// Frames of one DWARF result: inlined callees (innermost first), then the
+/// function they were inlined into.
+fn dwarf_frames(sym: &blazesym::symbolize::Sym<'_>, module: Option<Arc<str>>) -> Vec<Frame> {
+    let mut frames: Vec<Frame> = sym
+        .inlined
+        .iter()
+        .rev()
+        .map(|f| {
+            let (file, line) = code_location(f.code_info.as_ref());
+            Frame {
+                function: Arc::from(&*f.name),
+                file,
+                line,
+                module: module.clone(),
+                inlined: true,
+            }
+        })
+        .collect();
+    let (file, line) = code_location(sym.code_info.as_deref());
+    frames.push(Frame {
+        function: Arc::from(&*sym.name),
+        file,
+        line,
+        module,
+        inlined: false,
+    });
+    frames
+}
+
+/// Fixture frames for the classification and detection tests.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::Frame;
+
+    /// A frame whose source file sits where its crate's sources would:
+    /// std under /rustc, tokio under the cargo registry, the rest in the
+    /// program.
+    pub(crate) fn frame(name: &str) -> Frame {
+        let file = if name.starts_with("std::") {
+            "/rustc/0123abcd/library/std/src/thread/mod.rs"
+        } else if name.starts_with("tokio::") {
+            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/tokio-1.54.1/src/runtime/x.rs"
+        } else {
+            "/home/me/app/src/lib.rs"
+        };
+        Frame {
+            function: name.into(),
+            file: Some(file.into()),
+            line: Some(3),
+            module: None,
+            inlined: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn a_function_to_find() -> u64 {
+        std::hint::black_box(7)
+    }
+
+    #[test]
+    fn symbolizes_this_process_with_file_and_line() {
+        let addr = a_function_to_find as *const () as u64;
+        let mut s = Symbols::new(Path::new("/proc"), std::process::id());
+        let frames = s.stack(&[addr + 1]);
+        let f = frames.last().unwrap();
+        assert!(f.function.contains("a_function_to_find"), "{frames:?}");
+        assert!(
+            f.location().is_some_and(|l| l.contains("symbols/mod.rs")),
+            "{frames:?}"
+        );
+        assert!(s.debug_info_seen());
+        assert_eq!(s.stack(&[addr + 1]), frames, "cached");
+        assert!(s
+            .stack(&[8])
+            .last()
+            .unwrap()
+            .function
+            .starts_with("[unknown]"));
+    }
+
+    #[test]
+    fn a_target_binary_stands_in_for_the_executable() {
+        let addr = a_function_to_find as *const () as u64;
+        let mut s = Symbols::new(Path::new("/proc"), std::process::id());
+        let exe = std::env::current_exe().unwrap();
+        s.use_target_binary(&exe).unwrap();
+        let frames = s.stack(&[addr + 1]);
+        let f = frames.last().unwrap();
+        assert!(f.function.contains("a_function_to_find"), "{frames:?}");
+        assert!(f.location().is_some_and(|l| l.contains("symbols")));
+        assert_eq!(f.module.as_deref(), Some(&*exe.to_string_lossy()));
+    }
+
+    #[test]
+    fn a_target_binary_must_be_elf_of_the_same_build() {
+        let mut s = Symbols::new(Path::new("/proc"), std::process::id());
+        let text = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(text.path(), "not elf").unwrap();
+        let err = s.use_target_binary(text.path()).unwrap_err();
+        assert!(matches!(err, TargetError::Unreadable { .. }), "{err}");
+        let other = ["/bin/sh", "/usr/bin/env", "/bin/true"]
+            .into_iter()
+            .map(Path::new)
+            .find(|p| build_id_hex(p).is_ok_and(|id| id.is_some()));
+        if let Some(other) = other {
+            let err = s.use_target_binary(other).unwrap_err();
+            assert!(matches!(err, TargetError::Mismatch { .. }), "{err}");
+            assert!(err.to_string().contains("build ID"), "{err}");
+        }
+    }
+}
