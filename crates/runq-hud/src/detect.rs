@@ -134,21 +134,36 @@ impl Detector {
     /// Feeds one event with its symbolized stack; returns the findings it
     /// completes.
     pub fn feed(&mut self, ev: &RawEvent, stack: Vec<Frame>) -> Vec<Finding> {
+        self.feed_summarized(ev, Summary::of(&stack), || stack)
+    }
+
+    /// Feeds one event by the summary of its stack; `stack` is called only
+    /// when a finding keeps the frames.
+    pub fn feed_summarized(
+        &mut self,
+        ev: &RawEvent,
+        summary: Summary,
+        stack: impl FnOnce() -> Vec<Frame>,
+    ) -> Vec<Finding> {
         if ev.kind == Kind::Sample {
-            return self.feed_sample(ev, Summary::of(&stack), || stack);
+            return self.sample(ev, summary, stack);
         }
         // The worker left the CPU: any sample run on it has ended.
         let mut out: Vec<Finding> = self.close_run(ev.tid).into_iter().collect();
-        self.switch_event(ev, stack, &mut out);
+        out.extend(self.switch_event(ev, summary.place, stack));
         out
     }
 
-    fn switch_event(&mut self, ev: &RawEvent, stack: Vec<Frame>, out: &mut Vec<Finding>) {
-        let where_ = place(&stack);
+    fn switch_event(
+        &mut self,
+        ev: &RawEvent,
+        where_: Place,
+        stack: impl FnOnce() -> Vec<Frame>,
+    ) -> Option<Finding> {
         if where_ == Place::BlockingPool {
             self.tally.blocking_pool_events += 1;
             self.pool_tids.insert(ev.tid);
-            return;
+            return None;
         }
         let category = if ev.kind == Kind::Blocked {
             self.tally.blocked_events += 1;
@@ -156,25 +171,25 @@ impl Detector {
                 self.tally.idle_parks += 1;
             }
             if where_ != Place::TaskCode {
-                return;
+                return None;
             }
             Category::BlockingCall
         } else {
             self.tally.runqueue_events += 1;
             Category::RunQueueDelay
         };
-        out.push(Finding {
+        Some(Finding {
             category,
             tid: ev.tid,
             start_ns: ev.start_ns,
             duration_ns: ev.duration_ns,
-            stack,
-        });
+            stack: stack(),
+        })
     }
 
-    /// Feeds one cpu-clock sample by its summary; `stack` is only called
-    /// when the sample starts a run (its stack is the one reported).
-    pub fn feed_sample(
+    /// A cpu-clock sample: it continues its worker's run in the same task,
+    /// or ends it and starts another (whose stack is the one reported).
+    fn sample(
         &mut self,
         ev: &RawEvent,
         summary: Summary,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::bpf::{BpfError, Probe};
 use crate::detect::{Detector, Finding};
 use crate::discovery::{select_workers, threads, DiscoveryError, Method};
-use crate::event::{Kind, RawEvent};
+use crate::event::RawEvent;
 use crate::report::{group, run_queue_stats, Report, WorkerStats};
 use crate::stacks::Stacks;
 use crate::symbols::{Symbols, TargetError};
@@ -120,15 +120,11 @@ const POLL: Duration = Duration::from_millis(50);
 /// How often new worker threads and the target's exit are looked for.
 const REFRESH: Duration = Duration::from_millis(250);
 
-/// Feeds one event: samples by their cached summary (their frames are only
-/// built when the detector keeps them), switches with their frames.
+/// Feeds one event by its cached summary; its frames are only built when
+/// the detector keeps them.
 fn feed(detector: &mut Detector, stacks: &mut Stacks, ev: &RawEvent) -> Vec<Finding> {
-    if ev.kind == Kind::Sample {
-        let summary = stacks.summary(&ev.stack);
-        return detector.feed_sample(ev, summary, || stacks.frames(&ev.stack));
-    }
-    let frames = stacks.frames(&ev.stack);
-    detector.feed(ev, frames)
+    let summary = stacks.summary(&ev.stack);
+    detector.feed_summarized(ev, summary, || stacks.frames(&ev.stack))
 }
 
 /// Runs a session; `on_finding` sees each finding as it is detected.
