@@ -21,10 +21,19 @@ fn is_root_or_skip() -> bool {
     root
 }
 
-fn runq_binary() -> Option<PathBuf> {
+/// The runq binary next to the demo's, when running as root; otherwise
+/// says why the test is skipped.
+fn runq_or_skip() -> Option<PathBuf> {
+    if !is_root_or_skip() {
+        return None;
+    }
     let demo = PathBuf::from(env!("CARGO_BIN_EXE_runq-demo-tokio"));
     let runq = demo.parent()?.join("runq");
-    runq.exists().then_some(runq)
+    if !runq.exists() {
+        eprintln!("skipped: the runq binary is not built (run `cargo build -p runq` or the workspace tests)");
+        return None;
+    }
+    Some(runq)
 }
 
 /// Starts a demo binary for `secs` seconds; returns it and its pid.
@@ -88,11 +97,7 @@ fn mentions(b: &Value, name: &str) -> bool {
 
 #[test]
 fn hud_names_the_demo_blockers_and_not_the_twins() {
-    if !is_root_or_skip() {
-        return;
-    }
-    let Some(runq) = runq_binary() else {
-        eprintln!("skipped: the runq binary is not built (run `cargo build -p runq` or the workspace tests)");
+    let Some(runq) = runq_or_skip() else {
         return;
     };
     let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 12);
@@ -138,11 +143,7 @@ fn hud_names_the_demo_blockers_and_not_the_twins() {
 
 #[test]
 fn hud_finds_nothing_in_the_control() {
-    if !is_root_or_skip() {
-        return;
-    }
-    let Some(runq) = runq_binary() else {
-        eprintln!("skipped: the runq binary is not built (run `cargo build -p runq` or the workspace tests)");
+    let Some(runq) = runq_or_skip() else {
         return;
     };
     let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), 10);
@@ -170,11 +171,7 @@ fn located(report: &Value, name: &str) -> bool {
 
 #[test]
 fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
-    if !is_root_or_skip() {
-        return;
-    }
-    let Some(runq) = runq_binary() else {
-        eprintln!("skipped: the runq binary is not built (run `cargo build -p runq` or the workspace tests)");
+    let Some(runq) = runq_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -228,11 +225,7 @@ fn tmux(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn the_live_view_shows_the_blocker_and_quits_cleanly() {
-    if !is_root_or_skip() {
-        return;
-    }
-    let Some(runq) = runq_binary() else {
-        eprintln!("skipped: the runq binary is not built (run `cargo build -p runq` or the workspace tests)");
+    let Some(runq) = runq_or_skip() else {
         return;
     };
     if Command::new("tmux").arg("-V").output().is_err() {
