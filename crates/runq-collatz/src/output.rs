@@ -33,9 +33,10 @@ pub fn run_json(r: &RunResult, tsc: &TscInfo) -> Value {
     })
 }
 
-/// Header of the sweep CSV.
+/// Header of the sweep CSV; `profiler` is the index of the run's profiler
+/// (in the order given, from 0), empty for baseline runs.
 pub const CSV_HEADER: &str =
-    "procs,repeat,profiled,outer,inner,target,total_calls,ticks,ticks_per_call,wall_s,profiler_cpu_s";
+    "procs,repeat,profiler,outer,inner,target,total_calls,ticks,ticks_per_call,wall_s,profiler_cpu_s";
 
 /// Every point of a sweep as CSV.
 pub fn sweep_csv(s: &SweepResult) -> String {
@@ -47,7 +48,7 @@ pub fn sweep_csv(s: &SweepResult) -> String {
             "{},{},{},{},{},{},{},{},{:.6},{:.3},{}",
             p.procs,
             p.repeat,
-            p.profiled,
+            p.profiler.map(|k| k.to_string()).unwrap_or_default(),
             c.outer,
             c.inner,
             c.target.as_number(),

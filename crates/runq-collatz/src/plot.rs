@@ -1,5 +1,6 @@
 //! The sweep's SVG: processes against ticks per call, every measured
-//! point, the fitted curve of each mode and its elbows marked.
+//! point, the fitted curve of the baseline and of each profiler, and their
+//! elbows marked.
 
 use std::path::Path;
 
@@ -8,7 +9,14 @@ use plotters::prelude::*;
 use crate::sweep::{Curve, SweepResult};
 
 const BASE_COLOR: RGBColor = RGBColor(31, 119, 180);
-const PROF_COLOR: RGBColor = RGBColor(214, 39, 40);
+/// Colours of the profilers' curves, in turn.
+const PROF_COLORS: [RGBColor; 5] = [
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
 
 /// Renders the plot to `path`.
 pub fn write_svg(path: &Path, s: &SweepResult) -> Result<(), String> {
@@ -30,18 +38,28 @@ pub fn write_svg(path: &Path, s: &SweepResult) -> Result<(), String> {
         .y_desc("ticks per call")
         .draw()
         .map_err(|e| e.to_string())?;
-    let mut modes = vec![(false, &s.baseline, BASE_COLOR, "without profiler")];
-    if let Some(p) = &s.profiled {
-        modes.push((true, p, PROF_COLOR, "with profiler"));
+    let mut modes = vec![(
+        None,
+        &s.baseline,
+        BASE_COLOR,
+        "without profiler".to_string(),
+    )];
+    for (k, p) in s.profiled.iter().enumerate() {
+        let label = if s.profiled.len() == 1 {
+            "with profiler".to_string()
+        } else {
+            format!("with {}", short_command(&p.command))
+        };
+        modes.push((Some(k), &p.curve, PROF_COLORS[k % PROF_COLORS.len()], label));
     }
-    for (profiled, curve, color, label) in modes {
+    for (profiler, curve, color, label) in modes {
         let pts = s
             .points
             .iter()
-            .filter(|p| p.profiled == profiled)
+            .filter(|p| p.profiler == profiler)
             .map(|p| Circle::new((p.procs as f64, p.result.ticks_per_call), 3, color.filled()));
         chart.draw_series(pts).map_err(|e| e.to_string())?;
-        draw_fit(&mut chart, curve, color, label, max_x)?;
+        draw_fit(&mut chart, curve, color, &label, max_x)?;
     }
     chart
         .configure_series_labels()
@@ -50,6 +68,15 @@ pub fn write_svg(path: &Path, s: &SweepResult) -> Result<(), String> {
         .draw()
         .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())
+}
+
+/// A profiler command cut to a legend's length.
+fn short_command(command: &str) -> String {
+    const MAX: usize = 40;
+    match command.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &command[..i]),
+        None => command.to_string(),
+    }
 }
 
 type Chart<'a, 'b> = ChartContext<

@@ -1,7 +1,8 @@
 //! The study of the seed in one call: run the benchmark from one process
-//! to past the CPU count, each point with and without a profiler attached
-//! (alternating, so both curves come from the same minutes), fit both
-//! curves and derive the profiler's latency and overhead.
+//! to past the CPU count, each point without a profiler and then with each
+//! profiler given (alternating, so every curve comes from the same
+//! minutes), fit the curves and derive each profiler's latency and
+//! overhead against the baseline.
 //!
 //! Each point runs the benchmark as a child process (`COMMAND N OUTER
 //! INNER TARGET --json --hold`) that waits for one byte on stdin before it
@@ -38,8 +39,9 @@ pub struct SweepConfig {
     pub inner: u64,
     /// Call-chain argument rule.
     pub target: Target,
-    /// Profiler command with `{pid}`, run through `sh -c`.
-    pub profiler: Option<String>,
+    /// Profiler commands with `{pid}`, run through `sh -c`; each point runs
+    /// once without and once with each of them.
+    pub profilers: Vec<String>,
     /// Time given the profiler to attach before the work starts.
     pub settle: Duration,
 }
@@ -51,8 +53,8 @@ pub struct Point {
     pub procs: usize,
     /// Repeat index.
     pub repeat: usize,
-    /// With the profiler attached.
-    pub profiled: bool,
+    /// The profiler attached (index into the sweep's profilers), if any.
+    pub profiler: Option<usize>,
     /// The run's result.
     pub result: RunResult,
     /// The timed window of the run (mean over its processes), s.
@@ -83,6 +85,21 @@ pub struct Derived {
     pub saturated_slope_change: f64,
     /// Fixed shift: mean difference over every process count.
     pub fixed_shift_ticks_per_call: f64,
+}
+
+/// One profiler's curve and what it did to the baseline.
+#[derive(Debug, Clone, Serialize)]
+pub struct Profiled {
+    /// The profiler command.
+    pub command: String,
+    /// The curve with it attached.
+    pub curve: Curve,
+    /// Its comparison with the baseline (needs fits of both).
+    pub derived: Option<Derived>,
+    /// Median over every (process count, repeat) of its ticks per call
+    /// over the baseline run just before it, minus one, in percent: the
+    /// slowdown, robust to drift and to single noisy runs.
+    pub paired_slowdown_pct: f64,
     /// Profiler CPU seconds per second of profiled run.
     pub profiler_cpu_per_s: f64,
 }
@@ -94,12 +111,10 @@ pub struct SweepResult {
     pub tsc: TscInfo,
     /// Every run, in execution order.
     pub points: Vec<Point>,
-    /// The curve without the profiler.
+    /// The curve without a profiler.
     pub baseline: Curve,
-    /// The curve with it, if a profiler was given.
-    pub profiled: Option<Curve>,
-    /// Their comparison.
-    pub derived: Option<Derived>,
+    /// Per profiler, in the order given.
+    pub profiled: Vec<Profiled>,
 }
 
 /// Why a sweep stopped.
@@ -123,18 +138,16 @@ pub enum SweepError {
     },
 }
 
-/// The order of runs: for each process count and repeat, baseline then
-/// profiled (when a profiler is set).
-pub fn schedule(cfg: &SweepConfig) -> Vec<(usize, usize, bool)> {
-    let modes: &[bool] = if cfg.profiler.is_some() {
-        &[false, true]
-    } else {
-        &[false]
-    };
+/// The order of runs: for each process count and repeat, the baseline,
+/// then each profiler in turn.
+pub fn schedule(cfg: &SweepConfig) -> Vec<(usize, usize, Option<usize>)> {
+    let modes: Vec<Option<usize>> = std::iter::once(None)
+        .chain((0..cfg.profilers.len()).map(Some))
+        .collect();
     let mut out = Vec::new();
     for procs in 1..=cfg.max_procs {
         for repeat in 0..cfg.repeats {
-            for &m in modes {
+            for &m in &modes {
                 out.push((procs, repeat, m));
             }
         }
@@ -150,32 +163,70 @@ pub fn run_sweep(
 ) -> Result<SweepResult, SweepError> {
     let plan = schedule(cfg);
     let mut points = Vec::with_capacity(plan.len());
-    for (i, &(procs, repeat, profiled)) in plan.iter().enumerate() {
-        let profiler = cfg.profiler.as_deref().filter(|_| profiled);
+    for (i, &(procs, repeat, profiler)) in plan.iter().enumerate() {
         points.push(run_point(cfg, &tsc, procs, repeat, profiler)?);
         progress(i + 1, plan.len());
     }
-    Ok(summarize(tsc, points, cfg.profiler.is_some()))
+    Ok(summarize(tsc, points, &cfg.profilers))
 }
 
 /// Builds the curves and the derived figures from measured points.
-pub fn summarize(tsc: TscInfo, points: Vec<Point>, with_profiler: bool) -> SweepResult {
-    let baseline = curve(&points, false);
-    let profiled = with_profiler.then(|| curve(&points, true));
-    let derived = profiled
-        .as_ref()
-        .and_then(|p| derive(&baseline, p, &points));
+pub fn summarize(tsc: TscInfo, points: Vec<Point>, profilers: &[String]) -> SweepResult {
+    let baseline = curve(&points, None);
+    let profiled = profilers
+        .iter()
+        .enumerate()
+        .map(|(k, command)| {
+            let curve = curve(&points, Some(k));
+            let mine: Vec<&Point> = points.iter().filter(|p| p.profiler == Some(k)).collect();
+            let cpu: f64 = mine.iter().filter_map(|p| p.profiler_cpu_s).sum();
+            let wall: f64 = mine.iter().map(|p| p.wall_s).sum();
+            Profiled {
+                command: command.clone(),
+                derived: derive(&baseline, &curve),
+                curve,
+                paired_slowdown_pct: paired_slowdown_pct(&points, k),
+                profiler_cpu_per_s: if wall > 0.0 { cpu / wall } else { 0.0 },
+            }
+        })
+        .collect();
     SweepResult {
         tsc,
         points,
         baseline,
         profiled,
-        derived,
     }
 }
 
-fn curve(points: &[Point], profiled: bool) -> Curve {
-    let mine: Vec<&Point> = points.iter().filter(|p| p.profiled == profiled).collect();
+/// Median of (profiled / baseline - 1) over the runs of profiler `k`, each
+/// against the baseline run of the same process count and repeat.
+fn paired_slowdown_pct(points: &[Point], k: usize) -> f64 {
+    let mut ratios: Vec<f64> = points
+        .iter()
+        .filter(|p| p.profiler == Some(k))
+        .filter_map(|p| {
+            let base = points
+                .iter()
+                .find(|b| b.profiler.is_none() && b.procs == p.procs && b.repeat == p.repeat)?;
+            Some(p.result.ticks_per_call / base.result.ticks_per_call - 1.0)
+        })
+        .filter(|r| r.is_finite())
+        .collect();
+    if ratios.is_empty() {
+        return 0.0;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let mid = ratios.len() / 2;
+    let median = if ratios.len() % 2 == 1 {
+        ratios[mid]
+    } else {
+        (ratios[mid - 1] + ratios[mid]) / 2.0
+    };
+    100.0 * median
+}
+
+fn curve(points: &[Point], profiler: Option<usize>) -> Curve {
+    let mine: Vec<&Point> = points.iter().filter(|p| p.profiler == profiler).collect();
     let mut means: Vec<(usize, f64)> = Vec::new();
     let mut procs: Vec<usize> = mine.iter().map(|p| p.procs).collect();
     procs.sort_unstable();
@@ -198,7 +249,7 @@ fn curve(points: &[Point], profiled: bool) -> Curve {
     }
 }
 
-fn derive(base: &Curve, prof: &Curve, points: &[Point]) -> Option<Derived> {
+fn derive(base: &Curve, prof: &Curve) -> Option<Derived> {
     let (b, p) = (base.fit?, prof.fit?);
     let shifts: Vec<f64> = base
         .means
@@ -208,16 +259,12 @@ fn derive(base: &Curve, prof: &Curve, points: &[Point]) -> Option<Derived> {
             Some(yp - yb)
         })
         .collect();
-    let profiled: Vec<&Point> = points.iter().filter(|p| p.profiled).collect();
-    let cpu: f64 = profiled.iter().filter_map(|p| p.profiler_cpu_s).sum();
-    let wall: f64 = profiled.iter().map(|p| p.wall_s).sum();
     Some(Derived {
         latency_ticks_per_call: p.flat_level - b.flat_level,
         latency_pct: 100.0 * (p.flat_level - b.flat_level) / b.flat_level,
         elbow_shift: [p.elbows[0] - b.elbows[0], p.elbows[1] - b.elbows[1]],
         saturated_slope_change: p.slope_saturated - b.slope_saturated,
         fixed_shift_ticks_per_call: shifts.iter().sum::<f64>() / shifts.len().max(1) as f64,
-        profiler_cpu_per_s: if wall > 0.0 { cpu / wall } else { 0.0 },
     })
 }
 
@@ -280,11 +327,11 @@ fn run_point(
     tsc: &TscInfo,
     procs: usize,
     repeat: usize,
-    profiler: Option<&str>,
+    profiler: Option<usize>,
 ) -> Result<Point, SweepError> {
     let fail = |reason: String| SweepError::Run { procs, reason };
     let mut child = spawn_benchmark(cfg, procs).map_err(|e| fail(e.to_string()))?;
-    let prof = match profiler {
+    let prof = match profiler.map(|k| cfg.profilers[k].as_str()) {
         Some(t) => Some(spawn_profiler(t, child.id()).inspect_err(|_| {
             let _ = child.kill();
             let _ = child.wait();
@@ -318,7 +365,7 @@ fn run_point(
     Ok(Point {
         procs,
         repeat,
-        profiled: profiler.is_some(),
+        profiler,
         result,
         wall_s,
         profiler_cpu_s,
@@ -360,11 +407,11 @@ pub fn parse_run_json(text: &str) -> Result<RunResult, String> {
 mod tests {
     use super::*;
 
-    fn point(procs: usize, profiled: bool, tpc: f64) -> Point {
+    fn point(procs: usize, profiler: Option<usize>, tpc: f64) -> Point {
         Point {
             procs,
             repeat: 0,
-            profiled,
+            profiler,
             result: RunResult {
                 config: Config {
                     procs,
@@ -377,7 +424,7 @@ mod tests {
                 ticks_per_call: tpc,
             },
             wall_s: 1.0,
-            profiler_cpu_s: profiled.then_some(0.25),
+            profiler_cpu_s: profiler.map(|k| 0.25 * (k + 1) as f64),
         }
     }
 
@@ -387,19 +434,49 @@ mod tests {
         let prof = |x: f64| 23.0 + 2.0 * (x - 3.0).max(0.0) + 10.0 * (x - 7.0).max(0.0);
         let mut pts = Vec::new();
         for n in 1..=12 {
-            pts.push(point(n, false, base(n as f64)));
-            pts.push(point(n, true, prof(n as f64)));
+            pts.push(point(n, None, base(n as f64)));
+            pts.push(point(n, Some(0), prof(n as f64)));
+            pts.push(point(n, Some(1), 1.01 * base(n as f64)));
         }
         let tsc = TscInfo {
             hz: 1e9,
             invariant: true,
         };
-        let r = summarize(tsc, pts, true);
-        let d = r.derived.expect("derived figures");
+        let r = summarize(tsc, pts, &["a {pid}".into(), "b {pid}".into()]);
+        assert_eq!(r.profiled.len(), 2);
+        let d = r.profiled[0].derived.expect("derived figures");
         assert!((d.latency_ticks_per_call - 3.0).abs() < 1e-6, "{d:?}");
         assert_eq!(d.elbow_shift, [-1.0, -1.0]);
         assert!((d.saturated_slope_change - 2.0).abs() < 1e-6, "{d:?}");
-        assert!((d.profiler_cpu_per_s - 0.25).abs() < 1e-9);
+        assert!((r.profiled[0].profiler_cpu_per_s - 0.25).abs() < 1e-9);
+        let b = &r.profiled[1];
+        assert_eq!(b.command, "b {pid}");
+        assert!(
+            (b.paired_slowdown_pct - 1.0).abs() < 1e-9,
+            "{}",
+            b.paired_slowdown_pct
+        );
+        assert!((b.profiler_cpu_per_s - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn paired_slowdown_is_the_median_of_adjacent_ratios() {
+        let mut pts = Vec::new();
+        for (repeat, (b, p)) in [(10.0, 10.1), (10.0, 13.0), (20.0, 20.0)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut base = point(1, None, b);
+            base.repeat = repeat;
+            let mut prof = point(1, Some(0), p);
+            prof.repeat = repeat;
+            pts.extend([base, prof]);
+        }
+        let got = paired_slowdown_pct(&pts, 0);
+        assert!(
+            (got - 1.0).abs() < 1e-9,
+            "one noisy pair does not move the median: {got}"
+        );
     }
 
     #[test]
@@ -411,14 +488,15 @@ mod tests {
             outer: 1,
             inner: 1,
             target: Target::EachIndex,
-            profiler: Some("p {pid}".into()),
+            profilers: vec!["p {pid}".into(), "q {pid}".into()],
             settle: Duration::ZERO,
         };
         let plan = schedule(&cfg);
-        assert_eq!(plan.len(), 8);
-        assert_eq!(plan[0], (1, 0, false));
-        assert_eq!(plan[1], (1, 0, true));
-        assert_eq!(plan[7], (2, 1, true));
+        assert_eq!(plan.len(), 12);
+        assert_eq!(plan[0], (1, 0, None));
+        assert_eq!(plan[1], (1, 0, Some(0)));
+        assert_eq!(plan[2], (1, 0, Some(1)));
+        assert_eq!(plan[11], (2, 1, Some(1)));
     }
 
     #[test]

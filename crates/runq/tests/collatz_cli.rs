@@ -134,18 +134,50 @@ fn a_small_sweep_writes_csv_json_and_svg() {
 
     let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 4 * 2, "{csv}");
-    assert!(csv.starts_with("procs,repeat,profiled,"));
+    assert!(csv.starts_with("procs,repeat,profiler,"));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("sweep.json")).unwrap())
             .unwrap();
     assert_eq!(json["points"].as_array().unwrap().len(), 8);
     assert!(json["baseline"]["fit"]["elbows"].is_array());
-    assert!(json["derived"]["latency_ticks_per_call"].is_number());
+    assert!(json["profiled"][0]["derived"]["latency_ticks_per_call"].is_number());
+    assert!(json["profiled"][0]["paired_slowdown_pct"].is_number());
     let svg = std::fs::read_to_string(out_dir.join("sweep.svg")).unwrap();
     assert!(
         svg.starts_with("<svg") && svg.contains("with profiler"),
         "svg"
     );
+}
+
+#[test]
+fn a_sweep_compares_several_profilers_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("sweep");
+    let out = runq()
+        .args(["collatz", "sweep", "--max-procs", "1", "--repeats", "2"])
+        .args(["--outer", "1", "--inner", "2000", "--settle", "10ms"])
+        .args(["--profiler", "sleep 30 # first, {pid}"])
+        .args(["--profiler", "sleep 30 # second, {pid}"])
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("with sleep 30 # first"), "{stdout}");
+    assert!(stdout.contains("with sleep 30 # second"), "{stdout}");
+    assert_eq!(stdout.matches("slowdown:").count(), 2, "{stdout}");
+    let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
+    let modes: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap())
+        .collect();
+    assert_eq!(modes, ["", "0", "1", "", "0", "1"], "{csv}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use runq_collatz::config::{parse_target, MAX_PROCS};
-use runq_collatz::sweep::{run_sweep, Curve, SweepConfig, SweepResult};
+use runq_collatz::sweep::{run_sweep, Curve, Profiled, SweepConfig, SweepResult};
 use runq_collatz::tsc;
 
 use crate::exit;
@@ -22,9 +22,10 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
     /// Profiler command, run with `sh -c`; `{pid}` becomes the benchmark's
-    /// pid, e.g. 'perf record -F 99 -g -p {pid} -o /tmp/perf.data'.
+    /// pid, e.g. 'perf record -F 99 -g -p {pid} -o /tmp/perf.data'. Repeat
+    /// it to compare profilers: each point then runs without, and with each.
     #[arg(long, value_name = "CMD")]
-    pub profiler: Option<String>,
+    pub profiler: Vec<String>,
     /// Outer iterations per run.
     #[arg(long, default_value_t = 3)]
     pub outer: u64,
@@ -61,7 +62,7 @@ fn validate(args: &SweepArgs, ncpu: usize) -> anyhow::Result<usize> {
             "--repeats, --outer and --inner must be at least 1",
         ));
     }
-    if let Some(p) = &args.profiler {
+    for p in &args.profiler {
         if !p.contains("{pid}") {
             return Err(exit::usage(format!(
                 "--profiler {p:?} has no {{pid}}: write where the benchmark's pid goes, e.g. 'perf record -p {{pid}}'"
@@ -84,7 +85,7 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
         outer: args.outer,
         inner: args.inner,
         target,
-        profiler: args.profiler.clone(),
+        profilers: args.profiler.clone(),
         settle: args.settle,
     };
     let bar = progress_bar(runq_collatz::sweep::schedule(&cfg).len());
@@ -136,21 +137,28 @@ fn print_summary(r: &SweepResult) {
         }
     );
     print_curve("without profiler", &r.baseline);
-    if let Some(p) = &r.profiled {
-        print_curve("with profiler", p);
+    for p in &r.profiled {
+        print_profiled(p);
     }
-    if let Some(d) = &r.derived {
+}
+
+fn print_profiled(p: &Profiled) {
+    print_curve(&format!("with {}", p.command), &p.curve);
+    println!(
+        "  slowdown: {:+.2}% (median of each run over the baseline run before it); profiler used {:.3} CPU-s per s",
+        p.paired_slowdown_pct, p.profiler_cpu_per_s
+    );
+    if let Some(d) = &p.derived {
         println!(
-            "latency: {:+.2} ticks/call ({:+.1}%) on the flat part\n\
+            "  latency: {:+.2} ticks/call ({:+.1}%) on the flat part\n  \
              overhead: elbows moved {:+.0} and {:+.0} processes, saturated slope {:+.3}, \
-             fixed shift {:+.2} ticks/call; profiler used {:.3} CPU-s per s",
+             fixed shift {:+.2} ticks/call",
             d.latency_ticks_per_call,
             d.latency_pct,
             d.elbow_shift[0],
             d.elbow_shift[1],
             d.saturated_slope_change,
             d.fixed_shift_ticks_per_call,
-            d.profiler_cpu_per_s
         );
     }
 }
