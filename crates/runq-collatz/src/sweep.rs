@@ -97,7 +97,7 @@ pub struct Profiled {
     /// Its comparison with the baseline (needs fits of both).
     pub derived: Option<Derived>,
     /// Median over every (process count, repeat) of its ticks per call
-    /// over the baseline run just before it, minus one, in percent: the
+    /// over the baseline run of the same point and repeat, minus one, in percent: the
     /// slowdown, robust to drift and to single noisy runs.
     pub paired_slowdown_pct: f64,
     /// Profiler CPU seconds per second of profiled run.
@@ -331,15 +331,25 @@ fn run_point(
 ) -> Result<Point, SweepError> {
     let fail = |reason: String| SweepError::Run { procs, reason };
     let mut child = spawn_benchmark(cfg, procs).map_err(|e| fail(e.to_string()))?;
-    let prof = match profiler.map(|k| cfg.profilers[k].as_str()) {
-        Some(t) => Some(spawn_profiler(t, child.id()).inspect_err(|_| {
-            let _ = child.kill();
-            let _ = child.wait();
-        })?),
+    let abandon = |child: &mut Child| {
+        let _ = child.kill();
+        let _ = child.wait();
+    };
+    let mut prof = match profiler.map(|k| cfg.profilers[k].as_str()) {
+        Some(t) => Some(spawn_profiler(t, child.id()).inspect_err(|_| abandon(&mut child))?),
         None => None,
     };
-    if prof.is_some() {
+    if let Some(p) = prof.as_mut() {
         std::thread::sleep(cfg.settle);
+        // A profiler that is already gone (command not found, no
+        // permission) would make this run a second baseline.
+        if let Ok(Some(status)) = p.try_wait() {
+            abandon(&mut child);
+            return Err(SweepError::Profiler {
+                command: cfg.profilers[profiler.unwrap_or_default()].clone(),
+                reason: format!("it exited ({status}) before the benchmark started"),
+            });
+        }
     }
     let released = child.stdin.take().map(|mut s| s.write_all(b"g"));
     let mut out = String::new();

@@ -181,6 +181,25 @@ fn a_sweep_compares_several_profilers_in_turn() {
 }
 
 #[test]
+fn sweep_stops_when_the_profiler_does_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = runq()
+        .args(["collatz", "sweep", "--max-procs", "1", "--repeats", "1"])
+        .args(["--outer", "1", "--inner", "2000", "--settle", "200ms"])
+        .args(["--profiler", "runq-no-such-profiler {pid}"])
+        .arg("--out")
+        .arg(dir.path().join("sweep"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("exited") && err.contains("runq-no-such-profiler"),
+        "{err}"
+    );
+}
+
+#[test]
 fn sweep_rejects_a_profiler_without_pid() {
     let out = runq()
         .args(["collatz", "sweep", "--profiler", "perf record"])

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use runq_collatz::config::{parse_target, MAX_PROCS};
-use runq_collatz::sweep::{run_sweep, Curve, Profiled, SweepConfig, SweepResult};
+use runq_collatz::sweep::{run_sweep, Curve, Profiled, SweepConfig, SweepError, SweepResult};
 use runq_collatz::tsc;
 
 use crate::exit;
@@ -89,7 +89,13 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
         settle: args.settle,
     };
     let bar = progress_bar(runq_collatz::sweep::schedule(&cfg).len());
-    let result = run_sweep(&cfg, tsc::info(), |done, _| bar.set_position(done as u64))?;
+    let result = run_sweep(&cfg, tsc::info(), |done, _| bar.set_position(done as u64)).map_err(
+        |e| match e {
+            // The profiler command is the user's to fix.
+            SweepError::Profiler { .. } => exit::usage(e.to_string()),
+            other => anyhow::Error::new(other),
+        },
+    )?;
     bar.finish_and_clear();
     let paths = runq_collatz::output::write_sweep(&args.out, &result)?;
     if args.json {
@@ -145,7 +151,7 @@ fn print_summary(r: &SweepResult) {
 fn print_profiled(p: &Profiled) {
     print_curve(&format!("with {}", p.command), &p.curve);
     println!(
-        "  slowdown: {:+.2}% (median of each run over the baseline run before it); profiler used {:.3} CPU-s per s",
+        "  slowdown: {:+.2}% (median over rounds, against the baseline run of the same round); profiler used {:.3} CPU-s per s",
         p.paired_slowdown_pct, p.profiler_cpu_per_s
     );
     if let Some(d) = &p.derived {
