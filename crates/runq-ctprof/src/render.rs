@@ -158,15 +158,8 @@ fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[&str], color: Opt
 /// Renders a view as text tables. `columns` empty means the default set.
 pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> String {
     let default: Vec<&str> = if compare {
-        vec![
-            "group",
-            "threads",
-            "metric",
-            "baseline",
-            "candidate",
-            "delta",
-            "%",
-        ]
+        // group .. "%": every column but the arrow and the single value.
+        COLUMNS[..7].to_vec()
     } else {
         vec!["group", "threads", "metric", "value"]
     };

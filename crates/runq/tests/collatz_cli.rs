@@ -111,18 +111,35 @@ fn statsd_gauges_per_outer_iteration() {
     assert!(lines[3].starts_with("app.collatz.ticks:"));
 }
 
+/// Runs a short sweep (1 outer x 2000 inner loops per run) with these
+/// arguments, writing into `out_dir`.
+fn sweep(args: &[&str], out_dir: &std::path::Path) -> std::process::Output {
+    runq()
+        .args(["collatz", "sweep", "--outer", "1", "--inner", "2000"])
+        .args(args)
+        .arg("--out")
+        .arg(out_dir)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_small_sweep_writes_csv_json_and_svg() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("sweep");
-    let out = runq()
-        .args(["collatz", "sweep", "--max-procs", "4", "--repeats", "1"])
-        .args(["--outer", "1", "--inner", "2000", "--settle", "10ms"])
-        .args(["--profiler", "sleep 30 # stand-in for a profiler of {pid}"])
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = sweep(
+        &[
+            "--max-procs",
+            "4",
+            "--repeats",
+            "1",
+            "--settle",
+            "10ms",
+            "--profiler",
+            "sleep 30 # stand-in for a profiler of {pid}",
+        ],
+        &out_dir,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -153,15 +170,21 @@ fn a_small_sweep_writes_csv_json_and_svg() {
 fn a_sweep_compares_several_profilers_in_turn() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("sweep");
-    let out = runq()
-        .args(["collatz", "sweep", "--max-procs", "1", "--repeats", "2"])
-        .args(["--outer", "1", "--inner", "2000", "--settle", "10ms"])
-        .args(["--profiler", "sleep 30 # first, {pid}"])
-        .args(["--profiler", "sleep 30 # second, {pid}"])
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = sweep(
+        &[
+            "--max-procs",
+            "1",
+            "--repeats",
+            "2",
+            "--settle",
+            "10ms",
+            "--profiler",
+            "sleep 30 # first, {pid}",
+            "--profiler",
+            "sleep 30 # second, {pid}",
+        ],
+        &out_dir,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -183,14 +206,19 @@ fn a_sweep_compares_several_profilers_in_turn() {
 #[test]
 fn sweep_stops_when_the_profiler_does_not_run() {
     let dir = tempfile::tempdir().unwrap();
-    let out = runq()
-        .args(["collatz", "sweep", "--max-procs", "1", "--repeats", "1"])
-        .args(["--outer", "1", "--inner", "2000", "--settle", "200ms"])
-        .args(["--profiler", "runq-no-such-profiler {pid}"])
-        .arg("--out")
-        .arg(dir.path().join("sweep"))
-        .output()
-        .unwrap();
+    let out = sweep(
+        &[
+            "--max-procs",
+            "1",
+            "--repeats",
+            "1",
+            "--settle",
+            "200ms",
+            "--profiler",
+            "runq-no-such-profiler {pid}",
+        ],
+        &dir.path().join("sweep"),
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::view::{load, ViewArgs};
+use super::view::{load, print_view, ViewArgs};
 
 /// Arguments of `runq ctprof compare`.
 #[derive(Debug, clap::Args)]
@@ -27,16 +27,6 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let opts = args.view.options()?;
     let (a, b) = (load(&args.baseline)?, load(&args.candidate)?);
     let view = runq_ctprof::compare::compare(&a, &b, &opts);
-    if args.view.json {
-        super::emit(&(serde_json::to_string_pretty(&view)? + "\n"))?;
-    } else {
-        let color = crate::style::color_enabled();
-        super::emit(&runq_ctprof::render::render(
-            &view,
-            true,
-            &args.view.columns,
-            color,
-        ))?;
-    }
+    print_view(&view, true, &args.view)?;
     Ok(ExitCode::SUCCESS)
 }

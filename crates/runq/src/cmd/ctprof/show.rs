@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::view::{load, ViewArgs};
+use super::view::{load, print_view, ViewArgs};
 
 /// Arguments of `runq ctprof show`.
 #[derive(Debug, clap::Args)]
@@ -24,16 +24,6 @@ pub fn execute(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let opts = args.view.options()?;
     let snap = load(&args.snapshot)?;
     let view = runq_ctprof::compare::show(&snap, &opts);
-    if args.view.json {
-        super::emit(&(serde_json::to_string_pretty(&view)? + "\n"))?;
-    } else {
-        let color = crate::style::color_enabled();
-        super::emit(&runq_ctprof::render::render(
-            &view,
-            false,
-            &args.view.columns,
-            color,
-        ))?;
-    }
+    print_view(&view, false, &args.view)?;
     Ok(ExitCode::SUCCESS)
 }

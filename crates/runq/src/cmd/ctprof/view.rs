@@ -159,6 +159,25 @@ pub fn load(path: &Path) -> anyhow::Result<CtprofSnapshot> {
     runq_ctprof::load(path).map_err(|e| exit::usage(e.to_string()))
 }
 
+/// Prints a view as JSON (`--json`) or as text tables; `compare` selects
+/// the baseline/candidate layout.
+pub fn print_view(
+    view: &runq_ctprof::compare::View,
+    compare: bool,
+    args: &ViewArgs,
+) -> anyhow::Result<()> {
+    if args.json {
+        return super::emit(&(serde_json::to_string_pretty(view)? + "\n"));
+    }
+    let color = crate::style::color_enabled();
+    super::emit(&runq_ctprof::render::render(
+        view,
+        compare,
+        &args.columns,
+        color,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
