@@ -8,6 +8,7 @@ use aya::programs::{PerfEvent, TracePoint};
 use aya::Ebpf;
 
 use crate::event::{decode, RawEvent};
+use crate::health::StackSource;
 
 /// The compiled object, 8-byte aligned as the ELF parser wants.
 #[repr(C, align(8))]
@@ -23,6 +24,9 @@ pub fn object() -> &'static [u8] {
 /// Failures while loading or attaching, with the feature that is missing.
 #[derive(Debug, thiserror::Error)]
 pub enum BpfError {
+    /// tracefs is missing and could not be mounted.
+    #[error(transparent)]
+    Tracefs(#[from] runq_kernel::tracefs::TracefsError),
     /// The object did not load (verifier, BTF, map creation).
     #[error("loading the BPF programs failed: {0} (needs a kernel with BPF ring buffers, 5.8+)")]
     Load(String),
@@ -49,32 +53,53 @@ fn attach_err(what: &str) -> impl Fn(aya::programs::ProgramError) -> BpfError + 
     }
 }
 
+fn load_err(e: impl std::fmt::Display) -> BpfError {
+    BpfError::Load(e.to_string())
+}
+
+/// Loads and attaches one classic tracepoint program.
+fn attach_tracepoint(
+    ebpf: &mut Ebpf,
+    prog: &str,
+    category: &str,
+    name: &str,
+) -> Result<(), BpfError> {
+    let tp: &mut TracePoint = ebpf
+        .program_mut(prog)
+        .ok_or_else(|| BpfError::Load(format!("no program {prog}")))?
+        .try_into()
+        .map_err(attach_err(name))?;
+    tp.load().map_err(attach_err(name))?;
+    tp.attach(category, name).map_err(attach_err(name))?;
+    Ok(())
+}
+
 impl Probe {
-    /// Loads the programs, sets the threshold, attaches the tracepoints
-    /// and a cpu-clock sampler at `frequency` Hz on every online CPU.
-    pub fn attach(threshold_ns: u64, frequency: u64) -> Result<Self, BpfError> {
-        let mut ebpf = Ebpf::load(object()).map_err(|e| BpfError::Load(e.to_string()))?;
+    /// Loads the programs, sets the threshold and stack mode, attaches the
+    /// tracepoints (mounting tracefs first if needed; in DWARF mode also
+    /// raw_syscalls/sys_exit, where over-threshold sleeps copy their stack) and a cpu-clock
+    /// sampler at `frequency` Hz on every online CPU.
+    pub fn attach(
+        threshold_ns: u64,
+        frequency: u64,
+        source: StackSource,
+    ) -> Result<Self, BpfError> {
+        runq_kernel::tracefs::ensure_mounted()?;
+        let mut ebpf = Ebpf::load(object()).map_err(load_err)?;
         {
             let map = ebpf
                 .map_mut("CONFIG")
                 .ok_or_else(|| BpfError::Load("no CONFIG map".into()))?;
-            let mut config: Array<_, u64> =
-                Array::try_from(map).map_err(|e| BpfError::Load(e.to_string()))?;
+            let mut config: Array<_, u64> = Array::try_from(map).map_err(load_err)?;
+            config.set(0, threshold_ns, 0).map_err(load_err)?;
             config
-                .set(0, threshold_ns, 0)
-                .map_err(|e| BpfError::Load(e.to_string()))?;
+                .set(1, u64::from(source == StackSource::Dwarf), 0)
+                .map_err(load_err)?;
         }
-        for (prog, category, name) in [
-            ("hud_sched_switch", "sched", "sched_switch"),
-            ("hud_sched_wakeup", "sched", "sched_wakeup"),
-        ] {
-            let tp: &mut TracePoint = ebpf
-                .program_mut(prog)
-                .ok_or_else(|| BpfError::Load(format!("no program {prog}")))?
-                .try_into()
-                .map_err(attach_err(name))?;
-            tp.load().map_err(attach_err(name))?;
-            tp.attach(category, name).map_err(attach_err(name))?;
+        attach_tracepoint(&mut ebpf, "hud_sched_switch", "sched", "sched_switch")?;
+        attach_tracepoint(&mut ebpf, "hud_sched_wakeup", "sched", "sched_wakeup")?;
+        if source == StackSource::Dwarf {
+            attach_tracepoint(&mut ebpf, "hud_sys_exit", "raw_syscalls", "sys_exit")?;
         }
         let sampler: &mut PerfEvent = ebpf
             .program_mut("hud_sample")
@@ -131,13 +156,22 @@ impl Probe {
         out
     }
 
-    /// Events the kernel could not queue (ring buffer full).
-    pub fn lost_events(&mut self) -> u64 {
+    fn counter(&mut self, slot: u32) -> u64 {
         self.ebpf
             .map_mut("DROPS")
             .and_then(|m| Array::<_, u64>::try_from(m).ok())
-            .and_then(|a| a.get(&0, 0).ok())
+            .and_then(|a| a.get(&slot, 0).ok())
             .unwrap_or(0)
+    }
+
+    /// Events the kernel could not queue (ring buffer full).
+    pub fn lost_events(&mut self) -> u64 {
+        self.counter(0)
+    }
+
+    /// Bytes of user stack the kernel copied (copy mode).
+    pub fn bytes_copied(&mut self) -> u64 {
+        self.counter(1)
     }
 }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{culprit, place, user_frames, Place};
+use crate::classify::{class_of, culprit, place, user_frames, Place};
 use crate::event::{Kind, RawEvent};
 use crate::symbols::Frame;
 
@@ -107,6 +107,9 @@ pub struct Summary {
     pub place: Place,
     /// The task's identity, for task code.
     pub task_key: Option<Arc<str>>,
+    /// The stack reaches the runtime's worker or blocking-pool loop (it
+    /// was not cut short).
+    pub reached_loop: bool,
 }
 
 impl Summary {
@@ -116,7 +119,15 @@ impl Summary {
         let task_key = (place == Place::TaskCode)
             .then(|| user_frames(frames).last().map(|f| f.function.clone()))
             .flatten();
-        Summary { place, task_key }
+        let reached_loop = frames
+            .iter()
+            .map(class_of)
+            .any(|c| c.worker_loop || c.pool_loop);
+        Summary {
+            place,
+            task_key,
+            reached_loop,
+        }
     }
 }
 
@@ -265,8 +276,7 @@ mod tests {
             start_ns: start_ms * 1_000_000,
             duration_ns: dur_ms * 1_000_000,
             state: 1,
-            cpu: 0,
-            stack: vec![],
+            ..RawEvent::default()
         }
     }
 

@@ -122,6 +122,7 @@ mod tests {
             events: Tally::default(),
             lost_events: 0,
             symbol_hint: None,
+            stacks: Default::default(),
         }
     }
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::classify::user_frames;
 use crate::detect::{Category, Finding, Tally};
+use crate::health::StackReport;
 use crate::symbols::Frame;
 
 /// Findings of one culprit.
@@ -89,6 +90,9 @@ pub struct Report {
     pub lost_events: u64,
     /// Set when the binary has no debug info: how to get file:line.
     pub symbol_hint: Option<String>,
+    /// How stacks were taken and how many were cut short.
+    #[serde(default)]
+    pub stacks: StackReport,
 }
 
 /// Groups findings into blockers.
@@ -160,7 +164,15 @@ pub fn render(r: &Report) -> String {
             ""
         }
     );
-    if r.blockers.is_empty() {
+    if let Some(w) = &r.stacks.warning {
+        let _ = writeln!(out, "WARNING: {w}");
+    }
+    if r.blockers.is_empty() && r.stacks.warning.is_some() {
+        let _ = writeln!(
+            out,
+            "no blockers named: the stacks cannot show them (see the warning)"
+        );
+    } else if r.blockers.is_empty() {
         let _ = writeln!(out, "no blockers above the threshold");
     } else {
         let _ = writeln!(
@@ -206,8 +218,49 @@ pub fn render(r: &Report) -> String {
         "events: {} sleeps over threshold ({} idle parks), {} run-queue waits, {} samples, {} blocking-pool events ignored, {} lost",
         e.blocked_events, e.idle_parks, e.runqueue_events, e.samples, e.blocking_pool_events, r.lost_events
     );
+    render_stacks(&mut out, &r.stacks);
     if let Some(h) = &r.symbol_hint {
         let _ = writeln!(out, "note: {h}");
     }
     out
+}
+
+/// The stacks line: source, per-object methods, shortfalls, bytes copied.
+fn render_stacks(out: &mut String, s: &StackReport) {
+    let _ = write!(
+        out,
+        "stacks: {} ({}); {} stacks, {} short",
+        s.source.label(),
+        s.reason,
+        s.stacks,
+        s.short
+    );
+    if s.truncated > 0 {
+        let _ = write!(out, ", {} cut at the kernel's frame limit", s.truncated);
+    }
+    let u = &s.unwind;
+    if u.stacks > 0 || u.copy_failed > 0 {
+        let _ = write!(
+            out,
+            "; unwound {} copies ({} to the root, {} past the copy, {} stopped, {} not copied), {:.1} KiB/s copied",
+            u.stacks,
+            u.complete,
+            u.copy_too_short,
+            u.stopped,
+            u.copy_failed,
+            s.bytes_copied_per_s / 1024.0
+        );
+    }
+    let _ = writeln!(out);
+    if !s.objects.is_empty() {
+        let objects: Vec<String> = s
+            .objects
+            .iter()
+            .map(|o| {
+                let name = o.path.rsplit('/').next().unwrap_or(&o.path);
+                format!("{name}: {}", o.method.label())
+            })
+            .collect();
+        let _ = writeln!(out, "objects: {}", objects.join(", "));
+    }
 }

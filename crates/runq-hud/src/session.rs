@@ -7,13 +7,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use runq_kernel::clock::monotonic_ns;
+use runq_kernel::schedstat::read_schedstat;
+
 use crate::bpf::{BpfError, Probe};
 use crate::detect::{Detector, Finding};
 use crate::discovery::{select_workers, threads, DiscoveryError, Method};
 use crate::event::RawEvent;
+use crate::health::{choose_source, StackHealth, StackReport, StackSource, UnwindChoice};
 use crate::report::{group, run_queue_stats, Report, WorkerStats};
 use crate::stacks::Stacks;
 use crate::symbols::{Symbols, TargetError};
+use crate::unwind::{UnwindMethod, Unwinder};
 
 /// What to watch and how.
 #[derive(Debug, Clone)]
@@ -32,6 +37,8 @@ pub struct Options {
     pub proc_root: PathBuf,
     /// An unstripped copy of the target's executable, for its symbols.
     pub target_binary: Option<PathBuf>,
+    /// How to get stacks.
+    pub unwind: UnwindChoice,
 }
 
 /// Why a session could not run.
@@ -59,22 +66,84 @@ pub struct Session {
     pub detection_latency_ns: Vec<u64>,
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// On-CPU ns of a thread, from /proc/PID/task/TID/schedstat.
 fn cpu_ns(proc_root: &Path, pid: u32, tid: u32) -> u64 {
-    std::fs::read_to_string(proc_root.join(format!("{pid}/task/{tid}/schedstat")))
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    read_schedstat(&proc_root.join(format!("{pid}/task/{tid}/schedstat")))
+        .map_or(0, |s| s.cpu_time_ns)
+}
+
+/// Turns what the kernel sent into stacks of addresses: copied stacks are
+/// unwound; in DWARF mode, frame-pointer walks are cut where they leave
+/// code that keeps frame pointers. Counts how good the stacks are.
+pub struct StackPrep {
+    /// How stacks are taken.
+    pub source: StackSource,
+    /// Why.
+    pub reason: String,
+    exe: Option<UnwindMethod>,
+    unwinder: Unwinder,
+}
+
+impl StackPrep {
+    /// Reads the target's objects and picks the stack source.
+    pub fn new(opts: &Options) -> Self {
+        let mut unwinder = Unwinder::new(&opts.proc_root, opts.pid);
+        let exe = unwinder.executable_method();
+        let (source, reason) = choose_source(opts.unwind, exe);
+        StackPrep {
+            source,
+            reason,
+            exe,
+            unwinder,
+        }
+    }
+
+    /// Replaces the event's stack by the unwound one where needed.
+    pub fn prepare(&mut self, ev: &mut RawEvent) {
+        if self.source != StackSource::Dwarf {
+            return;
+        }
+        match ev.copy.take() {
+            Some(copy) if !ev.copy_failed => ev.stack = self.unwinder.unwind(&copy).0,
+            copy => {
+                if ev.copy_failed {
+                    self.unwinder.count_copy_failure(copy.as_ref());
+                    if let Some(c) = copy.filter(|c| c.ip != 0) {
+                        ev.stack = vec![c.ip];
+                    }
+                }
+                let keep = self.unwinder.trusted_fp_prefix(&ev.stack);
+                ev.stack.truncate(keep);
+            }
+        }
+    }
+
+    /// The status line's words on stacks.
+    pub fn status(&self, health: &StackHealth) -> String {
+        let short = health.short_share();
+        format!(
+            "stacks: {} ({}){}",
+            self.source.label(),
+            self.reason,
+            if short >= 0.5 {
+                format!(", {:.0}% short", short * 100.0)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// The report's stack section.
+    pub fn report(&self, health: &StackHealth, elapsed_s: f64) -> StackReport {
+        health.report(
+            self.source,
+            self.reason.clone(),
+            self.exe,
+            self.unwinder.objects_seen(),
+            self.unwinder.stats,
+            elapsed_s,
+        )
+    }
 }
 
 struct Watched {
@@ -122,105 +191,152 @@ const REFRESH: Duration = Duration::from_millis(250);
 
 /// Feeds one event by its cached summary; its frames are only built when
 /// the detector keeps them.
-fn feed(detector: &mut Detector, stacks: &mut Stacks, ev: &RawEvent) -> Vec<Finding> {
+fn feed(
+    detector: &mut Detector,
+    stacks: &mut Stacks,
+    health: &mut StackHealth,
+    ev: &RawEvent,
+) -> Vec<Finding> {
     let summary = stacks.summary(&ev.stack);
+    health.note(ev.stack.len(), summary.reached_loop, ev.truncated);
     detector.feed_summarized(ev, summary, || stacks.frames(&ev.stack))
 }
 
-/// Runs a session; `on_finding` sees each finding as it is detected.
+/// What a session tells its observer (the live view) as it goes.
+#[derive(Debug)]
+pub enum Update<'a> {
+    /// A finding, as it is detected.
+    Finding(&'a Finding),
+    /// The status of stacks (source, share cut short), after each drain.
+    Stacks(&'a str),
+    /// Events the kernel could not queue so far.
+    Lost(u64),
+    /// The target process is gone.
+    TargetExited,
+}
+
+/// The state of an attached session.
+struct Attached {
+    probe: Probe,
+    watched: Watched,
+    stacks: Stacks,
+    detector: Detector,
+    prep: StackPrep,
+    health: StackHealth,
+    findings: Vec<Finding>,
+    latency: Vec<u64>,
+}
+
+impl Attached {
+    /// Discovers the workers, picks the stack source and attaches.
+    fn start(opts: &Options) -> Result<Self, HudError> {
+        let mut symbols = Symbols::new(&opts.proc_root, opts.pid);
+        if let Some(binary) = &opts.target_binary {
+            symbols.use_target_binary(binary)?;
+        }
+        let all = threads(&opts.proc_root, opts.pid)?;
+        let (method, _) = select_workers(&all, opts.worker_prefix.as_deref())
+            .ok_or(DiscoveryError::NoWorkers(opts.pid))?;
+        let prep = StackPrep::new(opts);
+        let mut probe = Probe::attach(opts.threshold_ns, opts.frequency, prep.source)?;
+        let mut watched = Watched {
+            method,
+            comms: BTreeMap::new(),
+            cpu_start: BTreeMap::new(),
+        };
+        watched.refresh(opts, &mut probe)?;
+        // Loading symbols and debug info up front keeps that work out of the
+        // measured part of a target's life.
+        symbols.prewarm();
+        Ok(Attached {
+            probe,
+            watched,
+            stacks: Stacks::new(symbols),
+            detector: Detector::new(opts.threshold_ns),
+            prep,
+            health: StackHealth::default(),
+            findings: Vec::new(),
+            latency: Vec::new(),
+        })
+    }
+
+    /// Takes every queued event through unwinding and detection.
+    fn drain(&mut self, on_update: &mut impl FnMut(Update<'_>)) {
+        let mut events = self.probe.drain();
+        for ev in &mut events {
+            self.prep.prepare(ev);
+        }
+        self.stacks.prefetch(events.iter().flat_map(|e| &e.stack));
+        for ev in events {
+            let found = feed(&mut self.detector, &mut self.stacks, &mut self.health, &ev);
+            for f in found {
+                self.latency
+                    .push(monotonic_ns().saturating_sub(f.start_ns + f.duration_ns));
+                on_update(Update::Finding(&f));
+                self.findings.push(f);
+            }
+        }
+        on_update(Update::Stacks(&self.prep.status(&self.health)));
+        on_update(Update::Lost(self.probe.lost_events()));
+    }
+}
+
+/// Runs a session; `on_update` sees each finding as it is detected and
+/// the session's status as it changes.
 pub fn run(
     opts: &Options,
     stop: &AtomicBool,
-    mut on_finding: impl FnMut(&Finding),
+    mut on_update: impl FnMut(Update<'_>),
 ) -> Result<Session, HudError> {
-    let mut symbols = Symbols::new(&opts.proc_root, opts.pid);
-    if let Some(binary) = &opts.target_binary {
-        symbols.use_target_binary(binary)?;
-    }
-    let all = threads(&opts.proc_root, opts.pid)?;
-    let (method, _) = select_workers(&all, opts.worker_prefix.as_deref())
-        .ok_or(DiscoveryError::NoWorkers(opts.pid))?;
-    let mut probe = Probe::attach(opts.threshold_ns, opts.frequency)?;
-    let mut watched = Watched {
-        method,
-        comms: BTreeMap::new(),
-        cpu_start: BTreeMap::new(),
-    };
-    watched.refresh(opts, &mut probe)?;
-    // Loading symbols and debug info up front keeps that work out of the
-    // measured part of a target's life.
-    symbols.prewarm();
-    let mut stacks = Stacks::new(symbols);
-    let mut detector = Detector::new(opts.threshold_ns);
-    let (mut findings, mut latency) = (Vec::new(), Vec::new());
+    let mut s = Attached::start(opts)?;
     let started = Instant::now();
     let mut last_refresh = Instant::now();
     let mut target_exited = false;
     loop {
         std::thread::sleep(POLL);
-        let events = probe.drain();
-        stacks.prefetch(events.iter().flat_map(|e| &e.stack));
-        for ev in events {
-            for f in feed(&mut detector, &mut stacks, &ev) {
-                latency.push(monotonic_ns().saturating_sub(f.start_ns + f.duration_ns));
-                on_finding(&f);
-                findings.push(f);
-            }
-        }
+        s.drain(&mut on_update);
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
         if last_refresh.elapsed() >= REFRESH {
             if !opts.proc_root.join(opts.pid.to_string()).exists() {
                 target_exited = true;
+                on_update(Update::TargetExited);
                 break;
             }
             // Threads that appear later (a growing runtime) join the filter.
-            let _ = watched.refresh(opts, &mut probe);
+            let _ = s.watched.refresh(opts, &mut s.probe);
             last_refresh = Instant::now();
         }
     }
-    findings.extend(detector.flush());
+    let mut findings = std::mem::take(&mut s.findings);
+    findings.extend(s.detector.flush());
     // Blocking-pool threads share the workers' name; once a thread showed
     // the pool's frames, none of its findings count.
-    findings.retain(|f| !detector.pool_tids.contains(&f.tid));
+    findings.retain(|f| !s.detector.pool_tids.contains(&f.tid));
     let elapsed = started.elapsed().as_secs_f64();
-    let report = build_report(
-        opts,
-        &watched,
-        &findings,
-        &detector,
-        &mut probe,
-        stacks.symbols(),
-        elapsed,
-        target_exited,
-    );
+    let report = build_report(opts, &mut s, &findings, elapsed, target_exited);
     Ok(Session {
         report,
         findings,
-        detection_latency_ns: latency,
+        detection_latency_ns: s.latency,
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build_report(
+fn worker_stats(
     opts: &Options,
-    watched: &Watched,
+    s: &Attached,
     findings: &[Finding],
-    detector: &Detector,
-    probe: &mut Probe,
-    symbols: &Symbols,
     elapsed: f64,
-    target_exited: bool,
-) -> Report {
+) -> Vec<WorkerStats> {
     // Blocking-pool threads share the workers' name; leave them out.
-    let workers = watched
+    s.watched
         .comms
         .iter()
-        .filter(|(tid, _)| !detector.pool_tids.contains(tid))
+        .filter(|(tid, _)| !s.detector.pool_tids.contains(tid))
         .map(|(tid, comm)| {
             let cpu =
-                cpu_ns(&opts.proc_root, opts.pid, *tid).saturating_sub(watched.cpu_start[tid]);
+                cpu_ns(&opts.proc_root, opts.pid, *tid).saturating_sub(s.watched.cpu_start[tid]);
             let mut by_cat = BTreeMap::new();
             for f in findings.iter().filter(|f| f.tid == *tid) {
                 *by_cat.entry(f.category).or_insert(0) += 1;
@@ -233,28 +349,41 @@ fn build_report(
                 findings: by_cat,
             }
         })
-        .collect();
+        .collect()
+}
+
+fn build_report(
+    opts: &Options,
+    s: &mut Attached,
+    findings: &[Finding],
+    elapsed: f64,
+    target_exited: bool,
+) -> Report {
     let comm = std::fs::read_to_string(opts.proc_root.join(format!("{}/comm", opts.pid)))
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
     let seen_tids: BTreeSet<u32> = findings.iter().map(|f| f.tid).collect();
+    let mut stacks = s.prep.report(&s.health, elapsed);
+    // The kernel's own count covers copies the ring buffer dropped too.
+    stacks.bytes_copied_per_s = s.probe.bytes_copied() as f64 / elapsed.max(1e-9);
     Report {
         pid: opts.pid,
         comm,
-        discovery: watched.method.to_string(),
+        discovery: s.watched.method.to_string(),
         threshold_ns: opts.threshold_ns,
         frequency_hz: opts.frequency,
         duration_s: elapsed,
         target_exited,
         blockers: group(findings),
-        workers,
+        workers: worker_stats(opts, s, findings, elapsed),
         run_queue: run_queue_stats(findings),
-        events: detector.tally,
-        lost_events: probe.lost_events(),
-        symbol_hint: (!symbols.debug_info_seen() && !seen_tids.is_empty()).then(|| {
+        events: s.detector.tally,
+        lost_events: s.probe.lost_events(),
+        symbol_hint: (!s.stacks.symbols().debug_info_seen() && !seen_tids.is_empty()).then(|| {
             "the target has no debug info, so blockers have no file:line: build it with \
              `debug = \"line-tables-only\"` (or pass --target with an unstripped copy)"
                 .to_string()
         }),
+        stacks,
     }
 }

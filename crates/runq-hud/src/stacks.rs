@@ -64,7 +64,12 @@ impl Stacks {
             (Place::TaskCode, Some((a, i))) => Some(self.symbols.frames_of(a)[i].function.clone()),
             _ => None,
         };
-        Summary { place, task_key }
+        let reached_loop = all.iter().any(|c| c.worker_loop || c.pool_loop);
+        Summary {
+            place,
+            task_key,
+            reached_loop,
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub mod cgroup;
 pub mod cgroup_stats;
+pub mod clock;
 pub mod cpulist;
 pub mod host;
 pub mod kmsg;
@@ -16,4 +17,5 @@ pub mod psi;
 pub mod sched_ext;
 pub mod schedstat;
 pub mod taskstats;
+pub mod tracefs;
 pub mod vmstat;

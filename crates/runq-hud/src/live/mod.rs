@@ -11,47 +11,95 @@ pub mod view;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use crate::detect::Finding;
+use crate::session::Update;
 use app::{Action, App, Key};
+use model::Status;
 
 /// Capacity of the channel between the session and the screen.
 pub const CHANNEL_CAPACITY: usize = 4096;
 
-/// The session's end of the channel: never blocks.
-pub struct Feed {
-    tx: SyncSender<Finding>,
-    dropped: Arc<AtomicU64>,
+/// What the session says besides findings, read by the screen each frame.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// Findings dropped because the screen was behind.
+    pub dropped: AtomicU64,
+    /// Events the kernel could not queue.
+    pub lost: AtomicU64,
+    /// The target process is gone.
+    pub target_exited: AtomicBool,
+    /// The stack status line.
+    pub stacks: Mutex<String>,
 }
 
-impl Feed {
-    /// Offers a finding; drops (and counts) it when the screen is behind.
-    pub fn offer(&self, f: Finding) {
-        match self.tx.try_send(f) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
+impl Shared {
+    /// Copies the session's news into the status panel.
+    pub fn apply_to(&self, status: &mut Status) {
+        status.dropped = self.dropped.load(Ordering::Relaxed);
+        status.lost = status.lost.max(self.lost.load(Ordering::Relaxed));
+        if self.target_exited.load(Ordering::Relaxed) {
+            status.health = "target exited".into();
+        }
+        if let Ok(s) = self.stacks.lock() {
+            if !s.is_empty() {
+                status.stacks.clone_from(&s);
             }
         }
     }
 }
 
-/// A bounded channel: the feed for the session, the receiver and drop
-/// counter for the screen.
-pub fn channel() -> (Feed, Receiver<Finding>, Arc<AtomicU64>) {
+/// The session's end of the channel: never blocks.
+pub struct Feed {
+    tx: SyncSender<Finding>,
+    shared: Arc<Shared>,
+}
+
+impl Feed {
+    /// Takes one session update: findings go through the channel, the rest
+    /// into the shared status.
+    pub fn update(&self, u: Update<'_>) {
+        match u {
+            Update::Finding(f) => self.offer(f.clone()),
+            Update::Lost(n) => self.shared.lost.store(n, Ordering::Relaxed),
+            Update::TargetExited => self.shared.target_exited.store(true, Ordering::Relaxed),
+            Update::Stacks(s) => {
+                if let Ok(mut cur) = self.shared.stacks.lock() {
+                    if *cur != s {
+                        *cur = s.to_string();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Offers a finding; drops (and counts) it when the screen is behind.
+    pub fn offer(&self, f: Finding) {
+        match self.tx.try_send(f) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// A bounded channel: the feed for the session, the receiver and the
+/// shared status for the screen.
+pub fn channel() -> (Feed, Receiver<Finding>, Arc<Shared>) {
     let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_CAPACITY);
-    let dropped = Arc::new(AtomicU64::new(0));
+    let shared = Arc::new(Shared::default());
     (
         Feed {
             tx,
-            dropped: dropped.clone(),
+            shared: shared.clone(),
         },
         rx,
-        dropped,
+        shared,
     )
 }
 
@@ -78,7 +126,7 @@ fn to_key(ev: &Event) -> Option<Key> {
 pub fn run_screen(
     mut app: App,
     rx: &Receiver<Finding>,
-    dropped: &AtomicU64,
+    shared: &Shared,
     stop: &AtomicBool,
     now_ns: Option<fn() -> u64>,
 ) -> std::io::Result<()> {
@@ -91,7 +139,7 @@ pub fn run_screen(
             if let Some(now) = now_ns {
                 app.model.advance(now());
             }
-            app.model.status.dropped = dropped.load(Ordering::Relaxed);
+            shared.apply_to(&mut app.model.status);
             terminal.draw(|frame| view::draw(frame, &app))?;
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
@@ -229,11 +277,27 @@ mod tests {
 
     #[test]
     fn a_full_channel_drops_instead_of_blocking() {
-        let (feed, rx, dropped) = channel();
+        let (feed, rx, shared) = channel();
         for i in 0..(CHANNEL_CAPACITY as u64 + 10) {
             feed.offer(finding(1, "app::x", Category::BlockingCall, i, 6));
         }
-        assert_eq!(dropped.load(Ordering::Relaxed), 10);
+        assert_eq!(shared.dropped.load(Ordering::Relaxed), 10);
         assert_eq!(rx.try_iter().count(), CHANNEL_CAPACITY);
+    }
+
+    #[test]
+    fn lost_events_stack_status_and_target_exit_reach_the_screen() {
+        let (feed, _rx, shared) = channel();
+        feed.update(Update::Lost(12));
+        feed.update(Update::Stacks(
+            "stacks: DWARF CFI (copied stacks) (x), 90% short",
+        ));
+        feed.update(Update::TargetExited);
+        let mut a = app();
+        shared.apply_to(&mut a.model.status);
+        let s = screen(&a, 100, 24);
+        for needle in ["lost 12", "target exited", "90% short", "DWARF CFI"] {
+            assert!(s.contains(needle), "{needle:?} missing:\n{s}");
+        }
     }
 }

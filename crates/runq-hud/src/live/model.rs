@@ -55,6 +55,8 @@ pub struct Status {
     pub lost: u64,
     /// `live`, `replay` or `target exited`.
     pub health: String,
+    /// How stacks are taken, and the share cut short when most are.
+    pub stacks: String,
 }
 
 /// One worker's row.

@@ -23,6 +23,14 @@ fn short(cat: Category) -> &'static str {
     }
 }
 
+/// The highlight colour, or plain text when `NO_COLOR` is set.
+fn accent() -> Style {
+    match std::env::var_os("NO_COLOR") {
+        Some(v) if !v.is_empty() => Style::new().add_modifier(Modifier::BOLD),
+        _ => Style::new().fg(Color::Yellow),
+    }
+}
+
 /// Draws the whole screen.
 pub fn draw(f: &mut Frame<'_>, app: &App) {
     let area = f.area();
@@ -34,7 +42,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         Constraint::Percentage(45),
         Constraint::Percentage(25),
         Constraint::Min(4),
-        Constraint::Length(3),
+        Constraint::Length(4),
     ])
     .areas(area);
     hotspots(f, app, top);
@@ -142,22 +150,27 @@ fn timeline(f: &mut Frame<'_>, app: &App, area: Rect) {
 fn status_line(f: &mut Frame<'_>, app: &App, area: Rect) {
     let s = &app.model.status;
     let text = format!(
-        "{} | {} | threshold {} | events {} | dropped {} | lost {} | {} | ? help",
+        "{} | events {} | lost {} | dropped {} | {} | {} | threshold {} | ? help",
+        s.health,
+        s.events,
+        s.lost,
+        s.dropped,
         s.target,
         s.discovery,
-        ms(s.threshold_ns),
-        s.events,
-        s.dropped,
-        s.lost,
-        s.health
+        ms(s.threshold_ns)
     );
-    let line = if app.mode == Mode::Search {
+    let first = if app.mode == Mode::Search {
         format!("search: {}_", app.query)
     } else {
         text
     };
+    let mut second = Line::from(s.stacks.clone());
+    if s.stacks.contains("short") {
+        second = second.style(accent());
+    }
     f.render_widget(
-        Paragraph::new(line).block(Block::new().borders(Borders::ALL).title(" Status ")),
+        Paragraph::new(vec![Line::from(first), second])
+            .block(Block::new().borders(Borders::ALL).title(" Status ")),
         area,
     );
 }
@@ -168,8 +181,7 @@ fn drill(f: &mut Frame<'_>, app: &App, area: Rect) {
         return;
     };
     let mut lines = vec![
-        Line::from(format!("{} — {}", b.category.label(), b.function))
-            .style(Style::new().fg(Color::Yellow)),
+        Line::from(format!("{} — {}", b.category.label(), b.function)).style(accent()),
         Line::from(format!(
             "{} intervals, total {}, max {}",
             b.count,

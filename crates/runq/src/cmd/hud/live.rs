@@ -29,7 +29,7 @@ pub fn live_screen(
     stop: &'static AtomicBool,
 ) -> anyhow::Result<Session> {
     require_tty()?;
-    let (feed, rx, dropped) = runq_hud::live::channel();
+    let (feed, rx, shared) = runq_hud::live::channel();
     let discovery = runq_hud::discovery::threads(&opts.proc_root, opts.pid)
         .ok()
         .and_then(|all| runq_hud::discovery::select_workers(&all, opts.worker_prefix.as_deref()))
@@ -46,16 +46,16 @@ pub fn live_screen(
     };
     let app = App::new(LiveModel::new(args.window.as_nanos() as u64, status));
     let worker = std::thread::spawn(move || {
-        let result = session::run(&opts, stop, |f| feed.offer(f.clone()));
+        let result = session::run(&opts, stop, |u| feed.update(u));
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         result
     });
     runq_hud::live::run_screen(
         app,
         &rx,
-        &dropped,
+        &shared,
         stop,
-        Some(runq_workload::clock::monotonic_ns),
+        Some(runq_kernel::clock::monotonic_ns),
     )?;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let result = worker
@@ -83,14 +83,19 @@ pub fn replay_screen(path: &Path, args: &HudArgs) -> anyhow::Result<ExitCode> {
         threshold_ns: report.threshold_ns,
         lost: report.lost_events,
         health: format!("replay of {}", path.display()),
+        stacks: format!(
+            "stacks: {} ({})",
+            report.stacks.source.label(),
+            report.stacks.reason
+        ),
         ..Default::default()
     };
     let mut model = LiveModel::new(span.max(args.window.as_nanos() as u64) + 1, status);
     for f in findings {
         model.push(f);
     }
-    let (_feed, rx, dropped) = runq_hud::live::channel();
+    let (_feed, rx, shared) = runq_hud::live::channel();
     let stop = AtomicBool::new(false);
-    runq_hud::live::run_screen(App::new(model), &rx, &dropped, &stop, None)?;
+    runq_hud::live::run_screen(App::new(model), &rx, &shared, &stop, None)?;
     Ok(ExitCode::SUCCESS)
 }

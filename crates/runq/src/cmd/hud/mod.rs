@@ -10,8 +10,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
+use runq_hud::bpf::BpfError;
 use runq_hud::discovery::find_process;
+use runq_hud::health::UnwindChoice;
 use runq_hud::session::{self, HudError, Options};
+use runq_kernel::tracefs::TracefsError;
 
 use crate::exit;
 
@@ -65,11 +68,40 @@ pub struct HudArgs {
     #[arg(long, value_name = "FILE.json", conflicts_with_all = ["process", "pid"])]
     pub replay: Option<PathBuf>,
     /// Worker threads are those whose name starts with this.
-    #[arg(long, value_name = "PREFIX")]
+    #[arg(
+        long = "workers",
+        visible_alias = "worker-prefix",
+        value_name = "PREFIX"
+    )]
     pub worker_prefix: Option<String>,
+    /// How to get user stacks: frame pointers (fp), copied stacks unwound
+    /// with DWARF CFI (dwarf), or by what the executable keeps (auto).
+    #[arg(long, value_enum, default_value_t = UnwindArg::Auto)]
+    pub unwind: UnwindArg,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--unwind` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UnwindArg {
+    /// Frame pointers when the executable keeps them, else DWARF.
+    Auto,
+    /// The kernel's frame-pointer walk.
+    Fp,
+    /// Copied stacks unwound with the objects' DWARF CFI (.eh_frame).
+    Dwarf,
+}
+
+impl From<UnwindArg> for UnwindChoice {
+    fn from(a: UnwindArg) -> Self {
+        match a {
+            UnwindArg::Auto => UnwindChoice::Auto,
+            UnwindArg::Fp => UnwindChoice::FramePointers,
+            UnwindArg::Dwarf => UnwindChoice::Dwarf,
+        }
+    }
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -146,6 +178,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
         worker_prefix: args.worker_prefix.clone(),
         proc_root,
         target_binary: args.target.clone(),
+        unwind: args.unwind.into(),
     };
     let stop = runq_workload::interrupt::install().context("installing signal handlers")?;
     let session = if args.headless {
@@ -158,11 +191,15 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Discovery problems are the user's to fix (exit 2); others are runtime.
+/// Discovery problems are the user's to fix (exit 2), a tracefs that may
+/// not be mounted is a missing privilege (77); others are runtime errors.
 fn hud_error(e: HudError) -> anyhow::Error {
     match e {
         HudError::Discovery(d) => exit::usage(d.to_string()),
         HudError::Target(t) => exit::usage(t.to_string()),
+        HudError::Bpf(BpfError::Tracefs(t @ TracefsError::NotPermitted)) => {
+            exit::no_privilege(t.to_string())
+        }
         other => anyhow::Error::new(other),
     }
 }
