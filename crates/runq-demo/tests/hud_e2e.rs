@@ -1,16 +1,52 @@
 //! End to end (root): `runq hud` attached to the demo finds each known
 //! blocker with its category and file:line and none of the spawn_blocking
-//! twins; attached to the control it finds no blocker.
+//! twins, both in the workspace's frame-pointer build and in a build with
+//! cargo's defaults (no frame pointers); attached to the control it finds
+//! no blocker; with tracefs unmounted it mounts it and works.
 //!
 //! The runq binary is taken from the same target directory (built by
-//! `cargo test --workspace`).
+//! `cargo test --workspace`). hud sessions run one at a time: one test
+//! unmounts tracefs.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use serde_json::Value;
+
+/// Held by every test that runs hud.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The demo built as `cargo build --release` builds it by default: the
+/// workspace's `-C force-frame-pointers=yes` (.cargo/config.toml) is
+/// overridden for this build only, into its own target directory.
+fn demo_without_frame_pointers() -> Option<PathBuf> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let here = PathBuf::from(env!("CARGO_BIN_EXE_runq-demo-tokio"));
+            let target = here.parent()?.parent()?.join("nofp");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "--release", "--quiet", "-p", "runq-demo", "--bins"])
+                .arg("--target-dir")
+                .arg(&target)
+                .env("CARGO_ENCODED_RUSTFLAGS", "")
+                .env_remove("RUSTFLAGS")
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .ok()?;
+            status
+                .success()
+                .then(|| target.join("release/runq-demo-tokio"))
+        })
+        .clone()
+}
 
 fn is_root_or_skip() -> bool {
     // SAFETY: no preconditions.
@@ -54,7 +90,7 @@ fn start(exe: &str, secs: u32) -> (Child, u32) {
 /// Runs `runq hud` headless on `pid`; returns the JSON report and export,
 /// and checks that replaying the export gives the same report and that the
 /// folded export names the blockers.
-fn hud(runq: &PathBuf, pid: u32, secs: u32, extra: &[&OsStr]) -> (Value, Value) {
+fn hud(runq: &Path, pid: u32, secs: u32, extra: &[&OsStr]) -> (Value, Value) {
     let dir = tempfile::tempdir().unwrap();
     let export = dir.path().join("hud.json");
     let folded = dir.path().join("hud.folded");
@@ -95,13 +131,11 @@ fn mentions(b: &Value, name: &str) -> bool {
         .any(|f| f.as_str().unwrap_or("").contains(name))
 }
 
-#[test]
-fn hud_names_the_demo_blockers_and_not_the_twins() {
-    let Some(runq) = runq_or_skip() else {
-        return;
-    };
-    let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 12);
-    let (report, trace) = hud(&runq, pid, 4, &[]);
+/// hud on a demo binary names the four blockers in their categories and
+/// none of the spawn_blocking twins; returns the report.
+fn names_the_demo_blockers(runq: &Path, demo: &str) -> Value {
+    let (mut demo, pid) = start(demo, 12);
+    let (report, trace) = hud(runq, pid, 4, &[]);
     let _ = demo.kill();
     let _ = demo.wait();
 
@@ -132,6 +166,7 @@ fn hud_names_the_demo_blockers_and_not_the_twins() {
         );
     }
     assert_eq!(report["lost_events"], 0);
+    assert!(report["stacks"]["warning"].is_null(), "{report:#}");
     let events = trace["traceEvents"].as_array().unwrap();
     assert!(events
         .iter()
@@ -139,6 +174,106 @@ fn hud_names_the_demo_blockers_and_not_the_twins() {
     assert!(events
         .iter()
         .any(|e| e["ph"] == "M" && e["name"] == "thread_name"));
+    report
+}
+
+#[test]
+fn hud_names_the_demo_blockers_and_not_the_twins() {
+    let Some(runq) = runq_or_skip() else {
+        return;
+    };
+    let _one = one_at_a_time();
+    let report = names_the_demo_blockers(&runq, env!("CARGO_BIN_EXE_runq-demo-tokio"));
+    assert_eq!(report["stacks"]["source"], "frame_pointers", "{report:#}");
+}
+
+#[test]
+fn without_frame_pointers_hud_unwinds_copied_stacks_by_dwarf() {
+    let Some(runq) = runq_or_skip() else {
+        return;
+    };
+    let Some(demo) = demo_without_frame_pointers() else {
+        panic!("building runq-demo with cargo's default flags failed");
+    };
+    let _one = one_at_a_time();
+    let report = names_the_demo_blockers(&runq, demo.to_str().unwrap());
+    let stacks = &report["stacks"];
+    assert_eq!(stacks["source"], "dwarf", "{report:#}");
+    assert!(
+        stacks["unwind"]["complete"].as_u64().unwrap() > 0,
+        "{stacks:#}"
+    );
+    assert!(
+        stacks["bytes_copied_per_s"].as_f64().unwrap() > 0.0,
+        "{stacks:#}"
+    );
+    let objects = stacks["objects"].as_array().unwrap();
+    assert!(
+        objects
+            .iter()
+            .any(|o| o["path"].as_str().unwrap().ends_with("runq-demo-tokio")
+                && o["method"] == "dwarf_cfi"),
+        "{stacks:#}"
+    );
+}
+
+#[test]
+fn forcing_frame_pointers_on_a_binary_without_them_warns() {
+    let Some(runq) = runq_or_skip() else {
+        return;
+    };
+    let Some(demo) = demo_without_frame_pointers() else {
+        panic!("building runq-demo with cargo's default flags failed");
+    };
+    let _one = one_at_a_time();
+    let (mut child, pid) = start(demo.to_str().unwrap(), 8);
+    let (report, _) = hud(&runq, pid, 3, &["--unwind".as_ref(), "fp".as_ref()]);
+    let _ = child.kill();
+    let _ = child.wait();
+    let warning = report["stacks"]["warning"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert!(warning.contains("no frame pointers"), "{warning}");
+}
+
+/// True when `path` is a mounted tracefs.
+fn tracefs_at(path: &str) -> bool {
+    Path::new(path).join("events").is_dir()
+}
+
+#[test]
+fn hud_mounts_tracefs_when_it_is_missing() {
+    let Some(runq) = runq_or_skip() else {
+        return;
+    };
+    let _one = one_at_a_time();
+    const TRACING: &str = "/sys/kernel/tracing";
+    if tracefs_at("/sys/kernel/debug/tracing") {
+        eprintln!("skipped: tracefs is also mounted under debugfs, so it cannot be made missing");
+        return;
+    }
+    let was_mounted = tracefs_at(TRACING);
+    let path = std::ffi::CString::new(TRACING).unwrap();
+    // SAFETY: a valid path; a lazy unmount leaves open files working.
+    if was_mounted && unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) } != 0 {
+        eprintln!(
+            "skipped: cannot unmount {TRACING}: {}",
+            std::io::Error::last_os_error()
+        );
+        return;
+    }
+    assert!(!tracefs_at(TRACING));
+    let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), 6);
+    let (report, _) = hud(&runq, pid, 1, &[]);
+    let _ = control.kill();
+    let _ = control.wait();
+    let remounted = tracefs_at(TRACING);
+    if !was_mounted && remounted {
+        // SAFETY: as above.
+        unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) };
+    }
+    assert!(remounted, "hud did not mount tracefs");
+    assert!(report["events"].is_object(), "{report:#}");
 }
 
 #[test]
@@ -146,6 +281,7 @@ fn hud_finds_nothing_in_the_control() {
     let Some(runq) = runq_or_skip() else {
         return;
     };
+    let _one = one_at_a_time();
     let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), 10);
     let (report, _) = hud(&runq, pid, 3, &[]);
     let _ = control.kill();
@@ -174,6 +310,7 @@ fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
     let Some(runq) = runq_or_skip() else {
         return;
     };
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let stripped = dir.path().join("runq-demo-tokio");
     let unstripped = env!("CARGO_BIN_EXE_runq-demo-tokio");
@@ -228,6 +365,7 @@ fn the_live_view_shows_the_blocker_and_quits_cleanly() {
     let Some(runq) = runq_or_skip() else {
         return;
     };
+    let _one = one_at_a_time();
     if Command::new("tmux").arg("-V").output().is_err() {
         eprintln!("skipped: needs tmux");
         return;

@@ -101,6 +101,7 @@ impl StackPrep {
     /// Replaces the event's stack by the unwound one where needed.
     pub fn prepare(&mut self, ev: &mut RawEvent) {
         if self.source != StackSource::Dwarf {
+            self.unwinder.note_objects(&ev.stack);
             return;
         }
         match ev.copy.take() {

@@ -234,6 +234,11 @@ impl Unwinder {
             UnwindEnd::CopyTooShort => self.stats.copy_too_short += 1,
             UnwindEnd::Stopped => self.stats.stopped += 1,
         }
+        self.note_objects(frames);
+    }
+
+    /// Notes the objects a stack passes through (for the report's list).
+    pub fn note_objects(&mut self, frames: &[u64]) {
         for a in frames {
             if let Some(p) = self.placed_at(*a) {
                 if !self.seen.contains(&p.path) {
