@@ -155,11 +155,17 @@ pub fn duration_from_args() -> Option<Duration> {
 /// A multi-thread Tokio runtime with `workers` workers and timers, after
 /// printing this process's pid (the tests read it).
 pub fn runtime(workers: usize) -> tokio::runtime::Runtime {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_time()
-        .build()
-        .expect("tokio runtime");
+    named_runtime(workers, None)
+}
+
+/// The same runtime, its threads named `name` (no `-N` suffix) when given.
+pub fn named_runtime(workers: usize, name: Option<&str>) -> tokio::runtime::Runtime {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(workers).enable_time();
+    if let Some(n) = name {
+        builder.thread_name(n);
+    }
+    let rt = builder.build().expect("tokio runtime");
     println!("{}", std::process::id());
     rt
 }

@@ -236,6 +236,39 @@ fn forcing_frame_pointers_on_a_binary_without_them_warns() {
     assert!(warning.contains("no frame pointers"), "{warning}");
 }
 
+#[test]
+fn a_runtime_with_a_custom_name_is_found_by_its_stacks_or_its_prefix() {
+    let Some(runq) = runq_or_skip() else {
+        return;
+    };
+    let _one = one_at_a_time();
+    let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-named"), 10);
+    let (by_stacks, _) = hud(&runq, pid, 3, &[]);
+    let (by_prefix, _) = hud(&runq, pid, 2, &["--workers".as_ref(), "svc".as_ref()]);
+    let _ = demo.kill();
+    let _ = demo.wait();
+    let discovery = by_stacks["discovery"].as_str().unwrap();
+    assert!(
+        discovery.contains("stacks") && discovery.contains("svc"),
+        "{by_stacks:#}"
+    );
+    for w in by_stacks["workers"].as_array().unwrap() {
+        assert_eq!(w["comm"], "svc", "a pool-N thread was taken: {by_stacks:#}");
+    }
+    assert!(by_prefix["discovery"].as_str().unwrap().contains("prefix"));
+    for report in [&by_stacks, &by_prefix] {
+        let calls = blockers(report, "blocking_call");
+        assert!(
+            calls.iter().any(|b| mentions(b, "demo_thread_sleep")),
+            "{report:#}"
+        );
+        assert!(
+            !calls.iter().any(|b| mentions(b, "twin_")),
+            "the blocking pool was taken for workers: {report:#}"
+        );
+    }
+}
+
 /// True when `path` is a mounted tracefs.
 fn tracefs_at(path: &str) -> bool {
     Path::new(path).join("events").is_dir()

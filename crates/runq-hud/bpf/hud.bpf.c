@@ -61,6 +61,7 @@ struct event {
 	__u64 bp;
 	__u32 stack_len;
 	__u32 flags;
+	__u64 switches; /* the worker's switch-outs so far */
 	__u64 stack[MAX_FRAMES];
 };
 
@@ -122,6 +123,16 @@ struct {
 	__type(value, struct offcpu);
 } SCRATCH SEC(".maps");
 
+/* Per worker: how often it left the CPU, so that user space joins two
+ * samples into one poll only when no switch (even a short one) came
+ * between them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u64);
+} SWITCHES SEC(".maps");
+
 /* [0] threshold ns, [1] copy mode (0: frame pointers, 1: copy stacks) */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -181,6 +192,19 @@ static __always_inline void fill(struct event *e, __u32 kind, __u32 tid, __u64 s
 	e->bp = 0;
 	e->stack_len = 0;
 	e->flags = 0;
+	__u64 *n = bpf_map_lookup_elem(&SWITCHES, &tid);
+	e->switches = n ? *n : 0;
+}
+
+static __always_inline void count_switch(__u32 tid)
+{
+	__u64 *n = bpf_map_lookup_elem(&SWITCHES, &tid);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+	} else {
+		__u64 one = 1;
+		bpf_map_update_elem(&SWITCHES, &tid, &one, BPF_NOEXIST);
+	}
 }
 
 /* An event with the frame-pointer stack taken at switch-out. */
@@ -274,6 +298,7 @@ static __always_inline void flush_pending(__u32 tid, struct offcpu *o)
 
 static __always_inline void switch_out(struct switch_args *ctx, __u32 tid, __u64 now)
 {
+	count_switch(tid);
 	struct offcpu *old = bpf_map_lookup_elem(&OFFCPU, &tid);
 	if (old)
 		flush_pending(tid, old);

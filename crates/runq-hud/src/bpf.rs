@@ -145,6 +145,20 @@ impl Probe {
         Ok(())
     }
 
+    /// Removes threads from the in-kernel filter.
+    pub fn unwatch(&mut self, tids: &[u32]) -> Result<(), BpfError> {
+        let map = self
+            .ebpf
+            .map_mut("WORKERS")
+            .ok_or_else(|| BpfError::Load("no WORKERS map".into()))?;
+        let mut workers: HashMap<_, u32, u8> = HashMap::try_from(map).map_err(load_err)?;
+        for tid in tids {
+            // A thread that already left the map is fine.
+            let _ = workers.remove(tid);
+        }
+        Ok(())
+    }
+
     /// Every event waiting in the ring buffer.
     pub fn drain(&mut self) -> Vec<RawEvent> {
         let mut out = Vec::new();

@@ -4,8 +4,8 @@
 //!    code on its stack (Tokio's idle parking and the blocking pool are
 //!    not blockers).
 //! 2. CPU-bound poll: consecutive cpu-clock samples of one worker in the
-//!    same task frame, without a switch in between, spanning at least the
-//!    threshold.
+//!    same task frame, without a switch in between (the kernel counts every
+//!    switch, however short), spanning at least the threshold.
 //! 3. Run-queue delay: a runnable worker waited for a CPU longer than the
 //!    threshold; its stack is the victim's, and it is labelled so.
 
@@ -82,6 +82,7 @@ pub struct Tally {
 /// the first sample's.
 struct Run {
     key: Arc<str>,
+    switches: u64,
     first_ns: u64,
     last_ns: u64,
     samples: u32,
@@ -213,7 +214,8 @@ impl Detector {
             return out;
         };
         if let Some(run) = self.runs.get_mut(&ev.tid) {
-            if run.key == key {
+            // The same task, and the worker never left the CPU in between.
+            if run.key == key && run.switches == ev.switches {
                 run.last_ns = ev.start_ns;
                 run.samples += 1;
                 return out;
@@ -225,6 +227,7 @@ impl Detector {
             ev.tid,
             Run {
                 key,
+                switches: ev.switches,
                 first_ns: ev.start_ns,
                 last_ns: ev.start_ns,
                 samples: 1,
@@ -293,6 +296,23 @@ mod tests {
             .unwrap();
         assert_eq!(poll.duration_ns, 10_000_000);
         assert_eq!(poll.culprit().unwrap().function.as_ref(), "app::spin");
+    }
+
+    #[test]
+    fn a_short_switch_between_samples_splits_the_poll() {
+        let mut d = Detector::new(5_000_000);
+        let s = task_stack(&["app::spin", "app::task::{{closure}}"]);
+        let mut a = ev(Kind::Sample, 7, 0, 0);
+        d.feed(&a, s.clone());
+        a.start_ns = 10_000_000;
+        a.switches = 1;
+        d.feed(&a, s.clone());
+        a.start_ns = 12_000_000;
+        d.feed(&a, s.clone());
+        assert!(
+            d.flush().is_empty(),
+            "two polls of 0 and 2 ms, not one of 12 ms"
+        );
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //!
 //! Workers are chosen in the seed's order: an explicit name prefix; Tokio's
 //! default thread names (`tokio-runtime-worker`, seen truncated as
-//! `tokio-runtime-w`, and `tokio-rt-worker`); otherwise the largest group of
-//! threads named `{name}-{N}`. Tokio's blocking-pool threads share the
-//! workers' name; their events are told apart later by their stacks.
+//! `tokio-runtime-w`, and `tokio-rt-worker`); their stacks (the session
+//! samples every thread for a moment and keeps those in Tokio's worker
+//! loop, see [`by_stacks`]); otherwise the largest group of threads named
+//! `{name}-{N}`. Tokio's blocking-pool threads share the workers' name;
+//! their events are told apart later by their stacks. Threads that appear
+//! later join when they match the method that found the first ones.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -109,8 +112,58 @@ pub enum Method {
     ExplicitPrefix(String),
     /// Tokio's default thread names.
     TokioDefaults,
+    /// Threads seen in Tokio's worker loop; their names.
+    Stacks(Vec<String>),
     /// The largest `{name}-{N}` group.
     LargestGroup(String),
+}
+
+impl Method {
+    /// True when a thread named `comm` belongs to the workers this method
+    /// found (new threads of a growing runtime).
+    pub fn matches(&self, comm: &str) -> bool {
+        match self {
+            Method::ExplicitPrefix(p) => comm.starts_with(p.as_str()),
+            Method::TokioDefaults => TOKIO_PREFIXES.iter().any(|p| comm.starts_with(p)),
+            Method::Stacks(names) => names.iter().any(|n| n == comm),
+            Method::LargestGroup(name) => group_name(comm) == Some(name.as_str()),
+        }
+    }
+}
+
+/// `name` of a `{name}-{N}` thread name.
+fn group_name(comm: &str) -> Option<&str> {
+    let (name, n) = comm.rsplit_once('-')?;
+    (!name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(name)
+}
+
+/// What sampling saw of one thread's stacks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopHits {
+    /// Stacks through Tokio's multi-thread worker loop.
+    pub worker: u32,
+    /// Stacks through the blocking pool's loop.
+    pub pool: u32,
+}
+
+/// Step 3: the threads whose sampled stacks ran Tokio's worker loop and
+/// never the blocking pool's.
+pub fn by_stacks(threads: &[Thread], hits: &BTreeMap<u32, LoopHits>) -> Option<(Method, Vec<u32>)> {
+    let workers: Vec<&Thread> = threads
+        .iter()
+        .filter(|t| {
+            hits.get(&t.tid)
+                .is_some_and(|h| h.worker > 0 && h.pool == 0)
+        })
+        .collect();
+    if workers.is_empty() {
+        return None;
+    }
+    let mut names: Vec<String> = workers.iter().map(|t| t.comm.clone()).collect();
+    names.sort();
+    names.dedup();
+    let tids = workers.iter().map(|t| t.tid).collect();
+    Some((Method::Stacks(names), tids))
 }
 
 impl std::fmt::Display for Method {
@@ -118,34 +171,40 @@ impl std::fmt::Display for Method {
         match self {
             Method::ExplicitPrefix(p) => write!(f, "explicit prefix {p:?}"),
             Method::TokioDefaults => f.write_str("Tokio default thread names"),
+            Method::Stacks(names) => {
+                write!(f, "stacks in Tokio's worker loop ({})", names.join(", "))
+            }
             Method::LargestGroup(p) => write!(f, "largest {p}-N thread group"),
         }
     }
 }
 
-/// Chooses the worker threads.
-pub fn select_workers(threads: &[Thread], prefix: Option<&str>) -> Option<(Method, Vec<u32>)> {
-    let pick = |pred: &dyn Fn(&str) -> bool| -> Vec<u32> {
-        threads
-            .iter()
-            .filter(|t| pred(&t.comm))
-            .map(|t| t.tid)
-            .collect()
+/// The threads a method selects.
+pub fn members(threads: &[Thread], method: &Method) -> Vec<u32> {
+    threads
+        .iter()
+        .filter(|t| method.matches(&t.comm))
+        .map(|t| t.tid)
+        .collect()
+}
+
+/// Steps 1 and 2: the workers by name (an explicit prefix, or Tokio's
+/// defaults).
+pub fn by_name(threads: &[Thread], prefix: Option<&str>) -> Option<(Method, Vec<u32>)> {
+    let method = match prefix {
+        Some(p) => Method::ExplicitPrefix(p.to_string()),
+        None => Method::TokioDefaults,
     };
-    if let Some(p) = prefix {
-        let tids = pick(&|c| c.starts_with(p));
-        return (!tids.is_empty()).then(|| (Method::ExplicitPrefix(p.to_string()), tids));
-    }
-    let tids = pick(&|c| TOKIO_PREFIXES.iter().any(|p| c.starts_with(p)));
-    if !tids.is_empty() {
-        return Some((Method::TokioDefaults, tids));
-    }
+    let tids = members(threads, &method);
+    (!tids.is_empty()).then_some((method, tids))
+}
+
+/// Step 4: the largest group of at least two `{name}-{N}` threads.
+pub fn largest_group(threads: &[Thread]) -> Option<(Method, Vec<u32>)> {
     let mut groups: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for t in threads {
-        if let Some((name, n)) = t.comm.rsplit_once('-') {
-            if !name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
-                groups.entry(name).or_default().push(t.tid);
-            }
+        if let Some(name) = group_name(&t.comm) {
+            groups.entry(name).or_default().push(t.tid);
         }
     }
     let (name, tids) = groups
@@ -153,6 +212,15 @@ pub fn select_workers(threads: &[Thread], prefix: Option<&str>) -> Option<(Metho
         .filter(|(_, v)| v.len() >= 2)
         .max_by_key(|(_, v)| v.len())?;
     Some((Method::LargestGroup(name.to_string()), tids))
+}
+
+/// Chooses the worker threads by name alone (steps 1, 2 and 4; the
+/// session inserts step 3, which needs the probe).
+pub fn select_workers(threads: &[Thread], prefix: Option<&str>) -> Option<(Method, Vec<u32>)> {
+    if prefix.is_some() {
+        return by_name(threads, prefix);
+    }
+    by_name(threads, None).or_else(|| largest_group(threads))
 }
 
 #[cfg(test)]
@@ -196,6 +264,41 @@ mod tests {
         assert_eq!(tids, vec![4, 5, 6]);
         assert!(select_workers(&[t(1, "svc")], None).is_none());
         assert!(select_workers(&ts, Some("nope")).is_none());
+    }
+
+    #[test]
+    fn stacks_pick_the_runtime_among_other_pools() {
+        let ts = [
+            t(1, "svc"),
+            t(2, "svc"),
+            t(3, "svc"),
+            t(4, "io-0"),
+            t(5, "io-1"),
+            t(6, "io-2"),
+            t(7, "io-3"),
+            t(8, "main"),
+        ];
+        let hit = |worker, pool| LoopHits { worker, pool };
+        let hits = BTreeMap::from([
+            (1, hit(3, 0)),
+            (2, hit(1, 0)),
+            (3, hit(2, 4)), // the blocking pool, under the workers' name
+            (4, hit(0, 0)),
+        ]);
+        assert!(select_workers(&ts, None).unwrap().0 == Method::LargestGroup("io".into()));
+        let (m, tids) = by_stacks(&ts, &hits).unwrap();
+        assert_eq!(m, Method::Stacks(vec!["svc".into()]));
+        assert_eq!(tids, vec![1, 2]);
+        assert!(m.matches("svc") && !m.matches("io-0"));
+        assert!(by_stacks(&ts, &BTreeMap::new()).is_none());
+    }
+
+    #[test]
+    fn a_group_keeps_its_name_as_it_grows() {
+        let m = Method::LargestGroup("io".into());
+        assert!(m.matches("io-17") && !m.matches("db-1") && !m.matches("io"));
+        let ts = [t(1, "io-0"), t(2, "db-0"), t(3, "io-5")];
+        assert_eq!(members(&ts, &m), vec![1, 3]);
     }
 
     #[test]

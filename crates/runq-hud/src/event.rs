@@ -6,7 +6,7 @@
 pub const MAX_FRAMES: usize = 127;
 /// Size of the fixed part of one record.
 pub const EVENT_SIZE: usize = HEADER_SIZE + 8 * MAX_FRAMES;
-const HEADER_SIZE: usize = 72;
+const HEADER_SIZE: usize = 80;
 
 const F_TRUNCATED: u32 = 1;
 const F_COPY_FAILED: u32 = 2;
@@ -73,6 +73,8 @@ pub struct RawEvent {
     pub copy: Option<StackCopy>,
     /// Copy mode: the kernel could not copy the stack or read the registers.
     pub copy_failed: bool,
+    /// How often the worker had left the CPU when the event was recorded.
+    pub switches: u64,
 }
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
@@ -128,6 +130,7 @@ pub fn decode(b: &[u8]) -> Option<RawEvent> {
         truncated: flags & F_TRUNCATED != 0,
         copy: decode_copy(b, flags),
         copy_failed: flags & (F_COPY_FAILED | F_NO_REGS) != 0,
+        switches: u64_at(b, 72)?,
     })
 }
 
@@ -145,6 +148,7 @@ pub(crate) mod tests {
         b[24..32].copy_from_slice(&1u64.to_ne_bytes());
         b[32..36].copy_from_slice(&1u32.to_ne_bytes());
         b[36..40].copy_from_slice(&frames.to_ne_bytes());
+        b[72..80].copy_from_slice(&5u64.to_ne_bytes());
         for (i, a) in stack.iter().enumerate() {
             b[HEADER_SIZE + 8 * i..HEADER_SIZE + 8 + 8 * i].copy_from_slice(&a.to_ne_bytes());
         }
@@ -172,6 +176,7 @@ pub(crate) mod tests {
             (42, 1000, 7_000_000, 1, 1)
         );
         assert_eq!(e.stack, vec![0x1000, 0x2000]);
+        assert_eq!(e.switches, 5);
         assert!(e.copy.is_none() && !e.truncated && !e.copy_failed);
     }
 

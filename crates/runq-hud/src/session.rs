@@ -11,8 +11,12 @@ use runq_kernel::clock::monotonic_ns;
 use runq_kernel::schedstat::read_schedstat;
 
 use crate::bpf::{BpfError, Probe};
+use crate::classify::Place;
+use crate::detect::Summary;
 use crate::detect::{Detector, Finding};
-use crate::discovery::{select_workers, threads, DiscoveryError, Method};
+use crate::discovery::{
+    by_name, by_stacks, largest_group, members, threads, DiscoveryError, LoopHits, Method, Thread,
+};
 use crate::event::RawEvent;
 use crate::health::{choose_source, StackHealth, StackReport, StackSource, UnwindChoice};
 use crate::report::{group, run_queue_stats, Report, WorkerStats};
@@ -99,11 +103,15 @@ impl StackPrep {
     }
 
     /// Replaces the event's stack by the unwound one where needed.
-    pub fn prepare(&mut self, ev: &mut RawEvent) {
+    /// Returns whether the stack was meant to be whole: in DWARF mode,
+    /// run-queue waits carry only the frames a frame-pointer walk can
+    /// trust (often just the preempted instruction), by design.
+    pub fn prepare(&mut self, ev: &mut RawEvent) -> bool {
         if self.source != StackSource::Dwarf {
             self.unwinder.note_objects(&ev.stack);
-            return;
+            return true;
         }
+        let meant_whole = ev.copy.is_some();
         match ev.copy.take() {
             Some(copy) if !ev.copy_failed => ev.stack = self.unwinder.unwind(&copy).0,
             copy => {
@@ -117,6 +125,7 @@ impl StackPrep {
                 ev.stack.truncate(keep);
             }
         }
+        meant_whole
     }
 
     /// The status line's words on stacks.
@@ -154,18 +163,25 @@ struct Watched {
 }
 
 impl Watched {
-    /// Finds (new) workers and adds them to the probe's filter.
-    fn refresh(&mut self, opts: &Options, probe: &mut Probe) -> Result<(), HudError> {
-        let all = threads(&opts.proc_root, opts.pid)?;
-        let prefix = match &self.method {
-            Method::ExplicitPrefix(p) => Some(p.as_str()),
-            _ => opts.worker_prefix.as_deref(),
-        };
-        let Some((_, tids)) = select_workers(&all, prefix) else {
-            return Ok(());
-        };
+    fn new(method: Method) -> Self {
+        Watched {
+            method,
+            comms: BTreeMap::new(),
+            cpu_start: BTreeMap::new(),
+        }
+    }
+
+    /// Adds threads to the set and to the probe's filter.
+    fn add(
+        &mut self,
+        opts: &Options,
+        all: &[Thread],
+        tids: &[u32],
+        probe: &mut Probe,
+    ) -> Result<(), HudError> {
         let new: Vec<u32> = tids
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|t| !self.comms.contains_key(t))
             .collect();
         for t in &new {
@@ -181,6 +197,60 @@ impl Watched {
         probe.watch(&new)?;
         Ok(())
     }
+
+    /// Finds new threads that match the discovery method (a growing
+    /// runtime) and adds them.
+    fn refresh(&mut self, opts: &Options, probe: &mut Probe) -> Result<(), HudError> {
+        let all = threads(&opts.proc_root, opts.pid)?;
+        let tids = members(&all, &self.method);
+        self.add(opts, &all, &tids, probe)
+    }
+}
+
+/// How long every thread is sampled when the workers must be found by
+/// their stacks.
+const DISCOVERY_SAMPLING: Duration = Duration::from_millis(500);
+
+/// Step 3 of discovery: watches every thread for a moment and keeps those
+/// whose stacks run Tokio's worker loop; the others leave the filter.
+fn discover_by_stacks(
+    all: &[Thread],
+    probe: &mut Probe,
+    prep: &mut StackPrep,
+    stacks: &mut Stacks,
+) -> Result<Option<(Method, Vec<u32>)>, HudError> {
+    let every: Vec<u32> = all.iter().map(|t| t.tid).collect();
+    probe.watch(&every)?;
+    std::thread::sleep(DISCOVERY_SAMPLING);
+    let mut events = probe.drain();
+    for ev in &mut events {
+        prep.prepare(ev);
+    }
+    stacks.prefetch(events.iter().flat_map(|e| &e.stack));
+    let found = by_stacks(all, &loop_hits(&events, stacks));
+    let keep = found.as_ref().map_or(&[][..], |(_, tids)| tids.as_slice());
+    let others: Vec<u32> = every.into_iter().filter(|t| !keep.contains(t)).collect();
+    probe.unwatch(&others)?;
+    Ok(found)
+}
+
+/// Per thread, how many sampled stacks ran the worker or the pool loop.
+fn loop_hits(events: &[RawEvent], stacks: &mut Stacks) -> BTreeMap<u32, LoopHits> {
+    let mut hits: BTreeMap<u32, LoopHits> = BTreeMap::new();
+    for ev in events {
+        let Summary {
+            place,
+            reached_loop,
+            ..
+        } = stacks.summary(&ev.stack);
+        let h = hits.entry(ev.tid).or_default();
+        if place == Place::BlockingPool {
+            h.pool += 1;
+        } else if reached_loop {
+            h.worker += 1;
+        }
+    }
+    hits
 }
 
 /// How often the ring buffer is drained: findings reach the report or the
@@ -195,11 +265,13 @@ const REFRESH: Duration = Duration::from_millis(250);
 fn feed(
     detector: &mut Detector,
     stacks: &mut Stacks,
-    health: &mut StackHealth,
+    health: Option<&mut StackHealth>,
     ev: &RawEvent,
 ) -> Vec<Finding> {
     let summary = stacks.summary(&ev.stack);
-    health.note(ev.stack.len(), summary.reached_loop, ev.truncated);
+    if let Some(h) = health {
+        h.note(ev.stack.len(), summary.reached_loop, ev.truncated);
+    }
     detector.feed_summarized(ev, summary, || stacks.frames(&ev.stack))
 }
 
@@ -214,6 +286,8 @@ pub enum Update<'a> {
     Lost(u64),
     /// The target process is gone.
     TargetExited,
+    /// How the workers were found.
+    Discovery(&'a str),
 }
 
 /// The state of an attached session.
@@ -229,30 +303,34 @@ struct Attached {
 }
 
 impl Attached {
-    /// Discovers the workers, picks the stack source and attaches.
+    /// Attaches, then discovers the workers (by name, by their stacks,
+    /// or as the largest thread group) and watches them.
     fn start(opts: &Options) -> Result<Self, HudError> {
         let mut symbols = Symbols::new(&opts.proc_root, opts.pid);
         if let Some(binary) = &opts.target_binary {
             symbols.use_target_binary(binary)?;
         }
         let all = threads(&opts.proc_root, opts.pid)?;
-        let (method, _) = select_workers(&all, opts.worker_prefix.as_deref())
-            .ok_or(DiscoveryError::NoWorkers(opts.pid))?;
-        let prep = StackPrep::new(opts);
+        let mut prep = StackPrep::new(opts);
         let mut probe = Probe::attach(opts.threshold_ns, opts.frequency, prep.source)?;
-        let mut watched = Watched {
-            method,
-            comms: BTreeMap::new(),
-            cpu_start: BTreeMap::new(),
-        };
-        watched.refresh(opts, &mut probe)?;
         // Loading symbols and debug info up front keeps that work out of the
         // measured part of a target's life.
         symbols.prewarm();
+        let mut stacks = Stacks::new(symbols);
+        let named = by_name(&all, opts.worker_prefix.as_deref());
+        let (method, tids) = match (named, &opts.worker_prefix) {
+            (Some(found), _) => found,
+            (None, Some(_)) => return Err(DiscoveryError::NoWorkers(opts.pid).into()),
+            (None, None) => discover_by_stacks(&all, &mut probe, &mut prep, &mut stacks)?
+                .or_else(|| largest_group(&all))
+                .ok_or(DiscoveryError::NoWorkers(opts.pid))?,
+        };
+        let mut watched = Watched::new(method);
+        watched.add(opts, &all, &tids, &mut probe)?;
         Ok(Attached {
             probe,
             watched,
-            stacks: Stacks::new(symbols),
+            stacks,
             detector: Detector::new(opts.threshold_ns),
             prep,
             health: StackHealth::default(),
@@ -264,12 +342,11 @@ impl Attached {
     /// Takes every queued event through unwinding and detection.
     fn drain(&mut self, on_update: &mut impl FnMut(Update<'_>)) {
         let mut events = self.probe.drain();
-        for ev in &mut events {
-            self.prep.prepare(ev);
-        }
+        let whole: Vec<bool> = events.iter_mut().map(|ev| self.prep.prepare(ev)).collect();
         self.stacks.prefetch(events.iter().flat_map(|e| &e.stack));
-        for ev in events {
-            let found = feed(&mut self.detector, &mut self.stacks, &mut self.health, &ev);
+        for (ev, whole) in events.into_iter().zip(whole) {
+            let health = whole.then_some(&mut self.health);
+            let found = feed(&mut self.detector, &mut self.stacks, health, &ev);
             for f in found {
                 self.latency
                     .push(monotonic_ns().saturating_sub(f.start_ns + f.duration_ns));
@@ -290,6 +367,7 @@ pub fn run(
     mut on_update: impl FnMut(Update<'_>),
 ) -> Result<Session, HudError> {
     let mut s = Attached::start(opts)?;
+    on_update(Update::Discovery(&s.watched.method.to_string()));
     let started = Instant::now();
     let mut last_refresh = Instant::now();
     let mut target_exited = false;

@@ -35,6 +35,8 @@ pub struct Shared {
     pub target_exited: AtomicBool,
     /// The stack status line.
     pub stacks: Mutex<String>,
+    /// How the workers were found.
+    pub discovery: Mutex<String>,
 }
 
 impl Shared {
@@ -45,10 +47,23 @@ impl Shared {
         if self.target_exited.load(Ordering::Relaxed) {
             status.health = "target exited".into();
         }
-        if let Ok(s) = self.stacks.lock() {
-            if !s.is_empty() {
-                status.stacks.clone_from(&s);
+        for (from, to) in [
+            (&self.stacks, &mut status.stacks),
+            (&self.discovery, &mut status.discovery),
+        ] {
+            if let Ok(s) = from.lock() {
+                if !s.is_empty() {
+                    to.clone_from(&s);
+                }
             }
+        }
+    }
+}
+
+fn set_text(slot: &Mutex<String>, text: &str) {
+    if let Ok(mut cur) = slot.lock() {
+        if *cur != text {
+            *cur = text.to_string();
         }
     }
 }
@@ -67,13 +82,8 @@ impl Feed {
             Update::Finding(f) => self.offer(f.clone()),
             Update::Lost(n) => self.shared.lost.store(n, Ordering::Relaxed),
             Update::TargetExited => self.shared.target_exited.store(true, Ordering::Relaxed),
-            Update::Stacks(s) => {
-                if let Ok(mut cur) = self.shared.stacks.lock() {
-                    if *cur != s {
-                        *cur = s.to_string();
-                    }
-                }
-            }
+            Update::Stacks(s) => set_text(&self.shared.stacks, s),
+            Update::Discovery(s) => set_text(&self.shared.discovery, s),
         }
     }
 
@@ -293,10 +303,17 @@ mod tests {
             "stacks: DWARF CFI (copied stacks) (x), 90% short",
         ));
         feed.update(Update::TargetExited);
+        feed.update(Update::Discovery("stacks in Tokio's worker loop (svc)"));
         let mut a = app();
         shared.apply_to(&mut a.model.status);
-        let s = screen(&a, 100, 24);
-        for needle in ["lost 12", "target exited", "90% short", "DWARF CFI"] {
+        let s = screen(&a, 140, 24);
+        for needle in [
+            "lost 12",
+            "target exited",
+            "90% short",
+            "DWARF CFI",
+            "loop (svc)",
+        ] {
             assert!(s.contains(needle), "{needle:?} missing:\n{s}");
         }
     }

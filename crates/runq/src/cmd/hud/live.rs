@@ -30,13 +30,7 @@ pub fn live_screen(
 ) -> anyhow::Result<Session> {
     require_tty()?;
     let (feed, rx, shared) = runq_hud::live::channel();
-    let discovery = runq_hud::discovery::threads(&opts.proc_root, opts.pid)
-        .ok()
-        .and_then(|all| runq_hud::discovery::select_workers(&all, opts.worker_prefix.as_deref()))
-        .map_or_else(
-            || "no workers found yet".to_string(),
-            |(method, _)| method.to_string(),
-        );
+    let discovery = "discovering workers".to_string();
     let status = Status {
         target: format!("pid {}", opts.pid),
         discovery,
