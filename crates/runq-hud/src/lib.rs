@@ -2,12 +2,15 @@
 //!
 //! BPF programs on the scheduler tracepoints and a cpu-clock sampler
 //! ([`bpf`]) report, for the target's worker threads only, sleeps and
-//! run-queue waits above a threshold and periodic stacks ([`event`]). The
-//! stacks are symbolized ([`symbols`]) and classified ([`classify`]), both
-//! cached per address ([`stacks`]); the detector ([`detect`]) names the
-//! culprit in three categories, and a session ([`session`]) turns it all
-//! into a report ([`report`]) and a Chrome trace ([`export`]); [`live`] is
-//! the ratatui view. Workers are found by [`discovery`].
+//! run-queue waits above a threshold and periodic stacks ([`event`]):
+//! frame-pointer walks, or copies of the stack that [`unwind`] unwinds
+//! with DWARF CFI ([`prep`] picks and applies the way, [`health`] says
+//! when stacks are cut short). The stacks are symbolized ([`symbols`])
+//! and classified ([`classify`]), both cached per address ([`stacks`]);
+//! the detector ([`detect`]) names the culprit in three categories, and a
+//! session ([`session`]) turns it all into a report ([`report`]) and a
+//! Chrome trace ([`export`]); [`live`] is the ratatui view. Workers are
+//! found by [`discovery`].
 
 pub mod bpf;
 pub mod classify;
@@ -17,6 +20,7 @@ pub mod event;
 pub mod export;
 pub mod health;
 pub mod live;
+pub mod prep;
 pub mod report;
 pub mod session;
 pub mod stacks;

@@ -167,32 +167,7 @@ pub fn render(r: &Report) -> String {
     if let Some(w) = &r.stacks.warning {
         let _ = writeln!(out, "WARNING: {w}");
     }
-    if r.blockers.is_empty() && r.stacks.warning.is_some() {
-        let _ = writeln!(
-            out,
-            "no blockers named: the stacks cannot show them (see the warning)"
-        );
-    } else if r.blockers.is_empty() {
-        let _ = writeln!(out, "no blockers above the threshold");
-    } else {
-        let _ = writeln!(
-            out,
-            "{:<26} {:>6} {:>10} {:>9}  culprit",
-            "category", "count", "total", "max"
-        );
-        for b in &r.blockers {
-            let _ = writeln!(
-                out,
-                "{:<26} {:>6} {:>10} {:>9}  {} ({})",
-                b.category.label(),
-                b.count,
-                ms(b.total_ns),
-                ms(b.max_ns),
-                b.function,
-                b.location.as_deref().unwrap_or("no file:line")
-            );
-        }
-    }
+    render_blockers(&mut out, r);
     for w in &r.workers {
         let finds: Vec<String> = w
             .findings
@@ -223,6 +198,36 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out, "note: {h}");
     }
     out
+}
+
+/// The blockers table, or why there is none.
+fn render_blockers(out: &mut String, r: &Report) {
+    if r.blockers.is_empty() && r.stacks.warning.is_some() {
+        let _ = writeln!(
+            out,
+            "no blockers named: the stacks cannot show them (see the warning)"
+        );
+    } else if r.blockers.is_empty() {
+        let _ = writeln!(out, "no blockers above the threshold");
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<26} {:>6} {:>10} {:>9}  culprit",
+            "category", "count", "total", "max"
+        );
+        for b in &r.blockers {
+            let _ = writeln!(
+                out,
+                "{:<26} {:>6} {:>10} {:>9}  {} ({})",
+                b.category.label(),
+                b.count,
+                ms(b.total_ns),
+                ms(b.max_ns),
+                b.function,
+                b.location.as_deref().unwrap_or("no file:line")
+            );
+        }
+    }
 }
 
 /// The stacks line: source, per-object methods, shortfalls, bytes copied.

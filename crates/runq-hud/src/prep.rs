@@ -1,0 +1,89 @@
+//! From what the kernel sent to stacks of addresses: copied stacks are
+//! unwound, and in DWARF mode frame-pointer walks are cut where they leave
+//! code that keeps frame pointers. Also picks the stack source for a
+//! target and reports on it.
+
+use crate::event::RawEvent;
+use crate::health::{choose_source, StackHealth, StackReport, StackSource};
+use crate::session::Options;
+use crate::unwind::{UnwindMethod, Unwinder};
+
+/// Turns what the kernel sent into stacks of addresses: copied stacks are
+/// unwound; in DWARF mode, frame-pointer walks are cut where they leave
+/// code that keeps frame pointers. Counts how good the stacks are.
+pub struct StackPrep {
+    /// How stacks are taken.
+    pub source: StackSource,
+    /// Why.
+    pub reason: String,
+    exe: Option<UnwindMethod>,
+    unwinder: Unwinder,
+}
+
+impl StackPrep {
+    /// Reads the target's objects and picks the stack source.
+    pub fn new(opts: &Options) -> Self {
+        let mut unwinder = Unwinder::new(&opts.proc_root, opts.pid);
+        let exe = unwinder.executable_method();
+        let (source, reason) = choose_source(opts.unwind, exe);
+        StackPrep {
+            source,
+            reason,
+            exe,
+            unwinder,
+        }
+    }
+
+    /// Replaces the event's stack by the unwound one where needed.
+    /// Returns whether the stack was meant to be whole: in DWARF mode,
+    /// run-queue waits carry only the frames a frame-pointer walk can
+    /// trust (often just the preempted instruction), by design.
+    pub fn prepare(&mut self, ev: &mut RawEvent) -> bool {
+        if self.source != StackSource::Dwarf {
+            self.unwinder.note_objects(&ev.stack);
+            return true;
+        }
+        let meant_whole = ev.copy.is_some();
+        match ev.copy.take() {
+            Some(copy) if !ev.copy_failed => ev.stack = self.unwinder.unwind(&copy).0,
+            copy => {
+                if ev.copy_failed {
+                    self.unwinder.count_copy_failure(copy.as_ref());
+                    if let Some(c) = copy.filter(|c| c.ip != 0) {
+                        ev.stack = vec![c.ip];
+                    }
+                }
+                let keep = self.unwinder.trusted_fp_prefix(&ev.stack);
+                ev.stack.truncate(keep);
+            }
+        }
+        meant_whole
+    }
+
+    /// The status line's words on stacks.
+    pub fn status(&self, health: &StackHealth) -> String {
+        let short = health.short_share();
+        format!(
+            "stacks: {} ({}){}",
+            self.source.label(),
+            self.reason,
+            if short >= 0.5 {
+                format!(", {:.0}% short", short * 100.0)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// The report's stack section.
+    pub fn report(&self, health: &StackHealth, elapsed_s: f64) -> StackReport {
+        health.report(
+            self.source,
+            self.reason.clone(),
+            self.exe,
+            self.unwinder.objects_seen(),
+            self.unwinder.stats,
+            elapsed_s,
+        )
+    }
+}
