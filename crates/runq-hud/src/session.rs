@@ -91,6 +91,11 @@ impl Watched {
         }
     }
 
+    /// The watched threads.
+    fn tids(&self) -> Vec<u32> {
+        self.comms.keys().copied().collect()
+    }
+
     /// Adds threads to the set and to the probe's filter.
     fn add(
         &mut self,
@@ -208,6 +213,8 @@ pub enum Update<'a> {
     TargetExited,
     /// How the workers were found.
     Discovery(&'a str),
+    /// Every watched worker (after discovery and each rediscovery).
+    Workers(&'a [u32]),
 }
 
 /// The state of an attached session.
@@ -288,6 +295,7 @@ pub fn run(
 ) -> Result<Session, HudError> {
     let mut s = Attached::start(opts)?;
     on_update(Update::Discovery(&s.watched.method.to_string()));
+    on_update(Update::Workers(&s.watched.tids()));
     let started = Instant::now();
     let mut last_refresh = Instant::now();
     let mut target_exited = false;
@@ -305,6 +313,7 @@ pub fn run(
             }
             // Threads that appear later (a growing runtime) join the filter.
             let _ = s.watched.refresh(opts, &mut s.probe);
+            on_update(Update::Workers(&s.watched.tids()));
             last_refresh = Instant::now();
         }
     }

@@ -37,6 +37,8 @@ pub struct Shared {
     pub stacks: Mutex<String>,
     /// How the workers were found.
     pub discovery: Mutex<String>,
+    /// The watched workers.
+    pub workers: Mutex<Vec<u32>>,
 }
 
 impl Shared {
@@ -46,6 +48,11 @@ impl Shared {
         status.lost = status.lost.max(self.lost.load(Ordering::Relaxed));
         if self.target_exited.load(Ordering::Relaxed) {
             status.health = "target exited".into();
+        }
+        if let Ok(w) = self.workers.lock() {
+            if status.workers != *w {
+                status.workers.clone_from(&w);
+            }
         }
         for (from, to) in [
             (&self.stacks, &mut status.stacks),
@@ -84,6 +91,13 @@ impl Feed {
             Update::TargetExited => self.shared.target_exited.store(true, Ordering::Relaxed),
             Update::Stacks(s) => set_text(&self.shared.stacks, s),
             Update::Discovery(s) => set_text(&self.shared.discovery, s),
+            Update::Workers(tids) => {
+                if let Ok(mut w) = self.shared.workers.lock() {
+                    if *w != tids {
+                        *w = tids.to_vec();
+                    }
+                }
+            }
         }
     }
 
@@ -304,6 +318,7 @@ mod tests {
         ));
         feed.update(Update::TargetExited);
         feed.update(Update::Discovery("stacks in Tokio's worker loop (svc)"));
+        feed.update(Update::Workers(&[7, 8, 4242]));
         let mut a = app();
         shared.apply_to(&mut a.model.status);
         let s = screen(&a, 140, 24);

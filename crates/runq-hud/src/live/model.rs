@@ -57,6 +57,8 @@ pub struct Status {
     pub health: String,
     /// How stacks are taken, and the share cut short when most are.
     pub stacks: String,
+    /// Every watched worker, with findings or not.
+    pub workers: Vec<u32>,
 }
 
 /// One worker's row.
@@ -153,7 +155,18 @@ impl LiveModel {
 
     /// Per-worker figures of the window, by tid.
     pub fn workers(&self) -> Vec<WorkerRow> {
-        let mut rows: BTreeMap<u32, WorkerRow> = BTreeMap::new();
+        let mut rows: BTreeMap<u32, WorkerRow> = self
+            .status
+            .workers
+            .iter()
+            .map(|&tid| {
+                let row = WorkerRow {
+                    tid,
+                    ..Default::default()
+                };
+                (tid, row)
+            })
+            .collect();
         for f in &self.findings {
             let r = rows.entry(f.tid).or_insert_with(|| WorkerRow {
                 tid: f.tid,
