@@ -12,6 +12,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use runq_kernel::proc::tasks;
+
 /// Comm prefixes of Tokio's worker threads.
 pub const TOKIO_PREFIXES: [&str; 2] = ["tokio-runtime-w", "tokio-rt-worker"];
 
@@ -50,25 +52,20 @@ pub enum DiscoveryError {
 pub fn find_process(proc_root: &Path, name: &str) -> Result<u32, DiscoveryError> {
     let me = std::process::id();
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(proc_root).into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in tasks::pids(proc_root).unwrap_or_default() {
         if pid == me {
             continue;
         }
-        let comm = read_trimmed(&entry.path().join("comm"));
-        let exe = std::fs::read_link(entry.path().join("exe"))
+        let dir = proc_root.join(pid.to_string());
+        let comm = tasks::read_comm(&dir);
+        let exe = std::fs::read_link(dir.join("exe"))
             .ok()
             .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
         if comm.as_deref() == Some(name) || exe.as_deref() == Some(name) {
             found.push((pid, comm.unwrap_or_default()));
         }
     }
+    found.sort();
     match found.len() {
         0 => Err(DiscoveryError::NotFound(name.to_string())),
         1 => Ok(found[0].0),
@@ -83,24 +80,15 @@ pub fn find_process(proc_root: &Path, name: &str) -> Result<u32, DiscoveryError>
     }
 }
 
-fn read_trimmed(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim_end().to_string())
-}
-
 /// Every thread of `pid`.
 pub fn threads(proc_root: &Path, pid: u32) -> Result<Vec<Thread>, DiscoveryError> {
+    let tids = tasks::tids(proc_root, pid).map_err(|_| DiscoveryError::NoSuchPid(pid))?;
     let dir = proc_root.join(pid.to_string()).join("task");
-    let entries = std::fs::read_dir(&dir).map_err(|_| DiscoveryError::NoSuchPid(pid))?;
-    Ok(entries
-        .flatten()
-        .filter_map(|e| {
-            let tid = e.file_name().to_str()?.parse().ok()?;
-            Some(Thread {
-                tid,
-                comm: read_trimmed(&e.path().join("comm")).unwrap_or_default(),
-            })
+    Ok(tids
+        .into_iter()
+        .map(|tid| Thread {
+            tid,
+            comm: tasks::read_comm(&dir.join(tid.to_string())).unwrap_or_default(),
         })
         .collect())
 }

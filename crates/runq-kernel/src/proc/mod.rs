@@ -12,6 +12,7 @@ pub mod sched;
 pub mod smaps_rollup;
 pub mod stat;
 pub mod status;
+pub mod tasks;
 
 pub use cgroup_file::{parse_task_cgroup, TaskCgroups};
 pub use io::{parse_io, TaskIo};

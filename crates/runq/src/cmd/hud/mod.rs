@@ -14,6 +14,7 @@ use runq_hud::bpf::BpfError;
 use runq_hud::discovery::find_process;
 use runq_hud::health::UnwindChoice;
 use runq_hud::session::{self, HudError, Options};
+use runq_kernel::proc::tasks::has_capability;
 use runq_kernel::tracefs::TracefsError;
 
 use crate::exit;
@@ -119,16 +120,8 @@ fn parse_threshold(s: &str) -> Result<Duration, String> {
 /// Root, or CAP_BPF (39) and CAP_PERFMON (38) in the effective set.
 fn privileged() -> bool {
     // SAFETY: no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let caps = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
-        .unwrap_or(0);
-    caps & (1 << 39) != 0 && caps & (1 << 38) != 0
+    let root = unsafe { libc::geteuid() } == 0;
+    root || (has_capability(39) && has_capability(38))
 }
 
 /// Resolves the target pid from PROCESS or --pid.
