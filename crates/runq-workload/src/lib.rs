@@ -8,6 +8,8 @@
 pub mod checks;
 pub mod clock;
 pub mod duration;
+pub mod fair_model;
+pub mod fairness;
 pub mod fault;
 pub mod fd;
 pub mod interrupt;

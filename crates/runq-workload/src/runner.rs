@@ -11,6 +11,7 @@ use runq_kernel::cgroup::{cleanup_stale_runs, CgroupError, CgroupLayout, RunCgro
 use serde::Serialize;
 
 use crate::checks::{verdict, CheckResult, Verdict};
+use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::fault::{Fault, FaultStep};
 use crate::report::{WorkerExitInfo, WorkerReport};
 use crate::scenario::{Scenario, ScenarioError, StepAction};
@@ -264,6 +265,18 @@ impl LiveRun<'_> {
 pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
     scn.validate()?;
     let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
+    let weight_file = cgroups.as_ref().and_then(|run| {
+        let h = run
+            .layout()
+            .hierarchies
+            .iter()
+            .find(|h| h.has_controller("cpu"))?;
+        Some(if h.is_v2() {
+            "cpu.weight"
+        } else {
+            "cpu.shares"
+        })
+    });
     let mut scheduler = scn
         .scheduler
         .as_deref()
@@ -313,7 +326,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         run.remove_all();
     }
     reports.sort_by_key(|r| r.group_idx);
-    let (groups, checks) = judge(scn, &reports);
+    let (groups, checks) = judge(scn, &reports, weight_file);
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
     let failed = scheduler_death.is_some() || interrupted || run_error.is_some();
     Ok(RunOutcome {
@@ -361,14 +374,26 @@ fn drive(
     (None, None)
 }
 
-/// Summaries and check results for every group.
-fn judge(scn: &Scenario, reports: &[WorkerReport]) -> (Vec<GroupSummary>, Vec<CheckResult>) {
+/// Summaries and check results for every group, then the fair-share
+/// check across groups.
+fn judge(
+    scn: &Scenario,
+    reports: &[WorkerReport],
+    weight_file: Option<&str>,
+) -> (Vec<GroupSummary>, Vec<CheckResult>) {
     let mut groups = Vec::new();
     let mut checks = Vec::new();
     for (i, g) in scn.groups.iter().enumerate() {
         groups.push(summarize_group(i, &g.name, g.work.name(), reports));
         let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == i).collect();
         checks.extend(scn.checks.evaluate_group(&g.name, &mine, false));
+    }
+    let online = runq_kernel::cpulist::online_cpus();
+    if let (Some(bound), Some(model)) = (
+        scn.checks.fair_share_bound(),
+        model_from_run(scn, reports, weight_file, &online),
+    ) {
+        checks.extend(fair_share_checks(&model, bound));
     }
     (groups, checks)
 }

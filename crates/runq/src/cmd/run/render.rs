@@ -172,6 +172,9 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             c.op,
             fmt_measure(c.bound)
         );
+        if let (false, Some(d)) = (c.pass, &c.detail) {
+            let _ = writeln!(out, "     {d}");
+        }
     }
     let (word, code) = match o.verdict {
         runq_workload::Verdict::Pass => ("PASS", 32),
