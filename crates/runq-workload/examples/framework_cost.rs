@@ -14,7 +14,7 @@ use runq_workload::{WorkSpec, WorkType, WorkloadHandle};
 fn engine_rate(secs: f64) -> f64 {
     let spec = WorkSpec::new(0, WorkType::from_name("SpinWait").expect("type"), 1);
     let mut handle = WorkloadHandle::spawn(&[spec]).expect("spawn");
-    handle.start().expect("start");
+    handle.start();
     std::thread::sleep(Duration::from_secs_f64(secs));
     let reports = handle.stop_and_collect(Duration::from_secs(5));
     let r = &reports[0];

@@ -34,6 +34,10 @@ pub struct CheckConfig {
     /// Pages migrated across nodes during the run (vmstat delta, largest
     /// worker value). Default: off.
     pub max_numa_pages_migrated: Option<u64>,
+    /// Least share of its CPU entitlement each group (and each worker
+    /// within its group) must get, 0..=1; see [`crate::fairness`].
+    /// Default: 0.5.
+    pub min_fair_share: Option<f64>,
     /// Names of checks to turn off (e.g. `["max_gap_ms"]`).
     pub disable: Vec<String>,
 }
@@ -50,13 +54,14 @@ impl Default for CheckConfig {
             max_migration_ratio: None,
             min_numa_locality: Some(0.5),
             max_numa_pages_migrated: None,
+            min_fair_share: Some(0.5),
             disable: Vec::new(),
         }
     }
 }
 
 /// Names accepted in `disable`.
-pub const CHECK_NAMES: [&str; 9] = [
+pub const CHECK_NAMES: [&str; 10] = [
     "not_stuck",
     "max_gap_ms",
     "max_offcpu_spread_pct",
@@ -66,6 +71,7 @@ pub const CHECK_NAMES: [&str; 9] = [
     "max_migration_ratio",
     "min_numa_locality",
     "max_numa_pages_migrated",
+    "min_fair_share",
 ];
 
 /// One evaluated check.
@@ -83,6 +89,9 @@ pub struct CheckResult {
     pub bound: f64,
     /// Whether it held.
     pub pass: bool,
+    /// A sentence on what was measured, when the numbers need one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// PASS when every check passed.
@@ -117,7 +126,18 @@ impl CheckConfig {
         {
             return Err("min_numa_locality must be between 0 and 1".into());
         }
+        if self
+            .min_fair_share
+            .is_some_and(|v| !(0.0..=1.0).contains(&v))
+        {
+            return Err("min_fair_share must be between 0 and 1".into());
+        }
         Ok(())
+    }
+
+    /// The fair-share bound, unless the check is off.
+    pub fn fair_share_bound(&self) -> Option<f64> {
+        self.enabled("min_fair_share", self.min_fair_share)
     }
 
     fn enabled<T>(&self, name: &str, v: Option<T>) -> Option<T> {
@@ -145,6 +165,7 @@ impl CheckConfig {
                 op,
                 bound,
                 pass,
+                detail: None,
             });
         };
         let live: Vec<&WorkerReport> = reports

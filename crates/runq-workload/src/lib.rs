@@ -8,6 +8,9 @@
 pub mod checks;
 pub mod clock;
 pub mod duration;
+pub mod fair_model;
+pub mod fairness;
+pub mod fault;
 pub mod fd;
 pub mod interrupt;
 pub mod placement;
@@ -26,6 +29,7 @@ pub mod telemetry;
 pub mod worktype;
 
 pub use checks::{CheckConfig, CheckResult, Verdict};
+pub use fault::{Fault, FaultStep};
 pub use placement::{Affinity, MemPolicy, SchedPolicy, WorkerSetup};
 pub use report::{Migration, WorkerExitInfo, WorkerReport, MAX_WAKE_SAMPLES};
 pub use runner::{run_scenario, CgroupMode, Placement, RunError, RunOptions, RunOutcome};

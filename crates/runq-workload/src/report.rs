@@ -31,6 +31,8 @@ pub enum WorkerExitInfo {
     WaitFailed(String),
     /// A thread-mode worker panicked; the panic message.
     Panicked(String),
+    /// The worker was never created (e.g. fork failed); why.
+    NotStarted(String),
 }
 
 /// Per-worker telemetry, produced by the worker at the end of its loop.
@@ -89,6 +91,9 @@ pub struct WorkerReport {
     pub group_idx: usize,
     /// Why the requested affinity or memory policy could not be applied.
     pub affinity_error: Option<String>,
+    /// Why the worker could not be started as planned: its cgroup
+    /// placement or its start byte failed (sentinels only).
+    pub start_error: Option<String>,
 }
 
 impl WorkerReport {

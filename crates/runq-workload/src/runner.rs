@@ -11,7 +11,9 @@ use runq_kernel::cgroup::{cleanup_stale_runs, CgroupError, CgroupLayout, RunCgro
 use serde::Serialize;
 
 use crate::checks::{verdict, CheckResult, Verdict};
-use crate::report::WorkerReport;
+use crate::fair_model::{fair_share_checks, model_from_run};
+use crate::fault::{Fault, FaultStep};
+use crate::report::{WorkerExitInfo, WorkerReport};
 use crate::scenario::{Scenario, ScenarioError, StepAction};
 use crate::scheduler::{SchedulerDeath, SchedulerProc};
 use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
@@ -58,6 +60,8 @@ pub struct RunOptions<'a> {
     pub collect_timeout: Duration,
     /// Repro mode: no watchdog signals to the scheduler.
     pub repro: bool,
+    /// A start-up fault to inject (tests; `RUNQ_FAULT` in the binary).
+    pub fault: Option<Fault>,
 }
 
 /// Everything a run produced.
@@ -79,6 +83,9 @@ pub struct RunOutcome {
     pub stale_cgroups_removed: usize,
     /// The watched scheduler's death, if it died.
     pub scheduler_death: Option<SchedulerDeath>,
+    /// Why the run ended early, when it could not go as planned (a fork
+    /// or a cgroup operation failed). The reports are complete regardless.
+    pub run_error: Option<String>,
     /// One summary per group.
     pub groups: Vec<GroupSummary>,
     /// Every evaluated check.
@@ -103,7 +110,13 @@ pub enum RunError {
     Cgroup(#[from] CgroupError),
     /// fork/pipe failed, or the scheduler could not start.
     #[error("starting the run: {0}")]
-    Spawn(#[from] std::io::Error),
+    Spawn(std::io::Error),
+}
+
+impl From<std::io::Error> for RunError {
+    fn from(e: std::io::Error) -> Self {
+        RunError::Spawn(e)
+    }
 }
 
 /// Creates the run's cgroups, or explains why it runs without them.
@@ -180,23 +193,48 @@ impl LiveRun<'_> {
         spec
     }
 
-    /// Forks group `idx`, places its new workers, and releases them.
+    /// Forks the groups, places their new workers, and releases them. A
+    /// fork failure stops the forking (the group's missing workers get
+    /// `NotStarted` sentinels) but still releases the workers that exist;
+    /// a worker whose placement fails is killed and reported.
     fn launch(&mut self, groups: &[usize]) -> Result<(), RunError> {
         let before = self.handle.pids().len();
+        let mut result = Ok(());
         for &idx in groups {
             let spec = self.spec(idx);
-            self.handle.add_group(&spec)?;
-        }
-        if let Some(run) = &mut self.cgroups {
-            for (pid, group_idx) in self.handle.pids().into_iter().skip(before) {
-                if let Some(name) = &self.scn.groups[group_idx].cgroup {
-                    let cg = run.add_group(name, &Default::default())?;
-                    run.place(cg, pid)?;
+            if let Err(e) = self.handle.add_group(&spec) {
+                let have = self.handle.group_size(idx);
+                let why = format!("group {}: {e}", self.scn.groups[idx].name);
+                for _ in have..spec.workers {
+                    let info = WorkerExitInfo::NotStarted(why.clone());
+                    self.reports.push(WorkerReport::sentinel(0, idx, info));
                 }
+                result = Err(RunError::Spawn(std::io::Error::new(e.kind(), why)));
+                break;
             }
         }
-        self.handle.start()?;
-        Ok(())
+        for (pid, group_idx) in self.handle.pids().into_iter().skip(before) {
+            if let Err(why) = self.place(pid, group_idx) {
+                self.handle.fail_worker(pid, why);
+            }
+        }
+        self.handle.start();
+        result
+    }
+
+    /// Places one worker in its group's cgroup (if it has one).
+    fn place(&mut self, pid: i32, group_idx: usize) -> Result<(), String> {
+        let (Some(run), Some(name)) = (&mut self.cgroups, &self.scn.groups[group_idx].cgroup)
+        else {
+            return Ok(());
+        };
+        if self.handle.fault_hits(FaultStep::Place, pid) {
+            return Err(format!("placement in {name}: injected fault"));
+        }
+        let placed = run
+            .add_group(name, &Default::default())
+            .and_then(|cg| run.place(cg, pid));
+        placed.map_err(|e| format!("placement in {name}: {e}"))
     }
 
     fn apply_step(&mut self, action: &StepAction) -> Result<(), RunError> {
@@ -222,10 +260,23 @@ impl LiveRun<'_> {
     }
 }
 
-/// Runs `scn` to completion (or interruption).
+/// Runs `scn` to completion (or interruption). Once workers exist, every
+/// failure ends the run early with a full report and `run_error` set.
 pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
     scn.validate()?;
     let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
+    let weight_file = cgroups.as_ref().and_then(|run| {
+        let h = run
+            .layout()
+            .hierarchies
+            .iter()
+            .find(|h| h.has_controller("cpu"))?;
+        Some(if h.is_v2() {
+            "cpu.weight"
+        } else {
+            "cpu.shares"
+        })
+    });
     let mut scheduler = scn
         .scheduler
         .as_deref()
@@ -246,28 +297,18 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         reports: Vec::new(),
         collect_timeout: opts.collect_timeout,
     };
+    live.handle.inject_fault(opts.fault);
     let t_spawn = Instant::now();
     let first: Vec<usize> = (0..scn.groups.len())
         .filter(|&i| !scn.groups[i].deferred)
         .collect();
-    live.launch(&first)?;
+    let launched = live.launch(&first);
     let spawn_ns = elapsed_ns(t_spawn);
     let t_run = Instant::now();
-    let mut steps = scn.steps.iter().peekable();
-    let mut scheduler_death = None;
-    while t_run.elapsed() < scn.duration && !opts.interrupt.load(Ordering::Relaxed) {
-        while let Some(step) = steps.next_if(|s| s.at <= t_run.elapsed()) {
-            live.apply_step(&step.action)?;
-        }
-        if let Some(death) = scheduler.as_mut().and_then(|s| s.check_death(t_run)) {
-            scheduler_death = Some(death);
-            break;
-        }
-        (opts.on_tick)(t_run.elapsed(), scn.duration);
-        let next_step = steps.peek().map_or(scn.duration, |s| s.at);
-        let left = next_step.min(scn.duration).saturating_sub(t_run.elapsed());
-        std::thread::sleep(left.clamp(Duration::from_millis(1), Duration::from_millis(100)));
-    }
+    let (scheduler_death, run_error) = match launched {
+        Ok(()) => drive(&mut live, scheduler.as_mut(), opts.interrupt, opts.on_tick),
+        Err(e) => (None, Some(e.to_string())),
+    };
     let run_ns = elapsed_ns(t_run);
     let t_collect = Instant::now();
     let LiveRun {
@@ -285,9 +326,9 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         run.remove_all();
     }
     reports.sort_by_key(|r| r.group_idx);
-    let (groups, checks) = judge(scn, &reports);
+    let (groups, checks) = judge(scn, &reports, weight_file);
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
-    let verdict = verdict(&checks, scheduler_death.is_some() || interrupted);
+    let failed = scheduler_death.is_some() || interrupted || run_error.is_some();
     Ok(RunOutcome {
         scenario: scn.name.clone(),
         placement,
@@ -297,21 +338,62 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         collect_ns,
         stale_cgroups_removed: stale,
         scheduler_death,
+        run_error,
         groups,
+        verdict: verdict(&checks, failed),
         checks,
-        verdict,
         reports,
     })
 }
 
-/// Summaries and check results for every group.
-fn judge(scn: &Scenario, reports: &[WorkerReport]) -> (Vec<GroupSummary>, Vec<CheckResult>) {
+/// Waits out the duration, applying the timed steps, until the end, an
+/// interrupt, the scheduler's death or a failed step.
+fn drive(
+    live: &mut LiveRun<'_>,
+    mut scheduler: Option<&mut SchedulerProc>,
+    interrupt: &AtomicBool,
+    on_tick: &mut dyn FnMut(Duration, Duration),
+) -> (Option<SchedulerDeath>, Option<String>) {
+    let scn = live.scn;
+    let t_run = Instant::now();
+    let mut steps = scn.steps.iter().peekable();
+    while t_run.elapsed() < scn.duration && !interrupt.load(Ordering::Relaxed) {
+        while let Some(step) = steps.next_if(|s| s.at <= t_run.elapsed()) {
+            if let Err(e) = live.apply_step(&step.action) {
+                return (None, Some(format!("step at {:?}: {e}", step.at)));
+            }
+        }
+        if let Some(death) = scheduler.as_mut().and_then(|s| s.check_death(t_run)) {
+            return (Some(death), None);
+        }
+        on_tick(t_run.elapsed(), scn.duration);
+        let next_step = steps.peek().map_or(scn.duration, |s| s.at);
+        let left = next_step.min(scn.duration).saturating_sub(t_run.elapsed());
+        std::thread::sleep(left.clamp(Duration::from_millis(1), Duration::from_millis(100)));
+    }
+    (None, None)
+}
+
+/// Summaries and check results for every group, then the fair-share
+/// check across groups.
+fn judge(
+    scn: &Scenario,
+    reports: &[WorkerReport],
+    weight_file: Option<&str>,
+) -> (Vec<GroupSummary>, Vec<CheckResult>) {
     let mut groups = Vec::new();
     let mut checks = Vec::new();
     for (i, g) in scn.groups.iter().enumerate() {
         groups.push(summarize_group(i, &g.name, g.work.name(), reports));
         let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == i).collect();
         checks.extend(scn.checks.evaluate_group(&g.name, &mine, false));
+    }
+    let online = runq_kernel::cpulist::online_cpus();
+    if let (Some(bound), Some(model)) = (
+        scn.checks.fair_share_bound(),
+        model_from_run(scn, reports, weight_file, &online),
+    ) {
+        checks.extend(fair_share_checks(&model, bound));
     }
     (groups, checks)
 }

@@ -168,6 +168,7 @@ impl Telemetry {
             is_messenger,
             group_idx,
             affinity_error: None,
+            start_error: None,
         }
     }
 }

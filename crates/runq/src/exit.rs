@@ -1,14 +1,17 @@
 //! Exit codes and the one-line error report.
 //!
-//! 0 ok, 1 check failed or runtime error, 2 usage error, 77 missing
-//! privilege. Library errors travel as `anyhow::Error`; a [`Fail`] anywhere
-//! in the chain chooses the code.
+//! 0 ok, 1 check failed or runtime error, 2 usage error, 3 run error
+//! (`runq run` could not go as planned), 77 missing privilege. Library
+//! errors travel as `anyhow::Error`; a [`Fail`] anywhere in the chain
+//! chooses the code.
 
 use std::fmt;
 use std::process::ExitCode;
 
 /// Usage error (bad flag value, unknown name).
 pub const USAGE: u8 = 2;
+/// `runq run` could not go as planned (fork, cgroup or scheduler failure).
+pub const RUN_ERROR: u8 = 3;
 /// Missing privilege (root, CAP_BPF, ...).
 pub const NO_PRIVILEGE: u8 = 77;
 
@@ -38,6 +41,15 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
+/// A run error with exit code 3.
+pub fn run_error(message: impl Into<String>) -> anyhow::Error {
+    Fail {
+        code: RUN_ERROR,
+        message: message.into(),
+    }
+    .into()
+}
+
 /// A missing-privilege error with exit code 77.
 pub fn no_privilege(message: impl Into<String>) -> anyhow::Error {
     Fail {
@@ -53,11 +65,38 @@ pub fn report_error(err: &anyhow::Error) -> ExitCode {
         .chain()
         .find_map(|e| e.downcast_ref::<Fail>())
         .map_or(1, |f| f.code);
-    let line = err
-        .chain()
-        .map(|e| e.to_string())
-        .collect::<Vec<_>>()
-        .join(": ");
-    eprintln!("runq: {line}");
+    eprintln!("runq: {}", chain_line(err.chain().map(|e| e.to_string())));
     ExitCode::from(code)
+}
+
+/// Joins an error chain with ": ", leaving out a cause whose text the line
+/// already holds (errors that print their source themselves).
+fn chain_line(chain: impl Iterator<Item = String>) -> String {
+    let mut line = String::new();
+    for text in chain {
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chain_prints_each_cause_once() {
+        let chain = ["starting the run: Broken pipe", "Broken pipe"].map(String::from);
+        assert_eq!(
+            chain_line(chain.into_iter()),
+            "starting the run: Broken pipe"
+        );
+        let chain = ["reading x", "No such file"].map(String::from);
+        assert_eq!(chain_line(chain.into_iter()), "reading x: No such file");
+    }
 }

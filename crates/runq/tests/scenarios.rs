@@ -41,6 +41,7 @@ fn suite_scenarios_pass() {
     }
     for name in [
         "tests/cpuset-split.toml",
+        "tests/weight-1-4.toml",
         "tests/quota-step.toml",
         "tests/add-remove.toml",
         "annotated.toml",
@@ -62,6 +63,39 @@ fn suite_scenarios_pass() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn a_one_to_four_weight_split_gets_its_fair_shares() {
+    if !is_root_or_skip() {
+        return;
+    }
+    let (code, v, err) = run_json(&["run", &scenario("tests/weight-1-4.toml")]);
+    assert_eq!(code, Some(0), "{err} {:?}", failed_checks(&v));
+    let fair: Vec<&Value> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] == "min_fair_share")
+        .collect();
+    assert_eq!(fair.len(), 2, "{fair:?}");
+    // light is owed 20% of what the run got, heavy 80%.
+    let detail = |g: &str| {
+        fair.iter()
+            .find(|c| c["group"] == g)
+            .and_then(|c| c["detail"].as_str())
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        detail("light").ends_with("expected 20% (cpu.shares 1024:4096)")
+            || detail("light").ends_with("expected 20% (cpu.weight 100:400)")
+    );
+    assert!(
+        detail("heavy").contains("expected 80%"),
+        "{}",
+        detail("heavy")
+    );
 }
 
 #[test]

@@ -12,6 +12,10 @@ use crate::report::{WorkerExitInfo, WorkerReport};
 pub(super) struct ProcWorker {
     pub(super) pid: i32,
     pub(super) group_idx: usize,
+    /// Spawn-order index among the handle's process workers.
+    pub(super) index: usize,
+    /// Why the worker did not start as planned (placement, start byte).
+    pub(super) start_error: Option<String>,
     start_tx: Option<OwnedFd>,
     report_rx: Option<OwnedFd>,
     report: Vec<u8>,
@@ -23,6 +27,8 @@ impl ProcWorker {
         ProcWorker {
             pid,
             group_idx,
+            index: 0,
+            start_error: None,
             start_tx: Some(start_tx),
             report_rx: Some(report_rx),
             report: Vec::new(),
@@ -30,12 +36,31 @@ impl ProcWorker {
         }
     }
 
-    /// Writes the start byte (once).
-    pub(super) fn release(&mut self) -> io::Result<()> {
+    /// Writes the start byte (once). A worker that died before it gets
+    /// EPIPE; the error is kept for its sentinel.
+    pub(super) fn release(&mut self) {
         if let Some(tx) = self.start_tx.take() {
-            std::fs::File::from(tx).write_all(&[1])?;
+            if let Err(e) = std::fs::File::from(tx).write_all(&[1]) {
+                self.start_error.get_or_insert(format!("start byte: {e}"));
+            }
         }
-        Ok(())
+    }
+
+    /// SIGKILLs the worker and waits until it is dead, leaving it unreaped
+    /// (the collect path reaps it and reads its exit shape).
+    pub(super) fn kill_and_wait_dead(&self) {
+        // SAFETY: killing our own unreaped child.
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        loop {
+            // SAFETY: a zeroed siginfo_t is a valid out-buffer.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let flags = libc::WEXITED | libc::WNOWAIT;
+            // SAFETY: waitid on our own child without reaping it.
+            let rc = unsafe { libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, flags) };
+            if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                return;
+            }
+        }
     }
 }
 
@@ -161,7 +186,9 @@ fn into_report(w: ProcWorker) -> WorkerReport {
         r.exit_info = None;
         return r;
     }
-    WorkerReport::sentinel(w.pid, w.group_idx, exit_info(&w.status))
+    let mut r = WorkerReport::sentinel(w.pid, w.group_idx, exit_info(&w.status));
+    r.start_error = w.start_error;
+    r
 }
 
 /// The exit shape of a worker that sent no report.

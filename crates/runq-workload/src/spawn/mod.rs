@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 pub use spec::{thread_capable, CloneMode, CustomContext, CustomWork, Watchdog, Work, WorkSpec};
 
+use crate::fault::{Fault, FaultStep};
 use crate::fd::pipe;
 use crate::report::WorkerReport;
 use crate::stop::{install_handler, install_stop_handler};
@@ -44,6 +45,9 @@ pub struct WorkerId {
 pub struct WorkloadHandle {
     procs: Vec<ProcWorker>,
     threads: ThreadWorkers,
+    /// Process workers forked so far (the spawn-order index of the next).
+    forked: usize,
+    fault: Option<Fault>,
 }
 
 impl std::fmt::Debug for WorkloadHandle {
@@ -64,7 +68,21 @@ impl WorkloadHandle {
         Ok(handle)
     }
 
-    /// Adds one group's workers (they too wait for [`Self::start`]).
+    /// Arms a fault for the start-up path (see [`crate::fault`]).
+    pub fn inject_fault(&mut self, fault: Option<Fault>) {
+        self.fault = fault;
+    }
+
+    /// True when the armed fault fires at `step` for process worker `pid`.
+    pub fn fault_hits(&self, step: FaultStep, pid: i32) -> bool {
+        self.procs
+            .iter()
+            .find(|w| w.pid == pid)
+            .is_some_and(|w| Fault::hits(self.fault, step, w.index))
+    }
+
+    /// Adds one group's workers (they too wait for [`Self::start`]). On a
+    /// fork failure the workers forked before it stay in the handle.
     pub fn add_group(&mut self, spec: &WorkSpec) -> io::Result<()> {
         if spec.clone_mode == CloneMode::Thread && !thread_capable(&spec.work) {
             return Err(io::Error::new(
@@ -84,13 +102,19 @@ impl WorkloadHandle {
         }
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
+        let mut forked = Ok(());
         for idx in 0..spec.workers {
-            self.fork_one(spec, prepared.as_deref_mut(), idx, parent)?;
+            forked = self.fork_one(spec, prepared.as_deref_mut(), idx, parent);
+            if forked.is_err() {
+                break;
+            }
         }
+        // Also after a failure: the forked workers must see their partners'
+        // pipes close.
         if let Some(p) = prepared.as_mut() {
             p.release_parent_copies();
         }
-        Ok(())
+        forked
     }
 
     fn fork_one(
@@ -100,27 +124,46 @@ impl WorkloadHandle {
         idx: usize,
         parent: i32,
     ) -> io::Result<()> {
+        let index = self.forked;
+        if Fault::hits(self.fault, FaultStep::Fork, index) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("fork of worker {idx}: injected fault fork:{index}"),
+            ));
+        }
+        let die_first = Fault::hits(self.fault, FaultStep::FirstIteration, index);
         let (start_rx, start_tx) = pipe()?;
         let (report_rx, report_tx) = pipe()?;
         // SAFETY: the child only runs worker code and always ends in _exit.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
-            return Err(io::Error::last_os_error());
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("fork of worker {idx}: {e}"),
+            ));
         }
         if pid == 0 {
             // Close the parent's ends of every earlier worker's pipes.
             self.procs.clear();
             drop((start_tx, report_rx));
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                child_main(spec, prepared, idx, parent, start_rx, report_tx)
+                let child = Child {
+                    idx,
+                    parent,
+                    die_first,
+                };
+                child_main(spec, prepared, &child, start_rx, report_tx)
             }))
             .unwrap_or(101);
             // SAFETY: terminating the child without running parent cleanup.
             unsafe { libc::_exit(code) };
         }
         drop((start_rx, report_tx));
-        self.procs
-            .push(ProcWorker::new(pid, spec.group_idx, start_tx, report_rx));
+        let mut w = ProcWorker::new(pid, spec.group_idx, start_tx, report_rx);
+        w.index = index;
+        self.procs.push(w);
+        self.forked += 1;
         Ok(())
     }
 
@@ -139,13 +182,34 @@ impl WorkloadHandle {
         self.procs.iter().map(|w| (w.pid, w.group_idx)).collect()
     }
 
-    /// Releases every not-yet-started worker into its work loop.
-    pub fn start(&mut self) -> io::Result<()> {
+    /// Releases every not-yet-started worker into its work loop. A worker
+    /// that cannot be released (it died) keeps the error for its sentinel
+    /// report; the others start regardless.
+    pub fn start(&mut self) {
         for w in &mut self.procs {
-            w.release()?;
+            if Fault::hits(self.fault, FaultStep::Start, w.index) {
+                w.kill_and_wait_dead();
+            }
+            w.release();
         }
         self.threads.start();
-        Ok(())
+    }
+
+    /// Gives up on process worker `pid` before it starts: SIGKILLs it and
+    /// records `why` for its sentinel report.
+    pub fn fail_worker(&mut self, pid: i32, why: String) {
+        if let Some(w) = self.procs.iter_mut().find(|w| w.pid == pid) {
+            w.kill_and_wait_dead();
+            w.start_error = Some(why);
+        }
+    }
+
+    /// How many workers of group `group_idx` the handle holds.
+    pub fn group_size(&self, group_idx: usize) -> usize {
+        self.workers()
+            .iter()
+            .filter(|w| w.group_idx == group_idx)
+            .count()
     }
 
     /// Stops and collects only the workers of group `group_idx`.
@@ -174,16 +238,26 @@ impl Drop for WorkloadHandle {
     }
 }
 
+/// Who a forked child is.
+struct Child {
+    /// Index in its group.
+    idx: usize,
+    /// The runq process.
+    parent: i32,
+    /// Injected fault: die where the first iteration would begin.
+    die_first: bool,
+}
+
 /// The child: arm the death signal, wait for start, set up, run, report.
 /// Returns the exit code.
 fn child_main(
     spec: &WorkSpec,
     mut prepared: Option<&mut (dyn PreparedWork + 'static)>,
-    idx: usize,
-    parent: i32,
+    child: &Child,
     start_rx: OwnedFd,
     report_tx: OwnedFd,
 ) -> i32 {
+    let (idx, parent) = (child.idx, child.parent);
     // SAFETY: prctl/getppid have no memory preconditions.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
@@ -215,6 +289,10 @@ fn child_main(
     };
     if let Some(p) = prepared {
         p.release_parent_copies(); // close what belongs to other workers
+    }
+    if child.die_first {
+        // SAFETY: raising a signal on ourselves.
+        unsafe { libc::raise(libc::SIGKILL) };
     }
     let report = worker::run_worker(spec, idx, body, setup_error);
     let Ok(bytes) = serde_json::to_vec(&report) else {

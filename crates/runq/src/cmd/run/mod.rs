@@ -12,7 +12,8 @@ use std::path::Path;
 use runq_workload::duration::parse_duration;
 use runq_workload::scenario_file::load_scenario;
 use runq_workload::{
-    run_scenario, CgroupMode, Placement, RunError, RunOptions, Scenario, ScenarioBuilder, WorkType,
+    run_scenario, CgroupMode, Fault, Placement, RunError, RunOptions, Scenario, ScenarioBuilder,
+    WorkType,
 };
 
 use crate::exit;
@@ -24,7 +25,17 @@ Examples:
   runq run                                   built-in default scenario
   runq run --work-type PipeIo --workers 4 --duration 5s
   runq run --work-type PipeIo --param burst_iters=0 --json
-  sudo runq run --work-type SpinWait --workers 8 --cgroup bench/spin")]
+  sudo runq run --work-type SpinWait --workers 8 --cgroup bench/spin
+
+Exit codes:
+  0   every check passed (verdict PASS)
+  1   a check failed (verdict FAIL; the report says which)
+  2   usage error: a bad flag, parameter or scenario file
+  3   run error: the run could not go as planned (a fork, a cgroup
+      operation or the scheduler failed); the report, when printed, is
+      complete and the run's cgroups are removed
+  77  missing privilege: the run asks for cgroups and runq is not root
+  128+N  interrupted by signal N (SIGINT: 130); partial report")]
 pub struct RunArgs {
     /// A scenario file (TOML; see scenarios/annotated.toml), or
     /// `default` for the built-in scenario.
@@ -188,6 +199,13 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (scn, mode) = scenario_from_args(&args)?;
     let collect_timeout = parse_duration(&args.collect_timeout)
         .map_err(|e| exit::usage(format!("--collect-timeout: {e}")))?;
+    let fault = match std::env::var("RUNQ_FAULT") {
+        Ok(text) => Some(
+            text.parse::<Fault>()
+                .map_err(|e| exit::usage(format!("RUNQ_FAULT: {e}")))?,
+        ),
+        Err(_) => None,
+    };
     let interrupt = runq_workload::interrupt::install().context("installing signal handlers")?;
     let mut progress = render::Progress::new(scn.duration, args.json);
     let mut ctprof = args
@@ -208,6 +226,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             },
             collect_timeout,
             repro: args.repro,
+            fault,
         },
     );
     progress.finish();
@@ -219,7 +238,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             )))
         }
         Err(RunError::Scenario(e)) => return Err(exit::usage(e.to_string())),
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(exit::run_error(e.to_string())),
     };
     if let Placement::Unplaced { reason } = &outcome.placement {
         if scn.wants_cgroups() && !args.json && mode != CgroupMode::Off {
@@ -228,6 +247,9 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
+        if let Some(e) = &outcome.run_error {
+            eprintln!("runq: run ended early: {e}");
+        }
     } else {
         print!(
             "{}",
@@ -244,6 +266,9 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn exit_code(outcome: &runq_workload::RunOutcome) -> ExitCode {
+    if outcome.run_error.is_some() {
+        return ExitCode::from(exit::RUN_ERROR);
+    }
     if outcome.interrupted {
         let sig = runq_workload::interrupt::received_signal().unwrap_or(libc::SIGINT);
         return ExitCode::from(u8::try_from(128 + sig).unwrap_or(1));

@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use runq_workload::{Placement, RunOutcome};
+use runq_workload::{Placement, RunOutcome, WorkerExitInfo};
 
 use crate::style::paint;
 
@@ -117,11 +117,24 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
             g.max_gap_ms
         );
     }
-    for r in o.reports.iter().filter(|r| r.exit_info.is_some()) {
-        let line = format!(
-            "worker {} (group {}) sent no report: {:?}",
-            r.tid, r.group_idx, r.exit_info
-        );
+    for r in o.reports.iter() {
+        let Some(info) = &r.exit_info else { continue };
+        let mut line = match info {
+            WorkerExitInfo::NotStarted(why) => {
+                format!("a worker of group {} was never started: {why}", r.group_idx)
+            }
+            _ => format!(
+                "worker {} (group {}) sent no report: {info:?}",
+                r.tid, r.group_idx
+            ),
+        };
+        if let Some(e) = &r.start_error {
+            let _ = write!(line, " ({e})");
+        }
+        let _ = writeln!(out, "{}", paint(&line, 31, color));
+    }
+    if let Some(e) = &o.run_error {
+        let line = format!("run ended early: {e}");
         let _ = writeln!(out, "{}", paint(&line, 31, color));
     }
     if let Some(d) = &o.scheduler_death {
@@ -159,6 +172,9 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             c.op,
             fmt_measure(c.bound)
         );
+        if let (false, Some(d)) = (c.pass, &c.detail) {
+            let _ = writeln!(out, "     {d}");
+        }
     }
     let (word, code) = match o.verdict {
         runq_workload::Verdict::Pass => ("PASS", 32),

@@ -1,0 +1,273 @@
+//! Builds the fair-share model ([`crate::fairness`]) of a finished run
+//! from its scenario and reports, and turns it into check results.
+
+use std::collections::BTreeSet;
+
+use runq_kernel::cgroup::UNLIMITED;
+
+use crate::checks::CheckResult;
+use crate::fairness::{
+    describe, group_shares, worst_worker, FairEntity, FairModel, FairShare, FairWorker,
+};
+use crate::placement::{Affinity, SchedPolicy};
+use crate::report::WorkerReport;
+use crate::scenario::Scenario;
+
+/// Relative CFS weight of a SCHED_OTHER/BATCH/IDLE worker (1.0 at nice 0);
+/// `None` for real-time and deadline workers, which are not judged.
+fn task_weight(policy: &SchedPolicy, nice: Option<i32>) -> Option<f64> {
+    match policy {
+        SchedPolicy::Normal | SchedPolicy::Batch => {
+            Some(1.25f64.powi(-nice.unwrap_or(0).clamp(-20, 19)))
+        }
+        SchedPolicy::Idle => Some(3.0 / 1024.0),
+        _ => None,
+    }
+}
+
+/// The model of a run. `weight_file` names the cgroup weight file the run
+/// used (`cpu.shares` or `cpu.weight`), `None` when the workers ran
+/// unplaced. `None` when the run cannot be judged (timed steps, no
+/// reports).
+pub fn model_from_run(
+    scn: &Scenario,
+    reports: &[WorkerReport],
+    weight_file: Option<&str>,
+    online: &BTreeSet<usize>,
+) -> Option<FairModel> {
+    if !scn.steps.is_empty() || online.is_empty() {
+        return None;
+    }
+    let live: Vec<&WorkerReport> = reports.iter().filter(|r| r.exit_info.is_none()).collect();
+    let window_ns = live
+        .iter()
+        .map(|r| r.wall_time_ns)
+        .max()
+        .filter(|&w| w > 0)?;
+    let mut entities: Vec<FairEntity> = Vec::new();
+    let mut cgroup_entity: Vec<(String, usize)> = Vec::new();
+    let mut workers = Vec::new();
+    for r in live {
+        let g = scn.groups.get(r.group_idx)?;
+        let Some(weight) = task_weight(&g.setup.policy, g.setup.nice) else {
+            continue;
+        };
+        let cgroup = g.cgroup.as_ref().filter(|_| weight_file.is_some());
+        let entity = match cgroup {
+            Some(name) => match cgroup_entity.iter().find(|(n, _)| n == name) {
+                Some(&(_, e)) => e,
+                None => {
+                    entities.push(cgroup_entity_of(scn, name, online));
+                    cgroup_entity.push((name.clone(), entities.len() - 1));
+                    entities.len() - 1
+                }
+            },
+            None => {
+                entities.push(FairEntity {
+                    weight,
+                    cpus: affinity_cpus(&g.setup.affinity, online),
+                    quota_cpus: None,
+                });
+                entities.len() - 1
+            }
+        };
+        let wall = r.wall_time_ns.max(1) as f64;
+        workers.push(FairWorker {
+            group: r.group_idx,
+            entity,
+            weight,
+            demand: (r.cpu_time_ns + r.schedstat_run_delay_ns) as f64 / wall,
+            cpu_ns: r.cpu_time_ns,
+            tid: r.tid,
+        });
+    }
+    let basis = basis(&entities, cgroup_entity.len(), weight_file);
+    Some(FairModel {
+        entities,
+        workers,
+        group_names: scn.groups.iter().map(|g| g.name.clone()).collect(),
+        window_ns,
+        basis,
+    })
+}
+
+/// A run cgroup as an entity: its weight, cpuset and quota.
+fn cgroup_entity_of(scn: &Scenario, name: &str, online: &BTreeSet<usize>) -> FairEntity {
+    let limits = scn
+        .cgroups
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| c.limits.clone())
+        .unwrap_or_default();
+    let cpus = match &limits.cpuset {
+        Some(set) => set.intersection(online).copied().collect(),
+        None => online.clone(),
+    };
+    FairEntity {
+        weight: limits.weight.unwrap_or(100) as f64 / 100.0,
+        cpus,
+        quota_cpus: limits
+            .cpu_max
+            .filter(|&(q, p)| q != UNLIMITED && p > 0)
+            .map(|(q, p)| q as f64 / p as f64),
+    }
+}
+
+/// The CPUs a lone worker may use.
+fn affinity_cpus(a: &Affinity, online: &BTreeSet<usize>) -> BTreeSet<usize> {
+    match a {
+        Affinity::Cpus(set) => set.intersection(online).copied().collect(),
+        Affinity::Single(c) => BTreeSet::from([*c]),
+        Affinity::Inherit | Affinity::Random(_) => online.clone(),
+    }
+}
+
+/// How the entitlements were set, for the message: "equal cpu.shares",
+/// "cpu.weight 1:4", with ", cpu.max" / ", cpusets" when they apply.
+fn basis(entities: &[FairEntity], cgroups: usize, weight_file: Option<&str>) -> String {
+    let mut text = match weight_file.filter(|_| cgroups > 0) {
+        None => "no cgroups: one share per runnable worker".to_string(),
+        Some(file) => {
+            let scale = if file == "cpu.shares" { 1024.0 } else { 100.0 };
+            let w: Vec<String> = entities
+                .iter()
+                .map(|e| format!("{:.0}", e.weight * scale))
+                .collect();
+            if w.windows(2).all(|p| p[0] == p[1]) {
+                format!("equal {file}")
+            } else {
+                format!("{file} {}", w.join(":"))
+            }
+        }
+    };
+    if entities.iter().any(|e| e.quota_cpus.is_some()) {
+        text.push_str(", cpu.max");
+    }
+    if entities.windows(2).any(|p| p[0].cpus != p[1].cpus) {
+        text.push_str(", cpusets");
+    }
+    text
+}
+
+/// Least CPU time a group or worker must be owed to be judged: below a
+/// few scheduler periods, who ran first decides the share.
+pub const MIN_JUDGED_NS: f64 = 100e6;
+
+/// The `min_fair_share` results: one per group against its entitlement,
+/// and one per multi-worker group for its least-served worker. Shares
+/// owed less than [`MIN_JUDGED_NS`] of CPU time are not judged.
+pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
+    let mut out = Vec::new();
+    let judged = |s: &FairShare| s.expected_cpus * m.window_ns as f64 >= MIN_JUDGED_NS;
+    for s in group_shares(m).into_iter().filter(judged) {
+        let ratio = s.ratio();
+        out.push(CheckResult {
+            name: "min_fair_share".into(),
+            group: m.group_names[s.group].clone(),
+            measured: ratio,
+            op: ">=",
+            bound,
+            pass: ratio >= bound,
+            detail: Some(describe(m, &s)),
+        });
+        if let Some((tid, w)) = worst_worker(m, s.group).filter(|(_, w)| judged(w)) {
+            let ratio = w.ratio();
+            let pct = |c: f64| 100.0 * c / w.pool_cpus.max(1e-9);
+            out.push(CheckResult {
+                name: "min_fair_share_worker".into(),
+                group: m.group_names[s.group].clone(),
+                measured: ratio,
+                op: ">=",
+                bound,
+                pass: ratio >= bound,
+                detail: Some(format!(
+                    "worker {tid} got {:.1}% of its group's CPU time, expected {:.0}%",
+                    pct(w.got_cpus),
+                    pct(w.expected_cpus)
+                )),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::ScenarioBuilder;
+    use crate::worktype::WorkType;
+    use runq_kernel::cgroup::CgroupLimits;
+
+    fn spin() -> WorkType {
+        WorkType::from_name("SpinWait").unwrap()
+    }
+
+    fn report(group_idx: usize, cpu_ms: u64, delay_ms: u64) -> WorkerReport {
+        WorkerReport {
+            group_idx,
+            cpu_time_ns: cpu_ms * 1_000_000,
+            schedstat_run_delay_ns: delay_ms * 1_000_000,
+            wall_time_ns: 1_000_000_000,
+            completed: true,
+            ..Default::default()
+        }
+    }
+
+    fn weighted(w: u64) -> CgroupLimits {
+        CgroupLimits {
+            weight: Some(w),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_starved_cgroup_fails_with_the_weights_named() {
+        let scn = ScenarioBuilder::new("s")
+            .cgroup("a", weighted(100))
+            .cgroup("b", weighted(400))
+            .group("a", spin(), 1, Some("a"))
+            .group("b", spin(), 1, Some("b"))
+            .build();
+        let reports = [report(0, 10, 990), report(1, 990, 10)];
+        let online = BTreeSet::from([0, 1]);
+        let m = model_from_run(&scn, &reports, Some("cpu.shares"), &online).unwrap();
+        assert_eq!(m.basis, "cpu.shares 1024:4096");
+        let res = fair_share_checks(&m, 0.5);
+        let a = res.iter().find(|c| c.group == "a").unwrap();
+        assert!(!a.pass, "{res:?}");
+        assert_eq!(
+            a.detail.as_deref(),
+            Some("a got 1.0% of the CPU time, expected 20% (cpu.shares 1024:4096)")
+        );
+        // Unplaced, the same workers are two equal tasks.
+        let m = model_from_run(&scn, &reports, None, &online).unwrap();
+        assert_eq!(m.basis, "no cgroups: one share per runnable worker");
+        assert_eq!(m.entities.len(), 2);
+    }
+
+    #[test]
+    fn real_time_groups_and_stepped_runs_are_not_judged() {
+        let mut scn = ScenarioBuilder::new("s")
+            .group("rt", spin(), 1, None)
+            .group("other", spin(), 1, None)
+            .build();
+        scn.groups[0].setup.policy = SchedPolicy::Fifo(10);
+        let reports = [report(0, 900, 0), report(1, 100, 900)];
+        let online = BTreeSet::from([0]);
+        let m = model_from_run(&scn, &reports, None, &online).unwrap();
+        assert_eq!(m.workers.len(), 1);
+        assert!(fair_share_checks(&m, 0.5)
+            .iter()
+            .all(|c| c.group == "other"));
+        assert!(task_weight(&SchedPolicy::Normal, Some(5)).unwrap() < 0.33);
+        let stepped = ScenarioBuilder::new("s")
+            .group("late", spin(), 1, None)
+            .build();
+        let mut stepped = stepped;
+        stepped.steps.push(crate::scenario::Step {
+            at: std::time::Duration::from_millis(5),
+            action: crate::scenario::StepAction::RemoveGroup("late".into()),
+        });
+        assert!(model_from_run(&stepped, &reports, None, &online).is_none());
+    }
+}
