@@ -80,7 +80,7 @@ pub fn report_from_trace(doc: &Value) -> Result<Report, String> {
 mod tests {
     use super::*;
     use crate::detect::Tally;
-    use crate::report::{group, render, RunQueueStats};
+    use crate::report::{group, render, RunQueueStats, SCHEMA_VERSION};
     use crate::symbols::Frame;
 
     fn finding(category: Category, dur_ms: u64) -> Finding {
@@ -109,6 +109,7 @@ mod tests {
 
     fn report(findings: &[Finding]) -> Report {
         Report {
+            schema_version: SCHEMA_VERSION,
             pid: 1,
             comm: "app".into(),
             discovery: "Tokio default thread names".into(),

@@ -61,9 +61,19 @@ pub struct RunQueueStats {
     pub max_ns: u64,
 }
 
+/// The version of the report's JSON layout (2: `stacks` added).
+pub const SCHEMA_VERSION: u32 = 2;
+
+fn schema_v1() -> u32 {
+    1
+}
+
 /// Everything a headless session reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
+    /// The JSON layout's version (1 for exports older than the field).
+    #[serde(default = "schema_v1")]
+    pub schema_version: u32,
     /// Target pid.
     pub pid: u32,
     /// Target comm.

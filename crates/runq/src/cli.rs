@@ -14,6 +14,10 @@ use crate::cmd;
 #[derive(Debug, Parser)]
 #[command(name = "runq", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
+    /// More log lines on stderr (`runq -v CMD`: -v info, -vv debug, -vvv trace); RUST_LOG
+    /// filters them as in other Rust tools (e.g. RUST_LOG=aya=debug).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// The tool to run.
     #[command(subcommand)]
     pub command: Command,
@@ -44,4 +48,16 @@ pub enum Command {
     Hud(cmd::hud::HudArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::CompletionsArgs),
+    /// Print the man page (roff) of runq or of one of its commands.
+    Man(cmd::man::ManArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -4,6 +4,7 @@ pub mod collatz;
 pub mod completions;
 pub mod ctprof;
 pub mod hud;
+pub mod man;
 pub mod run;
 
 use std::process::ExitCode;
@@ -18,5 +19,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Collatz(args) => collatz::execute(args),
         Command::Hud(args) => hud::execute(args),
         Command::Completions(args) => completions::execute(args),
+        Command::Man(args) => man::execute(args),
     }
 }
