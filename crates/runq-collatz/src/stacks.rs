@@ -1,6 +1,8 @@
 //! How deep a profiler's stacks reach, read where the profiler writes
 //! them: the text of `perf script` (one header line per sample, then one
-//! indented line per frame, innermost first, a blank line after).
+//! indented line per frame, innermost first, a blank line after), or the
+//! trace-event JSON of `runq hud --export` (one stack per finding, under
+//! `args.stack`, innermost first, inlined functions as frames of their own).
 //!
 //! A graph frame is one whose symbol is a graph function (`...::f123`). A
 //! stack whose outermost frame is still a graph function never reached
@@ -26,16 +28,30 @@ pub struct DepthReport {
     pub deepest_graph_frames: usize,
     /// Graph samples whose outermost frame is a graph function.
     pub cut_in_graph: u64,
-    /// Graph samples by their number of graph frames.
+    /// Graph samples by their number of graph frames: `[frames, samples]`
+    /// pairs, ascending.
+    #[serde(serialize_with = "as_pairs")]
     pub graph_frames_histogram: BTreeMap<usize, u64>,
+}
+
+/// Writes a map as a list of pairs (JSON object keys would be strings and
+/// lose their numeric order).
+fn as_pairs<S: serde::Serializer>(map: &BTreeMap<usize, u64>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(map.iter())
 }
 
 /// Whether a perf script frame line (`ADDR SYMBOL+OFF (DSO)`) is a graph
 /// function.
 pub fn is_graph_frame(line: &str) -> bool {
     let line = line.trim();
-    // Drop the address, the DSO in parentheses and the offset.
+    // Drop the address, then the DSO and the offset.
     let sym = line.split_once(char::is_whitespace).map_or("", |(_, s)| s);
+    is_graph_symbol(sym)
+}
+
+/// Whether a symbol, maybe followed by `+0xOFF` and ` (where)`, names a
+/// graph function (`...callgraph::...::fNNN`).
+pub fn is_graph_symbol(sym: &str) -> bool {
     let sym = sym.rfind(" (").map_or(sym, |i| &sym[..i]);
     let sym = sym.rfind("+0x").map_or(sym, |i| &sym[..i]);
     let Some((path, name)) = sym.rsplit_once("::") else {
@@ -46,7 +62,9 @@ pub fn is_graph_frame(line: &str) -> bool {
 }
 
 impl DepthReport {
-    fn add_sample(&mut self, frames: &[bool]) {
+    /// Counts one stack, given per frame (innermost first) whether it is
+    /// a graph function.
+    pub fn add_sample(&mut self, frames: &[bool]) {
         if frames.is_empty() {
             return;
         }
@@ -102,6 +120,23 @@ pub fn read_perf_script(input: impl BufRead) -> std::io::Result<DepthReport> {
     Ok(report)
 }
 
+/// Reads the stacks of a `runq hud --export` document.
+pub fn read_hud_export(doc: &serde_json::Value) -> Option<DepthReport> {
+    let events = doc.get("traceEvents")?.as_array()?;
+    let mut report = DepthReport::default();
+    for stack in events
+        .iter()
+        .filter_map(|e| e.get("args")?.get("stack")?.as_array())
+    {
+        let frames: Vec<bool> = stack
+            .iter()
+            .map(|f| f.as_str().is_some_and(is_graph_symbol))
+            .collect();
+        report.add_sample(&frames);
+    }
+    Some(report)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +188,25 @@ runq 20710  2911.447118:     250000 cpu-clock:ppp:
             "  5aa306 runq_collatz::callgraph::fabc (/x)"
         ));
         assert!(!is_graph_frame("  3000 [unknown] (/lib/libgcc_s.so.1)"));
+    }
+
+    #[test]
+    fn reads_hud_export_stacks() {
+        let doc = serde_json::json!({"traceEvents": [
+            {"ph": "M", "name": "thread_name", "args": {"name": "runq"}},
+            {"ph": "X", "args": {"stack": [
+                "[unknown] 0x55d496bb79b0",
+                "node_body (/src/callgraph.rs:43)",
+                "runq_collatz::callgraph::GRID::f840 (/src/callgraph.rs:51)",
+                "node_body (/src/callgraph.rs:43)",
+                "runq_collatz::callgraph::GRID::f613 (/src/callgraph.rs:54)",
+            ]}},
+        ]});
+        let r = read_hud_export(&doc).unwrap();
+        assert_eq!((r.samples, r.graph_samples), (1, 1));
+        assert_eq!((r.deepest_frames, r.deepest_graph_frames), (5, 2));
+        assert_eq!(r.cut_in_graph, 1);
+        assert!(read_hud_export(&serde_json::json!({"x": 1})).is_none());
     }
 
     #[test]

@@ -367,7 +367,7 @@ runq 1 1.1: 1 cpu-clock:ppp:
 ";
 
 #[test]
-fn depth_report_reads_perf_script_text() {
+fn depth_report_reads_perf_script_and_hud_exports() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("perf.txt");
     std::fs::write(&path, PERF_SCRIPT).unwrap();
@@ -378,10 +378,24 @@ fn depth_report_reads_perf_script_text() {
         "--target",
         "A",
     ]);
-    assert!(out.contains("2 samples, 2 in the call graph"), "{out}");
-    assert!(out.contains("deepest graph run: 2 frames"), "{out}");
+    assert!(out.contains("2 stacks, 2 in the call graph"), "{out}");
+    assert!(
+        out.contains("graph frames per stack: deepest 2, median 1"),
+        "{out}"
+    );
     assert!(out.contains("never reached main): 1 of 2"), "{out}");
     assert!(out.contains("16 calls deep: cut"), "{out}");
+    // A hud export: one finding's stack, innermost first.
+    let hud = dir.path().join("hud.json");
+    let doc = serde_json::json!({"traceEvents": [{"ph": "X", "args": {"stack": [
+        "runq_collatz::callgraph::GRID::f840 (/src/callgraph.rs:51)",
+        "runq_collatz::callgraph::GRID::f613 (/src/callgraph.rs:54)",
+        "runq_collatz::runner::work (/src/runner.rs:100)",
+    ]}}]});
+    std::fs::write(&hud, doc.to_string()).unwrap();
+    let (out, _) = run_ok(&["collatz", "depth-report", hud.to_str().unwrap()]);
+    assert!(out.contains("1 stacks, 1 in the call graph"), "{out}");
+    assert!(out.contains("never reached main): 0 of 1"), "{out}");
     let out = runq()
         .args(["collatz", "depth-report", "/nonexistent/perf.data"])
         .output()

@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use runq_collatz::config::parse_target;
 use runq_collatz::search::{chain_stats, extend_backward};
-use runq_collatz::stacks::{read_perf_script, DepthReport};
+use runq_collatz::stacks::{read_hud_export, read_perf_script, DepthReport};
 use runq_collatz::Target;
 use serde_json::json;
 
@@ -63,8 +63,9 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
 /// Arguments of `runq collatz depth-report`.
 #[derive(Debug, Args)]
 pub struct DepthReportArgs {
-    /// `perf script` output, or a perf.data file (then `perf script` is
-    /// run on it); `-` reads standard input.
+    /// `perf script` output, a perf.data file (then `perf script` is run
+    /// on it), or a `runq hud --export` JSON file; `-` reads perf script
+    /// output from standard input.
     pub input: PathBuf,
     /// The target the profiled run used (a number or A to J), to compare
     /// the stacks with its chain's depth.
@@ -106,6 +107,15 @@ fn read_input(args: &DepthReportArgs) -> anyhow::Result<DepthReport> {
         File::open(&args.input).map_err(|e| exit::usage(format!("cannot read {name}: {e}")))?;
     let mut magic = [0u8; 8];
     let is_perf_data = file.read_exact(&mut magic).is_ok() && &magic == b"PERFILE2";
+    if magic.starts_with(b"{") {
+        let doc: serde_json::Value = serde_json::from_reader(BufReader::new(File::open(&args.input)?))
+            .map_err(|e| exit::usage(format!("{name} is not JSON ({e}): give perf script output, a perf.data file or a runq hud --export file")))?;
+        return read_hud_export(&doc).ok_or_else(|| {
+            exit::usage(format!(
+                "{name} has no traceEvents: give a runq hud --export file"
+            ))
+        });
+    }
     if !is_perf_data {
         let text = BufReader::new(File::open(&args.input)?);
         return Ok(read_perf_script(text)?);
@@ -132,11 +142,11 @@ fn read_input(args: &DepthReportArgs) -> anyhow::Result<DepthReport> {
 
 fn print_report(r: &DepthReport, chain: Option<u64>) {
     println!(
-        "{} samples, {} in the call graph",
+        "{} stacks, {} in the call graph",
         r.samples, r.graph_samples
     );
     println!(
-        "deepest stack: {} frames ({} samples that deep); deepest graph run: {} frames, median {}",
+        "deepest stack: {} frames ({} stacks that deep); graph frames per stack: deepest {}, median {}",
         r.deepest_frames,
         r.samples_at_deepest,
         r.deepest_graph_frames,
@@ -147,10 +157,12 @@ fn print_report(r: &DepthReport, chain: Option<u64>) {
         r.cut_in_graph, r.graph_samples
     );
     if let Some(calls) = chain {
-        let verdict = if (r.deepest_graph_frames as u64) < calls {
+        // A sample in a function's prologue, before it saves the frame
+        // pointer, shows one frame less: within one frame is full depth.
+        let verdict = if r.deepest_graph_frames as u64 + 1 < calls {
             "cut: the profiler's stacks stop short of the chain"
         } else {
-            "the stacks reach the chain's full depth"
+            "the stacks reach the bottom of the chain"
         };
         println!("the target's chain is {calls} calls deep: {verdict}");
     }
