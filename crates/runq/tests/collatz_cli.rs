@@ -463,3 +463,15 @@ fn perf_stacks_are_cut_at_the_kernel_limit() {
         assert!(r["cut_in_graph"].as_u64().unwrap() > 0, "{out}");
     }
 }
+
+#[test]
+fn a_held_run_whose_holder_is_gone_does_not_run() {
+    let out = runq()
+        .args(["collatz", "1", "1", "10", "A", "--hold"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "it ran");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("start byte"));
+}

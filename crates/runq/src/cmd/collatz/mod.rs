@@ -126,8 +126,12 @@ pub fn execute(args: CollatzArgs) -> anyhow::Result<ExitCode> {
     }
     let config = config_from(&args)?;
     if args.hold {
+        // No start byte (end of input): whoever held the run went away;
+        // do not run unattended.
         let mut byte = [0u8; 1];
-        let _ = std::io::stdin().read(&mut byte);
+        if !matches!(std::io::stdin().read(&mut byte), Ok(1)) {
+            anyhow::bail!("--hold: standard input ended before the start byte; not running");
+        }
     }
     let result = runq_collatz::run(&config)?;
     let info = tsc::info();

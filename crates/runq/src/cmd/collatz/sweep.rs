@@ -135,7 +135,7 @@ fn print_curve(name: &str, c: &Curve) {
     println!("{name}: ticks/call by processes  {}", means.join("  "));
     let Some(f) = c.fit else {
         println!(
-            "  fit underdetermined: {} process counts for the {PARAMETERS}-parameter two-elbow model (need at least {MIN_PROCESS_COUNTS}; raise --max-procs)",
+            "  fit underdetermined: {} process count(s) for the {PARAMETERS}-parameter two-elbow model (need at least {MIN_PROCESS_COUNTS}; raise --max-procs)",
             c.means.len()
         );
         return;
