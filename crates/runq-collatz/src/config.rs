@@ -13,10 +13,20 @@ pub const DEFAULT_INNER: u64 = 1_000_000;
 /// The named targets: letter, starting value, chain depth (calls made).
 ///
 /// H keeps the original program's value, 780657630, whose chain is 464
-/// calls long; the original's help text says 1132, which is the step count
-/// of a different, much larger number (1980976057694848447, past what its
-/// integer arguments can hold).
-pub const NAMED_TARGETS: [(char, u64, u64); 8] = [
+/// calls long. The original's help text gives H 1132 calls: that is the
+/// chain of 9780657630 (the same digits behind a 9, which its 32-bit
+/// argument could not hold), kept here as I.
+///
+/// I and J go past 1000 and 2000 frames; every value on their chains fits
+/// in a u64, so the graph computes the true Collatz chain. I (1132 calls)
+/// is the first Collatz delay record deeper than 1000 calls (the records
+/// come from exhaustive forward searches of all start values). The deeper
+/// records overflow a u64 on the way, so J (2001 calls) was found with
+/// [`crate::search::extend_backward`]: from the record 942488749153153
+/// (1862 calls, all in range), 139 levels back up the inverse Collatz tree,
+/// keeping the 1000 smallest values per level (`runq collatz search 2001
+/// --from 942488749153153`).
+pub const NAMED_TARGETS: [(char, u64, u64); 10] = [
     ('A', 7, 16),
     ('B', 27, 111),
     ('C', 703, 170),
@@ -25,6 +35,8 @@ pub const NAMED_TARGETS: [(char, u64, u64); 8] = [
     ('F', 77_031, 350),
     ('G', 837_799, 524),
     ('H', 780_657_630, 464),
+    ('I', 9_780_657_630, 1132),
+    ('J', 135_435_277_615_595_687, 2001),
 ];
 
 /// What each inner iteration calls the graph with.
@@ -82,8 +94,8 @@ pub enum ConfigError {
     /// CPUS below -1.
     #[error("CPUS {0} is not valid: use a count, 0 for 1 + ncpu/2, or -1 for all CPUs")]
     BadCpus(i64),
-    /// A target that is neither a number nor A..H.
-    #[error("TARGET {0:?} is not valid: use 0 (each index), a number, or a letter A to H")]
+    /// A target that is neither a number nor A..J.
+    #[error("TARGET {0:?} is not valid: use 0 (each index), a number, or a letter A to J")]
     BadTarget(String),
 }
 
@@ -116,7 +128,7 @@ pub fn parse_loops(what: &'static str, s: &str) -> Result<u64, ConfigError> {
         .ok_or(ConfigError::NotPositive { what, value: v })
 }
 
-/// Parses TARGET: 0, a positive number, or a letter A..H (any case).
+/// Parses TARGET: 0, a positive number, or a letter A..J (any case).
 pub fn parse_target(s: &str) -> Result<Target, ConfigError> {
     let t = s.trim();
     let mut chars = t.chars();
@@ -153,6 +165,10 @@ mod tests {
         assert_eq!(parse_target("0"), Ok(Target::EachIndex));
         assert_eq!(parse_target("a"), Ok(Target::Value(7)));
         assert_eq!(parse_target("G"), Ok(Target::Value(837_799)));
+        assert_eq!(
+            parse_target("j"),
+            Ok(Target::Value(135_435_277_615_595_687))
+        );
         assert_eq!(parse_target("123"), Ok(Target::Value(123)));
         assert!(parse_target("Z").is_err());
         assert!(parse_target("-5").is_err());

@@ -5,8 +5,20 @@
 //! tried; the pair with the least squared error wins. The slopes before,
 //! between and after the elbows describe the flat part, the first elbow
 //! (cores shared with other work) and saturation.
+//!
+//! The model has six parameters (a level, three slopes, two elbows), so a
+//! curve needs at least [`MIN_PROCESS_COUNTS`] distinct process counts:
+//! with four, some pair of elbows fits the means exactly whatever the data;
+//! with up to six, no degree of freedom is left to judge the fit by, and
+//! the elbows are forced rather than found. Such curves get no fit (they
+//! are underdetermined). A fit reports R² and its RMS residual.
 
 use serde::Serialize;
+
+/// Parameters of the two-elbow model.
+pub const PARAMETERS: usize = 6;
+/// Fewest distinct x values a fit needs: one more than the parameters.
+pub const MIN_PROCESS_COUNTS: usize = PARAMETERS + 1;
 
 /// A fitted curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -25,6 +37,10 @@ pub struct ElbowFit {
     pub slope_saturated: f64,
     /// Sum of squared residuals.
     pub sse: f64,
+    /// Coefficient of determination over every point: 1 - SSE / SST.
+    pub r_squared: f64,
+    /// Root mean square residual, in the data's units.
+    pub rms_residual: f64,
 }
 
 impl ElbowFit {
@@ -38,13 +54,20 @@ impl ElbowFit {
     }
 }
 
-/// Fits two elbows to `(x, y)` points (x need not be sorted; repeats at one
-/// x are fine). `None` with fewer than four distinct x values.
-pub fn fit_two_elbows(points: &[(f64, f64)]) -> Option<ElbowFit> {
+/// The distinct x values of `points`, ascending.
+pub fn distinct_xs(points: &[(f64, f64)]) -> Vec<f64> {
     let mut xs: Vec<f64> = points.iter().map(|p| p.0).collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
-    if xs.len() < 4 {
+    xs
+}
+
+/// Fits two elbows to `(x, y)` points (x need not be sorted; repeats at one
+/// x are fine). `None` with fewer than [`MIN_PROCESS_COUNTS`] distinct x
+/// values.
+pub fn fit_two_elbows(points: &[(f64, f64)]) -> Option<ElbowFit> {
+    let xs = distinct_xs(points);
+    if xs.len() < MIN_PROCESS_COUNTS {
         return None;
     }
     let x0 = xs[0];
@@ -62,6 +85,9 @@ pub fn fit_two_elbows(points: &[(f64, f64)]) -> Option<ElbowFit> {
         }
     }
     let (sse, [a, b, c, d], k1, k2) = best?;
+    let n = points.len() as f64;
+    let mean = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sst: f64 = points.iter().map(|p| (p.1 - mean).powi(2)).sum();
     Some(ElbowFit {
         elbows: [k1, k2],
         x_start: x0,
@@ -70,6 +96,8 @@ pub fn fit_two_elbows(points: &[(f64, f64)]) -> Option<ElbowFit> {
         slope_middle: b + c,
         slope_saturated: b + c + d,
         sse,
+        r_squared: if sst > 0.0 { 1.0 - sse / sst } else { 1.0 },
+        rms_residual: (sse / n).sqrt(),
     })
 }
 
@@ -142,6 +170,8 @@ mod tests {
         assert!((fit.slope_middle - 0.5).abs() < 1e-6);
         assert!((fit.slope_saturated - 5.0).abs() < 1e-6);
         assert!((fit.value_at(12.0) - curve(12.0)).abs() < 1e-6);
+        assert!((fit.r_squared - 1.0).abs() < 1e-9, "{fit:?}");
+        assert!(fit.rms_residual < 1e-6);
     }
 
     #[test]
@@ -160,10 +190,20 @@ mod tests {
         // In these x units the elbows sit at 6 and 14.
         let fit = fit_two_elbows(&pts).unwrap();
         assert_eq!(fit.elbows, [6.0, 14.0], "{fit:?}");
+        assert!(fit.r_squared > 0.99 && fit.r_squared < 1.0, "{fit:?}");
+        // Uniform noise of width 0.2 has an RMS of 0.2 / sqrt(12).
+        assert!((fit.rms_residual - 0.058).abs() < 0.02, "{fit:?}");
     }
 
     #[test]
-    fn too_few_points_give_no_fit() {
-        assert!(fit_two_elbows(&[(1.0, 1.0), (2.0, 2.0), (3.0, 3.0)]).is_none());
+    fn underdetermined_curves_give_no_fit() {
+        // Six counts leave no degree of freedom for six parameters;
+        // seven leave one.
+        let pts: Vec<_> = (1..=6).map(|x| (x as f64, (x * x) as f64)).collect();
+        assert!(fit_two_elbows(&pts).is_none());
+        let pts: Vec<_> = (1..=7).map(|x| (x as f64, curve(x as f64))).collect();
+        assert!(fit_two_elbows(&pts).is_some());
+        let repeats: Vec<_> = pts.iter().flat_map(|&p| [p, p]).take(12).collect();
+        assert!(fit_two_elbows(&repeats).is_none(), "repeats are not counts");
     }
 }

@@ -33,10 +33,12 @@ pub fn run_json(r: &RunResult, tsc: &TscInfo) -> Value {
     })
 }
 
-/// Header of the sweep CSV; `profiler` is the index of the run's profiler
-/// (in the order given, from 0), empty for baseline runs.
+/// Header of the sweep CSV, rows in the order the runs ran; `profiler` is
+/// the index of the run's profiler (in the order given, from 0), empty for
+/// baseline runs; `wall_s` is the timed window by the counter,
+/// `cpu_window_s` the window the profiler's CPU was read over.
 pub const CSV_HEADER: &str =
-    "procs,repeat,profiler,outer,inner,target,total_calls,ticks,ticks_per_call,wall_s,profiler_cpu_s";
+    "procs,repeat,profiler,outer,inner,target,total_calls,ticks,ticks_per_call,wall_s,cpu_window_s,profiler_cpu_s";
 
 /// Every point of a sweep as CSV.
 pub fn sweep_csv(s: &SweepResult) -> String {
@@ -45,7 +47,7 @@ pub fn sweep_csv(s: &SweepResult) -> String {
         let c = &p.result.config;
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{:.6},{:.3},{}",
+            "{},{},{},{},{},{},{},{},{:.6},{:.3},{:.3},{}",
             p.procs,
             p.repeat,
             p.profiler.map(|k| k.to_string()).unwrap_or_default(),
@@ -56,6 +58,7 @@ pub fn sweep_csv(s: &SweepResult) -> String {
             p.result.ticks,
             p.result.ticks_per_call,
             p.wall_s,
+            p.cpu_window_s,
             p.profiler_cpu_s
                 .map(|v| format!("{v:.3}"))
                 .unwrap_or_default()

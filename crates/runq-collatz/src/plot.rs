@@ -110,8 +110,8 @@ fn draw_fit(
         .draw_series(LineSeries::new(line, color.stroke_width(2)))
         .map_err(|e| e.to_string())?
         .label(format!(
-            "{label} (elbows at {:.0} and {:.0})",
-            fit.elbows[0], fit.elbows[1]
+            "{label} (elbows at {:.0} and {:.0}, R² {:.3})",
+            fit.elbows[0], fit.elbows[1], fit.r_squared
         ))
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
     let marks = fit

@@ -1,8 +1,9 @@
 //! The study of the seed in one call: run the benchmark from one process
-//! to past the CPU count, each point without a profiler and then with each
-//! profiler given (alternating, so every curve comes from the same
-//! minutes), fit the curves and derive each profiler's latency and
-//! overhead against the baseline.
+//! to past the CPU count, each point without a profiler and with each
+//! profiler given (in a seeded shuffled order, see [`crate::order`], so
+//! every curve comes from the same minutes and drift tilts none), fit the
+//! curves and derive each profiler's latency and overhead against the
+//! baseline ([`crate::summary`]).
 //!
 //! Each point runs the benchmark as a child process (`COMMAND N OUTER
 //! INNER TARGET --json --hold`) that waits for one byte on stdin before it
@@ -18,9 +19,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::config::{Config, Target};
-use crate::fit::{fit_two_elbows, ElbowFit};
+use crate::order::{self, PlannedRun};
 use crate::proc_cpu::tree_cpu_seconds;
 use crate::runner::RunResult;
+pub use crate::summary::{summarize, Curve, Derived, Profiled, SlopeChange, SweepResult};
 use crate::tsc::TscInfo;
 
 /// What to sweep.
@@ -44,6 +46,8 @@ pub struct SweepConfig {
     pub profilers: Vec<String>,
     /// Time given the profiler to attach before the work starts.
     pub settle: Duration,
+    /// Seed of the run order.
+    pub seed: u64,
 }
 
 /// One measured run.
@@ -59,62 +63,12 @@ pub struct Point {
     pub result: RunResult,
     /// The timed window of the run (mean over its processes), s.
     pub wall_s: f64,
-    /// The profiler tree's CPU time during the point, s.
+    /// Wall time from releasing the benchmark to its result, s: the
+    /// window over which the profiler's CPU is read.
+    pub cpu_window_s: f64,
+    /// The profiler tree's CPU time over that window, s (its start-up and
+    /// the settle time before are not counted).
     pub profiler_cpu_s: Option<f64>,
-}
-
-/// A fitted curve: mean ticks per call by process count.
-#[derive(Debug, Clone, Serialize)]
-pub struct Curve {
-    /// `(procs, mean ticks_per_call)`, ascending.
-    pub means: Vec<(usize, f64)>,
-    /// The two-elbow fit, when there are enough points.
-    pub fit: Option<ElbowFit>,
-}
-
-/// What the profiler did to the curve.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Derived {
-    /// Latency: shift of the flat part, ticks per call.
-    pub latency_ticks_per_call: f64,
-    /// The same, as a percentage of the baseline's flat level.
-    pub latency_pct: f64,
-    /// Elbow migration: profiled elbows minus baseline elbows, processes.
-    pub elbow_shift: [f64; 2],
-    /// Change of the slope after saturation, ticks per call per process.
-    pub saturated_slope_change: f64,
-    /// Fixed shift: mean difference over every process count.
-    pub fixed_shift_ticks_per_call: f64,
-}
-
-/// One profiler's curve and what it did to the baseline.
-#[derive(Debug, Clone, Serialize)]
-pub struct Profiled {
-    /// The profiler command.
-    pub command: String,
-    /// The curve with it attached.
-    pub curve: Curve,
-    /// Its comparison with the baseline (needs fits of both).
-    pub derived: Option<Derived>,
-    /// Median over every (process count, repeat) of its ticks per call
-    /// over the baseline run of the same point and repeat, minus one, in percent: the
-    /// slowdown, robust to drift and to single noisy runs.
-    pub paired_slowdown_pct: f64,
-    /// Profiler CPU seconds per second of profiled run.
-    pub profiler_cpu_per_s: f64,
-}
-
-/// The sweep's outcome.
-#[derive(Debug, Clone, Serialize)]
-pub struct SweepResult {
-    /// The counter the ticks come from.
-    pub tsc: TscInfo,
-    /// Every run, in execution order.
-    pub points: Vec<Point>,
-    /// The curve without a profiler.
-    pub baseline: Curve,
-    /// Per profiler, in the order given.
-    pub profiled: Vec<Profiled>,
 }
 
 /// Why a sweep stopped.
@@ -138,21 +92,9 @@ pub enum SweepError {
     },
 }
 
-/// The order of runs: for each process count and repeat, the baseline,
-/// then each profiler in turn.
-pub fn schedule(cfg: &SweepConfig) -> Vec<(usize, usize, Option<usize>)> {
-    let modes: Vec<Option<usize>> = std::iter::once(None)
-        .chain((0..cfg.profilers.len()).map(Some))
-        .collect();
-    let mut out = Vec::new();
-    for procs in 1..=cfg.max_procs {
-        for repeat in 0..cfg.repeats {
-            for &m in &modes {
-                out.push((procs, repeat, m));
-            }
-        }
-    }
-    out
+/// Every run of the sweep, in the order they run (see [`crate::order`]).
+pub fn schedule(cfg: &SweepConfig) -> Vec<PlannedRun> {
+    order::schedule(cfg.max_procs, cfg.repeats, cfg.profilers.len(), cfg.seed)
 }
 
 /// Runs the sweep; `progress(done, total)` is called after every run.
@@ -167,105 +109,7 @@ pub fn run_sweep(
         points.push(run_point(cfg, &tsc, procs, repeat, profiler)?);
         progress(i + 1, plan.len());
     }
-    Ok(summarize(tsc, points, &cfg.profilers))
-}
-
-/// Builds the curves and the derived figures from measured points.
-pub fn summarize(tsc: TscInfo, points: Vec<Point>, profilers: &[String]) -> SweepResult {
-    let baseline = curve(&points, None);
-    let profiled = profilers
-        .iter()
-        .enumerate()
-        .map(|(k, command)| {
-            let curve = curve(&points, Some(k));
-            let mine: Vec<&Point> = points.iter().filter(|p| p.profiler == Some(k)).collect();
-            let cpu: f64 = mine.iter().filter_map(|p| p.profiler_cpu_s).sum();
-            let wall: f64 = mine.iter().map(|p| p.wall_s).sum();
-            Profiled {
-                command: command.clone(),
-                derived: derive(&baseline, &curve),
-                curve,
-                paired_slowdown_pct: paired_slowdown_pct(&points, k),
-                profiler_cpu_per_s: if wall > 0.0 { cpu / wall } else { 0.0 },
-            }
-        })
-        .collect();
-    SweepResult {
-        tsc,
-        points,
-        baseline,
-        profiled,
-    }
-}
-
-/// Median of (profiled / baseline - 1) over the runs of profiler `k`, each
-/// against the baseline run of the same process count and repeat.
-fn paired_slowdown_pct(points: &[Point], k: usize) -> f64 {
-    let mut ratios: Vec<f64> = points
-        .iter()
-        .filter(|p| p.profiler == Some(k))
-        .filter_map(|p| {
-            let base = points
-                .iter()
-                .find(|b| b.profiler.is_none() && b.procs == p.procs && b.repeat == p.repeat)?;
-            Some(p.result.ticks_per_call / base.result.ticks_per_call - 1.0)
-        })
-        .filter(|r| r.is_finite())
-        .collect();
-    if ratios.is_empty() {
-        return 0.0;
-    }
-    ratios.sort_by(f64::total_cmp);
-    let mid = ratios.len() / 2;
-    let median = if ratios.len() % 2 == 1 {
-        ratios[mid]
-    } else {
-        (ratios[mid - 1] + ratios[mid]) / 2.0
-    };
-    100.0 * median
-}
-
-fn curve(points: &[Point], profiler: Option<usize>) -> Curve {
-    let mine: Vec<&Point> = points.iter().filter(|p| p.profiler == profiler).collect();
-    let mut means: Vec<(usize, f64)> = Vec::new();
-    let mut procs: Vec<usize> = mine.iter().map(|p| p.procs).collect();
-    procs.sort_unstable();
-    procs.dedup();
-    for n in procs {
-        let ys: Vec<f64> = mine
-            .iter()
-            .filter(|p| p.procs == n)
-            .map(|p| p.result.ticks_per_call)
-            .collect();
-        means.push((n, ys.iter().sum::<f64>() / ys.len() as f64));
-    }
-    let xy: Vec<(f64, f64)> = mine
-        .iter()
-        .map(|p| (p.procs as f64, p.result.ticks_per_call))
-        .collect();
-    Curve {
-        means,
-        fit: fit_two_elbows(&xy),
-    }
-}
-
-fn derive(base: &Curve, prof: &Curve) -> Option<Derived> {
-    let (b, p) = (base.fit?, prof.fit?);
-    let shifts: Vec<f64> = base
-        .means
-        .iter()
-        .filter_map(|(n, yb)| {
-            let yp = prof.means.iter().find(|(m, _)| m == n)?.1;
-            Some(yp - yb)
-        })
-        .collect();
-    Some(Derived {
-        latency_ticks_per_call: p.flat_level - b.flat_level,
-        latency_pct: 100.0 * (p.flat_level - b.flat_level) / b.flat_level,
-        elbow_shift: [p.elbows[0] - b.elbows[0], p.elbows[1] - b.elbows[1]],
-        saturated_slope_change: p.slope_saturated - b.slope_saturated,
-        fixed_shift_ticks_per_call: shifts.iter().sum::<f64>() / shifts.len().max(1) as f64,
-    })
+    Ok(summarize(tsc, cfg.seed, points, &cfg.profilers))
 }
 
 /// Starts the benchmark child, held before its work starts.
@@ -322,6 +166,31 @@ fn stop_profiler(mut child: Child) {
     let _ = child.wait();
 }
 
+/// Starts profiler `k` on the held benchmark and gives it the settle
+/// time; an error when it is gone by then (command not found, no
+/// permission), which would make the run a second baseline.
+fn attach_profiler(cfg: &SweepConfig, k: usize, child: &mut Child) -> Result<Child, SweepError> {
+    let abandon = |child: &mut Child| {
+        let _ = child.kill();
+        let _ = child.wait();
+    };
+    let mut p = spawn_profiler(&cfg.profilers[k], child.id()).inspect_err(|_| abandon(child))?;
+    std::thread::sleep(cfg.settle);
+    if let Ok(Some(status)) = p.try_wait() {
+        abandon(child);
+        return Err(SweepError::Profiler {
+            command: cfg.profilers[k].clone(),
+            reason: format!("it exited ({status}) before the benchmark started"),
+        });
+    }
+    Ok(p)
+}
+
+/// CPU seconds of the profiler's process tree now.
+fn profiler_cpu(p: Option<&Child>) -> Option<f64> {
+    p.map(|p| tree_cpu_seconds(Path::new("/proc"), p.id() as i32))
+}
+
 fn run_point(
     cfg: &SweepConfig,
     tsc: &TscInfo,
@@ -331,37 +200,27 @@ fn run_point(
 ) -> Result<Point, SweepError> {
     let fail = |reason: String| SweepError::Run { procs, reason };
     let mut child = spawn_benchmark(cfg, procs).map_err(|e| fail(e.to_string()))?;
-    let abandon = |child: &mut Child| {
-        let _ = child.kill();
-        let _ = child.wait();
-    };
-    let mut prof = match profiler.map(|k| cfg.profilers[k].as_str()) {
-        Some(t) => Some(spawn_profiler(t, child.id()).inspect_err(|_| abandon(&mut child))?),
+    let prof = match profiler {
+        Some(k) => Some(attach_profiler(cfg, k, &mut child)?),
         None => None,
     };
-    if let Some(p) = prof.as_mut() {
-        std::thread::sleep(cfg.settle);
-        // A profiler that is already gone (command not found, no
-        // permission) would make this run a second baseline.
-        if let Ok(Some(status)) = p.try_wait() {
-            abandon(&mut child);
-            return Err(SweepError::Profiler {
-                command: cfg.profilers[profiler.unwrap_or_default()].clone(),
-                reason: format!("it exited ({status}) before the benchmark started"),
-            });
-        }
-    }
+    // The window: from releasing the benchmark to its result. The
+    // profiler's CPU is read at both ends, so its start-up is not counted.
+    let (cpu_start, window_start) = (profiler_cpu(prof.as_ref()), Instant::now());
     let released = child.stdin.take().map(|mut s| s.write_all(b"g"));
     let mut out = String::new();
     if let Some(mut o) = child.stdout.take() {
         let _ = o.read_to_string(&mut out);
     }
-    let status = child.wait().map_err(|e| fail(e.to_string()))?;
-    let profiler_cpu_s = prof.map(|p| {
-        let cpu = tree_cpu_seconds(Path::new("/proc"), p.id() as i32);
+    let (cpu_end, cpu_window_s) = (
+        profiler_cpu(prof.as_ref()),
+        window_start.elapsed().as_secs_f64(),
+    );
+    let status = child.wait().map_err(|e| fail(e.to_string()));
+    if let Some(p) = prof {
         stop_profiler(p);
-        cpu
-    });
+    }
+    let status = status?;
     if !status.success() || !matches!(released, Some(Ok(()))) {
         let mut err = String::new();
         if let Some(mut e) = child.stderr.take() {
@@ -378,7 +237,8 @@ fn run_point(
         profiler,
         result,
         wall_s,
-        profiler_cpu_s,
+        cpu_window_s,
+        profiler_cpu_s: cpu_start.zip(cpu_end).map(|(a, b)| (b - a).max(0.0)),
     })
 }
 
@@ -417,96 +277,21 @@ pub fn parse_run_json(text: &str) -> Result<RunResult, String> {
 mod tests {
     use super::*;
 
-    fn point(procs: usize, profiler: Option<usize>, tpc: f64) -> Point {
-        Point {
-            procs,
-            repeat: 0,
-            profiler,
-            result: RunResult {
-                config: Config {
-                    procs,
-                    outer: 1,
-                    inner: 1,
-                    target: Target::EachIndex,
-                },
-                total_calls: 1000,
-                ticks: (tpc * 1000.0) as u64,
-                ticks_per_call: tpc,
-            },
-            wall_s: 1.0,
-            profiler_cpu_s: profiler.map(|k| 0.25 * (k + 1) as f64),
-        }
-    }
-
     #[test]
-    fn derives_latency_elbows_and_profiler_cpu() {
-        let base = |x: f64| 20.0 + 2.0 * (x - 4.0).max(0.0) + 8.0 * (x - 8.0).max(0.0);
-        let prof = |x: f64| 23.0 + 2.0 * (x - 3.0).max(0.0) + 10.0 * (x - 7.0).max(0.0);
-        let mut pts = Vec::new();
-        for n in 1..=12 {
-            pts.push(point(n, None, base(n as f64)));
-            pts.push(point(n, Some(0), prof(n as f64)));
-            pts.push(point(n, Some(1), 1.01 * base(n as f64)));
-        }
-        let tsc = TscInfo {
-            hz: 1e9,
-            invariant: true,
-        };
-        let r = summarize(tsc, pts, &["a {pid}".into(), "b {pid}".into()]);
-        assert_eq!(r.profiled.len(), 2);
-        let d = r.profiled[0].derived.expect("derived figures");
-        assert!((d.latency_ticks_per_call - 3.0).abs() < 1e-6, "{d:?}");
-        assert_eq!(d.elbow_shift, [-1.0, -1.0]);
-        assert!((d.saturated_slope_change - 2.0).abs() < 1e-6, "{d:?}");
-        assert!((r.profiled[0].profiler_cpu_per_s - 0.25).abs() < 1e-9);
-        let b = &r.profiled[1];
-        assert_eq!(b.command, "b {pid}");
-        assert!(
-            (b.paired_slowdown_pct - 1.0).abs() < 1e-9,
-            "{}",
-            b.paired_slowdown_pct
-        );
-        assert!((b.profiler_cpu_per_s - 0.5).abs() < 1e-9);
-    }
-
-    #[test]
-    fn paired_slowdown_is_the_median_of_adjacent_ratios() {
-        let mut pts = Vec::new();
-        for (repeat, (b, p)) in [(10.0, 10.1), (10.0, 13.0), (20.0, 20.0)]
-            .into_iter()
-            .enumerate()
-        {
-            let mut base = point(1, None, b);
-            base.repeat = repeat;
-            let mut prof = point(1, Some(0), p);
-            prof.repeat = repeat;
-            pts.extend([base, prof]);
-        }
-        let got = paired_slowdown_pct(&pts, 0);
-        assert!(
-            (got - 1.0).abs() < 1e-9,
-            "one noisy pair does not move the median: {got}"
-        );
-    }
-
-    #[test]
-    fn schedule_alternates_modes_per_point() {
+    fn the_schedule_follows_the_seed() {
         let cfg = SweepConfig {
             command: vec!["x".into()],
-            max_procs: 2,
+            max_procs: 3,
             repeats: 2,
             outer: 1,
             inner: 1,
             target: Target::EachIndex,
-            profilers: vec!["p {pid}".into(), "q {pid}".into()],
+            profilers: vec!["p {pid}".into()],
             settle: Duration::ZERO,
+            seed: 5,
         };
-        let plan = schedule(&cfg);
-        assert_eq!(plan.len(), 12);
-        assert_eq!(plan[0], (1, 0, None));
-        assert_eq!(plan[1], (1, 0, Some(0)));
-        assert_eq!(plan[2], (1, 0, Some(1)));
-        assert_eq!(plan[11], (2, 1, Some(1)));
+        assert_eq!(schedule(&cfg), order::schedule(3, 2, 1, 5));
+        assert_eq!(schedule(&cfg).len(), 12);
     }
 
     #[test]

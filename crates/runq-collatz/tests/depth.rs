@@ -1,7 +1,7 @@
 //! The call graph's depths are real: the known chain lengths for targets
-//! A to H, and a profiler-style stack walk (a SIGPROF handler following
-//! frame pointers from the interrupted context) that sees at least 500
-//! frames of the graph while target G runs.
+//! A to J, and a profiler-style stack walk (a SIGPROF handler following
+//! frame pointers from the interrupted context) that sees more than 1000
+//! frames of the graph while target J (2001 calls) runs.
 
 use runq_collatz::callgraph::{function_addresses, run_chain};
 use runq_collatz::config::NAMED_TARGETS;
@@ -23,8 +23,22 @@ mod walk {
     static LOW: AtomicUsize = AtomicUsize::new(0);
     static HIGH: AtomicUsize = AtomicUsize::new(0);
     static DEEPEST: AtomicUsize = AtomicUsize::new(0);
-    /// An address above every frame of the walked thread's stack.
+    /// The end of the walked thread's stack: above every frame.
     static STACK_TOP: AtomicUsize = AtomicUsize::new(0);
+
+    /// The end (highest address) of this thread's stack.
+    fn stack_end() -> usize {
+        // SAFETY: pthread_getattr_np fills attr for the calling thread;
+        // it is destroyed after use.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            assert_eq!(libc::pthread_getattr_np(libc::pthread_self(), &mut attr), 0);
+            let (mut addr, mut size) = (std::ptr::null_mut(), 0usize);
+            assert_eq!(libc::pthread_attr_getstack(&attr, &mut addr, &mut size), 0);
+            libc::pthread_attr_destroy(&mut attr);
+            addr as usize + size
+        }
+    }
 
     /// Counts consecutive frames, from the interrupted one outwards, whose
     /// return address lies in the graph's code.
@@ -39,7 +53,7 @@ mod walk {
         let here = &fp as *const usize as usize;
         let top = STACK_TOP.load(Ordering::Relaxed);
         let mut depth = 0;
-        for _ in 0..4096 {
+        for _ in 0..8192 {
             if fp % 8 != 0 || fp < here || fp + 16 > top {
                 break;
             }
@@ -59,9 +73,10 @@ mod walk {
     }
 
     #[test]
-    fn a_stack_walk_sees_the_deep_chain_of_target_g() {
-        let marker = 0u8;
-        STACK_TOP.store(&marker as *const u8 as usize + 64 * 1024, Ordering::Relaxed);
+    fn a_stack_walk_sees_the_deep_chain_of_target_j() {
+        let (_, j, j_calls) = NAMED_TARGETS[9];
+        assert_eq!(j_calls, 2001);
+        STACK_TOP.store(stack_end(), Ordering::Relaxed);
         let addrs = function_addresses();
         LOW.store(*addrs.iter().min().unwrap(), Ordering::Relaxed);
         HIGH.store(*addrs.iter().max().unwrap() + 512, Ordering::Relaxed);
@@ -82,9 +97,11 @@ mod walk {
             libc::setitimer(libc::ITIMER_PROF, &timer, std::ptr::null_mut());
         }
         let start = Instant::now();
-        while DEEPEST.load(Ordering::Relaxed) < 500 && start.elapsed() < Duration::from_secs(20) {
-            for _ in 0..1000 {
-                std::hint::black_box(run_chain(std::hint::black_box(837_799)));
+        // Samples land at uniformly spread depths; run until one is near
+        // the bottom of the chain (a few seconds at most).
+        while DEEPEST.load(Ordering::Relaxed) < 1990 && start.elapsed() < Duration::from_secs(20) {
+            for _ in 0..100 {
+                std::hint::black_box(run_chain(std::hint::black_box(j)));
             }
         }
         // SAFETY: disarming the timer.
@@ -97,7 +114,7 @@ mod walk {
             "deepest stack walk: {deepest} graph frames after {:?}",
             start.elapsed()
         );
-        assert!(deepest >= 500, "deepest walk saw {deepest} graph frames");
-        assert!(deepest <= 524, "more frames than the chain has: {deepest}");
+        assert!(deepest > 1000, "deepest walk saw {deepest} graph frames");
+        assert!(deepest <= 2001, "more frames than the chain has: {deepest}");
     }
 }

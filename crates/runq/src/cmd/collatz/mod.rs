@@ -1,6 +1,8 @@
 //! `runq collatz`: the profiler-overhead benchmark, with the original
-//! program's positional interface, and `runq collatz sweep`.
+//! program's positional interface, `runq collatz sweep`, `search` and
+//! `depth-report`.
 
+mod depth;
 mod sweep;
 
 use std::io::Read;
@@ -19,17 +21,20 @@ use crate::exit;
     allow_negative_numbers = true,
     disable_version_flag = true,
     after_help = "Targets (value; calls per chain): A 7;16  B 27;111  C 703;170  D 2463;208  \
-                  E 6171;261  F 77031;350  G 837799;524  H 780657630;464\n\n\
+                  E 6171;261  F 77031;350  G 837799;524  H 780657630;464  I 9780657630;1132  \
+                  J 135435277615595687;2001\n\n\
                   Output: one CSV line `n, outer, inner, target, total_calls, ticks, \
                   ticks_per_call` (the original's), the counter's frequency on stderr.\n\
                   With DD_DOGSTATSD_SOCKET set, each process sends app.collatz.ticks, \
                   app.collatz.stacks and app.collatz.functions gauges per outer iteration.\n\n\
                   Examples:\n  runq collatz                 defaults: 1 + ncpu/2 processes, 10 x 1000000, target 0\n  \
                   runq collatz -1 10 100000 G   every CPU, the 524-deep chain\n  \
+                  runq collatz 1 1 100000 J     one process, chains 2001 calls deep\n  \
                   runq collatz sweep --profiler 'perf record -F 99 -g -p {pid} -o /tmp/p.data'"
 )]
 pub struct CollatzArgs {
-    /// `sweep`: the study from one process to past the CPU count.
+    /// `sweep`: the study from one process to past the CPU count;
+    /// `search`: deep start values; `depth-report`: profilers' stack depths.
     #[command(subcommand)]
     pub command: Option<CollatzCommand>,
     /// Processes: a count, 0 for 1 + ncpu/2, -1 for every CPU (at most 1000).
@@ -41,7 +46,7 @@ pub struct CollatzArgs {
     /// Inner iterations per outer one (default 1000000).
     #[arg(value_name = "INNER")]
     pub inner: Option<String>,
-    /// 0: each inner index is its argument; a number; or a letter A to H.
+    /// 0: each inner index is its argument; a number; or a letter A to J.
     #[arg(value_name = "TARGET")]
     pub target: Option<String>,
     /// Print the version and exit.
@@ -62,6 +67,12 @@ pub enum CollatzCommand {
     /// Run the workload from 1 process to past the CPU count, with and
     /// without a profiler, fit the curves and report latency and overhead.
     Sweep(sweep::SweepArgs),
+    /// Find a start value whose chain is exactly DEPTH calls deep and fits
+    /// in 64 bits (a backward search of the inverse Collatz tree).
+    Search(depth::SearchArgs),
+    /// How deep a profiler's recorded stacks reach: reads `perf script`
+    /// output (or a perf.data file) and counts graph frames per sample.
+    DepthReport(depth::DepthReportArgs),
 }
 
 /// Builds the run's configuration from the positional arguments.
@@ -107,13 +118,20 @@ pub fn execute(args: CollatzArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(CollatzCommand::Sweep(s)) = args.command {
-        return sweep::execute(s);
+    match args.command {
+        Some(CollatzCommand::Sweep(s)) => return sweep::execute(s),
+        Some(CollatzCommand::Search(s)) => return depth::search(s),
+        Some(CollatzCommand::DepthReport(d)) => return depth::depth_report(d),
+        None => {}
     }
     let config = config_from(&args)?;
     if args.hold {
+        // No start byte (end of input): whoever held the run went away;
+        // do not run unattended.
         let mut byte = [0u8; 1];
-        let _ = std::io::stdin().read(&mut byte);
+        if !matches!(std::io::stdin().read(&mut byte), Ok(1)) {
+            anyhow::bail!("--hold: standard input ended before the start byte; not running");
+        }
     }
     let result = runq_collatz::run(&config)?;
     let info = tsc::info();

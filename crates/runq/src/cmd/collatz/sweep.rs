@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use runq_collatz::config::{parse_target, MAX_PROCS};
+use runq_collatz::fit::{MIN_PROCESS_COUNTS, PARAMETERS};
 use runq_collatz::sweep::{run_sweep, Curve, Profiled, SweepConfig, SweepError, SweepResult};
 use runq_collatz::tsc;
 
@@ -15,7 +16,8 @@ use crate::exit;
 /// Arguments of `runq collatz sweep`.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// Largest process count (default: 2 x ncpu + 2).
+    /// Largest process count (default: 2 x ncpu + 2, at least 8 so the
+    /// two-elbow fit is determined).
     #[arg(long)]
     pub max_procs: Option<usize>,
     /// Runs per process count and mode.
@@ -32,7 +34,7 @@ pub struct SweepArgs {
     /// Inner iterations per run.
     #[arg(long, default_value_t = 200_000)]
     pub inner: u64,
-    /// Target: 0, a number or A to H.
+    /// Target: 0, a number or A to J.
     #[arg(long, default_value = "0")]
     pub target: String,
     /// Time the profiler gets to attach before the work starts.
@@ -44,6 +46,11 @@ pub struct SweepArgs {
     /// Print the whole result as JSON instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Seed of the run order: each round runs the process counts, and at
+    /// each count the baseline and the profilers, in an order shuffled
+    /// from this seed (the same seed, the same order).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 fn parse_settle(s: &str) -> Result<Duration, String> {
@@ -51,7 +58,9 @@ fn parse_settle(s: &str) -> Result<Duration, String> {
 }
 
 fn validate(args: &SweepArgs, ncpu: usize) -> anyhow::Result<usize> {
-    let max = args.max_procs.unwrap_or(2 * ncpu + 2);
+    let max = args
+        .max_procs
+        .unwrap_or((2 * ncpu + 2).max(MIN_PROCESS_COUNTS + 1));
     if max == 0 || max > MAX_PROCS {
         return Err(exit::usage(format!(
             "--max-procs must be between 1 and {MAX_PROCS}, got {max}"
@@ -87,6 +96,7 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
         target,
         profilers: args.profiler.clone(),
         settle: args.settle,
+        seed: args.seed,
     };
     let bar = progress_bar(runq_collatz::sweep::schedule(&cfg).len());
     let result = run_sweep(&cfg, tsc::info(), |done, _| bar.set_position(done as u64)).map_err(
@@ -123,24 +133,40 @@ fn progress_bar(total: usize) -> ProgressBar {
 fn print_curve(name: &str, c: &Curve) {
     let means: Vec<String> = c.means.iter().map(|(n, y)| format!("{n}:{y:.2}")).collect();
     println!("{name}: ticks/call by processes  {}", means.join("  "));
-    match c.fit {
-        Some(f) => println!(
-            "  elbows at {:.0} and {:.0} processes; flat level {:.2} ticks/call; slopes {:.3} / {:.3} / {:.3} per process",
-            f.elbows[0], f.elbows[1], f.flat_level, f.slope_flat, f.slope_middle, f.slope_saturated
-        ),
-        None => println!("  too few process counts for a two-elbow fit (need 4)"),
-    }
+    let Some(f) = c.fit else {
+        println!(
+            "  fit underdetermined: {} process count(s) for the {PARAMETERS}-parameter two-elbow model (need at least {MIN_PROCESS_COUNTS}; raise --max-procs)",
+            c.means.len()
+        );
+        return;
+    };
+    println!(
+        "  elbows at {:.0} and {:.0} processes; flat level {:.2} ticks/call; slopes {:.3} / {:.3} / {:.3} per process",
+        f.elbows[0], f.elbows[1], f.flat_level, f.slope_flat, f.slope_middle, f.slope_saturated
+    );
+    let residuals: Vec<String> = c
+        .residuals
+        .iter()
+        .map(|(n, e)| format!("{n}:{e:+.2}"))
+        .collect();
+    println!(
+        "  fit R² {:.4}, RMS residual {:.2} ticks/call; mean residual by processes  {}",
+        f.r_squared,
+        f.rms_residual,
+        residuals.join("  ")
+    );
 }
 
 fn print_summary(r: &SweepResult) {
     println!(
-        "tsc {:.3} GHz ({})",
+        "tsc {:.3} GHz ({}); run order shuffled with --seed {}",
         r.tsc.hz / 1e9,
         if r.tsc.invariant {
             "invariant"
         } else {
             "not invariant"
-        }
+        },
+        r.seed
     );
     print_curve("without profiler", &r.baseline);
     for p in &r.profiled {
@@ -151,19 +177,23 @@ fn print_summary(r: &SweepResult) {
 fn print_profiled(p: &Profiled) {
     print_curve(&format!("with {}", p.command), &p.curve);
     println!(
-        "  slowdown: {:+.2}% (median over rounds, against the baseline run of the same round); profiler used {:.3} CPU-s per s",
+        "  slowdown: {:+.2}% (median over rounds, against the baseline run of the same round); profiler used {:.3} CPU-s per s of timed window",
         p.paired_slowdown_pct, p.profiler_cpu_per_s
     );
     if let Some(d) = &p.derived {
         println!(
             "  latency: {:+.2} ticks/call ({:+.1}%) on the flat part\n  \
+             asymptotic change: slope after the first elbow {:.3} -> {:.3} ({:+.3}) ticks/call per process\n  \
              overhead: elbows moved {:+.0} and {:+.0} processes, saturated slope {:+.3}, \
              fixed shift {:+.2} ticks/call",
             d.latency_ticks_per_call,
             d.latency_pct,
+            d.asymptotic.baseline,
+            d.asymptotic.profiled,
+            d.asymptotic.change,
             d.elbow_shift[0],
             d.elbow_shift[1],
-            d.saturated_slope_change,
+            d.saturated.change,
             d.fixed_shift_ticks_per_call,
         );
     }
