@@ -304,9 +304,11 @@ fn run_repeats(
         progress.finish();
         let outcome = match outcome {
             Ok(o) => o,
-            Err(RunError::NeedsPrivilege(why)) => return Err(exit::no_privilege(format!(
+            Err(RunError::NeedsPrivilege(why)) => {
+                return Err(exit::no_privilege(format!(
                 "this run asks for cgroups, which need root (or a delegated cgroup subtree): {why}"
-            ))),
+            )))
+            }
             Err(RunError::Scenario(e)) => return Err(exit::usage(e.to_string())),
             Err(e) => return Err(exit::run_error(e.to_string())),
         };
