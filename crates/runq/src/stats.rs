@@ -84,7 +84,7 @@ fn critical_count(n: usize, m: usize, alpha: f64) -> Option<(usize, f64)> {
     let sd = (nm * (n + m + 1) as f64 / 12.0).sqrt();
     let z = normal_quantile(1.0 - alpha / 2.0);
     let c = (nm / 2.0 - z * sd - 0.5).floor();
-    (c >= 0.0).then(|| (c as usize, 1.0 - alpha))
+    (c >= 0.0).then_some((c as usize, 1.0 - alpha))
 }
 
 /// The standard normal quantile (Acklam's rational approximation, error
