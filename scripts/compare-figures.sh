@@ -6,7 +6,9 @@
 # Detection: HOG_ROUNDS (5) rounds of a fresh baseline against a run with one
 # busy-loop hog per online CPU competing; counts rounds flagged.
 # Speed: wall time of `runq compare` on two 10-repeat files (10 calls).
-# RUNQ=path/to/runq overrides the binary (default target/release/runq).
+# RUNQ=path/to/runq overrides the binary (default target/release/runq);
+# RUN_FLAGS adds flags to every run (e.g. --no-cgroups, so the hogs compete
+# with the workers task against task rather than cgroup against cgroup).
 set -eu
 R=${RUNQ:-target/release/runq}
 ROUNDS=${1:-20}
@@ -15,7 +17,9 @@ D=$(mktemp -d)
 HOGS=""
 cleanup() { for p in $HOGS; do kill "$p" 2>/dev/null || true; done; rm -rf "$D"; }
 trap cleanup EXIT INT TERM
-run() { "$R" run --work-type PipeIo --duration 1s --repeat "$1" --output "$2" >/dev/null 2>&1 || true; }
+RUN_FLAGS=${RUN_FLAGS:-}
+# shellcheck disable=SC2086
+run() { "$R" run $RUN_FLAGS --work-type PipeIo --duration 1s --repeat "$1" --output "$2" >/dev/null 2>&1 || true; }
 cmp_rc() { rc=0; "$R" compare "$1" "$2" >"$3" 2>&1 || rc=$?; echo "$rc"; }
 uptime
 flagged=0
@@ -23,7 +27,7 @@ i=1
 while [ "$i" -le "$ROUNDS" ]; do
   run 5 "$D/a.json"; run 5 "$D/b.json"
   rc=$(cmp_rc "$D/a.json" "$D/b.json" "$D/out")
-  if [ "$rc" = 1 ]; then flagged=$((flagged + 1)); grep ' regressed$' "$D/out"; fi
+  if [ "$rc" = 1 ]; then flagged=$((flagged + 1)); cat "$D/out"; fi
   echo "false-alarm round $i: exit $rc ($(tail -1 "$D/out"))"
   i=$((i + 1))
 done
@@ -37,7 +41,7 @@ while [ "$i" -le "$HOG_ROUNDS" ]; do
   run 5 "$D/b.json"
   for p in $HOGS; do kill "$p"; done; HOGS=""
   rc=$(cmp_rc "$D/a.json" "$D/b.json" "$D/out")
-  [ "$rc" = 1 ] && detected=$((detected + 1))
+  if [ "$rc" = 1 ]; then detected=$((detected + 1)); else cat "$D/out"; fi
   echo "hog round $i: exit $rc; regressed: $(grep ' regressed$' "$D/out" | awk '{print $2}' | tr '\n' ' ')"
   i=$((i + 1))
 done

@@ -27,7 +27,11 @@ fn parse_junit(path: &Path) -> Cases {
         e.attributes()
             .map(|a| a.unwrap())
             .find(|a| a.key.as_ref() == key)
-            .map(|a| a.normalized_value(quick_xml::XmlVersion::Explicit1_0).unwrap().into_owned())
+            .map(|a| {
+                a.normalized_value(quick_xml::XmlVersion::Explicit1_0)
+                    .unwrap()
+                    .into_owned()
+            })
             .unwrap_or_default()
     };
     loop {
