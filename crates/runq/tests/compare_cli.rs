@@ -150,21 +150,22 @@ fn repeat_output_compare_and_junit() {
     }
     assert_eq!(parse_junit(&xml).len(), rows.len());
 
-    // B: the same figures with the work rate halved and wakes twice as
-    // late: regressed, exit 1, JUnit failures.
+    // B: the same figures with a tenth of the work rate and wakes a
+    // hundred times later (far beyond the repeats' own spread on a loaded
+    // machine): regressed, exit 1, JUnit failures.
     let mut worse = doc.clone();
     for r in worse["repeats"].as_array_mut().unwrap() {
         let g = &mut r["groups"][0];
-        g["work_rate_per_s"] = (g["work_rate_per_s"].as_f64().unwrap() / 2.0).into();
+        g["work_rate_per_s"] = (g["work_rate_per_s"].as_f64().unwrap() / 10.0).into();
         let p99 = g["wake_latency_ns"]["p99"].as_u64().unwrap();
-        g["wake_latency_ns"]["p99"] = (p99 * 2).into();
+        g["wake_latency_ns"]["p99"] = (p99 * 100).into();
     }
     let b = dir.path().join("b.json");
     std::fs::write(&b, worse.to_string()).unwrap();
     let out = compare(&a, &b, &["--junit", xml.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("-50.0%"), "{text}");
+    assert!(text.contains("-90.0%"), "{text}");
     assert!(text.contains("2 regressed"), "{text}");
     let cases = parse_junit(&xml);
     assert_eq!(cases[&("PipeIo".into(), "work_rate".into())], "failure");
