@@ -160,13 +160,13 @@ fn render(rep: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "{:<12} {:<11} {:>10} {:>10} {:>8}  {:<19} verdict",
+        "{:<12} {:<11} {:>10} {:>10} {:>8}  {:<24} verdict",
         "group", "figure", "A median", "B median", "diff", "95% CI of diff"
     );
     for r in &rep.rows {
         let _ = writeln!(
             out,
-            "{:<12} {:<11} {:>10} {:>10} {:>8}  {:<19} {}",
+            "{:<12} {:<11} {:>10} {:>10} {:>8}  {:<24} {}",
             r.group,
             r.figure,
             fmt_value(r.median_a, r.unit),
@@ -206,7 +206,7 @@ fn junit(rep: &Report) -> Suite {
             );
             let outcome = match r.verdict {
                 Verdict::Regressed => Outcome::Failure {
-                    message: format!("{} regressed by {}", r.figure, pct(r.diff_pct)),
+                    message: format!("{} regressed ({})", r.figure, pct(r.diff_pct)),
                     detail: text.clone(),
                 },
                 Verdict::Inconclusive => Outcome::Skipped(
