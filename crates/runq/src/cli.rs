@@ -33,6 +33,10 @@ pub enum Command {
     /// summary. Needs root for cgroups; without it the default scenario runs
     /// its workers unplaced and says so.
     Run(cmd::run::RunArgs),
+    /// Compare two saved runs (`runq run --repeat N --output FILE.json`):
+    /// per group and figure, medians, the difference, a 95% rank-test
+    /// interval and a verdict; exits 1 when something regressed.
+    Compare(cmd::compare::CompareArgs),
     /// Per-thread host snapshots: capture scheduling, memory, I/O and
     /// delay-accounting counters of every thread into a `.ctprof.zst` file.
     Ctprof(cmd::ctprof::CtprofArgs),

@@ -4,6 +4,8 @@
 mod cli;
 mod cmd;
 mod exit;
+mod junit;
+mod stats;
 mod style;
 
 use std::process::ExitCode;

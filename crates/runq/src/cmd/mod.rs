@@ -1,6 +1,7 @@
 //! One module per subcommand; [`dispatch`] routes to them.
 
 pub mod collatz;
+pub mod compare;
 pub mod completions;
 pub mod ctprof;
 pub mod hud;
@@ -15,6 +16,7 @@ use crate::cli::{Cli, Command};
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::execute(args),
+        Command::Compare(args) => compare::execute(args),
         Command::Ctprof(args) => ctprof::execute(args),
         Command::Collatz(args) => collatz::execute(args),
         Command::Hud(args) => hud::execute(args),

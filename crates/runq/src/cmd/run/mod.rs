@@ -1,6 +1,7 @@
 //! `runq run`: drive a scheduler scenario and report on it.
 
 mod catalog;
+pub mod document;
 mod render;
 
 use std::process::ExitCode;
@@ -85,6 +86,18 @@ pub struct RunArgs {
     /// compare of the run's own cgroups below the report.
     #[arg(long, value_name = "DIR")]
     pub ctprof: Option<std::path::PathBuf>,
+    /// Run the scenario N times and keep every repeat's figures (for
+    /// `runq compare`); the verdict FAILs when any repeat failed.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Also write the JSON document (`--json`'s, with schema_version, host
+    /// facts, the scenario and every repeat's figures) to FILE.
+    #[arg(long, value_name = "FILE.json")]
+    pub output: Option<std::path::PathBuf>,
+    /// Write a JUnit XML report to FILE: one testcase per group and check.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<std::path::PathBuf>,
 }
 
 /// Builds the scenario the flags describe.
@@ -206,63 +219,112 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         ),
         Err(_) => None,
     };
+    if args.repeat > 1 && args.ctprof.is_some() {
+        return Err(exit::usage(
+            "--ctprof takes snapshots around one run; drop it or use --repeat 1",
+        ));
+    }
     let interrupt = runq_workload::interrupt::install().context("installing signal handlers")?;
-    let mut progress = render::Progress::new(scn.duration, args.json);
     let mut ctprof = args
         .ctprof
         .as_deref()
         .map(crate::cmd::ctprof::run_hook::Recorder::new)
         .transpose()?;
-    let outcome = run_scenario(
+    let outcomes = run_repeats(
+        &args,
         &scn,
-        RunOptions {
-            cgroups: mode,
-            interrupt,
-            on_tick: &mut |e, t| {
-                progress.tick(e, t);
-                if let Some(r) = ctprof.as_mut() {
-                    r.tick(e, t);
-                }
-            },
-            collect_timeout,
-            repro: args.repro,
-            fault,
-        },
-    );
-    progress.finish();
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(RunError::NeedsPrivilege(why)) => {
-            return Err(exit::no_privilege(format!(
-                "this run asks for cgroups, which need root (or a delegated cgroup subtree): {why}"
-            )))
-        }
-        Err(RunError::Scenario(e)) => return Err(exit::usage(e.to_string())),
-        Err(e) => return Err(exit::run_error(e.to_string())),
-    };
+        (mode, collect_timeout, fault),
+        interrupt,
+        &mut ctprof,
+    )?;
+    let doc = document::build(&scn, outcomes);
+    let outcome = &doc.last;
     if let Placement::Unplaced { reason } = &outcome.placement {
         if scn.wants_cgroups() && !args.json && mode != CgroupMode::Off {
             eprintln!("runq: running workers without cgroups ({reason})");
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        println!("{}", serde_json::to_string_pretty(&doc)?);
         if let Some(e) = &outcome.run_error {
             eprintln!("runq: run ended early: {e}");
         }
     } else {
         print!(
             "{}",
-            render::render_outcome(&outcome, crate::style::color_enabled())
+            render::render_outcome(outcome, crate::style::color_enabled())
         );
     }
+    if let Some(path) = &args.output {
+        document::write(&doc, path)?;
+    }
+    if let Some(path) = &args.junit {
+        crate::junit::write(&crate::junit::from_run(&doc), path)?;
+    }
     if let Some(r) = ctprof {
-        let text = r.finish(&outcome, crate::style::color_enabled())?;
+        let text = r.finish(outcome, crate::style::color_enabled())?;
         if !args.json {
             print!("{text}");
         }
     }
-    Ok(exit_code(&outcome))
+    Ok(exit_code(outcome))
+}
+
+/// Runs the scenario `--repeat` times, stopping early on an interrupt or a
+/// run error; prints every repeat's report but the last in text mode.
+fn run_repeats(
+    args: &RunArgs,
+    scn: &Scenario,
+    (mode, collect_timeout, fault): (CgroupMode, Duration, Option<Fault>),
+    interrupt: &std::sync::atomic::AtomicBool,
+    ctprof: &mut Option<crate::cmd::ctprof::run_hook::Recorder>,
+) -> anyhow::Result<Vec<runq_workload::RunOutcome>> {
+    let mut outcomes = Vec::new();
+    for n in 1..=args.repeat {
+        if args.repeat > 1 && !args.json {
+            eprintln!("runq: repeat {n}/{}", args.repeat);
+        }
+        let mut progress = render::Progress::new(scn.duration, args.json);
+        let outcome = run_scenario(
+            scn,
+            RunOptions {
+                cgroups: mode,
+                interrupt,
+                on_tick: &mut |e, t| {
+                    progress.tick(e, t);
+                    if let Some(r) = ctprof.as_mut() {
+                        r.tick(e, t);
+                    }
+                },
+                collect_timeout,
+                repro: args.repro,
+                fault,
+            },
+        );
+        progress.finish();
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(RunError::NeedsPrivilege(why)) => {
+                return Err(exit::no_privilege(format!(
+                "this run asks for cgroups, which need root (or a delegated cgroup subtree): {why}"
+            )))
+            }
+            Err(RunError::Scenario(e)) => return Err(exit::usage(e.to_string())),
+            Err(e) => return Err(exit::run_error(e.to_string())),
+        };
+        let stop = outcome.interrupted || outcome.run_error.is_some();
+        if !args.json && n < args.repeat && !stop {
+            print!(
+                "{}",
+                render::render_outcome(&outcome, crate::style::color_enabled())
+            );
+        }
+        outcomes.push(outcome);
+        if stop {
+            break;
+        }
+    }
+    Ok(outcomes)
 }
 
 fn exit_code(outcome: &runq_workload::RunOutcome) -> ExitCode {

@@ -1,0 +1,241 @@
+//! Reading saved `runq run --output` documents and checking that two of
+//! them can be compared.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::cmd::run::document::{GroupFigures, HostFacts, SCHEMA_VERSION, TOOL};
+use crate::exit;
+
+/// The parts of a saved run that compare reads.
+#[derive(Debug, Clone)]
+pub struct SavedRun {
+    /// The file it came from.
+    pub path: String,
+    /// The host facts.
+    pub host: HostFacts,
+    /// The scenario, as JSON.
+    pub scenario: Value,
+    /// The scenario's name.
+    pub scenario_name: String,
+    /// Per repeat, per group figures.
+    pub repeats: Vec<Vec<GroupFigures>>,
+}
+
+/// The top level, every field optional so a foreign file is told apart
+/// from a damaged one. Unknown fields (the worker reports) are skipped.
+#[derive(Deserialize)]
+struct Head {
+    schema_version: Option<Value>,
+    tool: Option<Value>,
+    host: Option<Value>,
+    scenario_spec: Option<Value>,
+    scenario: Option<Value>,
+    repeats: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct SavedRepeat {
+    groups: Vec<GroupFigures>,
+}
+
+const HINT: &str = "write one with `runq run --repeat N --output FILE.json`";
+
+/// Parses a saved run from its text; errors are one line, exit code 2.
+pub fn parse(path: &str, text: &str) -> anyhow::Result<SavedRun> {
+    let head: Head = serde_json::from_str(text).map_err(|e| {
+        let what = if e.is_eof() {
+            "is truncated"
+        } else {
+            "is not valid JSON"
+        };
+        exit::usage(format!(
+            "{path} {what} ({e}); expected a result from `runq run --output`"
+        ))
+    })?;
+    let (Some(version), Some(tool)) = (head.schema_version, head.tool) else {
+        return Err(exit::usage(format!(
+            "{path} is not a runq run result (no schema_version/tool fields); {HINT}"
+        )));
+    };
+    if tool.as_str() != Some(TOOL) {
+        return Err(exit::usage(format!(
+            "{path} was written by {tool}, not `{TOOL}`; {HINT}"
+        )));
+    }
+    if version.as_u64() != Some(u64::from(SCHEMA_VERSION)) {
+        return Err(exit::usage(format!(
+            "{path} has schema_version {version}, this runq reads version {SCHEMA_VERSION}; \
+             rerun the scenario with this runq to compare"
+        )));
+    }
+    let bad = |field: &str, e: String| {
+        exit::usage(format!("{path}: field {field} is damaged ({e}); {HINT}"))
+    };
+    let host: HostFacts = serde_json::from_value(head.host.unwrap_or(Value::Null))
+        .map_err(|e| bad("host", e.to_string()))?;
+    let repeats: Vec<SavedRepeat> = serde_json::from_value(head.repeats.unwrap_or(Value::Null))
+        .map_err(|e| bad("repeats", e.to_string()))?;
+    if repeats.is_empty() {
+        return Err(bad("repeats", "no repeats".into()));
+    }
+    let scenario = head
+        .scenario_spec
+        .ok_or_else(|| bad("scenario_spec", "missing".into()))?;
+    let scenario_name = head
+        .scenario
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    Ok(SavedRun {
+        path: path.to_string(),
+        host,
+        scenario,
+        scenario_name,
+        repeats: repeats.into_iter().map(|r| r.groups).collect(),
+    })
+}
+
+/// Reads and parses a saved run.
+pub fn read(path: &Path) -> anyhow::Result<SavedRun> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| exit::usage(format!("cannot read {name}: {e}")))?;
+    parse(&name, &text)
+}
+
+/// The scenario without its scheduler command (which is what an A/B of
+/// schedulers changes on purpose).
+fn comparable_scenario(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(map) = v.as_object_mut() {
+        map.remove("scheduler");
+    }
+    v
+}
+
+/// What makes the two results incomparable (every verdict then becomes
+/// inconclusive), and what differs but is often the point of the A/B
+/// (kernel, host name, scheduler): `(mismatches, notes)`.
+pub fn differences(a: &SavedRun, b: &SavedRun) -> (Vec<String>, Vec<String>) {
+    let mut mismatches = Vec::new();
+    let mut notes = Vec::new();
+    let (sa, sb) = (
+        comparable_scenario(&a.scenario),
+        comparable_scenario(&b.scenario),
+    );
+    if sa != sb {
+        let keys: Vec<String> = match (sa.as_object(), sb.as_object()) {
+            (Some(x), Some(y)) => x
+                .keys()
+                .chain(y.keys())
+                .filter(|k| x.get(*k) != y.get(*k))
+                .map(String::clone)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+            _ => vec!["everything".into()],
+        };
+        mismatches.push(format!(
+            "the files ran different scenarios ({} vs {}; differing: {})",
+            a.scenario_name,
+            b.scenario_name,
+            keys.join(", ")
+        ));
+    }
+    let (ha, hb) = (&a.host, &b.host);
+    if ha.online_cpus != hb.online_cpus || ha.cpu_model != hb.cpu_model {
+        mismatches.push(format!(
+            "the hosts differ: {} CPUs ({}) vs {} CPUs ({})",
+            ha.online_cpus, ha.cpu_model, hb.online_cpus, hb.cpu_model
+        ));
+    }
+    if ha.cgroup_layout != hb.cgroup_layout {
+        mismatches.push(format!(
+            "the cgroup layouts differ: {} vs {}",
+            ha.cgroup_layout, hb.cgroup_layout
+        ));
+    }
+    let mut note = |what: &str, x: &str, y: &str| {
+        if x != y {
+            notes.push(format!("{what}: {x} vs {y}"));
+        }
+    };
+    note("kernel", &ha.kernel_release, &hb.kernel_release);
+    note("host", &ha.hostname, &hb.hostname);
+    note("sched_ext", &ha.sched_ext, &hb.sched_ext);
+    let none = "(none)".to_string();
+    note(
+        "scheduler",
+        ha.scheduler_command.as_ref().unwrap_or(&none),
+        hb.scheduler_command.as_ref().unwrap_or(&none),
+    );
+    (mismatches, notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(scenario: &str, cpus: u32) -> String {
+        format!(
+            r#"{{"schema_version":1,"tool":"runq run","scenario":"s",
+            "host":{{"hostname":"h","kernel_release":"6.18","cpu_model":"x","online_cpus":{cpus},
+                    "cgroup_layout":"hybrid","sched_ext":"no sched_ext","scheduler_command":null}},
+            "scenario_spec":{scenario},
+            "repeats":[{{"repeat":1,"groups":[{{"group":"g","work_type":"PipeIo",
+              "work_rate_per_s":10.0,"wake_latency_ns":{{"p50":1,"p90":2,"p99":3,"p99.9":4,
+              "samples":5,"total":6}},"off_cpu_pct":1.0,"max_gap_ms":2,"migrations":0,
+              "fairness":1.0}}]}}]}}"#
+        )
+    }
+
+    fn err(text: &str) -> String {
+        parse("x.json", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn reads_a_saved_run() {
+        let r = parse("a.json", &doc(r#"{"duration":1}"#, 2)).unwrap();
+        assert_eq!(r.repeats.len(), 1);
+        assert_eq!(r.repeats[0][0].wake_latency_ns.p99_9, Some(4));
+        assert_eq!(r.host.online_cpus, 2);
+    }
+
+    #[test]
+    fn bad_files_are_one_line_errors() {
+        let full = doc("{}", 2);
+        let e = err(&full[..full.len() / 2]);
+        assert!(e.contains("is truncated"), "{e}");
+        assert!(err("hello").contains("is not valid JSON"));
+        let e = err(r#"{"schema":"https://json.schemastore.org/package","name":"x"}"#);
+        assert!(e.contains("is not a runq run result"), "{e}");
+        let e = err(r#"{"schema_version":1,"tool":"fio"}"#);
+        assert!(e.contains("written by \"fio\""), "{e}");
+        let e = err(&full.replace("\"schema_version\":1", "\"schema_version\":9"));
+        assert!(e.contains("schema_version 9"), "{e}");
+        let e = err(&full.replace("\"repeats\":[", "\"repeats\":[7,"));
+        assert!(e.contains("field repeats is damaged"), "{e}");
+        for e in [e, err("hello")] {
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn mismatches_and_notes() {
+        let a = parse("a", &doc(r#"{"duration":1,"scheduler":"scx_a"}"#, 2)).unwrap();
+        let b = parse("b", &doc(r#"{"duration":1,"scheduler":"scx_b"}"#, 2)).unwrap();
+        assert_eq!(differences(&a, &b), (vec![], vec![]));
+        let c = parse("c", &doc(r#"{"duration":2}"#, 4)).unwrap();
+        let (m, _) = differences(&a, &c);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!(m[0].contains("differing: duration"), "{m:?}");
+        assert!(m[1].contains("2 CPUs"), "{m:?}");
+        let mut d = b.clone();
+        d.host.kernel_release = "6.19".into();
+        let (m, n) = differences(&a, &d);
+        assert!(m.is_empty());
+        assert_eq!(n, vec!["kernel: 6.18 vs 6.19".to_string()]);
+    }
+}

@@ -1,0 +1,232 @@
+//! `runq compare A.json B.json`: did B regress against A? Per group and
+//! figure, medians over repeats, the difference, a rank-test confidence
+//! interval (see [`crate::stats`]) and a verdict.
+
+mod analyze;
+mod load;
+
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use analyze::{Row, Verdict};
+
+use crate::exit;
+use crate::junit::{Case, Outcome, Suite};
+
+/// How the interval is computed, as printed and written to JSON.
+const METHOD: &str = "95% Hodges-Lehmann interval of the shift B-A from the Mann-Whitney rank \
+                      test over repeats (exact up to 30 repeats per side)";
+
+/// Arguments of `runq compare`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Exit status: 0 nothing regressed, 1 something regressed, 2 bad input.
+
+Examples:
+  runq run --work-type PipeIo --duration 1s --repeat 5 --output a.json
+  runq run --work-type PipeIo --duration 1s --repeat 5 --output b.json
+  runq compare a.json b.json --threshold 10 --junit compare.xml")]
+pub struct CompareArgs {
+    /// The baseline (`runq run --output`).
+    #[arg(value_name = "A.json")]
+    pub a: PathBuf,
+    /// The candidate.
+    #[arg(value_name = "B.json")]
+    pub b: PathBuf,
+    /// Smallest change, in percent of A's median, that counts as a
+    /// regression or an improvement.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub threshold: f64,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write a JUnit XML report to FILE: one testcase per group and figure
+    /// (regressed fails, inconclusive is skipped).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+/// The whole comparison (`--json`).
+#[derive(Debug, Serialize)]
+struct Report {
+    a: String,
+    b: String,
+    threshold_pct: f64,
+    method: &'static str,
+    mismatches: Vec<String>,
+    notes: Vec<String>,
+    regressed: usize,
+    improved: usize,
+    rows: Vec<Row>,
+}
+
+/// Compares two saved runs and prints the verdicts.
+pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
+        return Err(exit::usage(format!(
+            "--threshold {}: expected a percentage >= 0, e.g. --threshold 5",
+            args.threshold
+        )));
+    }
+    let a = load::read(&args.a)?;
+    let b = load::read(&args.b)?;
+    let (mismatches, notes) = load::differences(&a, &b);
+    let mismatch = (!mismatches.is_empty()).then(|| mismatches.join("; "));
+    for m in &mismatches {
+        eprintln!("runq: {m}; every verdict is inconclusive");
+    }
+    let rows = analyze::compare_all(&a, &b, args.threshold, mismatch.as_deref());
+    if rows.is_empty() {
+        return Err(exit::usage(format!(
+            "{} and {} have no group in common (groups: {} vs {})",
+            a.path,
+            b.path,
+            analyze::group_names(&a).join(", "),
+            analyze::group_names(&b).join(", ")
+        )));
+    }
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    let report = Report {
+        a: a.path.clone(),
+        b: b.path.clone(),
+        threshold_pct: args.threshold,
+        method: METHOD,
+        mismatches,
+        notes,
+        regressed: count(Verdict::Regressed),
+        improved: count(Verdict::Improved),
+        rows,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report));
+    }
+    if let Some(path) = &args.junit {
+        crate::junit::write(&junit(&report), path)?;
+    }
+    Ok(if report.regressed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// A value with its unit, short.
+fn fmt_value(v: Option<f64>, unit: &str) -> String {
+    let Some(v) = v else { return "-".into() };
+    let a = v.abs();
+    match unit {
+        "ns" if a >= 1e6 => format!("{:.2}ms", v / 1e6),
+        "ns" if a >= 1e3 => format!("{:.1}µs", v / 1e3),
+        "ns" => format!("{v:.0}ns"),
+        "/s" if a >= 1e6 => format!("{:.2}M/s", v / 1e6),
+        "/s" if a >= 1e3 => format!("{:.1}k/s", v / 1e3),
+        "%" => format!("{v:.1}%"),
+        "" if a < 10.0 => format!("{v:.3}"),
+        u => format!("{v:.0}{u}"),
+    }
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:+.1}%"))
+}
+
+fn ci_text(r: &Row) -> String {
+    r.ci_pct.map_or_else(
+        || "-".into(),
+        |[lo, hi]| format!("[{}, {}]", pct(Some(lo)), pct(Some(hi))),
+    )
+}
+
+/// The text table.
+fn render(rep: &Report) -> String {
+    let mut out = String::new();
+    let reps = rep.rows.first().map_or([0, 0], |r| r.repeats);
+    let _ = writeln!(
+        out,
+        "A {} ({} repeats) vs B {} ({} repeats); threshold {}%",
+        rep.a, reps[0], rep.b, reps[1], rep.threshold_pct
+    );
+    let _ = writeln!(out, "interval: {METHOD}");
+    for n in &rep.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    for m in &rep.mismatches {
+        let _ = writeln!(out, "NOT COMPARABLE: {m}");
+    }
+    let _ = writeln!(
+        out,
+        "{:<12} {:<11} {:>10} {:>10} {:>8}  {:<24} verdict",
+        "group", "figure", "A median", "B median", "diff", "95% CI of diff"
+    );
+    for r in &rep.rows {
+        let _ = writeln!(
+            out,
+            "{:<12} {:<11} {:>10} {:>10} {:>8}  {:<24} {}",
+            r.group,
+            r.figure,
+            fmt_value(r.median_a, r.unit),
+            fmt_value(r.median_b, r.unit),
+            pct(r.diff_pct),
+            ci_text(r),
+            r.verdict.word()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{} regressed, {} improved, {} figures compared",
+        rep.regressed,
+        rep.improved,
+        rep.rows.len()
+    );
+    out
+}
+
+/// One testcase per group and figure.
+fn junit(rep: &Report) -> Suite {
+    let cases = rep
+        .rows
+        .iter()
+        .map(|r| {
+            let text = format!(
+                "A median {}, B median {}, diff {}, 95% CI {} ({} better)",
+                fmt_value(r.median_a, r.unit),
+                fmt_value(r.median_b, r.unit),
+                pct(r.diff_pct),
+                ci_text(r),
+                if r.better == analyze::Better::Higher {
+                    "higher"
+                } else {
+                    "lower"
+                }
+            );
+            let outcome = match r.verdict {
+                Verdict::Regressed => Outcome::Failure {
+                    message: format!("{} regressed ({})", r.figure, pct(r.diff_pct)),
+                    detail: text.clone(),
+                },
+                Verdict::Inconclusive => Outcome::Skipped(
+                    r.reason
+                        .clone()
+                        .unwrap_or_else(|| "interval straddles the threshold".into()),
+                ),
+                Verdict::Improved | Verdict::NoChange => Outcome::Pass,
+            };
+            Case {
+                class: r.group.clone(),
+                name: r.figure.to_string(),
+                outcome,
+                output: text,
+            }
+        })
+        .collect();
+    Suite {
+        name: format!("runq compare {} {}", rep.a, rep.b),
+        time_s: 0.0,
+        cases,
+    }
+}

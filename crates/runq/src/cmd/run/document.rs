@@ -1,0 +1,251 @@
+//! The saved result of `runq run` (what `--json` prints and `--output`
+//! writes): a versioned document with the host facts, the scenario, and
+//! every repeat's figures, which `runq compare` reads back.
+
+use std::path::Path;
+
+use anyhow::Context;
+use runq_workload::summary::percentile;
+use runq_workload::{RunOutcome, Scenario, Verdict, WorkerReport};
+use serde::{Deserialize, Serialize};
+
+/// The version of the document's layout; `runq compare` refuses others.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Marks the document as runq's (a file from another tool lacks it).
+pub const TOOL: &str = "runq run";
+
+/// Facts about the host that make two results comparable (or not).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// Host name.
+    pub hostname: String,
+    /// Kernel release (`uname -r`).
+    pub kernel_release: String,
+    /// CPU model.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub online_cpus: u32,
+    /// `v2` (unified only), `hybrid` (controllers on v1, v2 mounted) or
+    /// `v1`, or `none`.
+    pub cgroup_layout: String,
+    /// The sched_ext scheduler loaded (`root/ops`), or `none`/`no sched_ext`.
+    pub sched_ext: String,
+    /// The scheduler command runq started for the run, if any.
+    pub scheduler_command: Option<String>,
+}
+
+impl HostFacts {
+    /// Reads the live host's facts.
+    pub fn read(scheduler_command: Option<String>) -> Self {
+        let ctx = runq_kernel::host::read_host_context(Path::new("/proc"), Path::new("/sys"));
+        let layout = match runq_kernel::cgroup::CgroupLayout::detect() {
+            Ok(l) if l.hierarchies.is_empty() => "none",
+            Ok(l) if l.hierarchies.iter().all(|h| h.is_v2()) => "v2",
+            Ok(l) if l.hierarchies.iter().any(|h| h.is_v2()) => "hybrid",
+            Ok(_) => "v1",
+            Err(_) => "unknown",
+        };
+        let sched_ext = match runq_kernel::sched_ext::read_sched_ext(Path::new("/sys")) {
+            None => "no sched_ext".to_string(),
+            Some(s) => s
+                .ops
+                .filter(|o| !o.is_empty())
+                .unwrap_or_else(|| format!("none ({})", s.state)),
+        };
+        HostFacts {
+            hostname: ctx.hostname,
+            kernel_release: ctx.kernel_release,
+            cpu_model: ctx.cpu_model,
+            online_cpus: ctx.online_cpus,
+            cgroup_layout: layout.to_string(),
+            sched_ext,
+            scheduler_command,
+        }
+    }
+}
+
+/// Wake latency percentiles with schbench-style names, next to the number
+/// of samples they were taken from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WakePercentiles {
+    /// Median, ns.
+    pub p50: Option<u64>,
+    /// 90th percentile, ns.
+    pub p90: Option<u64>,
+    /// 99th percentile, ns.
+    pub p99: Option<u64>,
+    /// 99.9th percentile, ns.
+    #[serde(rename = "p99.9")]
+    pub p99_9: Option<u64>,
+    /// Samples the percentiles were computed from (the reservoirs).
+    pub samples: u64,
+    /// Wakes observed, sampled or not.
+    pub total: u64,
+}
+
+/// One group's figures in one repeat: what `runq compare` compares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupFigures {
+    /// Group name.
+    pub group: String,
+    /// Work type name.
+    pub work_type: String,
+    /// Work units per second, summed over workers.
+    pub work_rate_per_s: f64,
+    /// Wake latency, ns.
+    pub wake_latency_ns: WakePercentiles,
+    /// Off-CPU share of wall time, percent.
+    pub off_cpu_pct: f64,
+    /// Worst gap between checkpoints, ms.
+    pub max_gap_ms: u64,
+    /// Migrations over all workers.
+    pub migrations: u64,
+    /// Jain's fairness index of the workers' CPU time (1 = equal shares,
+    /// 1/n = one worker got everything); `None` below two workers.
+    pub fairness: Option<f64>,
+}
+
+/// One repeat of the scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct Repeat {
+    /// 1-based repeat number.
+    pub repeat: usize,
+    /// That repeat's verdict.
+    pub verdict: Verdict,
+    /// Checks that failed in that repeat, as `group: check`.
+    pub failed_checks: Vec<String>,
+    /// Per-group figures.
+    pub groups: Vec<GroupFigures>,
+}
+
+/// The whole document. The last repeat's full outcome (summaries, checks,
+/// every worker report) is flattened at the top level, as a single run's
+/// `--json` always printed it; `verdict` there is the verdict over all
+/// repeats.
+#[derive(Debug, Serialize)]
+pub struct RunDocument {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// [`TOOL`].
+    pub tool: &'static str,
+    /// The host the run happened on.
+    pub host: HostFacts,
+    /// The scenario as run (groups, work types, parameters, checks).
+    pub scenario_spec: Scenario,
+    /// Every repeat's figures.
+    pub repeats: Vec<Repeat>,
+    /// The last repeat's outcome.
+    #[serde(flatten)]
+    pub last: RunOutcome,
+}
+
+/// Jain's index of `xs`: `(sum x)^2 / (n * sum x^2)`.
+fn jain(xs: &[f64]) -> Option<f64> {
+    let sq: f64 = xs.iter().map(|x| x * x).sum();
+    (xs.len() >= 2 && sq > 0.0).then(|| {
+        let s: f64 = xs.iter().sum();
+        s * s / (xs.len() as f64 * sq)
+    })
+}
+
+/// The figures of one group from its summary and its workers' reports.
+fn group_figures(o: &RunOutcome, g: &runq_workload::summary::GroupSummary) -> GroupFigures {
+    let live: Vec<&WorkerReport> = o
+        .reports
+        .iter()
+        .filter(|r| r.group_idx == g.group_idx && r.exit_info.is_none())
+        .collect();
+    let mut wakes: Vec<u64> = live
+        .iter()
+        .flat_map(|r| r.resume_latencies_ns.iter().copied())
+        .collect();
+    wakes.sort_unstable();
+    let cpu: Vec<f64> = live.iter().map(|r| r.cpu_time_ns as f64).collect();
+    GroupFigures {
+        group: g.name.clone(),
+        work_type: g.work_type.clone(),
+        work_rate_per_s: g.work_rate_per_s,
+        wake_latency_ns: WakePercentiles {
+            p50: percentile(&wakes, 50.0),
+            p90: percentile(&wakes, 90.0),
+            p99: percentile(&wakes, 99.0),
+            p99_9: percentile(&wakes, 99.9),
+            samples: wakes.len() as u64,
+            total: g.wake_total,
+        },
+        off_cpu_pct: g.off_cpu_pct,
+        max_gap_ms: g.max_gap_ms,
+        migrations: g.migrations,
+        fairness: jain(&cpu),
+    }
+}
+
+/// The repeat record of one outcome.
+pub fn repeat_of(n: usize, o: &RunOutcome) -> Repeat {
+    Repeat {
+        repeat: n,
+        verdict: o.verdict,
+        failed_checks: o
+            .checks
+            .iter()
+            .filter(|c| !c.pass)
+            .map(|c| format!("{}: {}", c.group, c.name))
+            .collect(),
+        groups: o.groups.iter().map(|g| group_figures(o, g)).collect(),
+    }
+}
+
+/// Builds the document from every repeat's outcome (at least one).
+pub fn build(scn: &Scenario, outcomes: Vec<RunOutcome>) -> RunDocument {
+    let repeats: Vec<Repeat> = outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, o)| repeat_of(i + 1, o))
+        .collect();
+    let mut last = outcomes.into_iter().last().expect("at least one repeat");
+    if repeats.iter().any(|r| r.verdict == Verdict::Fail) {
+        last.verdict = Verdict::Fail;
+    }
+    RunDocument {
+        schema_version: SCHEMA_VERSION,
+        tool: TOOL,
+        host: HostFacts::read(scn.scheduler.clone()),
+        scenario_spec: scn.clone(),
+        repeats,
+        last,
+    }
+}
+
+/// Writes the document to `path` (pretty JSON), creating or truncating it.
+pub fn write(doc: &RunDocument, path: &Path) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(doc)?;
+    std::fs::write(path, text + "\n")
+        .with_context(|| format!("--output: writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index() {
+        assert_eq!(jain(&[5.0, 5.0]), Some(1.0));
+        assert_eq!(jain(&[1.0, 0.0]), Some(0.5));
+        assert_eq!(jain(&[1.0]), None);
+        assert_eq!(jain(&[0.0, 0.0]), None);
+    }
+
+    #[test]
+    fn percentile_names_are_schbench_style() {
+        let w = WakePercentiles {
+            p99_9: Some(7),
+            samples: 3,
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&w).unwrap();
+        assert_eq!(v["p99.9"], 7);
+        assert_eq!(v["samples"], 3);
+        assert!(v.get("p50").is_some());
+    }
+}

@@ -1,0 +1,217 @@
+//! JUnit XML for CI systems: `runq run --junit` (one testcase per group and
+//! check) and `runq compare --junit` (one per group and figure).
+
+use std::fmt::Write;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::cmd::run::document::RunDocument;
+
+/// How a testcase ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Passed.
+    Pass,
+    /// Failed, with a one-line message and details.
+    Failure {
+        /// The short message (an attribute).
+        message: String,
+        /// Longer text (the element body).
+        detail: String,
+    },
+    /// Neither passed nor failed (e.g. an inconclusive comparison).
+    Skipped(String),
+}
+
+/// One testcase.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// `classname`: the group.
+    pub class: String,
+    /// `name`: the check or figure.
+    pub name: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Text for `<system-out>` (measured values), may be empty.
+    pub output: String,
+}
+
+/// One testsuite (runq writes one per file).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suite {
+    /// The suite's name.
+    pub name: String,
+    /// Total time, seconds.
+    pub time_s: f64,
+    /// The testcases.
+    pub cases: Vec<Case>,
+}
+
+/// Escapes text for an XML attribute or element body.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // Control characters other than tab/newline are not valid XML 1.0.
+            c if (c as u32) < 0x20 && c != '\t' && c != '\n' && c != '\r' => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Renders the suite as a JUnit XML document.
+pub fn render(suite: &Suite) -> String {
+    let count = |f: fn(&Outcome) -> bool| suite.cases.iter().filter(|c| f(&c.outcome)).count();
+    let failures = count(|o| matches!(o, Outcome::Failure { .. }));
+    let skipped = count(|o| matches!(o, Outcome::Skipped(_)));
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let head = format!(
+        "name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{:.3}\"",
+        esc(&suite.name),
+        suite.cases.len(),
+        suite.time_s
+    );
+    let _ = writeln!(x, "<testsuites {head}>");
+    let _ = writeln!(x, "  <testsuite {head}>");
+    for c in &suite.cases {
+        let _ = write!(
+            x,
+            "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">",
+            esc(&c.class),
+            esc(&c.name)
+        );
+        match &c.outcome {
+            Outcome::Pass => {}
+            Outcome::Failure { message, detail } => {
+                let _ = write!(
+                    x,
+                    "\n      <failure message=\"{}\" type=\"runq\">{}</failure>",
+                    esc(message),
+                    esc(detail)
+                );
+            }
+            Outcome::Skipped(why) => {
+                let _ = write!(x, "\n      <skipped message=\"{}\"/>", esc(why));
+            }
+        }
+        if !c.output.is_empty() {
+            let _ = write!(x, "\n      <system-out>{}</system-out>", esc(&c.output));
+        }
+        if c.outcome != Outcome::Pass || !c.output.is_empty() {
+            x.push_str("\n    ");
+        }
+        x.push_str("</testcase>\n");
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}
+
+/// Writes the suite to `path`.
+pub fn write(suite: &Suite, path: &Path) -> anyhow::Result<()> {
+    std::fs::write(path, render(suite))
+        .with_context(|| format!("--junit: writing {}", path.display()))
+}
+
+/// The testcases of a run: one per group and check; a check fails when it
+/// failed in any repeat.
+pub fn from_run(doc: &RunDocument) -> Suite {
+    let o = &doc.last;
+    let mut cases: Vec<Case> = o
+        .checks
+        .iter()
+        .map(|c| {
+            let key = format!("{}: {}", c.group, c.name);
+            let failed_in: Vec<String> = doc
+                .repeats
+                .iter()
+                .filter(|r| r.failed_checks.contains(&key))
+                .map(|r| r.repeat.to_string())
+                .collect();
+            let measured = format!("measured {} {} {} (last repeat)", c.measured, c.op, c.bound);
+            let outcome = if failed_in.is_empty() {
+                Outcome::Pass
+            } else {
+                Outcome::Failure {
+                    message: format!(
+                        "{} failed in repeat(s) {} of {}",
+                        c.name,
+                        failed_in.join(", "),
+                        doc.repeats.len()
+                    ),
+                    detail: measured.clone(),
+                }
+            };
+            Case {
+                class: c.group.clone(),
+                name: c.name.clone(),
+                outcome,
+                output: measured,
+            }
+        })
+        .collect();
+    if let Some(d) = &o.scheduler_death {
+        cases.push(Case {
+            class: "scheduler".into(),
+            name: "stayed alive".into(),
+            outcome: Outcome::Failure {
+                message: format!("{} {} at {} ms", d.command, d.status, d.at_ms),
+                detail: d.kernel_log.join("\n"),
+            },
+            output: String::new(),
+        });
+    }
+    Suite {
+        name: format!("runq run {}", o.scenario),
+        time_s: o.run_ns as f64 / 1e9 * doc.repeats.len() as f64,
+        cases,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_counts() {
+        let suite = Suite {
+            name: "a<b>".into(),
+            time_s: 1.5,
+            cases: vec![
+                Case {
+                    class: "g".into(),
+                    name: "ok".into(),
+                    outcome: Outcome::Pass,
+                    output: String::new(),
+                },
+                Case {
+                    class: "g".into(),
+                    name: "x&y".into(),
+                    outcome: Outcome::Failure {
+                        message: "\"bad\"".into(),
+                        detail: "1 < 2".into(),
+                    },
+                    output: "o".into(),
+                },
+                Case {
+                    class: "g".into(),
+                    name: "s".into(),
+                    outcome: Outcome::Skipped("why".into()),
+                    output: String::new(),
+                },
+            ],
+        };
+        let x = render(&suite);
+        assert!(x.contains("name=\"a&lt;b&gt;\" tests=\"3\" failures=\"1\""));
+        assert!(x.contains("skipped=\"1\""));
+        assert!(x.contains("name=\"x&amp;y\""));
+        assert!(x.contains("<failure message=\"&quot;bad&quot;\" type=\"runq\">1 &lt; 2</failure>"));
+        assert!(x.contains("<testcase classname=\"g\" name=\"ok\" time=\"0\"></testcase>"));
+    }
+}
