@@ -281,9 +281,13 @@ fn many_workers_in_a_cgroup() {
         ])
         .output()
         .unwrap();
+    // This tests scale: 64 workers placed, run and reported. 64 spinners
+    // for 0.5 s on a loaded 2-CPU machine may fail a gap or fairness check
+    // (exit 1); a run error (3) or a usage error (2) is a failure.
     assert!(
-        out.status.success(),
-        "{}",
+        matches!(out.status.code(), Some(0 | 1)),
+        "{:?}: {}",
+        out.status,
         String::from_utf8_lossy(&out.stderr)
     );
     let v = json_of(&out);
