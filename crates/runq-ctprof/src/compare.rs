@@ -6,10 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::avail::{metric_source, Capabilities, Reason, Source};
 use crate::derived::{Metrics, CTPROF_DERIVED_METRICS};
 use crate::group::{group_threads, GroupBy, Grouping};
 use crate::model::{CtprofSnapshot, ThreadState};
-use crate::registry::{Aggregated, Section, Unit, CTPROF_METRICS};
+use crate::registry::{Aggregated, CtprofMetricDef, Section, Unit, CTPROF_METRICS};
 
 /// One value cell.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -96,6 +97,45 @@ impl Cell {
     }
 }
 
+/// Serializes a missing cell as JSON `null`.
+fn cell_or_null<S: serde::Serializer>(c: &Cell, s: S) -> Result<S::Ok, S::Error> {
+    match c {
+        Cell::Missing => s.serialize_none(),
+        c => c.serialize(s),
+    }
+}
+
+/// The availability of one side of a view: host-wide reasons and counts of
+/// per-thread exceptions (`source:reason` -> threads).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SideCapabilities {
+    /// Sources unavailable for every thread, with the reason.
+    pub unavailable: BTreeMap<Source, Reason>,
+    /// Threads missing a source, by `source:reason`.
+    pub thread_exceptions: BTreeMap<String, u64>,
+    /// True when inferred from a schema-1 file.
+    pub inferred: bool,
+}
+
+impl SideCapabilities {
+    /// Summarizes a snapshot; `None` when it carries no capabilities.
+    pub fn of(snap: &CtprofSnapshot) -> Option<Self> {
+        let caps = snap.capabilities.as_ref()?;
+        let mut thread_exceptions = BTreeMap::new();
+        for t in &snap.threads {
+            for (src, why) in &t.unavailable {
+                let key = format!("{}:{}", src.name(), why.name());
+                *thread_exceptions.entry(key).or_insert(0) += 1;
+            }
+        }
+        Some(SideCapabilities {
+            unavailable: caps.unavailable.clone(),
+            thread_exceptions,
+            inferred: caps.inferred,
+        })
+    }
+}
+
 /// One output row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
@@ -113,9 +153,11 @@ pub struct Row {
     pub unit: Unit,
     /// A `[0, 1]` ratio (no percent column).
     pub is_ratio: bool,
-    /// Baseline value (the only value for `show`).
+    /// Baseline value (the only value for `show`); `null` when missing.
+    #[serde(serialize_with = "cell_or_null")]
     pub baseline: Cell,
-    /// Candidate value (`Missing` for `show`).
+    /// Candidate value (`null` for `show`).
+    #[serde(serialize_with = "cell_or_null")]
     pub candidate: Cell,
     /// `candidate - baseline`, when both are numbers.
     pub delta: Option<f64>,
@@ -148,11 +190,40 @@ impl ViewOptions {
     }
 }
 
-/// Every primary metric plus the derived ones for one group.
-pub fn group_metrics(threads: &[&ThreadState]) -> (Metrics, BTreeMap<&'static str, Option<f64>>) {
+/// Reduces one metric over the threads whose source was read; `Empty`
+/// (rendered `-`) when the source is unavailable host-wide or for every
+/// thread of the group.
+fn reduce(
+    def: &CtprofMetricDef,
+    threads: &[&ThreadState],
+    caps: Option<&Capabilities>,
+) -> Aggregated {
+    let Some(src) = metric_source(def) else {
+        return def.rule.apply(threads);
+    };
+    if caps.is_some_and(|c| c.unavailable.contains_key(&src)) {
+        return Aggregated::Empty;
+    }
+    if threads.iter().all(|t| !t.unavailable.contains_key(&src)) {
+        return def.rule.apply(threads);
+    }
+    let read: Vec<&ThreadState> = threads
+        .iter()
+        .copied()
+        .filter(|t| !t.unavailable.contains_key(&src))
+        .collect();
+    def.rule.apply(&read)
+}
+
+/// Every primary metric plus the derived ones for one group; `caps` are
+/// the snapshot's host-wide unavailable sources.
+pub fn group_metrics(
+    threads: &[&ThreadState],
+    caps: Option<&Capabilities>,
+) -> (Metrics, BTreeMap<&'static str, Option<f64>>) {
     let m: Metrics = CTPROF_METRICS
         .iter()
-        .map(|d| (d.name, d.rule.apply(threads)))
+        .map(|d| (d.name, reduce(d, threads, caps)))
         .collect();
     let d = CTPROF_DERIVED_METRICS
         .iter()
@@ -169,7 +240,7 @@ fn side(snap: &CtprofSnapshot, g: &Grouping) -> Side {
     group_threads(&snap.threads, g)
         .into_iter()
         .map(|(k, v)| {
-            let (m, d) = group_metrics(&v);
+            let (m, d) = group_metrics(&v, snap.capabilities.as_ref());
             (k, (v.len(), m, d))
         })
         .collect()
@@ -354,6 +425,22 @@ pub struct View {
     pub baseline_host_missing: bool,
     /// Candidate host context missing (compare only).
     pub candidate_host_missing: bool,
+    /// Why values are missing, by side (`baseline`, `candidate`).
+    pub capabilities: BTreeMap<&'static str, SideCapabilities>,
+}
+
+fn capabilities(
+    base: &CtprofSnapshot,
+    cand: Option<&CtprofSnapshot>,
+) -> BTreeMap<&'static str, SideCapabilities> {
+    let mut m = BTreeMap::new();
+    if let Some(c) = SideCapabilities::of(base) {
+        m.insert("baseline", c);
+    }
+    if let Some(c) = cand.and_then(SideCapabilities::of) {
+        m.insert("candidate", c);
+    }
+    m
 }
 
 fn group_by_name(g: GroupBy) -> &'static str {
@@ -392,6 +479,7 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
         rows,
         baseline_host_missing: base.host.is_none(),
         candidate_host_missing: cand.host.is_none(),
+        capabilities: capabilities(base, Some(cand)),
     }
 }
 
@@ -405,6 +493,7 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
         rows,
         baseline_host_missing: snap.host.is_none(),
         candidate_host_missing: false,
+        capabilities: capabilities(snap, None),
     }
 }
 

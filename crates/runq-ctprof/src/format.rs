@@ -125,13 +125,17 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<CtprofSnapshot, FormatError> 
             })
         }
     }
-    let snap: CtprofSnapshot = serde_json::from_value(value).map_err(|e| FormatError::Foreign {
-        path: path.clone(),
-        detail: format!("unexpected field value: {e}"),
-    })?;
+    let mut snap: CtprofSnapshot =
+        serde_json::from_value(value).map_err(|e| FormatError::Foreign {
+            path: path.clone(),
+            detail: format!("unexpected field value: {e}"),
+        })?;
     // Forward compatible: a newer schema loads; unknown fields are ignored
     // and fields this build expects but the file lacks take their default.
     let _newer = snap.schema_version > SCHEMA_VERSION;
+    if snap.schema_version < 2 && snap.capabilities.is_none() {
+        snap.capabilities = Some(crate::avail::infer_v1(&snap));
+    }
     Ok(snap)
 }
 

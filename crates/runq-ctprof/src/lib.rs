@@ -15,6 +15,7 @@ pub use capture::{capture, CaptureOptions};
 pub use format::{load, save, FormatError};
 pub use model::{CtprofSnapshot, ThreadState};
 pub mod agg;
+pub mod avail;
 pub mod compare;
 pub mod derived;
 pub mod group;

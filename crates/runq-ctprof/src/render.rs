@@ -155,6 +155,31 @@ fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[&str], color: Opt
     out.push('\n');
 }
 
+/// One line per side naming the sources shown as `-` and why.
+fn unavailable_note(out: &mut String, view: &View) {
+    for (side, caps) in &view.capabilities {
+        if caps.unavailable.is_empty() {
+            continue;
+        }
+        let parts: Vec<String> = caps
+            .unavailable
+            .iter()
+            .map(|(s, r)| format!("{}: {}", s.name(), r.describe()))
+            .collect();
+        out.push_str(&format!(
+            "{side}: `-` = unavailable: {}\n",
+            parts.join("; ")
+        ));
+    }
+    if view
+        .capabilities
+        .values()
+        .any(|c| !c.unavailable.is_empty())
+    {
+        out.push('\n');
+    }
+}
+
 /// Renders a view as text tables. `columns` empty means the default set.
 pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> String {
     let default: Vec<&str> = if compare {
@@ -172,6 +197,7 @@ pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> St
     if view.baseline_host_missing || view.candidate_host_missing {
         out.push_str("(host context unavailable)\n\n");
     }
+    unavailable_note(&mut out, view);
     let primary: Vec<&Row> = view
         .rows
         .iter()
