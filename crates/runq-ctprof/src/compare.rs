@@ -193,7 +193,7 @@ impl ViewOptions {
 /// Reduces one metric over the threads whose source was read; `Empty`
 /// (rendered `-`) when the source is unavailable host-wide or for every
 /// thread of the group.
-fn reduce(
+pub fn reduce(
     def: &CtprofMetricDef,
     threads: &[&ThreadState],
     caps: Option<&Capabilities>,

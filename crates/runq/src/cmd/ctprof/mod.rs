@@ -3,6 +3,7 @@
 
 mod capture;
 mod compare;
+mod export;
 mod metric_list;
 pub mod run_hook;
 mod show;
@@ -34,6 +35,9 @@ pub enum CtprofCommand {
     Compare(compare::CompareArgs),
     /// Render one snapshot grouped like `compare`.
     Show(show::ShowArgs),
+    /// Export a snapshot as OpenMetrics / Prometheus text (node_exporter
+    /// textfile collector) or CSV, grouped by pcomm, cgroup, comm or thread.
+    Export(export::ExportArgs),
     /// List every metric and derived metric with tags, section and
     /// description.
     MetricList(metric_list::MetricListArgs),
@@ -45,6 +49,7 @@ pub fn execute(args: CtprofArgs) -> anyhow::Result<ExitCode> {
         CtprofCommand::Capture(a) => capture::execute(a),
         CtprofCommand::Compare(a) => compare::execute(a),
         CtprofCommand::Show(a) => show::execute(a),
+        CtprofCommand::Export(a) => export::execute(a),
         CtprofCommand::MetricList(a) => metric_list::execute(a),
     }
 }
