@@ -21,6 +21,7 @@ pub mod derived;
 pub mod export;
 pub mod group;
 pub mod jemalloc;
+pub mod record;
 pub mod registry;
 pub mod render;
 pub mod safefile;

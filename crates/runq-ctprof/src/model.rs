@@ -326,6 +326,10 @@ pub struct CtprofSnapshot {
     /// Host-wide availability; `None` for an in-memory snapshot built
     /// without a capture (every source then counts as read).
     pub capabilities: Option<Capabilities>,
+    /// `record` only: threads that exited since the previous capture, per
+    /// process and cgroup (from taskstats exit notifications).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exited: Vec<crate::record::ExitedTally>,
 }
 
 impl CtprofSnapshot {

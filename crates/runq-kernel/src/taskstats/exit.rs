@@ -61,7 +61,11 @@ pub fn parse_exit_stats(payload: &[u8]) -> Option<ExitRecord> {
         pid: u32_at(payload, off::PID),
         tgid: u32_at(payload, off::TGID),
         comm: String::from_utf8_lossy(&comm[..end]).into_owned(),
-        cpu_ns: if precise > 0 { precise } else { ticks_us * 1000 },
+        cpu_ns: if precise > 0 {
+            precise
+        } else {
+            ticks_us * 1000
+        },
         stats,
     })
 }
@@ -114,10 +118,12 @@ impl TaskstatsClient {
         }
         grow_rcvbuf(fd, 8 << 20);
         loop {
-            let n = self.recv_raw(Duration::from_secs(2)).map_err(|e| match e.raw_os_error() {
-                Some(e) => QueryError::from_errno(e),
-                None => QueryError::Other(0),
-            })?;
+            let n = self
+                .recv_raw(Duration::from_secs(2))
+                .map_err(|e| match e.raw_os_error() {
+                    Some(e) => QueryError::from_errno(e),
+                    None => QueryError::Other(0),
+                })?;
             let msg = &self.buf[..n];
             if n >= NLMSG_HDR && u32_at(msg, 8) == self.seq {
                 // An NLMSG_ERROR with error 0 is the acknowledgement.
@@ -167,7 +173,12 @@ impl TaskstatsClient {
                 out.extend(parse_exit_message(&self.buf[..n]));
                 Ok(true)
             }
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 Ok(false)
             }
             Err(e) => Err(e),

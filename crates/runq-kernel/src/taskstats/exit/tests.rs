@@ -16,7 +16,10 @@ fn payload(pid: u32, tgid: u32, comm: &str, virt_ns: u64, utime_us: u64) -> Vec<
 #[test]
 fn exit_payload_fields() {
     let r = parse_exit_stats(&payload(42, 40, "worker-3", 200_000_000, 0)).unwrap();
-    assert_eq!((r.pid, r.tgid, r.comm.as_str(), r.cpu_ns), (42, 40, "worker-3", 200_000_000));
+    assert_eq!(
+        (r.pid, r.tgid, r.comm.as_str(), r.cpu_ns),
+        (42, 40, "worker-3", 200_000_000)
+    );
     let r = parse_exit_stats(&payload(42, 40, "w", 0, 1500)).unwrap();
     assert_eq!(r.cpu_ns, 1_500_000, "falls back to utime + stime");
 }
@@ -57,9 +60,16 @@ fn live_exit_record_carries_cpu_time() {
     while !got.iter().any(|r: &ExitRecord| r.pid == tid) && Instant::now() < deadline {
         c.recv_exits(Duration::from_millis(500), &mut got).unwrap();
     }
-    let r = got.iter().find(|r| r.pid == tid).expect("exit record of the probe thread");
+    let r = got
+        .iter()
+        .find(|r| r.pid == tid)
+        .expect("exit record of the probe thread");
     assert_eq!(r.tgid, std::process::id());
     assert_eq!(r.comm, "exit-probe");
     let ratio = r.cpu_ns as f64 / cpu as f64;
-    assert!((0.9..=1.1).contains(&ratio), "taskstats {} ns vs thread clock {cpu} ns", r.cpu_ns);
+    assert!(
+        (0.9..=1.1).contains(&ratio),
+        "taskstats {} ns vs thread clock {cpu} ns",
+        r.cpu_ns
+    );
 }
