@@ -125,6 +125,56 @@ pub fn enforce_max_bytes(dir: &Path, max_bytes: u64) -> std::io::Result<usize> {
     Ok(removed)
 }
 
+/// Picks a snapshot of a recording directory: `first`, `last`, or a UTC
+/// time (`20261123T093336`, `2026-11-23T09:33:36`, any prefix) naming the
+/// latest snapshot taken at or before it.
+pub fn select(dir: &Path, sel: &str) -> Result<PathBuf, String> {
+    let snaps = list_snapshots(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let stamp = |p: &Path| {
+        let n = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        n.trim_start_matches("ctprof-")
+            .trim_end_matches(EXTENSION)
+            .to_string()
+    };
+    let (Some(first), Some(last)) = (snaps.first(), snaps.last()) else {
+        return Err(format!(
+            "{}: no ctprof-*.ctprof.zst snapshots; record some with `runq ctprof record`",
+            dir.display()
+        ));
+    };
+    match sel {
+        "first" => return Ok(first.0.clone()),
+        "last" => return Ok(last.0.clone()),
+        _ => {}
+    }
+    let want: String = sel.chars().filter(|c| !matches!(c, '-' | ':')).collect();
+    let ok = want.len() >= 8
+        && want
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, 'T' | '.' | 'Z'));
+    if !ok {
+        return Err(format!(
+            "@{sel}: use @first, @last or a UTC time such as @2026-11-23T09:33:36"
+        ));
+    }
+    // Pad the prefix so `20261123T0933` means the end of that minute.
+    let padded = format!("{want}{}", &"99999999T999999.999Z"[want.len().min(20)..]);
+    snaps
+        .iter()
+        .rev()
+        .find(|(p, _)| stamp(p) <= padded)
+        .map(|(p, _)| p.clone())
+        .ok_or_else(|| {
+            format!(
+                "@{sel}: the first snapshot is {}; pick a later time",
+                stamp(&first.0)
+            )
+        })
+}
+
 /// What a recording did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RecordSummary {

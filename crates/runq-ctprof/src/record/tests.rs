@@ -109,3 +109,36 @@ fn interrupt_stops_after_a_whole_snapshot() {
     assert!(sum.interrupted);
     assert_eq!(sum.snapshots, 1);
 }
+
+#[test]
+fn select_first_last_and_time() {
+    let d = tempfile::tempdir().unwrap();
+    let t0 = 1_795_426_416_000_000_000u64;
+    for s in [0u64, 60, 120] {
+        std::fs::write(d.path().join(snapshot_name(t0 + s * 1_000_000_000)), b"x").unwrap();
+    }
+    let name = |p: PathBuf| p.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(
+        name(select(d.path(), "first").unwrap()),
+        "ctprof-20261123T093336.000Z.ctprof.zst"
+    );
+    assert_eq!(
+        name(select(d.path(), "last").unwrap()),
+        "ctprof-20261123T093536.000Z.ctprof.zst"
+    );
+    assert_eq!(
+        name(select(d.path(), "2026-11-23T09:35:00").unwrap()),
+        "ctprof-20261123T093436.000Z.ctprof.zst"
+    );
+    assert_eq!(
+        name(select(d.path(), "20261123T0934").unwrap()),
+        "ctprof-20261123T093436.000Z.ctprof.zst",
+        "a prefix means the end of that minute"
+    );
+    assert!(select(d.path(), "2026-11-23T09:00")
+        .unwrap_err()
+        .contains("first snapshot is"));
+    assert!(select(d.path(), "yesterday")
+        .unwrap_err()
+        .contains("@first, @last"));
+}

@@ -154,9 +154,24 @@ impl ViewArgs {
     }
 }
 
-/// Loads a snapshot argument; any failure is a usage error naming the file.
+/// Loads a snapshot argument: a file, or `DIR@first`, `DIR@last`,
+/// `DIR@TIME` of a recording directory. Any failure is a usage error
+/// naming the file.
 pub fn load(path: &Path) -> anyhow::Result<CtprofSnapshot> {
-    runq_ctprof::load(path).map_err(|e| exit::usage(e.to_string()))
+    let text = path.to_string_lossy();
+    let file = match text.rsplit_once('@') {
+        Some((dir, sel)) if Path::new(dir).is_dir() => {
+            runq_ctprof::record::select(Path::new(dir), sel).map_err(exit::usage)?
+        }
+        _ if path.is_dir() => {
+            return Err(exit::usage(format!(
+                "{}: a directory; pick a snapshot with {0}@first, {0}@last or {0}@TIME",
+                path.display()
+            )))
+        }
+        _ => path.to_path_buf(),
+    };
+    runq_ctprof::load(&file).map_err(|e| exit::usage(e.to_string()))
 }
 
 /// Prints a view as JSON (`--json`) or as text tables; `compare` selects
