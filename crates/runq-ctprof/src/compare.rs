@@ -427,6 +427,8 @@ pub struct View {
     pub candidate_host_missing: bool,
     /// Why values are missing, by side (`baseline`, `candidate`).
     pub capabilities: BTreeMap<&'static str, SideCapabilities>,
+    /// Threads that exited before the (candidate) capture, from `record`.
+    pub exited: Vec<crate::record::ExitedTally>,
 }
 
 fn capabilities(
@@ -480,6 +482,7 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
         baseline_host_missing: base.host.is_none(),
         candidate_host_missing: cand.host.is_none(),
         capabilities: capabilities(base, Some(cand)),
+        exited: cand.exited.clone(),
     }
 }
 
@@ -494,6 +497,7 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
         baseline_host_missing: snap.host.is_none(),
         candidate_host_missing: false,
         capabilities: capabilities(snap, None),
+        exited: snap.exited.clone(),
     }
 }
 

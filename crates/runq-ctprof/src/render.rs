@@ -222,10 +222,46 @@ pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> St
         let rows: Vec<&Row> = view.rows.iter().filter(|r| r.section == s).collect();
         table(&mut out, s.name(), &rows, &cols, None);
     }
+    exited_table(&mut out, view);
     if out.is_empty() {
         out.push_str("(no rows)\n");
     }
     out
+}
+
+/// The exited-thread tally of a recorded snapshot.
+fn exited_table(out: &mut String, view: &View) {
+    if view.exited.is_empty() {
+        return;
+    }
+    out.push_str("## Threads exited since the previous capture\n");
+    let w = view
+        .exited
+        .iter()
+        .map(|e| e.pcomm.len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    out.push_str(&format!(
+        "{:<w$}  {:>7}  {:>7}  {:>11}  {:>11}  cgroup\n",
+        "pcomm", "tgid", "threads", "cpu", "cpu_delay"
+    ));
+    for e in &view.exited {
+        out.push_str(&format!(
+            "{:<w$}  {:>7}  {:>7}  {:>11}  {:>11}  {}\n",
+            e.pcomm,
+            e.tgid,
+            e.threads,
+            format_value(e.cpu_ns as f64, Unit::Ns),
+            format_value(e.cpu_delay_ns as f64, Unit::Ns),
+            if e.cgroup.is_empty() {
+                "(process gone)"
+            } else {
+                &e.cgroup
+            }
+        ));
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]
