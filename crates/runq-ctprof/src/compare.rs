@@ -289,13 +289,12 @@ pub(crate) fn make_row(
 }
 
 /// Builds the primary, taskstats and derived rows.
-fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row> {
+fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions, mut sink: impl FnMut(Row)) {
     let keep = |name: &str| opts.metrics.is_empty() || opts.metrics.iter().any(|m| m == name);
     let groups: BTreeSet<&String> = base
         .keys()
         .chain(cand.iter().flat_map(|c| c.keys()))
         .collect();
-    let mut rows = Vec::new();
     for g in groups {
         let b = base.get(g);
         let c = cand.and_then(|c| c.get(g));
@@ -313,7 +312,7 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row>
                 s.and_then(|s| s.1.get(d.name))
                     .map_or(Cell::Missing, Cell::from_agg)
             };
-            rows.push(make_row(
+            sink(make_row(
                 d.section,
                 false,
                 g,
@@ -334,7 +333,7 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row>
                 s.and_then(|s| s.2.get(d.name).copied().flatten())
                     .map_or(Cell::Missing, |value| Cell::Num { value })
             };
-            rows.push(make_row(
+            sink(make_row(
                 d.section,
                 true,
                 g,
@@ -348,7 +347,6 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row>
             ));
         }
     }
-    rows
 }
 
 /// A group's value of a metric or derived metric.
@@ -394,23 +392,8 @@ pub fn sort_rows(
     order: Option<(&BTreeMap<String, Option<f64>>, bool)>,
     show: bool,
 ) {
-    let key = |r: &Row| {
-        if show {
-            r.baseline.scalar()
-        } else {
-            r.delta.map(f64::abs)
-        }
-    };
-    match order {
-        None => rows.sort_by(|a, b| cmp_opt(key(a), key(b), true)),
-        Some((order, desc)) => rows.sort_by(|a, b| {
-            let (x, y) = (
-                order.get(&a.group).copied().flatten(),
-                order.get(&b.group).copied().flatten(),
-            );
-            cmp_opt(x, y, desc).then_with(|| a.group.cmp(&b.group))
-        }),
-    }
+    let o = RowOrder { order, show };
+    rows.sort_by(|a, b| o.cmp(a, b));
 }
 
 /// The whole result of a compare or show.
@@ -429,6 +412,8 @@ pub struct View {
     pub capabilities: BTreeMap<&'static str, SideCapabilities>,
     /// Threads that exited before the (candidate) capture, from `record`.
     pub exited: Vec<crate::record::ExitedTally>,
+    /// Rows left out by the limit: per-thread metrics, derived metrics.
+    pub omitted_rows: (usize, usize),
 }
 
 fn capabilities(
@@ -454,27 +439,38 @@ fn group_by_name(g: GroupBy) -> &'static str {
     }
 }
 
-fn finish(mut rows: Vec<Row>, base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row> {
-    let show = cand.is_none();
+/// Builds, orders and limits the metric rows: the per-thread metric table
+/// first, then the derived table; returns how many rows each left out.
+fn limited_rows(
+    base: &Side,
+    cand: Option<&Side>,
+    opts: &ViewOptions,
+) -> (Vec<Row>, (usize, usize)) {
     let order = opts
         .sort_by
         .as_ref()
         .map(|(m, desc)| (group_order(base, cand, m), *desc));
-    let (mut main, mut derived): (Vec<Row>, Vec<Row>) = rows.drain(..).partition(|r| !r.derived);
-    for part in [&mut main, &mut derived] {
-        sort_rows(part, order.as_ref().map(|(o, d)| (o, *d)), show);
-        if let Some(n) = opts.limit {
-            part.truncate(n);
+    let o = RowOrder {
+        order: order.as_ref().map(|(o, d)| (o, *d)),
+        show: cand.is_none(),
+    };
+    let (mut main, mut derived) = (TopRows::new(opts.limit, &o), TopRows::new(opts.limit, &o));
+    metric_rows(base, cand, opts, |r| {
+        if r.derived {
+            derived.push(r)
+        } else {
+            main.push(r)
         }
-    }
-    main.extend(derived);
-    main
+    });
+    let ((mut rows, a), (d, b)) = (main.finish(), derived.finish());
+    rows.extend(d);
+    (rows, (a, b))
 }
 
 /// Compares two snapshots.
 pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions) -> View {
     let (b, c) = (side(base, &opts.grouping), side(cand, &opts.grouping));
-    let mut rows = finish(metric_rows(&b, Some(&c), opts), &b, Some(&c), opts);
+    let (mut rows, omitted_rows) = limited_rows(&b, Some(&c), opts);
     rows.extend(crate::sections::secondary_rows(base, Some(cand), opts));
     View {
         group_by: group_by_name(opts.grouping.by),
@@ -483,13 +479,14 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
         candidate_host_missing: cand.host.is_none(),
         capabilities: capabilities(base, Some(cand)),
         exited: cand.exited.clone(),
+        omitted_rows,
     }
 }
 
 /// Renders one snapshot's groups.
 pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
     let s = side(snap, &opts.grouping);
-    let mut rows = finish(metric_rows(&s, None, opts), &s, None, opts);
+    let (mut rows, omitted_rows) = limited_rows(&s, None, opts);
     rows.extend(crate::sections::secondary_rows(snap, None, opts));
     View {
         group_by: group_by_name(opts.grouping.by),
@@ -498,10 +495,14 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
         candidate_host_missing: false,
         capabilities: capabilities(snap, None),
         exited: snap.exited.clone(),
+        omitted_rows,
     }
 }
 
 pub(crate) use make_row as row;
+
+mod top;
+use top::{RowOrder, TopRows};
 
 #[cfg(test)]
 mod tests;

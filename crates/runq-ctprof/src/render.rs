@@ -182,6 +182,29 @@ fn unavailable_note(out: &mut String, view: &View) {
 
 /// Renders a view as text tables. `columns` empty means the default set.
 pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> String {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = render_to(view, compare, columns, color, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn more_rows(out: &mut String, n: usize) {
+    if n > 0 {
+        out.push_str(&format!(
+            "... {n} more rows (--limit N to see more, --limit 0 for all)\n\n"
+        ));
+    }
+}
+
+/// Renders a view table by table into `w` (nothing larger than one table
+/// is held in memory).
+pub fn render_to(
+    view: &View,
+    compare: bool,
+    columns: &[String],
+    color: bool,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let default: Vec<&str> = if compare {
         // group .. "%": every column but the arrow and the single value.
         COLUMNS[..7].to_vec()
@@ -194,6 +217,13 @@ pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> St
         columns.iter().map(String::as_str).collect()
     };
     let mut out = String::new();
+    let mut wrote = false;
+    let mut flush = |out: &mut String, w: &mut dyn std::io::Write| {
+        wrote |= !out.is_empty();
+        let r = w.write_all(out.as_bytes());
+        out.clear();
+        r
+    };
     if view.baseline_host_missing || view.candidate_host_missing {
         out.push_str("(host context unavailable)\n\n");
     }
@@ -203,13 +233,10 @@ pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> St
         .iter()
         .filter(|r| !r.derived && matches!(r.section, Section::Primary | Section::TaskstatsDelay))
         .collect();
-    table(
-        &mut out,
-        &format!("Per-thread metrics by {}", view.group_by),
-        &primary,
-        &cols,
-        None,
-    );
+    let title = format!("Per-thread metrics by {}", view.group_by);
+    table(&mut out, &title, &primary, &cols, None);
+    more_rows(&mut out, view.omitted_rows.0);
+    flush(&mut out, w)?;
     let derived: Vec<&Row> = view.rows.iter().filter(|r| r.derived).collect();
     table(
         &mut out,
@@ -218,15 +245,19 @@ pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> St
         &cols,
         color.then_some(34),
     );
+    more_rows(&mut out, view.omitted_rows.1);
+    flush(&mut out, w)?;
     for s in Section::ALL.into_iter().skip(3) {
         let rows: Vec<&Row> = view.rows.iter().filter(|r| r.section == s).collect();
         table(&mut out, s.name(), &rows, &cols, None);
+        flush(&mut out, w)?;
     }
     exited_table(&mut out, view);
-    if out.is_empty() {
-        out.push_str("(no rows)\n");
+    flush(&mut out, w)?;
+    if !wrote {
+        w.write_all(b"(no rows)\n")?;
     }
-    out
+    Ok(())
 }
 
 /// The exited-thread tally of a recorded snapshot.
