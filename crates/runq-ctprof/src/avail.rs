@@ -150,6 +150,9 @@ pub fn metric_source(def: &CtprofMetricDef) -> Option<Source> {
         "CONFIG_SCHEDSTATS" => Some(Source::Schedstats),
         "CONFIG_SCHED_INFO" => Some(Source::Schedstat),
         "CONFIG_TASK_IO_ACCOUNTING" => Some(Source::Io),
+        // The runqueue delay comes from sched_info and is filled even with
+        // delay accounting off; the other categories need it on.
+        "CONFIG_TASK_DELAY_ACCT" if def.name.starts_with("cpu_delay_") => Some(Source::Taskstats),
         "CONFIG_TASK_DELAY_ACCT" => Some(Source::Delayacct),
         "CONFIG_TASK_XACCT" => Some(Source::Taskstats),
         _ => match def.name {

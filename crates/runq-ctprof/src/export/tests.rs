@@ -58,7 +58,10 @@ fn is_name(s: &str, first_extra: &[char]) -> bool {
 }
 
 /// Parses `{k="v",...}` strictly; returns the pairs and the rest of the line.
-fn parse_labels(s: &str) -> Result<(Vec<(String, String)>, &str), String> {
+type Labels = Vec<(String, String)>;
+type Samples = BTreeMap<String, Vec<(Labels, f64)>>;
+
+fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
     let mut pairs = Vec::new();
     let mut rest = s.strip_prefix('{').ok_or("labels must open with {")?;
     loop {
@@ -96,7 +99,7 @@ fn parse_labels(s: &str) -> Result<(Vec<(String, String)>, &str), String> {
 /// TYPE before each family's samples, families contiguous and declared
 /// once, counters named `_total`, unique series, finite values, a single
 /// closing `# EOF`. Returns samples by name.
-fn parse_strict(text: &str) -> Result<BTreeMap<String, Vec<(Vec<(String, String)>, f64)>>, String> {
+fn parse_strict(text: &str) -> Result<Samples, String> {
     let mut out: BTreeMap<String, Vec<_>> = BTreeMap::new();
     let (mut declared, mut seen) = (BTreeSet::new(), BTreeSet::new());
     let (mut current, mut help): (Option<(String, String)>, Option<String>) = (None, None);
