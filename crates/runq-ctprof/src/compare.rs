@@ -6,10 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::avail::{metric_source, Capabilities, Reason, Source};
 use crate::derived::{Metrics, CTPROF_DERIVED_METRICS};
 use crate::group::{group_threads, GroupBy, Grouping};
 use crate::model::{CtprofSnapshot, ThreadState};
-use crate::registry::{Aggregated, Section, Unit, CTPROF_METRICS};
+use crate::registry::{Aggregated, CtprofMetricDef, Section, Unit, CTPROF_METRICS};
 
 /// One value cell.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -96,6 +97,45 @@ impl Cell {
     }
 }
 
+/// Serializes a missing cell as JSON `null`.
+fn cell_or_null<S: serde::Serializer>(c: &Cell, s: S) -> Result<S::Ok, S::Error> {
+    match c {
+        Cell::Missing => s.serialize_none(),
+        c => c.serialize(s),
+    }
+}
+
+/// The availability of one side of a view: host-wide reasons and counts of
+/// per-thread exceptions (`source:reason` -> threads).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SideCapabilities {
+    /// Sources unavailable for every thread, with the reason.
+    pub unavailable: BTreeMap<Source, Reason>,
+    /// Threads missing a source, by `source:reason`.
+    pub thread_exceptions: BTreeMap<String, u64>,
+    /// True when inferred from a schema-1 file.
+    pub inferred: bool,
+}
+
+impl SideCapabilities {
+    /// Summarizes a snapshot; `None` when it carries no capabilities.
+    pub fn of(snap: &CtprofSnapshot) -> Option<Self> {
+        let caps = snap.capabilities.as_ref()?;
+        let mut thread_exceptions = BTreeMap::new();
+        for t in &snap.threads {
+            for (src, why) in &t.unavailable {
+                let key = format!("{}:{}", src.name(), why.name());
+                *thread_exceptions.entry(key).or_insert(0) += 1;
+            }
+        }
+        Some(SideCapabilities {
+            unavailable: caps.unavailable.clone(),
+            thread_exceptions,
+            inferred: caps.inferred,
+        })
+    }
+}
+
 /// One output row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
@@ -113,9 +153,11 @@ pub struct Row {
     pub unit: Unit,
     /// A `[0, 1]` ratio (no percent column).
     pub is_ratio: bool,
-    /// Baseline value (the only value for `show`).
+    /// Baseline value (the only value for `show`); `null` when missing.
+    #[serde(serialize_with = "cell_or_null")]
     pub baseline: Cell,
-    /// Candidate value (`Missing` for `show`).
+    /// Candidate value (`null` for `show`).
+    #[serde(serialize_with = "cell_or_null")]
     pub candidate: Cell,
     /// `candidate - baseline`, when both are numbers.
     pub delta: Option<f64>,
@@ -148,11 +190,40 @@ impl ViewOptions {
     }
 }
 
-/// Every primary metric plus the derived ones for one group.
-pub fn group_metrics(threads: &[&ThreadState]) -> (Metrics, BTreeMap<&'static str, Option<f64>>) {
+/// Reduces one metric over the threads whose source was read; `Empty`
+/// (rendered `-`) when the source is unavailable host-wide or for every
+/// thread of the group.
+pub fn reduce(
+    def: &CtprofMetricDef,
+    threads: &[&ThreadState],
+    caps: Option<&Capabilities>,
+) -> Aggregated {
+    let Some(src) = metric_source(def) else {
+        return def.rule.apply(threads);
+    };
+    if caps.is_some_and(|c| c.unavailable.contains_key(&src)) {
+        return Aggregated::Empty;
+    }
+    if threads.iter().all(|t| !t.unavailable.contains_key(&src)) {
+        return def.rule.apply(threads);
+    }
+    let read: Vec<&ThreadState> = threads
+        .iter()
+        .copied()
+        .filter(|t| !t.unavailable.contains_key(&src))
+        .collect();
+    def.rule.apply(&read)
+}
+
+/// Every primary metric plus the derived ones for one group; `caps` are
+/// the snapshot's host-wide unavailable sources.
+pub fn group_metrics(
+    threads: &[&ThreadState],
+    caps: Option<&Capabilities>,
+) -> (Metrics, BTreeMap<&'static str, Option<f64>>) {
     let m: Metrics = CTPROF_METRICS
         .iter()
-        .map(|d| (d.name, d.rule.apply(threads)))
+        .map(|d| (d.name, reduce(d, threads, caps)))
         .collect();
     let d = CTPROF_DERIVED_METRICS
         .iter()
@@ -169,7 +240,7 @@ fn side(snap: &CtprofSnapshot, g: &Grouping) -> Side {
     group_threads(&snap.threads, g)
         .into_iter()
         .map(|(k, v)| {
-            let (m, d) = group_metrics(&v);
+            let (m, d) = group_metrics(&v, snap.capabilities.as_ref());
             (k, (v.len(), m, d))
         })
         .collect()
@@ -218,13 +289,12 @@ pub(crate) fn make_row(
 }
 
 /// Builds the primary, taskstats and derived rows.
-fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row> {
+fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions, mut sink: impl FnMut(Row)) {
     let keep = |name: &str| opts.metrics.is_empty() || opts.metrics.iter().any(|m| m == name);
     let groups: BTreeSet<&String> = base
         .keys()
         .chain(cand.iter().flat_map(|c| c.keys()))
         .collect();
-    let mut rows = Vec::new();
     for g in groups {
         let b = base.get(g);
         let c = cand.and_then(|c| c.get(g));
@@ -242,7 +312,7 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row>
                 s.and_then(|s| s.1.get(d.name))
                     .map_or(Cell::Missing, Cell::from_agg)
             };
-            rows.push(make_row(
+            sink(make_row(
                 d.section,
                 false,
                 g,
@@ -263,7 +333,7 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row>
                 s.and_then(|s| s.2.get(d.name).copied().flatten())
                     .map_or(Cell::Missing, |value| Cell::Num { value })
             };
-            rows.push(make_row(
+            sink(make_row(
                 d.section,
                 true,
                 g,
@@ -277,7 +347,6 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row>
             ));
         }
     }
-    rows
 }
 
 /// A group's value of a metric or derived metric.
@@ -323,23 +392,8 @@ pub fn sort_rows(
     order: Option<(&BTreeMap<String, Option<f64>>, bool)>,
     show: bool,
 ) {
-    let key = |r: &Row| {
-        if show {
-            r.baseline.scalar()
-        } else {
-            r.delta.map(f64::abs)
-        }
-    };
-    match order {
-        None => rows.sort_by(|a, b| cmp_opt(key(a), key(b), true)),
-        Some((order, desc)) => rows.sort_by(|a, b| {
-            let (x, y) = (
-                order.get(&a.group).copied().flatten(),
-                order.get(&b.group).copied().flatten(),
-            );
-            cmp_opt(x, y, desc).then_with(|| a.group.cmp(&b.group))
-        }),
-    }
+    let o = RowOrder { order, show };
+    rows.sort_by(|a, b| o.cmp(a, b));
 }
 
 /// The whole result of a compare or show.
@@ -354,6 +408,26 @@ pub struct View {
     pub baseline_host_missing: bool,
     /// Candidate host context missing (compare only).
     pub candidate_host_missing: bool,
+    /// Why values are missing, by side (`baseline`, `candidate`).
+    pub capabilities: BTreeMap<&'static str, SideCapabilities>,
+    /// Threads that exited before the (candidate) capture, from `record`.
+    pub exited: Vec<crate::record::ExitedTally>,
+    /// Rows left out by the limit: per-thread metrics, derived metrics.
+    pub omitted_rows: (usize, usize),
+}
+
+fn capabilities(
+    base: &CtprofSnapshot,
+    cand: Option<&CtprofSnapshot>,
+) -> BTreeMap<&'static str, SideCapabilities> {
+    let mut m = BTreeMap::new();
+    if let Some(c) = SideCapabilities::of(base) {
+        m.insert("baseline", c);
+    }
+    if let Some(c) = cand.and_then(SideCapabilities::of) {
+        m.insert("candidate", c);
+    }
+    m
 }
 
 fn group_by_name(g: GroupBy) -> &'static str {
@@ -365,50 +439,70 @@ fn group_by_name(g: GroupBy) -> &'static str {
     }
 }
 
-fn finish(mut rows: Vec<Row>, base: &Side, cand: Option<&Side>, opts: &ViewOptions) -> Vec<Row> {
-    let show = cand.is_none();
+/// Builds, orders and limits the metric rows: the per-thread metric table
+/// first, then the derived table; returns how many rows each left out.
+fn limited_rows(
+    base: &Side,
+    cand: Option<&Side>,
+    opts: &ViewOptions,
+) -> (Vec<Row>, (usize, usize)) {
     let order = opts
         .sort_by
         .as_ref()
         .map(|(m, desc)| (group_order(base, cand, m), *desc));
-    let (mut main, mut derived): (Vec<Row>, Vec<Row>) = rows.drain(..).partition(|r| !r.derived);
-    for part in [&mut main, &mut derived] {
-        sort_rows(part, order.as_ref().map(|(o, d)| (o, *d)), show);
-        if let Some(n) = opts.limit {
-            part.truncate(n);
+    let o = RowOrder {
+        order: order.as_ref().map(|(o, d)| (o, *d)),
+        show: cand.is_none(),
+    };
+    let (mut main, mut derived) = (TopRows::new(opts.limit, &o), TopRows::new(opts.limit, &o));
+    metric_rows(base, cand, opts, |r| {
+        if r.derived {
+            derived.push(r)
+        } else {
+            main.push(r)
         }
-    }
-    main.extend(derived);
-    main
+    });
+    let ((mut rows, a), (d, b)) = (main.finish(), derived.finish());
+    rows.extend(d);
+    (rows, (a, b))
 }
 
 /// Compares two snapshots.
 pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions) -> View {
     let (b, c) = (side(base, &opts.grouping), side(cand, &opts.grouping));
-    let mut rows = finish(metric_rows(&b, Some(&c), opts), &b, Some(&c), opts);
+    let (mut rows, omitted_rows) = limited_rows(&b, Some(&c), opts);
     rows.extend(crate::sections::secondary_rows(base, Some(cand), opts));
     View {
         group_by: group_by_name(opts.grouping.by),
         rows,
         baseline_host_missing: base.host.is_none(),
         candidate_host_missing: cand.host.is_none(),
+        capabilities: capabilities(base, Some(cand)),
+        exited: cand.exited.clone(),
+        omitted_rows,
     }
 }
 
 /// Renders one snapshot's groups.
 pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
     let s = side(snap, &opts.grouping);
-    let mut rows = finish(metric_rows(&s, None, opts), &s, None, opts);
+    let (mut rows, omitted_rows) = limited_rows(&s, None, opts);
     rows.extend(crate::sections::secondary_rows(snap, None, opts));
     View {
         group_by: group_by_name(opts.grouping.by),
         rows,
         baseline_host_missing: snap.host.is_none(),
         candidate_host_missing: false,
+        capabilities: capabilities(snap, None),
+        exited: snap.exited.clone(),
+        omitted_rows,
     }
 }
 
 pub(crate) use make_row as row;
+
+mod top;
+use top::{RowOrder, TopRows};
 
 #[cfg(test)]
 mod tests;

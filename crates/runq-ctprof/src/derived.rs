@@ -62,7 +62,7 @@ macro_rules! avg_delay {
 fn total_offcpu(m: &Metrics) -> Option<f64> {
     let v = |n: &str| input_scalar(m, n).unwrap_or(0.0);
     // Present at all only when taskstats fields exist in the group.
-    m.get("cpu_delay_total_ns")?;
+    input_scalar(m, "cpu_delay_total_ns")?;
     let summed: f64 = ["cpu", "blkio", "freepages", "compact", "wpcopy", "irq"]
         .iter()
         .map(|c| v(&format!("{c}_delay_total_ns")))

@@ -1,10 +1,11 @@
 //! The `.ctprof.zst` file: zstd (level 3) compressed JSON of a
 //! [`CtprofSnapshot`], with a format marker and a schema version.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::model::{CtprofSnapshot, FORMAT_NAME, SCHEMA_VERSION};
+use crate::safefile::Replace;
 
 /// The zstd level snapshots are written with.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -59,39 +60,26 @@ pub fn encode(snapshot: &CtprofSnapshot) -> std::io::Result<Vec<u8>> {
     enc.finish()
 }
 
-/// Writes a snapshot to `path` (via a temporary file renamed into place, so
-/// a failed write leaves nothing behind).
+/// Writes a snapshot to `path` safely: a fresh temporary file renamed into
+/// place in the same directory, never through a symlink, never over another
+/// user's file (see [`crate::safefile`]). Returns the bytes written.
 pub fn save(snapshot: &CtprofSnapshot, path: &Path) -> Result<u64, FormatError> {
+    save_with(snapshot, path, Replace::OwnFile)
+}
+
+/// [`save`] with an explicit replacement policy.
+pub fn save_with(
+    snapshot: &CtprofSnapshot,
+    path: &Path,
+    replace: Replace,
+) -> Result<u64, FormatError> {
     let io = |source| FormatError::Io {
         path: path.to_path_buf(),
         source,
     };
     let bytes = encode(snapshot).map_err(io)?;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile_in(dir).map_err(io)?;
-    let result = tmp.1.write_all(&bytes).and_then(|_| tmp.1.sync_all());
-    if let Err(e) = result.and_then(|_| std::fs::rename(&tmp.0, path)) {
-        let _ = std::fs::remove_file(&tmp.0);
-        return Err(io(e));
-    }
+    crate::safefile::write_atomic(path, &bytes, replace).map_err(io)?;
     Ok(bytes.len() as u64)
-}
-
-fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    let name = format!(
-        ".ctprof-{}-{}.tmp",
-        std::process::id(),
-        crate::capture::now_unix_ns()
-    );
-    let p = dir.join(name);
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&p)?;
-    Ok((p, f))
 }
 
 /// Decodes snapshot bytes; `path` only labels errors.
@@ -125,13 +113,17 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<CtprofSnapshot, FormatError> 
             })
         }
     }
-    let snap: CtprofSnapshot = serde_json::from_value(value).map_err(|e| FormatError::Foreign {
-        path: path.clone(),
-        detail: format!("unexpected field value: {e}"),
-    })?;
+    let mut snap: CtprofSnapshot =
+        serde_json::from_value(value).map_err(|e| FormatError::Foreign {
+            path: path.clone(),
+            detail: format!("unexpected field value: {e}"),
+        })?;
     // Forward compatible: a newer schema loads; unknown fields are ignored
     // and fields this build expects but the file lacks take their default.
     let _newer = snap.schema_version > SCHEMA_VERSION;
+    if snap.schema_version < 2 && snap.capabilities.is_none() {
+        snap.capabilities = Some(crate::avail::infer_v1(&snap));
+    }
     Ok(snap)
 }
 

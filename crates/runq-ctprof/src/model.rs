@@ -16,10 +16,13 @@ pub use runq_kernel::host::HostContext;
 pub use runq_kernel::psi::{Psi, PsiLine, PsiResource};
 pub use runq_kernel::sched_ext::SchedExtSysfs;
 
+use crate::avail::{Capabilities, Reason, Source};
 use crate::metric_types::*;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Schema 2 added `capabilities` and the per-thread `unavailable` map;
+/// a schema-1 file loads with capabilities inferred from its summaries.
+pub const SCHEMA_VERSION: u32 = 2;
 /// The `format` marker that identifies a ctprof snapshot.
 pub const FORMAT_NAME: &str = "runq-ctprof";
 
@@ -226,9 +229,17 @@ thread_state! {
     hiwater_rss_bytes: PeakBytes,
     /// Virtual-memory high-water mark of the process, bytes.
     hiwater_vm_bytes: PeakBytes,
+    /// Sources this thread could not be read from, and why (host-wide
+    /// reasons are in the snapshot's capabilities instead).
+    unavailable: BTreeMap<Source, Reason>,
 }
 
 impl ThreadState {
+    /// Marks `src` unavailable for this thread.
+    pub fn mark(&mut self, src: Source, why: Reason) {
+        self.unavailable.insert(src, why);
+    }
+
     /// The key that tells two threads apart across a tid reuse.
     pub fn key(&self) -> (u32, u64) {
         (self.tid, self.start_time_clock_ticks)
@@ -312,6 +323,13 @@ pub struct CtprofSnapshot {
     pub psi: Psi,
     /// sched_ext state, when the kernel has it.
     pub sched_ext: Option<SchedExtSysfs>,
+    /// Host-wide availability; `None` for an in-memory snapshot built
+    /// without a capture (every source then counts as read).
+    pub capabilities: Option<Capabilities>,
+    /// `record` only: threads that exited since the previous capture, per
+    /// process and cgroup (from taskstats exit notifications).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exited: Vec<crate::record::ExitedTally>,
 }
 
 impl CtprofSnapshot {

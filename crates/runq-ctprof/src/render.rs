@@ -155,8 +155,56 @@ fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[&str], color: Opt
     out.push('\n');
 }
 
+/// One line per side naming the sources shown as `-` and why.
+fn unavailable_note(out: &mut String, view: &View) {
+    for (side, caps) in &view.capabilities {
+        if caps.unavailable.is_empty() {
+            continue;
+        }
+        let parts: Vec<String> = caps
+            .unavailable
+            .iter()
+            .map(|(s, r)| format!("{}: {}", s.name(), r.describe()))
+            .collect();
+        out.push_str(&format!(
+            "{side}: `-` = unavailable: {}\n",
+            parts.join("; ")
+        ));
+    }
+    if view
+        .capabilities
+        .values()
+        .any(|c| !c.unavailable.is_empty())
+    {
+        out.push('\n');
+    }
+}
+
 /// Renders a view as text tables. `columns` empty means the default set.
 pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> String {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = render_to(view, compare, columns, color, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn more_rows(out: &mut String, n: usize) {
+    if n > 0 {
+        out.push_str(&format!(
+            "... {n} more rows (--limit N to see more, --limit 0 for all)\n\n"
+        ));
+    }
+}
+
+/// Renders a view table by table into `w` (nothing larger than one table
+/// is held in memory).
+pub fn render_to(
+    view: &View,
+    compare: bool,
+    columns: &[String],
+    color: bool,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let default: Vec<&str> = if compare {
         // group .. "%": every column but the arrow and the single value.
         COLUMNS[..7].to_vec()
@@ -169,21 +217,26 @@ pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> St
         columns.iter().map(String::as_str).collect()
     };
     let mut out = String::new();
+    let mut wrote = false;
+    let mut flush = |out: &mut String, w: &mut dyn std::io::Write| {
+        wrote |= !out.is_empty();
+        let r = w.write_all(out.as_bytes());
+        out.clear();
+        r
+    };
     if view.baseline_host_missing || view.candidate_host_missing {
         out.push_str("(host context unavailable)\n\n");
     }
+    unavailable_note(&mut out, view);
     let primary: Vec<&Row> = view
         .rows
         .iter()
         .filter(|r| !r.derived && matches!(r.section, Section::Primary | Section::TaskstatsDelay))
         .collect();
-    table(
-        &mut out,
-        &format!("Per-thread metrics by {}", view.group_by),
-        &primary,
-        &cols,
-        None,
-    );
+    let title = format!("Per-thread metrics by {}", view.group_by);
+    table(&mut out, &title, &primary, &cols, None);
+    more_rows(&mut out, view.omitted_rows.0);
+    flush(&mut out, w)?;
     let derived: Vec<&Row> = view.rows.iter().filter(|r| r.derived).collect();
     table(
         &mut out,
@@ -192,14 +245,54 @@ pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> St
         &cols,
         color.then_some(34),
     );
+    more_rows(&mut out, view.omitted_rows.1);
+    flush(&mut out, w)?;
     for s in Section::ALL.into_iter().skip(3) {
         let rows: Vec<&Row> = view.rows.iter().filter(|r| r.section == s).collect();
         table(&mut out, s.name(), &rows, &cols, None);
+        flush(&mut out, w)?;
     }
-    if out.is_empty() {
-        out.push_str("(no rows)\n");
+    exited_table(&mut out, view);
+    flush(&mut out, w)?;
+    if !wrote {
+        w.write_all(b"(no rows)\n")?;
     }
-    out
+    Ok(())
+}
+
+/// The exited-thread tally of a recorded snapshot.
+fn exited_table(out: &mut String, view: &View) {
+    if view.exited.is_empty() {
+        return;
+    }
+    out.push_str("## Threads exited since the previous capture\n");
+    let w = view
+        .exited
+        .iter()
+        .map(|e| e.pcomm.len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    out.push_str(&format!(
+        "{:<w$}  {:>7}  {:>7}  {:>11}  {:>11}  cgroup\n",
+        "pcomm", "tgid", "threads", "cpu", "cpu_delay"
+    ));
+    for e in &view.exited {
+        out.push_str(&format!(
+            "{:<w$}  {:>7}  {:>7}  {:>11}  {:>11}  {}\n",
+            e.pcomm,
+            e.tgid,
+            e.threads,
+            format_value(e.cpu_ns as f64, Unit::Ns),
+            format_value(e.cpu_delay_ns as f64, Unit::Ns),
+            if e.cgroup.is_empty() {
+                "(process gone)"
+            } else {
+                &e.cgroup
+            }
+        ));
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]

@@ -325,5 +325,7 @@ pub fn delayacct_enabled() -> Option<bool> {
     Some(t.trim() == "1")
 }
 
+pub mod exit;
+
 #[cfg(test)]
 mod tests;

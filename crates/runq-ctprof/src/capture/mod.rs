@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use runq_kernel::taskstats::TaskstatsClient;
 
+use crate::avail::{self, Capabilities, Reason, Source};
 use crate::model::{CtprofSnapshot, ThreadState};
 use tally::Tally;
 use thread::Worker;
@@ -128,8 +129,29 @@ pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
         &opts.proc_root,
         &opts.sys_root,
     ));
+    fill_capabilities(&mut snap, &opts.proc_root);
     snap.capture_duration_ns = started.elapsed().as_nanos() as u64;
     snap
+}
+
+/// Consolidates per-thread unavailability into host-wide reasons and
+/// probes the host capability line.
+fn fill_capabilities(snap: &mut CtprofSnapshot, proc_root: &Path) {
+    let mut caps = Capabilities::default();
+    let delayacct_off = std::fs::read_to_string(proc_root.join("sys/kernel/task_delayacct"))
+        .is_ok_and(|s| s.trim() == "0");
+    if delayacct_off {
+        caps.unavailable
+            .insert(Source::Delayacct, Reason::DelayacctOff);
+    }
+    avail::consolidate(snap, &mut caps);
+    if let Some(r) = caps.unavailable.get_mut(&Source::Schedstats) {
+        if *r == Reason::NoSchedstats {
+            *r = avail::schedstats_reason(proc_root);
+        }
+    }
+    caps.host = avail::host_capabilities(proc_root, snap);
+    snap.capabilities = Some(caps);
 }
 
 fn open_taskstats(opts: &CaptureOptions, why: &mut Option<String>) -> Option<TaskstatsClient> {

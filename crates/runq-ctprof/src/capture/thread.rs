@@ -12,9 +12,21 @@ use runq_kernel::proc::{
 use runq_kernel::schedstat::parse_schedstat;
 use runq_kernel::taskstats::{QueryError, Taskstats, TaskstatsClient};
 
+use runq_kernel::proc::reader::ReadError;
+
 use super::tally::{Source, Tally};
+use crate::avail::{Reason, Source as Src};
 use crate::metric_types::*;
 use crate::model::ThreadState;
+
+/// Why a read failed, as an availability reason.
+fn reason(e: &ReadError) -> Reason {
+    match e {
+        ReadError::Missing => Reason::Absent,
+        ReadError::Denied => Reason::Eperm,
+        ReadError::Other(_) => Reason::Error,
+    }
+}
 
 /// Reused state of one capture worker.
 #[derive(Debug)]
@@ -88,11 +100,16 @@ impl Worker {
                 Err(QueryError::Permission) => {
                     self.taskstats = None;
                     self.taskstats_denied = true;
+                    mark_taskstats(&mut t, Reason::Eperm);
                 }
-                Err(_) => {}
+                Err(QueryError::NoTask) => mark_taskstats(&mut t, Reason::ThreadGone),
+                Err(QueryError::Other(_)) => mark_taskstats(&mut t, Reason::Error),
             }
         } else if self.taskstats_denied {
             self.tally.ts_eperm += 1;
+            mark_taskstats(&mut t, Reason::Eperm);
+        } else {
+            mark_taskstats(&mut t, Reason::NotQueried);
         }
         Some(t)
     }
@@ -126,31 +143,44 @@ impl Worker {
     fn read_schedstat(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
         let r = self.reader.read_at(dir, c"schedstat");
         self.tally.read(Source::Schedstat, &r);
-        if let Ok(text) = r {
-            match std::str::from_utf8(text).ok().and_then(parse_schedstat) {
+        match r {
+            Ok(text) => match std::str::from_utf8(text).ok().and_then(parse_schedstat) {
                 Some(s) => {
                     t.run_time_ns = MonotonicNs(s.cpu_time_ns);
                     t.wait_time_ns = MonotonicNs(s.run_delay_ns);
                     t.timeslices = MonotonicCount(s.run_count);
                 }
-                None => self.tally.parse_failed(Source::Schedstat),
-            }
+                None => {
+                    self.tally.parse_failed(Source::Schedstat);
+                    t.mark(Src::Schedstat, Reason::Error);
+                }
+            },
+            Err(e) => t.mark(Src::Schedstat, reason(&e)),
         }
     }
 
     fn read_sched(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
         let r = self.reader.read_at(dir, c"sched");
         self.tally.read(Source::Sched, &r);
-        let Ok(text) = r else {
-            return self.read_status(dir, t);
+        let text = match r {
+            Ok(text) => text,
+            Err(e) => {
+                let why = reason(&e);
+                t.mark(Src::Sched, why);
+                t.mark(Src::Schedstats, why);
+                return self.read_status(dir, t);
+            }
         };
         let s = parse_sched(text);
         if s.nr_switches.is_none() && s.sum_exec_runtime.is_none() {
             self.tally.parse_failed(Source::Sched);
+            t.mark(Src::Sched, Reason::Error);
+            t.mark(Src::Schedstats, Reason::Error);
             return self.read_status(dir, t);
         }
         if s.nr_wakeups.is_none() {
             self.tally.sched_without_schedstats += 1;
+            t.mark(Src::Schedstats, Reason::NoSchedstats);
         }
         let c = |v: Option<u64>| MonotonicCount(v.unwrap_or(0));
         let ns = |v: Option<u64>| MonotonicNs(v.unwrap_or(0));
@@ -200,10 +230,14 @@ impl Worker {
     fn read_io(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
         let r = self.reader.read_at(dir, c"io");
         self.tally.read(Source::Io, &r);
+        if let Err(e) = &r {
+            t.mark(Src::Io, reason(e));
+        }
         if let Ok(text) = r {
             let io = parse_io(text);
             if io.rchar.is_none() {
                 self.tally.parse_failed(Source::Io);
+                t.mark(Src::Io, Reason::Error);
             }
             t.rchar = Bytes(io.rchar.unwrap_or(0));
             t.wchar = Bytes(io.wchar.unwrap_or(0));
@@ -252,6 +286,11 @@ fn read_affinity(t: &mut ThreadState, tally: &mut Tally) {
                 .collect(),
         );
     }
+}
+
+fn mark_taskstats(t: &mut ThreadState, why: Reason) {
+    t.mark(Src::Taskstats, why);
+    t.mark(Src::Delayacct, why);
 }
 
 /// Copies the taskstats delay and watermark fields into a thread.

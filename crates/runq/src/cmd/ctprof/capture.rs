@@ -76,6 +76,7 @@ struct Summary<'a> {
     capture_ms: f64,
     taskstats: Option<&'a runq_ctprof::model::TaskstatsSummary>,
     threads_vanished: u64,
+    capabilities: Option<&'a runq_ctprof::avail::Capabilities>,
 }
 
 fn summarize<'a>(snap: &'a CtprofSnapshot, output: &'a Path, bytes: u64) -> Summary<'a> {
@@ -94,6 +95,7 @@ fn summarize<'a>(snap: &'a CtprofSnapshot, output: &'a Path, bytes: u64) -> Summ
             .probe_summary
             .as_ref()
             .map_or(0, |p| p.threads_vanished),
+        capabilities: snap.capabilities.as_ref(),
     }
 }
 
@@ -141,6 +143,9 @@ pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
         s.bytes_per_thread,
         s.capture_ms
     );
+    if let Some(caps) = s.capabilities {
+        out.push_str(&format!("capabilities: {}\n", caps.host_line()));
+    }
     if let Some(ts) = s.taskstats {
         out.push_str(&taskstats_line(ts));
         if ts.eperm_count > 0 {

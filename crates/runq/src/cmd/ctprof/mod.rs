@@ -3,7 +3,9 @@
 
 mod capture;
 mod compare;
+mod export;
 mod metric_list;
+mod record;
 pub mod run_hook;
 mod show;
 mod view;
@@ -29,11 +31,18 @@ pub enum CtprofCommand {
     /// host PSI, sched_ext state and the host context. Best-effort: what
     /// could not be read is counted in the snapshot's summaries.
     Capture(capture::CaptureArgs),
+    /// Capture snapshots at an interval into a directory (time-named,
+    /// atomic, bounded by --max-bytes), counting threads that exited in
+    /// between from taskstats exit notifications.
+    Record(record::RecordArgs),
     /// Compare two snapshots: one row per (group, metric) with baseline,
     /// candidate, delta and percent delta; largest movers first.
     Compare(compare::CompareArgs),
     /// Render one snapshot grouped like `compare`.
     Show(show::ShowArgs),
+    /// Export a snapshot as OpenMetrics / Prometheus text (node_exporter
+    /// textfile collector) or CSV, grouped by pcomm, cgroup, comm or thread.
+    Export(export::ExportArgs),
     /// List every metric and derived metric with tags, section and
     /// description.
     MetricList(metric_list::MetricListArgs),
@@ -44,7 +53,9 @@ pub fn execute(args: CtprofArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         CtprofCommand::Capture(a) => capture::execute(a),
         CtprofCommand::Compare(a) => compare::execute(a),
+        CtprofCommand::Record(a) => record::execute(a),
         CtprofCommand::Show(a) => show::execute(a),
+        CtprofCommand::Export(a) => export::execute(a),
         CtprofCommand::MetricList(a) => metric_list::execute(a),
     }
 }

@@ -11,6 +11,9 @@ use runq_ctprof::CtprofSnapshot;
 
 use crate::exit;
 
+/// Rows per table unless `--limit` says otherwise.
+pub const DEFAULT_LIMIT: usize = 100;
+
 /// Grouping, filtering and output flags.
 #[derive(Debug, clap::Args)]
 pub struct ViewArgs {
@@ -40,9 +43,10 @@ pub struct ViewArgs {
     /// baseline, candidate, delta, %, arrow, value.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub columns: Vec<String>,
-    /// Keep at most N rows per table.
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
+    /// Keep at most N rows per table (default 100; 0 = all). A line says
+    /// how many rows were left out.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_LIMIT)]
+    pub limit: usize,
     /// Print the rows as JSON.
     #[arg(long)]
     pub json: bool,
@@ -149,14 +153,29 @@ impl ViewArgs {
             sections,
             metrics: self.metrics.clone(),
             sort_by,
-            limit: self.limit,
+            limit: (self.limit > 0).then_some(self.limit),
         })
     }
 }
 
-/// Loads a snapshot argument; any failure is a usage error naming the file.
+/// Loads a snapshot argument: a file, or `DIR@first`, `DIR@last`,
+/// `DIR@TIME` of a recording directory. Any failure is a usage error
+/// naming the file.
 pub fn load(path: &Path) -> anyhow::Result<CtprofSnapshot> {
-    runq_ctprof::load(path).map_err(|e| exit::usage(e.to_string()))
+    let text = path.to_string_lossy();
+    let file = match text.rsplit_once('@') {
+        Some((dir, sel)) if Path::new(dir).is_dir() => {
+            runq_ctprof::record::select(Path::new(dir), sel).map_err(exit::usage)?
+        }
+        _ if path.is_dir() => {
+            return Err(exit::usage(format!(
+                "{}: a directory; pick a snapshot with {0}@first, {0}@last or {0}@TIME",
+                path.display()
+            )))
+        }
+        _ => path.to_path_buf(),
+    };
+    runq_ctprof::load(&file).map_err(|e| exit::usage(e.to_string()))
 }
 
 /// Prints a view as JSON (`--json`) or as text tables; `compare` selects
@@ -166,16 +185,21 @@ pub fn print_view(
     compare: bool,
     args: &ViewArgs,
 ) -> anyhow::Result<()> {
-    if args.json {
-        return super::emit(&(serde_json::to_string_pretty(view)? + "\n"));
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let result = if args.json {
+        serde_json::to_writer_pretty(&mut out, view)
+            .map_err(std::io::Error::from)
+            .and_then(|_| out.write_all(b"\n"))
+    } else {
+        let color = crate::style::color_enabled();
+        runq_ctprof::render::render_to(view, compare, &args.columns, color, &mut out)
+    };
+    match result.and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
     }
-    let color = crate::style::color_enabled();
-    super::emit(&runq_ctprof::render::render(
-        view,
-        compare,
-        &args.columns,
-        color,
-    ))
 }
 
 #[cfg(test)]

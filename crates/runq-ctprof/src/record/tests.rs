@@ -1,0 +1,144 @@
+use super::*;
+
+#[test]
+fn names_sort_by_utc_time() {
+    assert_eq!(
+        snapshot_name(1_795_426_416_559_552_400),
+        "ctprof-20261123T093336.559Z.ctprof.zst"
+    );
+    assert_eq!(snapshot_name(0), "ctprof-19700101T000000.000Z.ctprof.zst");
+    assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    assert!(snapshot_name(1_000_000_000) < snapshot_name(1_001_000_000));
+}
+
+fn fixture_root(root: &Path) {
+    let d = root.join("1/task/1");
+    std::fs::create_dir_all(&d).unwrap();
+    let stat = "1 (init) S 0 1 0 0 -1 4194304 11 0 2 0 30 40 0 0 20 0 1 0 5000 3133440 410 18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 1 1 1 1 1 1 1 0\n";
+    std::fs::write(d.join("stat"), stat).unwrap();
+}
+
+fn opts(root: &Path, out: &Path, stop: Stop, max_bytes: Option<u64>) -> RecordOptions {
+    RecordOptions {
+        dir: out.to_path_buf(),
+        interval: Duration::from_millis(20),
+        stop,
+        max_bytes,
+        capture: CaptureOptions {
+            proc_root: root.to_path_buf(),
+            sys_root: root.join("sys"),
+            taskstats: false,
+            jemalloc: false,
+            cgroups: false,
+            workers: 1,
+        },
+    }
+}
+
+#[test]
+fn count_writes_loadable_time_named_snapshots() {
+    let (root, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture_root(root.path());
+    let stop = AtomicBool::new(false);
+    let mut seen = Vec::new();
+    let o = opts(root.path(), out.path(), Stop::Count(3), None);
+    let sum = record(&o, &stop, |p, _| seen.push(p.to_path_buf())).unwrap();
+    assert_eq!(sum.snapshots, 3);
+    let files = list_snapshots(out.path()).unwrap();
+    assert_eq!(files.len(), 3);
+    for (p, _) in &files {
+        assert_eq!(crate::load(p).unwrap().threads.len(), 1);
+    }
+    assert_eq!(sum.bytes_on_disk, files.iter().map(|f| f.1).sum::<u64>());
+    assert_eq!(
+        std::fs::read_dir(out.path()).unwrap().count(),
+        3,
+        "no temp files"
+    );
+}
+
+#[test]
+fn max_bytes_keeps_disk_use_under_the_bound() {
+    let (root, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture_root(root.path());
+    let stop = AtomicBool::new(false);
+    let one = record(
+        &opts(root.path(), out.path(), Stop::Count(1), None),
+        &stop,
+        |_, _| {},
+    )
+    .unwrap()
+    .bytes_on_disk;
+    let budget = one * 3 + one / 2;
+    let mut peak = 0;
+    let o = opts(root.path(), out.path(), Stop::Count(10), Some(budget));
+    let sum = record(&o, &stop, |_, _| {
+        peak = peak.max(
+            list_snapshots(out.path())
+                .unwrap()
+                .iter()
+                .map(|f| f.1)
+                .sum::<u64>(),
+        );
+    })
+    .unwrap();
+    let left = list_snapshots(out.path()).unwrap();
+    assert!(
+        sum.bytes_on_disk <= budget,
+        "{} > {budget}",
+        sum.bytes_on_disk
+    );
+    assert_eq!(left.len(), 3);
+    assert_eq!(sum.removed, 8, "the first run's file and 7 of this run's");
+    // Between a write and the clean-up the directory holds one file more.
+    assert!(peak <= budget + one + one / 4, "peak {peak}");
+}
+
+#[test]
+fn interrupt_stops_after_a_whole_snapshot() {
+    let (root, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture_root(root.path());
+    let stop = AtomicBool::new(false);
+    let o = opts(
+        root.path(),
+        out.path(),
+        Stop::Duration(Duration::from_secs(3600)),
+        None,
+    );
+    let sum = record(&o, &stop, |_, _| stop.store(true, Ordering::Relaxed)).unwrap();
+    assert!(sum.interrupted);
+    assert_eq!(sum.snapshots, 1);
+}
+
+#[test]
+fn select_first_last_and_time() {
+    let d = tempfile::tempdir().unwrap();
+    let t0 = 1_795_426_416_000_000_000u64;
+    for s in [0u64, 60, 120] {
+        std::fs::write(d.path().join(snapshot_name(t0 + s * 1_000_000_000)), b"x").unwrap();
+    }
+    let name = |p: PathBuf| p.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(
+        name(select(d.path(), "first").unwrap()),
+        "ctprof-20261123T093336.000Z.ctprof.zst"
+    );
+    assert_eq!(
+        name(select(d.path(), "last").unwrap()),
+        "ctprof-20261123T093536.000Z.ctprof.zst"
+    );
+    assert_eq!(
+        name(select(d.path(), "2026-11-23T09:35:00").unwrap()),
+        "ctprof-20261123T093436.000Z.ctprof.zst"
+    );
+    assert_eq!(
+        name(select(d.path(), "20261123T0934").unwrap()),
+        "ctprof-20261123T093436.000Z.ctprof.zst",
+        "a prefix means the end of that minute"
+    );
+    assert!(select(d.path(), "2026-11-23T09:00")
+        .unwrap_err()
+        .contains("first snapshot is"));
+    assert!(select(d.path(), "yesterday")
+        .unwrap_err()
+        .contains("@first, @last"));
+}

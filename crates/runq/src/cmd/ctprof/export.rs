@@ -1,0 +1,82 @@
+//! `runq ctprof export --format openmetrics|csv SNAPSHOT`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use runq_ctprof::export::{write_csv, write_openmetrics, ExportGroup};
+use runq_ctprof::group::{GroupBy, Grouping};
+use runq_ctprof::safefile::{write_atomic, Replace};
+
+use super::view::load;
+use crate::exit;
+
+/// Arguments of `runq ctprof export`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  runq ctprof export --format openmetrics now.ctprof.zst
+  runq ctprof export --format openmetrics --group-by cgroup now.ctprof.zst \\
+      --output /var/lib/node_exporter/textfile_collector/runq_ctprof.prom
+  runq ctprof export --format csv --group-by thread now.ctprof.zst > threads.csv")]
+pub struct ExportArgs {
+    /// The snapshot to export.
+    pub snapshot: PathBuf,
+    /// `openmetrics`: Prometheus text exposition closed by `# EOF` (what
+    /// node_exporter's textfile collector reads); `csv`: one row per group.
+    #[arg(long, value_name = "FORMAT", value_parser = ["openmetrics", "csv"])]
+    pub format: String,
+    /// Label / row axis. `thread` gives one series per thread (pcomm, comm,
+    /// cgroup, tgid, tid labels): high cardinality, only when you need it.
+    #[arg(long, value_name = "AXIS", default_value = "pcomm", value_parser = ["pcomm", "cgroup", "comm", "comm-exact", "thread"])]
+    pub group_by: String,
+    /// Write to FILE atomically (temporary file + rename in the same
+    /// directory; never through a symlink) instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn group(axis: &str) -> anyhow::Result<ExportGroup> {
+    if axis == "thread" {
+        return Ok(ExportGroup::Thread);
+    }
+    let by = GroupBy::parse(axis).ok_or_else(|| exit::usage(format!("bad --group-by {axis}")))?;
+    Ok(ExportGroup::By(Grouping {
+        by,
+        normalize: by == GroupBy::Comm,
+        ..Grouping::default()
+    }))
+}
+
+/// Runs `runq ctprof export`.
+pub fn execute(args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let group = group(&args.group_by)?;
+    if let Some(out) = &args.output {
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+        if out.is_dir() || parent.is_some_and(|p| !p.is_dir()) {
+            return Err(exit::usage(format!(
+                "--output {}: give a file path in an existing directory",
+                out.display()
+            )));
+        }
+    }
+    let snap = load(&args.snapshot)?;
+    let mut buf = Vec::with_capacity(snap.threads.len() * 64);
+    match args.format.as_str() {
+        "csv" => write_csv(&snap, &group, &mut buf)?,
+        _ => write_openmetrics(&snap, &group, &mut buf)?,
+    }
+    match &args.output {
+        Some(out) => write_atomic(out, &buf, Replace::OwnFile)
+            .with_context(|| format!("writing {}", out.display()))?,
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(&buf).and_then(|_| stdout.flush()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r?,
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,145 @@
+//! `runq ctprof record` end to end: SIGINT leaves only whole snapshots,
+//! and `compare DIR@first DIR@last` reads a recording.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{runq, signal, spawn, wait_for};
+
+fn snapshots(dir: &Path) -> Vec<std::path::PathBuf> {
+    runq_ctprof::record::list_snapshots(dir)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.0)
+        .collect()
+}
+
+#[test]
+fn sigint_leaves_whole_snapshots_only() {
+    for (round, delay_ms) in [0u64, 23, 61].into_iter().enumerate() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().to_str().unwrap();
+        let child = spawn(&[
+            "ctprof",
+            "record",
+            "--interval",
+            "50ms",
+            "--duration",
+            "1h",
+            "--output",
+            dir,
+            "--no-jemalloc",
+        ]);
+        wait_for(Duration::from_secs(60), "two snapshots", || {
+            (snapshots(d.path()).len() >= 2).then_some(())
+        });
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        signal(child.id() as i32, libc::SIGINT);
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "round {round}: {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("(interrupted)"), "{stdout}");
+        let entries: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+        assert_eq!(
+            entries.len(),
+            snapshots(d.path()).len(),
+            "round {round}: a temp file was left"
+        );
+        for p in snapshots(d.path()) {
+            runq_ctprof::load(&p).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn compare_reads_a_recording_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().to_str().unwrap();
+    let out = runq()
+        .args([
+            "ctprof",
+            "record",
+            "--interval",
+            "100ms",
+            "--count",
+            "3",
+            "-o",
+            dir,
+            "--no-taskstats",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(snapshots(d.path()).len(), 3);
+    let (first, last) = (format!("{dir}@first"), format!("{dir}@last"));
+    let out = runq()
+        .args(["ctprof", "compare", &first, &last, "--limit", "3"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("## Per-thread metrics by pcomm"));
+    let out = runq().args(["ctprof", "show", dir]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("@first"));
+    let out = runq()
+        .args(["ctprof", "show", &format!("{dir}@noon")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bad_record_flags_are_usage_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().to_str().unwrap();
+    for args in [
+        vec!["--interval", "1s", "-o", dir],
+        vec![
+            "--interval",
+            "1s",
+            "--count",
+            "2",
+            "--duration",
+            "1m",
+            "-o",
+            dir,
+        ],
+        vec!["--interval", "0s", "--count", "2", "-o", dir],
+        vec![
+            "--interval",
+            "1s",
+            "--count",
+            "2",
+            "--max-bytes",
+            "12Q",
+            "-o",
+            dir,
+        ],
+    ] {
+        let out = runq()
+            .args(["ctprof", "record"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        0,
+        "nothing left behind"
+    );
+}
