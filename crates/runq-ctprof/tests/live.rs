@@ -61,7 +61,19 @@ fn find(threads: &[ThreadState], tid: u32) -> &ThreadState {
 #[test]
 fn busy_thread_shows_run_time_and_switches() {
     let (tids, stop, handles) = busy_threads(1);
-    std::thread::sleep(Duration::from_millis(300));
+    // Until the thread has run 100 ms (a loaded machine gives it less than
+    // its share), at most 10 s.
+    let schedstat = format!("/proc/self/task/{}/schedstat", tids[0]);
+    let ran_ns = || {
+        std::fs::read_to_string(&schedstat)
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while ran_ns() < 100_000_000 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let snap = capture(&CaptureOptions {
         taskstats: false,
         cgroups: false,
