@@ -28,6 +28,7 @@ pub struct Telemetry {
     work_units: u64,
     iterations: u64,
     last_iteration_end_ns: u64,
+    planned_ns: u64,
     last_check_ns: u64,
     last_cpu: usize,
     cpus_used: BTreeSet<usize>,
@@ -54,6 +55,7 @@ impl Telemetry {
             work_units: 0,
             iterations: 0,
             last_iteration_end_ns: start_ns,
+            planned_ns: 0,
             last_check_ns: start_ns,
             last_cpu: cpu,
             cpus_used: BTreeSet::from([cpu]),
@@ -78,16 +80,19 @@ impl Telemetry {
         self.work_units
     }
 
-    /// Time of the most recent checkpoint (CLOCK_MONOTONIC ns); the
-    /// watchdog compares it with the clock to find stuck workers.
-    pub fn last_progress_ns(&self) -> u64 {
-        self.last_check_ns
+    /// Declares that the current iteration intends to spend up to `ns`
+    /// waiting or bursting by design (a sleep, a timed burst, a partner's
+    /// planned interval). The watchdog only counts time beyond this plan.
+    #[inline]
+    pub fn plan(&mut self, ns: u64) {
+        self.planned_ns = self.planned_ns.saturating_add(ns);
     }
 
     /// Closes one outer iteration that did `units` work units: samples its
     /// cost and runs the checkpoint when the unit count is a multiple of
     /// [`CHECK_PERIOD_UNITS`]. Iterations that did no work skip the check.
-    /// Returns the iteration's wall-clock cost in ns.
+    /// Returns the iteration's unplanned time in ns: its wall-clock cost
+    /// minus what it declared with [`Self::plan`].
     #[inline]
     pub fn end_iteration(&mut self, units: u64) -> u64 {
         let now = monotonic_ns();
@@ -95,14 +100,15 @@ impl Telemetry {
         self.costs.record(cost);
         self.last_iteration_end_ns = now;
         self.iterations += 1;
+        let unplanned = cost.saturating_sub(std::mem::take(&mut self.planned_ns));
         if units == 0 {
-            return cost;
+            return unplanned;
         }
         self.work_units = self.work_units.wrapping_add(units);
         if self.work_units % CHECK_PERIOD_UNITS == 0 {
             self.checkpoint(now);
         }
-        cost
+        unplanned
     }
 
     #[cold]
@@ -203,6 +209,17 @@ mod tests {
         assert_eq!(t.last_check_ns, before);
         assert_eq!(t.iterations, 10);
         assert_eq!(t.work_units, 0);
+    }
+
+    #[test]
+    fn planned_time_is_not_a_stall() {
+        let mut t = Telemetry::start();
+        t.end_iteration(1);
+        t.plan(u64::MAX / 2);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert_eq!(t.end_iteration(1), 0, "a planned sleep is not a stall");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(t.end_iteration(1) >= 2_000_000, "the plan lasts one iteration");
     }
 
     #[test]

@@ -70,8 +70,9 @@ impl From<WorkType> for Work {
     }
 }
 
-/// The worker-progress watchdog: a worker whose iteration took longer than
-/// `stuck_ns` sends SIGUSR2 to `scheduler_pid` once.
+/// The worker-progress watchdog: a worker whose iteration took more than
+/// `stuck_ns` beyond its own planned sleeps and bursts sends SIGUSR2 to
+/// `scheduler_pid` once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Watchdog {
     /// The scheduler process to signal.

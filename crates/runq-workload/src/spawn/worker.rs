@@ -67,15 +67,19 @@ pub(super) fn apply_setup(spec: &WorkSpec, idx: usize) -> Option<String> {
     spec.setup.apply(worker_seed(spec, idx))
 }
 
-/// The framework loop: iterate until STOP, with the watchdog check.
+/// The framework loop: iterate until STOP, with the watchdog check. The
+/// watchdog looks at an iteration's unplanned time only (its cost minus
+/// the sleeps and bursts the work type declared), so a long planned sleep
+/// never signals the scheduler, while a stall of the worker itself (not
+/// run, stopped, starved) does.
 fn work_loop(spec: &WorkSpec, body: &mut dyn WorkerBody) -> WorkerReport {
     let mut tel = Telemetry::start();
     let mut watchdog = spec.watchdog;
     while !stop_requested() {
         let units = body.iterate(&mut tel);
-        let cost = tel.end_iteration(units);
+        let unplanned = tel.end_iteration(units);
         if let Some(w) = watchdog {
-            if cost > w.stuck_ns {
+            if unplanned > w.stuck_ns {
                 // SAFETY: kill(2) with a pid we were given.
                 unsafe { libc::kill(w.scheduler_pid, libc::SIGUSR2) };
                 watchdog = None; // once per worker

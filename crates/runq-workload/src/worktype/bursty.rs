@@ -57,6 +57,7 @@ struct Body {
 impl WorkerBody for Body {
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let start = monotonic_ns();
+        tel.plan(self.burst_ns);
         let mut units = 0;
         while since(start) < self.burst_ns && !stop_requested() {
             units += spin_burst(1024);
@@ -64,9 +65,10 @@ impl WorkerBody for Body {
         if self.sleep.is_zero() || stop_requested() {
             return units;
         }
+        let requested = u64::try_from(self.sleep.as_nanos()).unwrap_or(u64::MAX);
+        tel.plan(requested);
         let before = monotonic_ns();
         std::thread::sleep(self.sleep);
-        let requested = u64::try_from(self.sleep.as_nanos()).unwrap_or(u64::MAX);
         tel.record_wake(since(before).saturating_sub(requested));
         units
     }

@@ -143,10 +143,11 @@ impl Messenger {
 }
 
 impl WorkerBody for Messenger {
-    fn iterate(&mut self, _: &mut Telemetry) -> u64 {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let units = match self.step {
             MessengerStep::Spin(n) => spin_burst(n),
             MessengerStep::Sleep(d) => {
+                tel.plan(d.as_nanos().try_into().unwrap_or(u64::MAX));
                 std::thread::sleep(d);
                 1
             }
@@ -205,6 +206,10 @@ impl WorkerBody for Receiver {
             ReceiverStep::SpinFirst(n) => spin_burst(n),
             _ => 0,
         };
+        if let MessengerStep::Sleep(d) = self.spec.messenger {
+            // The messenger's planned sleep is this receiver's planned wait.
+            tel.plan(d.as_nanos().try_into().unwrap_or(u64::MAX));
+        }
         let Some(slept) = self.wait_generation() else {
             return units;
         };

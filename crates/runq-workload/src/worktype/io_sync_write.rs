@@ -88,6 +88,7 @@ impl WorkerBody for Body {
             tel.record_wake(monotonic_ns().saturating_sub(t0));
         }
         if !self.sleep.is_zero() {
+            tel.plan(u64::try_from(self.sleep.as_nanos()).unwrap_or(u64::MAX));
             std::thread::sleep(self.sleep);
         }
         units

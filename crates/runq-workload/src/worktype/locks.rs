@@ -183,6 +183,7 @@ impl WorkerBody for InversionBody {
                 units + spin_burst(p.work_iters)
             }
             Role::High => {
+                tel.plan(p.high_sleep_us.saturating_mul(1000));
                 std::thread::sleep(Duration::from_micros(p.high_sleep_us));
                 let Some(waited) = lock.lock() else { return 0 };
                 tel.record_wake(waited);

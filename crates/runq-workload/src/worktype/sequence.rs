@@ -122,6 +122,7 @@ impl Body {
     fn sleep_step(&mut self, tel: &mut Telemetry) {
         let left = self.phase_end_ns.saturating_sub(monotonic_ns());
         let nap = Duration::from_nanos(left.clamp(1, 1_000_000));
+        tel.plan(nap.as_nanos() as u64);
         let t0 = monotonic_ns();
         std::thread::sleep(nap);
         tel.record_wake(since(t0).saturating_sub(nap.as_nanos() as u64));

@@ -82,6 +82,7 @@ impl WorkerBody for Body {
         if self.next_ns == 0 {
             self.next_ns = monotonic_ns() + self.period_ns;
         }
+        tel.plan(self.next_ns.saturating_sub(monotonic_ns()));
         if !sleep_until(self.next_ns) {
             return 0; // a stop signal
         }
