@@ -11,7 +11,7 @@ use std::os::fd::OwnedFd;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use runq_workload::fd::{pipe, read_byte, write_byte};
+use runq_workload::fd::{pipe, read_byte, write_byte, ReadByte};
 
 /// Round trips per second of two bare processes bouncing a byte.
 fn bare_round_trips(secs: f64) -> f64 {
@@ -21,7 +21,7 @@ fn bare_round_trips(secs: f64) -> f64 {
         let partner = unsafe { libc::fork() };
         if partner == 0 {
             drop((ab_w, ba_r));
-            while read_byte(&ab_r).unwrap_or(false) && write_byte(&ba_w) {}
+            while got_byte(&ab_r) && write_byte(&ba_w) {}
             // SAFETY: the partner exits without running the caller's code.
             unsafe { libc::_exit(0) };
         }
@@ -34,13 +34,18 @@ fn bare_round_trips(secs: f64) -> f64 {
     })
 }
 
+/// True when a byte arrived (false on EOF, a signal or an error).
+fn got_byte(rx: &OwnedFd) -> bool {
+    matches!(read_byte(rx), Ok(ReadByte::Byte))
+}
+
 /// Writes and reads back one byte until `secs` have passed.
 fn bounce(tx: &OwnedFd, rx: &OwnedFd, secs: f64) -> f64 {
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let start = Instant::now();
     let mut trips = 0u64;
     loop {
-        if !write_byte(tx) || !read_byte(rx).unwrap_or(false) {
+        if !write_byte(tx) || !got_byte(rx) {
             break;
         }
         trips += 1;

@@ -144,8 +144,22 @@ impl CheckConfig {
         v.filter(|_| !self.disable.iter().any(|d| d == name))
     }
 
-    /// Evaluates every enabled check on one group's reports.
+    /// Evaluates every enabled check on one group's reports. A failed
+    /// `not_stuck` names the workers that died under a pipe partner.
     pub fn evaluate_group(
+        &self,
+        group: &str,
+        reports: &[&WorkerReport],
+        is_custom: bool,
+    ) -> Vec<CheckResult> {
+        let mut out = self.evaluate_bounds(group, reports, is_custom);
+        if let Some(ns) = out.iter_mut().find(|r| r.name == "not_stuck") {
+            ns.detail = lost_partners(reports);
+        }
+        out
+    }
+
+    fn evaluate_bounds(
         &self,
         group: &str,
         reports: &[&WorkerReport],
@@ -242,6 +256,26 @@ impl CheckConfig {
         }
         out
     }
+}
+
+/// Names every worker that died under a partner which then saw their
+/// pipes close (reports are in spawn order, so a partner index is a
+/// position). A partner that ended normally (the usual stop race) is not
+/// named.
+fn lost_partners(reports: &[&WorkerReport]) -> Option<String> {
+    let lines: Vec<String> = reports
+        .iter()
+        .filter_map(|r| {
+            let j = r.partner_lost?;
+            let dead = reports.get(j)?;
+            let how = dead.exit_info.as_ref()?;
+            Some(format!(
+                "partner worker {j} (pid {}) died ({how:?}); worker pid {} saw its pipe close and stopped",
+                dead.tid, r.tid
+            ))
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("; "))
 }
 
 /// Max minus min off-CPU share (percent) across workers.
@@ -347,6 +381,25 @@ mod tests {
         let res = CheckConfig::default().evaluate_group("g", &[&idle, &dead], false);
         let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
         assert_eq!((ns.measured, ns.pass), (2.0, false));
+    }
+
+    #[test]
+    fn a_dead_partner_is_named_and_a_normal_stop_is_not() {
+        let mut survivor = report(1024, 1_000_000_000, 0, 0);
+        survivor.tid = 76;
+        survivor.partner_lost = Some(1);
+        let dead = WorkerReport::sentinel(77, 0, WorkerExitInfo::Signaled(9));
+        let res = CheckConfig::default().evaluate_group("g", &[&survivor, &dead], false);
+        let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
+        assert!(!ns.pass);
+        let detail = ns.detail.as_deref().expect("detail names the partner");
+        assert!(detail.contains("partner worker 1 (pid 77) died (Signaled(9))"), "{detail}");
+        assert!(detail.contains("worker pid 76"), "{detail}");
+        let mut other = report(1024, 1_000_000_000, 0, 0);
+        other.partner_lost = Some(0);
+        let res = CheckConfig::default().evaluate_group("g", &[&survivor, &other], false);
+        let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
+        assert!(ns.pass && ns.detail.is_none(), "{ns:?}");
     }
 
     #[test]

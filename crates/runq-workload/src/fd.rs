@@ -14,18 +14,29 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Reads one byte; `Ok(false)` on EOF or EINTR (the caller checks STOP).
-pub fn read_byte(fd: &OwnedFd) -> io::Result<bool> {
+/// What a one-byte read saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadByte {
+    /// A byte arrived.
+    Byte,
+    /// End of file: every write end is closed (the writer is gone).
+    Eof,
+    /// A signal interrupted the read (the caller checks STOP).
+    Interrupted,
+}
+
+/// Reads one byte.
+pub fn read_byte(fd: &OwnedFd) -> io::Result<ReadByte> {
     let mut b = 0u8;
     // SAFETY: reading one byte into a valid buffer.
     let n = unsafe { libc::read(fd.as_raw_fd(), (&mut b as *mut u8).cast(), 1) };
     match n {
-        1 => Ok(true),
-        0 => Ok(false),
+        1 => Ok(ReadByte::Byte),
+        0 => Ok(ReadByte::Eof),
         _ => {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
-                Ok(false)
+                Ok(ReadByte::Interrupted)
             } else {
                 Err(e)
             }
@@ -39,4 +50,18 @@ pub fn write_byte(fd: &OwnedFd) -> bool {
     let b = 1u8;
     // SAFETY: writing one byte from a valid buffer.
     unsafe { libc::write(fd.as_raw_fd(), (&b as *const u8).cast(), 1) == 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_sees_a_byte_then_eof_once_the_writer_closes() {
+        let (rx, tx) = pipe().unwrap();
+        assert!(write_byte(&tx));
+        assert_eq!(read_byte(&rx).unwrap(), ReadByte::Byte);
+        drop(tx);
+        assert_eq!(read_byte(&rx).unwrap(), ReadByte::Eof);
+    }
 }

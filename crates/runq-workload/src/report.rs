@@ -87,6 +87,9 @@ pub struct WorkerReport {
     pub exit_info: Option<WorkerExitInfo>,
     /// True for the messenger of a fan-out group.
     pub is_messenger: bool,
+    /// Index (in this group) of a partner the worker lost mid-run: its
+    /// end of their pipes closed, so this worker stopped early.
+    pub partner_lost: Option<usize>,
     /// 0 for the primary group, 1..=N for composed groups.
     pub group_idx: usize,
     /// Why the requested affinity or memory policy could not be applied.

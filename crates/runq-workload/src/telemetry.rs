@@ -172,6 +172,7 @@ impl Telemetry {
                 .saturating_sub(self.numa_migrated_before),
             exit_info: None,
             is_messenger,
+            partner_lost: None,
             group_idx,
             affinity_error: None,
             start_error: None,

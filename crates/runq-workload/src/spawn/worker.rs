@@ -85,6 +85,11 @@ fn work_loop(spec: &WorkSpec, body: &mut dyn WorkerBody) -> WorkerReport {
                 watchdog = None; // once per worker
             }
         }
+        if body.partner_lost().is_some() {
+            break;
+        }
     }
-    tel.finish(spec.group_idx, body.is_messenger())
+    let mut report = tel.finish(spec.group_idx, body.is_messenger());
+    report.partner_lost = body.partner_lost();
+    report
 }

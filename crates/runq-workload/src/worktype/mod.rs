@@ -46,6 +46,13 @@ pub trait WorkerBody {
     fn is_messenger(&self) -> bool {
         false
     }
+
+    /// The index (within its group) of a partner this worker lost: its
+    /// end of their pipes closed while the run went on. The work loop
+    /// stops this worker once it is set.
+    fn partner_lost(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Resources of one group, made before fork and split between workers.

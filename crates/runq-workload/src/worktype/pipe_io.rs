@@ -1,7 +1,9 @@
 //! PipeIo: pairs of workers ping-pong one byte over two pipes. The even
 //! worker of a pair writes then reads; the odd one reads then writes. Each
 //! read is a wake, timed across the blocking call. CachePipe reuses the
-//! pairs with a cache walk in place of the spin burst.
+//! pairs with a cache walk in place of the spin burst. A worker whose
+//! partner's end closes (EOF on read, EPIPE on write) stops and reports
+//! the partner's index, so the verdict can name a partner that died.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -11,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::cache_pressure::{self, StridedBuffer};
 use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::clock::monotonic_ns;
-use crate::fd::{pipe, read_byte, write_byte};
+use crate::fd::{pipe, read_byte, write_byte, ReadByte};
 use crate::spin::spin_burst;
-use crate::stop::request_stop;
+use crate::stop::{request_stop, stop_requested};
 use crate::telemetry::Telemetry;
 
 /// PipeIo parameters.
@@ -88,22 +90,40 @@ struct Body {
     rx: OwnedFd,
     writes_first: bool,
     burst: Burst,
+    /// The partner's index in the group.
+    partner: usize,
+    /// Set once the partner's end of a pipe closed under us.
+    partner_lost: bool,
 }
 
 impl Body {
-    fn timed_read(&self, tel: &mut Telemetry) -> bool {
+    fn timed_read(&mut self, tel: &mut Telemetry) -> bool {
         let t0 = monotonic_ns();
         match read_byte(&self.rx) {
-            Ok(true) => {
+            Ok(ReadByte::Byte) => {
                 tel.record_wake(monotonic_ns().saturating_sub(t0));
                 true
             }
-            Ok(false) => false,
+            Ok(ReadByte::Eof) => {
+                self.partner_lost = true;
+                false
+            }
+            Ok(ReadByte::Interrupted) => false,
             Err(_) => {
                 request_stop();
                 false
             }
         }
+    }
+
+    /// Writes the byte; a failure outside a stop means the partner's read
+    /// end is gone (EPIPE).
+    fn write(&mut self) -> bool {
+        let ok = write_byte(&self.tx);
+        if !ok && !stop_requested() {
+            self.partner_lost = true;
+        }
+        ok
     }
 }
 
@@ -111,20 +131,17 @@ impl WorkerBody for Body {
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let units = self.burst.run();
         if self.writes_first {
-            if !write_byte(&self.tx) {
-                request_stop();
-                return units;
+            if self.write() {
+                self.timed_read(tel);
             }
-            self.timed_read(tel);
-        } else {
-            if !self.timed_read(tel) {
-                return units;
-            }
-            if !write_byte(&self.tx) {
-                request_stop();
-            }
+        } else if self.timed_read(tel) {
+            self.write();
         }
         units
+    }
+
+    fn partner_lost(&self) -> Option<usize> {
+        self.partner_lost.then_some(self.partner)
     }
 }
 
@@ -143,6 +160,8 @@ impl PreparedWork for Pairs {
             rx,
             writes_first: idx % 2 == 0,
             burst: Burst::new(&self.burst),
+            partner: idx ^ 1,
+            partner_lost: false,
         }))
     }
 
