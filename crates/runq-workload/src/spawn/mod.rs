@@ -7,7 +7,8 @@
 //! so each worker runs its first work-loop instruction in its cgroup.
 //! [`WorkloadHandle::stop_and_collect`] sends SIGUSR1, reads every report
 //! and reaps every child under one deadline; dropping the handle SIGKILLs
-//! and reaps whatever is left. Thread-mode workers follow the same phases
+//! and reaps whatever is left, and stops and joins thread workers (with a
+//! bound). Thread-mode workers follow the same phases
 //! inside the runq process (see [`threads`]).
 
 mod collect;
@@ -233,8 +234,15 @@ impl WorkloadHandle {
 }
 
 impl Drop for WorkloadHandle {
+    /// Kills and reaps the process workers; stops and joins the thread
+    /// workers, waiting at most [`threads::DROP_JOIN_BOUND`] for them.
     fn drop(&mut self) {
         collect::kill_and_reap(&mut self.procs);
+        let deadline = Instant::now() + threads::DROP_JOIN_BOUND;
+        let running = std::mem::take(&mut self.threads).stop_and_join(deadline);
+        if running > 0 {
+            eprintln!("runq: {running} worker thread(s) did not stop within 5 s; left running");
+        }
     }
 }
 

@@ -6,7 +6,8 @@
 
 use std::io;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
-use std::time::Instant;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::spec::WorkSpec;
 use super::worker::{apply_setup, build_body, run_worker};
@@ -29,7 +30,11 @@ struct Slot {
     group_idx: usize,
     start: Option<SyncSender<()>>,
     result: Option<Result<WorkerReport, String>>,
+    thread: Option<JoinHandle<()>>,
 }
+
+/// How long dropping a handle waits for its threads to finish.
+pub(super) const DROP_JOIN_BOUND: Duration = Duration::from_secs(5);
 
 /// Every thread worker of a handle.
 #[derive(Default)]
@@ -63,7 +68,7 @@ impl ThreadWorkers {
             let (tid_tx, tid_rx) = sync_channel(1);
             let (start_tx, start_rx) = sync_channel::<()>(1);
             let (spec_c, tx, slot) = (spec.clone(), results_tx.clone(), self.slots.len());
-            std::thread::Builder::new()
+            let thread = std::thread::Builder::new()
                 .name(format!("runq-w{}-{idx}", spec.group_idx))
                 .spawn(move || {
                     let _ = tid_tx.send(crate::clock::gettid());
@@ -85,6 +90,7 @@ impl ThreadWorkers {
                 group_idx: spec.group_idx,
                 start: Some(start_tx),
                 result: None,
+                thread: Some(thread),
             });
         }
         if let Some(p) = prepared.as_mut() {
@@ -111,18 +117,51 @@ impl ThreadWorkers {
         }
     }
 
+    /// Sets STOP and interrupts every thread's blocking call; threads
+    /// never started are released to return at once.
+    fn signal_stop(&mut self) {
+        request_stop();
+        // SAFETY: getpid/tgkill on our own threads.
+        let pid = unsafe { libc::getpid() };
+        for s in &mut self.slots {
+            s.start = None; // a waiting thread sees the channel close
+            // SAFETY: as above.
+            unsafe { libc::syscall(libc::SYS_tgkill, pid, s.tid, libc::SIGUSR1) };
+        }
+    }
+
+    /// Stops every thread and joins those that finish by `deadline`
+    /// (dropping a handle without collecting). Returns how many threads
+    /// are still running at the deadline; they are left detached.
+    pub(super) fn stop_and_join(mut self, deadline: Instant) -> usize {
+        if self.slots.is_empty() {
+            return 0;
+        }
+        self.signal_stop();
+        let mut running = 0;
+        for s in &mut self.slots {
+            let Some(t) = s.thread.take() else { continue };
+            while !t.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            } else {
+                running += 1;
+            }
+        }
+        if running == 0 {
+            reset_stop();
+        }
+        running
+    }
+
     /// Stops every thread and gathers results until `deadline`.
     pub(super) fn stop_and_collect(mut self, deadline: Instant) -> Vec<WorkerReport> {
         if self.slots.is_empty() {
             return Vec::new();
         }
-        request_stop();
-        // SAFETY: getpid/tgkill on our own threads.
-        let pid = unsafe { libc::getpid() };
-        for s in &self.slots {
-            // SAFETY: as above.
-            unsafe { libc::syscall(libc::SYS_tgkill, pid, s.tid, libc::SIGUSR1) };
-        }
+        self.signal_stop();
         if let Some((tx, rx)) = self.results.take() {
             drop(tx);
             while self.slots.iter().any(|s| s.result.is_none()) {
@@ -131,6 +170,11 @@ impl ThreadWorkers {
                     Ok((slot, r)) => self.slots[slot].result = Some(r),
                     Err(_) => break,
                 }
+            }
+        }
+        for s in self.slots.iter_mut().filter(|s| s.result.is_some()) {
+            if let Some(t) = s.thread.take() {
+                let _ = t.join(); // it returns right after sending
             }
         }
         let all_done = self.slots.iter().all(|s| s.result.is_some());
