@@ -11,7 +11,7 @@ use std::os::unix::fs::FileExt;
 use serde::{Deserialize, Serialize};
 
 use super::io_sync_write::unlinked_temp_file;
-use super::{independent, PreparedWork, TypeInfo, WorkerBody};
+use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::clock::monotonic_ns;
 use crate::telemetry::Telemetry;
 
@@ -110,17 +110,43 @@ fn filled_file(blocks: u64) -> io::Result<File> {
 }
 
 /// Builds IoRandRead bodies, each with its own filled file.
-pub fn prepare_rand_read(p: &Params) -> Box<dyn PreparedWork> {
-    let p = p.clone();
-    independent(move |idx| {
+/// Every worker's filled file, made in the parent before any worker
+/// starts, so the fill and its `fsync` stay out of the run window.
+struct RandReadGroup {
+    files: Vec<Option<File>>,
+    params: Params,
+}
+
+impl PreparedWork for RandReadGroup {
+    fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>> {
+        let file = self
+            .files
+            .get_mut(idx)
+            .and_then(Option::take)
+            .ok_or_else(|| io::Error::other("read file already taken"))?;
         Ok(Box::new(RandRead {
-            file: filled_file(p.blocks())?,
+            file,
             buf: vec![0; BLOCK as usize],
-            blocks: p.blocks(),
-            ops: p.ops_per_iter,
+            blocks: self.params.blocks(),
+            ops: self.params.ops_per_iter,
             rng: monotonic_ns() ^ ((idx as u64 + 1) << 32) | 1,
         }))
-    })
+    }
+
+    fn release_parent_copies(&mut self) {
+        self.files.clear();
+    }
+}
+
+/// Fills one private file per worker (before fork, before the start).
+pub fn prepare_rand_read(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+    let files = (0..workers)
+        .map(|_| filled_file(p.blocks()).map(Some))
+        .collect::<io::Result<_>>()?;
+    Ok(Box::new(RandReadGroup {
+        files,
+        params: p.clone(),
+    }))
 }
 
 struct Convoy {
@@ -184,4 +210,25 @@ pub fn prepare_convoy(p: &Params) -> io::Result<Box<dyn PreparedWork>> {
         file: Some(unlinked_temp_file()?),
         params: p.clone(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rand_read_files_are_filled_before_any_worker_is_built() {
+        let p = Params {
+            ops_per_iter: 4,
+            file_kb: 64,
+        };
+        let mut group = prepare_rand_read(&p, 2).unwrap();
+        // The fill happened in prepare: a worker only takes its file.
+        let mut body = group.worker(1).unwrap();
+        let mut tel = Telemetry::start();
+        assert_eq!(body.iterate(&mut tel), 4, "reads hit filled blocks");
+        assert!(group.worker(1).is_err(), "each file goes to one worker");
+        group.release_parent_copies();
+        assert!(group.worker(0).is_err());
+    }
 }

@@ -396,7 +396,7 @@ impl WorkType {
             WorkType::NiceSweep(p) => Ok(churn::prepare_nice(p)),
             WorkType::MutexContention(p) => locks::prepare_mutex(p),
             WorkType::PageFaultChurn(p) => Ok(page_fault_churn::prepare(p)),
-            WorkType::IoRandRead(p) => Ok(io_mix::prepare_rand_read(p)),
+            WorkType::IoRandRead(p) => io_mix::prepare_rand_read(p, workers),
             WorkType::IoConvoy(p) => io_mix::prepare_convoy(p),
             WorkType::ForkExit(p) => Ok(fork_exit::prepare(p)),
             WorkType::Sequence(p) => Ok(sequence::prepare(p)),
