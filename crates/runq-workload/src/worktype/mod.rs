@@ -447,16 +447,17 @@ mod tests {
     fn names_are_unique_and_found() {
         let all = WorkType::all_defaults();
         for t in &all {
-            assert_eq!(
-                WorkType::from_name(&t.name().to_lowercase())
-                    .unwrap()
-                    .name(),
-                t.name()
-            );
+            // Any case finds the very same type, with its defaults.
+            assert_eq!(&WorkType::from_name(&t.name().to_lowercase()).unwrap(), t);
+            assert_eq!(&WorkType::from_name(&t.name().to_uppercase()).unwrap(), t);
+            // The scenario-file tag is the listed name.
+            let tagged = serde_json::to_value(t).unwrap();
+            assert_eq!(tagged["type"], t.name(), "{tagged}");
         }
-        let mut names: Vec<_> = all.iter().map(|t| t.name()).collect();
+        let mut names: Vec<_> = all.iter().map(|t| t.name().to_lowercase()).collect();
+        names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), all.len());
+        assert_eq!(names.len(), all.len(), "a name is listed twice");
     }
 
     #[test]
