@@ -61,7 +61,11 @@ pub struct WorkerReport {
     pub max_gap_cpu: usize,
     /// When the longest gap ended, in ms since the loop started.
     pub max_gap_at_ms: u64,
-    /// Reservoir sample of wake (resume) latencies, in ns.
+    /// Reservoir sample of wake (resume) latencies, in ns: the time across
+    /// the blocking call (read, futex wait, fdatasync, yield), except for
+    /// sleeps (Bursty, IdleChurn, Sequence's Sleep phase), which record
+    /// their overshoot past the requested sleep, and the fan-out types,
+    /// which measure from the messenger's timestamp.
     pub resume_latencies_ns: Vec<u64>,
     /// Every wake latency observed, including those the reservoir dropped.
     pub wake_sample_total: u64,
