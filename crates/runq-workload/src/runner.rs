@@ -186,7 +186,10 @@ struct LiveRun<'s> {
 impl LiveRun<'_> {
     fn spec(&self, idx: usize) -> WorkSpec {
         let g = &self.scn.groups[idx];
-        let mut spec = WorkSpec::new(idx, g.work.clone(), g.workers);
+        let mut spec = match g.custom {
+            Some(c) => WorkSpec::custom(idx, c, g.workers),
+            None => WorkSpec::new(idx, g.work.clone(), g.workers),
+        };
         spec.setup = g.setup.clone();
         spec.clone_mode = g.clone_mode;
         spec.watchdog = self.watchdog;
@@ -384,9 +387,14 @@ fn judge(
     let mut groups = Vec::new();
     let mut checks = Vec::new();
     for (i, g) in scn.groups.iter().enumerate() {
-        groups.push(summarize_group(i, &g.name, g.work.name(), reports));
+        groups.push(summarize_group(i, &g.name, g.work_name(), reports));
         let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == i).collect();
-        checks.extend(scn.checks.evaluate_group(&g.name, &mine, false));
+        let is_custom = g.custom.is_some();
+        checks.extend(scn.checks.evaluate_group(&g.name, &mine, is_custom));
+    }
+    if scn.groups.iter().any(|g| g.custom.is_some()) {
+        // Custom workers report no CPU telemetry, so no fair-share model.
+        return (groups, checks);
     }
     let online = runq_kernel::cpulist::online_cpus();
     if let (Some(bound), Some(model)) = (

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checks::CheckConfig;
 use crate::placement::WorkerSetup;
-use crate::spawn::{thread_capable, CloneMode, Work};
+use crate::spawn::{thread_capable, CloneMode, CustomWork, Work};
 use crate::worktype::{WorkType, WorkTypeError};
 
 /// A cgroup the scenario creates, relative to the run's directory.
@@ -39,6 +39,17 @@ pub struct GroupSpec {
     pub clone_mode: CloneMode,
     /// Started by an `add_group` step instead of at time zero.
     pub deferred: bool,
+    /// Custom work (Rust API only): when set, the workers run this
+    /// function instead of `work`, and only `not_stuck` judges the group.
+    #[serde(skip)]
+    pub custom: Option<CustomWork>,
+}
+
+impl GroupSpec {
+    /// The name of what the workers do (the custom work's, if any).
+    pub fn work_name(&self) -> &'static str {
+        self.custom.map_or_else(|| self.work.name(), |c| c.name)
+    }
 }
 
 /// What a timed step does.
@@ -165,13 +176,17 @@ impl Scenario {
 
     fn validate_group(&self, i: usize, g: &GroupSpec) -> Result<(), ScenarioError> {
         let err = |msg: String| invalid(format!("group {:?}: {msg}", g.name));
-        g.work
-            .validate_workers(g.workers)
-            .map_err(|source| ScenarioError::WorkType {
-                group: g.name.clone(),
-                source,
-            })?;
-        g.work.validate_params().map_err(err)?;
+        if g.custom.is_none() {
+            g.work
+                .validate_workers(g.workers)
+                .map_err(|source| ScenarioError::WorkType {
+                    group: g.name.clone(),
+                    source,
+                })?;
+            g.work.validate_params().map_err(err)?;
+        } else if g.workers == 0 {
+            return Err(err("a custom group needs at least 1 worker".into()));
+        }
         g.setup.validate().map_err(err)?;
         if self.groups[..i].iter().any(|o| o.name == g.name) {
             return Err(err("duplicate group name".into()));
@@ -180,7 +195,7 @@ impl Scenario {
             validate_group_path(cg).map_err(|e| err(e.to_string()))?;
         }
         if g.clone_mode == CloneMode::Thread {
-            if !thread_capable(&Work::Builtin(g.work.clone())) {
+            if g.custom.is_none() && !thread_capable(&Work::Builtin(g.work.clone())) {
                 return Err(err(format!("{} cannot run in thread mode", g.work.name())));
             }
             if g.cgroup.is_some() {
@@ -271,7 +286,25 @@ impl ScenarioBuilder {
             setup: WorkerSetup::default(),
             clone_mode: CloneMode::Process,
             deferred: false,
+            custom: None,
         })
+    }
+
+    /// Adds a group of `workers` process workers running a custom
+    /// function (see [`CustomWork`]).
+    pub fn custom_group(
+        self,
+        name: &str,
+        custom: CustomWork,
+        workers: usize,
+        cgroup: Option<&str>,
+    ) -> Self {
+        let g = self.group(name, WorkType::from_name("SpinWait").expect("built-in"), workers, cgroup);
+        let mut scn = g.0;
+        if let Some(last) = scn.groups.last_mut() {
+            last.custom = Some(custom);
+        }
+        ScenarioBuilder(scn)
     }
 
     /// Adds a fully specified group.

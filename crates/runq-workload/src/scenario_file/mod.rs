@@ -242,6 +242,7 @@ impl Locator<'_> {
             setup,
             clone_mode: g.clone_mode,
             deferred: g.deferred,
+            custom: None,
         })
     }
 

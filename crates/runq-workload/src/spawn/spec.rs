@@ -45,6 +45,14 @@ pub struct CustomWork {
     pub run: fn(&CustomContext) -> WorkerReport,
 }
 
+/// Two custom works are the same when they have the same name (function
+/// addresses are not a reliable identity).
+impl PartialEq for CustomWork {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
 /// The work of a group: a built-in type or a custom function.
 #[derive(Debug, Clone)]
 pub enum Work {
