@@ -393,7 +393,10 @@ mod tests {
         let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
         assert!(!ns.pass);
         let detail = ns.detail.as_deref().expect("detail names the partner");
-        assert!(detail.contains("partner worker 1 (pid 77) died (Signaled(9))"), "{detail}");
+        assert!(
+            detail.contains("partner worker 1 (pid 77) died (Signaled(9))"),
+            "{detail}"
+        );
         assert!(detail.contains("worker pid 76"), "{detail}");
         let mut other = report(1024, 1_000_000_000, 0, 0);
         other.partner_lost = Some(0);

@@ -299,12 +299,12 @@ impl ScenarioBuilder {
         workers: usize,
         cgroup: Option<&str>,
     ) -> Self {
-        let g = self.group(name, WorkType::from_name("SpinWait").expect("built-in"), workers, cgroup);
-        let mut scn = g.0;
-        if let Some(last) = scn.groups.last_mut() {
+        let spin = WorkType::from_name("SpinWait").expect("built-in");
+        let mut b = self.group(name, spin, workers, cgroup);
+        if let Some(last) = b.0.groups.last_mut() {
             last.custom = Some(custom);
         }
-        ScenarioBuilder(scn)
+        b
     }
 
     /// Adds a fully specified group.

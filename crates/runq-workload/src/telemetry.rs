@@ -220,7 +220,10 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         assert_eq!(t.end_iteration(1), 0, "a planned sleep is not a stall");
         std::thread::sleep(std::time::Duration::from_millis(2));
-        assert!(t.end_iteration(1) >= 2_000_000, "the plan lasts one iteration");
+        assert!(
+            t.end_iteration(1) >= 2_000_000,
+            "the plan lasts one iteration"
+        );
     }
 
     #[test]

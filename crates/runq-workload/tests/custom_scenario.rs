@@ -15,7 +15,9 @@ use runq_workload::{
 fn placed_worker(ctx: &CustomContext) -> WorkerReport {
     let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     assert!(
-        cgroups.lines().any(|l| l.contains("/runq/") && l.ends_with("/custom")),
+        cgroups
+            .lines()
+            .any(|l| l.contains("/runq/") && l.ends_with("/custom")),
         "custom worker is not in its cgroup: {cgroups}"
     );
     let mut turns = 0u64;
@@ -44,7 +46,12 @@ fn custom_group_runs_in_its_cgroup_and_is_judged_by_not_stuck_only() {
         .duration(Duration::from_millis(500))
         .cgroup("spin", Default::default())
         .cgroup("custom", Default::default())
-        .group("spin", WorkType::from_name("SpinWait").unwrap(), 1, Some("spin"))
+        .group(
+            "spin",
+            WorkType::from_name("SpinWait").unwrap(),
+            1,
+            Some("spin"),
+        )
         .custom_group("mine", custom, 2, Some("custom"))
         .build();
     let stop = AtomicBool::new(false);
@@ -63,14 +70,23 @@ fn custom_group_runs_in_its_cgroup_and_is_judged_by_not_stuck_only() {
     let mine: Vec<_> = out.checks.iter().filter(|c| c.group == "mine").collect();
     let names: Vec<&str> = mine.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["not_stuck"], "{:?}", out.checks);
-    assert!(out.checks.iter().any(|c| c.group == "spin" && c.name == "max_gap_ms"));
+    assert!(out
+        .checks
+        .iter()
+        .any(|c| c.group == "spin" && c.name == "max_gap_ms"));
     assert!(out.checks.iter().all(|c| c.name != "min_fair_share"));
     assert_eq!(out.verdict, Verdict::Pass, "{:?}", out.checks);
     assert_eq!(out.groups[1].work_type, "placed");
     let custom_reports: Vec<_> = out.reports.iter().filter(|r| r.group_idx == 1).collect();
     assert_eq!(custom_reports.len(), 2);
-    assert!(custom_reports.iter().all(|r| r.completed && r.work_units > 0));
-    let Placement::Cgroups { run_id, hierarchies } = &out.placement else {
+    assert!(custom_reports
+        .iter()
+        .all(|r| r.completed && r.work_units > 0));
+    let Placement::Cgroups {
+        run_id,
+        hierarchies,
+    } = &out.placement
+    else {
         panic!("not placed: {:?}", out.placement);
     };
     for h in hierarchies {

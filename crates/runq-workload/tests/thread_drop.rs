@@ -48,6 +48,9 @@ fn dropping_the_handle_stops_and_joins_thread_workers() {
     handle.start();
     std::thread::sleep(Duration::from_millis(100));
     let reports = handle.stop_and_collect(Duration::from_secs(5));
-    assert!(reports.iter().all(|r| r.completed && r.work_units > 0), "{reports:?}");
+    assert!(
+        reports.iter().all(|r| r.completed && r.work_units > 0),
+        "{reports:?}"
+    );
     assert_eq!(worker_threads(), 0, "collected threads are joined too");
 }

@@ -90,14 +90,38 @@ fn work(json: serde_json::Value) -> WorkType {
 fn three_second_types() -> Vec<(WorkType, usize)> {
     use serde_json::json;
     vec![
-        (work(json!({"type": "Bursty", "burst_ms": 1, "sleep_ms": 3000})), 1),
-        (work(json!({"type": "Bursty", "burst_ms": 3000, "sleep_ms": 1})), 1),
-        (work(json!({"type": "IoSyncWrite", "sleep_us": 3_000_000})), 1),
-        (work(json!({"type": "TimerLatency", "period_us": 3_000_000, "mlock": false})), 1),
-        (work(json!({"type": "ThunderingHerd", "interval_us": 3_000_000})), 3),
-        (work(json!({"type": "PriorityInversion", "high_sleep_us": 3_000_000})), 3),
-        (work(json!({"type": "IdleChurn", "burst_us": 1, "sleep_us": 3_000_000})), 1),
-        (work(json!({"type": "Sequence", "phases": [{"kind": "Sleep", "ms": 3000}]})), 1),
+        (
+            work(json!({"type": "Bursty", "burst_ms": 1, "sleep_ms": 3000})),
+            1,
+        ),
+        (
+            work(json!({"type": "Bursty", "burst_ms": 3000, "sleep_ms": 1})),
+            1,
+        ),
+        (
+            work(json!({"type": "IoSyncWrite", "sleep_us": 3_000_000})),
+            1,
+        ),
+        (
+            work(json!({"type": "TimerLatency", "period_us": 3_000_000, "mlock": false})),
+            1,
+        ),
+        (
+            work(json!({"type": "ThunderingHerd", "interval_us": 3_000_000})),
+            3,
+        ),
+        (
+            work(json!({"type": "PriorityInversion", "high_sleep_us": 3_000_000})),
+            3,
+        ),
+        (
+            work(json!({"type": "IdleChurn", "burst_us": 1, "sleep_us": 3_000_000})),
+            1,
+        ),
+        (
+            work(json!({"type": "Sequence", "phases": [{"kind": "Sleep", "ms": 3000}]})),
+            1,
+        ),
     ]
 }
 
@@ -137,7 +161,11 @@ fn planned_three_second_sleeps_and_bursts_never_signal() {
     assert!(reports.iter().all(|r| r.completed), "{reports:?}");
     // Give the shell's trap time to log a late signal, if any was sent.
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(sched.signals(), 0, "a planned sleep signalled the scheduler");
+    assert_eq!(
+        sched.signals(),
+        0,
+        "a planned sleep signalled the scheduler"
+    );
 }
 
 #[test]

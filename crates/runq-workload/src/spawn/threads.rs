@@ -125,7 +125,7 @@ impl ThreadWorkers {
         let pid = unsafe { libc::getpid() };
         for s in &mut self.slots {
             s.start = None; // a waiting thread sees the channel close
-            // SAFETY: as above.
+                            // SAFETY: as above.
             unsafe { libc::syscall(libc::SYS_tgkill, pid, s.tid, libc::SIGUSR1) };
         }
     }

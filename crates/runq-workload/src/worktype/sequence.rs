@@ -75,7 +75,9 @@ pub const INFO: TypeInfo = TypeInfo {
     name: "Sequence",
     summary: "cycles through timed phases: Spin, Sleep, Yield, Io (default 20/10/10/10 ms)",
     units: "per phase, as SpinWait / YieldHeavy / IoSyncWrite; Sleep adds none",
-    wakes: Some("Sleep: overshoot past the requested nap; Yield and Io's fdatasync: time across the call"),
+    wakes: Some(
+        "Sleep: overshoot past the requested nap; Yield and Io's fdatasync: time across the call",
+    ),
     workers: None,
 };
 
