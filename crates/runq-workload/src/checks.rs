@@ -159,6 +159,29 @@ impl CheckConfig {
         out
     }
 
+    /// The wake-latency checks (p99 and CV) as (name, measured, op, bound).
+    fn wake_bounds(&self, live: &[&WorkerReport]) -> Vec<(&'static str, f64, &'static str, f64)> {
+        let mut wakes: Vec<u64> = live
+            .iter()
+            .flat_map(|r| r.resume_latencies_ns.iter().copied())
+            .collect();
+        wakes.sort_unstable();
+        let mut out = Vec::new();
+        if let (Some(b), Some(p99)) = (
+            self.enabled("max_p99_wake_latency_us", self.max_p99_wake_latency_us),
+            percentile(&wakes, 99.0),
+        ) {
+            out.push(("max_p99_wake_latency_us", p99 as f64 / 1e3, "<=", b as f64));
+        }
+        if let (Some(b), Some(cv)) = (
+            self.enabled("max_wake_latency_cv", self.max_wake_latency_cv),
+            coefficient_of_variation(&wakes),
+        ) {
+            out.push(("max_wake_latency_cv", cv, "<=", b));
+        }
+        out
+    }
+
     fn evaluate_bounds(
         &self,
         group: &str,
@@ -208,22 +231,8 @@ impl CheckConfig {
         if let Some(b) = self.enabled("max_offcpu_spread_pct", self.max_offcpu_spread_pct) {
             push("max_offcpu_spread_pct", offcpu_spread_pct(&live), "<=", b);
         }
-        let mut wakes: Vec<u64> = live
-            .iter()
-            .flat_map(|r| r.resume_latencies_ns.iter().copied())
-            .collect();
-        wakes.sort_unstable();
-        if let (Some(b), Some(p99)) = (
-            self.enabled("max_p99_wake_latency_us", self.max_p99_wake_latency_us),
-            percentile(&wakes, 99.0),
-        ) {
-            push("max_p99_wake_latency_us", p99 as f64 / 1e3, "<=", b as f64);
-        }
-        if let (Some(b), Some(cv)) = (
-            self.enabled("max_wake_latency_cv", self.max_wake_latency_cv),
-            coefficient_of_variation(&wakes),
-        ) {
-            push("max_wake_latency_cv", cv, "<=", b);
+        for (name, measured, op, bound) in self.wake_bounds(&live) {
+            push(name, measured, op, bound);
         }
         if let Some(b) = self.enabled("min_work_rate", self.min_work_rate) {
             let slowest = live
