@@ -159,14 +159,25 @@ impl CheckConfig {
         out
     }
 
-    /// The wake-latency checks (p99 and CV) as (name, measured, op, bound).
-    fn wake_bounds(&self, live: &[&WorkerReport]) -> Vec<(&'static str, f64, &'static str, f64)> {
+    /// The gap, off-CPU spread and wake-latency checks (p99 and CV) as
+    /// (name, measured, op, bound).
+    fn gap_and_wake_bounds(
+        &self,
+        live: &[&WorkerReport],
+    ) -> Vec<(&'static str, f64, &'static str, f64)> {
+        let mut out = Vec::new();
+        if let Some(b) = self.enabled("max_gap_ms", self.max_gap_ms) {
+            let gap = live.iter().map(|r| r.max_gap_ms).max().unwrap_or(0);
+            out.push(("max_gap_ms", gap as f64, "<=", b as f64));
+        }
+        if let Some(b) = self.enabled("max_offcpu_spread_pct", self.max_offcpu_spread_pct) {
+            out.push(("max_offcpu_spread_pct", offcpu_spread_pct(live), "<=", b));
+        }
         let mut wakes: Vec<u64> = live
             .iter()
             .flat_map(|r| r.resume_latencies_ns.iter().copied())
             .collect();
         wakes.sort_unstable();
-        let mut out = Vec::new();
         if let (Some(b), Some(p99)) = (
             self.enabled("max_p99_wake_latency_us", self.max_p99_wake_latency_us),
             percentile(&wakes, 99.0),
@@ -220,18 +231,7 @@ impl CheckConfig {
         if is_custom {
             return out; // no framework telemetry to judge
         }
-        if let Some(b) = self.enabled("max_gap_ms", self.max_gap_ms) {
-            push(
-                "max_gap_ms",
-                live.iter().map(|r| r.max_gap_ms).max().unwrap_or(0) as f64,
-                "<=",
-                b as f64,
-            );
-        }
-        if let Some(b) = self.enabled("max_offcpu_spread_pct", self.max_offcpu_spread_pct) {
-            push("max_offcpu_spread_pct", offcpu_spread_pct(&live), "<=", b);
-        }
-        for (name, measured, op, bound) in self.wake_bounds(&live) {
+        for (name, measured, op, bound) in self.gap_and_wake_bounds(&live) {
             push(name, measured, op, bound);
         }
         if let Some(b) = self.enabled("min_work_rate", self.min_work_rate) {
