@@ -17,7 +17,15 @@ fn scenario(name: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// Scenario runs in this file go one at a time: their fairness and gap
+/// checks judge the CPU they get, which parallel runs would take.
+fn one_run_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn run_json(args: &[&str]) -> (Option<i32>, Value, String) {
+    let _one = one_run_at_a_time();
     let out = runq().args(args).arg("--json").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}; {err}"));
@@ -138,6 +146,7 @@ fn impossible_bound_fails_with_exit_1() {
 /// Starts the watchdog scenario, freezes its worker for 2.5 s, and returns
 /// the exit code and JSON.
 fn run_watchdog(extra: &[&str]) -> (Option<i32>, Value) {
+    let _one = one_run_at_a_time();
     let path = scenario("tests/watchdog.toml");
     let mut args = vec!["run", path.as_str(), "--json"];
     args.extend_from_slice(extra);
