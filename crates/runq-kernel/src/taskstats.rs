@@ -133,6 +133,27 @@ fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
 
+/// Sends one netlink message to the kernel on socket `fd`.
+pub(crate) fn send_to_kernel(fd: std::os::fd::RawFd, req: &[u8]) -> io::Result<()> {
+    // SAFETY: req is a valid buffer; a zeroed sockaddr_nl addresses the kernel.
+    let sent = unsafe {
+        let mut addr: libc::sockaddr_nl = std::mem::zeroed();
+        addr.nl_family = libc::AF_NETLINK as u16;
+        libc::sendto(
+            fd,
+            req.as_ptr().cast(),
+            req.len(),
+            0,
+            (&addr as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as u32,
+        )
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Builds one generic-netlink request with a single attribute.
 pub fn build_request(family: u16, cmd: u8, seq: u32, attr: u16, value: &[u8]) -> Vec<u8> {
     let attr_len = 4 + value.len();
@@ -267,22 +288,7 @@ impl TaskstatsClient {
         let req = build_request(family, cmd, self.seq, attr, value);
         use std::os::fd::AsRawFd;
         let fd = self.fd.as_raw_fd();
-        // SAFETY: req is a valid buffer; a zeroed sockaddr_nl addresses the kernel.
-        let sent = unsafe {
-            let mut addr: libc::sockaddr_nl = std::mem::zeroed();
-            addr.nl_family = libc::AF_NETLINK as u16;
-            libc::sendto(
-                fd,
-                req.as_ptr().cast(),
-                req.len(),
-                0,
-                (&addr as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as u32,
-            )
-        };
-        if sent < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        send_to_kernel(fd, &req)?;
         loop {
             // SAFETY: buf is a valid writable buffer.
             let n = unsafe { libc::recv(fd, self.buf.as_mut_ptr().cast(), self.buf.len(), 0) };

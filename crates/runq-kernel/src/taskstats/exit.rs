@@ -100,22 +100,8 @@ impl TaskstatsClient {
         let flags = (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16;
         req[6..8].copy_from_slice(&flags.to_ne_bytes());
         let fd = self.fd.as_raw_fd();
-        // SAFETY: req is a valid buffer; a zeroed sockaddr_nl addresses the kernel.
-        let sent = unsafe {
-            let mut addr: libc::sockaddr_nl = std::mem::zeroed();
-            addr.nl_family = libc::AF_NETLINK as u16;
-            libc::sendto(
-                fd,
-                req.as_ptr().cast(),
-                req.len(),
-                0,
-                (&addr as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as u32,
-            )
-        };
-        if sent < 0 {
-            return Err(errno());
-        }
+        super::send_to_kernel(fd, &req)
+            .map_err(|e| QueryError::from_errno(e.raw_os_error().unwrap_or(0)))?;
         grow_rcvbuf(fd, 8 << 20);
         loop {
             let n = self
@@ -184,10 +170,6 @@ impl TaskstatsClient {
             Err(e) => Err(e),
         }
     }
-}
-
-fn errno() -> QueryError {
-    QueryError::from_errno(io::Error::last_os_error().raw_os_error().unwrap_or(0))
 }
 
 /// Raises the receive buffer (`SO_RCVBUFFORCE` as root, else the capped
