@@ -263,35 +263,43 @@ impl LiveRun<'_> {
     }
 }
 
-/// Runs `scn` to completion (or interruption). Once workers exist, every
-/// failure ends the run early with a full report and `run_error` set.
-pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
-    scn.validate()?;
-    let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
-    let weight_file = cgroups.as_ref().and_then(|run| {
-        let h = run
-            .layout()
-            .hierarchies
-            .iter()
-            .find(|h| h.has_controller("cpu"))?;
-        Some(if h.is_v2() {
-            "cpu.weight"
-        } else {
-            "cpu.shares"
-        })
-    });
-    let mut scheduler = scn
-        .scheduler
-        .as_deref()
-        .map(SchedulerProc::start)
-        .transpose()?;
-    let watchdog = match (&scheduler, opts.repro) {
+/// The file that holds a cgroup's CPU weight in this run's cpu hierarchy.
+fn cpu_weight_file(run: &RunCgroups) -> Option<&'static str> {
+    let h = run
+        .layout()
+        .hierarchies
+        .iter()
+        .find(|h| h.has_controller("cpu"))?;
+    Some(if h.is_v2() {
+        "cpu.weight"
+    } else {
+        "cpu.shares"
+    })
+}
+
+/// The watchdog on the scheduler under test (none in repro mode).
+fn watchdog_for(scheduler: Option<&SchedulerProc>, repro: bool) -> Option<Watchdog> {
+    match (scheduler, repro) {
         (Some(s), false) => Some(Watchdog {
             scheduler_pid: s.pid(),
             stuck_ns: 2_000_000_000,
         }),
         _ => None,
-    };
+    }
+}
+
+/// Runs `scn` to completion (or interruption). Once workers exist, every
+/// failure ends the run early with a full report and `run_error` set.
+pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
+    scn.validate()?;
+    let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
+    let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
+    let mut scheduler = scn
+        .scheduler
+        .as_deref()
+        .map(SchedulerProc::start)
+        .transpose()?;
+    let watchdog = watchdog_for(scheduler.as_ref(), opts.repro);
     let mut live = LiveRun {
         scn,
         cgroups,

@@ -117,6 +117,16 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
             g.max_gap_ms
         );
     }
+    render_failures(&mut out, o, color);
+    render_checks(&mut out, o, color);
+    if o.interrupted {
+        let _ = writeln!(out, "{}", paint("interrupted: partial results", 33, color));
+    }
+    out
+}
+
+/// Workers that sent no report, a run error and a dead scheduler, in red.
+fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
     for r in o.reports.iter() {
         let Some(info) = &r.exit_info else { continue };
         let mut line = match info {
@@ -147,11 +157,6 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
             let _ = writeln!(out, "  kernel: {l}");
         }
     }
-    render_checks(&mut out, o, color);
-    if o.interrupted {
-        let _ = writeln!(out, "{}", paint("interrupted: partial results", 33, color));
-    }
-    out
 }
 
 /// The checks table and the verdict line.
