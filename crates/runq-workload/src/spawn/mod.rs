@@ -84,7 +84,17 @@ impl WorkloadHandle {
 
     /// Adds one group's workers (they too wait for [`Self::start`]). On a
     /// fork failure the workers forked before it stay in the handle.
+    ///
+    /// Groups are added one at a time per process: between `prepare` and
+    /// `release_parent_copies` the parent holds every pipe end of the
+    /// group, and a fork for another handle (another thread) in that window
+    /// would copy them into a foreign child, so a dead partner's pipe
+    /// would never read EOF.
     pub fn add_group(&mut self, spec: &WorkSpec) -> io::Result<()> {
+        static ONE_GROUP_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _forking = ONE_GROUP_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if spec.clone_mode == CloneMode::Thread && !thread_capable(&spec.work) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
