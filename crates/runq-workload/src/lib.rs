@@ -39,4 +39,4 @@ pub use scenario::{
 pub use spawn::{
     CloneMode, CustomContext, CustomWork, Watchdog, Work, WorkSpec, WorkerId, WorkloadHandle,
 };
-pub use worktype::WorkType;
+pub use worktype::{WakeFigure, WorkType};

@@ -395,7 +395,13 @@ fn judge(
     let mut groups = Vec::new();
     let mut checks = Vec::new();
     for (i, g) in scn.groups.iter().enumerate() {
-        groups.push(summarize_group(i, &g.name, g.work_name(), reports));
+        groups.push(summarize_group(
+            i,
+            &g.name,
+            g.work_name(),
+            g.wake_figure(),
+            reports,
+        ));
         let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == i).collect();
         let is_custom = g.custom.is_some();
         checks.extend(scn.checks.evaluate_group(&g.name, &mine, is_custom));

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::checks::CheckConfig;
 use crate::placement::WorkerSetup;
 use crate::spawn::{thread_capable, CloneMode, CustomWork, Work};
-use crate::worktype::{WorkType, WorkTypeError};
+use crate::worktype::{WakeFigure, WorkType, WorkTypeError};
 
 /// A cgroup the scenario creates, relative to the run's directory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,6 +49,15 @@ impl GroupSpec {
     /// The name of what the workers do (the custom work's, if any).
     pub fn work_name(&self) -> &'static str {
         self.custom.map_or_else(|| self.work.name(), |c| c.name)
+    }
+
+    /// What the group's wake samples measure (custom work: latency).
+    pub fn wake_figure(&self) -> WakeFigure {
+        if self.custom.is_some() {
+            WakeFigure::Latency
+        } else {
+            self.work.info().wake_figure
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::report::WorkerReport;
+use crate::worktype::WakeFigure;
 
 /// One group's numbers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -26,6 +27,8 @@ pub struct GroupSummary {
     pub iterations_per_s: f64,
     /// Off-CPU share of wall time, percent.
     pub off_cpu_pct: f64,
+    /// What the wake samples measure (a latency, or a sleep's overshoot).
+    pub wake_figure: WakeFigure,
     /// Wake latency percentiles over all sampled wakes, ns.
     pub wake_p50_ns: Option<u64>,
     /// 99th percentile, ns.
@@ -56,6 +59,7 @@ pub fn summarize_group(
     group_idx: usize,
     name: &str,
     work_type: &str,
+    wake_figure: WakeFigure,
     reports: &[WorkerReport],
 ) -> GroupSummary {
     let mine: Vec<&WorkerReport> = reports
@@ -90,6 +94,7 @@ pub fn summarize_group(
         } else {
             off as f64 * 100.0 / wall as f64
         },
+        wake_figure,
         wake_p50_ns: percentile(&wakes, 50.0),
         wake_p99_ns: percentile(&wakes, 99.0),
         wake_max_ns: wakes.last().copied(),
@@ -136,7 +141,13 @@ mod tests {
             work_units: 99,
             ..Default::default()
         };
-        let s = summarize_group(1, "g", "SpinWait", &[live, dead, other]);
+        let s = summarize_group(
+            1,
+            "g",
+            "SpinWait",
+            WakeFigure::Latency,
+            &[live, dead, other],
+        );
         assert_eq!((s.workers, s.incomplete, s.work_units), (2, 1, 2000));
         assert!((s.work_rate_per_s - 2000.0).abs() < 1e-6);
         assert!((s.off_cpu_pct - 25.0).abs() < 1e-9);

@@ -47,6 +47,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "1024-unit spin bursts repeated for burst_ms; checkpoint every iteration",
     wakes: Some("sleep overshoot: elapsed minus requested sleep"),
     workers: None,
+    wake_figure: super::WakeFigure::SleepOvershoot,
 };
 
 struct Body {

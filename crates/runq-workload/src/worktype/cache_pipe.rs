@@ -55,6 +55,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "burst_iters RMW steps per round trip; checkpoint every iteration at the default 1024",
     wakes: Some("pipe read, timed across the blocking call"),
     workers: Some("an even number of workers (pairs)"),
+    wake_figure: super::WakeFigure::Latency,
 };
 
 /// Creates the pairs' pipes.

@@ -49,6 +49,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per RMW step (1024 per iteration); checkpoint every iteration",
     wakes: None,
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 /// A buffer walked with a stride; shared with CacheYield/CachePipe later.

@@ -12,6 +12,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per RMW step (1024 per iteration); checkpoint every iteration",
     wakes: Some("sched_yield(), timed across the call"),
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct Body(StridedBuffer);

@@ -21,6 +21,7 @@ pub const AFFINITY_CHURN: TypeInfo = TypeInfo {
     units: "spin_iters units per iteration; checkpoint every iteration at the default 1024",
     wakes: Some("sched_yield() after the re-pin, timed across the call"),
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct AffinityBody {
@@ -92,6 +93,7 @@ pub const POLICY_CHURN: TypeInfo = TypeInfo {
     units: "spin_iters units per iteration; checkpoint every iteration at the default 1024",
     wakes: Some("sched_yield() after the switch, timed across the call"),
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 const POLICIES: [libc::c_int; 3] = [libc::SCHED_OTHER, libc::SCHED_BATCH, libc::SCHED_IDLE];
@@ -163,6 +165,7 @@ pub const NICE_SWEEP: TypeInfo = TypeInfo {
     units: "512 spin units per iteration; checkpoint every 2 iterations",
     wakes: Some("sched_yield() after the renice, timed across the call"),
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct NiceBody {

@@ -19,6 +19,7 @@ pub const FUTEX_FAN_OUT: TypeInfo = TypeInfo {
     units: "spin_iters units per cycle for messenger and receivers; checkpoint every iteration",
     wakes: Some("receivers only: futex wait, timed when they had to sleep"),
     workers: Some(ONE_PLUS_RECEIVERS),
+    wake_figure: super::WakeFigure::Latency,
 };
 
 /// Builds a FutexFanOut group.
@@ -76,6 +77,7 @@ pub const FAN_OUT_COMPUTE: TypeInfo = TypeInfo {
             messenger: 256 spin units per cycle (checkpoint every 4 iterations)",
     wakes: Some("workers only: CLOCK_MONOTONIC delta from the messenger's pre-wake timestamp"),
     workers: Some(ONE_PLUS_RECEIVERS),
+    wake_figure: super::WakeFigure::Latency,
 };
 
 /// Builds a FanOutCompute group.
@@ -125,6 +127,7 @@ pub const THUNDERING_HERD: TypeInfo = TypeInfo {
         "waiters: delta from the waker's pre-wake timestamp (the last of the herd shows the tail)",
     ),
     workers: Some("at least 2 workers (worker 0 is the waker)"),
+    wake_figure: super::WakeFigure::Latency,
 };
 
 /// Builds a ThunderingHerd group.

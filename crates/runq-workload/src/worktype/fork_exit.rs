@@ -19,6 +19,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per fork+wait; checkpoint every 1024 iterations",
     wakes: Some("the parent's waitpid, timed across the call"),
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct Body;

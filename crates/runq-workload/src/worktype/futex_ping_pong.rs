@@ -19,6 +19,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "spin_iters units per turn; checkpoint every iteration at the default 1024",
     wakes: Some("futex wait, timed when the worker had to sleep"),
     workers: Some("an even number of workers (pairs)"),
+    wake_figure: super::WakeFigure::Latency,
 };
 
 /// Bytes between the futex words of different pairs (one cache line).

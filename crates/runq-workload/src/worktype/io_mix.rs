@@ -58,6 +58,7 @@ pub const IO_RAND_READ: TypeInfo = TypeInfo {
     units: "one unit per pread (16 per iteration: checkpoint every 64 iterations)",
     wakes: Some("each pread, timed across the call"),
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 /// IoConvoy description.
@@ -67,6 +68,7 @@ pub const IO_CONVOY: TypeInfo = TypeInfo {
     units: "one unit per 4 KiB pwrite (16 per iteration: checkpoint every 64 iterations)",
     wakes: Some("fdatasync of the shared file, timed across the call"),
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct RandRead {

@@ -42,6 +42,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per 4 KiB write (16 per iteration); checkpoint every 64 iterations",
     wakes: Some("fdatasync, timed across the blocking call"),
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 const BLOCK: u64 = 4096;

@@ -43,6 +43,7 @@ pub const MUTEX_CONTENTION: TypeInfo = TypeInfo {
         "work_iters + hold_iters units per acquire (1280 by default: checkpoint every 4 iterations)",
     wakes: Some("futex wait on a contended acquire, timed from the failed fast path to ownership"),
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct MutexBody {
@@ -123,6 +124,7 @@ pub const PRIORITY_INVERSION: TypeInfo = TypeInfo {
     units: "low: hold_iters + work_iters per iteration; medium: work_iters; high: 256 per acquire",
     wakes: Some("high task only: time to acquire the lock, every acquire"),
     workers: Some("a multiple of 3 workers (low, medium, high)"),
+    wake_figure: super::WakeFigure::Latency,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per spin step (1024 per iteration); checkpoint every iteration",
     wakes: None,
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct Body(u64);

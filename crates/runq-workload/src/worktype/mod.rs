@@ -170,6 +170,34 @@ pub struct TypeInfo {
     pub wakes: Option<&'static str>,
     /// Worker-count rule, if any.
     pub workers: Option<&'static str>,
+    /// What the wake samples measure, so reports can name the figure.
+    pub wake_figure: WakeFigure,
+}
+
+/// What a type's wake samples (`resume_latencies_ns`) measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WakeFigure {
+    /// Time across a blocking call or from a waker's timestamp: a wake-up
+    /// latency.
+    Latency,
+    /// Time past a requested sleep (elapsed minus requested): how late the
+    /// sleeper ran, not the whole blocking call.
+    SleepOvershoot,
+    /// Steps of both kinds (Sequence: overshoot for sleeps, the whole call
+    /// for yields and fdatasync).
+    Mixed,
+}
+
+impl WakeFigure {
+    /// The short label reports print for the figure.
+    pub fn label(self) -> &'static str {
+        match self {
+            WakeFigure::Latency => "wake latency",
+            WakeFigure::SleepOvershoot => "sleep overshoot",
+            WakeFigure::Mixed => "overshoot and call time",
+        }
+    }
 }
 
 /// Errors in choosing or configuring a work type.

@@ -51,6 +51,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "touches_per_cycle + spin_iters units per iteration (320 by default: checkpoint every 16 iterations)",
     wakes: None,
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 const PAGE: usize = 4096;

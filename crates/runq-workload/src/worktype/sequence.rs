@@ -79,6 +79,7 @@ pub const INFO: TypeInfo = TypeInfo {
         "Sleep: overshoot past the requested nap; Yield and Io's fdatasync: time across the call",
     ),
     workers: None,
+    wake_figure: super::WakeFigure::Mixed,
 };
 
 const BLOCK: usize = 4096;

@@ -11,6 +11,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per spin step; checkpoint every iteration at the default 1024",
     wakes: None,
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct Body(u64);

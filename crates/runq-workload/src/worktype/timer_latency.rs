@@ -52,6 +52,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per wakeup; checkpoint every 1024 iterations",
     wakes: Some("actual wakeup time minus the deadline (missed periods are skipped, not queued)"),
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct Body {

@@ -24,6 +24,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "spin_iters units per hop; checkpoint every iteration at the default 1024",
     wakes: Some("per hop: from the predecessor's pre-wake timestamp to resuming"),
     workers: Some("at least 2 workers (the ring)"),
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct Chain {

@@ -17,6 +17,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per yield; checkpoint every 1024 iterations",
     wakes: None,
     workers: None,
+    wake_figure: super::WakeFigure::Latency,
 };
 
 struct Body;

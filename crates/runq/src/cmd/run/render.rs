@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use runq_workload::{Placement, RunOutcome, WorkerExitInfo};
+use runq_workload::{Placement, RunOutcome, WakeFigure, WorkerExitInfo};
 
 use crate::style::paint;
 
@@ -67,6 +67,28 @@ fn opt_ns(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), fmt_ns)
 }
 
+/// A wake figure, marked `*` when it is not a wake-up latency.
+fn wake_cell(v: Option<u64>, figure: WakeFigure) -> String {
+    match (v, figure) {
+        (Some(ns), WakeFigure::SleepOvershoot | WakeFigure::Mixed) => format!("{}*", fmt_ns(ns)),
+        _ => opt_ns(v),
+    }
+}
+
+/// One line per marked group saying what its wake columns measure.
+fn render_wake_legend(out: &mut String, o: &RunOutcome) {
+    for g in &o.groups {
+        let note = match g.wake_figure {
+            WakeFigure::Latency => continue,
+            WakeFigure::SleepOvershoot => "time past each requested sleep, not the whole call",
+            WakeFigure::Mixed => "sleeps: time past the request; yields and syncs: the whole call",
+        };
+        if g.wake_total > 0 {
+            let _ = writeln!(out, "* {}: {}: {note}", g.name, g.wake_figure.label());
+        }
+    }
+}
+
 /// The report printed after a run.
 pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
     let mut out = String::new();
@@ -110,13 +132,14 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
             fmt_rate(g.work_rate_per_s),
             fmt_rate(g.iterations_per_s),
             g.off_cpu_pct,
-            opt_ns(g.wake_p50_ns),
-            opt_ns(g.wake_p99_ns),
-            opt_ns(g.wake_max_ns),
+            wake_cell(g.wake_p50_ns, g.wake_figure),
+            wake_cell(g.wake_p99_ns, g.wake_figure),
+            wake_cell(g.wake_max_ns, g.wake_figure),
             g.migrations,
             g.max_gap_ms
         );
     }
+    render_wake_legend(&mut out, o);
     render_failures(&mut out, o, color);
     render_checks(&mut out, o, color);
     if o.interrupted {
@@ -209,5 +232,13 @@ mod tests {
         assert_eq!(fmt_ns(3_000_000_000), "3.00s");
         assert_eq!(fmt_rate(1_234_567.0), "1.23M");
         assert_eq!(fmt_rate(950.0), "950");
+    }
+
+    #[test]
+    fn overshoot_figures_are_marked_and_latencies_are_not() {
+        assert_eq!(wake_cell(Some(1_500), WakeFigure::Latency), "1.5µs");
+        assert_eq!(wake_cell(Some(1_500), WakeFigure::SleepOvershoot), "1.5µs*");
+        assert_eq!(wake_cell(Some(1_500), WakeFigure::Mixed), "1.5µs*");
+        assert_eq!(wake_cell(None, WakeFigure::SleepOvershoot), "-");
     }
 }
