@@ -39,10 +39,14 @@ impl Reservoir {
     }
 
     /// Advances `W` and draws the position of the next replacement.
+    ///
+    /// Two logarithms per replacement: `u^(1/k)` and `ln(1 - W)` take
+    /// their Taylor series when the argument is tiny (a large cap, or `W`
+    /// far past the fill), where the series is exact to f64 precision.
     fn schedule_next_replacement(&mut self) {
         let k = self.cap as f64;
-        self.weight *= (self.next_unit().ln() / k).exp();
-        let skip = (self.next_unit().ln() / (-self.weight).ln_1p()).floor();
+        self.weight *= exp_near_zero(self.next_unit().ln() / k);
+        let skip = (self.next_unit().ln() / ln_one_minus(self.weight)).floor();
         // Saturate on absurd skips (W close to 0 after ~2^64 observations).
         let skip = if skip.is_finite() && skip < 1e18 {
             skip as u64
@@ -96,9 +100,46 @@ impl Reservoir {
     }
 }
 
+/// `e^x`, by its Taylor series when `|x| < 1e-4` (the remainder, below
+/// `x^4/24 < 5e-18`, is under f64 rounding), else by `exp`.
+#[inline]
+fn exp_near_zero(x: f64) -> f64 {
+    if x.abs() < 1e-4 {
+        1.0 + x * (1.0 + x * (0.5 + x / 6.0))
+    } else {
+        x.exp()
+    }
+}
+
+/// `ln(1 - w)` for `w` in (0, 1), by its series when `w < 1e-4` (the
+/// remainder `w^5/5` is under 1e-20 of the result), else by `ln_1p`.
+#[inline]
+fn ln_one_minus(w: f64) -> f64 {
+    if w < 1e-4 {
+        -w * (1.0 + w * (0.5 + w * (1.0 / 3.0 + w * 0.25)))
+    } else {
+        (-w).ln_1p()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn series_match_libm_where_they_are_used() {
+        for &x in &[-9.9e-5f64, -3.7e-5, -1e-6, 0.0, 5e-5] {
+            let rel = (exp_near_zero(x) - x.exp()).abs() / x.exp();
+            assert!(rel < 1e-15, "exp({x}): {rel}");
+        }
+        for &w in &[9.9e-5f64, 1e-5, 1e-9] {
+            let exact = (-w).ln_1p();
+            let rel = ((ln_one_minus(w) - exact) / exact).abs();
+            assert!(rel < 1e-15, "ln(1-{w}): {rel}");
+        }
+        assert_eq!(exp_near_zero(-2.0), (-2.0f64).exp());
+        assert_eq!(ln_one_minus(0.5), (-0.5f64).ln_1p());
+    }
 
     #[test]
     fn keeps_all_below_cap() {
