@@ -1,7 +1,8 @@
 //! FutexPingPong against its floor: a bare two-process futex ping-pong
 //! (the same turn protocol, no telemetry), both pinned to CPU 0, in
 //! alternating rounds with runq's FutexPingPong at `spin_iters=0`. Prints
-//! round trips per second and the ratio runq/bare.
+//! round trips per second and CPU time per round trip of each, and the
+//! ratios (above 1: runq is the faster).
 //!
 //! `cargo run --release -p runq-workload --example futex_floor [SECONDS] [ROUNDS]`
 
@@ -15,11 +16,12 @@ use runq_workload::shared::{futex_wait, futex_wake, SharedRegion};
 /// The turn value that tells the partner to exit.
 const DONE: u32 = 2;
 
-/// Round trips per second of two bare processes taking turns on a futex.
-fn bare_round_trips(secs: f64) -> f64 {
+/// Two bare processes taking turns on a futex.
+fn bare_round_trips(secs: f64) -> common::Trips {
     let region = SharedRegion::new(64).expect("shared page");
     common::in_child(move || {
         let word = region.atomic_u32(0);
+        let cpu_start = common::process_cpu_ns();
         // SAFETY: the partner only waits on and flips the shared word.
         let partner = unsafe { libc::fork() };
         let side = u32::from(partner == 0);
@@ -47,35 +49,25 @@ fn bare_round_trips(secs: f64) -> f64 {
             // SAFETY: the partner exits without running the caller's code.
             unsafe { libc::_exit(0) };
         }
-        let rate = trips as f64 / start.elapsed().as_secs_f64();
+        let wall_s = start.elapsed().as_secs_f64();
         // SAFETY: reaping the partner.
         unsafe { libc::waitpid(partner, std::ptr::null_mut(), 0) };
-        rate
+        common::bare_trips(trips, wall_s, cpu_start)
     })
 }
 
 fn main() {
     let (secs, rounds) = common::args();
-    let (mut bare, mut runq, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let mut tally = common::Tally::default();
     for round in 0..rounds {
         let b = bare_round_trips(secs);
         let r = common::engine_round_trips("FutexPingPong", &[("spin_iters", "0")], secs);
+        let ratios = tally.add(r, b);
         println!(
-            "round {round}: bare {:.1}k trips/s, runq FutexPingPong {:.1}k trips/s, ratio {:.3}",
-            b / 1e3,
-            r / 1e3,
-            r / b
+            "round {round}: bare {}; runq FutexPingPong {}; {ratios}",
+            b.text(),
+            r.text()
         );
-        bare.push(b);
-        runq.push(r);
-        ratios.push(r / b);
     }
-    let (b, r) = (common::median(bare), common::median(runq));
-    println!(
-        "median: bare {:.1}k trips/s, runq {:.1}k trips/s, runq/bare {:.3} (median of round ratios {:.3})",
-        b / 1e3,
-        r / 1e3,
-        r / b,
-        common::median(ratios)
-    );
+    println!("runq/bare: {}", tally.summary());
 }
