@@ -15,7 +15,7 @@ use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::fault::{Fault, FaultStep};
 use crate::report::{WorkerExitInfo, WorkerReport};
 use crate::scenario::{Scenario, ScenarioError, StepAction};
-use crate::scheduler::{SchedulerDeath, SchedulerProc};
+use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerSpec, StartError};
 use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
 use crate::summary::{summarize_group, GroupSummary};
 
@@ -108,9 +108,26 @@ pub enum RunError {
     /// A cgroup operation failed.
     #[error(transparent)]
     Cgroup(#[from] CgroupError),
-    /// fork/pipe failed, or the scheduler could not start.
+    /// fork/pipe failed.
     #[error("starting the run: {0}")]
     Spawn(std::io::Error),
+    /// The scheduler could not start, exited before it was ready, or was
+    /// not ready in time.
+    #[error("{0}")]
+    Scheduler(String),
+    /// SIGINT/SIGTERM arrived before the workers started.
+    #[error("{0}")]
+    Interrupted(String),
+}
+
+impl From<StartError> for RunError {
+    fn from(e: StartError) -> Self {
+        match e {
+            StartError::Invalid(m) => RunError::Scenario(ScenarioError::Invalid(m)),
+            StartError::Failed(m) => RunError::Scheduler(m),
+            StartError::Interrupted(m) => RunError::Interrupted(m),
+        }
+    }
 }
 
 impl From<std::io::Error> for RunError {
@@ -296,8 +313,8 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = scn
         .scheduler
-        .as_deref()
-        .map(SchedulerProc::start)
+        .as_ref()
+        .map(|s| SchedulerProc::start(s, opts.interrupt))
         .transpose()?;
     let watchdog = watchdog_for(scheduler.as_ref(), opts.repro);
     let mut live = LiveRun {
@@ -337,7 +354,10 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         run.remove_all();
     }
     reports.sort_by_key(|r| r.group_idx);
-    let (groups, checks) = judge(scn, &reports, weight_file);
+    let (groups, mut checks) = judge(scn, &reports, weight_file);
+    if let Some(spec) = &scn.scheduler {
+        checks.push(alive_check(spec, scheduler_death.as_ref()));
+    }
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
     let failed = scheduler_death.is_some() || interrupted || run_error.is_some();
     Ok(RunOutcome {
@@ -383,6 +403,22 @@ fn drive(
         std::thread::sleep(left.clamp(Duration::from_millis(1), Duration::from_millis(100)));
     }
     (None, None)
+}
+
+/// `scheduler_alive`: the scheduler under test lived through the run.
+fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckResult {
+    CheckResult {
+        name: "scheduler_alive".into(),
+        group: "scheduler".into(),
+        measured: if death.is_some() { 0.0 } else { 1.0 },
+        op: ">=",
+        bound: 1.0,
+        pass: death.is_none(),
+        detail: Some(match death {
+            Some(d) => d.summary(),
+            None => format!("{:?} ran until the end", spec.command),
+        }),
+    }
 }
 
 /// Summaries and check results for every group, then the fair-share
