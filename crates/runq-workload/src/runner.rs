@@ -15,7 +15,7 @@ use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::fault::{Fault, FaultStep};
 use crate::report::{WorkerExitInfo, WorkerReport};
 use crate::scenario::{Scenario, ScenarioError, StepAction};
-use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerSpec, StartError};
+use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerRun, SchedulerSpec, StartError};
 use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
 use crate::summary::{summarize_group, GroupSummary};
 
@@ -81,6 +81,8 @@ pub struct RunOutcome {
     pub collect_ns: u64,
     /// Stale run directories removed before this run.
     pub stale_cgroups_removed: usize,
+    /// The scheduler under test (`--scheduler`), if one was started.
+    pub scheduler: Option<SchedulerRun>,
     /// The watched scheduler's death, if it died.
     pub scheduler_death: Option<SchedulerDeath>,
     /// Why the run ended early, when it could not go as planned (a fork
@@ -347,9 +349,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     } = live;
     reports.extend(handle.stop_and_collect(opts.collect_timeout));
     let collect_ns = elapsed_ns(t_collect);
-    if let Some(s) = scheduler.take() {
-        s.shutdown();
-    }
+    let scheduler = stop_scheduler(scheduler, scheduler_death.as_ref());
     if let Some(mut run) = cgroups.take() {
         run.remove_all();
     }
@@ -368,6 +368,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         run_ns,
         collect_ns,
         stale_cgroups_removed: stale,
+        scheduler,
         scheduler_death,
         run_error,
         groups,
@@ -405,6 +406,20 @@ fn drive(
     (None, None)
 }
 
+/// Stops the scheduler after the run (unless it died) and records how.
+fn stop_scheduler(
+    proc: Option<SchedulerProc>,
+    death: Option<&SchedulerDeath>,
+) -> Option<SchedulerRun> {
+    let proc = proc?;
+    let mut run = proc.run_info();
+    run.stopped = match death {
+        Some(d) => format!("{} during the run", d.status),
+        None => proc.shutdown(),
+    };
+    Some(run)
+}
+
 /// `scheduler_alive`: the scheduler under test lived through the run.
 fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckResult {
     CheckResult {
@@ -415,7 +430,7 @@ fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckRes
         bound: 1.0,
         pass: death.is_none(),
         detail: Some(match death {
-            Some(d) => d.summary(),
+            Some(d) => format!("the scheduler {} at {} ms", d.status, d.at_ms),
             None => format!("{:?} ran until the end", spec.command),
         }),
     }

@@ -32,7 +32,9 @@ fn readiness(t: &toml::Table) -> Result<Readiness, String> {
         found.push(Readiness::After(duration_of("ready_after", v)?));
     }
     if let Some(v) = t.get("ready_pattern") {
-        found.push(Readiness::Pattern(string_of("ready_pattern", v)?.to_string()));
+        found.push(Readiness::Pattern(
+            string_of("ready_pattern", v)?.to_string(),
+        ));
     }
     if let Some(v) = t.get("ready_sched_ext") {
         match v.as_bool() {
@@ -59,7 +61,10 @@ pub(super) fn parse_scheduler(v: &toml::Value) -> Result<SchedulerSpec, String> 
             )
         }
     };
-    if let Some(k) = t.keys().find(|k| !KEYS.split(", ").any(|known| known == k.as_str())) {
+    if let Some(k) = t
+        .keys()
+        .find(|k| !KEYS.split(", ").any(|known| known == k.as_str()))
+    {
         return Err(format!("unknown key `{k}` (expected one of {KEYS})"));
     }
     let command = t
@@ -107,9 +112,18 @@ mod tests {
         let cases = [
             ("ready_pattern = \"x\"", "needs command"),
             ("command = 3", "command: expected a string"),
-            ("command = \"x\"\nready_patern = \"y\"", "unknown key `ready_patern`"),
-            ("command = \"x\"\nready_after = \"1s\"\nready_pattern = \"y\"", "name one of"),
-            ("command = \"x\"\nready_timeout = \"-1s\"", "ready_timeout: invalid duration"),
+            (
+                "command = \"x\"\nready_patern = \"y\"",
+                "unknown key `ready_patern`",
+            ),
+            (
+                "command = \"x\"\nready_after = \"1s\"\nready_pattern = \"y\"",
+                "name one of",
+            ),
+            (
+                "command = \"x\"\nready_timeout = \"-1s\"",
+                "ready_timeout: invalid duration",
+            ),
             ("command = \"x\"\nready_sched_ext = 1", "true or false"),
         ];
         for (text, want) in cases {

@@ -25,6 +25,9 @@ pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// signal is named.
 pub const DEFAULT_READY_AFTER: Duration = Duration::from_millis(100);
 
+/// The file whose `enabled` marks a loaded sched_ext scheduler.
+pub const SCHED_EXT_STATE: &str = "/sys/kernel/sched_ext/state";
+
 /// When a started scheduler counts as ready for the workers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -77,12 +80,17 @@ impl SchedulerSpec {
     /// the pattern compiles and the timeout is not zero.
     pub fn validate(&self) -> Result<(), String> {
         let argv = self.argv()?;
-        resolve_program(&argv[0]).map_err(|why| {
-            format!("scheduler command {:?}: {why}", self.command)
-        })?;
+        resolve_program(&argv[0])
+            .map_err(|why| format!("scheduler command {:?}: {why}", self.command))?;
         if let Readiness::Pattern(p) = &self.ready {
             regex::Regex::new(p)
                 .map_err(|e| format!("scheduler ready pattern {p:?}: {}", one_line(&e)))?;
+        }
+        if self.ready == Readiness::SchedExt && !Path::new(SCHED_EXT_STATE).exists() {
+            return Err(format!(
+                "readiness by sched_ext state: this kernel has no sched_ext ({SCHED_EXT_STATE} \
+                 is missing); wait for a stdout pattern or a delay instead"
+            ));
         }
         if self.ready_timeout.is_zero() {
             return Err("the scheduler ready timeout must be greater than zero".into());
@@ -95,10 +103,8 @@ impl SchedulerSpec {
 fn one_line(e: &regex::Error) -> String {
     let text = e.to_string();
     text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("regex parse error"))
-        .collect::<Vec<_>>()
-        .join(" ")
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .map_or_else(|| text.replace('\n', " "), str::to_string)
 }
 
 /// The executable `program` names: a path as given, or a name looked up
@@ -116,12 +122,26 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, String> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|p| is_executable(p))
-        .ok_or_else(|| format!("{program} not found in PATH"))
+        .ok_or_else(|| format!("{program} not found in PATH (give its path, or install it)"))
 }
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The scheduler under test in one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SchedulerRun {
+    /// The command that was started.
+    pub command: String,
+    /// Its pid (the watchdog's target).
+    pub pid: i32,
+    /// From its start until it was ready, ms.
+    pub ready_ms: u64,
+    /// How it ended: stopped after the run (`exited with status 0 (sent
+    /// SIGINT)`), or died during it.
+    pub stopped: String,
 }
 
 /// How the watched scheduler died during the run.
@@ -167,7 +187,7 @@ pub fn describe_status(code: Option<i32>, signal: Option<i32>) -> String {
     }
 }
 
-fn signal_name(sig: i32) -> Option<&'static str> {
+pub(crate) fn signal_name(sig: i32) -> Option<&'static str> {
     Some(match sig {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",
@@ -197,21 +217,38 @@ mod tests {
             s.argv().unwrap(),
             ["sh", "-c", "sleep 0.1; echo \"ready\"", "x y"]
         );
-        assert!(SchedulerSpec::new("  ").argv().unwrap_err().contains("empty"));
-        assert!(SchedulerSpec::new("sh -c 'x").argv().unwrap_err().contains("unbalanced"));
+        assert!(SchedulerSpec::new("  ")
+            .argv()
+            .unwrap_err()
+            .contains("empty"));
+        assert!(SchedulerSpec::new("sh -c 'x")
+            .argv()
+            .unwrap_err()
+            .contains("unbalanced"));
     }
 
     #[test]
     fn validation_names_the_problem() {
         assert!(SchedulerSpec::new("sleep 1").validate().is_ok());
-        let e = SchedulerSpec::new("runq-no-such-scheduler --x").validate().unwrap_err();
-        assert!(e.contains("runq-no-such-scheduler not found in PATH"), "{e}");
-        let e = SchedulerSpec::new("/nonexistent/scx").validate().unwrap_err();
+        let e = SchedulerSpec::new("runq-no-such-scheduler --x")
+            .validate()
+            .unwrap_err();
+        assert!(
+            e.contains("runq-no-such-scheduler not found in PATH"),
+            "{e}"
+        );
+        let e = SchedulerSpec::new("/nonexistent/scx")
+            .validate()
+            .unwrap_err();
         assert!(e.contains("does not exist"), "{e}");
         let mut s = SchedulerSpec::new("sleep 1");
         s.ready = Readiness::Pattern("(".into());
         let e = s.validate().unwrap_err();
-        assert!(e.contains("ready pattern") && !e.contains('\n'), "{e}");
+        assert_eq!(e, "scheduler ready pattern \"(\": unclosed group");
+        s.ready = Readiness::SchedExt;
+        if !Path::new(SCHED_EXT_STATE).exists() {
+            assert!(s.validate().unwrap_err().contains("no sched_ext"));
+        }
         s.ready = Readiness::Pattern("ready".into());
         s.ready_timeout = Duration::ZERO;
         assert!(s.validate().unwrap_err().contains("timeout"));

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use runq_kernel::kmsg::KmsgCursor;
 
 use super::output::{watch, Watched};
-use super::{describe_status, Readiness, SchedulerDeath, SchedulerSpec};
+use super::{
+    describe_status, Readiness, SchedulerDeath, SchedulerRun, SchedulerSpec, SCHED_EXT_STATE,
+};
 
 /// How long a scheduler gets to exit after SIGINT, then after SIGTERM.
 const STOP_GRACE: [(libc::c_int, Duration); 2] = [
@@ -45,6 +47,10 @@ pub struct SchedulerProc {
     stdout: Watched,
     stderr: Watched,
     kmsg: Option<KmsgCursor>,
+    /// sched_ext's `enable_seq` before the scheduler started.
+    enable_seq: u64,
+    /// Start to ready, ms.
+    ready_ms: u64,
 }
 
 /// Runs in the forked child before exec.
@@ -82,6 +88,7 @@ impl SchedulerProc {
             _ => None,
         };
         let kmsg = KmsgCursor::open_at_end().ok();
+        let enable_seq = sched_ext().map_or(0, |s| s.enable_seq);
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .stdin(Stdio::null())
@@ -103,6 +110,8 @@ impl SchedulerProc {
             stdout: Watched::default(),
             stderr: Watched::default(),
             kmsg,
+            enable_seq,
+            ready_ms: 0,
         };
         if let Some(out) = out {
             proc.stdout = watch(out, "runq-sched-out", pattern).map_err(failed)?;
@@ -115,7 +124,11 @@ impl SchedulerProc {
 
     /// Polls until `spec.ready` holds, the scheduler exits, runq is
     /// interrupted, or the ready timeout passes.
-    fn wait_ready(&mut self, spec: &SchedulerSpec, interrupt: &AtomicBool) -> Result<(), StartError> {
+    fn wait_ready(
+        &mut self,
+        spec: &SchedulerSpec,
+        interrupt: &AtomicBool,
+    ) -> Result<(), StartError> {
         let t0 = Instant::now();
         let timeout = match spec.ready {
             Readiness::After(d) => spec.ready_timeout.max(d),
@@ -131,6 +144,7 @@ impl SchedulerProc {
                 )));
             }
             if self.is_ready(&spec.ready, t0.elapsed()) {
+                self.ready_ms = t0.elapsed().as_millis() as u64;
                 return Ok(());
             }
             if interrupt.load(Ordering::Relaxed) {
@@ -150,7 +164,9 @@ impl SchedulerProc {
         match ready {
             Readiness::After(d) => elapsed >= *d,
             Readiness::Pattern(_) => self.stdout.matched.load(Ordering::Relaxed),
-            Readiness::SchedExt => sched_ext_enabled(),
+            Readiness::SchedExt => {
+                sched_ext().is_some_and(|s| s.state == "enabled" && s.enable_seq > self.enable_seq)
+            }
         }
     }
 
@@ -166,7 +182,9 @@ impl SchedulerProc {
                     None => format!("it printed nothing on stdout to match /{p}/"),
                 }
             }
-            Readiness::SchedExt => "/sys/kernel/sched_ext/state never read \"enabled\"".into(),
+            Readiness::SchedExt => {
+                format!("{SCHED_EXT_STATE} never read \"enabled\" for a new scheduler")
+            }
             Readiness::After(_) => "it did not stay up".into(),
         };
         format!(
@@ -254,23 +272,43 @@ impl SchedulerProc {
     }
 
     /// Stops a still-running scheduler: SIGINT to its group, SIGTERM after
-    /// 2 s, SIGKILL after 1 s more; then reaps it.
-    pub fn shutdown(mut self) {
+    /// 2 s, SIGKILL after 1 s more; reaps it and says how it ended, e.g.
+    /// `exited with status 0 (sent SIGINT)`.
+    pub fn shutdown(mut self) -> String {
         let Some(pgid) = self.child.as_ref().map(|c| c.id() as i32) else {
-            return;
+            return "had already exited".into();
         };
+        let mut sent = Vec::new();
         for (sig, grace) in STOP_GRACE {
             if self.has_exited() {
                 break;
             }
             // SAFETY: signalling the process group we created.
             unsafe { libc::killpg(pgid, sig) };
+            sent.push(super::signal_name(sig).unwrap_or("?"));
             let end = Instant::now() + grace;
             while !self.has_exited() && Instant::now() < end {
                 std::thread::sleep(POLL);
             }
         }
-        self.reap();
+        if !self.has_exited() {
+            sent.push("SIGKILL");
+        }
+        let how = self.reap().map_or_else(|| "ended".into(), describe);
+        match sent.is_empty() {
+            true => how,
+            false => format!("{how} (sent {})", sent.join(", ")),
+        }
+    }
+
+    /// The process, the command and how long it took to become ready.
+    pub fn run_info(&self) -> SchedulerRun {
+        SchedulerRun {
+            command: self.command.clone(),
+            pid: self.pid(),
+            ready_ms: self.ready_ms,
+            stopped: String::new(),
+        }
     }
 }
 
@@ -284,10 +322,9 @@ fn describe(status: ExitStatus) -> String {
     describe_status(status.code(), status.signal())
 }
 
-/// True when the kernel reports a sched_ext scheduler enabled.
-fn sched_ext_enabled() -> bool {
+/// The kernel's sched_ext state, when it has sched_ext.
+fn sched_ext() -> Option<runq_kernel::sched_ext::SchedExtSysfs> {
     runq_kernel::sched_ext::read_sched_ext(std::path::Path::new("/sys"))
-        .is_some_and(|s| s.state == "enabled")
 }
 
 #[cfg(test)]
@@ -331,12 +368,12 @@ mod tests {
     fn a_pattern_on_stdout_makes_it_ready_and_sigint_stops_it() {
         let no = AtomicBool::new(false);
         let cmd = "sh -c 'echo starting; sleep 0.1; echo READY now; exec sleep 30'";
-        let s = SchedulerProc::start(&spec(cmd, Readiness::Pattern("^READY".into())), &no)
-            .unwrap();
+        let s = SchedulerProc::start(&spec(cmd, Readiness::Pattern("^READY".into())), &no).unwrap();
         assert!(s.stdout.snapshot().total() >= 2);
         let pid = s.pid();
         assert!(!gone(pid));
-        s.shutdown();
+        assert!(s.run_info().ready_ms >= 100);
+        assert_eq!(s.shutdown(), "killed by signal 2 (SIGINT) (sent SIGINT)");
         assert!(gone(pid));
     }
 
@@ -344,10 +381,13 @@ mod tests {
     fn an_early_exit_quotes_stderr() {
         let no = AtomicBool::new(false);
         let cmd = "sh -c 'echo loading >&2; echo \"Error: no BPF\" >&2; exit 4'";
-        let err = SchedulerProc::start(&spec(cmd, Readiness::Pattern("x".into())), &no)
-            .unwrap_err();
+        let err =
+            SchedulerProc::start(&spec(cmd, Readiness::Pattern("x".into())), &no).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("exited with status 4 before it was ready"), "{text}");
+        assert!(
+            text.contains("exited with status 4 before it was ready"),
+            "{text}"
+        );
         assert!(text.contains("stderr: Error: no BPF | loading"), "{text}");
     }
 
