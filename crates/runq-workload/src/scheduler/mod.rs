@@ -139,8 +139,8 @@ pub struct SchedulerRun {
     pub pid: i32,
     /// From its start until it was ready, ms.
     pub ready_ms: u64,
-    /// How it ended: stopped after the run (`exited with status 0 (sent
-    /// SIGINT)`), or died during it.
+    /// How it ended: stopped after the run (`exited with status 0 after
+    /// runq sent SIGINT`), or died during it.
     pub stopped: String,
 }
 

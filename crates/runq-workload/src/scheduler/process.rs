@@ -51,6 +51,8 @@ pub struct SchedulerProc {
     enable_seq: u64,
     /// Start to ready, ms.
     ready_ms: u64,
+    /// The pid, kept after the process is reaped.
+    pid: i32,
 }
 
 /// Runs in the forked child before exec.
@@ -103,6 +105,7 @@ impl SchedulerProc {
             StartError::Failed(format!("cannot start scheduler {:?}: {e}", spec.command))
         };
         let mut child = cmd.spawn().map_err(failed)?;
+        let pid = child.id() as i32;
         let (out, err) = (child.stdout.take(), child.stderr.take());
         let mut proc = SchedulerProc {
             child: Some(child),
@@ -112,6 +115,7 @@ impl SchedulerProc {
             kmsg,
             enable_seq,
             ready_ms: 0,
+            pid,
         };
         if let Some(out) = out {
             proc.stdout = watch(out, "runq-sched-out", pattern).map_err(failed)?;
@@ -208,7 +212,7 @@ impl SchedulerProc {
 
     /// The scheduler's pid (the watchdog's target).
     pub fn pid(&self) -> i32 {
-        self.child.as_ref().map_or(0, |c| c.id() as i32)
+        self.pid
     }
 
     /// True once the scheduler process has exited (it is not reaped yet).
@@ -273,7 +277,7 @@ impl SchedulerProc {
 
     /// Stops a still-running scheduler: SIGINT to its group, SIGTERM after
     /// 2 s, SIGKILL after 1 s more; reaps it and says how it ended, e.g.
-    /// `exited with status 0 (sent SIGINT)`.
+    /// `exited with status 0 after runq sent SIGINT`.
     pub fn shutdown(mut self) -> String {
         let Some(pgid) = self.child.as_ref().map(|c| c.id() as i32) else {
             return "had already exited".into();
@@ -297,7 +301,7 @@ impl SchedulerProc {
         let how = self.reap().map_or_else(|| "ended".into(), describe);
         match sent.is_empty() {
             true => how,
-            false => format!("{how} (sent {})", sent.join(", ")),
+            false => format!("{how} after runq sent {}", sent.join(", ")),
         }
     }
 
@@ -373,7 +377,10 @@ mod tests {
         let pid = s.pid();
         assert!(!gone(pid));
         assert!(s.run_info().ready_ms >= 100);
-        assert_eq!(s.shutdown(), "killed by signal 2 (SIGINT) (sent SIGINT)");
+        assert_eq!(
+            s.shutdown(),
+            "killed by signal 2 (SIGINT) after runq sent SIGINT"
+        );
         assert!(gone(pid));
     }
 

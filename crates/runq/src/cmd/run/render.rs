@@ -178,10 +178,7 @@ fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
         let _ = writeln!(out, "{}", paint(&line, 31, color));
     }
     if let Some(d) = &o.scheduler_death {
-        let line = format!(
-            "scheduler {:?} died at {}ms: {}",
-            d.command, d.at_ms, d.status
-        );
+        let line = format!("the scheduler died at {}ms: {}", d.at_ms, d.status);
         let _ = writeln!(out, "{}", paint(&line, 31, color));
         for l in &d.stderr {
             let _ = writeln!(out, "  stderr: {l}");
