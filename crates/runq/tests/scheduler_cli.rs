@@ -1,5 +1,5 @@
 //! `runq run --scheduler` end to end with stand-in schedulers (small shell
-//! programs): readiness by stdout pattern and by delay, a death mid-run
+//! programs): readiness by output pattern and by delay, a death mid-run
 //! quoted in every report, a scheduler that never becomes ready, runq
 //! interrupted or killed, and bad input. Nothing may be left running.
 
@@ -217,7 +217,10 @@ fn a_scheduler_that_never_becomes_ready_times_out_cleanly() {
         err.contains(&format!("scheduler {cmd:?} was not ready after 300ms")),
         "{err}"
     );
-    assert!(err.contains("/^ready/ (last: \"loading\")"), "{err}");
+    assert!(
+        err.contains("no line of its stdout (1 lines, last \"loading\") or stderr (1 lines) matched /^ready/"),
+        "{err}"
+    );
     assert!(err.contains("stderr: libbpf: loading BPF"), "{err}");
     assert!(!alive(stand_in_pid(dir.path())));
     if is_root_or_skip() {

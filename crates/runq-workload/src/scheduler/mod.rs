@@ -34,7 +34,8 @@ pub const SCHED_EXT_STATE: &str = "/sys/kernel/sched_ext/state";
 pub enum Readiness {
     /// Once it has stayed up this long.
     After(Duration),
-    /// Once a line of its stdout matches this regular expression.
+    /// Once a line of its stdout or stderr matches this regular
+    /// expression (Rust schedulers log to stderr).
     Pattern(String),
     /// Once `/sys/kernel/sched_ext/state` reads `enabled`.
     SchedExt,
@@ -89,7 +90,7 @@ impl SchedulerSpec {
         if self.ready == Readiness::SchedExt && !Path::new(SCHED_EXT_STATE).exists() {
             return Err(format!(
                 "readiness by sched_ext state: this kernel has no sched_ext ({SCHED_EXT_STATE} \
-                 is missing); wait for a stdout pattern or a delay instead"
+                 is missing); wait for an output pattern or a delay instead"
             ));
         }
         if self.ready_timeout.is_zero() {

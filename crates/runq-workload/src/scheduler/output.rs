@@ -113,7 +113,7 @@ fn read_lines(mut r: impl Read, mut on_line: impl FnMut(&str)) {
 pub(super) struct Watched {
     /// What the stream has said so far.
     pub log: Arc<Mutex<LineLog>>,
-    /// Set once a line matched the pattern (stdout with a pattern only).
+    /// Set once a line matched the pattern (shared by both streams).
     pub matched: Arc<AtomicBool>,
     /// Set when the thread reached EOF.
     pub done: Arc<AtomicBool>,
@@ -136,14 +136,19 @@ impl Watched {
 }
 
 /// Starts a thread draining `r` into a [`Watched`]; with `pattern`, the
-/// first matching line sets `matched`. The thread ends at EOF (when every
+/// first matching line sets `matched`, which may be shared with another
+/// stream's watcher. The thread ends at EOF (when every
 /// holder of the pipe's write end has exited).
 pub(super) fn watch(
     r: impl Read + Send + 'static,
     name: &str,
     pattern: Option<regex::Regex>,
+    matched: Arc<AtomicBool>,
 ) -> std::io::Result<Watched> {
-    let w = Watched::default();
+    let w = Watched {
+        matched,
+        ..Watched::default()
+    };
     let (log, matched, done) = (w.log.clone(), w.matched.clone(), w.done.clone());
     std::thread::Builder::new()
         .name(name.to_string())

@@ -117,11 +117,13 @@ impl SchedulerProc {
             ready_ms: 0,
             pid,
         };
+        let matched = proc.stdout.matched.clone();
         if let Some(out) = out {
-            proc.stdout = watch(out, "runq-sched-out", pattern).map_err(failed)?;
+            let p = pattern.clone();
+            proc.stdout = watch(out, "runq-sched-out", p, matched.clone()).map_err(failed)?;
         }
         if let Some(err) = err {
-            proc.stderr = watch(err, "runq-sched-err", None).map_err(failed)?;
+            proc.stderr = watch(err, "runq-sched-err", pattern, matched).map_err(failed)?;
         }
         Ok(proc)
     }
@@ -177,14 +179,16 @@ impl SchedulerProc {
     fn timeout_message(&self, spec: &SchedulerSpec) -> String {
         let why = match &spec.ready {
             Readiness::Pattern(p) => {
-                let out = self.stdout.snapshot();
-                match out.last() {
-                    Some(l) => format!(
-                        "none of its {} stdout lines matched /{p}/ (last: {l:?})",
-                        out.total()
-                    ),
-                    None => format!("it printed nothing on stdout to match /{p}/"),
-                }
+                let (out, err) = (self.stdout.snapshot(), self.stderr.snapshot());
+                let last = out
+                    .last()
+                    .map(|l| format!(", last {l:?}"))
+                    .unwrap_or_default();
+                format!(
+                    "no line of its stdout ({} lines{last}) or stderr ({} lines) matched /{p}/",
+                    out.total(),
+                    err.total()
+                )
             }
             Readiness::SchedExt => {
                 format!("{SCHED_EXT_STATE} never read \"enabled\" for a new scheduler")
@@ -343,9 +347,23 @@ mod tests {
         }
     }
 
+    /// True when `pid` is gone or a zombie (within 1 s: SIGKILL is
+    /// delivered asynchronously).
     fn gone(pid: i32) -> bool {
-        // SAFETY: probing with signal 0.
-        unsafe { libc::kill(pid, 0) != 0 }
+        let end = Instant::now() + Duration::from_secs(1);
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat
+                .rsplit_once(") ")
+                .map(|(_, rest)| rest.starts_with('Z'));
+            if state != Some(false) {
+                return true;
+            }
+            if Instant::now() > end {
+                return false;
+            }
+            std::thread::sleep(POLL);
+        }
     }
 
     #[test]
@@ -375,13 +393,38 @@ mod tests {
         let s = SchedulerProc::start(&spec(cmd, Readiness::Pattern("^READY".into())), &no).unwrap();
         assert!(s.stdout.snapshot().total() >= 2);
         let pid = s.pid();
-        assert!(!gone(pid));
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
         assert!(s.run_info().ready_ms >= 100);
         assert_eq!(
             s.shutdown(),
             "killed by signal 2 (SIGINT) after runq sent SIGINT"
         );
         assert!(gone(pid));
+    }
+
+    #[test]
+    fn its_children_go_with_it_and_an_ignored_sigint_gets_sigterm() {
+        let no = AtomicBool::new(false);
+        // A background child (which ignores SIGINT, as a non-interactive
+        // shell's background jobs do) and a leader that ignores SIGINT.
+        let cmd = "sh -c 'trap \"\" INT; sleep 1000 & echo $!; echo ready; wait'";
+        let s = SchedulerProc::start(&spec(cmd, Readiness::Pattern("^ready".into())), &no).unwrap();
+        let out = s.stdout.snapshot();
+        let child: i32 = out.excerpt()[0].parse().unwrap();
+        let (pid, t0) = (s.pid(), Instant::now());
+        assert!(std::path::Path::new(&format!("/proc/{child}")).exists());
+        let how = s.shutdown();
+        assert!(how.ends_with("after runq sent SIGINT, SIGTERM"), "{how}");
+        assert!(t0.elapsed() >= Duration::from_secs(2));
+        assert!(gone(pid) && gone(child), "{pid} or {child} survived");
+    }
+
+    #[test]
+    fn a_pattern_may_match_stderr_where_rust_schedulers_log() {
+        let no = AtomicBool::new(false);
+        let cmd = "sh -c 'echo \"INFO scx_x: scheduler started\" >&2; exec sleep 30'";
+        let s = SchedulerProc::start(&spec(cmd, Readiness::Pattern("started$".into())), &no);
+        assert!(s.is_ok(), "{:?}", s.err());
     }
 
     #[test]

@@ -27,7 +27,7 @@ Examples:
   runq run                                   built-in default scenario
   runq run --work-type PipeIo --workers 4 --duration 5s
   runq run --work-type PipeIo --param burst_iters=0 --json
-  runq run --scheduler 'scx_rusty' --scheduler-ready-pattern 'Rusty scheduler'
+  sudo runq run --scheduler 'scx_rusty' --scheduler-ready-sched-ext
   sudo runq run --work-type SpinWait --workers 8 --cgroup bench/spin
 
 Exit codes:

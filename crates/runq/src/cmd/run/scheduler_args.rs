@@ -19,8 +19,8 @@ pub struct SchedulerArgs {
     /// file's `scheduler`.
     #[arg(long, value_name = "CMD")]
     pub scheduler: Option<String>,
-    /// Ready once a line of its stdout matches REGEX, e.g.
-    /// `--scheduler-ready-pattern 'scheduler started'`.
+    /// Ready once a line of its stdout or stderr (where Rust schedulers
+    /// log) matches REGEX, e.g. `--scheduler-ready-pattern 'started'`.
     #[arg(long, value_name = "REGEX", group = "scheduler_ready")]
     pub scheduler_ready_pattern: Option<String>,
     /// Ready once it has stayed up DURATION (the default, 100ms).
