@@ -335,7 +335,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     let launched = live.launch(&first);
     let spawn_ns = elapsed_ns(t_spawn);
     let t_run = Instant::now();
-    let (scheduler_death, run_error) = match launched {
+    let (mut scheduler_death, run_error) = match launched {
         Ok(()) => drive(&mut live, scheduler.as_mut(), opts.interrupt, opts.on_tick),
         Err(e) => (None, Some(e.to_string())),
     };
@@ -349,6 +349,10 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     } = live;
     reports.extend(handle.stop_and_collect(opts.collect_timeout));
     let collect_ns = elapsed_ns(t_collect);
+    if scheduler_death.is_none() {
+        // A death while the workers were being stopped counts too.
+        scheduler_death = scheduler.as_mut().and_then(|s| s.check_death(t_run));
+    }
     let scheduler = stop_scheduler(scheduler, scheduler_death.as_ref());
     if let Some(mut run) = cgroups.take() {
         run.remove_all();
