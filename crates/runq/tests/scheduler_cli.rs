@@ -107,11 +107,13 @@ fn ready_after_a_delay_from_the_scenario_file() {
     let scn = scenario(dir.path(), "500ms", &table);
     let out = run(&["run", &scn, "--json"]);
     assert_passed_and_gone(&out, dir.path(), 150);
-    let out = run(&["run", &scn, "--json", "--scheduler-ready-after", "50ms"]);
+    // The flag overrides the file's readiness.
+    let out = run(&["run", &scn, "--json", "--scheduler-ready-after", "300ms"]);
+    assert_passed_and_gone(&out, dir.path(), 300);
     let v = json_of(&out);
     assert_eq!(
         v["scenario_spec"]["scheduler"]["ready"]["after"]["nanos"],
-        50_000_000
+        300_000_000
     );
 }
 
