@@ -15,7 +15,7 @@ use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::fault::{Fault, FaultStep};
 use crate::report::{WorkerExitInfo, WorkerReport};
 use crate::scenario::{Scenario, ScenarioError, StepAction};
-use crate::scheduler::{SchedulerDeath, SchedulerProc};
+use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerRun, SchedulerSpec, StartError};
 use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
 use crate::summary::{summarize_group, GroupSummary};
 
@@ -81,6 +81,8 @@ pub struct RunOutcome {
     pub collect_ns: u64,
     /// Stale run directories removed before this run.
     pub stale_cgroups_removed: usize,
+    /// The scheduler under test (`--scheduler`), if one was started.
+    pub scheduler: Option<SchedulerRun>,
     /// The watched scheduler's death, if it died.
     pub scheduler_death: Option<SchedulerDeath>,
     /// Why the run ended early, when it could not go as planned (a fork
@@ -108,9 +110,26 @@ pub enum RunError {
     /// A cgroup operation failed.
     #[error(transparent)]
     Cgroup(#[from] CgroupError),
-    /// fork/pipe failed, or the scheduler could not start.
+    /// fork/pipe failed.
     #[error("starting the run: {0}")]
     Spawn(std::io::Error),
+    /// The scheduler could not start, exited before it was ready, or was
+    /// not ready in time.
+    #[error("{0}")]
+    Scheduler(String),
+    /// SIGINT/SIGTERM arrived before the workers started.
+    #[error("{0}")]
+    Interrupted(String),
+}
+
+impl From<StartError> for RunError {
+    fn from(e: StartError) -> Self {
+        match e {
+            StartError::Invalid(m) => RunError::Scenario(ScenarioError::Invalid(m)),
+            StartError::Failed(m) => RunError::Scheduler(m),
+            StartError::Interrupted(m) => RunError::Interrupted(m),
+        }
+    }
 }
 
 impl From<std::io::Error> for RunError {
@@ -296,8 +315,8 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = scn
         .scheduler
-        .as_deref()
-        .map(SchedulerProc::start)
+        .as_ref()
+        .map(|s| SchedulerProc::start(s, opts.interrupt))
         .transpose()?;
     let watchdog = watchdog_for(scheduler.as_ref(), opts.repro);
     let mut live = LiveRun {
@@ -316,7 +335,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     let launched = live.launch(&first);
     let spawn_ns = elapsed_ns(t_spawn);
     let t_run = Instant::now();
-    let (scheduler_death, run_error) = match launched {
+    let (mut scheduler_death, run_error) = match launched {
         Ok(()) => drive(&mut live, scheduler.as_mut(), opts.interrupt, opts.on_tick),
         Err(e) => (None, Some(e.to_string())),
     };
@@ -330,14 +349,19 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     } = live;
     reports.extend(handle.stop_and_collect(opts.collect_timeout));
     let collect_ns = elapsed_ns(t_collect);
-    if let Some(s) = scheduler.take() {
-        s.shutdown();
+    if scheduler_death.is_none() {
+        // A death while the workers were being stopped counts too.
+        scheduler_death = scheduler.as_mut().and_then(|s| s.check_death(t_run));
     }
+    let scheduler = stop_scheduler(scheduler, scheduler_death.as_ref());
     if let Some(mut run) = cgroups.take() {
         run.remove_all();
     }
     reports.sort_by_key(|r| r.group_idx);
-    let (groups, checks) = judge(scn, &reports, weight_file);
+    let (groups, mut checks) = judge(scn, &reports, weight_file);
+    if let Some(spec) = &scn.scheduler {
+        checks.push(alive_check(spec, scheduler_death.as_ref()));
+    }
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
     let failed = scheduler_death.is_some() || interrupted || run_error.is_some();
     Ok(RunOutcome {
@@ -348,6 +372,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         run_ns,
         collect_ns,
         stale_cgroups_removed: stale,
+        scheduler,
         scheduler_death,
         run_error,
         groups,
@@ -383,6 +408,36 @@ fn drive(
         std::thread::sleep(left.clamp(Duration::from_millis(1), Duration::from_millis(100)));
     }
     (None, None)
+}
+
+/// Stops the scheduler after the run (unless it died) and records how.
+fn stop_scheduler(
+    proc: Option<SchedulerProc>,
+    death: Option<&SchedulerDeath>,
+) -> Option<SchedulerRun> {
+    let proc = proc?;
+    let mut run = proc.run_info();
+    run.stopped = match death {
+        Some(d) => format!("{} during the run", d.status),
+        None => proc.shutdown(),
+    };
+    Some(run)
+}
+
+/// `scheduler_alive`: the scheduler under test lived through the run.
+fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckResult {
+    CheckResult {
+        name: "scheduler_alive".into(),
+        group: "scheduler".into(),
+        measured: if death.is_some() { 0.0 } else { 1.0 },
+        op: ">=",
+        bound: 1.0,
+        pass: death.is_none(),
+        detail: Some(match death {
+            Some(d) => format!("the scheduler {} at {} ms", d.status, d.at_ms),
+            None => format!("{:?} ran until the end", spec.command),
+        }),
+    }
 }
 
 /// Summaries and check results for every group, then the fair-share

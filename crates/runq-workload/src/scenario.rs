@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checks::CheckConfig;
 use crate::placement::WorkerSetup;
+use crate::scheduler::SchedulerSpec;
 use crate::spawn::{thread_capable, CloneMode, CustomWork, Work};
 use crate::worktype::{WakeFigure, WorkType, WorkTypeError};
 
@@ -102,8 +103,8 @@ pub struct Scenario {
     pub steps: Vec<Step>,
     /// Check bounds.
     pub checks: CheckConfig,
-    /// A scheduler command to start and watch (`{pid}`-free shell text).
-    pub scheduler: Option<String>,
+    /// A scheduler to start before the workers and watch.
+    pub scheduler: Option<SchedulerSpec>,
 }
 
 /// A scenario that cannot run as written.
@@ -174,6 +175,9 @@ impl Scenario {
             return Err(invalid("the scenario has no worker groups".into()));
         }
         self.checks.validate().map_err(invalid)?;
+        if let Some(s) = &self.scheduler {
+            s.validate().map_err(invalid)?;
+        }
         for c in &self.cgroups {
             validate_group_path(&c.name).map_err(|e| invalid(e.to_string()))?;
         }
@@ -335,9 +339,9 @@ impl ScenarioBuilder {
         self
     }
 
-    /// Names a scheduler command to start and watch.
-    pub fn scheduler(mut self, cmd: &str) -> Self {
-        self.0.scheduler = Some(cmd.to_string());
+    /// Names a scheduler to start before the workers and watch.
+    pub fn scheduler(mut self, spec: SchedulerSpec) -> Self {
+        self.0.scheduler = Some(spec);
         self
     }
 

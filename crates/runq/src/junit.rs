@@ -119,11 +119,30 @@ pub fn write(suite: &Suite, path: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("--junit: writing {}", path.display()))
 }
 
+/// Each repeat's scheduler death: status, stderr excerpt, kernel lines.
+fn scheduler_deaths(doc: &RunDocument) -> String {
+    let mut text = String::new();
+    for (n, d) in doc
+        .repeats
+        .iter()
+        .filter_map(|r| r.scheduler_death.as_ref().map(|d| (r.repeat, d)))
+    {
+        let _ = write!(text, "\nrepeat {n}: {}", d.summary());
+        for l in &d.stderr {
+            let _ = write!(text, "\n  stderr: {l}");
+        }
+        for l in &d.kernel_log {
+            let _ = write!(text, "\n  kernel: {l}");
+        }
+    }
+    text
+}
+
 /// The testcases of a run: one per group and check; a check fails when it
 /// failed in any repeat.
 pub fn from_run(doc: &RunDocument) -> Suite {
     let o = &doc.last;
-    let mut cases: Vec<Case> = o
+    let cases: Vec<Case> = o
         .checks
         .iter()
         .map(|c| {
@@ -134,13 +153,22 @@ pub fn from_run(doc: &RunDocument) -> Suite {
                 .filter(|r| r.failed_checks.contains(&key))
                 .map(|r| r.repeat.to_string())
                 .collect();
-            let measured = format!("measured {} {} {} (last repeat)", c.measured, c.op, c.bound);
+            let mut measured =
+                format!("measured {} {} {} (last repeat)", c.measured, c.op, c.bound);
+            if c.name == "scheduler_alive" {
+                measured.push_str(&scheduler_deaths(doc));
+            }
+            let first_death = doc.repeats.iter().find_map(|r| r.scheduler_death.as_ref());
+            let why = match first_death {
+                Some(d) if c.name == "scheduler_alive" => format!(": {}", d.summary()),
+                _ => String::new(),
+            };
             let outcome = if failed_in.is_empty() {
                 Outcome::Pass
             } else {
                 Outcome::Failure {
                     message: format!(
-                        "{} failed in repeat(s) {} of {}",
+                        "{} failed in repeat(s) {} of {}{why}",
                         c.name,
                         failed_in.join(", "),
                         doc.repeats.len()
@@ -156,17 +184,6 @@ pub fn from_run(doc: &RunDocument) -> Suite {
             }
         })
         .collect();
-    if let Some(d) = &o.scheduler_death {
-        cases.push(Case {
-            class: "scheduler".into(),
-            name: "stayed alive".into(),
-            outcome: Outcome::Failure {
-                message: format!("{} {} at {} ms", d.command, d.status, d.at_ms),
-                detail: d.kernel_log.join("\n"),
-            },
-            output: String::new(),
-        });
-    }
     Suite {
         name: format!("runq run {}", o.scenario),
         time_s: o.run_ns as f64 / 1e9 * doc.repeats.len() as f64,

@@ -178,8 +178,9 @@ fn stuck_worker_kills_the_scheduler_and_fails_the_run() {
     assert_eq!(death["command"], "sleep 600");
     assert_eq!(
         death["status"],
-        format!("killed by signal {}", libc::SIGUSR2)
+        format!("killed by signal {} (SIGUSR2)", libc::SIGUSR2)
     );
+    assert_eq!(death["signal"], libc::SIGUSR2);
     assert!(
         v["run_ns"].as_u64().unwrap() < 3_900_000_000,
         "the run should stop at the death"

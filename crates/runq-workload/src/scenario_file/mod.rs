@@ -2,6 +2,7 @@
 //! unknown keys, wrong types, impossible cpusets, negative or zero
 //! durations. `scenarios/annotated.toml` in the repository documents every key.
 
+mod scheduler;
 mod values;
 
 use std::collections::BTreeSet;
@@ -48,7 +49,7 @@ enum RawDuration {
 struct RawScenario {
     name: Option<String>,
     duration: Spanned<RawDuration>,
-    scheduler: Option<String>,
+    scheduler: Option<Spanned<toml::Value>>,
     #[serde(default)]
     cgroup: Vec<RawCgroup>,
     #[serde(default)]
@@ -318,6 +319,16 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileE
         .map(|s| loc.step(s, &online))
         .collect::<Result<Vec<_>, _>>()?;
     steps.sort_by_key(|s| s.at);
+    let scheduler = raw
+        .scheduler
+        .as_ref()
+        .map(|v| {
+            let spec = scheduler::parse_scheduler(v.get_ref())
+                .and_then(|s| s.validate().map(|()| s))
+                .or_else(|e| loc.err(v.span(), "scheduler", e))?;
+            Ok(spec)
+        })
+        .transpose()?;
     let name = raw.name.unwrap_or_else(|| {
         path.file_stem()
             .map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
@@ -329,7 +340,7 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileE
         groups,
         steps,
         checks: raw.checks,
-        scheduler: raw.scheduler,
+        scheduler,
     };
     scn.validate().map_err(|e| ScenarioFileError {
         path: path.to_path_buf(),

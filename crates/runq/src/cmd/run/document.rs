@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use anyhow::Context;
+use runq_workload::scheduler::SchedulerDeath;
 use runq_workload::summary::percentile;
 use runq_workload::{RunOutcome, Scenario, Verdict, WorkerReport};
 use serde::{Deserialize, Serialize};
@@ -117,6 +118,9 @@ pub struct Repeat {
     pub failed_checks: Vec<String>,
     /// Per-group figures.
     pub groups: Vec<GroupFigures>,
+    /// How the scheduler under test died in that repeat, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler_death: Option<SchedulerDeath>,
 }
 
 /// The whole document. The last repeat's full outcome (summaries, checks,
@@ -193,6 +197,7 @@ pub fn repeat_of(n: usize, o: &RunOutcome) -> Repeat {
             .map(|c| format!("{}: {}", c.group, c.name))
             .collect(),
         groups: o.groups.iter().map(|g| group_figures(o, g)).collect(),
+        scheduler_death: o.scheduler_death.clone(),
     }
 }
 
@@ -210,7 +215,7 @@ pub fn build(scn: &Scenario, outcomes: Vec<RunOutcome>) -> RunDocument {
     RunDocument {
         schema_version: SCHEMA_VERSION,
         tool: TOOL,
-        host: HostFacts::read(scn.scheduler.clone()),
+        host: HostFacts::read(scn.scheduler.as_ref().map(|s| s.command.clone())),
         scenario_spec: scn.clone(),
         repeats,
         last,

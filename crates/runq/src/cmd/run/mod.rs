@@ -3,6 +3,7 @@
 mod catalog;
 pub mod document;
 mod render;
+mod scheduler_args;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -26,15 +27,18 @@ Examples:
   runq run                                   built-in default scenario
   runq run --work-type PipeIo --workers 4 --duration 5s
   runq run --work-type PipeIo --param burst_iters=0 --json
+  sudo runq run --scheduler 'scx_rusty' --scheduler-ready-sched-ext
   sudo runq run --work-type SpinWait --workers 8 --cgroup bench/spin
 
 Exit codes:
   0   every check passed (verdict PASS)
   1   a check failed (verdict FAIL; the report says which)
   2   usage error: a bad flag, parameter or scenario file
-  3   run error: the run could not go as planned (a fork, a cgroup
-      operation or the scheduler failed); the report, when printed, is
-      complete and the run's cgroups are removed
+  3   run error: the run could not go as planned (a fork or a cgroup
+      operation failed, or the --scheduler could not start or was not
+      ready in time); the report, when printed, is complete and the
+      run's cgroups are removed (a scheduler that dies during the run is
+      a FAIL, exit 1)
   77  missing privilege: the run asks for cgroups and runq is not root
   128+N  interrupted by signal N (SIGINT: 130); partial report")]
 pub struct RunArgs {
@@ -98,6 +102,9 @@ pub struct RunArgs {
     /// Write a JUnit XML report to FILE: one testcase per group and check.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,
+    /// The scheduler under test.
+    #[command(flatten)]
+    pub sched: scheduler_args::SchedulerArgs,
 }
 
 /// Builds the scenario the flags describe.
@@ -209,7 +216,8 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         print!("{}", catalog::render_explain(&work, args.json)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let (scn, mode) = scenario_from_args(&args)?;
+    let (mut scn, mode) = scenario_from_args(&args)?;
+    args.sched.apply(&mut scn)?;
     let collect_timeout = parse_duration(&args.collect_timeout)
         .map_err(|e| exit::usage(format!("--collect-timeout: {e}")))?;
     let fault = match std::env::var("RUNQ_FAULT") {
@@ -310,6 +318,7 @@ fn run_repeats(
             )))
             }
             Err(RunError::Scenario(e)) => return Err(exit::usage(e.to_string())),
+            Err(RunError::Interrupted(why)) => return Err(exit::interrupted(why)),
             Err(e) => return Err(exit::run_error(e.to_string())),
         };
         let stop = outcome.interrupted || outcome.run_error.is_some();

@@ -107,6 +107,13 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
         fmt_ns(o.spawn_ns),
         fmt_ns(o.collect_ns)
     );
+    if let Some(s) = &o.scheduler {
+        let _ = writeln!(
+            out,
+            "scheduler {:?}: pid {}, ready after {}ms; {}",
+            s.command, s.pid, s.ready_ms, s.stopped
+        );
+    }
     let header = format!(
         "{:<12} {:<14} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>6} {:>8}",
         "group",
@@ -171,11 +178,19 @@ fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
         let _ = writeln!(out, "{}", paint(&line, 31, color));
     }
     if let Some(d) = &o.scheduler_death {
-        let line = format!(
-            "scheduler {:?} died at {}ms: {}",
-            d.command, d.at_ms, d.status
-        );
+        let line = format!("the scheduler died at {}ms: {}", d.at_ms, d.status);
         let _ = writeln!(out, "{}", paint(&line, 31, color));
+        for l in &d.stderr {
+            let _ = writeln!(out, "  stderr: {l}");
+        }
+        if d.stderr_lines > d.stderr.len() as u64 {
+            let _ = writeln!(
+                out,
+                "  ({} of {} stderr lines shown: error lines first, then the last)",
+                d.stderr.len(),
+                d.stderr_lines
+            );
+        }
         for l in &d.kernel_log {
             let _ = writeln!(out, "  kernel: {l}");
         }

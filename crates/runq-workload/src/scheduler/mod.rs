@@ -1,0 +1,267 @@
+//! The scheduler under test that a run may start (`runq run --scheduler`,
+//! or `scheduler` in a scenario file): what to start and how to tell it is
+//! ready ([`SchedulerSpec`]), the running process ([`SchedulerProc`]), and
+//! how it died when it did ([`SchedulerDeath`]).
+//!
+//! The command is split into words like a POSIX shell would (quotes and
+//! backslashes, no expansion) and executed directly, so the pid runq
+//! watches and signals is the scheduler's own; write `sh -c '...'` for
+//! shell syntax.
+
+mod output;
+mod process;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use output::{LineLog, EXCERPT_LINES};
+pub use process::{SchedulerProc, StartError};
+
+/// How long a scheduler may take to become ready unless told otherwise.
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a scheduler must stay up to count as ready when no readiness
+/// signal is named.
+pub const DEFAULT_READY_AFTER: Duration = Duration::from_millis(100);
+
+/// The file whose `enabled` marks a loaded sched_ext scheduler.
+pub const SCHED_EXT_STATE: &str = "/sys/kernel/sched_ext/state";
+
+/// When a started scheduler counts as ready for the workers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Readiness {
+    /// Once it has stayed up this long.
+    After(Duration),
+    /// Once a line of its stdout or stderr matches this regular
+    /// expression (Rust schedulers log to stderr).
+    Pattern(String),
+    /// Once `/sys/kernel/sched_ext/state` reads `enabled`.
+    SchedExt,
+}
+
+/// A scheduler command to start before the workers and watch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedulerSpec {
+    /// The command as written.
+    pub command: String,
+    /// When it counts as ready.
+    pub ready: Readiness,
+    /// How long to wait for readiness before the run errors out.
+    pub ready_timeout: Duration,
+}
+
+impl SchedulerSpec {
+    /// `command`, ready after [`DEFAULT_READY_AFTER`], with the default
+    /// timeout.
+    pub fn new(command: &str) -> Self {
+        SchedulerSpec {
+            command: command.to_string(),
+            ready: Readiness::After(DEFAULT_READY_AFTER),
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+        }
+    }
+
+    /// The command's words (program first); errors name what is wrong.
+    pub fn argv(&self) -> Result<Vec<String>, String> {
+        let words = shlex::split(&self.command).ok_or_else(|| {
+            format!(
+                "scheduler command {:?}: unbalanced quotes or a trailing backslash",
+                self.command
+            )
+        })?;
+        if words.is_empty() {
+            return Err("the scheduler command is empty (e.g. --scheduler 'scx_rusty')".into());
+        }
+        Ok(words)
+    }
+
+    /// Checks the command splits, its program exists and is executable,
+    /// the pattern compiles and the timeout is not zero.
+    pub fn validate(&self) -> Result<(), String> {
+        let argv = self.argv()?;
+        resolve_program(&argv[0])
+            .map_err(|why| format!("scheduler command {:?}: {why}", self.command))?;
+        if let Readiness::Pattern(p) = &self.ready {
+            regex::Regex::new(p)
+                .map_err(|e| format!("scheduler ready pattern {p:?}: {}", one_line(&e)))?;
+        }
+        if self.ready == Readiness::SchedExt && !Path::new(SCHED_EXT_STATE).exists() {
+            return Err(format!(
+                "readiness by sched_ext state: this kernel has no sched_ext ({SCHED_EXT_STATE} \
+                 is missing); wait for an output pattern or a delay instead"
+            ));
+        }
+        if self.ready_timeout.is_zero() {
+            return Err("the scheduler ready timeout must be greater than zero".into());
+        }
+        Ok(())
+    }
+}
+
+/// The regex crate's multi-line messages on one line.
+fn one_line(e: &regex::Error) -> String {
+    let text = e.to_string();
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .map_or_else(|| text.replace('\n', " "), str::to_string)
+}
+
+/// The executable `program` names: a path as given, or a name looked up
+/// in `$PATH` as a shell would.
+pub fn resolve_program(program: &str) -> Result<PathBuf, String> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return if is_executable(&p) {
+            Ok(p)
+        } else {
+            Err(format!("{program} does not exist or is not executable"))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
+        .ok_or_else(|| format!("{program} not found in PATH (give its path, or install it)"))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The scheduler under test in one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SchedulerRun {
+    /// The command that was started.
+    pub command: String,
+    /// Its pid (the watchdog's target).
+    pub pid: i32,
+    /// From its start until it was ready, ms.
+    pub ready_ms: u64,
+    /// How it ended: stopped after the run (`exited with status 0 after
+    /// runq sent SIGINT`), or died during it.
+    pub stopped: String,
+}
+
+/// How the watched scheduler died during the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SchedulerDeath {
+    /// The command that was started.
+    pub command: String,
+    /// When it died, ms from the start of the run.
+    pub at_ms: u64,
+    /// Exit status or signal, as text (`exited with status 1`,
+    /// `killed by signal 12 (SIGUSR2)`).
+    pub status: String,
+    /// Its exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that killed it, when one did.
+    pub signal: Option<i32>,
+    /// At most [`EXCERPT_LINES`] lines of its stderr: lines mentioning
+    /// "error" first, then its last lines.
+    pub stderr: Vec<String>,
+    /// Lines it wrote to stderr in all.
+    pub stderr_lines: u64,
+    /// Kernel log lines about sched_ext logged during the run.
+    pub kernel_log: Vec<String>,
+}
+
+impl SchedulerDeath {
+    /// One line: command, status and time.
+    pub fn summary(&self) -> String {
+        format!("{:?} {} at {} ms", self.command, self.status, self.at_ms)
+    }
+}
+
+/// A wait status in words: `exited with status N` or
+/// `killed by signal N (SIGNAME)`.
+pub fn describe_status(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (_, Some(s)) => match signal_name(s) {
+            Some(name) => format!("killed by signal {s} ({name})"),
+            None => format!("killed by signal {s}"),
+        },
+        _ => "ended (status unknown)".into(),
+    }
+}
+
+pub(crate) fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_split_like_a_shell() {
+        let s = SchedulerSpec::new("sh -c 'sleep 0.1; echo \"ready\"' x\\ y");
+        assert_eq!(
+            s.argv().unwrap(),
+            ["sh", "-c", "sleep 0.1; echo \"ready\"", "x y"]
+        );
+        assert!(SchedulerSpec::new("  ")
+            .argv()
+            .unwrap_err()
+            .contains("empty"));
+        assert!(SchedulerSpec::new("sh -c 'x")
+            .argv()
+            .unwrap_err()
+            .contains("unbalanced"));
+    }
+
+    #[test]
+    fn validation_names_the_problem() {
+        assert!(SchedulerSpec::new("sleep 1").validate().is_ok());
+        let e = SchedulerSpec::new("runq-no-such-scheduler --x")
+            .validate()
+            .unwrap_err();
+        assert!(
+            e.contains("runq-no-such-scheduler not found in PATH"),
+            "{e}"
+        );
+        let e = SchedulerSpec::new("/nonexistent/scx")
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("does not exist"), "{e}");
+        let mut s = SchedulerSpec::new("sleep 1");
+        s.ready = Readiness::Pattern("(".into());
+        let e = s.validate().unwrap_err();
+        assert_eq!(e, "scheduler ready pattern \"(\": unclosed group");
+        s.ready = Readiness::SchedExt;
+        if !Path::new(SCHED_EXT_STATE).exists() {
+            assert!(s.validate().unwrap_err().contains("no sched_ext"));
+        }
+        s.ready = Readiness::Pattern("ready".into());
+        s.ready_timeout = Duration::ZERO;
+        assert!(s.validate().unwrap_err().contains("timeout"));
+    }
+
+    #[test]
+    fn statuses_read_well() {
+        assert_eq!(describe_status(Some(1), None), "exited with status 1");
+        assert_eq!(
+            describe_status(None, Some(libc::SIGUSR2)),
+            "killed by signal 12 (SIGUSR2)"
+        );
+        assert_eq!(describe_status(None, Some(40)), "killed by signal 40");
+    }
+}

@@ -1,0 +1,451 @@
+//! The running scheduler: started in its own process group (so a Ctrl-C
+//! meant for runq does not reach it, and runq can signal everything it
+//! started at once), with `PR_SET_PDEATHSIG` so it dies with runq, waited
+//! on until ready, watched during the run, and stopped after it: SIGINT to
+//! the group, SIGTERM after 2 s, SIGKILL after 1 s more. Dropping a
+//! [`SchedulerProc`] kills and reaps the group at once.
+
+use std::io;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use runq_kernel::kmsg::KmsgCursor;
+
+use super::output::{watch, Watched};
+use super::{
+    describe_status, Readiness, SchedulerDeath, SchedulerRun, SchedulerSpec, SCHED_EXT_STATE,
+};
+
+/// How long a scheduler gets to exit after SIGINT, then after SIGTERM.
+const STOP_GRACE: [(libc::c_int, Duration); 2] = [
+    (libc::SIGINT, Duration::from_secs(2)),
+    (libc::SIGTERM, Duration::from_secs(1)),
+];
+const POLL: Duration = Duration::from_millis(10);
+
+/// Why a scheduler could not be started or never became ready.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    /// The spec is unusable (empty command, unknown program, bad pattern).
+    #[error("{0}")]
+    Invalid(String),
+    /// It could not be started, exited early, or was not ready in time.
+    #[error("{0}")]
+    Failed(String),
+    /// SIGINT/SIGTERM arrived while waiting for it.
+    #[error("{0}")]
+    Interrupted(String),
+}
+
+/// A started scheduler process (the leader of its own process group).
+#[derive(Debug)]
+pub struct SchedulerProc {
+    child: Option<Child>,
+    command: String,
+    stdout: Watched,
+    stderr: Watched,
+    kmsg: Option<KmsgCursor>,
+    /// sched_ext's `enable_seq` before the scheduler started.
+    enable_seq: u64,
+    /// Start to ready, ms.
+    ready_ms: u64,
+    /// The pid, kept after the process is reaped.
+    pid: i32,
+}
+
+/// Runs in the forked child before exec.
+fn child_setup(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: prctl, getppid and signal are async-signal-safe.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        if libc::getppid() != parent {
+            return Err(io::Error::other("runq exited before the scheduler started"));
+        }
+        // Dispositions runq's own parent may have set to ignore.
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGUSR2] {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
+    Ok(())
+}
+
+impl SchedulerProc {
+    /// Starts the scheduler and waits until it is ready. Any failure kills
+    /// and reaps what was started before returning.
+    pub fn start(spec: &SchedulerSpec, interrupt: &AtomicBool) -> Result<Self, StartError> {
+        spec.validate().map_err(StartError::Invalid)?;
+        let mut proc = Self::spawn(spec)?;
+        proc.wait_ready(spec, interrupt)?;
+        Ok(proc)
+    }
+
+    fn spawn(spec: &SchedulerSpec) -> Result<Self, StartError> {
+        let argv = spec.argv().map_err(StartError::Invalid)?;
+        let pattern = match &spec.ready {
+            Readiness::Pattern(p) => {
+                Some(regex::Regex::new(p).map_err(|e| StartError::Invalid(e.to_string()))?)
+            }
+            _ => None,
+        };
+        let kmsg = KmsgCursor::open_at_end().ok();
+        let enable_seq = sched_ext().map_or(0, |s| s.enable_seq);
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: child_setup only makes async-signal-safe calls.
+        unsafe { cmd.pre_exec(move || child_setup(parent)) };
+        let failed = |e: io::Error| {
+            StartError::Failed(format!("cannot start scheduler {:?}: {e}", spec.command))
+        };
+        let mut child = cmd.spawn().map_err(failed)?;
+        let pid = child.id() as i32;
+        let (out, err) = (child.stdout.take(), child.stderr.take());
+        let mut proc = SchedulerProc {
+            child: Some(child),
+            command: spec.command.clone(),
+            stdout: Watched::default(),
+            stderr: Watched::default(),
+            kmsg,
+            enable_seq,
+            ready_ms: 0,
+            pid,
+        };
+        let matched = proc.stdout.matched.clone();
+        if let Some(out) = out {
+            let p = pattern.clone();
+            proc.stdout = watch(out, "runq-sched-out", p, matched.clone()).map_err(failed)?;
+        }
+        if let Some(err) = err {
+            proc.stderr = watch(err, "runq-sched-err", pattern, matched).map_err(failed)?;
+        }
+        Ok(proc)
+    }
+
+    /// Polls until `spec.ready` holds, the scheduler exits, runq is
+    /// interrupted, or the ready timeout passes.
+    fn wait_ready(
+        &mut self,
+        spec: &SchedulerSpec,
+        interrupt: &AtomicBool,
+    ) -> Result<(), StartError> {
+        let t0 = Instant::now();
+        let timeout = match spec.ready {
+            Readiness::After(d) => spec.ready_timeout.max(d),
+            _ => spec.ready_timeout,
+        };
+        loop {
+            if let Some(status) = self.reap_if_exited() {
+                return Err(StartError::Failed(format!(
+                    "scheduler {:?} {} before it was ready{}",
+                    self.command,
+                    describe(status),
+                    self.stderr_quote()
+                )));
+            }
+            if self.is_ready(&spec.ready, t0.elapsed()) {
+                self.ready_ms = t0.elapsed().as_millis() as u64;
+                return Ok(());
+            }
+            if interrupt.load(Ordering::Relaxed) {
+                return Err(StartError::Interrupted(format!(
+                    "interrupted while waiting for scheduler {:?} to be ready",
+                    self.command
+                )));
+            }
+            if t0.elapsed() >= timeout {
+                return Err(StartError::Failed(self.timeout_message(spec)));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn is_ready(&self, ready: &Readiness, elapsed: Duration) -> bool {
+        match ready {
+            Readiness::After(d) => elapsed >= *d,
+            Readiness::Pattern(_) => self.stdout.matched.load(Ordering::Relaxed),
+            Readiness::SchedExt => {
+                sched_ext().is_some_and(|s| s.state == "enabled" && s.enable_seq > self.enable_seq)
+            }
+        }
+    }
+
+    fn timeout_message(&self, spec: &SchedulerSpec) -> String {
+        let why = match &spec.ready {
+            Readiness::Pattern(p) => {
+                let (out, err) = (self.stdout.snapshot(), self.stderr.snapshot());
+                let last = out
+                    .last()
+                    .map(|l| format!(", last {l:?}"))
+                    .unwrap_or_default();
+                format!(
+                    "no line of its stdout ({} lines{last}) or stderr ({} lines) matched /{p}/",
+                    out.total(),
+                    err.total()
+                )
+            }
+            Readiness::SchedExt => {
+                format!("{SCHED_EXT_STATE} never read \"enabled\" for a new scheduler")
+            }
+            Readiness::After(_) => "it did not stay up".into(),
+        };
+        format!(
+            "scheduler {:?} was not ready after {:?}: {why}{}; fix the readiness \
+             signal or raise the ready timeout (--scheduler-ready-timeout)",
+            self.command,
+            spec.ready_timeout,
+            self.stderr_quote()
+        )
+    }
+
+    /// `; stderr: a | b` from the stderr excerpt, or nothing.
+    fn stderr_quote(&self) -> String {
+        self.stderr.wait_done(Duration::from_millis(200));
+        let lines = self.stderr.snapshot().excerpt();
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!("; stderr: {}", lines.join(" | "))
+    }
+
+    /// The scheduler's pid (the watchdog's target).
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// True once the scheduler process has exited (it is not reaped yet).
+    fn has_exited(&self) -> bool {
+        let Some(child) = &self.child else {
+            return true;
+        };
+        // SAFETY: an all-zero siginfo_t is valid; waitid writes into it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        // SAFETY: waitid on our own child with a valid out pointer.
+        let rc = unsafe { libc::waitid(libc::P_PID, child.id(), &mut info, flags) };
+        // SAFETY: si_pid is valid for a SIGCHLD siginfo (zero when none).
+        rc != 0 || unsafe { info.si_pid() } != 0
+    }
+
+    /// When the scheduler has exited: kills what is left of its process
+    /// group, reaps it, and returns its status.
+    fn reap_if_exited(&mut self) -> Option<ExitStatus> {
+        if self.child.is_none() || !self.has_exited() {
+            return None;
+        }
+        self.reap()
+    }
+
+    /// SIGKILLs the whole group (the leader's pid stays reserved until it
+    /// is reaped), then reaps the leader.
+    fn reap(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        // SAFETY: signalling the process group we created.
+        unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+        child.wait().ok()
+    }
+
+    /// `Some` once the scheduler has died (reported once): how, and what
+    /// it said on stderr.
+    pub fn check_death(&mut self, run_start: Instant) -> Option<SchedulerDeath> {
+        let status = self.reap_if_exited()?;
+        self.stderr.wait_done(Duration::from_millis(300));
+        let err = self.stderr.snapshot();
+        let kernel_log = self
+            .kmsg
+            .as_mut()
+            .map(|k| {
+                k.read_new()
+                    .into_iter()
+                    .filter(|l| l.contains("sched_ext") || l.contains("scx"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(SchedulerDeath {
+            command: self.command.clone(),
+            at_ms: run_start.elapsed().as_millis() as u64,
+            status: describe(status),
+            exit_code: status.code(),
+            signal: status.signal(),
+            stderr: err.excerpt(),
+            stderr_lines: err.total(),
+            kernel_log,
+        })
+    }
+
+    /// Stops a still-running scheduler: SIGINT to its group, SIGTERM after
+    /// 2 s, SIGKILL after 1 s more; reaps it and says how it ended, e.g.
+    /// `exited with status 0 after runq sent SIGINT`.
+    pub fn shutdown(mut self) -> String {
+        let Some(pgid) = self.child.as_ref().map(|c| c.id() as i32) else {
+            return "had already exited".into();
+        };
+        let mut sent = Vec::new();
+        for (sig, grace) in STOP_GRACE {
+            if self.has_exited() {
+                break;
+            }
+            // SAFETY: signalling the process group we created.
+            unsafe { libc::killpg(pgid, sig) };
+            sent.push(super::signal_name(sig).unwrap_or("?"));
+            let end = Instant::now() + grace;
+            while !self.has_exited() && Instant::now() < end {
+                std::thread::sleep(POLL);
+            }
+        }
+        if !self.has_exited() {
+            sent.push("SIGKILL");
+        }
+        let how = self.reap().map_or_else(|| "ended".into(), describe);
+        match sent.is_empty() {
+            true => how,
+            false => format!("{how} after runq sent {}", sent.join(", ")),
+        }
+    }
+
+    /// The process, the command and how long it took to become ready.
+    pub fn run_info(&self) -> SchedulerRun {
+        SchedulerRun {
+            command: self.command.clone(),
+            pid: self.pid(),
+            ready_ms: self.ready_ms,
+            stopped: String::new(),
+        }
+    }
+}
+
+impl Drop for SchedulerProc {
+    fn drop(&mut self) {
+        self.reap();
+    }
+}
+
+fn describe(status: ExitStatus) -> String {
+    describe_status(status.code(), status.signal())
+}
+
+/// The kernel's sched_ext state, when it has sched_ext.
+fn sched_ext() -> Option<runq_kernel::sched_ext::SchedExtSysfs> {
+    runq_kernel::sched_ext::read_sched_ext(std::path::Path::new("/sys"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(cmd: &str, ready: Readiness) -> SchedulerSpec {
+        SchedulerSpec {
+            ready,
+            ready_timeout: Duration::from_secs(5),
+            ..SchedulerSpec::new(cmd)
+        }
+    }
+
+    /// True when `pid` is gone or a zombie (within 1 s: SIGKILL is
+    /// delivered asynchronously).
+    fn gone(pid: i32) -> bool {
+        let end = Instant::now() + Duration::from_secs(1);
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat
+                .rsplit_once(") ")
+                .map(|(_, rest)| rest.starts_with('Z'));
+            if state != Some(false) {
+                return true;
+            }
+            if Instant::now() > end {
+                return false;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    #[test]
+    fn death_is_seen_and_reported() {
+        let no = AtomicBool::new(false);
+        let mut s = SchedulerProc::start(&spec("sleep 30", Readiness::After(POLL)), &no).unwrap();
+        let t0 = Instant::now();
+        assert!(s.check_death(t0).is_none());
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(s.pid(), libc::SIGUSR2) };
+        let death = loop {
+            if let Some(d) = s.check_death(t0) {
+                break d;
+            }
+            std::thread::sleep(POLL);
+        };
+        assert_eq!(death.status, "killed by signal 12 (SIGUSR2)");
+        assert_eq!(death.signal, Some(libc::SIGUSR2));
+        assert_eq!(death.command, "sleep 30");
+        assert!(s.check_death(t0).is_none(), "reported once");
+    }
+
+    #[test]
+    fn a_pattern_on_stdout_makes_it_ready_and_sigint_stops_it() {
+        let no = AtomicBool::new(false);
+        let cmd = "sh -c 'echo starting; sleep 0.1; echo READY now; exec sleep 30'";
+        let s = SchedulerProc::start(&spec(cmd, Readiness::Pattern("^READY".into())), &no).unwrap();
+        assert!(s.stdout.snapshot().total() >= 2);
+        let pid = s.pid();
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+        assert!(s.run_info().ready_ms >= 100);
+        assert_eq!(
+            s.shutdown(),
+            "killed by signal 2 (SIGINT) after runq sent SIGINT"
+        );
+        assert!(gone(pid));
+    }
+
+    #[test]
+    fn its_children_go_with_it_and_an_ignored_sigint_gets_sigterm() {
+        let no = AtomicBool::new(false);
+        // A background child (which ignores SIGINT, as a non-interactive
+        // shell's background jobs do) and a leader that ignores SIGINT.
+        let cmd = "sh -c 'trap \"\" INT; sleep 1000 & echo $!; echo ready; wait'";
+        let s = SchedulerProc::start(&spec(cmd, Readiness::Pattern("^ready".into())), &no).unwrap();
+        let out = s.stdout.snapshot();
+        let child: i32 = out.excerpt()[0].parse().unwrap();
+        let (pid, t0) = (s.pid(), Instant::now());
+        assert!(std::path::Path::new(&format!("/proc/{child}")).exists());
+        let how = s.shutdown();
+        assert!(how.ends_with("after runq sent SIGINT, SIGTERM"), "{how}");
+        assert!(t0.elapsed() >= Duration::from_secs(2));
+        assert!(gone(pid) && gone(child), "{pid} or {child} survived");
+    }
+
+    #[test]
+    fn a_pattern_may_match_stderr_where_rust_schedulers_log() {
+        let no = AtomicBool::new(false);
+        let cmd = "sh -c 'echo \"INFO scx_x: scheduler started\" >&2; exec sleep 30'";
+        let s = SchedulerProc::start(&spec(cmd, Readiness::Pattern("started$".into())), &no);
+        assert!(s.is_ok(), "{:?}", s.err());
+    }
+
+    #[test]
+    fn an_early_exit_quotes_stderr() {
+        let no = AtomicBool::new(false);
+        let cmd = "sh -c 'echo loading >&2; echo \"Error: no BPF\" >&2; exit 4'";
+        let err =
+            SchedulerProc::start(&spec(cmd, Readiness::Pattern("x".into())), &no).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("exited with status 4 before it was ready"),
+            "{text}"
+        );
+        assert!(text.contains("stderr: Error: no BPF | loading"), "{text}");
+    }
+
+    #[test]
+    fn an_interrupt_ends_the_wait() {
+        let yes = AtomicBool::new(true);
+        let err = SchedulerProc::start(&spec("sleep 30", Readiness::Pattern("x".into())), &yes)
+            .unwrap_err();
+        assert!(matches!(err, StartError::Interrupted(_)), "{err}");
+    }
+}
