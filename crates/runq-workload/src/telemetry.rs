@@ -39,6 +39,9 @@ pub struct Telemetry {
     max_gap_at_ns: u64,
     wakes: Reservoir,
     costs: Reservoir,
+    /// The clock reading that ended the iteration's last wake (0: none);
+    /// the iteration's end reuses it instead of reading the clock again.
+    wake_end_ns: u64,
 }
 
 impl Telemetry {
@@ -66,6 +69,7 @@ impl Telemetry {
             max_gap_at_ns: 0,
             wakes: Reservoir::new(MAX_WAKE_SAMPLES, seed),
             costs: Reservoir::new(MAX_WAKE_SAMPLES, seed.rotate_left(17)),
+            wake_end_ns: 0,
         }
     }
 
@@ -73,6 +77,17 @@ impl Telemetry {
     #[inline]
     pub fn record_wake(&mut self, latency_ns: u64) {
         self.wakes.record(latency_ns);
+    }
+
+    /// Records a wake that counts from `t0` to now, reading the clock
+    /// once. That reading also ends the iteration (see
+    /// [`Self::end_iteration`]), so a ping-pong pays two clock reads per
+    /// round trip, not three; each cost sample is still one whole loop.
+    #[inline]
+    pub fn record_wake_since(&mut self, t0: u64) {
+        let now = monotonic_ns();
+        self.wakes.record(now.saturating_sub(t0));
+        self.wake_end_ns = now;
     }
 
     /// Work units so far.
@@ -89,13 +104,17 @@ impl Telemetry {
     }
 
     /// Closes one outer iteration that did `units` work units: samples its
-    /// cost and runs the checkpoint when the unit count is a multiple of
+    /// cost (up to now, or up to the end of the iteration's last wake when
+    /// it was recorded with [`Self::record_wake_since`]) and runs the checkpoint when the unit count is a multiple of
     /// [`CHECK_PERIOD_UNITS`]. Iterations that did no work skip the check.
     /// Returns the iteration's unplanned time in ns: its wall-clock cost
     /// minus what it declared with [`Self::plan`].
     #[inline]
     pub fn end_iteration(&mut self, units: u64) -> u64 {
-        let now = monotonic_ns();
+        let now = match std::mem::take(&mut self.wake_end_ns) {
+            0 => monotonic_ns(),
+            wake_end => wake_end,
+        };
         let cost = now.saturating_sub(self.last_iteration_end_ns);
         self.costs.record(cost);
         self.last_iteration_end_ns = now;
@@ -198,6 +217,29 @@ mod tests {
         }
         assert_eq!(checks, 10);
         assert_eq!(t.iterations, 160);
+    }
+
+    #[test]
+    fn an_iteration_ends_at_its_last_wake_when_one_was_recorded() {
+        let mut t = Telemetry::start();
+        let t0 = monotonic_ns();
+        t.record_wake_since(t0);
+        let wake_end = t.wake_end_ns;
+        assert!(wake_end >= t0);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        t.end_iteration(1);
+        assert_eq!(
+            t.last_iteration_end_ns, wake_end,
+            "the wake's reading is reused"
+        );
+        assert_eq!(t.wake_end_ns, 0, "and used once");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        t.end_iteration(1);
+        assert!(
+            t.last_iteration_end_ns >= wake_end + 4_000_000,
+            "then the clock again"
+        );
+        assert_eq!(t.wakes.total(), 1);
     }
 
     #[test]

@@ -218,7 +218,7 @@ impl WorkerBody for Receiver {
             Latency::AcrossWait => {}
             Latency::SinceStamp => {
                 let stamp = self.shared.stamp().load(Ordering::Acquire);
-                tel.record_wake(monotonic_ns().saturating_sub(stamp));
+                tel.record_wake_since(stamp);
             }
         }
         units += match (self.spec.receiver, self.matrices.as_mut()) {

@@ -44,7 +44,7 @@ impl WorkerBody for Body {
                 break;
             }
         }
-        tel.record_wake(monotonic_ns().saturating_sub(t0));
+        tel.record_wake_since(t0);
         1
     }
 }

@@ -59,7 +59,7 @@ impl WorkerBody for Body {
             crate::shared::futex_wait(word, turn, 100_000_000);
         }
         if let Some(t0) = slept_since {
-            tel.record_wake(monotonic_ns().saturating_sub(t0));
+            tel.record_wake_since(t0);
         }
         let units = spin_burst(self.spin);
         word.store(1 - self.side, Ordering::Release);

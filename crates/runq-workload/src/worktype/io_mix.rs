@@ -93,7 +93,7 @@ impl WorkerBody for RandRead {
             if self.file.read_exact_at(&mut self.buf, offset).is_err() {
                 break;
             }
-            tel.record_wake(monotonic_ns().saturating_sub(t0));
+            tel.record_wake_since(t0);
             units += 1;
         }
         units
@@ -173,7 +173,7 @@ impl WorkerBody for Convoy {
         }
         let t0 = monotonic_ns();
         if self.file.sync_data().is_ok() {
-            tel.record_wake(monotonic_ns().saturating_sub(t0));
+            tel.record_wake_since(t0);
         }
         units
     }

@@ -86,7 +86,7 @@ impl WorkerBody for Body {
         }
         let t0 = monotonic_ns();
         if self.file.sync_data().is_ok() {
-            tel.record_wake(monotonic_ns().saturating_sub(t0));
+            tel.record_wake_since(t0);
         }
         if !self.sleep.is_zero() {
             tel.plan(u64::try_from(self.sleep.as_nanos()).unwrap_or(u64::MAX));

@@ -102,7 +102,7 @@ impl Body {
         let t0 = monotonic_ns();
         match read_byte(&self.rx) {
             Ok(ReadByte::Byte) => {
-                tel.record_wake(monotonic_ns().saturating_sub(t0));
+                tel.record_wake_since(t0);
                 true
             }
             Ok(ReadByte::Eof) => {

@@ -84,7 +84,7 @@ impl WorkerBody for Link {
         }
         let stamp = self.region.atomic_u64(self.me + 8).load(Ordering::Acquire);
         if stamp != 0 {
-            tel.record_wake(monotonic_ns().saturating_sub(stamp));
+            tel.record_wake_since(stamp);
         }
         let units = spin_burst(self.spin);
         self.region
