@@ -13,16 +13,12 @@ pub struct StatTimes {
     pub ticks: u64,
 }
 
-/// Parses /proc/PID/stat text. The command name may hold spaces and
-/// parentheses, so fields are counted from the last `)`.
+/// The stat times of /proc/PID/stat text (runq-kernel's parser).
 pub fn parse_stat(text: &str) -> Option<StatTimes> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After ")": state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
-    let num = |i: usize| f.get(i)?.parse::<u64>().ok();
+    let st = runq_kernel::proc::stat::parse_stat(text.as_bytes())?;
     Some(StatTimes {
-        ppid: f.get(1)?.parse().ok()?,
-        ticks: num(11)? + num(12)? + num(13)? + num(14)?,
+        ppid: i32::try_from(st.ppid).ok()?,
+        ticks: st.utime + st.stime + st.cutime + st.cstime,
     })
 }
 
@@ -60,12 +56,18 @@ pub fn tree_cpu_seconds(proc_root: &Path, root: i32) -> f64 {
 mod tests {
     use super::*;
 
+    /// The fields after start_time (23..52) of a real stat line.
+    const TAIL: &str =
+        " 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0";
+
     #[test]
     fn parses_names_with_spaces_and_parens() {
-        let text =
-            "42 (my (odd) prog) S 7 42 42 0 -1 4194560 10 0 0 0 150 25 3 2 20 0 1 0 100 0 0\n";
+        let text = format!(
+            "42 (my (odd) prog) S 7 42 42 0 -1 4194560 10 0 0 0 150 25 3 2 20 0 1 0 100{}\n",
+            TAIL
+        );
         assert_eq!(
-            parse_stat(text),
+            parse_stat(&text),
             Some(StatTimes {
                 ppid: 7,
                 ticks: 180
@@ -82,7 +84,7 @@ mod tests {
             let d = dir.path().join(pid.to_string());
             std::fs::create_dir_all(&d).unwrap();
             let line =
-                format!("{pid} (p) S {ppid} 0 0 0 0 0 0 0 0 0 {utime} 0 0 0 20 0 1 0 1 0 0\n");
+                format!("{pid} (p) S {ppid} 0 0 0 0 0 0 0 0 0 {utime} 0 0 0 20 0 1 0 1{TAIL}\n");
             std::fs::write(d.join("stat"), line).unwrap();
         };
         write(10, 1, 100);

@@ -1,18 +1,44 @@
-//! Clocks shared by the tools: CLOCK_MONOTONIC, the clock the kernel's
-//! BPF timestamps (`bpf_ktime_get_ns`) and scheduler events use.
+//! Clocks and CPU queries shared by the tools: CLOCK_MONOTONIC (the
+//! clock the kernel's BPF timestamps, `bpf_ktime_get_ns`, and scheduler
+//! events use), the thread CPU clock, the current CPU and thread id. All
+//! are cheap enough for a work loop's hot path.
 
 /// CLOCK_MONOTONIC in ns (vDSO, no syscall).
 #[inline]
 pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time of the calling thread in ns.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+#[inline]
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// The CPU the calling thread is running on (rseq/vDSO backed in glibc).
+#[inline]
+pub fn current_cpu() -> usize {
+    // SAFETY: no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).unwrap_or(0)
+}
+
+/// The caller's thread id.
+pub fn gettid() -> i32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::gettid() }
 }
 
 #[cfg(test)]

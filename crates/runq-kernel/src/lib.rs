@@ -16,6 +16,8 @@ pub mod proc;
 pub mod psi;
 pub mod sched_ext;
 pub mod schedstat;
+pub mod signal;
 pub mod taskstats;
 pub mod tracefs;
+pub mod util;
 pub mod vmstat;

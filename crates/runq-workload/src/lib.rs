@@ -6,13 +6,10 @@
 //! drives a whole [`Scenario`].
 
 pub mod checks;
-pub mod clock;
-pub mod duration;
 pub mod fair_model;
 pub mod fairness;
 pub mod fault;
 pub mod fd;
-pub mod interrupt;
 pub mod placement;
 pub mod report;
 pub mod reservoir;

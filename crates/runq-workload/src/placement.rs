@@ -128,7 +128,11 @@ impl WorkerSetup {
         if let Some(n) = self.nice {
             // SAFETY: setpriority on the calling thread.
             let rc = unsafe {
-                libc::setpriority(libc::PRIO_PROCESS, crate::clock::gettid() as libc::id_t, n)
+                libc::setpriority(
+                    libc::PRIO_PROCESS,
+                    runq_kernel::clock::gettid() as libc::id_t,
+                    n,
+                )
             };
             if rc != 0 {
                 errors.push(format!("nice {n}: {}", std::io::Error::last_os_error()));

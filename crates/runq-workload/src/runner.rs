@@ -158,7 +158,7 @@ fn setup_cgroups(
     let run_id = format!(
         "{}-{}",
         std::process::id(),
-        crate::clock::monotonic_ns() / 1_000_000
+        runq_kernel::clock::monotonic_ns() / 1_000_000
     );
     let mut run = match RunCgroups::create(layout, &run_id) {
         Ok(run) => run,

@@ -5,6 +5,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use runq_kernel::signal::install_handler;
+
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_sigusr1(_: libc::c_int) {
@@ -31,20 +33,4 @@ pub fn reset_stop() {
 /// Installs the SIGUSR1 handler. Called in the child right after fork.
 pub fn install_stop_handler() -> std::io::Result<()> {
     install_handler(libc::SIGUSR1, on_sigusr1 as *const () as usize)
-}
-
-/// Installs `handler` (a function address or `SIG_IGN`/`SIG_DFL`) for
-/// `signal`, without `SA_RESTART`.
-pub fn install_handler(signal: libc::c_int, handler: usize) -> std::io::Result<()> {
-    // SAFETY: a zeroed sigaction is valid; the handler only touches an atomic.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = handler;
-        libc::sigemptyset(&mut action.sa_mask);
-        action.sa_flags = 0;
-        if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
 }

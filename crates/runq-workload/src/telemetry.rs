@@ -9,9 +9,9 @@ use std::path::Path;
 use runq_kernel::schedstat::{read_own_schedstat, Schedstat};
 use runq_kernel::{numa_maps, vmstat};
 
-use crate::clock::{current_cpu, monotonic_ns, thread_cpu_ns};
 use crate::report::{Migration, WorkerReport, MAX_WAKE_SAMPLES};
 use crate::reservoir::Reservoir;
+use runq_kernel::clock::{current_cpu, monotonic_ns, thread_cpu_ns};
 
 /// Work units between migration/gap checkpoints.
 pub const CHECK_PERIOD_UNITS: u64 = 1024;
@@ -49,7 +49,7 @@ impl Telemetry {
     pub fn start() -> Self {
         let start_ns = monotonic_ns();
         let cpu = current_cpu();
-        let seed = start_ns ^ (u64::from(crate::clock::gettid().unsigned_abs()) << 32);
+        let seed = start_ns ^ (u64::from(runq_kernel::clock::gettid().unsigned_abs()) << 32);
         Telemetry {
             start_ns,
             start_cpu_time_ns: thread_cpu_ns(),
@@ -165,7 +165,7 @@ impl Telemetry {
         let (resume_latencies_ns, wake_sample_total) = self.wakes.into_parts();
         let (iteration_costs_ns, iteration_cost_sample_total) = self.costs.into_parts();
         WorkerReport {
-            tid: crate::clock::gettid(),
+            tid: runq_kernel::clock::gettid(),
             work_units: self.work_units,
             cpu_time_ns,
             wall_time_ns,

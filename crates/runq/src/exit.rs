@@ -52,7 +52,7 @@ pub fn run_error(message: impl Into<String>) -> anyhow::Error {
 
 /// An interruption (SIGINT/SIGTERM) before a run started: exit 128+N.
 pub fn interrupted(message: impl Into<String>) -> anyhow::Error {
-    let sig = runq_workload::interrupt::received_signal().unwrap_or(libc::SIGINT);
+    let sig = runq_kernel::signal::received_signal().unwrap_or(libc::SIGINT);
     Fail {
         code: u8::try_from(128 + sig).unwrap_or(1),
         message: message.into(),

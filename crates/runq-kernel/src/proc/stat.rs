@@ -10,6 +10,8 @@ pub struct TaskStat {
     pub comm: String,
     /// State letter (field 3).
     pub state: char,
+    /// Parent pid (field 4).
+    pub ppid: i64,
     /// Minor faults (field 10).
     pub minflt: u64,
     /// Major faults (field 12).
@@ -18,6 +20,10 @@ pub struct TaskStat {
     pub utime: u64,
     /// System time in USER_HZ ticks (field 15).
     pub stime: u64,
+    /// Reaped children's user time in USER_HZ ticks (field 16).
+    pub cutime: u64,
+    /// Reaped children's system time in USER_HZ ticks (field 17).
+    pub cstime: u64,
     /// Kernel priority (field 18).
     pub priority: i64,
     /// Nice value (field 19).
@@ -61,10 +67,13 @@ pub fn parse_stat(text: &[u8]) -> Option<TaskStat> {
     Some(TaskStat {
         comm,
         state,
+        ppid: fields[4],
         minflt: u(10),
         majflt: u(12),
         utime: u(14),
         stime: u(15),
+        cutime: u(16),
+        cstime: u(17),
         priority: fields[18],
         nice: fields[19],
         num_threads: u(20),

@@ -15,11 +15,11 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::checks::CheckConfig;
-use crate::duration::parse_duration;
 use crate::placement::WorkerSetup;
 use crate::scenario::{CgroupSpec, GroupSpec, Scenario, Step, StepAction};
 use crate::spawn::CloneMode;
 use crate::worktype::WorkType;
+use runq_kernel::util::duration::parse_duration;
 
 pub use values::{parse_affinity, parse_cpu_max, parse_mempolicy, parse_policy};
 

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use crate::duration::parse_duration;
 use crate::scheduler::{Readiness, SchedulerSpec};
+use runq_kernel::util::duration::parse_duration;
 
 const KEYS: &str = "command, ready_after, ready_pattern, ready_sched_ext, ready_timeout";
 

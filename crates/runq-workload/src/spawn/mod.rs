@@ -25,9 +25,10 @@ pub use spec::{thread_capable, CloneMode, CustomContext, CustomWork, Watchdog, W
 use crate::fault::{Fault, FaultStep};
 use crate::fd::pipe;
 use crate::report::WorkerReport;
-use crate::stop::{install_handler, install_stop_handler};
+use crate::stop::install_stop_handler;
 use crate::worktype::PreparedWork;
 use collect::ProcWorker;
+use runq_kernel::signal::install_handler;
 use threads::ThreadWorkers;
 
 /// A started (or startable) worker, as the caller sees it.

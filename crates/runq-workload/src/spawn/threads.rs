@@ -71,7 +71,7 @@ impl ThreadWorkers {
             let thread = std::thread::Builder::new()
                 .name(format!("runq-w{}-{idx}", spec.group_idx))
                 .spawn(move || {
-                    let _ = tid_tx.send(crate::clock::gettid());
+                    let _ = tid_tx.send(runq_kernel::clock::gettid());
                     if start_rx.recv().is_err() {
                         return; // the handle was dropped before start
                     }

@@ -11,10 +11,10 @@ use crate::worktype::{PreparedWork, WorkerBody};
 
 /// Seed for per-worker random draws (affinity subsets).
 fn worker_seed(spec: &WorkSpec, idx: usize) -> u64 {
-    crate::clock::monotonic_ns()
+    runq_kernel::clock::monotonic_ns()
         ^ ((spec.group_idx as u64) << 48)
         ^ ((idx as u64) << 32)
-        ^ u64::from(crate::clock::gettid().unsigned_abs())
+        ^ u64::from(runq_kernel::clock::gettid().unsigned_abs())
 }
 
 /// Builds worker `idx`'s body (built-in work only).
@@ -44,13 +44,13 @@ pub(super) fn run_worker(
             });
             r.completed = true;
             if r.tid == 0 {
-                r.tid = crate::clock::gettid();
+                r.tid = runq_kernel::clock::gettid();
             }
             r
         }
         (Work::Builtin(_), Some(mut body)) => work_loop(spec, body.as_mut()),
         (Work::Builtin(_), None) => WorkerReport {
-            tid: crate::clock::gettid(),
+            tid: runq_kernel::clock::gettid(),
             ..Default::default()
         },
     };

@@ -6,10 +6,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{independent, since, PreparedWork, TypeInfo, WorkerBody};
-use crate::clock::monotonic_ns;
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
+use runq_kernel::clock::monotonic_ns;
 
 /// Bursty parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -80,7 +80,7 @@ pub fn prepare_affinity(p: &SpinParams) -> Box<dyn PreparedWork> {
         Ok(Box::new(AffinityBody {
             spin,
             allowed: Vec::new(),
-            rng: crate::clock::monotonic_ns() ^ ((idx as u64 + 1) << 40) | 1,
+            rng: runq_kernel::clock::monotonic_ns() ^ ((idx as u64 + 1) << 40) | 1,
         }))
     })
 }

@@ -13,11 +13,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::{PreparedWork, WorkerBody};
-use crate::clock::monotonic_ns;
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
+use runq_kernel::clock::monotonic_ns;
 
 const GEN: usize = 0;
 const ACKS: usize = 4;

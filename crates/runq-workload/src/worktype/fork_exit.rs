@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{independent, PreparedWork, TypeInfo, WorkerBody};
-use crate::clock::monotonic_ns;
 use crate::telemetry::Telemetry;
+use runq_kernel::clock::monotonic_ns;
 
 /// ForkExit has no parameters.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

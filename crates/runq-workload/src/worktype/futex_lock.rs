@@ -8,9 +8,9 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::clock::{gettid, monotonic_ns};
 use crate::shared::futex_wait;
 use crate::stop::stop_requested;
+use runq_kernel::clock::{gettid, monotonic_ns};
 
 /// Longest single wait before rechecking STOP.
 const WAIT_SLICE_NS: u64 = 100_000_000;

@@ -6,11 +6,11 @@ use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
-use crate::clock::monotonic_ns;
 use crate::shared::SharedRegion;
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
+use runq_kernel::clock::monotonic_ns;
 
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::io_sync_write::unlinked_temp_file;
 use super::{PreparedWork, TypeInfo, WorkerBody};
-use crate::clock::monotonic_ns;
 use crate::telemetry::Telemetry;
+use runq_kernel::clock::monotonic_ns;
 
 const BLOCK: u64 = 4096;
 

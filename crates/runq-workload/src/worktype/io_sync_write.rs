@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{independent, PreparedWork, TypeInfo, WorkerBody};
-use crate::clock::monotonic_ns;
 use crate::telemetry::Telemetry;
+use runq_kernel::clock::monotonic_ns;
 
 /// IoSyncWrite parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,7 +54,7 @@ pub fn unlinked_temp_file() -> io::Result<File> {
     let path = dir.join(format!(
         "runq-io-{}-{}",
         std::process::id(),
-        crate::clock::monotonic_ns()
+        runq_kernel::clock::monotonic_ns()
     ));
     let file = std::fs::OpenOptions::new()
         .read(true)

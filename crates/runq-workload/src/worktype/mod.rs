@@ -32,6 +32,7 @@ pub use sequence::{Phase, PhaseKind};
 
 use std::io;
 
+use runq_kernel::util::closest;
 use serde::{Deserialize, Serialize};
 
 use crate::telemetry::Telemetry;
@@ -313,17 +314,8 @@ impl WorkType {
         if let Some(t) = all.iter().find(|t| t.name().eq_ignore_ascii_case(name)) {
             return Ok(t.clone());
         }
-        let suggestion = all
-            .iter()
-            .map(|t| {
-                (
-                    edit_distance(&name.to_ascii_lowercase(), &t.name().to_ascii_lowercase()),
-                    t.name(),
-                )
-            })
-            .min()
-            .filter(|(d, _)| *d <= name.len().max(3) / 2 + 1)
-            .map(|(_, n)| n.to_string());
+        let max_edits = name.len().max(3) / 2 + 1;
+        let suggestion = closest(name, all.iter().map(|t| t.name()), max_edits).map(str::to_string);
         Err(WorkTypeError::Unknown {
             name: name.to_string(),
             suggestion,
@@ -437,25 +429,10 @@ impl WorkType {
     }
 }
 
-/// Levenshtein distance, for "did you mean" suggestions.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 /// `sched_yield()`, recorded as a wake sample.
 #[inline]
 fn timed_yield(tel: &mut Telemetry) {
-    let t0 = crate::clock::monotonic_ns();
+    let t0 = runq_kernel::clock::monotonic_ns();
     // SAFETY: no preconditions.
     unsafe { libc::sched_yield() };
     tel.record_wake(since(t0));
@@ -464,7 +441,7 @@ fn timed_yield(tel: &mut Telemetry) {
 /// Nanoseconds elapsed since `start_ns` (CLOCK_MONOTONIC).
 #[inline]
 fn since(start_ns: u64) -> u64 {
-    crate::clock::monotonic_ns().saturating_sub(start_ns)
+    runq_kernel::clock::monotonic_ns().saturating_sub(start_ns)
 }
 
 #[cfg(test)]
@@ -532,11 +509,5 @@ mod tests {
             .unwrap()
             .validate_workers(0)
             .is_err());
-    }
-
-    #[test]
-    fn edit_distance_basics() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
     }
 }

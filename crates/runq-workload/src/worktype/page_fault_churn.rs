@@ -89,7 +89,7 @@ pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
             pages: (len / PAGE).max(1) as u64,
             touches: p.touches_per_cycle,
             spin: p.spin_iters,
-            rng: crate::clock::monotonic_ns() ^ ((idx as u64 + 1) << 32) | 1,
+            rng: runq_kernel::clock::monotonic_ns() ^ ((idx as u64 + 1) << 32) | 1,
         }))
     })
 }

@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use super::cache_pressure::{self, StridedBuffer};
 use super::{PreparedWork, TypeInfo, WorkerBody};
-use crate::clock::monotonic_ns;
 use crate::fd::{pipe, read_byte, write_byte, ReadByte};
 use crate::spin::spin_burst;
 use crate::stop::{request_stop, stop_requested};
 use crate::telemetry::Telemetry;
+use runq_kernel::clock::monotonic_ns;
 
 /// PipeIo parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::io_sync_write::unlinked_temp_file;
 use super::{independent, since, timed_yield, PreparedWork, TypeInfo, WorkerBody};
-use crate::clock::monotonic_ns;
 use crate::spin::spin_burst;
 use crate::telemetry::Telemetry;
+use runq_kernel::clock::monotonic_ns;
 
 /// What a phase does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,8 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{independent, PreparedWork, TypeInfo, WorkerBody};
-use crate::clock::monotonic_ns;
 use crate::telemetry::Telemetry;
+use runq_kernel::clock::monotonic_ns;
 
 /// TimerLatency parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

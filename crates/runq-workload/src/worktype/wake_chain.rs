@@ -7,11 +7,11 @@ use std::io;
 use std::sync::atomic::Ordering;
 
 use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
-use crate::clock::monotonic_ns;
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
+use runq_kernel::clock::monotonic_ns;
 
 /// Bytes per link: the token word at +0, the waker's stamp at +8.
 const SLOT: usize = 64;

@@ -1,6 +1,7 @@
 use std::time::Instant;
 
 use super::*;
+use crate::clock::thread_cpu_ns;
 
 fn payload(pid: u32, tgid: u32, comm: &str, virt_ns: u64, utime_us: u64) -> Vec<u8> {
     let mut p = vec![0u8; 416];
@@ -22,14 +23,6 @@ fn exit_payload_fields() {
     );
     let r = parse_exit_stats(&payload(42, 40, "w", 0, 1500)).unwrap();
     assert_eq!(r.cpu_ns, 1_500_000, "falls back to utime + stime");
-}
-
-fn thread_cpu_ns() -> u64 {
-    // SAFETY: ts is a valid out-pointer.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[test]

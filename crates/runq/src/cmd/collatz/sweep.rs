@@ -10,6 +10,7 @@ use runq_collatz::config::{parse_target, MAX_PROCS};
 use runq_collatz::fit::{MIN_PROCESS_COUNTS, PARAMETERS};
 use runq_collatz::sweep::{run_sweep, Curve, Profiled, SweepConfig, SweepError, SweepResult};
 use runq_collatz::tsc;
+use runq_kernel::util::duration::parse_duration;
 
 use crate::exit;
 
@@ -38,7 +39,7 @@ pub struct SweepArgs {
     #[arg(long, default_value = "0")]
     pub target: String,
     /// Time the profiler gets to attach before the work starts.
-    #[arg(long, default_value = "500ms", value_parser = parse_settle)]
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
     pub settle: Duration,
     /// Directory for sweep.csv, sweep.json and sweep.svg.
     #[arg(long, default_value = "collatz-sweep")]
@@ -51,10 +52,6 @@ pub struct SweepArgs {
     /// from this seed (the same seed, the same order).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-}
-
-fn parse_settle(s: &str) -> Result<Duration, String> {
-    runq_workload::duration::parse_duration(s).map_err(|e| e.to_string())
 }
 
 fn validate(args: &SweepArgs, ncpu: usize) -> anyhow::Result<usize> {

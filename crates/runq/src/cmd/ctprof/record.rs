@@ -11,7 +11,7 @@ use runq_ctprof::CaptureOptions;
 use crate::exit;
 
 fn duration(s: &str) -> Result<Duration, String> {
-    runq_workload::duration::parse_duration(s).map_err(|e| e.to_string())
+    runq_kernel::util::duration::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// Parses a byte count: `500000`, `64K`, `10MiB`, `1G` (powers of 1024).
@@ -92,7 +92,7 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
         return Err(exit::usage("--interval must be positive, e.g. 1s"));
     }
     check_dir(&args.output)?;
-    let interrupt = runq_workload::interrupt::install().context("installing the SIGINT handler")?;
+    let interrupt = runq_kernel::signal::install().context("installing the SIGINT handler")?;
     let opts = RecordOptions {
         dir: args.output.clone(),
         interval: args.interval,

@@ -16,6 +16,7 @@ use runq_hud::health::UnwindChoice;
 use runq_hud::session::{self, HudError, Options};
 use runq_kernel::proc::tasks::has_capability;
 use runq_kernel::tracefs::TracefsError;
+use runq_kernel::util::duration::parse_duration;
 
 use crate::exit;
 
@@ -105,12 +106,8 @@ impl From<UnwindArg> for UnwindChoice {
     }
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    runq_workload::duration::parse_duration(s).map_err(|e| e.to_string())
-}
-
 fn parse_threshold(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
     if d < Duration::from_micros(100) {
         return Err("the threshold must be at least 100us".into());
     }
@@ -173,7 +170,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
         target_binary: args.target.clone(),
         unwind: args.unwind.into(),
     };
-    let stop = runq_workload::interrupt::install().context("installing signal handlers")?;
+    let stop = runq_kernel::signal::install().context("installing signal handlers")?;
     let session = if args.headless {
         session::run(&opts, stop, |_| {}).map_err(hud_error)?
     } else {

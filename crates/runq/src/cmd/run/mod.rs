@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use std::path::Path;
 
-use runq_workload::duration::parse_duration;
+use runq_kernel::util::duration::parse_duration;
 use runq_workload::scenario_file::load_scenario;
 use runq_workload::{
     run_scenario, CgroupMode, Fault, Placement, RunError, RunOptions, Scenario, ScenarioBuilder,
@@ -232,7 +232,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             "--ctprof takes snapshots around one run; drop it or use --repeat 1",
         ));
     }
-    let interrupt = runq_workload::interrupt::install().context("installing signal handlers")?;
+    let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let mut ctprof = args
         .ctprof
         .as_deref()
@@ -341,7 +341,7 @@ fn exit_code(outcome: &runq_workload::RunOutcome) -> ExitCode {
         return ExitCode::from(exit::RUN_ERROR);
     }
     if outcome.interrupted {
-        let sig = runq_workload::interrupt::received_signal().unwrap_or(libc::SIGINT);
+        let sig = runq_kernel::signal::received_signal().unwrap_or(libc::SIGINT);
         return ExitCode::from(u8::try_from(128 + sig).unwrap_or(1));
     }
     match outcome.verdict {
