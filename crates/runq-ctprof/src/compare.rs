@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::avail::{metric_source, Capabilities, Reason, Source};
 use crate::derived::{Metrics, CTPROF_DERIVED_METRICS};
-use crate::group::{group_threads, GroupBy, Grouping};
+use crate::group::{group_threads_named, view_names, CommNames, GroupBy, Grouping};
 use crate::model::{CtprofSnapshot, ThreadState};
 use crate::registry::{Aggregated, CtprofMetricDef, Section, Unit, CTPROF_METRICS};
 
@@ -236,8 +236,8 @@ pub fn group_metrics(
 type GroupData = (usize, Metrics, BTreeMap<&'static str, Option<f64>>);
 type Side = BTreeMap<String, GroupData>;
 
-fn side(snap: &CtprofSnapshot, g: &Grouping) -> Side {
-    group_threads(&snap.threads, g)
+fn side(snap: &CtprofSnapshot, g: &Grouping, names: Option<&CommNames>) -> Side {
+    group_threads_named(&snap.threads, g, names)
         .into_iter()
         .map(|(k, v)| {
             let (m, d) = group_metrics(&v, snap.capabilities.as_ref());
@@ -469,9 +469,14 @@ fn limited_rows(
 
 /// Compares two snapshots.
 pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions) -> View {
-    let (b, c) = (side(base, &opts.grouping), side(cand, &opts.grouping));
+    let names = view_names(&opts.grouping, [&base.threads[..], &cand.threads[..]]);
+    let names = names.as_ref();
+    let (b, c) = (
+        side(base, &opts.grouping, names),
+        side(cand, &opts.grouping, names),
+    );
     let (mut rows, omitted_rows) = limited_rows(&b, Some(&c), opts);
-    rows.extend(crate::sections::secondary_rows(base, Some(cand), opts));
+    rows.extend(crate::sections::secondary_rows(base, Some(cand), opts, names));
     View {
         group_by: group_by_name(opts.grouping.by),
         rows,
@@ -485,9 +490,15 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
 
 /// Renders one snapshot's groups.
 pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
-    let s = side(snap, &opts.grouping);
+    let names = view_names(&opts.grouping, [&snap.threads[..]]);
+    let s = side(snap, &opts.grouping, names.as_ref());
     let (mut rows, omitted_rows) = limited_rows(&s, None, opts);
-    rows.extend(crate::sections::secondary_rows(snap, None, opts));
+    rows.extend(crate::sections::secondary_rows(
+        snap,
+        None,
+        opts,
+        names.as_ref(),
+    ));
     View {
         group_by: group_by_name(opts.grouping.by),
         rows,

@@ -47,8 +47,12 @@ pub fn format_value(v: f64, unit: Unit) -> String {
 fn cell_text(c: &Cell, unit: Unit) -> String {
     match c {
         Cell::Num { value } => format_value(*value, unit),
-        Cell::Range { min, max } if min == max => min.to_string(),
-        Cell::Range { min, max } => format!("[{min}, {max}]"),
+        Cell::Range { min, max } if min == max => format_value(*min as f64, unit),
+        Cell::Range { min, max } => format!(
+            "[{}, {}]",
+            format_value(*min as f64, unit),
+            format_value(*max as f64, unit)
+        ),
         Cell::Text { text, .. } => text.clone(),
         Cell::Missing => "-".to_string(),
     }
