@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::avail::{metric_source, Capabilities, Reason, Source};
 use crate::derived::{Metrics, CTPROF_DERIVED_METRICS};
-use crate::group::{group_threads_named, view_names, CommNames, GroupBy, Grouping};
+use crate::group::{view_names, GroupBy, Grouping};
 use crate::model::{CtprofSnapshot, ThreadState};
 use crate::registry::{Aggregated, CtprofMetricDef, Section, Unit, CTPROF_METRICS};
 
@@ -167,6 +167,10 @@ pub struct Row {
     pub text_delta: Option<&'static str>,
     /// `both`, `baseline-only` or `candidate-only`.
     pub matched: &'static str,
+    /// Why the two sides cannot be compared (a source read on one side
+    /// only, e.g. `taskstats eperm in candidate`); such rows sort last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomparable: Option<String>,
 }
 
 /// Filters and ordering shared by compare and show.
@@ -232,20 +236,6 @@ pub fn group_metrics(
     (m, d)
 }
 
-/// One group's thread count, metrics and derived values.
-type GroupData = (usize, Metrics, BTreeMap<&'static str, Option<f64>>);
-type Side = BTreeMap<String, GroupData>;
-
-fn side(snap: &CtprofSnapshot, g: &Grouping, names: Option<&CommNames>) -> Side {
-    group_threads_named(&snap.threads, g, names)
-        .into_iter()
-        .map(|(k, v)| {
-            let (m, d) = group_metrics(&v, snap.capabilities.as_ref());
-            (k, (v.len(), m, d))
-        })
-        .collect()
-}
-
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn make_row(
     section: Section,
@@ -285,6 +275,7 @@ pub(crate) fn make_row(
         pct,
         text_delta,
         matched,
+        incomparable: None,
     }
 }
 
@@ -303,37 +294,45 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions, mut sink: i
             (true, false, true) => "baseline-only",
             _ => "candidate-only",
         };
-        let threads = (b.map_or(0, |x| x.0), c.map_or(0, |x| x.0));
+        let threads = (b.map_or(0, |x| x.threads), c.map_or(0, |x| x.threads));
+        let flag = |srcs: &[Source]| b.zip(c).and_then(|(b, c)| side::incomparable(srcs, b, c));
         for d in CTPROF_METRICS
             .iter()
             .filter(|d| opts.wants(d.section) && keep(d.name))
         {
-            let cell = |s: Option<&(usize, Metrics, _)>| {
-                s.and_then(|s| s.1.get(d.name))
+            let cell = |s: Option<&GroupData>| {
+                s.and_then(|s| s.metrics.get(d.name))
                     .map_or(Cell::Missing, Cell::from_agg)
             };
-            sink(make_row(
+            let unit = match d.rule.unit() {
+                // Scaled by each snapshot's USER_HZ in `side`.
+                Unit::Ticks => Unit::Ns,
+                u => u,
+            };
+            let mut row = make_row(
                 d.section,
                 false,
                 g,
                 threads,
                 d.name,
-                d.rule.unit(),
+                unit,
                 false,
                 cell(b),
                 cell(c),
                 matched,
-            ));
+            );
+            row.incomparable = flag(metric_source(d).as_slice());
+            sink(row);
         }
         for d in CTPROF_DERIVED_METRICS
             .iter()
             .filter(|d| opts.wants(d.section) && keep(d.name))
         {
             let cell = |s: Option<&GroupData>| {
-                s.and_then(|s| s.2.get(d.name).copied().flatten())
+                s.and_then(|s| s.derived.get(d.name).copied().flatten())
                     .map_or(Cell::Missing, |value| Cell::Num { value })
             };
-            sink(make_row(
+            let mut row = make_row(
                 d.section,
                 true,
                 g,
@@ -344,17 +343,19 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions, mut sink: i
                 cell(b),
                 cell(c),
                 matched,
-            ));
+            );
+            row.incomparable = flag(&side::derived_sources(d));
+            sink(row);
         }
     }
 }
 
 /// A group's value of a metric or derived metric.
 fn side_value(side: &Side, group: &str, metric: &str) -> Option<f64> {
-    let (_, m, d) = side.get(group)?;
-    match m.get(metric) {
+    let g = side.get(group)?;
+    match g.metrics.get(metric) {
         Some(a) => a.scalar(),
-        None => d.get(metric).copied().flatten(),
+        None => g.derived.get(metric).copied().flatten(),
     }
 }
 
@@ -408,6 +409,11 @@ pub struct View {
     pub baseline_host_missing: bool,
     /// Candidate host context missing (compare only).
     pub candidate_host_missing: bool,
+    /// Host context by side (`baseline`, `candidate`), as recorded.
+    pub hosts: BTreeMap<&'static str, crate::model::HostContext>,
+    /// The host context and capability states as keys, with the keys whose
+    /// values differ between the two sides marked.
+    pub host: Vec<crate::hostview::HostRow>,
     /// Why values are missing, by side (`baseline`, `candidate`).
     pub capabilities: BTreeMap<&'static str, SideCapabilities>,
     /// Threads that exited before the (candidate) capture, from `record`.
@@ -428,6 +434,17 @@ fn capabilities(
         m.insert("candidate", c);
     }
     m
+}
+
+fn hosts(
+    base: &CtprofSnapshot,
+    cand: Option<&CtprofSnapshot>,
+) -> BTreeMap<&'static str, crate::model::HostContext> {
+    let sides = [("baseline", Some(base)), ("candidate", cand)];
+    sides
+        .into_iter()
+        .filter_map(|(k, s)| Some((k, s?.host.clone()?)))
+        .collect()
 }
 
 fn group_by_name(g: GroupBy) -> &'static str {
@@ -482,6 +499,8 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
         rows,
         baseline_host_missing: base.host.is_none(),
         candidate_host_missing: cand.host.is_none(),
+        hosts: hosts(base, Some(cand)),
+        host: crate::hostview::host_rows(base, Some(cand)),
         capabilities: capabilities(base, Some(cand)),
         exited: cand.exited.clone(),
         omitted_rows,
@@ -504,6 +523,8 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
         rows,
         baseline_host_missing: snap.host.is_none(),
         candidate_host_missing: false,
+        hosts: hosts(snap, None),
+        host: crate::hostview::host_rows(snap, None),
         capabilities: capabilities(snap, None),
         exited: snap.exited.clone(),
         omitted_rows,
@@ -512,7 +533,9 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
 
 pub(crate) use make_row as row;
 
+pub mod side;
 mod top;
+use side::{side, GroupData, Side};
 use top::{RowOrder, TopRows};
 
 #[cfg(test)]

@@ -135,3 +135,31 @@ fn sort_by_applies_to_derived_and_filtered_tables() {
         "derived rows follow the same group order"
     );
 }
+
+/// `worker-3` alone in the baseline and `worker-7` alone in the candidate
+/// are the same logical pool: one matched row, not two unmatched ones.
+#[test]
+fn comm_rows_match_across_snapshots() {
+    let a = snap(vec![t(1, "svc", "worker-3", 1000, 1), t(2, "svc", "main", 10, 1)]);
+    let b = snap(vec![t(3, "svc", "worker-7", 3000, 1), t(2, "svc", "main", 10, 1)]);
+    let opts = ViewOptions {
+        grouping: Grouping {
+            by: GroupBy::Comm,
+            ..Default::default()
+        },
+        metrics: vec!["run_time_ns".into()],
+        sections: vec![Section::Primary],
+        ..Default::default()
+    };
+    let v = compare(&a, &b, &opts);
+    let groups: Vec<(&str, &str)> = v
+        .rows
+        .iter()
+        .map(|r| (r.group.as_str(), r.matched))
+        .collect();
+    assert_eq!(groups, [("worker-{N}", "both"), ("main", "both")]);
+    assert_eq!(v.rows[0].delta, Some(2000.0));
+    // Show of either side alone keeps the literal name.
+    let s = show(&a, &opts);
+    assert!(s.rows.iter().any(|r| r.group == "worker-3"));
+}
