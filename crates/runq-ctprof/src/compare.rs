@@ -85,6 +85,14 @@ impl Cell {
                     }
                 }
             }
+            Aggregated::Dead { nonzero: 0 } => Cell::Text {
+                text: "dead".into(),
+                scalar: None,
+            },
+            Aggregated::Dead { nonzero } => Cell::Text {
+                text: format!("dead ({nonzero} non-zero)"),
+                scalar: None,
+            },
             Aggregated::Empty => Cell::Missing,
         }
     }

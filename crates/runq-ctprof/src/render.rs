@@ -81,7 +81,10 @@ fn column_value(r: &Row, col: &str) -> String {
         "threads" if r.threads == (0, 0) => String::new(),
         "threads" if r.threads.1 == 0 && r.matched == "both" => r.threads.0.to_string(),
         "threads" => format!("{}/{}", r.threads.0, r.threads.1),
-        "metric" => r.metric.clone(),
+        "metric" => match crate::registry::metric(&r.metric) {
+            Some(m) if m.is_dead => format!("{} [dead]", r.metric),
+            _ => r.metric.clone(),
+        },
         "baseline" | "value" => cell_text(&r.baseline, r.unit),
         "candidate" => cell_text(&r.candidate, r.unit),
         "delta" => match (r.delta, r.text_delta) {

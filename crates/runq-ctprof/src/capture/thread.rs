@@ -196,6 +196,7 @@ impl Worker {
         t.nr_wakeups_affine_attempts = c(s.nr_wakeups_affine_attempts);
         t.nr_migrations = c(s.nr_migrations);
         t.nr_forced_migrations = c(s.nr_forced_migrations);
+        t.nr_migrations_cold = DeadCounter(s.nr_migrations_cold.unwrap_or(0));
         t.nr_failed_migrations_affine = c(s.nr_failed_migrations_affine);
         t.nr_failed_migrations_running = c(s.nr_failed_migrations_running);
         t.nr_failed_migrations_hot = c(s.nr_failed_migrations_hot);
