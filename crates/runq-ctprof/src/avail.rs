@@ -33,6 +33,8 @@ pub enum Source {
     Taskstats,
     /// The delay-accounting fields of the taskstats answer.
     Delayacct,
+    /// jemalloc's per-thread allocation counters (ptrace).
+    Jemalloc,
 }
 
 impl Source {
@@ -45,6 +47,7 @@ impl Source {
             Source::Io => "io",
             Source::Taskstats => "taskstats",
             Source::Delayacct => "delayacct",
+            Source::Jemalloc => "jemalloc",
         }
     }
 }
@@ -70,6 +73,11 @@ pub enum Reason {
     Absent,
     /// Read or parse error.
     Error,
+    /// The process maps a shared libjemalloc, whose counters are not read
+    /// (only a statically linked jemalloc is).
+    DynamicLib,
+    /// Not read on this architecture (the reader is x86_64 only).
+    UnsupportedArch,
 }
 
 impl Reason {
@@ -84,6 +92,8 @@ impl Reason {
             Reason::NotQueried => "not_queried",
             Reason::Absent => "absent",
             Reason::Error => "error",
+            Reason::DynamicLib => "dynamic_lib",
+            Reason::UnsupportedArch => "unsupported_arch",
         }
     }
 
@@ -98,6 +108,8 @@ impl Reason {
             Reason::NotQueried => "not queried",
             Reason::Absent => "not provided by this kernel",
             Reason::Error => "read or parse error",
+            Reason::DynamicLib => "libjemalloc linked dynamically (only static jemalloc is read)",
+            Reason::UnsupportedArch => "not read on this architecture (x86_64 only)",
         }
     }
 }
@@ -157,6 +169,7 @@ pub fn metric_source(def: &CtprofMetricDef) -> Option<Source> {
         "CONFIG_TASK_XACCT" => Some(Source::Taskstats),
         _ => match def.name {
             "nr_migrations" | "fair_slice_ns" => Some(Source::Sched),
+            "allocated_bytes" | "deallocated_bytes" => Some(Source::Jemalloc),
             _ => None,
         },
     }
@@ -271,6 +284,7 @@ pub fn consolidate(snap: &mut CtprofSnapshot, caps: &mut Capabilities) {
         Source::Io,
         Source::Taskstats,
         Source::Delayacct,
+        Source::Jemalloc,
     ];
     for src in sources {
         if caps.unavailable.contains_key(&src) || snap.threads.is_empty() {

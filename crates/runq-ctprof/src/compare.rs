@@ -501,7 +501,12 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
         side(cand, &opts.grouping, names),
     );
     let (mut rows, omitted_rows) = limited_rows(&b, Some(&c), opts);
-    rows.extend(crate::sections::secondary_rows(base, Some(cand), opts, names));
+    rows.extend(crate::sections::secondary_rows(
+        base,
+        Some(cand),
+        opts,
+        names,
+    ));
     View {
         group_by: group_by_name(opts.grouping.by),
         rows,

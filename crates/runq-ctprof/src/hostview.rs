@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::model::{CtprofSnapshot, HostContext};
-use crate::render::format_value;
 use crate::registry::Unit;
+use crate::render::format_value;
 
 /// Keys shown in a compare even when both sides agree.
 pub const SUMMARY_KEYS: [&str; 7] = [

@@ -195,7 +195,13 @@ fn host_table(out: &mut String, view: &View, compare: bool) {
     };
     out.push_str("## Host context\n");
     let widths: Vec<usize> = (0..head.len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([head[i].len()]).max().unwrap_or(0))
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let line = |vals: Vec<String>| {
         let cells: Vec<String> = vals
@@ -211,7 +217,9 @@ fn host_table(out: &mut String, view: &View, compare: bool) {
     }
     let same = view.host.len() - shown.len();
     if same > 0 {
-        out.push_str(&format!("({same} more keys, equal on both sides; --json lists every key)\n"));
+        out.push_str(&format!(
+            "({same} more keys, equal on both sides; --json lists every key)\n"
+        ));
     }
     out.push('\n');
 }

@@ -39,7 +39,9 @@ pub fn merge(rule: Merge, old: &Cell, new: Cell) -> Cell {
         (_, Cell::Missing, c) => c,
         (_, old, Cell::Missing) => old.clone(),
         (Merge::Sum, Cell::Num { value: a }, Cell::Num { value: b }) => Cell::Num { value: a + b },
-        (Merge::Max, Cell::Num { value: a }, Cell::Num { value: b }) => Cell::Num { value: a.max(b) },
+        (Merge::Max, Cell::Num { value: a }, Cell::Num { value: b }) => {
+            Cell::Num { value: a.max(b) }
+        }
         (Merge::Range, Cell::Num { value: a }, Cell::Num { value: b }) if *a == b => old.clone(),
         (Merge::Range, Cell::Num { value: a }, Cell::Num { value: b }) => Cell::Range {
             min: as_i64(a.min(b)),
@@ -74,10 +76,24 @@ fn psi_readings(r: &mut Readings, group: &str, psi: &Psi) {
             let total = Cell::Num {
                 value: l.total_us as f64 * 1000.0,
             };
-            add(r, group, &format!("{name}.{kind}.total"), Unit::Ns, Merge::Sum, total);
+            add(
+                r,
+                group,
+                &format!("{name}.{kind}.total"),
+                Unit::Ns,
+                Merge::Sum,
+                total,
+            );
             for (avg, v) in [("avg10", l.avg10), ("avg60", l.avg60), ("avg300", l.avg300)] {
                 let key = format!("{name}.{kind}.{avg}");
-                add(r, group, &key, Unit::Scalar, Merge::Max, Cell::Num { value: v });
+                add(
+                    r,
+                    group,
+                    &key,
+                    Unit::Scalar,
+                    Merge::Max,
+                    Cell::Num { value: v },
+                );
             }
         }
     }
@@ -220,7 +236,9 @@ pub fn secondary_rows(
         let mut keys: Vec<_> = keys.into_iter().collect();
         // PSI windows in time order: avg10, avg60, avg300.
         keys.sort_by_cached_key(|k| {
-            let order = k.1.replace(".avg10", ".avg010").replace(".avg60", ".avg060");
+            let order =
+                k.1.replace(".avg10", ".avg010")
+                    .replace(".avg60", ".avg060");
             (k.0.clone(), order)
         });
         for k in keys {

@@ -212,7 +212,10 @@ fn root_vs_nonroot_compare_flags_taskstats_rows() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let (a, b) = (d.path().join("root.ctprof.zst"), d.path().join("user.ctprof.zst"));
+    let (a, b) = (
+        d.path().join("root.ctprof.zst"),
+        d.path().join("user.ctprof.zst"),
+    );
     run_ok(&["ctprof", "capture", "-o", a.to_str().unwrap()]);
     let out = runq()
         .args(["ctprof", "capture", "-o", b.to_str().unwrap()])
@@ -220,7 +223,11 @@ fn root_vs_nonroot_compare_flags_taskstats_rows() {
         .gid(65534)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     let args = ["ctprof", "compare", a, b, "--limit", "0", "--json"];
     let v: Value = serde_json::from_str(&run_ok(&args)).unwrap();
@@ -233,7 +240,10 @@ fn root_vs_nonroot_compare_flags_taskstats_rows() {
     };
     let rss = flagged("hiwater_rss_bytes");
     assert!(!rss.is_empty());
-    assert!(rss.iter().all(|w| *w == "taskstats eperm in candidate"), "{rss:?}");
+    assert!(
+        rss.iter().all(|w| *w == "taskstats eperm in candidate"),
+        "{rss:?}"
+    );
     let run = flagged("run_time_ns");
     assert!(run.iter().all(|w| w.is_empty()), "{run:?}");
     let taskstats = v["host"]
@@ -247,7 +257,14 @@ fn root_vs_nonroot_compare_flags_taskstats_rows() {
     assert!(v["hosts"]["candidate"]["kernel_release"].is_string());
     let text = run_ok(&["ctprof", "compare", a, b, "--limit", "0"]);
     let lines: Vec<&str> = text.lines().collect();
-    let first_flag = lines.iter().position(|l| l.contains("[taskstats eperm in candidate]"));
-    let last_run = lines.iter().rposition(|l| l.contains(" run_time_ns ") && !l.contains("eperm"));
-    assert!(first_flag.unwrap() > last_run.unwrap(), "flagged rows sort last");
+    let first_flag = lines
+        .iter()
+        .position(|l| l.contains("[taskstats eperm in candidate]"));
+    let last_run = lines
+        .iter()
+        .rposition(|l| l.contains(" run_time_ns ") && !l.contains("eperm"));
+    assert!(
+        first_flag.unwrap() > last_run.unwrap(),
+        "flagged rows sort last"
+    );
 }

@@ -44,7 +44,9 @@ pub fn user_hz(snap: &CtprofSnapshot) -> u64 {
 /// with different USER_HZ compare in one unit.
 pub fn scale_ticks(m: &mut Metrics, hz: u64) {
     for d in CTPROF_METRICS {
-        if let (AggRule::SumTicks(_), Some(Aggregated::Scalar { value })) = (d.rule, m.get_mut(d.name)) {
+        if let (AggRule::SumTicks(_), Some(Aggregated::Scalar { value })) =
+            (d.rule, m.get_mut(d.name))
+        {
             *value = (u128::from(*value) * 1_000_000_000 / u128::from(hz.max(1))) as u64;
         }
     }

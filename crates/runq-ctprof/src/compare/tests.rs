@@ -1,6 +1,6 @@
 use super::*;
-use crate::metric_types::*;
 use crate::avail::{Capabilities, Reason, Source};
+use crate::metric_types::*;
 
 fn t(tid: u32, pcomm: &str, comm: &str, run: u64, vcsw: u64) -> ThreadState {
     ThreadState {
@@ -141,8 +141,14 @@ fn sort_by_applies_to_derived_and_filtered_tables() {
 /// are the same logical pool: one matched row, not two unmatched ones.
 #[test]
 fn comm_rows_match_across_snapshots() {
-    let a = snap(vec![t(1, "svc", "worker-3", 1000, 1), t(2, "svc", "main", 10, 1)]);
-    let b = snap(vec![t(3, "svc", "worker-7", 3000, 1), t(2, "svc", "main", 10, 1)]);
+    let a = snap(vec![
+        t(1, "svc", "worker-3", 1000, 1),
+        t(2, "svc", "main", 10, 1),
+    ]);
+    let b = snap(vec![
+        t(3, "svc", "worker-7", 3000, 1),
+        t(2, "svc", "main", 10, 1),
+    ]);
     let opts = ViewOptions {
         grouping: Grouping {
             by: GroupBy::Comm,
@@ -223,7 +229,10 @@ fn root_vs_nonroot_taskstats_rows_are_incomparable() {
 /// count, so a partial sum never passes for a real drop.
 #[test]
 fn partially_read_group_is_flagged_with_counts() {
-    let a = with_caps(snap(vec![t(1, "app", "a", 10, 1), t(2, "app", "b", 10, 1)]), &[]);
+    let a = with_caps(
+        snap(vec![t(1, "app", "a", 10, 1), t(2, "app", "b", 10, 1)]),
+        &[],
+    );
     let mut b = snap(vec![t(1, "app", "a", 10, 1), t(2, "app", "b", 10, 1)]);
     b.threads[1].mark(Source::Io, Reason::Eperm);
     let b = with_caps(b, &[]);

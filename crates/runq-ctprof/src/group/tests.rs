@@ -126,6 +126,9 @@ fn comm_names_are_decided_over_every_side() {
     assert_eq!(after.keys().collect::<Vec<_>>(), ["pool-{N}"]);
     assert_eq!(after["pool-{N}"].len(), 2);
     // Without a view-wide decision a lone thread keeps its literal name.
-    assert_eq!(group_threads(&one, &g).keys().collect::<Vec<_>>(), ["pool-0"]);
+    assert_eq!(
+        group_threads(&one, &g).keys().collect::<Vec<_>>(),
+        ["pool-0"]
+    );
     assert!(view_names(&Grouping::default(), [&one[..]]).is_none());
 }

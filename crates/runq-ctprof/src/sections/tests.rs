@@ -19,7 +19,13 @@ fn merge_rules() {
     assert_eq!(merge(Merge::Max, &n(1.0), Cell::Missing), n(1.0));
     // "unlimited" (u64::MAX) saturates instead of wrapping negative.
     let big = merge(Merge::Range, &n(u64::MAX as f64), n(1.0));
-    assert_eq!(big, Cell::Range { min: 1, max: i64::MAX });
+    assert_eq!(
+        big,
+        Cell::Range {
+            min: 1,
+            max: i64::MAX
+        }
+    );
 }
 
 fn pod(avg10: f64, memory_max: u64, usage_usec: u64) -> CgroupStats {
@@ -45,7 +51,11 @@ fn pod(avg10: f64, memory_max: u64, usage_usec: u64) -> CgroupStats {
 #[test]
 fn flattened_pressure_limits_and_usage() {
     let mut snap = CtprofSnapshot::new();
-    for (name, max) in [("pod-a", 1u64 << 30), ("pod-b", 2 << 30), ("pod-c", 1 << 30)] {
+    for (name, max) in [
+        ("pod-a", 1u64 << 30),
+        ("pod-b", 2 << 30),
+        ("pod-c", 1 << 30),
+    ] {
         let path = format!("/kubepods/{name}/app");
         snap.cgroup_stats.insert(path, pod(40.0, max, 500_000));
     }
