@@ -106,8 +106,8 @@ fn globs_validate_and_flatten() {
 
 #[test]
 fn comm_names_are_decided_over_every_side() {
-    let a = vec![thread("worker-3", "svc", "/"), thread("db-1", "db", "/")];
-    let b = vec![thread("worker-7", "svc", "/"), thread("db-1", "db", "/")];
+    let a = [thread("worker-3", "svc", "/"), thread("db-1", "db", "/")];
+    let b = [thread("worker-7", "svc", "/"), thread("db-1", "db", "/")];
     let names = CommNames::decide([&a[..], &b[..]]);
     assert_eq!(names.key("worker-3"), "worker-{N}");
     assert_eq!(names.key("worker-7"), "worker-{N}");
