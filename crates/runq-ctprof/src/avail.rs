@@ -35,6 +35,8 @@ pub enum Source {
     Delayacct,
     /// jemalloc's per-thread allocation counters (ptrace).
     Jemalloc,
+    /// A process leader's `/proc/<pid>/smaps_rollup`.
+    SmapsRollup,
 }
 
 impl Source {
@@ -48,6 +50,7 @@ impl Source {
             Source::Taskstats => "taskstats",
             Source::Delayacct => "delayacct",
             Source::Jemalloc => "jemalloc",
+            Source::SmapsRollup => "smaps_rollup",
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::avail::{Reason, Source};
 use crate::compare::{row, Cell, Row, ViewOptions};
 use crate::group::{flatten_cgroup, group_threads_named, CommNames, GroupBy};
 use crate::model::{CgroupStats, CtprofSnapshot, Psi, PsiResource};
@@ -214,6 +215,101 @@ fn readings(
     r
 }
 
+/// Groups whose every process leader's smaps_rollup could not be read,
+/// with the reason (a non-root capture cannot read root's processes).
+fn smaps_unread(
+    snap: &CtprofSnapshot,
+    opts: &ViewOptions,
+    names: Option<&CommNames>,
+) -> BTreeMap<String, Reason> {
+    let mut out = BTreeMap::new();
+    for (g, threads) in group_threads_named(&snap.threads, &opts.grouping, names) {
+        let mut leaders = threads.iter().filter(|t| t.tid == t.tgid).peekable();
+        let Some(first) = leaders.peek() else {
+            continue;
+        };
+        let Some(&why) = first.unavailable.get(&Source::SmapsRollup) else {
+            continue;
+        };
+        if leaders.all(|t| t.unavailable.contains_key(&Source::SmapsRollup)) {
+            out.insert(g, why);
+        }
+    }
+    out
+}
+
+/// One side's readings of a section and the groups it could not read.
+struct SideReadings {
+    values: Readings,
+    unread: BTreeMap<String, Reason>,
+}
+
+fn side_readings(
+    s: Section,
+    snap: &CtprofSnapshot,
+    opts: &ViewOptions,
+    names: Option<&CommNames>,
+) -> SideReadings {
+    SideReadings {
+        values: readings(s, snap, opts, names),
+        unread: match s {
+            Section::SmapsRollup => smaps_unread(snap, opts, names),
+            _ => BTreeMap::new(),
+        },
+    }
+}
+
+/// Joins one section's readings of both sides into rows. A group present
+/// on one side only because the other could not read it is flagged
+/// incomparable rather than unmatched.
+fn join(s: Section, b: &SideReadings, c: Option<&SideReadings>, rows: &mut Vec<Row>) {
+    let keys: std::collections::BTreeSet<&(String, String)> = b
+        .values
+        .keys()
+        .chain(c.iter().flat_map(|c| c.values.keys()))
+        .collect();
+    let mut keys: Vec<_> = keys.into_iter().collect();
+    // PSI windows in time order: avg10, avg60, avg300.
+    keys.sort_by_cached_key(|k| {
+        let order =
+            k.1.replace(".avg10", ".avg010")
+                .replace(".avg60", ".avg060");
+        (k.0.clone(), order)
+    });
+    for k in keys {
+        let bv = b.values.get(k);
+        let cv = c.and_then(|c| c.values.get(k));
+        let unit = bv.or(cv).map_or(Unit::Count, |v| v.0);
+        let unread = |side: Option<&SideReadings>| side.and_then(|x| x.unread.get(&k.0)).copied();
+        let (mut matched, mut why) = match (bv.is_some(), cv.is_some(), c.is_some()) {
+            (true, true, _) | (true, false, false) => ("both", None),
+            (true, false, true) => ("baseline-only", unread(c).map(|r| (r, "candidate"))),
+            _ => ("candidate-only", unread(Some(b)).map(|r| (r, "baseline"))),
+        };
+        if why.is_some() {
+            matched = "both";
+        }
+        let cell = |v: Option<&(Unit, Cell)>| v.map_or(Cell::Missing, |v| v.1.clone());
+        let ratio = unit == Unit::Scalar && k.1.contains(".avg");
+        let mut r = row(
+            s,
+            false,
+            &k.0,
+            (0, 0),
+            &k.1,
+            unit,
+            ratio,
+            cell(bv),
+            cell(cv),
+            matched,
+        );
+        r.incomparable = why
+            .take()
+            .map(|(r, side)| format!("smaps_rollup {} in {side}", r.name()));
+        rows.push(r);
+    }
+}
+
 /// Rows of every requested secondary section.
 pub fn secondary_rows(
     base: &CtprofSnapshot,
@@ -229,42 +325,12 @@ pub fn secondary_rows(
         if s.needs_cgroup_grouping() && opts.grouping.by != GroupBy::Cgroup {
             continue;
         }
-        let b = readings(s, base, opts, names);
-        let c = cand.map(|c| readings(s, c, opts, names));
-        let keys: std::collections::BTreeSet<&(String, String)> =
-            b.keys().chain(c.iter().flat_map(|c| c.keys())).collect();
-        let mut keys: Vec<_> = keys.into_iter().collect();
-        // PSI windows in time order: avg10, avg60, avg300.
-        keys.sort_by_cached_key(|k| {
-            let order =
-                k.1.replace(".avg10", ".avg010")
-                    .replace(".avg60", ".avg060");
-            (k.0.clone(), order)
-        });
-        for k in keys {
-            let bv = b.get(k);
-            let cv = c.as_ref().and_then(|c| c.get(k));
-            let unit = bv.or(cv).map_or(Unit::Count, |v| v.0);
-            let matched = match (bv.is_some(), cv.is_some(), c.is_some()) {
-                (true, true, _) | (true, false, false) => "both",
-                (true, false, true) => "baseline-only",
-                _ => "candidate-only",
-            };
-            let cell = |v: Option<&(Unit, Cell)>| v.map_or(Cell::Missing, |v| v.1.clone());
-            let ratio = unit == Unit::Scalar && k.1.contains(".avg");
-            rows.push(row(
-                s,
-                false,
-                &k.0,
-                (0, 0),
-                &k.1,
-                unit,
-                ratio,
-                cell(bv),
-                cell(cv),
-                matched,
-            ));
-        }
+        let b = side_readings(s, base, opts, names);
+        let c = cand.map(|c| side_readings(s, c, opts, names));
+        let before = rows.len();
+        join(s, &b, c.as_ref(), &mut rows);
+        // Flagged rows after the comparable ones, order otherwise kept.
+        rows[before..].sort_by_key(|r| r.incomparable.is_some());
     }
     rows
 }

@@ -86,8 +86,12 @@ impl Worker {
         if tid == tgid {
             let r = self.reader.read_at(&dir, c"smaps_rollup");
             self.tally.read(Source::SmapsRollup, &r);
-            if let Ok(text) = r {
-                t.smaps_rollup_kb = parse_smaps_rollup(text);
+            match r {
+                Ok(text) => t.smaps_rollup_kb = parse_smaps_rollup(text),
+                // Denied is what differs between a root and a non-root
+                // capture; a missing file is a kernel thread or an exit.
+                Err(ReadError::Denied) => t.mark(Src::SmapsRollup, Reason::Eperm),
+                Err(_) => {}
             }
         }
         if let Some(client) = self.taskstats.as_mut() {

@@ -99,3 +99,44 @@ fn flattened_pressure_limits_and_usage() {
         "{text}"
     );
 }
+
+/// A leader whose smaps_rollup was denied on one side: its rows are
+/// flagged incomparable, not reported as a process that went away.
+#[test]
+fn denied_smaps_rollup_is_incomparable_not_unmatched() {
+    let leader = |denied: bool| {
+        let mut t = crate::model::ThreadState {
+            tid: 5,
+            tgid: 5,
+            pcomm: "app".into(),
+            comm: "app".into(),
+            ..Default::default()
+        };
+        if denied {
+            t.mark(Source::SmapsRollup, Reason::Eperm);
+        } else {
+            t.smaps_rollup_kb = [("Rss".to_string(), 4)].into();
+        }
+        t
+    };
+    let (mut a, mut b) = (CtprofSnapshot::new(), CtprofSnapshot::new());
+    a.threads = vec![leader(false)];
+    b.threads = vec![leader(true)];
+    let opts = ViewOptions {
+        sections: vec![Section::SmapsRollup],
+        ..Default::default()
+    };
+    let rows = secondary_rows(&a, Some(&b), &opts, None);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].matched, "both");
+    assert_eq!(
+        rows[0].incomparable.as_deref(),
+        Some("smaps_rollup eperm in candidate")
+    );
+    assert_eq!(rows[0].baseline, Cell::Num { value: 4096.0 });
+    // A process really gone stays unmatched.
+    b.threads.clear();
+    let rows = secondary_rows(&a, Some(&b), &opts, None);
+    assert_eq!(rows[0].matched, "baseline-only");
+    assert_eq!(rows[0].incomparable, None);
+}
