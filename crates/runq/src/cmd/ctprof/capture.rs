@@ -151,7 +151,7 @@ pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
         out.push_str(&taskstats_line(ts));
         if ts.eperm_count > 0 {
             eprintln!(
-                "runq: note: taskstats needs CAP_NET_ADMIN (run as root); its fields read zero"
+                "runq: note: taskstats needs CAP_NET_ADMIN (run as root); its fields are unavailable (-)"
             );
         }
     }
