@@ -146,28 +146,26 @@ fn shared_jemalloc(proc_root: &Path, tgid: u32) -> bool {
 pub fn fill(threads: &mut [ThreadState], proc_root: &Path) -> u64 {
     let me = std::process::id();
     let mut by_exe: HashMap<(u64, u64), Option<JemallocLayout>> = HashMap::new();
-    let mut per_tgid: HashMap<u32, Option<JemallocLayout>> = HashMap::new();
-    let mut shared: HashMap<u32, bool> = HashMap::new();
+    let mut per_tgid: HashMap<u32, Allocator> = HashMap::new();
     let mut read = 0;
     for t in threads.iter_mut() {
         if t.tgid == me {
             continue;
         }
-        let layout = *per_tgid.entry(t.tgid).or_insert_with(|| {
-            let exe = proc_root.join(t.tgid.to_string()).join("exe");
-            let meta = std::fs::metadata(&exe).ok()?;
-            *by_exe
-                .entry((meta.dev(), meta.ino()))
-                .or_insert_with(|| layout_of(&exe))
-        });
-        let Some(layout) = layout else {
-            if *shared
-                .entry(t.tgid)
-                .or_insert_with(|| shared_jemalloc(proc_root, t.tgid))
-            {
+        let kind = *per_tgid
+            .entry(t.tgid)
+            .or_insert_with(|| allocator(proc_root, t.tgid, &mut by_exe));
+        let layout = match kind {
+            Allocator::Static(layout) => layout,
+            Allocator::Shared => {
                 t.mark(Source::Jemalloc, Reason::DynamicLib);
+                continue;
             }
-            continue;
+            Allocator::Denied => {
+                t.mark(Source::Jemalloc, Reason::Eperm);
+                continue;
+            }
+            Allocator::Other => continue,
         };
         if t.tid == t.tgid {
             read += 1;
@@ -181,6 +179,65 @@ pub fn fill(threads: &mut [ThreadState], proc_root: &Path) -> u64 {
         }
     }
     read
+}
+
+/// `PF_KTHREAD` in the flags of `/proc/<pid>/stat`.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// True when `stat` text (`pid (comm) S ppid ... flags ...`) is a kernel
+/// thread's.
+pub fn stat_is_kernel_thread(stat: &str) -> bool {
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    // After the comm: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    rest.split_ascii_whitespace()
+        .nth(6)
+        .and_then(|f| f.parse::<u64>().ok())
+        .is_some_and(|f| f & PF_KTHREAD != 0)
+}
+
+fn kernel_thread(proc_root: &Path, tgid: u32) -> bool {
+    std::fs::read_to_string(proc_root.join(tgid.to_string()).join("stat"))
+        .is_ok_and(|s| stat_is_kernel_thread(&s))
+}
+
+/// What a process allocates with, as far as the counters go.
+#[derive(Debug, Clone, Copy)]
+enum Allocator {
+    /// jemalloc linked into the executable: readable.
+    Static(JemallocLayout),
+    /// A shared libjemalloc is mapped: not readable.
+    Shared,
+    /// The executable could not be inspected (another user's process).
+    Denied,
+    /// Another allocator, or a kernel thread (no executable): real zero.
+    Other,
+}
+
+fn allocator(
+    proc_root: &Path,
+    tgid: u32,
+    by_exe: &mut HashMap<(u64, u64), Option<JemallocLayout>>,
+) -> Allocator {
+    let exe = proc_root.join(tgid.to_string()).join("exe");
+    // Kernel threads have no executable (and no maps worth reading).
+    let meta = match std::fs::metadata(&exe) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return match kernel_thread(proc_root, tgid) {
+                true => Allocator::Other,
+                false => Allocator::Denied,
+            };
+        }
+        Err(_) => return Allocator::Other,
+    };
+    let layout = *by_exe
+        .entry((meta.dev(), meta.ino()))
+        .or_insert_with(|| layout_of(&exe));
+    match layout {
+        Some(l) => Allocator::Static(l),
+        None if shared_jemalloc(proc_root, tgid) => Allocator::Shared,
+        None => Allocator::Other,
+    }
 }
 
 #[cfg(test)]
@@ -210,6 +267,17 @@ mod tests {
             b"7f00-7f01 r-xp 0 08:01 2 /usr/lib/libc.so.6\n"
         ));
         assert!(!maps_shared_jemalloc(b""));
+    }
+
+    #[test]
+    fn kernel_threads_by_stat_flags() {
+        let kthread = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 2 0 0 20 0 1 0 1 0 0";
+        assert!(stat_is_kernel_thread(kthread));
+        let user = "77 (my (odd) app) S 1 77 77 0 -1 4194560 0 0 0 0 0 2 0 0 20 0 1 0 1 0 0";
+        assert!(!stat_is_kernel_thread(user));
+        assert!(!stat_is_kernel_thread("garbage"));
+        let me = std::fs::read_to_string("/proc/self/stat").unwrap();
+        assert!(!stat_is_kernel_thread(&me));
     }
 
     #[test]
