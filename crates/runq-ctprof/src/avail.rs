@@ -40,6 +40,18 @@ pub enum Source {
 }
 
 impl Source {
+    /// Every source.
+    pub const ALL: [Source; 8] = [
+        Source::Schedstat,
+        Source::Sched,
+        Source::Schedstats,
+        Source::Io,
+        Source::Taskstats,
+        Source::Delayacct,
+        Source::Jemalloc,
+        Source::SmapsRollup,
+    ];
+
     /// The snake_case name used in JSON and text.
     pub fn name(self) -> &'static str {
         match self {
@@ -84,6 +96,20 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason.
+    pub const ALL: [Reason; 10] = [
+        Reason::NoSchedstats,
+        Reason::SchedstatsOff,
+        Reason::DelayacctOff,
+        Reason::Eperm,
+        Reason::ThreadGone,
+        Reason::NotQueried,
+        Reason::Absent,
+        Reason::Error,
+        Reason::DynamicLib,
+        Reason::UnsupportedArch,
+    ];
+
     /// The snake_case name used in JSON.
     pub fn name(self) -> &'static str {
         match self {
@@ -117,6 +143,21 @@ impl Reason {
     }
 }
 
+/// Deserializes a `source -> reason` map, dropping the entries this build
+/// does not know (sources or reasons a newer writer added), so a newer
+/// file still loads here.
+pub fn lenient_map<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<Source, Reason>, D::Error> {
+    let raw = BTreeMap::<String, String>::deserialize(d)?;
+    let known = |k: &str, v: &str| {
+        let s = Source::ALL.into_iter().find(|s| s.name() == k)?;
+        let r = Reason::ALL.into_iter().find(|r| r.name() == v)?;
+        Some((s, r))
+    };
+    Ok(raw.iter().filter_map(|(k, v)| known(k, v)).collect())
+}
+
 /// One host capability as printed by `capture`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -134,6 +175,7 @@ pub struct HostCapability {
 #[serde(default)]
 pub struct Capabilities {
     /// Sources unavailable for every thread, with the reason.
+    #[serde(deserialize_with = "lenient_map")]
     pub unavailable: BTreeMap<Source, Reason>,
     /// The host capability line.
     pub host: Vec<HostCapability>,
@@ -280,16 +322,7 @@ pub fn infer_v1(snap: &CtprofSnapshot) -> Capabilities {
 /// Moves sources that every thread lacks for the same reason to the
 /// host-wide map, and drops per-thread entries a host-wide one covers.
 pub fn consolidate(snap: &mut CtprofSnapshot, caps: &mut Capabilities) {
-    let sources = [
-        Source::Schedstat,
-        Source::Sched,
-        Source::Schedstats,
-        Source::Io,
-        Source::Taskstats,
-        Source::Delayacct,
-        Source::Jemalloc,
-    ];
-    for src in sources {
+    for src in Source::ALL {
         if caps.unavailable.contains_key(&src) || snap.threads.is_empty() {
             continue;
         }

@@ -234,6 +234,7 @@ thread_state! {
     hiwater_vm_bytes: PeakBytes,
     /// Sources this thread could not be read from, and why (host-wide
     /// reasons are in the snapshot's capabilities instead).
+    #[serde(deserialize_with = "crate::avail::lenient_map")]
     unavailable: BTreeMap<Source, Reason>,
 }
 
