@@ -227,20 +227,30 @@ pub fn reduce(
     def.rule.apply(&read)
 }
 
-/// Every primary metric plus the derived ones for one group; `caps` are
-/// the snapshot's host-wide unavailable sources.
+/// Every primary metric of one group; `caps` are the snapshot's host-wide
+/// unavailable sources.
+pub fn primary_metrics(threads: &[&ThreadState], caps: Option<&Capabilities>) -> Metrics {
+    CTPROF_METRICS
+        .iter()
+        .map(|d| (d.name, reduce(d, threads, caps)))
+        .collect()
+}
+
+/// The derived metrics of one group's primary metrics.
+pub fn derived_metrics(m: &Metrics) -> BTreeMap<&'static str, Option<f64>> {
+    CTPROF_DERIVED_METRICS
+        .iter()
+        .map(|d| (d.name, (d.compute)(m)))
+        .collect()
+}
+
+/// Every primary metric plus the derived ones for one group.
 pub fn group_metrics(
     threads: &[&ThreadState],
     caps: Option<&Capabilities>,
 ) -> (Metrics, BTreeMap<&'static str, Option<f64>>) {
-    let m: Metrics = CTPROF_METRICS
-        .iter()
-        .map(|d| (d.name, reduce(d, threads, caps)))
-        .collect();
-    let d = CTPROF_DERIVED_METRICS
-        .iter()
-        .map(|d| (d.name, (d.compute)(&m)))
-        .collect();
+    let m = primary_metrics(threads, caps);
+    let d = derived_metrics(&m);
     (m, d)
 }
 

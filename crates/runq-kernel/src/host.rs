@@ -92,7 +92,8 @@ fn tunable_value(text: &str) -> Option<String> {
     (v.len() <= 256 && !v.contains('\n')).then(|| v.to_string())
 }
 
-/// Reads the one-line files of `dir` (and of `sub` below it) into `out`.
+/// Reads the one-line files of `dir` (and of its `numa_balancing/`) into
+/// `out`, keyed `prefix` + file name.
 fn read_tunables(
     dir: &Path,
     prefix: &str,

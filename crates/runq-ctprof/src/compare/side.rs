@@ -75,12 +75,9 @@ pub fn side(snap: &CtprofSnapshot, g: &Grouping, names: Option<&CommNames>) -> S
     group_threads_named(&snap.threads, g, names)
         .into_iter()
         .map(|(k, v)| {
-            let (mut metrics, _) = super::group_metrics(&v, snap.capabilities.as_ref());
+            let mut metrics = super::primary_metrics(&v, snap.capabilities.as_ref());
             scale_ticks(&mut metrics, hz);
-            let derived = crate::derived::CTPROF_DERIVED_METRICS
-                .iter()
-                .map(|d| (d.name, (d.compute)(&metrics)))
-                .collect();
+            let derived = super::derived_metrics(&metrics);
             let unread = unread(&v, snap);
             let data = GroupData {
                 threads: v.len(),

@@ -296,3 +296,31 @@ fn ticks_scale_by_each_sides_user_hz() {
     let json = serde_json::to_value(&v).unwrap();
     assert_eq!(json["hosts"]["baseline"]["user_hz"], 100);
 }
+
+/// Delay accounting off in the baseline and on in the candidate: the
+/// delay-accounting rows are flagged, the runqueue delay (from sched_info,
+/// filled either way) is not.
+#[test]
+fn delayacct_off_against_on_is_flagged() {
+    let th = |blkio| ThreadState {
+        blkio_delay_total_ns: MonotonicNs(blkio),
+        ..taskstats_thread(1, 1000, 8 << 20)
+    };
+    let off = with_caps(
+        snap(vec![th(0)]),
+        &[(Source::Delayacct, Reason::DelayacctOff)],
+    );
+    let on = with_caps(snap(vec![th(5_000_000)]), &[]);
+    let v = compare(&off, &on, &ViewOptions::default());
+    let row = |m: &str| v.rows.iter().find(|r| r.metric == m).unwrap();
+    assert_eq!(
+        row("blkio_delay_total_ns").incomparable.as_deref(),
+        Some("delayacct delayacct_off in baseline")
+    );
+    assert_eq!(row("blkio_delay_total_ns").baseline, Cell::Missing);
+    assert_eq!(row("cpu_delay_total_ns").incomparable, None);
+    assert_eq!(
+        row("total_offcpu_delay_ns").incomparable.as_deref(),
+        Some("delayacct delayacct_off in baseline")
+    );
+}
