@@ -47,11 +47,14 @@ pub fn scale_ticks(m: &mut Metrics, hz: u64) {
         if let (AggRule::SumTicks(_), Some(Aggregated::Scalar { value })) =
             (d.rule, m.get_mut(d.name))
         {
-            *value = (u128::from(*value) * 1_000_000_000 / u128::from(hz.max(1))) as u64;
+            let ns = u128::from(*value) * 1_000_000_000 / u128::from(hz.max(1));
+            *value = u64::try_from(ns).unwrap_or(u64::MAX);
         }
     }
 }
 
+/// The sources a group could not read: host-wide ones for every thread,
+/// per-thread ones counted (a thread that exited is not a reason).
 fn unread(threads: &[&ThreadState], snap: &CtprofSnapshot) -> BTreeMap<Source, (usize, Reason)> {
     let mut out: BTreeMap<Source, (usize, Reason)> = BTreeMap::new();
     let host = snap.capabilities.as_ref().map(|c| &c.unavailable);
