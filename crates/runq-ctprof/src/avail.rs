@@ -33,9 +33,25 @@ pub enum Source {
     Taskstats,
     /// The delay-accounting fields of the taskstats answer.
     Delayacct,
+    /// jemalloc's per-thread allocation counters (ptrace).
+    Jemalloc,
+    /// A process leader's `/proc/<pid>/smaps_rollup`.
+    SmapsRollup,
 }
 
 impl Source {
+    /// Every source.
+    pub const ALL: [Source; 8] = [
+        Source::Schedstat,
+        Source::Sched,
+        Source::Schedstats,
+        Source::Io,
+        Source::Taskstats,
+        Source::Delayacct,
+        Source::Jemalloc,
+        Source::SmapsRollup,
+    ];
+
     /// The snake_case name used in JSON and text.
     pub fn name(self) -> &'static str {
         match self {
@@ -45,6 +61,8 @@ impl Source {
             Source::Io => "io",
             Source::Taskstats => "taskstats",
             Source::Delayacct => "delayacct",
+            Source::Jemalloc => "jemalloc",
+            Source::SmapsRollup => "smaps_rollup",
         }
     }
 }
@@ -70,9 +88,28 @@ pub enum Reason {
     Absent,
     /// Read or parse error.
     Error,
+    /// The process maps a shared libjemalloc, whose counters are not read
+    /// (only a statically linked jemalloc is).
+    DynamicLib,
+    /// Not read on this architecture (the reader is x86_64 only).
+    UnsupportedArch,
 }
 
 impl Reason {
+    /// Every reason.
+    pub const ALL: [Reason; 10] = [
+        Reason::NoSchedstats,
+        Reason::SchedstatsOff,
+        Reason::DelayacctOff,
+        Reason::Eperm,
+        Reason::ThreadGone,
+        Reason::NotQueried,
+        Reason::Absent,
+        Reason::Error,
+        Reason::DynamicLib,
+        Reason::UnsupportedArch,
+    ];
+
     /// The snake_case name used in JSON.
     pub fn name(self) -> &'static str {
         match self {
@@ -84,6 +121,8 @@ impl Reason {
             Reason::NotQueried => "not_queried",
             Reason::Absent => "absent",
             Reason::Error => "error",
+            Reason::DynamicLib => "dynamic_lib",
+            Reason::UnsupportedArch => "unsupported_arch",
         }
     }
 
@@ -98,8 +137,25 @@ impl Reason {
             Reason::NotQueried => "not queried",
             Reason::Absent => "not provided by this kernel",
             Reason::Error => "read or parse error",
+            Reason::DynamicLib => "libjemalloc linked dynamically (only static jemalloc is read)",
+            Reason::UnsupportedArch => "not read on this architecture (x86_64 only)",
         }
     }
+}
+
+/// Deserializes a `source -> reason` map, dropping the entries this build
+/// does not know (sources or reasons a newer writer added), so a newer
+/// file still loads here.
+pub fn lenient_map<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<Source, Reason>, D::Error> {
+    let raw = BTreeMap::<String, String>::deserialize(d)?;
+    let known = |k: &str, v: &str| {
+        let s = Source::ALL.into_iter().find(|s| s.name() == k)?;
+        let r = Reason::ALL.into_iter().find(|r| r.name() == v)?;
+        Some((s, r))
+    };
+    Ok(raw.iter().filter_map(|(k, v)| known(k, v)).collect())
 }
 
 /// One host capability as printed by `capture`.
@@ -119,6 +175,7 @@ pub struct HostCapability {
 #[serde(default)]
 pub struct Capabilities {
     /// Sources unavailable for every thread, with the reason.
+    #[serde(deserialize_with = "lenient_map")]
     pub unavailable: BTreeMap<Source, Reason>,
     /// The host capability line.
     pub host: Vec<HostCapability>,
@@ -157,6 +214,7 @@ pub fn metric_source(def: &CtprofMetricDef) -> Option<Source> {
         "CONFIG_TASK_XACCT" => Some(Source::Taskstats),
         _ => match def.name {
             "nr_migrations" | "fair_slice_ns" => Some(Source::Sched),
+            "allocated_bytes" | "deallocated_bytes" => Some(Source::Jemalloc),
             _ => None,
         },
     }
@@ -264,15 +322,7 @@ pub fn infer_v1(snap: &CtprofSnapshot) -> Capabilities {
 /// Moves sources that every thread lacks for the same reason to the
 /// host-wide map, and drops per-thread entries a host-wide one covers.
 pub fn consolidate(snap: &mut CtprofSnapshot, caps: &mut Capabilities) {
-    let sources = [
-        Source::Schedstat,
-        Source::Sched,
-        Source::Schedstats,
-        Source::Io,
-        Source::Taskstats,
-        Source::Delayacct,
-    ];
-    for src in sources {
+    for src in Source::ALL {
         if caps.unavailable.contains_key(&src) || snap.threads.is_empty() {
             continue;
         }

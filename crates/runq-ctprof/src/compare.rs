@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::avail::{metric_source, Capabilities, Reason, Source};
 use crate::derived::{Metrics, CTPROF_DERIVED_METRICS};
-use crate::group::{group_threads, GroupBy, Grouping};
+use crate::group::{view_names, GroupBy, Grouping};
 use crate::model::{CtprofSnapshot, ThreadState};
 use crate::registry::{Aggregated, CtprofMetricDef, Section, Unit, CTPROF_METRICS};
 
@@ -85,6 +85,14 @@ impl Cell {
                     }
                 }
             }
+            Aggregated::Dead { nonzero: 0 } => Cell::Text {
+                text: "dead".into(),
+                scalar: None,
+            },
+            Aggregated::Dead { nonzero } => Cell::Text {
+                text: format!("dead ({nonzero} non-zero)"),
+                scalar: None,
+            },
             Aggregated::Empty => Cell::Missing,
         }
     }
@@ -167,6 +175,10 @@ pub struct Row {
     pub text_delta: Option<&'static str>,
     /// `both`, `baseline-only` or `candidate-only`.
     pub matched: &'static str,
+    /// Why the two sides cannot be compared (a source read on one side
+    /// only, e.g. `taskstats eperm in candidate`); such rows sort last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomparable: Option<String>,
 }
 
 /// Filters and ordering shared by compare and show.
@@ -215,35 +227,31 @@ pub fn reduce(
     def.rule.apply(&read)
 }
 
-/// Every primary metric plus the derived ones for one group; `caps` are
-/// the snapshot's host-wide unavailable sources.
+/// Every primary metric of one group; `caps` are the snapshot's host-wide
+/// unavailable sources.
+pub fn primary_metrics(threads: &[&ThreadState], caps: Option<&Capabilities>) -> Metrics {
+    CTPROF_METRICS
+        .iter()
+        .map(|d| (d.name, reduce(d, threads, caps)))
+        .collect()
+}
+
+/// The derived metrics of one group's primary metrics.
+pub fn derived_metrics(m: &Metrics) -> BTreeMap<&'static str, Option<f64>> {
+    CTPROF_DERIVED_METRICS
+        .iter()
+        .map(|d| (d.name, (d.compute)(m)))
+        .collect()
+}
+
+/// Every primary metric plus the derived ones for one group.
 pub fn group_metrics(
     threads: &[&ThreadState],
     caps: Option<&Capabilities>,
 ) -> (Metrics, BTreeMap<&'static str, Option<f64>>) {
-    let m: Metrics = CTPROF_METRICS
-        .iter()
-        .map(|d| (d.name, reduce(d, threads, caps)))
-        .collect();
-    let d = CTPROF_DERIVED_METRICS
-        .iter()
-        .map(|d| (d.name, (d.compute)(&m)))
-        .collect();
+    let m = primary_metrics(threads, caps);
+    let d = derived_metrics(&m);
     (m, d)
-}
-
-/// One group's thread count, metrics and derived values.
-type GroupData = (usize, Metrics, BTreeMap<&'static str, Option<f64>>);
-type Side = BTreeMap<String, GroupData>;
-
-fn side(snap: &CtprofSnapshot, g: &Grouping) -> Side {
-    group_threads(&snap.threads, g)
-        .into_iter()
-        .map(|(k, v)| {
-            let (m, d) = group_metrics(&v, snap.capabilities.as_ref());
-            (k, (v.len(), m, d))
-        })
-        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -285,6 +293,7 @@ pub(crate) fn make_row(
         pct,
         text_delta,
         matched,
+        incomparable: None,
     }
 }
 
@@ -303,37 +312,45 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions, mut sink: i
             (true, false, true) => "baseline-only",
             _ => "candidate-only",
         };
-        let threads = (b.map_or(0, |x| x.0), c.map_or(0, |x| x.0));
+        let threads = (b.map_or(0, |x| x.threads), c.map_or(0, |x| x.threads));
+        let flag = |srcs: &[Source]| b.zip(c).and_then(|(b, c)| side::incomparable(srcs, b, c));
         for d in CTPROF_METRICS
             .iter()
             .filter(|d| opts.wants(d.section) && keep(d.name))
         {
-            let cell = |s: Option<&(usize, Metrics, _)>| {
-                s.and_then(|s| s.1.get(d.name))
+            let cell = |s: Option<&GroupData>| {
+                s.and_then(|s| s.metrics.get(d.name))
                     .map_or(Cell::Missing, Cell::from_agg)
             };
-            sink(make_row(
+            let unit = match d.rule.unit() {
+                // Scaled by each snapshot's USER_HZ in `side`.
+                Unit::Ticks => Unit::Ns,
+                u => u,
+            };
+            let mut row = make_row(
                 d.section,
                 false,
                 g,
                 threads,
                 d.name,
-                d.rule.unit(),
+                unit,
                 false,
                 cell(b),
                 cell(c),
                 matched,
-            ));
+            );
+            row.incomparable = flag(metric_source(d).as_slice());
+            sink(row);
         }
         for d in CTPROF_DERIVED_METRICS
             .iter()
             .filter(|d| opts.wants(d.section) && keep(d.name))
         {
             let cell = |s: Option<&GroupData>| {
-                s.and_then(|s| s.2.get(d.name).copied().flatten())
+                s.and_then(|s| s.derived.get(d.name).copied().flatten())
                     .map_or(Cell::Missing, |value| Cell::Num { value })
             };
-            sink(make_row(
+            let mut row = make_row(
                 d.section,
                 true,
                 g,
@@ -344,17 +361,19 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions, mut sink: i
                 cell(b),
                 cell(c),
                 matched,
-            ));
+            );
+            row.incomparable = flag(&side::derived_sources(d));
+            sink(row);
         }
     }
 }
 
 /// A group's value of a metric or derived metric.
 fn side_value(side: &Side, group: &str, metric: &str) -> Option<f64> {
-    let (_, m, d) = side.get(group)?;
-    match m.get(metric) {
+    let g = side.get(group)?;
+    match g.metrics.get(metric) {
         Some(a) => a.scalar(),
-        None => d.get(metric).copied().flatten(),
+        None => g.derived.get(metric).copied().flatten(),
     }
 }
 
@@ -408,6 +427,11 @@ pub struct View {
     pub baseline_host_missing: bool,
     /// Candidate host context missing (compare only).
     pub candidate_host_missing: bool,
+    /// Host context by side (`baseline`, `candidate`), as recorded.
+    pub hosts: BTreeMap<&'static str, crate::model::HostContext>,
+    /// The host context and capability states as keys, with the keys whose
+    /// values differ between the two sides marked.
+    pub host: Vec<crate::hostview::HostRow>,
     /// Why values are missing, by side (`baseline`, `candidate`).
     pub capabilities: BTreeMap<&'static str, SideCapabilities>,
     /// Threads that exited before the (candidate) capture, from `record`.
@@ -428,6 +452,17 @@ fn capabilities(
         m.insert("candidate", c);
     }
     m
+}
+
+fn hosts(
+    base: &CtprofSnapshot,
+    cand: Option<&CtprofSnapshot>,
+) -> BTreeMap<&'static str, crate::model::HostContext> {
+    let sides = [("baseline", Some(base)), ("candidate", cand)];
+    sides
+        .into_iter()
+        .filter_map(|(k, s)| Some((k, s?.host.clone()?)))
+        .collect()
 }
 
 fn group_by_name(g: GroupBy) -> &'static str {
@@ -469,14 +504,26 @@ fn limited_rows(
 
 /// Compares two snapshots.
 pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions) -> View {
-    let (b, c) = (side(base, &opts.grouping), side(cand, &opts.grouping));
+    let names = view_names(&opts.grouping, [&base.threads[..], &cand.threads[..]]);
+    let names = names.as_ref();
+    let (b, c) = (
+        side(base, &opts.grouping, names),
+        side(cand, &opts.grouping, names),
+    );
     let (mut rows, omitted_rows) = limited_rows(&b, Some(&c), opts);
-    rows.extend(crate::sections::secondary_rows(base, Some(cand), opts));
+    rows.extend(crate::sections::secondary_rows(
+        base,
+        Some(cand),
+        opts,
+        names,
+    ));
     View {
         group_by: group_by_name(opts.grouping.by),
         rows,
         baseline_host_missing: base.host.is_none(),
         candidate_host_missing: cand.host.is_none(),
+        hosts: hosts(base, Some(cand)),
+        host: crate::hostview::host_rows(base, Some(cand)),
         capabilities: capabilities(base, Some(cand)),
         exited: cand.exited.clone(),
         omitted_rows,
@@ -485,14 +532,22 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
 
 /// Renders one snapshot's groups.
 pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
-    let s = side(snap, &opts.grouping);
+    let names = view_names(&opts.grouping, [&snap.threads[..]]);
+    let s = side(snap, &opts.grouping, names.as_ref());
     let (mut rows, omitted_rows) = limited_rows(&s, None, opts);
-    rows.extend(crate::sections::secondary_rows(snap, None, opts));
+    rows.extend(crate::sections::secondary_rows(
+        snap,
+        None,
+        opts,
+        names.as_ref(),
+    ));
     View {
         group_by: group_by_name(opts.grouping.by),
         rows,
         baseline_host_missing: snap.host.is_none(),
         candidate_host_missing: false,
+        hosts: hosts(snap, None),
+        host: crate::hostview::host_rows(snap, None),
         capabilities: capabilities(snap, None),
         exited: snap.exited.clone(),
         omitted_rows,
@@ -501,7 +556,9 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
 
 pub(crate) use make_row as row;
 
+pub mod side;
 mod top;
+use side::{side, GroupData, Side};
 use top::{RowOrder, TopRows};
 
 #[cfg(test)]

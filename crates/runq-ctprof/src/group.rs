@@ -2,7 +2,7 @@
 //! token normalization that folds thread pools into one bucket, plus
 //! glob-based cgroup path flattening.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::model::ThreadState;
 
@@ -189,11 +189,73 @@ impl Default for Grouping {
     }
 }
 
-/// Groups threads; a normalized bucket holding a single literal name keeps
-/// that literal name.
+/// The row names of `--group-by comm`, decided over every snapshot of a
+/// view: a normalized pattern (`worker-{N}`) whose threads all carry one
+/// literal name, in every snapshot, keeps that literal name; otherwise the
+/// pattern names the row. Deciding over both sides of a compare puts
+/// `worker-3` (baseline) and `worker-7` (candidate) on one row, and keeps a
+/// pool's row name when it grows from one thread to two.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommNames {
+    by_literal: HashMap<String, String>,
+}
+
+impl CommNames {
+    /// Decides the names over every thread of every snapshot given.
+    pub fn decide<'a>(sides: impl IntoIterator<Item = &'a [ThreadState]>) -> CommNames {
+        let mut literals: HashMap<String, BTreeSet<&str>> = HashMap::new();
+        for threads in sides {
+            for t in threads {
+                literals
+                    .entry(normalize_thread_name(&t.comm))
+                    .or_default()
+                    .insert(&t.comm);
+            }
+        }
+        let mut by_literal = HashMap::new();
+        for (pattern, names) in literals {
+            let one = names.len() == 1;
+            for n in names {
+                let key = if one { n.to_string() } else { pattern.clone() };
+                by_literal.insert(n.to_string(), key);
+            }
+        }
+        CommNames { by_literal }
+    }
+
+    /// The row name of a thread name (its pattern when not decided here).
+    pub fn key(&self, comm: &str) -> String {
+        self.by_literal
+            .get(comm)
+            .cloned()
+            .unwrap_or_else(|| normalize_thread_name(comm))
+    }
+}
+
+/// The row names a view over `sides` needs: `Some` under `--group-by comm`
+/// with normalization, `None` for the other axes.
+pub fn view_names<'a>(
+    g: &Grouping,
+    sides: impl IntoIterator<Item = &'a [ThreadState]>,
+) -> Option<CommNames> {
+    (g.by == GroupBy::Comm && g.normalize).then(|| CommNames::decide(sides))
+}
+
+/// Groups one snapshot's threads, its comm row names decided over itself.
 pub fn group_threads<'a>(
     threads: &'a [ThreadState],
     g: &Grouping,
+) -> BTreeMap<String, Vec<&'a ThreadState>> {
+    let names = view_names(g, [threads]);
+    group_threads_named(threads, g, names.as_ref())
+}
+
+/// Groups threads; under normalized `--group-by comm` the row names come
+/// from `names` (decided over every snapshot of the view).
+pub fn group_threads_named<'a>(
+    threads: &'a [ThreadState],
+    g: &Grouping,
+    names: Option<&CommNames>,
 ) -> BTreeMap<String, Vec<&'a ThreadState>> {
     let mut out: BTreeMap<String, Vec<&ThreadState>> = BTreeMap::new();
     for t in threads {
@@ -201,26 +263,13 @@ pub fn group_threads<'a>(
             GroupBy::Pcomm => t.pcomm.clone(),
             GroupBy::Cgroup => flatten_cgroup(&t.cgroup, &g.flatten),
             GroupBy::CommExact => t.comm.clone(),
-            GroupBy::Comm if g.normalize => normalize_thread_name(&t.comm),
+            GroupBy::Comm if g.normalize => match names {
+                Some(n) => n.key(&t.comm),
+                None => normalize_thread_name(&t.comm),
+            },
             GroupBy::Comm => t.comm.clone(),
         };
         out.entry(key).or_default().push(t);
-    }
-    if g.by == GroupBy::Comm && g.normalize {
-        out = out
-            .into_iter()
-            .map(|(k, v)| {
-                let first = &v[0].comm;
-                if v.iter().all(|t| &t.comm == first) {
-                    (first.clone(), v)
-                } else {
-                    (k, v)
-                }
-            })
-            .fold(BTreeMap::new(), |mut acc, (k, v)| {
-                acc.entry(k).or_insert_with(Vec::new).extend(v);
-                acc
-            });
     }
     out
 }

@@ -20,6 +20,7 @@ pub mod compare;
 pub mod derived;
 pub mod export;
 pub mod group;
+pub mod hostview;
 pub mod jemalloc;
 pub mod record;
 pub mod registry;

@@ -89,6 +89,9 @@ thread_state! {
     nr_migrations: MonotonicCount,
     /// Forced migrations.
     nr_forced_migrations: MonotonicCount,
+    /// Cold migrations: printed by the kernel but never incremented (no
+    /// writer); kept so a kernel that revives it shows.
+    nr_migrations_cold: DeadCounter,
     /// Migrations refused by affinity.
     nr_failed_migrations_affine: MonotonicCount,
     /// Migrations refused because running.
@@ -231,6 +234,7 @@ thread_state! {
     hiwater_vm_bytes: PeakBytes,
     /// Sources this thread could not be read from, and why (host-wide
     /// reasons are in the snapshot's capabilities instead).
+    #[serde(deserialize_with = "crate::avail::lenient_map")]
     unavailable: BTreeMap<Source, Reason>,
 }
 

@@ -138,6 +138,9 @@ pub enum AggRule {
     ModeBool(fn(&ThreadState) -> bool),
     /// Affinity summary of CPU sets.
     Affinity(for<'a> fn(&'a ThreadState) -> &'a CpuSet),
+    /// A counter with no live writer: not reduced; the group only says
+    /// how many threads read non-zero (a kernel that revived it).
+    Dead(fn(&ThreadState) -> DeadCounter),
 }
 
 impl std::fmt::Debug for AggRule {
@@ -180,6 +183,11 @@ pub enum Aggregated {
         /// Every thread had the same mask.
         uniform: bool,
     },
+    /// A dead counter: how many threads read non-zero (normally none).
+    Dead {
+        /// Threads whose reading was not zero.
+        nonzero: u64,
+    },
     /// No threads (or no readings).
     Empty,
 }
@@ -218,6 +226,7 @@ impl AggRule {
             AggRule::ModeChar(_) => "ModeChar",
             AggRule::ModeBool(_) => "ModeBool",
             AggRule::Affinity(_) => "Affinity",
+            AggRule::Dead(_) => "Dead",
         }
     }
 
@@ -270,6 +279,9 @@ impl AggRule {
                     max,
                 })
             }
+            AggRule::Dead(f) => Aggregated::Dead {
+                nonzero: it.filter(|t| !f(t).is_zero()).count() as u64,
+            },
             AggRule::Mode(f) => mode(mode_across(it.map(|t| f(t).label()))),
             AggRule::ModeChar(f) => mode(mode_across(it.map(|t| f(t).to_string()))),
             AggRule::ModeBool(f) => mode(mode_across(it.map(|t| f(t).to_string()))),

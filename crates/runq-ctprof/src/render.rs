@@ -47,8 +47,12 @@ pub fn format_value(v: f64, unit: Unit) -> String {
 fn cell_text(c: &Cell, unit: Unit) -> String {
     match c {
         Cell::Num { value } => format_value(*value, unit),
-        Cell::Range { min, max } if min == max => min.to_string(),
-        Cell::Range { min, max } => format!("[{min}, {max}]"),
+        Cell::Range { min, max } if min == max => format_value(*min as f64, unit),
+        Cell::Range { min, max } => format!(
+            "[{}, {}]",
+            format_value(*min as f64, unit),
+            format_value(*max as f64, unit)
+        ),
         Cell::Text { text, .. } => text.clone(),
         Cell::Missing => "-".to_string(),
     }
@@ -69,14 +73,18 @@ pub const COLUMNS: [&str; 9] = [
 
 fn column_value(r: &Row, col: &str) -> String {
     match col {
-        "group" => match r.matched {
-            "both" => r.group.clone(),
-            m => format!("{} [{}]", r.group, m),
+        "group" => match (r.matched, &r.incomparable) {
+            ("both", None) => r.group.clone(),
+            ("both", Some(why)) => format!("{} [{why}]", r.group),
+            (m, _) => format!("{} [{}]", r.group, m),
         },
         "threads" if r.threads == (0, 0) => String::new(),
         "threads" if r.threads.1 == 0 && r.matched == "both" => r.threads.0.to_string(),
         "threads" => format!("{}/{}", r.threads.0, r.threads.1),
-        "metric" => r.metric.clone(),
+        "metric" => match crate::registry::metric(&r.metric) {
+            Some(m) if m.is_dead => format!("{} [dead]", r.metric),
+            _ => r.metric.clone(),
+        },
         "baseline" | "value" => cell_text(&r.baseline, r.unit),
         "candidate" => cell_text(&r.candidate, r.unit),
         "delta" => match (r.delta, r.text_delta) {
@@ -155,6 +163,67 @@ fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[&str], color: Opt
     out.push('\n');
 }
 
+/// The host context: every key for show; for compare the summary keys
+/// and every key that differs (marked `*`), then how many more agree.
+fn host_table(out: &mut String, view: &View, compare: bool) {
+    use crate::hostview::SUMMARY_KEYS;
+    if view.host.is_empty() {
+        return;
+    }
+    let shown: Vec<&crate::hostview::HostRow> = view
+        .host
+        .iter()
+        .filter(|h| !compare || h.differs || SUMMARY_KEYS.contains(&h.key.as_str()))
+        .collect();
+    let v = |s: &Option<String>| s.clone().unwrap_or_else(|| "-".into());
+    let rows: Vec<Vec<String>> = shown
+        .iter()
+        .map(|h| match compare {
+            true => vec![
+                h.key.clone(),
+                if h.differs { "*" } else { "" }.into(),
+                v(&h.baseline),
+                v(&h.candidate),
+            ],
+            false => vec![h.key.clone(), v(&h.baseline)],
+        })
+        .collect();
+    let head: &[&str] = if compare {
+        &["key", "differs", "baseline", "candidate"]
+    } else {
+        &["key", "value"]
+    };
+    out.push_str("## Host context\n");
+    let widths: Vec<usize> = (0..head.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |vals: Vec<String>| {
+        let cells: Vec<String> = vals
+            .iter()
+            .zip(&widths)
+            .map(|(v, w)| format!("{v:<w$}"))
+            .collect();
+        cells.join("  ").trim_end().to_string() + "\n"
+    };
+    out.push_str(&line(head.iter().map(|h| h.to_string()).collect()));
+    for r in rows {
+        out.push_str(&line(r));
+    }
+    let same = view.host.len() - shown.len();
+    if same > 0 {
+        out.push_str(&format!(
+            "({same} more keys, equal on both sides; --json lists every key)\n"
+        ));
+    }
+    out.push('\n');
+}
+
 /// One line per side naming the sources shown as `-` and why.
 fn unavailable_note(out: &mut String, view: &View) {
     for (side, caps) in &view.capabilities {
@@ -227,6 +296,7 @@ pub fn render_to(
     if view.baseline_host_missing || view.candidate_host_missing {
         out.push_str("(host context unavailable)\n\n");
     }
+    host_table(&mut out, view, compare);
     unavailable_note(&mut out, view);
     let primary: Vec<&Row> = view
         .rows

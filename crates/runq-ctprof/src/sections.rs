@@ -5,26 +5,62 @@
 
 use std::collections::BTreeMap;
 
+use crate::avail::{Reason, Source};
 use crate::compare::{row, Cell, Row, ViewOptions};
-use crate::group::{flatten_cgroup, group_threads, GroupBy};
+use crate::group::{flatten_cgroup, group_threads_named, CommNames, GroupBy};
 use crate::model::{CgroupStats, CtprofSnapshot, Psi, PsiResource};
 use crate::registry::{Section, Unit};
 
 type Readings = BTreeMap<(String, String), (Unit, Cell)>;
 
+/// How readings of several cgroups that flatten onto one row combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Merge {
+    /// Counters and usage: the sum.
+    Sum,
+    /// Limits and weights: `[min, max]` (one value when they agree).
+    Range,
+    /// Pressure averages (percent of time): the largest, so three pods
+    /// stalled 40% of the time read 40%, not 120%.
+    Max,
+}
+
 fn num(v: Option<u64>) -> Cell {
     v.map_or(Cell::Missing, |v| Cell::Num { value: v as f64 })
 }
 
-fn add(r: &mut Readings, group: &str, key: &str, unit: Unit, cell: Cell) {
+fn as_i64(v: f64) -> i64 {
+    // `as` saturates: u64::MAX-like "unlimited" values stay the largest.
+    v as i64
+}
+
+/// Combines an existing reading with a new one by `rule`.
+pub fn merge(rule: Merge, old: &Cell, new: Cell) -> Cell {
+    match (rule, old, new) {
+        (_, Cell::Missing, c) => c,
+        (_, old, Cell::Missing) => old.clone(),
+        (Merge::Sum, Cell::Num { value: a }, Cell::Num { value: b }) => Cell::Num { value: a + b },
+        (Merge::Max, Cell::Num { value: a }, Cell::Num { value: b }) => {
+            Cell::Num { value: a.max(b) }
+        }
+        (Merge::Range, Cell::Num { value: a }, Cell::Num { value: b }) if *a == b => old.clone(),
+        (Merge::Range, Cell::Num { value: a }, Cell::Num { value: b }) => Cell::Range {
+            min: as_i64(a.min(b)),
+            max: as_i64(a.max(b)),
+        },
+        (Merge::Range, Cell::Range { min, max }, Cell::Num { value }) => Cell::Range {
+            min: (*min).min(as_i64(value)),
+            max: (*max).max(as_i64(value)),
+        },
+        (_, old, _) => old.clone(),
+    }
+}
+
+fn add(r: &mut Readings, group: &str, key: &str, unit: Unit, rule: Merge, cell: Cell) {
     let slot = r
         .entry((group.to_string(), key.to_string()))
         .or_insert((unit, Cell::Missing));
-    slot.1 = match (&slot.1, cell) {
-        (Cell::Num { value: a }, Cell::Num { value: b }) => Cell::Num { value: a + b },
-        (Cell::Missing, c) => c,
-        (old, _) => old.clone(),
-    };
+    slot.1 = merge(rule, &slot.1, cell);
 }
 
 fn psi_readings(r: &mut Readings, group: &str, psi: &Psi) {
@@ -37,22 +73,27 @@ fn psi_readings(r: &mut Readings, group: &str, psi: &Psi) {
     for (name, p) in res {
         let Some(p) = p else { continue };
         for (kind, line) in [("some", p.some), ("full", p.full)] {
-            if let Some(l) = line {
+            let Some(l) = line else { continue };
+            let total = Cell::Num {
+                value: l.total_us as f64 * 1000.0,
+            };
+            add(
+                r,
+                group,
+                &format!("{name}.{kind}.total"),
+                Unit::Ns,
+                Merge::Sum,
+                total,
+            );
+            for (avg, v) in [("avg10", l.avg10), ("avg60", l.avg60), ("avg300", l.avg300)] {
+                let key = format!("{name}.{kind}.{avg}");
                 add(
                     r,
                     group,
-                    &format!("{name}.{kind}.total"),
-                    Unit::Ns,
-                    Cell::Num {
-                        value: l.total_us as f64 * 1000.0,
-                    },
-                );
-                add(
-                    r,
-                    group,
-                    &format!("{name}.{kind}.avg10"),
+                    &key,
                     Unit::Scalar,
-                    Cell::Num { value: l.avg10 },
+                    Merge::Max,
+                    Cell::Num { value: v },
                 );
             }
         }
@@ -60,144 +101,106 @@ fn psi_readings(r: &mut Readings, group: &str, psi: &Psi) {
 }
 
 fn cgroup_readings(section: Section, r: &mut Readings, group: &str, st: &CgroupStats) {
-    match section {
-        Section::CgroupStats => {
-            add(
-                r,
-                group,
-                "cpu.usage",
-                Unit::Ns,
-                num(st.cpu.usage_usec.map(|u| u * 1000)),
-            );
-            add(
-                r,
-                group,
-                "cpu.nr_throttled",
-                Unit::Count,
-                num(st.cpu.nr_throttled),
-            );
-            add(
-                r,
-                group,
-                "cpu.throttled",
-                Unit::Ns,
-                num(st.cpu.throttled_usec.map(|u| u * 1000)),
-            );
-            add(
-                r,
-                group,
-                "memory.current",
-                Unit::Bytes,
-                num(st.memory.current),
-            );
-            add(r, group, "pids.current", Unit::Count, num(st.pids.current));
-        }
-        Section::CgroupLimits => {
-            add(
-                r,
-                group,
-                "cpu.max_quota_us",
-                Unit::Scalar,
-                num(st.cpu.max_quota_us),
-            );
-            add(
-                r,
-                group,
-                "cpu.max_period_us",
-                Unit::Scalar,
-                num(st.cpu.max_period_us),
-            );
-            add(r, group, "cpu.weight", Unit::Scalar, num(st.cpu.weight));
-            add(r, group, "memory.max", Unit::Bytes, num(st.memory.max));
-            add(r, group, "memory.high", Unit::Bytes, num(st.memory.high));
-            add(r, group, "memory.low", Unit::Bytes, num(st.memory.low));
-            add(r, group, "memory.min", Unit::Bytes, num(st.memory.min));
-            add(r, group, "pids.max", Unit::Count, num(st.pids.max));
-        }
-        Section::MemoryStat => {
-            for (k, v) in &st.memory.stat {
-                // v1 prefixes hierarchical totals with `total_`.
-                let base = k.strip_prefix("total_").unwrap_or(k);
-                let counted = ["pg", "workingset_", "thp_", "zswp", "hierarchical_"]
-                    .iter()
-                    .any(|p| base.starts_with(p));
-                add(
-                    r,
-                    group,
-                    k,
-                    if counted { Unit::Count } else { Unit::Bytes },
-                    num(Some(*v)),
-                );
-            }
-        }
-        Section::MemoryEvents => {
-            for (k, v) in &st.memory.events {
-                add(r, group, k, Unit::Count, num(Some(*v)));
-            }
-        }
-        Section::Pressure => psi_readings(r, group, &st.psi),
-        _ => {}
+    let us = |v: Option<u64>| num(v.map(|u| u.saturating_mul(1000)));
+    let (rule, values): (Merge, Vec<(&str, Unit, Cell)>) = match section {
+        Section::CgroupStats => (
+            Merge::Sum,
+            vec![
+                ("cpu.usage", Unit::Ns, us(st.cpu.usage_usec)),
+                ("cpu.nr_throttled", Unit::Count, num(st.cpu.nr_throttled)),
+                ("cpu.throttled", Unit::Ns, us(st.cpu.throttled_usec)),
+                ("memory.current", Unit::Bytes, num(st.memory.current)),
+                ("pids.current", Unit::Count, num(st.pids.current)),
+            ],
+        ),
+        Section::CgroupLimits => (
+            Merge::Range,
+            vec![
+                ("cpu.max_quota_us", Unit::Scalar, num(st.cpu.max_quota_us)),
+                ("cpu.max_period_us", Unit::Scalar, num(st.cpu.max_period_us)),
+                ("cpu.weight", Unit::Scalar, num(st.cpu.weight)),
+                ("memory.max", Unit::Bytes, num(st.memory.max)),
+                ("memory.high", Unit::Bytes, num(st.memory.high)),
+                ("memory.low", Unit::Bytes, num(st.memory.low)),
+                ("memory.min", Unit::Bytes, num(st.memory.min)),
+                ("pids.max", Unit::Count, num(st.pids.max)),
+            ],
+        ),
+        Section::MemoryStat => (
+            Merge::Sum,
+            st.memory
+                .stat
+                .iter()
+                .map(|(k, v)| (k.as_str(), memory_stat_unit(k), num(Some(*v))))
+                .collect(),
+        ),
+        Section::MemoryEvents => (
+            Merge::Sum,
+            st.memory
+                .events
+                .iter()
+                .map(|(k, v)| (k.as_str(), Unit::Count, num(Some(*v))))
+                .collect(),
+        ),
+        Section::Pressure => return psi_readings(r, group, &st.psi),
+        _ => return,
+    };
+    for (key, unit, cell) in values {
+        add(r, group, key, unit, rule, cell);
+    }
+}
+
+/// memory.stat keys that count events or pages rather than bytes.
+fn memory_stat_unit(k: &str) -> Unit {
+    // v1 prefixes hierarchical totals with `total_`.
+    let base = k.strip_prefix("total_").unwrap_or(k);
+    let counted = ["pg", "workingset_", "thp_", "zswp", "hierarchical_"]
+        .iter()
+        .any(|p| base.starts_with(p));
+    if counted {
+        Unit::Count
+    } else {
+        Unit::Bytes
+    }
+}
+
+fn sched_ext_readings(r: &mut Readings, x: &crate::model::SchedExtSysfs) {
+    let text = Cell::Text {
+        text: x.state.clone(),
+        scalar: None,
+    };
+    add(r, "host", "state", Unit::Text, Merge::Sum, text);
+    for (key, unit, v) in [
+        ("switch_all", Unit::Scalar, x.switch_all),
+        ("nr_rejected", Unit::Count, x.nr_rejected),
+        ("enable_seq", Unit::Count, x.enable_seq),
+        ("hotplug_seq", Unit::Count, x.hotplug_seq),
+    ] {
+        add(r, "host", key, unit, Merge::Sum, num(Some(v)));
     }
 }
 
 /// The readings of one section in one snapshot.
-fn readings(section: Section, snap: &CtprofSnapshot, opts: &ViewOptions) -> Readings {
+fn readings(
+    section: Section,
+    snap: &CtprofSnapshot,
+    opts: &ViewOptions,
+    names: Option<&CommNames>,
+) -> Readings {
     let mut r = Readings::new();
     match section {
         Section::HostPressure => psi_readings(&mut r, "host", &snap.psi),
         Section::SchedExt => {
             if let Some(x) = &snap.sched_ext {
-                add(
-                    &mut r,
-                    "host",
-                    "state",
-                    Unit::Text,
-                    Cell::Text {
-                        text: x.state.clone(),
-                        scalar: None,
-                    },
-                );
-                add(
-                    &mut r,
-                    "host",
-                    "switch_all",
-                    Unit::Scalar,
-                    num(Some(x.switch_all)),
-                );
-                add(
-                    &mut r,
-                    "host",
-                    "nr_rejected",
-                    Unit::Count,
-                    num(Some(x.nr_rejected)),
-                );
-                add(
-                    &mut r,
-                    "host",
-                    "enable_seq",
-                    Unit::Count,
-                    num(Some(x.enable_seq)),
-                );
-                add(
-                    &mut r,
-                    "host",
-                    "hotplug_seq",
-                    Unit::Count,
-                    num(Some(x.hotplug_seq)),
-                );
+                sched_ext_readings(&mut r, x);
             }
         }
         Section::SmapsRollup => {
-            for (g, threads) in group_threads(&snap.threads, &opts.grouping) {
+            for (g, threads) in group_threads_named(&snap.threads, &opts.grouping, names) {
                 for t in threads.iter().filter(|t| t.tid == t.tgid) {
                     for (k, kb) in &t.smaps_rollup_kb {
-                        add(
-                            &mut r,
-                            &g,
-                            k,
-                            Unit::Bytes,
-                            num(Some(kb.saturating_mul(1024))),
-                        );
+                        let bytes = num(Some(kb.saturating_mul(1024)));
+                        add(&mut r, &g, k, Unit::Bytes, Merge::Sum, bytes);
                     }
                 }
             }
@@ -212,11 +215,107 @@ fn readings(section: Section, snap: &CtprofSnapshot, opts: &ViewOptions) -> Read
     r
 }
 
+/// Groups whose every process leader's smaps_rollup could not be read,
+/// with the reason (a non-root capture cannot read root's processes).
+fn smaps_unread(
+    snap: &CtprofSnapshot,
+    opts: &ViewOptions,
+    names: Option<&CommNames>,
+) -> BTreeMap<String, Reason> {
+    let mut out = BTreeMap::new();
+    for (g, threads) in group_threads_named(&snap.threads, &opts.grouping, names) {
+        let mut leaders = threads.iter().filter(|t| t.tid == t.tgid).peekable();
+        let Some(first) = leaders.peek() else {
+            continue;
+        };
+        let Some(&why) = first.unavailable.get(&Source::SmapsRollup) else {
+            continue;
+        };
+        if leaders.all(|t| t.unavailable.contains_key(&Source::SmapsRollup)) {
+            out.insert(g, why);
+        }
+    }
+    out
+}
+
+/// One side's readings of a section and the groups it could not read.
+struct SideReadings {
+    values: Readings,
+    unread: BTreeMap<String, Reason>,
+}
+
+fn side_readings(
+    s: Section,
+    snap: &CtprofSnapshot,
+    opts: &ViewOptions,
+    names: Option<&CommNames>,
+) -> SideReadings {
+    SideReadings {
+        values: readings(s, snap, opts, names),
+        unread: match s {
+            Section::SmapsRollup => smaps_unread(snap, opts, names),
+            _ => BTreeMap::new(),
+        },
+    }
+}
+
+/// Joins one section's readings of both sides into rows. A group present
+/// on one side only because the other could not read it is flagged
+/// incomparable rather than unmatched.
+fn join(s: Section, b: &SideReadings, c: Option<&SideReadings>, rows: &mut Vec<Row>) {
+    let keys: std::collections::BTreeSet<&(String, String)> = b
+        .values
+        .keys()
+        .chain(c.iter().flat_map(|c| c.values.keys()))
+        .collect();
+    let mut keys: Vec<_> = keys.into_iter().collect();
+    // PSI windows in time order: avg10, avg60, avg300.
+    keys.sort_by_cached_key(|k| {
+        let order =
+            k.1.replace(".avg10", ".avg010")
+                .replace(".avg60", ".avg060");
+        (k.0.clone(), order)
+    });
+    for k in keys {
+        let bv = b.values.get(k);
+        let cv = c.and_then(|c| c.values.get(k));
+        let unit = bv.or(cv).map_or(Unit::Count, |v| v.0);
+        let unread = |side: Option<&SideReadings>| side.and_then(|x| x.unread.get(&k.0)).copied();
+        let (mut matched, mut why) = match (bv.is_some(), cv.is_some(), c.is_some()) {
+            (true, true, _) | (true, false, false) => ("both", None),
+            (true, false, true) => ("baseline-only", unread(c).map(|r| (r, "candidate"))),
+            _ => ("candidate-only", unread(Some(b)).map(|r| (r, "baseline"))),
+        };
+        if why.is_some() {
+            matched = "both";
+        }
+        let cell = |v: Option<&(Unit, Cell)>| v.map_or(Cell::Missing, |v| v.1.clone());
+        let ratio = unit == Unit::Scalar && k.1.contains(".avg");
+        let mut r = row(
+            s,
+            false,
+            &k.0,
+            (0, 0),
+            &k.1,
+            unit,
+            ratio,
+            cell(bv),
+            cell(cv),
+            matched,
+        );
+        r.incomparable = why
+            .take()
+            .map(|(r, side)| format!("smaps_rollup {} in {side}", r.name()));
+        rows.push(r);
+    }
+}
+
 /// Rows of every requested secondary section.
 pub fn secondary_rows(
     base: &CtprofSnapshot,
     cand: Option<&CtprofSnapshot>,
     opts: &ViewOptions,
+    names: Option<&CommNames>,
 ) -> Vec<Row> {
     let mut rows = Vec::new();
     for s in Section::ALL.into_iter().skip(3) {
@@ -226,34 +325,15 @@ pub fn secondary_rows(
         if s.needs_cgroup_grouping() && opts.grouping.by != GroupBy::Cgroup {
             continue;
         }
-        let b = readings(s, base, opts);
-        let c = cand.map(|c| readings(s, c, opts));
-        let keys: std::collections::BTreeSet<&(String, String)> =
-            b.keys().chain(c.iter().flat_map(|c| c.keys())).collect();
-        for k in keys {
-            let bv = b.get(k);
-            let cv = c.as_ref().and_then(|c| c.get(k));
-            let unit = bv.or(cv).map_or(Unit::Count, |v| v.0);
-            let matched = match (bv.is_some(), cv.is_some(), c.is_some()) {
-                (true, true, _) | (true, false, false) => "both",
-                (true, false, true) => "baseline-only",
-                _ => "candidate-only",
-            };
-            let cell = |v: Option<&(Unit, Cell)>| v.map_or(Cell::Missing, |v| v.1.clone());
-            let ratio = unit == Unit::Scalar && k.1.ends_with("avg10");
-            rows.push(row(
-                s,
-                false,
-                &k.0,
-                (0, 0),
-                &k.1,
-                unit,
-                ratio,
-                cell(bv),
-                cell(cv),
-                matched,
-            ));
-        }
+        let b = side_readings(s, base, opts, names);
+        let c = cand.map(|c| side_readings(s, c, opts, names));
+        let before = rows.len();
+        join(s, &b, c.as_ref(), &mut rows);
+        // Flagged rows after the comparable ones, order otherwise kept.
+        rows[before..].sort_by_key(|r| r.incomparable.is_some());
     }
     rows
 }
+
+#[cfg(test)]
+mod tests;

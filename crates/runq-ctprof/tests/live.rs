@@ -263,3 +263,57 @@ fn jemalloc_counters_of_a_jemalloc_process() {
     let me = find(&snap.threads, std::process::id());
     assert_eq!(me.allocated_bytes.0, 0);
 }
+
+/// A process with a shared libjemalloc (LD_PRELOAD) is marked unavailable,
+/// so its allocator rows read `-`, not a zero that says "no jemalloc".
+#[test]
+fn shared_libjemalloc_is_unavailable_not_zero() {
+    let lib = [
+        "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+        "/usr/lib64/libjemalloc.so.2",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).exists());
+    let Some(lib) = lib else {
+        eprintln!("skipped: needs libjemalloc.so.2 (apt-get install libjemalloc2)");
+        return;
+    };
+    // A copy of sleep under a name no other process on the host has.
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("jemalloc-shared");
+    std::fs::copy("/bin/sleep", &bin).unwrap();
+    let mut child = std::process::Command::new(&bin)
+        .arg("30")
+        .env("LD_PRELOAD", lib)
+        .spawn()
+        .unwrap();
+    let maps = format!("/proc/{}/maps", child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("libjemalloc")) {
+        assert!(Instant::now() < deadline, "sleep never mapped {lib}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let snap = capture(&CaptureOptions {
+        taskstats: false,
+        cgroups: false,
+        ..Default::default()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    use runq_ctprof::avail::{Reason, Source};
+    let t = find(&snap.threads, child.id());
+    assert_eq!(
+        t.unavailable.get(&Source::Jemalloc),
+        Some(&Reason::DynamicLib)
+    );
+    let view = runq_ctprof::compare::show(&snap, &Default::default());
+    let row = view
+        .rows
+        .iter()
+        .find(|r| r.group == "jemalloc-shared" && r.metric == "allocated_bytes")
+        .unwrap();
+    assert_eq!(row.baseline, runq_ctprof::compare::Cell::Missing);
+    // Processes without jemalloc still read a real zero.
+    let me = find(&snap.threads, std::process::id());
+    assert!(!me.unavailable.contains_key(&Source::Jemalloc));
+}

@@ -28,6 +28,13 @@ pub struct HostContext {
     pub user_hz: u64,
     /// Every `/proc/sys/kernel/sched_*` value by file name.
     pub sched_tunables: BTreeMap<String, String>,
+    /// The scheduler tunables in debugfs (`/sys/kernel/debug/sched/`,
+    /// kernels 5.13+) by path below that directory (`base_slice_ns`,
+    /// `numa_balancing/scan_delay_ms`).
+    pub sched_debugfs: BTreeMap<String, String>,
+    /// Why `sched_debugfs` is empty, when it is (debugfs not mounted, no
+    /// `sched` directory, permission denied).
+    pub sched_debugfs_unavailable: Option<String>,
     /// NUMA nodes: node id -> CPU list text.
     pub numa_nodes: BTreeMap<u32, String>,
     /// /proc/cmdline.
@@ -78,6 +85,65 @@ fn uname() -> (String, String, String, String) {
     (s(&u.nodename), s(&u.release), s(&u.version), s(&u.machine))
 }
 
+/// A debugfs value worth keeping: one short line (skips state dumps such
+/// as `sched/debug`).
+fn tunable_value(text: &str) -> Option<String> {
+    let v = text.trim();
+    (v.len() <= 256 && !v.contains('\n')).then(|| v.to_string())
+}
+
+/// Reads the one-line files of `dir` (and of its `numa_balancing/`) into
+/// `out`, keyed `prefix` + file name.
+fn read_tunables(
+    dir: &Path,
+    prefix: &str,
+    out: &mut BTreeMap<String, String>,
+) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() && prefix.is_empty() && name == "numa_balancing" {
+            read_tunables(&e.path(), "numa_balancing/", out)?;
+        } else if ft.is_file() {
+            match std::fs::read_to_string(e.path()) {
+                Ok(text) => {
+                    if let Some(v) = tunable_value(&text) {
+                        out.insert(format!("{prefix}{name}"), v);
+                    }
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => return Err(err),
+                Err(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The scheduler tunables of `<sys_root>/kernel/debug/sched` (kernels
+/// 5.13+ moved the `sched_*` debug sysctls there). Never mounts debugfs:
+/// an unmounted debugfs or an older kernel is a reason, not an error.
+pub fn read_sched_debugfs(sys_root: &Path) -> Result<BTreeMap<String, String>, String> {
+    let debug = sys_root.join("kernel/debug");
+    let dir = debug.join("sched");
+    let mut out = BTreeMap::new();
+    match read_tunables(&dir, "", &mut out) {
+        Ok(()) if out.is_empty() => Err(format!("{} holds no tunables", dir.display())),
+        Ok(()) => Ok(out),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(format!(
+            "{}: permission denied (run as root)",
+            dir.display()
+        )),
+        Err(_) => {
+            let mounted = std::fs::read_dir(&debug).is_ok_and(|mut d| d.next().is_some());
+            Err(if mounted {
+                format!("no {} (kernel before 5.13?)", dir.display())
+            } else {
+                format!("debugfs not mounted at {}", debug.display())
+            })
+        }
+    }
+}
+
 /// Reads the host context from `proc_root` and `sys_root` (`/proc`, `/sys`).
 pub fn read_host_context(proc_root: &Path, sys_root: &Path) -> HostContext {
     let (hostname, kernel_release, kernel_version, arch) = uname();
@@ -100,6 +166,10 @@ pub fn read_host_context(proc_root: &Path, sys_root: &Path) -> HostContext {
         }
     }
     let online = read_trim(&sys_root.join("devices/system/cpu/online"));
+    let (sched_debugfs, sched_debugfs_unavailable) = match read_sched_debugfs(sys_root) {
+        Ok(m) => (m, None),
+        Err(why) => (BTreeMap::new(), Some(why)),
+    };
     HostContext {
         hostname,
         kernel_release,
@@ -111,6 +181,8 @@ pub fn read_host_context(proc_root: &Path, sys_root: &Path) -> HostContext {
         // SAFETY: sysconf has no preconditions.
         user_hz: u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100),
         sched_tunables,
+        sched_debugfs,
+        sched_debugfs_unavailable,
         numa_nodes,
         cmdline: read_trim(&proc_root.join("cmdline")),
     }
@@ -152,9 +224,44 @@ mod tests {
         assert_eq!(h.numa_nodes.get(&0).map(String::as_str), Some("0-3"));
         assert_eq!(h.online_cpus, 4);
         assert_eq!(h.cmdline, "quiet delayacct");
+        assert!(h.sched_debugfs.is_empty());
+        let why = h.sched_debugfs_unavailable.unwrap();
+        assert!(why.starts_with("debugfs not mounted"), "{why}");
         let live = read_host_context(Path::new("/proc"), Path::new("/sys"));
+        assert!(
+            live.sched_debugfs.is_empty() != live.sched_debugfs_unavailable.is_none(),
+            "{live:?}"
+        );
         assert!(!live.kernel_release.is_empty());
         assert!(live.online_cpus >= 1);
         assert!(live.mem_total_kb > 0);
+    }
+
+    #[test]
+    fn sched_debugfs_fixture() {
+        let d = tempfile::tempdir().unwrap();
+        let sched = d.path().join("kernel/debug/sched");
+        std::fs::create_dir_all(sched.join("numa_balancing")).unwrap();
+        std::fs::create_dir_all(sched.join("domains/cpu0")).unwrap();
+        std::fs::write(sched.join("base_slice_ns"), "3000000\n").unwrap();
+        std::fs::write(sched.join("preempt"), "none voluntary (full)\n").unwrap();
+        std::fs::write(sched.join("debug"), "Sched Debug\ncpu#0\n").unwrap();
+        std::fs::write(sched.join("domains/cpu0/flags"), "x\n").unwrap();
+        std::fs::write(sched.join("numa_balancing/scan_delay_ms"), "1000\n").unwrap();
+        let m = read_sched_debugfs(d.path()).unwrap();
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["base_slice_ns", "numa_balancing/scan_delay_ms", "preempt"]
+        );
+        assert_eq!(m["preempt"], "none voluntary (full)");
+        // debugfs mounted but no sched directory: an older kernel.
+        let old = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(old.path().join("kernel/debug/tracing")).unwrap();
+        let why = read_sched_debugfs(old.path()).unwrap_err();
+        assert!(why.contains("kernel before 5.13"), "{why}");
+        let none = tempfile::tempdir().unwrap();
+        let why = read_sched_debugfs(none.path()).unwrap_err();
+        assert!(why.starts_with("debugfs not mounted"), "{why}");
     }
 }

@@ -6,6 +6,10 @@ mod common;
 use common::{is_root_or_skip, runq};
 use serde_json::Value;
 
+/// The root tests one at a time: the run test judges the CPU its spinners
+/// get, which a concurrent capture would take.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run_ok(args: &[&str]) -> String {
     let out = runq().args(args).output().expect("run runq");
     assert!(
@@ -145,6 +149,7 @@ fn run_with_ctprof_compares_the_workload_cgroup() {
     if !is_root_or_skip() {
         return;
     }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("snaps");
     let out = runq()
@@ -192,4 +197,74 @@ fn run_with_ctprof_compares_the_workload_cgroup() {
     ]))
     .unwrap();
     assert!(delta(&v, "/ctprof-e2e", "run_time_ns") > 1e9);
+}
+
+/// A root capture against one taken as `nobody`: the taskstats rows are
+/// flagged `taskstats eperm in candidate` and sorted after the comparable
+/// rows, the host table marks the taskstats capability as differing.
+#[test]
+fn root_vs_nonroot_compare_flags_taskstats_rows() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !is_root_or_skip() {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (a, b) = (
+        d.path().join("root.ctprof.zst"),
+        d.path().join("user.ctprof.zst"),
+    );
+    run_ok(&["ctprof", "capture", "-o", a.to_str().unwrap()]);
+    let out = runq()
+        .args(["ctprof", "capture", "-o", b.to_str().unwrap()])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let args = ["ctprof", "compare", a, b, "--limit", "0", "--json"];
+    let v: Value = serde_json::from_str(&run_ok(&args)).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let flagged = |metric: &str| {
+        rows.iter()
+            .filter(|r| r["metric"] == metric && r["matched"] == "both")
+            .map(|r| r["incomparable"].as_str().unwrap_or(""))
+            .collect::<Vec<_>>()
+    };
+    let rss = flagged("hiwater_rss_bytes");
+    assert!(!rss.is_empty());
+    assert!(
+        rss.iter().all(|w| *w == "taskstats eperm in candidate"),
+        "{rss:?}"
+    );
+    let run = flagged("run_time_ns");
+    assert!(run.iter().all(|w| w.is_empty()), "{run:?}");
+    let taskstats = v["host"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["key"] == "capability.taskstats")
+        .unwrap();
+    assert_eq!(taskstats["differs"], true);
+    assert_eq!(taskstats["candidate"], "denied");
+    assert!(v["hosts"]["candidate"]["kernel_release"].is_string());
+    let text = run_ok(&["ctprof", "compare", a, b, "--limit", "0"]);
+    let lines: Vec<&str> = text.lines().collect();
+    let first_flag = lines
+        .iter()
+        .position(|l| l.contains("[taskstats eperm in candidate]"));
+    let last_run = lines
+        .iter()
+        .rposition(|l| l.contains(" run_time_ns ") && !l.contains("eperm"));
+    assert!(
+        first_flag.unwrap() > last_run.unwrap(),
+        "flagged rows sort last"
+    );
 }

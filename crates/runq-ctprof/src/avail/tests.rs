@@ -166,3 +166,33 @@ fn host_line_names_the_fix() {
         "{line}"
     );
 }
+
+/// Names a newer writer adds (a source or a reason this build does not
+/// know) are dropped on load instead of failing the whole file.
+#[test]
+fn unknown_sources_and_reasons_are_dropped_on_load() {
+    let t: crate::model::ThreadState = serde_json::from_str(
+        r#"{"tid": 7, "unavailable": {"io": "eperm", "gpu": "eperm", "sched": "solar_flare"}}"#,
+    )
+    .unwrap();
+    assert_eq!(t.tid, 7);
+    assert_eq!(
+        t.unavailable.into_iter().collect::<Vec<_>>(),
+        [(Source::Io, Reason::Eperm)]
+    );
+    let c: Capabilities =
+        serde_json::from_str(r#"{"unavailable": {"jemalloc": "dynamic_lib", "x": "y"}}"#).unwrap();
+    assert_eq!(
+        c.unavailable.get(&Source::Jemalloc),
+        Some(&Reason::DynamicLib)
+    );
+    assert_eq!(c.unavailable.len(), 1);
+    for s in Source::ALL {
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(json, format!("\"{}\"", s.name()));
+    }
+    for r in Reason::ALL {
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(json, format!("\"{}\"", r.name()));
+    }
+}

@@ -34,7 +34,8 @@ pub struct CaptureOptions {
     pub jemalloc: bool,
     /// Read per-cgroup stats for every cgroup a thread is in.
     pub cgroups: bool,
-    /// Worker threads reading `/proc` (0 = one per online CPU).
+    /// Worker threads reading `/proc` (0 = one per CPU this process may
+    /// run on).
     pub workers: usize,
 }
 
@@ -94,9 +95,9 @@ fn worker_count(requested: usize) -> usize {
     if requested > 0 {
         return requested;
     }
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8)
+    // One per CPU this process may run on: on a large host the /proc walk
+    // is spread over every CPU, as `--workers` documents.
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Captures a snapshot.
@@ -110,7 +111,8 @@ pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
     threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
     fill_pcomm(&mut threads, &opts.proc_root);
     let mut probe = tally.probe_summary(listed.len() as u64);
-    if opts.jemalloc {
+    let jemalloc_host = crate::jemalloc::host_reason(opts.jemalloc, std::env::consts::ARCH);
+    if jemalloc_host.is_none() {
         probe.jemalloc_processes = crate::jemalloc::fill(&mut threads, &opts.proc_root);
     }
     if opts.cgroups {
@@ -129,15 +131,18 @@ pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
         &opts.proc_root,
         &opts.sys_root,
     ));
-    fill_capabilities(&mut snap, &opts.proc_root);
+    fill_capabilities(&mut snap, &opts.proc_root, jemalloc_host);
     snap.capture_duration_ns = started.elapsed().as_nanos() as u64;
     snap
 }
 
 /// Consolidates per-thread unavailability into host-wide reasons and
 /// probes the host capability line.
-fn fill_capabilities(snap: &mut CtprofSnapshot, proc_root: &Path) {
+fn fill_capabilities(snap: &mut CtprofSnapshot, proc_root: &Path, jemalloc: Option<Reason>) {
     let mut caps = Capabilities::default();
+    if let Some(why) = jemalloc {
+        caps.unavailable.insert(Source::Jemalloc, why);
+    }
     let delayacct_off = std::fs::read_to_string(proc_root.join("sys/kernel/task_delayacct"))
         .is_ok_and(|s| s.trim() == "0");
     if delayacct_off {

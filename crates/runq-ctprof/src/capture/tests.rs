@@ -117,3 +117,10 @@ fn empty_root_gives_empty_snapshot() {
     assert!(s.threads.is_empty());
     assert_eq!(s.format, crate::model::FORMAT_NAME);
 }
+
+#[test]
+fn default_workers_are_one_per_available_cpu() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(super::worker_count(0), cpus, "no cap below the CPU count");
+    assert_eq!(super::worker_count(3), 3);
+}

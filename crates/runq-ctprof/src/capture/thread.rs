@@ -86,8 +86,12 @@ impl Worker {
         if tid == tgid {
             let r = self.reader.read_at(&dir, c"smaps_rollup");
             self.tally.read(Source::SmapsRollup, &r);
-            if let Ok(text) = r {
-                t.smaps_rollup_kb = parse_smaps_rollup(text);
+            match r {
+                Ok(text) => t.smaps_rollup_kb = parse_smaps_rollup(text),
+                // Denied is what differs between a root and a non-root
+                // capture; a missing file is a kernel thread or an exit.
+                Err(ReadError::Denied) => t.mark(Src::SmapsRollup, Reason::Eperm),
+                Err(_) => {}
             }
         }
         if let Some(client) = self.taskstats.as_mut() {
@@ -196,6 +200,7 @@ impl Worker {
         t.nr_wakeups_affine_attempts = c(s.nr_wakeups_affine_attempts);
         t.nr_migrations = c(s.nr_migrations);
         t.nr_forced_migrations = c(s.nr_forced_migrations);
+        t.nr_migrations_cold = DeadCounter(s.nr_migrations_cold.unwrap_or(0));
         t.nr_failed_migrations_affine = c(s.nr_failed_migrations_affine);
         t.nr_failed_migrations_running = c(s.nr_failed_migrations_running);
         t.nr_failed_migrations_hot = c(s.nr_failed_migrations_hot);

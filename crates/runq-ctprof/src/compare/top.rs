@@ -26,6 +26,12 @@ impl RowOrder<'_> {
                 r.delta.map(f64::abs)
             }
         };
+        // Rows whose sides cannot be compared go after every other row.
+        let flagged = a.incomparable.is_some().cmp(&b.incomparable.is_some());
+        flagged.then_with(|| self.cmp_key(a, b, key))
+    }
+
+    fn cmp_key(&self, a: &Row, b: &Row, key: impl Fn(&Row) -> Option<f64>) -> Ordering {
         match self.order {
             None => cmp_opt(key(a), key(b), true),
             Some((order, desc)) => {

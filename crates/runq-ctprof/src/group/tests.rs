@@ -103,3 +103,32 @@ fn globs_validate_and_flatten() {
     assert!(c.match_prefix("/x/ab").is_some());
     assert!(c.match_prefix("/x/1b").is_none());
 }
+
+#[test]
+fn comm_names_are_decided_over_every_side() {
+    let a = [thread("worker-3", "svc", "/"), thread("db-1", "db", "/")];
+    let b = [thread("worker-7", "svc", "/"), thread("db-1", "db", "/")];
+    let names = CommNames::decide([&a[..], &b[..]]);
+    assert_eq!(names.key("worker-3"), "worker-{N}");
+    assert_eq!(names.key("worker-7"), "worker-{N}");
+    assert_eq!(names.key("db-1"), "db-1", "one literal on both sides");
+    // A pool growing from one thread to two keeps its row name.
+    let grown = vec![thread("pool-0", "p", "/"), thread("pool-1", "p", "/")];
+    let one = vec![thread("pool-0", "p", "/")];
+    let names = CommNames::decide([&one[..], &grown[..]]);
+    let g = Grouping {
+        by: GroupBy::Comm,
+        ..Default::default()
+    };
+    let before = group_threads_named(&one, &g, Some(&names));
+    let after = group_threads_named(&grown, &g, Some(&names));
+    assert_eq!(before.keys().collect::<Vec<_>>(), ["pool-{N}"]);
+    assert_eq!(after.keys().collect::<Vec<_>>(), ["pool-{N}"]);
+    assert_eq!(after["pool-{N}"].len(), 2);
+    // Without a view-wide decision a lone thread keeps its literal name.
+    assert_eq!(
+        group_threads(&one, &g).keys().collect::<Vec<_>>(),
+        ["pool-0"]
+    );
+    assert!(view_names(&Grouping::default(), [&one[..]]).is_none());
+}

@@ -7,7 +7,10 @@
 //! `thread_deallocated` in `tsd_s`, ptrace gives each thread's thread
 //! pointer (`fs_base`), and `process_vm_readv` reads the two counters.
 //! Processes without jemalloc (or stripped of the symbol or debug info)
-//! keep zero. x86_64 only.
+//! keep zero. A process that maps a shared `libjemalloc.so` is marked
+//! unavailable (its TSD is in the library's dynamic TLS, not read here),
+//! and so is every process on a host other than x86_64: neither reads as
+//! "no jemalloc".
 
 pub mod dwarf;
 pub mod elf;
@@ -16,6 +19,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use crate::avail::{Reason, Source};
 use crate::metric_types::Bytes;
 use crate::model::ThreadState;
 
@@ -109,35 +113,131 @@ pub fn read_thread(tgid: i32, tid: i32, layout: JemallocLayout) -> Option<(u64, 
     ))
 }
 
+/// Why no thread's jemalloc counters can be read on this host: not asked
+/// for (`--no-jemalloc`), or an architecture the reader does not support.
+pub fn host_reason(wanted: bool, arch: &str) -> Option<Reason> {
+    if !wanted {
+        Some(Reason::NotQueried)
+    } else if arch != "x86_64" {
+        Some(Reason::UnsupportedArch)
+    } else {
+        None
+    }
+}
+
+/// True when a `/proc/<pid>/maps` text maps a shared libjemalloc.
+pub fn maps_shared_jemalloc(maps: &[u8]) -> bool {
+    maps.split(|&b| b == b'\n').any(|line| {
+        let path = line.rsplit(|&b| b == b'/').next().unwrap_or(b"");
+        path.starts_with(b"libjemalloc") && line.contains(&b'/')
+    })
+}
+
+fn shared_jemalloc(proc_root: &Path, tgid: u32) -> bool {
+    std::fs::read(proc_root.join(tgid.to_string()).join("maps"))
+        .is_ok_and(|m| maps_shared_jemalloc(&m))
+}
+
 /// Fills `allocated_bytes` / `deallocated_bytes` for every thread of every
 /// jemalloc-linked process (except the capturing one); returns how many
-/// processes were read.
+/// processes were read. Threads of a process that maps a shared
+/// libjemalloc, or whose counters could not be read, are marked
+/// unavailable rather than left at a zero that reads as "no jemalloc".
 pub fn fill(threads: &mut [ThreadState], proc_root: &Path) -> u64 {
     let me = std::process::id();
     let mut by_exe: HashMap<(u64, u64), Option<JemallocLayout>> = HashMap::new();
-    let mut per_tgid: HashMap<u32, Option<JemallocLayout>> = HashMap::new();
+    let mut per_tgid: HashMap<u32, Allocator> = HashMap::new();
     let mut read = 0;
     for t in threads.iter_mut() {
         if t.tgid == me {
             continue;
         }
-        let layout = *per_tgid.entry(t.tgid).or_insert_with(|| {
-            let exe = proc_root.join(t.tgid.to_string()).join("exe");
-            let meta = std::fs::metadata(&exe).ok()?;
-            *by_exe
-                .entry((meta.dev(), meta.ino()))
-                .or_insert_with(|| layout_of(&exe))
-        });
-        let Some(layout) = layout else { continue };
+        let kind = *per_tgid
+            .entry(t.tgid)
+            .or_insert_with(|| allocator(proc_root, t.tgid, &mut by_exe));
+        let layout = match kind {
+            Allocator::Static(layout) => layout,
+            Allocator::Shared => {
+                t.mark(Source::Jemalloc, Reason::DynamicLib);
+                continue;
+            }
+            Allocator::Denied => {
+                t.mark(Source::Jemalloc, Reason::Eperm);
+                continue;
+            }
+            Allocator::Other => continue,
+        };
         if t.tid == t.tgid {
             read += 1;
         }
-        if let Some((a, d)) = read_thread(t.tgid as i32, t.tid as i32, layout) {
-            t.allocated_bytes = Bytes(a);
-            t.deallocated_bytes = Bytes(d);
+        match read_thread(t.tgid as i32, t.tid as i32, layout) {
+            Some((a, d)) => {
+                t.allocated_bytes = Bytes(a);
+                t.deallocated_bytes = Bytes(d);
+            }
+            None => t.mark(Source::Jemalloc, Reason::Error),
         }
     }
     read
+}
+
+/// `PF_KTHREAD` in the flags of `/proc/<pid>/stat`.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// True when `stat` text (`pid (comm) S ppid ... flags ...`) is a kernel
+/// thread's.
+pub fn stat_is_kernel_thread(stat: &str) -> bool {
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    // After the comm: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    rest.split_ascii_whitespace()
+        .nth(6)
+        .and_then(|f| f.parse::<u64>().ok())
+        .is_some_and(|f| f & PF_KTHREAD != 0)
+}
+
+fn kernel_thread(proc_root: &Path, tgid: u32) -> bool {
+    std::fs::read_to_string(proc_root.join(tgid.to_string()).join("stat"))
+        .is_ok_and(|s| stat_is_kernel_thread(&s))
+}
+
+/// What a process allocates with, as far as the counters go.
+#[derive(Debug, Clone, Copy)]
+enum Allocator {
+    /// jemalloc linked into the executable: readable.
+    Static(JemallocLayout),
+    /// A shared libjemalloc is mapped: not readable.
+    Shared,
+    /// The executable could not be inspected (another user's process).
+    Denied,
+    /// Another allocator, or a kernel thread (no executable): real zero.
+    Other,
+}
+
+fn allocator(
+    proc_root: &Path,
+    tgid: u32,
+    by_exe: &mut HashMap<(u64, u64), Option<JemallocLayout>>,
+) -> Allocator {
+    let exe = proc_root.join(tgid.to_string()).join("exe");
+    // Kernel threads have no executable (and no maps worth reading).
+    let meta = match std::fs::metadata(&exe) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return match kernel_thread(proc_root, tgid) {
+                true => Allocator::Other,
+                false => Allocator::Denied,
+            };
+        }
+        Err(_) => return Allocator::Other,
+    };
+    let layout = *by_exe
+        .entry((meta.dev(), meta.ino()))
+        .or_insert_with(|| layout_of(&exe));
+    match layout {
+        Some(l) => Allocator::Static(l),
+        None if shared_jemalloc(proc_root, tgid) => Allocator::Shared,
+        None => Allocator::Other,
+    }
 }
 
 #[cfg(test)]
@@ -152,6 +252,32 @@ mod tests {
         let junk = d.path().join("junk");
         std::fs::write(&junk, b"\x7fELF garbage").unwrap();
         assert_eq!(layout_of(&junk), None);
+    }
+
+    #[test]
+    fn host_reasons_and_shared_libraries() {
+        assert_eq!(host_reason(true, "x86_64"), None);
+        assert_eq!(host_reason(true, "aarch64"), Some(Reason::UnsupportedArch));
+        assert_eq!(host_reason(false, "x86_64"), Some(Reason::NotQueried));
+        let maps = b"55d0-55d1 r--p 0 08:01 1 /usr/bin/app\n\
+7f00-7f01 r-xp 0 08:01 2 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n";
+        assert!(maps_shared_jemalloc(maps));
+        assert!(!maps_shared_jemalloc(b"7f00-7f01 rw-p 0 00:00 0 [heap]\n"));
+        assert!(!maps_shared_jemalloc(
+            b"7f00-7f01 r-xp 0 08:01 2 /usr/lib/libc.so.6\n"
+        ));
+        assert!(!maps_shared_jemalloc(b""));
+    }
+
+    #[test]
+    fn kernel_threads_by_stat_flags() {
+        let kthread = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 2 0 0 20 0 1 0 1 0 0";
+        assert!(stat_is_kernel_thread(kthread));
+        let user = "77 (my (odd) app) S 1 77 77 0 -1 4194560 0 0 0 0 0 2 0 0 20 0 1 0 1 0 0";
+        assert!(!stat_is_kernel_thread(user));
+        assert!(!stat_is_kernel_thread("garbage"));
+        let me = std::fs::read_to_string("/proc/self/stat").unwrap();
+        assert!(!stat_is_kernel_thread(&me));
     }
 
     #[test]

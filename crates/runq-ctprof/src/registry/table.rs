@@ -230,6 +230,15 @@ const PRIMARY: &[CtprofMetricDef] = &[
         Primary,
         "CPU migrations."
     ),
+    CtprofMetricDef {
+        name: "nr_migrations_cold",
+        rule: AggRule::Dead(|t| t.nr_migrations_cold),
+        sched_class: None,
+        config_gates: SS,
+        is_dead: true,
+        description: "Cold migrations: the kernel prints it but never increments it.",
+        section: Section::Primary,
+    },
     m!(
         nr_forced_migrations,
         SumCount,

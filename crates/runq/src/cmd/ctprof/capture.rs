@@ -29,7 +29,8 @@ pub struct CaptureArgs {
     /// Skip per-cgroup enrichment.
     #[arg(long)]
     pub no_cgroups: bool,
-    /// Threads reading /proc (default: one per online CPU).
+    /// Threads reading /proc (default: one per online CPU this process may
+    /// run on, as sched_getaffinity and the cgroup CPU quota allow).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub workers: usize,
     /// Print the capture summary as JSON.
@@ -150,7 +151,7 @@ pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
         out.push_str(&taskstats_line(ts));
         if ts.eperm_count > 0 {
             eprintln!(
-                "runq: note: taskstats needs CAP_NET_ADMIN (run as root); its fields read zero"
+                "runq: note: taskstats needs CAP_NET_ADMIN (run as root); its fields are unavailable (-)"
             );
         }
     }
