@@ -8,11 +8,9 @@ use anyhow::Context;
 use runq_ctprof::record::{record, RecordOptions, Stop};
 use runq_ctprof::CaptureOptions;
 
-use crate::exit;
+use runq_kernel::util::duration::parse_duration;
 
-fn duration(s: &str) -> Result<Duration, String> {
-    runq_kernel::util::duration::parse_duration(s).map_err(|e| e.to_string())
-}
+use crate::exit;
 
 /// Parses a byte count: `500000`, `64K`, `10MiB`, `1G` (powers of 1024).
 fn bytes(s: &str) -> Result<u64, String> {
@@ -46,13 +44,13 @@ Examples:
 )]
 pub struct RecordArgs {
     /// Time between capture starts (e.g. 1s, 500ms, 1m).
-    #[arg(long, value_name = "DUR", value_parser = duration)]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub interval: Duration,
     /// Stop after N snapshots.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// Stop after this long.
-    #[arg(long, value_name = "DUR", value_parser = duration)]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Directory for the snapshots (created if missing).
     #[arg(long, short, value_name = "DIR")]

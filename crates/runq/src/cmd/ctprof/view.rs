@@ -8,6 +8,7 @@ use runq_ctprof::group::{Glob, GroupBy, Grouping};
 use runq_ctprof::registry::{Section, CTPROF_METRICS};
 use runq_ctprof::render::COLUMNS;
 use runq_ctprof::CtprofSnapshot;
+use runq_kernel::util::closest;
 
 use crate::exit;
 
@@ -59,30 +60,11 @@ fn all_metric_names() -> impl Iterator<Item = &'static str> {
         .chain(CTPROF_DERIVED_METRICS.iter().map(|d| d.name))
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur.push(
-                (prev[j] + usize::from(ca != *cb))
-                    .min(prev[j + 1] + 1)
-                    .min(cur[j] + 1),
-            );
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 fn check_metric(name: &str) -> anyhow::Result<()> {
     if all_metric_names().any(|m| m == name) {
         return Ok(());
     }
-    let nearest = all_metric_names()
-        .min_by_key(|m| edit_distance(name, m))
-        .unwrap_or("run_time_ns");
+    let nearest = closest(name, all_metric_names(), usize::MAX).unwrap_or("run_time_ns");
     Err(exit::usage(format!(
         "unknown metric {name:?}: did you mean {nearest:?}? (`runq ctprof metric-list` lists them all)"
     )))
@@ -208,7 +190,6 @@ mod tests {
 
     #[test]
     fn nearest_metric() {
-        assert_eq!(edit_distance("run_time", "run_time_ns"), 3);
         let e = check_metric("run_tme_ns").unwrap_err().to_string();
         assert!(e.contains("did you mean \"run_time_ns\""), "{e}");
         assert!(check_metric("avg_slice_ns").is_ok());
