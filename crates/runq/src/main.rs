@@ -5,6 +5,7 @@ mod cli;
 mod cmd;
 mod exit;
 mod junit;
+mod output;
 mod stats;
 mod style;
 

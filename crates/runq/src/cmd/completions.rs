@@ -17,6 +17,8 @@ pub struct CompletionsArgs {
 /// Writes the completion script to stdout.
 pub fn execute(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut cmd = Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "runq", &mut std::io::stdout());
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "runq", &mut script);
+    crate::output::write_stdout_bytes(&script);
     Ok(ExitCode::SUCCESS)
 }

@@ -51,7 +51,7 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     };
     let s = chain_stats(value);
-    println!(
+    crate::outln!(
         "{value}: {} calls, peak {} (fits in 64 bits), first function f{:03}",
         s.calls,
         s.peak,
@@ -91,7 +91,7 @@ pub fn depth_report(args: DepthReportArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let v = json!({"report": report, "median_graph_frames": report.median_graph_frames(),
                        "chain_calls": depth});
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_report(&report, depth);
     }
@@ -141,20 +141,22 @@ fn read_input(args: &DepthReportArgs) -> anyhow::Result<DepthReport> {
 }
 
 fn print_report(r: &DepthReport, chain: Option<u64>) {
-    println!(
+    crate::outln!(
         "{} stacks, {} in the call graph",
-        r.samples, r.graph_samples
+        r.samples,
+        r.graph_samples
     );
-    println!(
+    crate::outln!(
         "deepest stack: {} frames ({} stacks that deep); graph frames per stack: deepest {}, median {}",
         r.deepest_frames,
         r.samples_at_deepest,
         r.deepest_graph_frames,
         r.median_graph_frames()
     );
-    println!(
+    crate::outln!(
         "stacks ending inside the graph (never reached main): {} of {}",
-        r.cut_in_graph, r.graph_samples
+        r.cut_in_graph,
+        r.graph_samples
     );
     if let Some(calls) = chain {
         // A sample in a function's prologue, before it saves the frame
@@ -164,6 +166,6 @@ fn print_report(r: &DepthReport, chain: Option<u64>) {
         } else {
             "the stacks reach the bottom of the chain"
         };
-        println!("the target's chain is {calls} calls deep: {verdict}");
+        crate::outln!("the target's chain is {calls} calls deep: {verdict}");
     }
 }

@@ -112,7 +112,7 @@ fn config_from(args: &CollatzArgs) -> anyhow::Result<Config> {
 /// Runs `runq collatz`.
 pub fn execute(args: CollatzArgs) -> anyhow::Result<ExitCode> {
     if args.version {
-        println!(
+        crate::outln!(
             "runq collatz {} (collatz 1.5 interface)",
             env!("CARGO_PKG_VERSION")
         );
@@ -136,9 +136,9 @@ pub fn execute(args: CollatzArgs) -> anyhow::Result<ExitCode> {
     let result = runq_collatz::run(&config)?;
     let info = tsc::info();
     if args.json {
-        println!("{}", runq_collatz::output::run_json(&result, &info));
+        crate::outln!("{}", runq_collatz::output::run_json(&result, &info));
     } else {
-        println!("{}", result.csv_line());
+        crate::outln!("{}", result.csv_line());
         eprintln!(
             "# tsc {:.3} GHz, {}; {:.2} ns per call",
             info.hz / 1e9,

@@ -106,7 +106,7 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
     bar.finish_and_clear();
     let paths = runq_collatz::output::write_sweep(&args.out, &result)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&result)?);
     } else {
         print_summary(&result);
     }
@@ -129,15 +129,15 @@ fn progress_bar(total: usize) -> ProgressBar {
 
 fn print_curve(name: &str, c: &Curve) {
     let means: Vec<String> = c.means.iter().map(|(n, y)| format!("{n}:{y:.2}")).collect();
-    println!("{name}: ticks/call by processes  {}", means.join("  "));
+    crate::outln!("{name}: ticks/call by processes  {}", means.join("  "));
     let Some(f) = c.fit else {
-        println!(
+        crate::outln!(
             "  fit underdetermined: {} process count(s) for the {PARAMETERS}-parameter two-elbow model (need at least {MIN_PROCESS_COUNTS}; raise --max-procs)",
             c.means.len()
         );
         return;
     };
-    println!(
+    crate::outln!(
         "  elbows at {:.0} and {:.0} processes; flat level {:.2} ticks/call; slopes {:.3} / {:.3} / {:.3} per process",
         f.elbows[0], f.elbows[1], f.flat_level, f.slope_flat, f.slope_middle, f.slope_saturated
     );
@@ -146,7 +146,7 @@ fn print_curve(name: &str, c: &Curve) {
         .iter()
         .map(|(n, e)| format!("{n}:{e:+.2}"))
         .collect();
-    println!(
+    crate::outln!(
         "  fit R² {:.4}, RMS residual {:.2} ticks/call; mean residual by processes  {}",
         f.r_squared,
         f.rms_residual,
@@ -155,7 +155,7 @@ fn print_curve(name: &str, c: &Curve) {
 }
 
 fn print_summary(r: &SweepResult) {
-    println!(
+    crate::outln!(
         "tsc {:.3} GHz ({}); run order shuffled with --seed {}",
         r.tsc.hz / 1e9,
         if r.tsc.invariant {
@@ -173,12 +173,12 @@ fn print_summary(r: &SweepResult) {
 
 fn print_profiled(p: &Profiled) {
     print_curve(&format!("with {}", p.command), &p.curve);
-    println!(
+    crate::outln!(
         "  slowdown: {:+.2}% (median over rounds, against the baseline run of the same round); profiler used {:.3} CPU-s per s of timed window",
         p.paired_slowdown_pct, p.profiler_cpu_per_s
     );
     if let Some(d) = &p.derived {
-        println!(
+        crate::outln!(
             "  latency: {:+.2} ticks/call ({:+.1}%) on the flat part\n  \
              asymptotic change: slope after the first elbow {:.3} -> {:.3} ({:+.3}) ticks/call per process\n  \
              overhead: elbows moved {:+.0} and {:+.0} processes, saturated slope {:+.3}, \

@@ -101,9 +101,9 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
         rows,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", render(&report));
+        crate::out!("{}", render(&report));
     }
     if let Some(path) = &args.junit {
         crate::junit::write(&junit(&report), path)?;

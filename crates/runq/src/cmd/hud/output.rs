@@ -45,9 +45,9 @@ pub fn write_exports(args: &HudArgs, session: &Session) -> anyhow::Result<()> {
 /// Prints the session's report (text or JSON).
 pub fn print_report(session: &Session, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&session.report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&session.report)?);
     } else {
-        print!("{}", runq_hud::report::render(&session.report));
+        crate::out!("{}", runq_hud::report::render(&session.report));
         if let Some(max) = session.detection_latency_ns.iter().max() {
             eprintln!(
                 "detection latency: max {:.1} ms after the interval ended",
@@ -76,9 +76,9 @@ pub fn replay_report(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let report = runq_hud::export::report_from_trace(&doc)
         .map_err(|e| exit::usage(format!("{}: {e}", path.display())))?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", runq_hud::report::render(&report));
+        crate::out!("{}", runq_hud::report::render(&report));
     }
     Ok(ExitCode::SUCCESS)
 }

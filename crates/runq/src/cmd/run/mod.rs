@@ -208,12 +208,12 @@ fn default_workers(work: &WorkType) -> usize {
 /// Runs the scenario and prints its report.
 pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.list {
-        print!("{}", catalog::render_list(args.json)?);
+        crate::out!("{}", catalog::render_list(args.json)?);
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(name) = &args.explain {
         let work = WorkType::from_name(name).map_err(|e| exit::usage(format!("--explain: {e}")))?;
-        print!("{}", catalog::render_explain(&work, args.json)?);
+        crate::out!("{}", catalog::render_explain(&work, args.json)?);
         return Ok(ExitCode::SUCCESS);
     }
     let (mut scn, mode) = scenario_from_args(&args)?;
@@ -253,12 +253,12 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
         if let Some(e) = &outcome.run_error {
             eprintln!("runq: run ended early: {e}");
         }
     } else {
-        print!(
+        crate::out!(
             "{}",
             render::render_outcome(outcome, crate::style::color_enabled())
         );
@@ -272,7 +272,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(r) = ctprof {
         let text = r.finish(outcome, crate::style::color_enabled())?;
         if !args.json {
-            print!("{text}");
+            crate::out!("{text}");
         }
     }
     Ok(exit_code(outcome))
@@ -323,7 +323,7 @@ fn run_repeats(
         };
         let stop = outcome.interrupted || outcome.run_error.is_some();
         if !args.json && n < args.repeat && !stop {
-            print!(
+            crate::out!(
                 "{}",
                 render::render_outcome(&outcome, crate::style::color_enabled())
             );
