@@ -2,6 +2,7 @@
 //! function, file:line), per-worker utilization and event counts,
 //! run-queue statistics, the discovery method and lost events.
 
+use runq_kernel::util::units::fmt_ms;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -151,10 +152,6 @@ pub fn run_queue_stats(findings: &[Finding]) -> RunQueueStats {
         })
 }
 
-fn ms(ns: u64) -> String {
-    format!("{:.1}ms", ns as f64 / 1e6)
-}
-
 /// The report as text.
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
@@ -165,7 +162,7 @@ pub fn render(r: &Report) -> String {
         r.comm,
         r.workers.len(),
         r.discovery,
-        ms(r.threshold_ns),
+        fmt_ms(r.threshold_ns),
         r.frequency_hz,
         r.duration_s,
         if r.target_exited {
@@ -231,8 +228,8 @@ fn render_blockers(out: &mut String, r: &Report) {
                 "{:<26} {:>6} {:>10} {:>9}  {} ({})",
                 b.category.label(),
                 b.count,
-                ms(b.total_ns),
-                ms(b.max_ns),
+                fmt_ms(b.total_ns),
+                fmt_ms(b.max_ns),
                 b.function,
                 b.location.as_deref().unwrap_or("no file:line")
             );

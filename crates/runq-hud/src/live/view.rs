@@ -7,13 +7,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
+use runq_kernel::util::units::fmt_ms;
 
 use super::app::{App, Mode};
 use crate::detect::Category;
-
-fn ms(ns: u64) -> String {
-    format!("{:.1}ms", ns as f64 / 1e6)
-}
 
 fn short(cat: Category) -> &'static str {
     match cat {
@@ -62,8 +59,8 @@ fn hotspots(f: &mut Frame<'_>, app: &App, area: Rect) {
         Row::new(vec![
             short(b.category).to_string(),
             b.count.to_string(),
-            ms(b.total_ns),
-            ms(b.max_ns),
+            fmt_ms(b.total_ns),
+            fmt_ms(b.max_ns),
             format!("{} {}", b.function, b.location.as_deref().unwrap_or("")),
         ])
     });
@@ -104,7 +101,11 @@ fn workers(f: &mut Frame<'_>, app: &App, area: Rect) {
             .iter()
             .map(|(c, n)| format!("{} {n}", short(*c)))
             .collect();
-        Row::new(vec![w.tid.to_string(), ms(w.blocked_ns), cats.join("  ")])
+        Row::new(vec![
+            w.tid.to_string(),
+            fmt_ms(w.blocked_ns),
+            cats.join("  "),
+        ])
     });
     let table = Table::new(
         rows,
@@ -157,7 +158,7 @@ fn status_line(f: &mut Frame<'_>, app: &App, area: Rect) {
         s.dropped,
         s.target,
         s.discovery,
-        ms(s.threshold_ns)
+        fmt_ms(s.threshold_ns)
     );
     let first = if app.mode == Mode::Search {
         format!("search: {}_", app.query)
@@ -185,8 +186,8 @@ fn drill(f: &mut Frame<'_>, app: &App, area: Rect) {
         Line::from(format!(
             "{} intervals, total {}, max {}",
             b.count,
-            ms(b.total_ns),
-            ms(b.max_ns)
+            fmt_ms(b.total_ns),
+            fmt_ms(b.max_ns)
         )),
         Line::from(format!(
             "workers: {}",

@@ -1,7 +1,9 @@
 //! Small helpers every tool crate shares that are not kernel interfaces:
-//! human durations and "did you mean" suggestions.
+//! human durations, "did you mean" suggestions, and the units reports
+//! print.
 
 pub mod duration;
 mod edit;
+pub mod units;
 
 pub use edit::{closest, edit_distance};

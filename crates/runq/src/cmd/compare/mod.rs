@@ -120,9 +120,7 @@ fn fmt_value(v: Option<f64>, unit: &str) -> String {
     let Some(v) = v else { return "-".into() };
     let a = v.abs();
     match unit {
-        "ns" if a >= 1e6 => format!("{:.2}ms", v / 1e6),
-        "ns" if a >= 1e3 => format!("{:.1}µs", v / 1e3),
-        "ns" => format!("{v:.0}ns"),
+        "ns" => runq_kernel::util::units::fmt_ns(v),
         "/s" if a >= 1e6 => format!("{:.2}M/s", v / 1e6),
         "/s" if a >= 1e3 => format!("{:.1}k/s", v / 1e3),
         "%" => format!("{v:.1}%"),

@@ -7,6 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use runq_workload::{Placement, RunOutcome, WakeFigure, WorkerExitInfo};
 
 use crate::style::paint;
+use runq_kernel::util::units::{self, fmt_rate};
 
 /// A progress bar on a TTY for runs longer than a second.
 pub struct Progress(Option<ProgressBar>);
@@ -44,23 +45,7 @@ impl Progress {
 
 /// Formats ns with an SI unit (ns, µs, ms, s).
 pub fn fmt_ns(ns: u64) -> String {
-    let v = ns as f64;
-    match ns {
-        0..=999 => format!("{ns}ns"),
-        1_000..=999_999 => format!("{:.1}µs", v / 1e3),
-        1_000_000..=999_999_999 => format!("{:.2}ms", v / 1e6),
-        _ => format!("{:.2}s", v / 1e9),
-    }
-}
-
-/// Formats a rate with an SI suffix.
-pub fn fmt_rate(v: f64) -> String {
-    match v {
-        v if v >= 1e9 => format!("{:.2}G", v / 1e9),
-        v if v >= 1e6 => format!("{:.2}M", v / 1e6),
-        v if v >= 1e3 => format!("{:.1}k", v / 1e3),
-        v => format!("{v:.0}"),
-    }
+    units::fmt_ns(ns as f64)
 }
 
 fn opt_ns(v: Option<u64>) -> String {
@@ -238,16 +223,6 @@ fn fmt_measure(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn units_scale() {
-        assert_eq!(fmt_ns(999), "999ns");
-        assert_eq!(fmt_ns(1_500), "1.5µs");
-        assert_eq!(fmt_ns(2_500_000), "2.50ms");
-        assert_eq!(fmt_ns(3_000_000_000), "3.00s");
-        assert_eq!(fmt_rate(1_234_567.0), "1.23M");
-        assert_eq!(fmt_rate(950.0), "950");
-    }
 
     #[test]
     fn overshoot_figures_are_marked_and_latencies_are_not() {
