@@ -150,22 +150,15 @@ fn repeat_output_compare_and_junit() {
     }
     assert_eq!(parse_junit(&xml).len(), rows.len());
 
-    // B: the same figures with a tenth of the work rate and wakes a
-    // hundred times later (far beyond the repeats' own spread on a loaded
-    // machine): regressed, exit 1, JUnit failures.
-    let mut worse = doc.clone();
-    for r in worse["repeats"].as_array_mut().unwrap() {
-        let g = &mut r["groups"][0];
-        g["work_rate_per_s"] = (g["work_rate_per_s"].as_f64().unwrap() / 10.0).into();
-        let p99 = g["wake_latency_ns"]["p99"].as_u64().unwrap();
-        g["wake_latency_ns"]["p99"] = (p99 * 100).into();
-    }
+    // B: every repeat's work rate below A's slowest, and every wake p99
+    // above A's largest, however widely a loaded machine spread A's
+    // repeats: regressed, exit 1, JUnit failures.
+    let worse = worsened(&doc);
     let b = dir.path().join("b.json");
     std::fs::write(&b, worse.to_string()).unwrap();
     let out = compare(&a, &b, &["--junit", xml.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("-90.0%"), "{text}");
     assert!(text.contains("2 regressed"), "{text}");
     let cases = parse_junit(&xml);
     assert_eq!(cases[&("PipeIo".into(), "work_rate".into())], "failure");
@@ -174,9 +167,44 @@ fn repeat_output_compare_and_junit() {
     // Reversed, it is an improvement and exits 0.
     let out = compare(&b, &a, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("2 improved"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2 improved"), "{text}");
 
     bad_inputs(dir.path(), &a, &doc);
+}
+
+/// `doc` with every repeat's work rate a tenth of the slowest repeat's
+/// and every wake p99 raised by ten times the largest: no overlap with
+/// `doc` on either figure.
+fn worsened(doc: &Value) -> Value {
+    let groups = |d: &Value| -> Vec<Value> {
+        d["repeats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["groups"][0].clone())
+            .collect()
+    };
+    let rates: Vec<f64> = groups(doc)
+        .iter()
+        .map(|g| g["work_rate_per_s"].as_f64().unwrap())
+        .collect();
+    let slowest = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let fastest = rates.iter().copied().fold(0.0, f64::max);
+    let worst_p99 = groups(doc)
+        .iter()
+        .map(|g| g["wake_latency_ns"]["p99"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let mut worse = doc.clone();
+    for r in worse["repeats"].as_array_mut().unwrap() {
+        let g = &mut r["groups"][0];
+        let rate = g["work_rate_per_s"].as_f64().unwrap();
+        g["work_rate_per_s"] = (rate * slowest / fastest / 10.0).into();
+        let p99 = g["wake_latency_ns"]["p99"].as_u64().unwrap();
+        g["wake_latency_ns"]["p99"] = (p99 + worst_p99 * 10).into();
+    }
+    worse
 }
 
 /// Mismatched scenarios, truncated JSON, another tool's file, a bad flag.
