@@ -33,7 +33,7 @@ pub struct Figure {
 }
 
 /// Every figure, in table order.
-pub const FIGURES: [Figure; 8] = [
+pub const FIGURES: [Figure; 9] = [
     Figure {
         name: "work_rate",
         unit: "/s",
@@ -75,6 +75,12 @@ pub const FIGURES: [Figure; 8] = [
         unit: "",
         better: Better::Lower,
         get: |g| Some(g.migrations as f64),
+    },
+    Figure {
+        name: "run_delay",
+        unit: "%",
+        better: Better::Lower,
+        get: |g| g.run_delay_pct,
     },
     Figure {
         name: "fairness",
@@ -269,6 +275,7 @@ mod tests {
                     max_gap_ms: 4,
                     migrations: 0,
                     fairness: None,
+                    run_delay_pct: None,
                 }]
             })
             .collect();

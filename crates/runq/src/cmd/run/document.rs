@@ -105,6 +105,11 @@ pub struct GroupFigures {
     /// Jain's fairness index of the workers' CPU time (1 = equal shares,
     /// 1/n = one worker got everything); `None` below two workers.
     pub fairness: Option<f64>,
+    /// Share of the workers' wall time spent runnable but waiting for a
+    /// CPU (schedstat run delay), percent; `None` without schedstat data
+    /// (and in files written before this figure existed).
+    #[serde(default)]
+    pub run_delay_pct: Option<f64>,
 }
 
 /// One repeat of the scenario.
@@ -182,7 +187,19 @@ fn group_figures(o: &RunOutcome, g: &runq_workload::summary::GroupSummary) -> Gr
         max_gap_ms: g.max_gap_ms,
         migrations: g.migrations,
         fairness: jain(&cpu),
+        run_delay_pct: run_delay_pct(&live),
     }
+}
+
+/// Summed schedstat run delay over summed wall time, percent; `None` when
+/// no worker has schedstat data (no run was counted).
+fn run_delay_pct(live: &[&WorkerReport]) -> Option<f64> {
+    let wall: u64 = live.iter().map(|r| r.wall_time_ns).sum();
+    if wall == 0 || live.iter().all(|r| r.schedstat_run_count == 0) {
+        return None;
+    }
+    let delay: u64 = live.iter().map(|r| r.schedstat_run_delay_ns).sum();
+    Some(delay as f64 * 100.0 / wall as f64)
 }
 
 /// The repeat record of one outcome.
