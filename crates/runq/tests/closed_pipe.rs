@@ -1,12 +1,16 @@
 //! `runq X | head -c1`: a reader that goes away is a quiet end for every
 //! command that writes to stdout — no panic, no message, exit as usual.
 
-use std::process::{Command, Stdio};
+mod common;
+
+use std::process::Stdio;
+
+use common::runq;
 
 /// Runs `args` with stdout closed by the reader right after the start
 /// and returns (exit code, stderr).
 fn with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_runq"))
+    let mut child = runq()
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,12 +1,12 @@
 //! `runq man`: a roff page for runq and for each command; a closed pipe
 //! is a quiet end; an unknown command is a usage error.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+mod common;
 
-fn runq() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_runq"))
-}
+use std::io::Read;
+use std::process::Stdio;
+
+use common::runq;
 
 #[test]
 fn prints_roff_pages_for_runq_and_its_commands() {
