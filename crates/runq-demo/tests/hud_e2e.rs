@@ -96,9 +96,9 @@ fn hud(runq: &Path, pid: u32, secs: u32, extra: &[&OsStr]) -> (Value, Value) {
     let folded = dir.path().join("hud.folded");
     let out = Command::new(runq)
         .args(["hud", "--pid", &pid.to_string(), "--headless", "--json"])
-        .args(["--duration", &format!("{secs}s"), "--export"])
+        .args(["--duration", &format!("{secs}s"), "--output"])
         .arg(&export)
-        .arg("--export-folded")
+        .arg("--output-folded")
         .arg(&folded)
         .args(extra)
         .output()

@@ -1,7 +1,7 @@
-//! `--export FILE.json`: Chrome trace-event JSON (loads in Perfetto and
+//! `--output FILE.json`: Chrome trace-event JSON (loads in Perfetto and
 //! chrome://tracing) with one complete event per finding, its stack in
 //! `args`, thread names for the workers, and the report under `runq_hud`
-//! (which `--replay` reads back). `--export-folded FILE`: folded stacks of
+//! (which `--replay` reads back). `--output-folded FILE`: folded stacks of
 //! the blockers weighted by blocked time, for flame graph tools.
 
 use serde_json::{json, Value};

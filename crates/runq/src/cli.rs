@@ -64,4 +64,17 @@ mod tests {
     fn the_command_line_is_consistent() {
         super::Cli::command().debug_assert();
     }
+
+    #[test]
+    fn old_spellings_of_output_still_parse() {
+        use clap::Parser;
+        for args in [
+            &["runq", "hud", "--replay", "r.json", "--export", "f.json"][..],
+            &["runq", "hud", "--replay", "r.json", "--export-folded", "f.txt"][..],
+            &["runq", "collatz", "sweep", "--out", "dir"][..],
+        ] {
+            let parsed = super::Cli::try_parse_from(args);
+            assert!(parsed.is_ok(), "{args:?}: {:?}", parsed.err());
+        }
+    }
 }

@@ -118,7 +118,7 @@ fn sweep(args: &[&str], out_dir: &std::path::Path) -> std::process::Output {
     runq()
         .args(["collatz", "sweep", "--outer", "1", "--inner", "2000"])
         .args(args)
-        .arg("--out")
+        .arg("--output")
         .arg(out_dir)
         .output()
         .unwrap()
@@ -338,7 +338,7 @@ fn profiler_cpu_is_read_over_the_timed_window() {
             "timeout 1 sh -c 'while :; do :; done'; sleep 30 # {pid}",
         ])
         .args(["--profiler", "while :; do :; done # {pid}"])
-        .arg("--out")
+        .arg("--output")
         .arg(&out_dir)
         .output()
         .unwrap();

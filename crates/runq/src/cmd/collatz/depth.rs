@@ -64,7 +64,7 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
 #[derive(Debug, Args)]
 pub struct DepthReportArgs {
     /// `perf script` output, a perf.data file (then `perf script` is run
-    /// on it), or a `runq hud --export` JSON file; `-` reads perf script
+    /// on it), or a `runq hud --output` JSON file; `-` reads perf script
     /// output from standard input.
     pub input: PathBuf,
     /// The target the profiled run used (a number or A to J), to compare
@@ -109,10 +109,10 @@ fn read_input(args: &DepthReportArgs) -> anyhow::Result<DepthReport> {
     let is_perf_data = file.read_exact(&mut magic).is_ok() && &magic == b"PERFILE2";
     if magic.starts_with(b"{") {
         let doc: serde_json::Value = serde_json::from_reader(BufReader::new(File::open(&args.input)?))
-            .map_err(|e| exit::usage(format!("{name} is not JSON ({e}): give perf script output, a perf.data file or a runq hud --export file")))?;
+            .map_err(|e| exit::usage(format!("{name} is not JSON ({e}): give perf script output, a perf.data file or a runq hud --output file")))?;
         return read_hud_export(&doc).ok_or_else(|| {
             exit::usage(format!(
-                "{name} has no traceEvents: give a runq hud --export file"
+                "{name} has no traceEvents: give a runq hud --output file"
             ))
         });
     }

@@ -42,7 +42,12 @@ pub struct SweepArgs {
     #[arg(long, default_value = "500ms", value_parser = parse_duration)]
     pub settle: Duration,
     /// Directory for sweep.csv, sweep.json and sweep.svg.
-    #[arg(long, default_value = "collatz-sweep")]
+    #[arg(
+        long = "output",
+        alias = "out",
+        value_name = "DIR",
+        default_value = "collatz-sweep"
+    )]
     pub out: PathBuf,
     /// Print the whole result as JSON instead of the summary.
     #[arg(long)]

@@ -24,7 +24,7 @@ use crate::exit;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     sudo runq hud my-service --headless --duration 10\n  \
-    sudo runq hud --pid 4242 --threshold 2ms --headless --duration 5 --export hud.json\n\n\
+    sudo runq hud --pid 4242 --threshold 2ms --headless --duration 5 --output hud.json\n\n\
     Needs root, or CAP_BPF + CAP_PERFMON. The export is Chrome trace-event JSON \
     (open it in ui.perfetto.dev).")]
 pub struct HudArgs {
@@ -59,14 +59,15 @@ pub struct HudArgs {
     /// Stop after this long (default: until Ctrl-C or the target exits).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Write the session as Chrome trace-event JSON.
-    #[arg(long, value_name = "FILE.json")]
+    /// Write the session as Chrome trace-event JSON (`--export` is the
+    /// old spelling).
+    #[arg(long = "output", alias = "export", value_name = "FILE.json")]
     pub export: Option<PathBuf>,
     /// Write folded stacks of the blockers, weighted by blocked time (µs),
     /// for flamegraph.pl or inferno.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "output-folded", alias = "export-folded", value_name = "FILE")]
     pub export_folded: Option<PathBuf>,
-    /// Show the report saved in an `--export` file instead of attaching.
+    /// Show the report saved in an `--output` file instead of attaching.
     #[arg(long, value_name = "FILE.json", conflicts_with_all = ["process", "pid"])]
     pub replay: Option<PathBuf>,
     /// Worker threads are those whose name starts with this.

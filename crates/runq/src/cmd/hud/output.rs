@@ -10,7 +10,7 @@ use runq_hud::session::Session;
 use super::HudArgs;
 use crate::exit;
 
-/// Writes `--export`, `--export-folded` and `--flamegraph`.
+/// Writes `--output`, `--output-folded` and `--flamegraph`.
 pub fn write_exports(args: &HudArgs, session: &Session) -> anyhow::Result<()> {
     if let Some(path) = &args.export {
         let doc = runq_hud::export::trace_json(&session.report, &session.findings);
@@ -58,13 +58,13 @@ pub fn print_report(session: &Session, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads an `--export` file: its JSON document.
+/// Reads an `--output` file: its JSON document.
 pub fn read_export(path: &Path) -> anyhow::Result<serde_json::Value> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| exit::usage(format!("cannot read {}: {e}", path.display())))?;
     serde_json::from_str(&text).map_err(|e| {
         exit::usage(format!(
-            "{} is not JSON ({e}); pass a file written by --export",
+            "{} is not JSON ({e}); pass a file written by --output",
             path.display()
         ))
     })
