@@ -70,7 +70,14 @@ mod tests {
         use clap::Parser;
         for args in [
             &["runq", "hud", "--replay", "r.json", "--export", "f.json"][..],
-            &["runq", "hud", "--replay", "r.json", "--export-folded", "f.txt"][..],
+            &[
+                "runq",
+                "hud",
+                "--replay",
+                "r.json",
+                "--export-folded",
+                "f.txt",
+            ][..],
             &["runq", "collatz", "sweep", "--out", "dir"][..],
         ] {
             let parsed = super::Cli::try_parse_from(args);

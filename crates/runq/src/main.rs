@@ -29,8 +29,41 @@ fn init_logging(verbose: u8) {
         .init();
 }
 
+/// Parses the command line. Help and version print as clap prints them;
+/// a usage error is one line on stderr (clap's first line, which names
+/// the flag, the value and why) and exit 2.
+fn parse_cli() -> Result<cli::Cli, ExitCode> {
+    cli::Cli::try_parse().map_err(|e| {
+        use clap::error::ErrorKind;
+        if matches!(
+            e.kind(),
+            ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        ) {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+        let text = e.render().to_string();
+        let first = text.lines().next().unwrap_or("error: bad command line");
+        let tip = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("tip: "))
+            .map(|t| format!("; {t}"))
+            .unwrap_or_default();
+        eprintln!(
+            "runq: {}{tip} (see --help)",
+            first.trim_start_matches("error: ")
+        );
+        ExitCode::from(2)
+    })
+}
+
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     init_logging(cli.verbose);
     match cmd::dispatch(cli) {
         Ok(code) => code,

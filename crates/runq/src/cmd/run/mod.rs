@@ -67,11 +67,11 @@ pub struct RunArgs {
     pub params: Vec<String>,
     /// Workers in the group (default: one per online CPU, rounded up to
     /// what the type needs: pairs, triples, a messenger plus receivers).
-    #[arg(long)]
-    pub workers: Option<String>,
+    #[arg(long, value_parser = parse_workers)]
+    pub workers: Option<usize>,
     /// How long the workers run: 500ms, 5s, 1m, or plain seconds (0.5).
-    #[arg(long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
     /// Place the group in this cgroup, relative to runq's own parent
     /// (`runq/<run-id>/PATH`). Needs root; exits 77 without it.
     #[arg(long, value_name = "PATH")]
@@ -80,8 +80,8 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "cgroup")]
     pub no_cgroups: bool,
     /// Deadline for collecting reports after the stop signal.
-    #[arg(long, value_name = "DURATION", default_value = "5s")]
-    pub collect_timeout: String,
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub collect_timeout: Duration,
     /// Print the full outcome (summaries and every worker report) as JSON.
     #[arg(long)]
     pub json: bool,
@@ -109,10 +109,7 @@ pub struct RunArgs {
 
 /// Builds the scenario the flags describe.
 fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> {
-    let duration = match &args.duration {
-        Some(text) => parse_duration(text).map_err(|e| exit::usage(format!("--duration: {e}")))?,
-        None => Duration::from_secs(3),
-    };
+    let duration = args.duration.unwrap_or(Duration::from_secs(3));
     let single = args.work_type.is_some()
         || args.workers.is_some()
         || args.cgroup.is_some()
@@ -153,14 +150,7 @@ fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> 
             .with_params(&params)
             .map_err(|e| exit::usage(format!("--param: {e}")))?;
     }
-    let workers = match &args.workers {
-        Some(text) => text.parse::<usize>().map_err(|_| {
-            exit::usage(format!(
-                "--workers: {text:?} is not a number of workers (try --workers 4)"
-            ))
-        })?,
-        None => default_workers(&work),
-    };
+    let workers = args.workers.unwrap_or_else(|| default_workers(&work));
     work.validate_workers(workers)
         .map_err(|e| exit::usage(format!("--workers: {e}")))?;
     if let Some(cg) = &args.cgroup {
@@ -180,6 +170,13 @@ fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> 
         (None, false) => CgroupMode::IfPermitted,
     };
     Ok((scn, mode))
+}
+
+/// `--workers`: a whole number (the type's own rule is checked later).
+fn parse_workers(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of workers (try --workers 4)"))
 }
 
 fn parse_params(raw: &[String]) -> anyhow::Result<Vec<(String, String)>> {
@@ -218,8 +215,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let (mut scn, mode) = scenario_from_args(&args)?;
     args.sched.apply(&mut scn)?;
-    let collect_timeout = parse_duration(&args.collect_timeout)
-        .map_err(|e| exit::usage(format!("--collect-timeout: {e}")))?;
+    let collect_timeout = args.collect_timeout;
     let fault = match std::env::var("RUNQ_FAULT") {
         Ok(text) => Some(
             text.parse::<Fault>()
