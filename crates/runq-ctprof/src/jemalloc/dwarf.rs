@@ -21,11 +21,11 @@ pub fn tsd_offsets(elf: &Elf) -> Option<(u64, u64)> {
         };
         let mut entries = unit.entries();
         let (mut alloc, mut dealloc) = (None, None);
-        while let Ok(Some((_, e))) = entries.next_dfs() {
+        while let Ok(Some(e)) = entries.next_dfs() {
             if e.tag() != gimli::DW_TAG_member {
                 continue;
             }
-            let Some(name) = e.attr_value(gimli::DW_AT_name).ok().flatten() else {
+            let Some(name) = e.attr_value(gimli::DW_AT_name) else {
                 continue;
             };
             let Ok(name) = dwarf.attr_string(&unit, name) else {
@@ -36,8 +36,6 @@ pub fn tsd_offsets(elf: &Elf) -> Option<(u64, u64)> {
             };
             let loc = e
                 .attr_value(gimli::DW_AT_data_member_location)
-                .ok()
-                .flatten()
                 .and_then(|v| v.udata_value());
             match field {
                 b"thread_allocated" => alloc = loc,

@@ -36,7 +36,7 @@ pub struct JemallocLayout {
 /// jemalloc whose layout can be found.
 pub fn layout_of(exe: &Path) -> Option<JemallocLayout> {
     let elf = elf::Elf::open(std::fs::File::open(exe).ok()?)?;
-    let tls = elf.tls?;
+    let tls = elf.tls()?;
     let sym = elf.tls_symbol("tsd_tls")?;
     let (a, d) = dwarf::tsd_offsets(&elf)?;
     let base = elf::tp_offset(tls, sym);
