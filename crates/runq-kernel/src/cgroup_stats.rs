@@ -159,18 +159,188 @@ pub fn parse_cpu_max(text: &str) -> (Option<u64>, Option<u64>) {
     (quota, period)
 }
 
-fn set<T>(
-    slot: &mut Option<T>,
-    v: Option<T>,
-    sources: &mut BTreeMap<String, CgroupVersion>,
-    key: &str,
-    ver: CgroupVersion,
-) {
-    if slot.is_none() && v.is_some() {
-        *slot = v;
-        sources.insert(key.to_string(), ver);
+/// A figure's destination: its `controller.field` key in
+/// [`CgroupStats::sources`] and its slot.
+struct Dest<T> {
+    key: &'static str,
+    slot: fn(&mut CgroupStats) -> &mut Option<T>,
+}
+
+impl<T> Dest<T> {
+    const fn new(key: &'static str, slot: fn(&mut CgroupStats) -> &mut Option<T>) -> Self {
+        Dest { key, slot }
+    }
+
+    /// Stores `v` unless the slot is already filled (v2 is read first, so
+    /// v2 wins), recording the version it came from.
+    fn fill(&self, st: &mut CgroupStats, v: Option<T>, ver: CgroupVersion) {
+        let slot = (self.slot)(st);
+        if slot.is_none() && v.is_some() {
+            *slot = v;
+            st.sources.insert(self.key.to_string(), ver);
+        }
     }
 }
+
+// The destinations, shared by the v2 and v1 tables below.
+const CPU_USAGE: Dest<u64> = Dest::new("cpu.usage_usec", |s| &mut s.cpu.usage_usec);
+const CPU_NR_THROTTLED: Dest<u64> = Dest::new("cpu.nr_throttled", |s| &mut s.cpu.nr_throttled);
+const CPU_THROTTLED: Dest<u64> = Dest::new("cpu.throttled_usec", |s| &mut s.cpu.throttled_usec);
+const CPU_QUOTA: Dest<u64> = Dest::new("cpu.max_quota_us", |s| &mut s.cpu.max_quota_us);
+const CPU_PERIOD: Dest<u64> = Dest::new("cpu.max_period_us", |s| &mut s.cpu.max_period_us);
+const CPU_WEIGHT: Dest<u64> = Dest::new("cpu.weight", |s| &mut s.cpu.weight);
+const CPU_WEIGHT_NICE: Dest<i64> = Dest::new("cpu.weight_nice", |s| &mut s.cpu.weight_nice);
+const MEM_CURRENT: Dest<u64> = Dest::new("memory.current", |s| &mut s.memory.current);
+const MEM_MAX: Dest<u64> = Dest::new("memory.max", |s| &mut s.memory.max);
+const MEM_HIGH: Dest<u64> = Dest::new("memory.high", |s| &mut s.memory.high);
+const MEM_LOW: Dest<u64> = Dest::new("memory.low", |s| &mut s.memory.low);
+const MEM_MIN: Dest<u64> = Dest::new("memory.min", |s| &mut s.memory.min);
+const PIDS_CURRENT: Dest<u64> = Dest::new("pids.current", |s| &mut s.pids.current);
+const PIDS_MAX: Dest<u64> = Dest::new("pids.max", |s| &mut s.pids.max);
+
+/// A file holding one value: its name, its parser and where the value goes.
+struct ValueFile<T> {
+    file: &'static str,
+    parse: fn(&str) -> Option<T>,
+    to: Dest<T>,
+}
+
+impl<T> ValueFile<T> {
+    const fn new(file: &'static str, parse: fn(&str) -> Option<T>, to: Dest<T>) -> Self {
+        ValueFile { file, parse, to }
+    }
+
+    fn read(&self, dir: &Path, st: &mut CgroupStats, ver: CgroupVersion) {
+        let v = read(dir, self.file).and_then(|t| (self.parse)(&t));
+        self.to.fill(st, v, ver);
+    }
+}
+
+/// A `key value` file (`cpu.stat`): the keys read, each with the divisor
+/// that converts it to the destination's unit.
+struct KeyedFile {
+    file: &'static str,
+    keys: &'static [(&'static str, u64, Dest<u64>)],
+}
+
+impl KeyedFile {
+    fn read(&self, dir: &Path, st: &mut CgroupStats, ver: CgroupVersion) {
+        if let Some(t) = read(dir, self.file) {
+            let m = parse_flat_keyed(&t);
+            for (key, div, to) in self.keys {
+                to.fill(st, m.get(*key).map(|v| v / div), ver);
+            }
+        }
+    }
+}
+
+/// A `key value` file kept whole as a map (`memory.stat`), read unless
+/// the map is already filled.
+struct MapFile {
+    file: &'static str,
+    slot: fn(&mut CgroupStats) -> &mut BTreeMap<String, u64>,
+}
+
+impl MapFile {
+    fn read(&self, dir: &Path, st: &mut CgroupStats, ver: CgroupVersion) {
+        if !(self.slot)(st).is_empty() {
+            return;
+        }
+        if let Some(t) = read(dir, self.file) {
+            *(self.slot)(st) = parse_flat_keyed(&t);
+            st.sources.insert(self.file.into(), ver);
+        }
+    }
+}
+
+/// A number that has no `max` spelling.
+fn parse_num<T: std::str::FromStr>(t: &str) -> Option<T> {
+    t.trim().parse().ok()
+}
+
+/// v2 `cpu.stat`.
+const V2_CPU_STAT: KeyedFile = KeyedFile {
+    file: "cpu.stat",
+    keys: &[
+        ("usage_usec", 1, CPU_USAGE),
+        ("nr_throttled", 1, CPU_NR_THROTTLED),
+        ("throttled_usec", 1, CPU_THROTTLED),
+    ],
+};
+
+/// v2 files holding one number (`max` reads as unlimited).
+const V2_VALUES: [ValueFile<u64>; 8] = [
+    ValueFile::new("cpu.weight", parse_num, CPU_WEIGHT),
+    ValueFile::new("memory.current", parse_limit, MEM_CURRENT),
+    ValueFile::new("memory.max", parse_limit, MEM_MAX),
+    ValueFile::new("memory.high", parse_limit, MEM_HIGH),
+    ValueFile::new("memory.low", parse_limit, MEM_LOW),
+    ValueFile::new("memory.min", parse_limit, MEM_MIN),
+    ValueFile::new("pids.current", parse_limit, PIDS_CURRENT),
+    ValueFile::new("pids.max", parse_limit, PIDS_MAX),
+];
+
+/// v2 `cpu.weight.nice`, the one signed figure.
+const V2_WEIGHT_NICE: ValueFile<i64> =
+    ValueFile::new("cpu.weight.nice", parse_num, CPU_WEIGHT_NICE);
+
+/// `memory.stat` (v2, and v1 where v2 gave none).
+const MEMORY_STAT: MapFile = MapFile {
+    file: "memory.stat",
+    slot: |s| &mut s.memory.stat,
+};
+
+/// v2 `key value` files kept whole.
+const V2_MAPS: [MapFile; 2] = [
+    MEMORY_STAT,
+    MapFile {
+        file: "memory.events",
+        slot: |s| &mut s.memory.events,
+    },
+];
+
+/// v1 `cpu.stat` (throttled time in ns).
+const V1_CPU_STAT: KeyedFile = KeyedFile {
+    file: "cpu.stat",
+    keys: &[
+        ("nr_throttled", 1, CPU_NR_THROTTLED),
+        ("throttled_time", 1000, CPU_THROTTLED),
+    ],
+};
+
+/// v1 files holding one number, by controller.
+const V1_VALUES: [(&str, &[ValueFile<u64>]); 4] = [
+    (
+        "cpuacct",
+        &[ValueFile::new(
+            "cpuacct.usage",
+            |t| parse_num::<u64>(t).map(|ns| ns / 1000),
+            CPU_USAGE,
+        )],
+    ),
+    (
+        "cpu",
+        &[ValueFile::new(
+            "cpu.shares",
+            |t| parse_num::<u64>(t).map(weight_from_shares),
+            CPU_WEIGHT,
+        )],
+    ),
+    (
+        "memory",
+        &[
+            ValueFile::new("memory.usage_in_bytes", parse_limit, MEM_CURRENT),
+            ValueFile::new("memory.limit_in_bytes", v1_mem_limit, MEM_MAX),
+        ],
+    ),
+    (
+        "pids",
+        &[
+            ValueFile::new("pids.current", parse_limit, PIDS_CURRENT),
+            ValueFile::new("pids.max", parse_limit, PIDS_MAX),
+        ],
+    ),
+];
 
 /// Reads one cgroup. `v2_path` is the task's `0::` path; `v1_paths` its v1
 /// paths by controller (from `/proc/<tid>/cgroup`). v2 files win; v1 fills
@@ -191,93 +361,19 @@ pub fn read_cgroup_stats(
 
 fn read_v2(dir: &Path, st: &mut CgroupStats) {
     use CgroupVersion::V2;
-    let src = &mut st.sources;
-    if let Some(t) = read(dir, "cpu.stat") {
-        let m = parse_flat_keyed(&t);
-        set(
-            &mut st.cpu.usage_usec,
-            m.get("usage_usec").copied(),
-            src,
-            "cpu.usage_usec",
-            V2,
-        );
-        set(
-            &mut st.cpu.nr_throttled,
-            m.get("nr_throttled").copied(),
-            src,
-            "cpu.nr_throttled",
-            V2,
-        );
-        set(
-            &mut st.cpu.throttled_usec,
-            m.get("throttled_usec").copied(),
-            src,
-            "cpu.throttled_usec",
-            V2,
-        );
-    }
+    V2_CPU_STAT.read(dir, st, V2);
     if let Some(t) = read(dir, "cpu.max") {
-        let (q, p) = parse_cpu_max(&t);
-        set(&mut st.cpu.max_quota_us, q, src, "cpu.max_quota_us", V2);
-        set(&mut st.cpu.max_period_us, p, src, "cpu.max_period_us", V2);
+        let (quota, period) = parse_cpu_max(&t);
+        CPU_QUOTA.fill(st, quota, V2);
+        CPU_PERIOD.fill(st, period, V2);
     }
-    set(
-        &mut st.cpu.weight,
-        read(dir, "cpu.weight").and_then(|t| t.trim().parse().ok()),
-        src,
-        "cpu.weight",
-        V2,
-    );
-    set(
-        &mut st.cpu.weight_nice,
-        read(dir, "cpu.weight.nice").and_then(|t| t.trim().parse().ok()),
-        src,
-        "cpu.weight_nice",
-        V2,
-    );
-    set(
-        &mut st.memory.current,
-        read(dir, "memory.current").and_then(|t| parse_limit(&t)),
-        src,
-        "memory.current",
-        V2,
-    );
-    for (file, slot) in [
-        ("memory.max", &mut st.memory.max),
-        ("memory.high", &mut st.memory.high),
-        ("memory.low", &mut st.memory.low),
-        ("memory.min", &mut st.memory.min),
-    ] {
-        set(
-            slot,
-            read(dir, file).and_then(|t| parse_limit(&t)),
-            src,
-            file,
-            V2,
-        );
+    for f in &V2_VALUES {
+        f.read(dir, st, V2);
     }
-    if let Some(t) = read(dir, "memory.stat") {
-        st.memory.stat = parse_flat_keyed(&t);
-        src.insert("memory.stat".into(), V2);
+    V2_WEIGHT_NICE.read(dir, st, V2);
+    for f in &V2_MAPS {
+        f.read(dir, st, V2);
     }
-    if let Some(t) = read(dir, "memory.events") {
-        st.memory.events = parse_flat_keyed(&t);
-        src.insert("memory.events".into(), V2);
-    }
-    set(
-        &mut st.pids.current,
-        read(dir, "pids.current").and_then(|t| parse_limit(&t)),
-        src,
-        "pids.current",
-        V2,
-    );
-    set(
-        &mut st.pids.max,
-        read(dir, "pids.max").and_then(|t| parse_limit(&t)),
-        src,
-        "pids.max",
-        V2,
-    );
     st.psi = read_psi(dir, ".pressure");
 }
 
@@ -286,100 +382,39 @@ fn v1_mem_limit(t: &str) -> Option<u64> {
     parse_limit(t).filter(|&v| v < (1u64 << 62))
 }
 
+/// v1 `cpu.shares` (2..=262144, default 1024) mapped onto `cpu.weight`
+/// (1..=10000) by the linear formula container runtimes (runc) use.
+fn weight_from_shares(shares: u64) -> u64 {
+    1 + (shares.clamp(2, 262_144) - 2) * 9999 / 262_142
+}
+
 fn read_v1(dir_for: &dyn Fn(&str) -> Option<PathBuf>, st: &mut CgroupStats) {
     use CgroupVersion::V1;
-    let src = &mut st.sources;
-    if let Some(d) = dir_for("cpuacct") {
-        let usage = read(&d, "cpuacct.usage").and_then(|t| t.trim().parse::<u64>().ok());
-        set(
-            &mut st.cpu.usage_usec,
-            usage.map(|ns| ns / 1000),
-            src,
-            "cpu.usage_usec",
-            V1,
-        );
-    }
-    if let Some(d) = dir_for("cpu") {
-        if let Some(t) = read(&d, "cpu.stat") {
-            let m = parse_flat_keyed(&t);
-            set(
-                &mut st.cpu.nr_throttled,
-                m.get("nr_throttled").copied(),
-                src,
-                "cpu.nr_throttled",
-                V1,
-            );
-            let thr = m.get("throttled_time").map(|ns| ns / 1000);
-            set(
-                &mut st.cpu.throttled_usec,
-                thr,
-                src,
-                "cpu.throttled_usec",
-                V1,
-            );
-        }
-        let quota = read(&d, "cpu.cfs_quota_us").and_then(|t| t.trim().parse::<i64>().ok());
-        if quota.is_some() && !st.sources.contains_key("cpu.max_period_us") {
-            let q = quota.and_then(|q| u64::try_from(q).ok());
-            st.cpu.max_quota_us = q;
-            st.sources.insert("cpu.max_quota_us".into(), V1);
-            let period = read(&d, "cpu.cfs_period_us").and_then(|t| t.trim().parse().ok());
-            set(
-                &mut st.cpu.max_period_us,
-                period,
-                &mut st.sources,
-                "cpu.max_period_us",
-                V1,
-            );
-        }
-        let shares = read(&d, "cpu.shares").and_then(|t| t.trim().parse::<u64>().ok());
-        let weight = shares.map(|s| 1 + (s.clamp(2, 262_144) - 2) * 9999 / 262_142);
-        set(
-            &mut st.cpu.weight,
-            weight,
-            &mut st.sources,
-            "cpu.weight",
-            V1,
-        );
-    }
-    let src = &mut st.sources;
-    if let Some(d) = dir_for("memory") {
-        set(
-            &mut st.memory.current,
-            read(&d, "memory.usage_in_bytes").and_then(|t| parse_limit(&t)),
-            src,
-            "memory.current",
-            V1,
-        );
-        set(
-            &mut st.memory.max,
-            read(&d, "memory.limit_in_bytes").and_then(|t| v1_mem_limit(&t)),
-            src,
-            "memory.max",
-            V1,
-        );
-        if st.memory.stat.is_empty() {
-            if let Some(t) = read(&d, "memory.stat") {
-                st.memory.stat = parse_flat_keyed(&t);
-                src.insert("memory.stat".into(), V1);
+    for (ctrl, files) in &V1_VALUES {
+        if let Some(d) = dir_for(ctrl) {
+            for f in *files {
+                f.read(&d, st, V1);
             }
         }
     }
-    if let Some(d) = dir_for("pids") {
-        set(
-            &mut st.pids.current,
-            read(&d, "pids.current").and_then(|t| parse_limit(&t)),
-            src,
-            "pids.current",
-            V1,
-        );
-        set(
-            &mut st.pids.max,
-            read(&d, "pids.max").and_then(|t| parse_limit(&t)),
-            src,
-            "pids.max",
-            V1,
-        );
+    if let Some(d) = dir_for("cpu") {
+        V1_CPU_STAT.read(&d, st, V1);
+        read_v1_quota(&d, st);
+    }
+    if let Some(d) = dir_for("memory") {
+        MEMORY_STAT.read(&d, st, V1);
+    }
+}
+
+/// v1 `cpu.cfs_quota_us` (-1: unlimited) and `cpu.cfs_period_us`, unless
+/// v2's `cpu.max` gave the period.
+fn read_v1_quota(dir: &Path, st: &mut CgroupStats) {
+    let quota = read(dir, "cpu.cfs_quota_us").and_then(|t| parse_num::<i64>(&t));
+    if quota.is_some() && !st.sources.contains_key(CPU_PERIOD.key) {
+        st.cpu.max_quota_us = quota.and_then(|q| u64::try_from(q).ok());
+        st.sources.insert(CPU_QUOTA.key.into(), CgroupVersion::V1);
+        let period = read(dir, "cpu.cfs_period_us").and_then(|t| parse_num(&t));
+        CPU_PERIOD.fill(st, period, CgroupVersion::V1);
     }
 }
 

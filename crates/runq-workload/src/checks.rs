@@ -4,6 +4,8 @@
 //! scenario (`[checks]` in a scenario file). Checks are evaluated per group;
 //! every result carries the measured value beside its bound.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 use crate::report::WorkerReport;
@@ -60,19 +62,221 @@ impl Default for CheckConfig {
     }
 }
 
-/// Names accepted in `disable`.
-pub const CHECK_NAMES: [&str; 10] = [
-    "not_stuck",
-    "max_gap_ms",
-    "max_offcpu_spread_pct",
-    "max_p99_wake_latency_us",
-    "max_wake_latency_cv",
-    "min_work_rate",
-    "max_migration_ratio",
-    "min_numa_locality",
-    "max_numa_pages_migrated",
-    "min_fair_share",
+/// How a measured value must compare with its bound. Serialized and
+/// printed as the operator, `<=` or `>=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Op {
+    /// The measured value may not exceed the bound.
+    #[serde(rename = "<=")]
+    AtMost,
+    /// The measured value must reach the bound.
+    #[serde(rename = ">=")]
+    AtLeast,
+}
+
+impl Op {
+    /// Whether `measured` keeps to `bound`.
+    pub fn holds(self, measured: f64, bound: f64) -> bool {
+        match self {
+            Op::AtMost => measured <= bound,
+            Op::AtLeast => measured >= bound,
+        }
+    }
+
+    /// The operator as text.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::AtMost => "<=",
+            Op::AtLeast => ">=",
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.symbol())
+    }
+}
+
+/// What one group's checks are measured on.
+struct Observed<'a> {
+    /// Every report, including dead workers' sentinels.
+    all: &'a [&'a WorkerReport],
+    /// Reports of the workers that did not die.
+    live: Vec<&'a WorkerReport>,
+    /// The live workers' wake latencies, sorted, ns.
+    wakes: Vec<u64>,
+    /// The group runs a custom command (no framework telemetry).
+    is_custom: bool,
+}
+
+impl<'a> Observed<'a> {
+    fn new(all: &'a [&'a WorkerReport], is_custom: bool) -> Self {
+        let live: Vec<&WorkerReport> = all
+            .iter()
+            .copied()
+            .filter(|r| r.exit_info.is_none())
+            .collect();
+        let mut wakes: Vec<u64> = Vec::new();
+        if !is_custom {
+            wakes = live
+                .iter()
+                .flat_map(|r| r.resume_latencies_ns.iter().copied())
+                .collect();
+            wakes.sort_unstable();
+        }
+        Observed {
+            all,
+            live,
+            wakes,
+            is_custom,
+        }
+    }
+}
+
+/// Where a check is judged.
+enum Scope {
+    /// On each group; the function measures it, `None` when the group
+    /// gives nothing to judge. `telemetry`: the measurement needs the
+    /// framework's telemetry, so custom groups skip the check.
+    Group {
+        measure: fn(&Observed) -> Option<f64>,
+        telemetry: bool,
+    },
+    /// Across groups, by [`crate::fair_model`].
+    AcrossGroups,
+}
+
+/// One check: its name (in reports and `disable`), its bound taken from
+/// the config (`None`: off), the range a bound may take, its operator and
+/// where it is judged.
+struct Check {
+    name: &'static str,
+    bound: fn(&CheckConfig) -> Option<f64>,
+    range: Option<(f64, f64)>,
+    op: Op,
+    scope: Scope,
+}
+
+/// A check judged on each group from framework telemetry.
+const fn telemetry(measure: fn(&Observed) -> Option<f64>) -> Scope {
+    Scope::Group {
+        measure,
+        telemetry: true,
+    }
+}
+
+/// Every check, in the order results are reported.
+const CHECKS: [Check; 10] = [
+    Check {
+        name: "not_stuck",
+        bound: |c| c.not_stuck.then_some(0.0),
+        range: None,
+        op: Op::AtMost,
+        scope: Scope::Group {
+            measure: stuck_workers,
+            telemetry: false,
+        },
+    },
+    Check {
+        name: "max_gap_ms",
+        bound: |c| c.max_gap_ms.map(|b| b as f64),
+        range: None,
+        op: Op::AtMost,
+        scope: telemetry(|o| Some(o.live.iter().map(|r| r.max_gap_ms).max().unwrap_or(0) as f64)),
+    },
+    Check {
+        name: "max_offcpu_spread_pct",
+        bound: |c| c.max_offcpu_spread_pct,
+        range: Some((0.0, 100.0)),
+        op: Op::AtMost,
+        scope: telemetry(|o| Some(offcpu_spread_pct(&o.live))),
+    },
+    Check {
+        name: "max_p99_wake_latency_us",
+        bound: |c| c.max_p99_wake_latency_us.map(|b| b as f64),
+        range: None,
+        op: Op::AtMost,
+        scope: telemetry(|o| percentile(&o.wakes, 99.0).map(|ns| ns as f64 / 1e3)),
+    },
+    Check {
+        name: "max_wake_latency_cv",
+        bound: |c| c.max_wake_latency_cv,
+        range: None,
+        op: Op::AtMost,
+        scope: telemetry(|o| coefficient_of_variation(&o.wakes)),
+    },
+    Check {
+        name: "min_work_rate",
+        bound: |c| c.min_work_rate,
+        range: None,
+        op: Op::AtLeast,
+        scope: telemetry(slowest_work_rate),
+    },
+    Check {
+        name: "max_migration_ratio",
+        bound: |c| c.max_migration_ratio,
+        range: None,
+        op: Op::AtMost,
+        scope: telemetry(|o| Some(migration_ratio(&o.live))),
+    },
+    Check {
+        name: "min_numa_locality",
+        bound: |c| c.min_numa_locality,
+        range: Some((0.0, 1.0)),
+        op: Op::AtLeast,
+        scope: telemetry(|o| numa_locality(&o.live)),
+    },
+    Check {
+        name: "max_numa_pages_migrated",
+        bound: |c| c.max_numa_pages_migrated.map(|b| b as f64),
+        range: None,
+        op: Op::AtMost,
+        scope: telemetry(|o| {
+            let worst = o.live.iter().map(|r| r.vmstat_numa_pages_migrated).max();
+            Some(worst.unwrap_or(0) as f64)
+        }),
+    },
+    Check {
+        name: "min_fair_share",
+        bound: |c| c.min_fair_share,
+        range: Some((0.0, 1.0)),
+        op: Op::AtLeast,
+        scope: Scope::AcrossGroups,
+    },
 ];
+
+/// Names accepted in `disable`.
+pub const CHECK_NAMES: [&str; CHECKS.len()] = {
+    let mut names = [""; CHECKS.len()];
+    let mut i = 0;
+    while i < CHECKS.len() {
+        names[i] = CHECKS[i].name;
+        i += 1;
+    }
+    names
+};
+
+/// `not_stuck`: workers that died, or (with framework telemetry) did no
+/// work.
+fn stuck_workers(o: &Observed) -> Option<f64> {
+    let stuck = o
+        .all
+        .iter()
+        .filter(|r| r.exit_info.is_some() || (!o.is_custom && r.work_units == 0))
+        .count();
+    Some(stuck as f64)
+}
+
+/// `min_work_rate`: the slowest live worker's work units per second.
+fn slowest_work_rate(o: &Observed) -> Option<f64> {
+    let slowest = o
+        .live
+        .iter()
+        .map(|r| r.work_units as f64 * 1e9 / r.wall_time_ns.max(1) as f64)
+        .fold(f64::INFINITY, f64::min);
+    Some(if slowest.is_finite() { slowest } else { 0.0 })
+}
 
 /// One evaluated check.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,8 +287,8 @@ pub struct CheckResult {
     pub group: String,
     /// What was measured.
     pub measured: f64,
-    /// `<=` or `>=`.
-    pub op: &'static str,
+    /// How the measured value must compare with the bound.
+    pub op: Op,
     /// The bound.
     pub bound: f64,
     /// Whether it held.
@@ -114,23 +318,12 @@ impl CheckConfig {
                 ));
             }
         }
-        if self
-            .max_offcpu_spread_pct
-            .is_some_and(|v| !(0.0..=100.0).contains(&v))
-        {
-            return Err("max_offcpu_spread_pct must be between 0 and 100".into());
-        }
-        if self
-            .min_numa_locality
-            .is_some_and(|v| !(0.0..=1.0).contains(&v))
-        {
-            return Err("min_numa_locality must be between 0 and 1".into());
-        }
-        if self
-            .min_fair_share
-            .is_some_and(|v| !(0.0..=1.0).contains(&v))
-        {
-            return Err("min_fair_share must be between 0 and 1".into());
+        for c in &CHECKS {
+            if let (Some((lo, hi)), Some(v)) = (c.range, (c.bound)(self)) {
+                if !(lo..=hi).contains(&v) {
+                    return Err(format!("{} must be between {lo} and {hi}", c.name));
+                }
+            }
         }
         Ok(())
     }
@@ -152,118 +345,37 @@ impl CheckConfig {
         reports: &[&WorkerReport],
         is_custom: bool,
     ) -> Vec<CheckResult> {
-        let mut out = self.evaluate_bounds(group, reports, is_custom);
+        let observed = Observed::new(reports, is_custom);
+        let mut out: Vec<CheckResult> = CHECKS
+            .iter()
+            .filter_map(|c| self.judge(c, group, &observed))
+            .collect();
         if let Some(ns) = out.iter_mut().find(|r| r.name == "not_stuck") {
             ns.detail = lost_partners(reports);
         }
         out
     }
 
-    /// The gap, off-CPU spread and wake-latency checks (p99 and CV) as
-    /// (name, measured, op, bound).
-    fn gap_and_wake_bounds(
-        &self,
-        live: &[&WorkerReport],
-    ) -> Vec<(&'static str, f64, &'static str, f64)> {
-        let mut out = Vec::new();
-        if let Some(b) = self.enabled("max_gap_ms", self.max_gap_ms) {
-            let gap = live.iter().map(|r| r.max_gap_ms).max().unwrap_or(0);
-            out.push(("max_gap_ms", gap as f64, "<=", b as f64));
-        }
-        if let Some(b) = self.enabled("max_offcpu_spread_pct", self.max_offcpu_spread_pct) {
-            out.push(("max_offcpu_spread_pct", offcpu_spread_pct(live), "<=", b));
-        }
-        let mut wakes: Vec<u64> = live
-            .iter()
-            .flat_map(|r| r.resume_latencies_ns.iter().copied())
-            .collect();
-        wakes.sort_unstable();
-        if let (Some(b), Some(p99)) = (
-            self.enabled("max_p99_wake_latency_us", self.max_p99_wake_latency_us),
-            percentile(&wakes, 99.0),
-        ) {
-            out.push(("max_p99_wake_latency_us", p99 as f64 / 1e3, "<=", b as f64));
-        }
-        if let (Some(b), Some(cv)) = (
-            self.enabled("max_wake_latency_cv", self.max_wake_latency_cv),
-            coefficient_of_variation(&wakes),
-        ) {
-            out.push(("max_wake_latency_cv", cv, "<=", b));
-        }
-        out
-    }
-
-    fn evaluate_bounds(
-        &self,
-        group: &str,
-        reports: &[&WorkerReport],
-        is_custom: bool,
-    ) -> Vec<CheckResult> {
-        let mut out = Vec::new();
-        let mut push = |name: &str, measured: f64, op: &'static str, bound: f64| {
-            let pass = if op == "<=" {
-                measured <= bound
-            } else {
-                measured >= bound
-            };
-            out.push(CheckResult {
-                name: name.into(),
-                group: group.into(),
-                measured,
-                op,
-                bound,
-                pass,
-                detail: None,
-            });
+    /// One group check's result, or `None` when it is off, judged across
+    /// groups, or has nothing to measure.
+    fn judge(&self, c: &Check, group: &str, observed: &Observed) -> Option<CheckResult> {
+        let Scope::Group { measure, telemetry } = c.scope else {
+            return None;
         };
-        let live: Vec<&WorkerReport> = reports
-            .iter()
-            .copied()
-            .filter(|r| r.exit_info.is_none())
-            .collect();
-        if self.enabled("not_stuck", Some(self.not_stuck)) == Some(true) {
-            let stuck = reports
-                .iter()
-                .filter(|r| r.exit_info.is_some() || (!is_custom && r.work_units == 0))
-                .count();
-            push("not_stuck", stuck as f64, "<=", 0.0);
+        if telemetry && observed.is_custom {
+            return None; // no framework telemetry to judge
         }
-        if is_custom {
-            return out; // no framework telemetry to judge
-        }
-        for (name, measured, op, bound) in self.gap_and_wake_bounds(&live) {
-            push(name, measured, op, bound);
-        }
-        if let Some(b) = self.enabled("min_work_rate", self.min_work_rate) {
-            let slowest = live
-                .iter()
-                .map(|r| r.work_units as f64 * 1e9 / r.wall_time_ns.max(1) as f64)
-                .fold(f64::INFINITY, f64::min);
-            push(
-                "min_work_rate",
-                if slowest.is_finite() { slowest } else { 0.0 },
-                ">=",
-                b,
-            );
-        }
-        if let Some(b) = self.enabled("max_migration_ratio", self.max_migration_ratio) {
-            push("max_migration_ratio", migration_ratio(&live), "<=", b);
-        }
-        if let (Some(b), Some(loc)) = (
-            self.enabled("min_numa_locality", self.min_numa_locality),
-            numa_locality(&live),
-        ) {
-            push("min_numa_locality", loc, ">=", b);
-        }
-        if let Some(b) = self.enabled("max_numa_pages_migrated", self.max_numa_pages_migrated) {
-            let worst = live
-                .iter()
-                .map(|r| r.vmstat_numa_pages_migrated)
-                .max()
-                .unwrap_or(0);
-            push("max_numa_pages_migrated", worst as f64, "<=", b as f64);
-        }
-        out
+        let bound = self.enabled(c.name, (c.bound)(self))?;
+        let measured = measure(observed)?;
+        Some(CheckResult {
+            name: c.name.into(),
+            group: group.into(),
+            measured,
+            op: c.op,
+            bound,
+            pass: c.op.holds(measured, bound),
+            detail: None,
+        })
     }
 }
 
@@ -358,111 +470,4 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::report::WorkerExitInfo;
-
-    fn report(units: u64, wall: u64, off: u64, gap: u64) -> WorkerReport {
-        WorkerReport {
-            work_units: units,
-            wall_time_ns: wall,
-            off_cpu_ns: off,
-            max_gap_ms: gap,
-            completed: true,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn defaults_pass_a_healthy_group() {
-        let a = report(10_240, 1_000_000_000, 100_000_000, 5);
-        let b = report(20_480, 1_000_000_000, 200_000_000, 9);
-        let res = CheckConfig::default().evaluate_group("g", &[&a, &b], false);
-        assert!(res.iter().all(|r| r.pass), "{res:?}");
-        assert_eq!(verdict(&res, false), Verdict::Pass);
-        assert_eq!(verdict(&res, true), Verdict::Fail);
-    }
-
-    #[test]
-    fn stuck_and_dead_workers_fail() {
-        let idle = report(0, 1_000_000_000, 0, 0);
-        let dead = WorkerReport::sentinel(1, 0, WorkerExitInfo::Signaled(9));
-        let res = CheckConfig::default().evaluate_group("g", &[&idle, &dead], false);
-        let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
-        assert_eq!((ns.measured, ns.pass), (2.0, false));
-    }
-
-    #[test]
-    fn a_dead_partner_is_named_and_a_normal_stop_is_not() {
-        let mut survivor = report(1024, 1_000_000_000, 0, 0);
-        survivor.tid = 76;
-        survivor.partner_lost = Some(1);
-        let dead = WorkerReport::sentinel(77, 0, WorkerExitInfo::Signaled(9));
-        let res = CheckConfig::default().evaluate_group("g", &[&survivor, &dead], false);
-        let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
-        assert!(!ns.pass);
-        let detail = ns.detail.as_deref().expect("detail names the partner");
-        assert!(
-            detail.contains("partner worker 1 (pid 77) died (Signaled(9))"),
-            "{detail}"
-        );
-        assert!(detail.contains("worker pid 76"), "{detail}");
-        let mut other = report(1024, 1_000_000_000, 0, 0);
-        other.partner_lost = Some(0);
-        let res = CheckConfig::default().evaluate_group("g", &[&survivor, &other], false);
-        let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
-        assert!(ns.pass && ns.detail.is_none(), "{ns:?}");
-    }
-
-    #[test]
-    fn gap_and_spread_bounds() {
-        let a = report(1024, 1_000_000_000, 0, 2500);
-        let b = report(1024, 1_000_000_000, 900_000_000, 1);
-        let res = CheckConfig::default().evaluate_group("g", &[&a, &b], false);
-        let get = |n: &str| res.iter().find(|r| r.name == n).unwrap().clone();
-        assert!(!get("max_gap_ms").pass);
-        assert_eq!(get("max_gap_ms").measured, 2500.0);
-        assert!(!get("max_offcpu_spread_pct").pass);
-        assert!((get("max_offcpu_spread_pct").measured - 90.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn disable_and_validate() {
-        let cfg = CheckConfig {
-            disable: vec!["max_gap_ms".into()],
-            ..Default::default()
-        };
-        let a = report(1024, 1_000_000_000, 0, 99_999);
-        assert!(cfg
-            .evaluate_group("g", &[&a], false)
-            .iter()
-            .all(|r| r.name != "max_gap_ms"));
-        assert!(CheckConfig {
-            disable: vec!["nope".into()],
-            ..Default::default()
-        }
-        .validate()
-        .is_err());
-    }
-
-    #[test]
-    fn statistics() {
-        assert_eq!(coefficient_of_variation(&[5, 5, 5]), Some(0.0));
-        assert!(coefficient_of_variation(&[1]).is_none());
-        let cv = coefficient_of_variation(&[1, 3]).unwrap();
-        assert!((cv - std::f64::consts::SQRT_2 / 2.0).abs() < 1e-9);
-        let mut a = report(4096, 1, 0, 0);
-        a.migration_count = 2;
-        assert_eq!(migration_ratio(&[&a]), 0.5);
-        a.numa_pages = [(0, 30), (1, 10)].into();
-        assert_eq!(numa_locality(&[&a]), Some(0.75));
-    }
-
-    #[test]
-    fn custom_groups_skip_telemetry_checks() {
-        let a = report(0, 0, 0, 99_999);
-        let res = CheckConfig::default().evaluate_group("c", &[&a], true);
-        assert_eq!(res.len(), 1);
-        assert!(res[0].pass);
-    }
-}
+mod tests;

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use runq_kernel::cgroup::UNLIMITED;
 
-use crate::checks::CheckResult;
+use crate::checks::{CheckResult, Op};
 use crate::fairness::{
     describe, group_shares, worst_worker, FairEntity, FairModel, FairShare, FairWorker,
 };
@@ -165,9 +165,9 @@ pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
             name: "min_fair_share".into(),
             group: m.group_names[s.group].clone(),
             measured: ratio,
-            op: ">=",
+            op: Op::AtLeast,
             bound,
-            pass: ratio >= bound,
+            pass: Op::AtLeast.holds(ratio, bound),
             detail: Some(describe(m, &s)),
         });
         if let Some((tid, w)) = worst_worker(m, s.group).filter(|(_, w)| judged(w)) {
@@ -177,9 +177,9 @@ pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
                 name: "min_fair_share_worker".into(),
                 group: m.group_names[s.group].clone(),
                 measured: ratio,
-                op: ">=",
+                op: Op::AtLeast,
                 bound,
-                pass: ratio >= bound,
+                pass: Op::AtLeast.holds(ratio, bound),
                 detail: Some(format!(
                     "worker {tid} got {:.1}% of its group's CPU time, expected {:.0}%",
                     pct(w.got_cpus),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use runq_kernel::cgroup::{cleanup_stale_runs, CgroupError, CgroupLayout, RunCgroups};
 use serde::Serialize;
 
-use crate::checks::{verdict, CheckResult, Verdict};
+use crate::checks::{verdict, CheckResult, Op, Verdict};
 use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::fault::{Fault, FaultStep};
 use crate::report::{WorkerExitInfo, WorkerReport};
@@ -430,7 +430,7 @@ fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckRes
         name: "scheduler_alive".into(),
         group: "scheduler".into(),
         measured: if death.is_some() { 0.0 } else { 1.0 },
-        op: ">=",
+        op: Op::AtLeast,
         bound: 1.0,
         pass: death.is_none(),
         detail: Some(match death {

@@ -124,3 +124,131 @@ fn roots_from_mounts() {
         Some(Path::new("/sys/fs/cgroup/cpu,cpuacct"))
     );
 }
+
+/// Every v2 file the table names, each value landing in its own field
+/// with its source recorded.
+#[test]
+fn every_v2_file_reaches_its_field() {
+    let d = tempfile::tempdir().unwrap();
+    let g = d.path().join("g");
+    write(
+        &g,
+        "cpu.stat",
+        "usage_usec 1\nnr_throttled 2\nthrottled_usec 3\n",
+    );
+    write(&g, "cpu.max", "max 100000\n");
+    write(&g, "cpu.weight", "200\n");
+    write(&g, "cpu.weight.nice", "-5\n");
+    for (i, f) in ["memory.current", "memory.max", "memory.high"]
+        .into_iter()
+        .enumerate()
+    {
+        write(&g, f, &format!("{}\n", 4096 * (i + 1)));
+    }
+    write(&g, "memory.low", "max\n");
+    write(&g, "memory.min", "7\n");
+    write(&g, "memory.stat", "anon 11\nfile 12\n");
+    write(&g, "pids.current", "5\n");
+    write(&g, "pids.max", "max\n");
+    let roots = CgroupRoots {
+        v2: Some(d.path().to_path_buf()),
+        v1: BTreeMap::new(),
+    };
+    let s = read_cgroup_stats(&roots, "/g", &BTreeMap::new());
+    let cpu = CgroupCpuStats {
+        usage_usec: Some(1),
+        nr_throttled: Some(2),
+        throttled_usec: Some(3),
+        max_quota_us: None,
+        max_period_us: Some(100000),
+        weight: Some(200),
+        weight_nice: Some(-5),
+    };
+    assert_eq!(s.cpu, cpu);
+    let m = &s.memory;
+    assert_eq!(
+        (m.current, m.max, m.high),
+        (Some(4096), Some(8192), Some(12288))
+    );
+    assert_eq!((m.low, m.min), (None, Some(7)));
+    assert_eq!(m.stat.get("file"), Some(&12));
+    assert!(m.events.is_empty());
+    assert_eq!(
+        s.pids,
+        CgroupPidsStats {
+            current: Some(5),
+            max: None
+        }
+    );
+    let keys: Vec<&str> = s.sources.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "cpu.max_period_us",
+            "cpu.nr_throttled",
+            "cpu.throttled_usec",
+            "cpu.usage_usec",
+            "cpu.weight",
+            "cpu.weight_nice",
+            "memory.current",
+            "memory.high",
+            "memory.max",
+            "memory.min",
+            "memory.stat",
+            "pids.current",
+        ]
+    );
+    assert!(s.sources.values().all(|v| *v == CgroupVersion::V2));
+}
+
+/// Every v1 controller file the table names, on a v1-only host.
+#[test]
+fn every_v1_file_reaches_its_field() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = |c: &str| d.path().join(c).join("g");
+    write(&dir("cpuacct"), "cpuacct.usage", "5000000\n");
+    write(&dir("cpu"), "cpu.cfs_quota_us", "50000\n");
+    write(&dir("cpu"), "cpu.cfs_period_us", "100000\n");
+    write(&dir("cpu"), "cpu.shares", "262144\n");
+    write(
+        &dir("cpu"),
+        "cpu.stat",
+        "nr_throttled 3\nthrottled_time 7000\n",
+    );
+    write(&dir("memory"), "memory.usage_in_bytes", "4096\n");
+    write(&dir("memory"), "memory.limit_in_bytes", "8192\n");
+    write(&dir("memory"), "memory.stat", "cache 9\n");
+    write(&dir("pids"), "pids.current", "2\n");
+    write(&dir("pids"), "pids.max", "64\n");
+    let ctrls = ["cpuacct", "cpu", "memory", "pids"];
+    let roots = CgroupRoots {
+        v2: None,
+        v1: ctrls
+            .iter()
+            .map(|c| (c.to_string(), d.path().join(c)))
+            .collect(),
+    };
+    let paths = ctrls.iter().map(|c| (c.to_string(), "/g".into())).collect();
+    let s = read_cgroup_stats(&roots, "/", &paths);
+    let cpu = CgroupCpuStats {
+        usage_usec: Some(5000),
+        nr_throttled: Some(3),
+        throttled_usec: Some(7),
+        max_quota_us: Some(50000),
+        max_period_us: Some(100000),
+        weight: Some(10000),
+        weight_nice: None,
+    };
+    assert_eq!(s.cpu, cpu);
+    assert_eq!((s.memory.current, s.memory.max), (Some(4096), Some(8192)));
+    assert_eq!(s.memory.stat.get("cache"), Some(&9));
+    assert_eq!(
+        s.pids,
+        CgroupPidsStats {
+            current: Some(2),
+            max: Some(64)
+        }
+    );
+    assert_eq!(s.sources.len(), 11);
+    assert!(s.sources.values().all(|v| *v == CgroupVersion::V1));
+}

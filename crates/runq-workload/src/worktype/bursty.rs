@@ -46,7 +46,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "alternates CPU bursts of burst_ms with sleeps of sleep_ms (wakeup placement)",
     units: "1024-unit spin bursts repeated for burst_ms; checkpoint every iteration",
     wakes: Some("sleep overshoot: elapsed minus requested sleep"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::SleepOvershoot,
 };
 

@@ -54,7 +54,7 @@ pub const INFO: TypeInfo = TypeInfo {
         "pairs ping-pong a byte over pipes after a strided cache walk (wakeups onto cold caches)",
     units: "burst_iters RMW steps per round trip; checkpoint every iteration at the default 1024",
     wakes: Some("pipe read, timed across the blocking call"),
-    workers: Some("an even number of workers (pairs)"),
+    workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
 };
 

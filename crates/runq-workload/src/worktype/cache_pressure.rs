@@ -48,7 +48,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "strided read-modify-writes over a size_kb buffer, pressuring caches",
     units: "one unit per RMW step (1024 per iteration); checkpoint every iteration",
     wakes: None,
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

@@ -11,7 +11,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "strided read-modify-writes over a size_kb buffer, then sched_yield()",
     units: "one unit per RMW step (1024 per iteration); checkpoint every iteration",
     wakes: Some("sched_yield(), timed across the call"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

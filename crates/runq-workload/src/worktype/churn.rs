@@ -20,7 +20,7 @@ pub const AFFINITY_CHURN: TypeInfo = TypeInfo {
         "spins, re-pins itself to a random CPU of its allowed set, then yields (forced migrations)",
     units: "spin_iters units per iteration; checkpoint every iteration at the default 1024",
     wakes: Some("sched_yield() after the re-pin, timed across the call"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 
@@ -92,7 +92,7 @@ pub const POLICY_CHURN: TypeInfo = TypeInfo {
         "spins, switches its policy SCHED_OTHER -> SCHED_BATCH -> SCHED_IDLE in turn, then yields",
     units: "spin_iters units per iteration; checkpoint every iteration at the default 1024",
     wakes: Some("sched_yield() after the switch, timed across the call"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 
@@ -164,7 +164,7 @@ pub const NICE_SWEEP: TypeInfo = TypeInfo {
     summary: "spin_burst(512), then steps its nice value through nice_min..nice_max, then yields",
     units: "512 spin units per iteration; checkpoint every 2 iterations",
     wakes: Some("sched_yield() after the renice, timed across the call"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

@@ -10,7 +10,10 @@ use super::fan_out::{self, FanOutSpec, Latency, MessengerStep, ReceiverStep};
 use super::{PreparedWork, SpinParams, TypeInfo};
 
 /// Rule shared by the fan-out types.
-const ONE_PLUS_RECEIVERS: &str = "at least 2 workers (worker 0 is the messenger)";
+const ONE_PLUS_RECEIVERS: super::WorkerRule = super::WorkerRule::AtLeast {
+    n: 2,
+    roles: "worker 0 is the messenger",
+};
 
 /// FutexFanOut description.
 pub const FUTEX_FAN_OUT: TypeInfo = TypeInfo {
@@ -18,7 +21,7 @@ pub const FUTEX_FAN_OUT: TypeInfo = TypeInfo {
     summary: "one messenger wakes every receiver with a single FUTEX_WAKE per cycle",
     units: "spin_iters units per cycle for messenger and receivers; checkpoint every iteration",
     wakes: Some("receivers only: futex wait, timed when they had to sleep"),
-    workers: Some(ONE_PLUS_RECEIVERS),
+    workers: ONE_PLUS_RECEIVERS,
     wake_figure: super::WakeFigure::Latency,
 };
 
@@ -76,7 +79,7 @@ pub const FAN_OUT_COMPUTE: TypeInfo = TypeInfo {
     units: "workers: one unit per multiply (checkpoint every 1024 iterations at 5 per wake); \
             messenger: 256 spin units per cycle (checkpoint every 4 iterations)",
     wakes: Some("workers only: CLOCK_MONOTONIC delta from the messenger's pre-wake timestamp"),
-    workers: Some(ONE_PLUS_RECEIVERS),
+    workers: ONE_PLUS_RECEIVERS,
     wake_figure: super::WakeFigure::Latency,
 };
 
@@ -126,7 +129,10 @@ pub const THUNDERING_HERD: TypeInfo = TypeInfo {
     wakes: Some(
         "waiters: delta from the waker's pre-wake timestamp (the last of the herd shows the tail)",
     ),
-    workers: Some("at least 2 workers (worker 0 is the waker)"),
+    workers: super::WorkerRule::AtLeast {
+        n: 2,
+        roles: "worker 0 is the waker",
+    },
     wake_figure: super::WakeFigure::Latency,
 };
 

@@ -18,7 +18,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "fork() a child that _exit()s immediately, then waitpid() it (process churn)",
     units: "one unit per fork+wait; checkpoint every 1024 iterations",
     wakes: Some("the parent's waitpid, timed across the call"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

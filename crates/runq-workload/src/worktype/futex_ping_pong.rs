@@ -18,7 +18,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "pairs of workers alternate turns on a shared futex (futex wait/wake round trips)",
     units: "spin_iters units per turn; checkpoint every iteration at the default 1024",
     wakes: Some("futex wait, timed when the worker had to sleep"),
-    workers: Some("an even number of workers (pairs)"),
+    workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
 };
 

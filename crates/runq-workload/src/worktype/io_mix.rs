@@ -57,7 +57,7 @@ pub const IO_RAND_READ: TypeInfo = TypeInfo {
         "random 4 KiB preads from a private file after dropping its page cache (read blocking)",
     units: "one unit per pread (16 per iteration: checkpoint every 64 iterations)",
     wakes: Some("each pread, timed across the call"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 
@@ -67,7 +67,7 @@ pub const IO_CONVOY: TypeInfo = TypeInfo {
     summary: "every worker pwrites its slice of one shared file and fdatasyncs it (flush convoys)",
     units: "one unit per 4 KiB pwrite (16 per iteration: checkpoint every 64 iterations)",
     wakes: Some("fdatasync of the shared file, timed across the call"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

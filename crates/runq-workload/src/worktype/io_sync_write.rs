@@ -41,7 +41,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "16 x 4 KiB pwrite + fdatasync to an unlinked temp file, then a short sleep",
     units: "one unit per 4 KiB write (16 per iteration); checkpoint every 64 iterations",
     wakes: Some("fdatasync, timed across the blocking call"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

@@ -42,7 +42,7 @@ pub const MUTEX_CONTENTION: TypeInfo = TypeInfo {
     units:
         "work_iters + hold_iters units per acquire (1280 by default: checkpoint every 4 iterations)",
     wakes: Some("futex wait on a contended acquire, timed from the failed fast path to ownership"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 
@@ -123,7 +123,10 @@ pub const PRIORITY_INVERSION: TypeInfo = TypeInfo {
               (pi = true uses a priority-inheriting futex)",
     units: "low: hold_iters + work_iters per iteration; medium: work_iters; high: 256 per acquire",
     wakes: Some("high task only: time to acquire the lock, every acquire"),
-    workers: Some("a multiple of 3 workers (low, medium, high)"),
+    workers: super::WorkerRule::MultipleOf {
+        n: 3,
+        roles: "low, medium, high",
+    },
     wake_figure: super::WakeFigure::Latency,
 };
 

@@ -10,7 +10,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "a spin burst followed by sched_yield(), mixing CPU work and voluntary switches",
     units: "one unit per spin step (1024 per iteration); checkpoint every iteration",
     wakes: None,
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

@@ -22,15 +22,17 @@ mod locks;
 mod mixed;
 mod page_fault_churn;
 mod pipe_io;
+mod registry;
 mod sequence;
 mod spin_wait;
 mod timer_latency;
 mod wake_chain;
 mod yield_heavy;
 
+pub use registry::WorkType;
 pub use sequence::{Phase, PhaseKind};
 
-use std::io;
+use std::{fmt, io};
 
 use runq_kernel::util::closest;
 use serde::{Deserialize, Serialize};
@@ -99,65 +101,6 @@ impl Default for SpinParams {
     }
 }
 
-/// The work types and their parameters. Serialized with a `type` tag, so a
-/// scenario can say `{ type = "PipeIo", burst_iters = 0 }`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
-pub enum WorkType {
-    /// Pure CPU: a spin burst per iteration.
-    SpinWait(SpinParams),
-    /// `sched_yield()` in a loop, one unit per yield.
-    YieldHeavy(yield_heavy::Params),
-    /// A spin burst followed by a yield.
-    Mixed(SpinParams),
-    /// Spin for `burst_ms`, sleep for `sleep_ms`.
-    Bursty(bursty::Params),
-    /// Pairs of workers ping-ponging a byte over pipes.
-    PipeIo(pipe_io::Params),
-    /// Pairs of workers alternating turns on a shared futex.
-    FutexPingPong(SpinParams),
-    /// Strided read-modify-writes over a buffer.
-    CachePressure(cache_pressure::Params),
-    /// 4 KiB writes and `fdatasync` to a private temporary file.
-    IoSyncWrite(io_sync_write::Params),
-    /// The CachePressure walk, then a yield.
-    CacheYield(cache_pressure::Params),
-    /// Pipe ping-pong pairs with a cache walk between trips.
-    CachePipe(cache_pipe::Params),
-    /// One messenger wakes all receivers on a futex.
-    FutexFanOut(SpinParams),
-    /// A messenger timestamps and wakes workers that do matrix multiplies.
-    FanOutCompute(fan_out_types::FanOutComputeParams),
-    /// Re-pins itself to a random allowed CPU each iteration.
-    AffinityChurn(SpinParams),
-    /// Cycles its scheduling policy each iteration.
-    PolicyChurn(SpinParams),
-    /// Steps its nice value each iteration.
-    NiceSweep(churn::NiceSweepParams),
-    /// Workers contend for one shared futex mutex.
-    MutexContention(locks::MutexParams),
-    /// MADV_DONTNEED and re-fault a private region.
-    PageFaultChurn(page_fault_churn::Params),
-    /// Random reads from a private file with its cache dropped.
-    IoRandRead(io_mix::Params),
-    /// Writes and fdatasync to one shared file.
-    IoConvoy(io_mix::Params),
-    /// fork() + _exit() + waitpid() in a loop.
-    ForkExit(fork_exit::Params),
-    /// Timed phases of spin, sleep, yield and I/O.
-    Sequence(sequence::Params),
-    /// Absolute-deadline periodic wakeups (cyclictest).
-    TimerLatency(timer_latency::Params),
-    /// A ring of workers passing a token.
-    WakeChain(SpinParams),
-    /// Many waiters woken at once.
-    ThunderingHerd(fan_out_types::ThunderingHerdParams),
-    /// Low/medium/high triples around a lock, plain or PI.
-    PriorityInversion(locks::InversionParams),
-    /// Microsecond bursts and sleeps.
-    IdleChurn(idle_churn::Params),
-}
-
 /// Static description of a work type for `--list` and `--explain`.
 #[derive(Debug, Clone, Copy)]
 pub struct TypeInfo {
@@ -169,10 +112,69 @@ pub struct TypeInfo {
     pub units: &'static str,
     /// Where it samples wake latency, or `None`.
     pub wakes: Option<&'static str>,
-    /// Worker-count rule, if any.
-    pub workers: Option<&'static str>,
+    /// Which worker counts the type accepts.
+    pub workers: WorkerRule,
     /// What the wake samples measure, so reports can name the figure.
     pub wake_figure: WakeFigure,
+}
+
+/// How many workers a type's group may have. [`WorkType::validate_workers`]
+/// applies it, and its text is what `--explain`, `--list --json` and the
+/// worker-count error print, so the check and its description agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerRule {
+    /// Any count of at least 1.
+    Any,
+    /// A positive multiple of `n` workers.
+    MultipleOf {
+        /// The size of one set.
+        n: usize,
+        /// What the workers of a set are, e.g. "pairs".
+        roles: &'static str,
+    },
+    /// At least `n` workers.
+    AtLeast {
+        /// The least count.
+        n: usize,
+        /// Why, e.g. "the ring".
+        roles: &'static str,
+    },
+}
+
+impl WorkerRule {
+    /// Workers that come in pairs.
+    pub const PAIRS: WorkerRule = WorkerRule::MultipleOf {
+        n: 2,
+        roles: "pairs",
+    };
+
+    /// Whether a group of `workers` satisfies the rule (0 never does).
+    pub fn allows(self, workers: usize) -> bool {
+        workers > 0
+            && match self {
+                WorkerRule::Any => true,
+                WorkerRule::MultipleOf { n, .. } => workers % n == 0,
+                WorkerRule::AtLeast { n, .. } => workers >= n,
+            }
+    }
+
+    /// The rule as listings print it; `None` for [`WorkerRule::Any`].
+    pub fn describe(self) -> Option<String> {
+        (self != WorkerRule::Any).then(|| self.to_string())
+    }
+}
+
+impl fmt::Display for WorkerRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            WorkerRule::Any => f.write_str("at least 1 worker"),
+            WorkerRule::MultipleOf { n: 2, roles } => {
+                write!(f, "an even number of workers ({roles})")
+            }
+            WorkerRule::MultipleOf { n, roles } => write!(f, "a multiple of {n} workers ({roles})"),
+            WorkerRule::AtLeast { n, roles } => write!(f, "at least {n} workers ({roles})"),
+        }
+    }
 }
 
 /// What a type's wake samples (`resume_latencies_ns`) measure.
@@ -226,7 +228,7 @@ pub enum WorkTypeError {
         /// The work type.
         work_type: String,
         /// The rule.
-        rule: &'static str,
+        rule: WorkerRule,
         /// The count given.
         workers: usize,
     },
@@ -239,70 +241,6 @@ fn suggestion_text(s: &Option<String>) -> String {
 }
 
 impl WorkType {
-    /// Every work type with its default parameters.
-    pub fn all_defaults() -> Vec<WorkType> {
-        vec![
-            WorkType::SpinWait(Default::default()),
-            WorkType::YieldHeavy(Default::default()),
-            WorkType::Mixed(Default::default()),
-            WorkType::Bursty(Default::default()),
-            WorkType::PipeIo(Default::default()),
-            WorkType::FutexPingPong(Default::default()),
-            WorkType::CachePressure(Default::default()),
-            WorkType::IoSyncWrite(Default::default()),
-            WorkType::CacheYield(Default::default()),
-            WorkType::CachePipe(Default::default()),
-            WorkType::FutexFanOut(Default::default()),
-            WorkType::FanOutCompute(Default::default()),
-            WorkType::AffinityChurn(Default::default()),
-            WorkType::PolicyChurn(Default::default()),
-            WorkType::NiceSweep(Default::default()),
-            WorkType::MutexContention(Default::default()),
-            WorkType::PageFaultChurn(Default::default()),
-            WorkType::IoRandRead(Default::default()),
-            WorkType::IoConvoy(Default::default()),
-            WorkType::ForkExit(Default::default()),
-            WorkType::Sequence(Default::default()),
-            WorkType::TimerLatency(Default::default()),
-            WorkType::WakeChain(Default::default()),
-            WorkType::ThunderingHerd(Default::default()),
-            WorkType::PriorityInversion(Default::default()),
-            WorkType::IdleChurn(Default::default()),
-        ]
-    }
-
-    /// Static description of this type.
-    pub fn info(&self) -> TypeInfo {
-        match self {
-            WorkType::SpinWait(_) => spin_wait::INFO,
-            WorkType::YieldHeavy(_) => yield_heavy::INFO,
-            WorkType::Mixed(_) => mixed::INFO,
-            WorkType::Bursty(_) => bursty::INFO,
-            WorkType::PipeIo(_) => pipe_io::INFO,
-            WorkType::FutexPingPong(_) => futex_ping_pong::INFO,
-            WorkType::CachePressure(_) => cache_pressure::INFO,
-            WorkType::IoSyncWrite(_) => io_sync_write::INFO,
-            WorkType::CacheYield(_) => cache_yield::INFO,
-            WorkType::CachePipe(_) => cache_pipe::INFO,
-            WorkType::FutexFanOut(_) => fan_out_types::FUTEX_FAN_OUT,
-            WorkType::FanOutCompute(_) => fan_out_types::FAN_OUT_COMPUTE,
-            WorkType::AffinityChurn(_) => churn::AFFINITY_CHURN,
-            WorkType::PolicyChurn(_) => churn::POLICY_CHURN,
-            WorkType::NiceSweep(_) => churn::NICE_SWEEP,
-            WorkType::MutexContention(_) => locks::MUTEX_CONTENTION,
-            WorkType::PageFaultChurn(_) => page_fault_churn::INFO,
-            WorkType::IoRandRead(_) => io_mix::IO_RAND_READ,
-            WorkType::IoConvoy(_) => io_mix::IO_CONVOY,
-            WorkType::ForkExit(_) => fork_exit::INFO,
-            WorkType::Sequence(_) => sequence::INFO,
-            WorkType::TimerLatency(_) => timer_latency::INFO,
-            WorkType::WakeChain(_) => wake_chain::INFO,
-            WorkType::ThunderingHerd(_) => fan_out_types::THUNDERING_HERD,
-            WorkType::PriorityInversion(_) => locks::PRIORITY_INVERSION,
-            WorkType::IdleChurn(_) => idle_churn::INFO,
-        }
-    }
-
     /// The type's name.
     pub fn name(&self) -> &'static str {
         self.info().name
@@ -354,78 +292,17 @@ impl WorkType {
         Ok(out)
     }
 
-    /// Checks parameter values that serde cannot (ranges).
-    pub fn validate_params(&self) -> Result<(), String> {
-        match self {
-            WorkType::CachePressure(p) | WorkType::CacheYield(p) => p.validate(),
-            WorkType::Bursty(p) => p.validate(),
-            WorkType::CachePipe(p) => p.validate(),
-            WorkType::FanOutCompute(p) => p.validate(),
-            WorkType::NiceSweep(p) => p.validate(),
-            WorkType::PageFaultChurn(p) => p.validate(),
-            WorkType::IoRandRead(p) | WorkType::IoConvoy(p) => p.validate(),
-            WorkType::Sequence(p) => p.validate(),
-            WorkType::TimerLatency(p) => p.validate(),
-            WorkType::IdleChurn(p) => p.validate(),
-            _ => Ok(()),
-        }
-    }
-
     /// Checks that `workers` suits this type.
     pub fn validate_workers(&self, workers: usize) -> Result<(), WorkTypeError> {
         let info = self.info();
-        let fits = match self {
-            WorkType::PipeIo(_) | WorkType::FutexPingPong(_) | WorkType::CachePipe(_) => {
-                workers % 2 == 0
-            }
-            WorkType::FutexFanOut(_)
-            | WorkType::FanOutCompute(_)
-            | WorkType::ThunderingHerd(_)
-            | WorkType::WakeChain(_) => workers >= 2,
-            WorkType::PriorityInversion(_) => workers % 3 == 0,
-            _ => true,
-        };
-        if workers == 0 || !fits {
-            return Err(WorkTypeError::BadWorkerCount {
-                work_type: info.name.to_string(),
-                rule: info.workers.unwrap_or("at least 1 worker"),
-                workers,
-            });
+        if info.workers.allows(workers) {
+            return Ok(());
         }
-        Ok(())
-    }
-
-    /// Builds the group's shared resources for `workers` workers (parent
-    /// side, before fork).
-    pub fn prepare(&self, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
-        match self {
-            WorkType::SpinWait(p) => Ok(spin_wait::prepare(p)),
-            WorkType::YieldHeavy(p) => Ok(yield_heavy::prepare(p)),
-            WorkType::Mixed(p) => Ok(mixed::prepare(p)),
-            WorkType::Bursty(p) => Ok(bursty::prepare(p)),
-            WorkType::PipeIo(p) => pipe_io::prepare(p, workers),
-            WorkType::FutexPingPong(p) => futex_ping_pong::prepare(p, workers),
-            WorkType::CachePressure(p) => Ok(cache_pressure::prepare(p)),
-            WorkType::IoSyncWrite(p) => Ok(io_sync_write::prepare(p)),
-            WorkType::CacheYield(p) => Ok(cache_yield::prepare(p)),
-            WorkType::CachePipe(p) => cache_pipe::prepare(p, workers),
-            WorkType::FutexFanOut(p) => fan_out_types::prepare_futex_fan_out(p, workers),
-            WorkType::FanOutCompute(p) => fan_out_types::prepare_fan_out_compute(p, workers),
-            WorkType::AffinityChurn(p) => Ok(churn::prepare_affinity(p)),
-            WorkType::PolicyChurn(p) => Ok(churn::prepare_policy(p)),
-            WorkType::NiceSweep(p) => Ok(churn::prepare_nice(p)),
-            WorkType::MutexContention(p) => locks::prepare_mutex(p),
-            WorkType::PageFaultChurn(p) => Ok(page_fault_churn::prepare(p)),
-            WorkType::IoRandRead(p) => io_mix::prepare_rand_read(p, workers),
-            WorkType::IoConvoy(p) => io_mix::prepare_convoy(p),
-            WorkType::ForkExit(p) => Ok(fork_exit::prepare(p)),
-            WorkType::Sequence(p) => Ok(sequence::prepare(p)),
-            WorkType::TimerLatency(p) => Ok(timer_latency::prepare(p)),
-            WorkType::WakeChain(p) => wake_chain::prepare(p, workers),
-            WorkType::ThunderingHerd(p) => fan_out_types::prepare_thundering_herd(p, workers),
-            WorkType::PriorityInversion(p) => locks::prepare_inversion(p, workers),
-            WorkType::IdleChurn(p) => Ok(idle_churn::prepare(p)),
-        }
+        Err(WorkTypeError::BadWorkerCount {
+            work_type: info.name.to_string(),
+            rule: info.workers,
+            workers,
+        })
     }
 }
 
@@ -509,5 +386,45 @@ mod tests {
             .unwrap()
             .validate_workers(0)
             .is_err());
+    }
+
+    #[test]
+    fn worker_rules_check_what_they_say() {
+        let rule = |name: &str| WorkType::from_name(name).unwrap().info().workers;
+        assert_eq!(rule("SpinWait"), WorkerRule::Any);
+        assert_eq!(rule("SpinWait").describe(), None);
+        assert_eq!(
+            rule("PipeIo").describe().as_deref(),
+            Some("an even number of workers (pairs)")
+        );
+        assert_eq!(
+            rule("PriorityInversion").to_string(),
+            "a multiple of 3 workers (low, medium, high)"
+        );
+        assert_eq!(
+            rule("FutexFanOut").to_string(),
+            "at least 2 workers (worker 0 is the messenger)"
+        );
+        let allowed = |r: WorkerRule| (0..8).filter(|&n| r.allows(n)).collect::<Vec<_>>();
+        assert_eq!(allowed(rule("SpinWait")), [1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(allowed(rule("CachePipe")), [2, 4, 6]);
+        assert_eq!(allowed(rule("PriorityInversion")), [3, 6]);
+        assert_eq!(allowed(rule("WakeChain")), [2, 3, 4, 5, 6, 7]);
+        let err = WorkType::from_name("WakeChain")
+            .unwrap()
+            .validate_workers(1)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "WakeChain needs at least 2 workers (the ring), got 1 workers"
+        );
+        let err = WorkType::from_name("Mixed")
+            .unwrap()
+            .validate_workers(0)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Mixed needs at least 1 worker, got 0 workers"
+        );
     }
 }

@@ -50,7 +50,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "MADV_DONTNEED on a private region, then touches_per_cycle page writes (minor faults)",
     units: "touches_per_cycle + spin_iters units per iteration (320 by default: checkpoint every 16 iterations)",
     wakes: None,
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

@@ -38,7 +38,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "pairs of workers ping-pong a byte over pipes after a spin burst (wakeup latency)",
     units: "burst_iters spin units per round trip; checkpoint every iteration at the default 1024",
     wakes: Some("pipe read, timed across the blocking call"),
-    workers: Some("an even number of workers (pairs)"),
+    workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
 };
 

@@ -78,7 +78,7 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: Some(
         "Sleep: overshoot past the requested nap; Yield and Io's fdatasync: time across the call",
     ),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Mixed,
 };
 

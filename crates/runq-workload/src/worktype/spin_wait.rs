@@ -10,7 +10,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "burns CPU in spin bursts and never blocks",
     units: "one unit per spin step; checkpoint every iteration at the default 1024",
     wakes: None,
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

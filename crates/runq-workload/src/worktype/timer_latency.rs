@@ -51,7 +51,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "periodic absolute-deadline clock_nanosleep wakeups, like cyclictest",
     units: "one unit per wakeup; checkpoint every 1024 iterations",
     wakes: Some("actual wakeup time minus the deadline (missed periods are skipped, not queued)"),
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

@@ -23,7 +23,10 @@ pub const INFO: TypeInfo = TypeInfo {
         "a ring of workers passes one token; each wakes the next after a spin (serial wake chain)",
     units: "spin_iters units per hop; checkpoint every iteration at the default 1024",
     wakes: Some("per hop: from the predecessor's pre-wake timestamp to resuming"),
-    workers: Some("at least 2 workers (the ring)"),
+    workers: super::WorkerRule::AtLeast {
+        n: 2,
+        roles: "the ring",
+    },
     wake_figure: super::WakeFigure::Latency,
 };
 

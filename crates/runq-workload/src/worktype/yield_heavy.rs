@@ -16,7 +16,7 @@ pub const INFO: TypeInfo = TypeInfo {
     summary: "calls sched_yield() back to back, stressing the pick-next path",
     units: "one unit per yield; checkpoint every 1024 iterations",
     wakes: None,
-    workers: None,
+    workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
 };
 

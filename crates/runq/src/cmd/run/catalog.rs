@@ -38,7 +38,7 @@ fn as_json(work: &WorkType) -> Value {
         "summary": info.summary,
         "units": info.units,
         "wake_latency": info.wakes,
-        "workers": info.workers,
+        "workers": info.workers.describe(),
         "defaults": params_of(work).into_iter().collect::<serde_json::Map<_, _>>(),
     })
 }
@@ -93,7 +93,9 @@ pub fn render_explain(work: &WorkType, json: bool) -> anyhow::Result<String> {
     let _ = writeln!(
         out,
         "  workers:      {}",
-        info.workers.unwrap_or("any number, at least 1")
+        info.workers
+            .describe()
+            .unwrap_or_else(|| "any number, at least 1".into())
     );
     let _ = writeln!(out, "  parameters:   {}", params_text(work));
     Ok(out)

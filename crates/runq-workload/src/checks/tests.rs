@@ -1,0 +1,158 @@
+use super::*;
+use crate::report::WorkerExitInfo;
+
+fn report(units: u64, wall: u64, off: u64, gap: u64) -> WorkerReport {
+    WorkerReport {
+        work_units: units,
+        wall_time_ns: wall,
+        off_cpu_ns: off,
+        max_gap_ms: gap,
+        completed: true,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn defaults_pass_a_healthy_group() {
+    let a = report(10_240, 1_000_000_000, 100_000_000, 5);
+    let b = report(20_480, 1_000_000_000, 200_000_000, 9);
+    let res = CheckConfig::default().evaluate_group("g", &[&a, &b], false);
+    assert!(res.iter().all(|r| r.pass), "{res:?}");
+    assert_eq!(verdict(&res, false), Verdict::Pass);
+    assert_eq!(verdict(&res, true), Verdict::Fail);
+}
+
+#[test]
+fn stuck_and_dead_workers_fail() {
+    let idle = report(0, 1_000_000_000, 0, 0);
+    let dead = WorkerReport::sentinel(1, 0, WorkerExitInfo::Signaled(9));
+    let res = CheckConfig::default().evaluate_group("g", &[&idle, &dead], false);
+    let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
+    assert_eq!((ns.measured, ns.pass), (2.0, false));
+}
+
+#[test]
+fn a_dead_partner_is_named_and_a_normal_stop_is_not() {
+    let mut survivor = report(1024, 1_000_000_000, 0, 0);
+    survivor.tid = 76;
+    survivor.partner_lost = Some(1);
+    let dead = WorkerReport::sentinel(77, 0, WorkerExitInfo::Signaled(9));
+    let res = CheckConfig::default().evaluate_group("g", &[&survivor, &dead], false);
+    let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
+    assert!(!ns.pass);
+    let detail = ns.detail.as_deref().expect("detail names the partner");
+    assert!(
+        detail.contains("partner worker 1 (pid 77) died (Signaled(9))"),
+        "{detail}"
+    );
+    assert!(detail.contains("worker pid 76"), "{detail}");
+    let mut other = report(1024, 1_000_000_000, 0, 0);
+    other.partner_lost = Some(0);
+    let res = CheckConfig::default().evaluate_group("g", &[&survivor, &other], false);
+    let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
+    assert!(ns.pass && ns.detail.is_none(), "{ns:?}");
+}
+
+#[test]
+fn gap_and_spread_bounds() {
+    let a = report(1024, 1_000_000_000, 0, 2500);
+    let b = report(1024, 1_000_000_000, 900_000_000, 1);
+    let res = CheckConfig::default().evaluate_group("g", &[&a, &b], false);
+    let get = |n: &str| res.iter().find(|r| r.name == n).unwrap().clone();
+    assert!(!get("max_gap_ms").pass);
+    assert_eq!(get("max_gap_ms").measured, 2500.0);
+    assert!(!get("max_offcpu_spread_pct").pass);
+    assert!((get("max_offcpu_spread_pct").measured - 90.0).abs() < 1e-9);
+}
+
+#[test]
+fn disable_and_validate() {
+    let cfg = CheckConfig {
+        disable: vec!["max_gap_ms".into()],
+        ..Default::default()
+    };
+    let a = report(1024, 1_000_000_000, 0, 99_999);
+    assert!(cfg
+        .evaluate_group("g", &[&a], false)
+        .iter()
+        .all(|r| r.name != "max_gap_ms"));
+    assert!(CheckConfig {
+        disable: vec!["nope".into()],
+        ..Default::default()
+    }
+    .validate()
+    .is_err());
+}
+
+#[test]
+fn op_prints_and_serializes_as_the_operator() {
+    assert_eq!(format!("[{:<3}]", Op::AtMost), "[<= ]");
+    assert_eq!(Op::AtLeast.to_string(), ">=");
+    assert_eq!(serde_json::to_value(Op::AtMost).unwrap(), "<=");
+    assert!(Op::AtLeast.holds(1.0, 1.0) && !Op::AtLeast.holds(0.9, 1.0));
+    assert!(Op::AtMost.holds(1.0, 1.0) && !Op::AtMost.holds(1.1, 1.0));
+}
+
+#[test]
+fn names_and_ranges_come_from_the_table() {
+    assert_eq!(CHECK_NAMES[0], "not_stuck");
+    assert_eq!(CHECK_NAMES[9], "min_fair_share");
+    let bad = |cfg: CheckConfig| cfg.validate().unwrap_err();
+    assert_eq!(
+        bad(CheckConfig {
+            max_offcpu_spread_pct: Some(101.0),
+            ..Default::default()
+        }),
+        "max_offcpu_spread_pct must be between 0 and 100"
+    );
+    assert_eq!(
+        bad(CheckConfig {
+            min_fair_share: Some(-0.1),
+            ..Default::default()
+        }),
+        "min_fair_share must be between 0 and 1"
+    );
+    // Group checks come out in table order; the cross-group one never.
+    let a = report(1024, 1_000_000_000, 0, 0);
+    let cfg = CheckConfig {
+        min_work_rate: Some(1.0),
+        max_numa_pages_migrated: Some(0),
+        ..Default::default()
+    };
+    let names: Vec<String> = cfg
+        .evaluate_group("g", &[&a], false)
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "not_stuck",
+            "max_gap_ms",
+            "max_offcpu_spread_pct",
+            "min_work_rate",
+            "max_numa_pages_migrated"
+        ]
+    );
+}
+
+#[test]
+fn statistics() {
+    assert_eq!(coefficient_of_variation(&[5, 5, 5]), Some(0.0));
+    assert!(coefficient_of_variation(&[1]).is_none());
+    let cv = coefficient_of_variation(&[1, 3]).unwrap();
+    assert!((cv - std::f64::consts::SQRT_2 / 2.0).abs() < 1e-9);
+    let mut a = report(4096, 1, 0, 0);
+    a.migration_count = 2;
+    assert_eq!(migration_ratio(&[&a]), 0.5);
+    a.numa_pages = [(0, 30), (1, 10)].into();
+    assert_eq!(numa_locality(&[&a]), Some(0.75));
+}
+
+#[test]
+fn custom_groups_skip_telemetry_checks() {
+    let a = report(0, 0, 0, 99_999);
+    let res = CheckConfig::default().evaluate_group("c", &[&a], true);
+    assert_eq!(res.len(), 1);
+    assert!(res[0].pass);
+}
