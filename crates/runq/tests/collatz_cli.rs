@@ -142,11 +142,7 @@ fn a_small_sweep_writes_csv_json_and_svg() {
         &out_dir,
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert!(stdout.contains("elbows at"), "{stdout}");
     assert!(stdout.contains("fit R²"), "{stdout}");
     assert!(stdout.contains("latency:"), "{stdout}");
@@ -192,11 +188,7 @@ fn a_sweep_compares_several_profilers_in_turn() {
         &out_dir,
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert!(stdout.contains("with sleep 30 # first"), "{stdout}");
     assert!(stdout.contains("with sleep 30 # second"), "{stdout}");
     assert_eq!(stdout.matches("slowdown:").count(), 2, "{stdout}");
@@ -248,11 +240,7 @@ fn the_run_order_is_shuffled_and_follows_the_seed() {
     for (i, seed) in ["3", "3", "4"].into_iter().enumerate() {
         let out_dir = dir.path().join(i.to_string());
         let out = sweep(&args(seed), &out_dir);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_success(&out);
         let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
         orders.push(run_order(&csv));
     }
@@ -342,11 +330,7 @@ fn profiler_cpu_is_read_over_the_timed_window() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("sweep.json")).unwrap())
             .unwrap();

@@ -223,11 +223,7 @@ fn root_vs_nonroot_compare_flags_taskstats_rows() {
         .gid(65534)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     let args = ["ctprof", "compare", a, b, "--limit", "0", "--json"];
     let v: Value = serde_json::from_str(&run_ok(&args)).unwrap();

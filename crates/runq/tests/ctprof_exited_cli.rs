@@ -51,11 +51,7 @@ fn short_lived_thread_is_in_the_next_exited_tally() {
     .unwrap();
     let exited_at = runq_ctprof::capture::now_unix_ns();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let next = runq_ctprof::record::list_snapshots(d.path())
         .unwrap()
         .into_iter()

@@ -49,11 +49,7 @@ fn export_writes_files_and_refuses_symlinks() {
         .args([snap.to_str().unwrap(), "-o", prom.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let body = std::fs::read_to_string(&prom).unwrap();
     assert!(
         body.ends_with("# EOF\n") && body.contains("runq_thread_run_time_seconds_total{cgroup=\"")

@@ -75,22 +75,14 @@ fn compare_reads_a_recording_directory() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert_eq!(snapshots(d.path()).len(), 3);
     let (first, last) = (format!("{dir}@first"), format!("{dir}@last"));
     let out = runq()
         .args(["ctprof", "compare", &first, &last, "--limit", "3"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("## Per-thread metrics by pcomm"));
     let out = runq().args(["ctprof", "show", dir]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -87,3 +87,13 @@ pub fn signal(pid: i32, sig: i32) {
     // SAFETY: plain kill(2).
     unsafe { libc::kill(pid, sig) };
 }
+
+/// Asserts that a finished runq exited 0, showing its stderr if not.
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
