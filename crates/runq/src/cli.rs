@@ -18,6 +18,10 @@ pub struct Cli {
     /// filters them as in other Rust tools (e.g. RUST_LOG=aya=debug).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// When to colour output: auto (a terminal without NO_COLOR), always,
+    /// never.
+    #[arg(long, value_enum, default_value_t, global = true, value_name = "WHEN")]
+    pub color: crate::style::ColorChoice,
     /// The tool to run.
     #[command(subcommand)]
     pub command: Command,

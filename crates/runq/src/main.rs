@@ -48,7 +48,11 @@ fn parse_cli() -> Result<cli::Cli, ExitCode> {
         let first = text.lines().next().unwrap_or("error: bad command line");
         let tip = text
             .lines()
-            .find_map(|l| l.trim().strip_prefix("tip: "))
+            .map(str::trim)
+            .find_map(|l| {
+                l.strip_prefix("tip: ")
+                    .or(l.starts_with("[possible").then_some(l))
+            })
             .map(|t| format!("; {t}"))
             .unwrap_or_default();
         eprintln!(
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    style::set_choice(cli.color);
     init_logging(cli.verbose);
     match cmd::dispatch(cli) {
         Ok(code) => code,

@@ -1,10 +1,43 @@
-//! Terminal styling: colors only on a TTY and never with `NO_COLOR`.
+//! Terminal styling: `--color auto` (the default) colours only a TTY and
+//! never with `NO_COLOR`; `always` and `never` override both.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// `--color`: when to use ANSI colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set.
+    #[default]
+    Auto,
+    /// Always, even into a pipe or file.
+    Always,
+    /// Never (the same as `NO_COLOR=1`, for every tool).
+    Never,
+}
+
+static CHOICE: AtomicU8 = AtomicU8::new(ColorChoice::Auto as u8);
+
+/// Records the command line's choice; with `never`, also sets `NO_COLOR`
+/// so the libraries' own views (hud's live view) follow it. Call before
+/// any thread starts.
+pub fn set_choice(choice: ColorChoice) {
+    CHOICE.store(choice as u8, Ordering::Relaxed);
+    if choice == ColorChoice::Never {
+        std::env::set_var("NO_COLOR", "1");
+    }
+}
 
 /// Whether stdout should get ANSI colors.
 pub fn color_enabled() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+    match CHOICE.load(Ordering::Relaxed) {
+        c if c == ColorChoice::Always as u8 => true,
+        c if c == ColorChoice::Never as u8 => false,
+        _ => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal()
+        }
+    }
 }
 
 /// Whether stdout is an interactive terminal (for the live view).
