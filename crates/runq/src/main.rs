@@ -8,6 +8,7 @@ mod junit;
 mod output;
 mod stats;
 mod style;
+mod table;
 
 use std::process::ExitCode;
 

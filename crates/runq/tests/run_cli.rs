@@ -117,7 +117,10 @@ fn bad_input_is_one_line_and_exit_2() {
             "even number",
         ),
         (&["run", "--param", "burst_iters"], "KEY=VALUE"),
-        (&["run", "--color", "bogus"], "possible values: auto, always, never"),
+        (
+            &["run", "--color", "bogus"],
+            "possible values: auto, always, never",
+        ),
         (&["run", "--jsn"], "a similar argument exists: '--json'"),
         (
             &["run", "--work-type", "PipeIo", "--param", "nope=1"],

@@ -15,6 +15,7 @@ use analyze::{Row, Verdict};
 
 use crate::exit;
 use crate::junit::{Case, Outcome, Suite};
+use crate::table::{Align, Table};
 
 /// How the interval is computed, as printed and written to JSON.
 const METHOD: &str = "95% Hodges-Lehmann interval of the shift B-A from the Mann-Whitney rank \
@@ -156,24 +157,27 @@ fn render(rep: &Report) -> String {
     for m in &rep.mismatches {
         let _ = writeln!(out, "NOT COMPARABLE: {m}");
     }
-    let _ = writeln!(
-        out,
-        "{:<12} {:<11} {:>10} {:>10} {:>8}  {:<24} verdict",
-        "group", "figure", "A median", "B median", "diff", "95% CI of diff"
-    );
+    let mut t = Table::new(&[
+        ("group", Align::Left),
+        ("figure", Align::Left),
+        ("A median", Align::Right),
+        ("B median", Align::Right),
+        ("diff", Align::Right),
+        ("95% CI of diff", Align::Left),
+        ("verdict", Align::Left),
+    ]);
     for r in &rep.rows {
-        let _ = writeln!(
-            out,
-            "{:<12} {:<11} {:>10} {:>10} {:>8}  {:<24} {}",
-            r.group,
-            r.figure,
+        t.row(vec![
+            r.group.clone(),
+            r.figure.to_string(),
             fmt_value(r.median_a, r.unit),
             fmt_value(r.median_b, r.unit),
             pct(r.diff_pct),
             ci_text(r),
-            r.verdict.word()
-        );
+            r.verdict.word().to_string(),
+        ]);
     }
+    out.push_str(&t.render(str::to_string));
     let _ = writeln!(
         out,
         "{} regressed, {} improved, {} figures compared",

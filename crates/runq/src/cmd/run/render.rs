@@ -7,6 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use runq_workload::{Placement, RunOutcome, WakeFigure, WorkerExitInfo};
 
 use crate::style::paint;
+use crate::table::{Align, Table};
 use runq_kernel::util::units::{self, fmt_rate};
 
 /// A progress bar on a TTY for runs longer than a second.
@@ -60,6 +61,39 @@ fn wake_cell(v: Option<u64>, figure: WakeFigure) -> String {
     }
 }
 
+/// The per-group table.
+fn group_table(o: &RunOutcome) -> Table {
+    let mut t = Table::new(&[
+        ("group", Align::Left),
+        ("type", Align::Left),
+        ("workers", Align::Right),
+        ("work/s", Align::Right),
+        ("iter/s", Align::Right),
+        ("off-cpu", Align::Right),
+        ("wake p50", Align::Right),
+        ("wake p99", Align::Right),
+        ("wake max", Align::Right),
+        ("migr", Align::Right),
+        ("max gap", Align::Right),
+    ]);
+    for g in &o.groups {
+        t.row(vec![
+            g.name.clone(),
+            g.work_type.clone(),
+            g.workers.to_string(),
+            fmt_rate(g.work_rate_per_s),
+            fmt_rate(g.iterations_per_s),
+            format!("{:.1}%", g.off_cpu_pct),
+            wake_cell(g.wake_p50_ns, g.wake_figure),
+            wake_cell(g.wake_p99_ns, g.wake_figure),
+            wake_cell(g.wake_max_ns, g.wake_figure),
+            g.migrations.to_string(),
+            format!("{}ms", g.max_gap_ms),
+        ]);
+    }
+    t
+}
+
 /// One line per marked group saying what its wake columns measure.
 fn render_wake_legend(out: &mut String, o: &RunOutcome) {
     for g in &o.groups {
@@ -99,38 +133,7 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
             s.command, s.pid, s.ready_ms, s.stopped
         );
     }
-    let header = format!(
-        "{:<12} {:<14} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>6} {:>8}",
-        "group",
-        "type",
-        "workers",
-        "work/s",
-        "iter/s",
-        "off-cpu",
-        "wake p50",
-        "wake p99",
-        "wake max",
-        "migr",
-        "max gap"
-    );
-    let _ = writeln!(out, "{}", paint(&header, 1, color));
-    for g in &o.groups {
-        let _ = writeln!(
-            out,
-            "{:<12} {:<14} {:>7} {:>9} {:>9} {:>7.1}% {:>9} {:>9} {:>9} {:>6} {:>6}ms",
-            g.name,
-            g.work_type,
-            g.workers,
-            fmt_rate(g.work_rate_per_s),
-            fmt_rate(g.iterations_per_s),
-            g.off_cpu_pct,
-            wake_cell(g.wake_p50_ns, g.wake_figure),
-            wake_cell(g.wake_p99_ns, g.wake_figure),
-            wake_cell(g.wake_max_ns, g.wake_figure),
-            g.migrations,
-            g.max_gap_ms
-        );
-    }
+    out.push_str(&group_table(o).render(|h| paint(h, 1, color)));
     render_wake_legend(&mut out, o);
     render_failures(&mut out, o, color);
     render_checks(&mut out, o, color);

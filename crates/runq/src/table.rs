@@ -1,0 +1,107 @@
+//! One text table printer for every report: columns as wide as their
+//! widest cell (in chars, so `µs` counts once), left- or right-aligned,
+//! two spaces apart, the last column unpadded.
+
+use std::fmt::Write;
+
+/// A column's alignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    /// Text columns.
+    Left,
+    /// Numbers.
+    Right,
+}
+
+/// A table being built: a header and rows of cells.
+#[derive(Debug)]
+pub struct Table {
+    header: Vec<String>,
+    align: Vec<Align>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these `(header, alignment)` columns.
+    pub fn new(columns: &[(&str, Align)]) -> Self {
+        Table {
+            header: columns.iter().map(|(h, _)| h.to_string()).collect(),
+            align: columns.iter().map(|(_, a)| *a).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row (missing cells are empty, extra ones dropped).
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// The header line and every row, each ending in `\n`. `style_header`
+    /// wraps the header line (e.g. in bold).
+    pub fn render(&self, style_header: impl Fn(&str) -> String) -> String {
+        let widths: Vec<usize> = (0..self.header.len())
+            .map(|c| {
+                std::iter::once(&self.header)
+                    .chain(&self.rows)
+                    .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", style_header(&self.line(&self.header, &widths)));
+        for r in &self.rows {
+            let _ = writeln!(out, "{}", self.line(r, &widths));
+        }
+        out
+    }
+
+    fn line(&self, cells: &[String], widths: &[usize]) -> String {
+        let last = widths.len().saturating_sub(1);
+        let mut line = String::new();
+        for (c, &w) in widths.iter().enumerate() {
+            let cell = cells.get(c).map_or("", String::as_str);
+            let pad = w.saturating_sub(cell.chars().count());
+            if c > 0 {
+                line.push_str("  ");
+            }
+            match self.align[c] {
+                Align::Right => line.extend(std::iter::repeat_n(' ', pad).chain(cell.chars())),
+                Align::Left if c == last => line.push_str(cell),
+                Align::Left => line.extend(cell.chars().chain(std::iter::repeat_n(' ', pad))),
+            }
+        }
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_fit_their_widest_cell() {
+        let mut t = Table::new(&[
+            ("group", Align::Left),
+            ("p99", Align::Right),
+            ("note", Align::Left),
+        ]);
+        t.row(vec![
+            "PriorityInversion".into(),
+            "1.5µs".into(),
+            "ok".into(),
+        ]);
+        t.row(vec!["a".into(), "12.25ms".into(), "".into()]);
+        let text = t.render(str::to_string);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "group                  p99  note");
+        assert_eq!(lines[1], "PriorityInversion    1.5µs  ok");
+        assert_eq!(lines[2], "a                  12.25ms  ");
+    }
+
+    #[test]
+    fn the_header_can_be_styled() {
+        let t = Table::new(&[("a", Align::Left)]);
+        assert_eq!(t.render(|h| format!("<{h}>")), "<a>\n");
+    }
+}
