@@ -5,6 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::model::{CtprofSnapshot, FORMAT_NAME, SCHEMA_VERSION};
+use crate::record::delta::{DeltaFile, DELTA_FORMAT};
 use crate::safefile::Replace;
 
 /// The zstd level snapshots are written with.
@@ -53,8 +54,8 @@ pub enum FormatError {
     },
 }
 
-/// Serializes and compresses a snapshot.
-pub fn encode(snapshot: &CtprofSnapshot) -> std::io::Result<Vec<u8>> {
+/// Serializes and compresses a snapshot (or a delta snapshot).
+pub fn encode<T: serde::Serialize>(snapshot: &T) -> std::io::Result<Vec<u8>> {
     let mut enc = zstd::stream::Encoder::new(Vec::new(), ZSTD_LEVEL)?;
     serde_json::to_writer(&mut enc, snapshot).map_err(std::io::Error::other)?;
     enc.finish()
@@ -68,8 +69,8 @@ pub fn save(snapshot: &CtprofSnapshot, path: &Path) -> Result<u64, FormatError> 
 }
 
 /// [`save`] with an explicit replacement policy.
-pub fn save_with(
-    snapshot: &CtprofSnapshot,
+pub fn save_with<T: serde::Serialize>(
+    snapshot: &T,
     path: &Path,
     replace: Replace,
 ) -> Result<u64, FormatError> {
@@ -82,58 +83,101 @@ pub fn save_with(
     Ok(bytes.len() as u64)
 }
 
-/// Decodes snapshot bytes; `path` only labels errors.
-pub fn decode(bytes: &[u8], path: &Path) -> Result<CtprofSnapshot, FormatError> {
-    let path = path.to_path_buf();
-    if bytes.len() < 4 || bytes[..4] != ZSTD_MAGIC {
-        return Err(FormatError::NotZstd { path });
-    }
-    let dec = zstd::stream::Decoder::new(bytes).map_err(|e| FormatError::Corrupt {
-        path: path.clone(),
+/// A decoded file: a full snapshot or a recording's delta snapshot.
+enum Decoded {
+    Full(Box<CtprofSnapshot>),
+    Delta(Box<DeltaFile>),
+}
+
+fn decompress(bytes: &[u8], path: &Path) -> Result<Vec<u8>, FormatError> {
+    let corrupt = |e: std::io::Error| FormatError::Corrupt {
+        path: path.to_path_buf(),
         detail: e.to_string(),
-    })?;
+    };
+    if bytes.len() < 4 || bytes[..4] != ZSTD_MAGIC {
+        return Err(FormatError::NotZstd {
+            path: path.to_path_buf(),
+        });
+    }
+    let dec = zstd::stream::Decoder::new(bytes).map_err(corrupt)?;
     let mut json = Vec::new();
     dec.take(MAX_DECOMPRESSED)
         .read_to_end(&mut json)
-        .map_err(|e| FormatError::Corrupt {
-            path: path.clone(),
-            detail: e.to_string(),
-        })?;
+        .map_err(corrupt)?;
+    Ok(json)
+}
+
+fn decode_any(bytes: &[u8], path: &Path) -> Result<Decoded, FormatError> {
+    let json = decompress(bytes, path)?;
+    let foreign = |detail: String| FormatError::Foreign {
+        path: path.to_path_buf(),
+        detail,
+    };
     let value: serde_json::Value =
-        serde_json::from_slice(&json).map_err(|e| FormatError::Foreign {
-            path: path.clone(),
-            detail: format!("invalid JSON: {e}"),
-        })?;
+        serde_json::from_slice(&json).map_err(|e| foreign(format!("invalid JSON: {e}")))?;
+    let bad_value = |e: serde_json::Error| foreign(format!("unexpected field value: {e}"));
     match value.get("format").and_then(|f| f.as_str()) {
         Some(FORMAT_NAME) => {}
-        _ => {
-            return Err(FormatError::Foreign {
-                path,
-                detail: format!("no \"format\": \"{FORMAT_NAME}\" marker"),
-            })
+        Some(DELTA_FORMAT) => {
+            return Ok(Decoded::Delta(Box::new(
+                serde_json::from_value(value).map_err(bad_value)?,
+            )))
         }
+        _ => return Err(foreign(format!("no \"format\": \"{FORMAT_NAME}\" marker"))),
     }
-    let mut snap: CtprofSnapshot =
-        serde_json::from_value(value).map_err(|e| FormatError::Foreign {
-            path: path.clone(),
-            detail: format!("unexpected field value: {e}"),
-        })?;
+    let mut snap: CtprofSnapshot = serde_json::from_value(value).map_err(bad_value)?;
     // Forward compatible: a newer schema loads; unknown fields are ignored
     // and fields this build expects but the file lacks take their default.
     let _newer = snap.schema_version > SCHEMA_VERSION;
     if snap.schema_version < 2 && snap.capabilities.is_none() {
         snap.capabilities = Some(crate::avail::infer_v1(&snap));
     }
-    Ok(snap)
+    Ok(Decoded::Full(Box::new(snap)))
 }
 
-/// Reads a snapshot file.
-pub fn load(path: &Path) -> Result<CtprofSnapshot, FormatError> {
-    let bytes = std::fs::read(path).map_err(|source| FormatError::Io {
+/// Decodes the bytes of a full snapshot; `path` only labels errors. A
+/// delta snapshot is refused here (it needs its directory: use [`load`]).
+pub fn decode(bytes: &[u8], path: &Path) -> Result<CtprofSnapshot, FormatError> {
+    match decode_any(bytes, path)? {
+        Decoded::Full(s) => Ok(*s),
+        Decoded::Delta(_) => Err(FormatError::Foreign {
+            path: path.to_path_buf(),
+            detail: "a delta snapshot of a recording; load it from its directory".into(),
+        }),
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, FormatError> {
+    std::fs::read(path).map_err(|source| FormatError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    decode(&bytes, path)
+    })
+}
+
+/// Reads a snapshot file. A recording's delta snapshot is rebuilt into the
+/// full snapshot it stands for (its segment's full snapshot plus the
+/// deltas up to it, from the same directory).
+pub fn load(path: &Path) -> Result<CtprofSnapshot, FormatError> {
+    match decode_any(&read(path)?, path)? {
+        Decoded::Full(s) => Ok(*s),
+        Decoded::Delta(d) => crate::record::delta::reconstruct(path, &d),
+    }
+}
+
+/// Reads a full snapshot file (a delta is an error).
+pub(crate) fn load_full(path: &Path) -> Result<CtprofSnapshot, FormatError> {
+    decode(&read(path)?, path)
+}
+
+/// Reads a delta snapshot file (a full snapshot is an error).
+pub(crate) fn load_delta(path: &Path) -> Result<DeltaFile, FormatError> {
+    match decode_any(&read(path)?, path)? {
+        Decoded::Delta(d) => Ok(*d),
+        Decoded::Full(_) => Err(FormatError::Foreign {
+            path: path.to_path_buf(),
+            detail: "a full snapshot where a delta was expected".into(),
+        }),
+    }
 }
 
 #[cfg(test)]

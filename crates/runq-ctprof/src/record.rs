@@ -2,12 +2,19 @@
 //! named by capture time, written atomically (never replacing a file),
 //! with the oldest removed first to stay under a byte budget.
 //!
+//! Between full snapshots each interval writes a delta snapshot (see
+//! [`steady`] for what is read and [`delta`] for the file); every reader
+//! goes through [`crate::load`], which rebuilds the full snapshot.
+//!
 //! Threads that exit between two captures are counted from taskstats exit
 //! notifications: each snapshot carries, per process and cgroup, the
 //! threads that exited since the previous capture with their CPU time and
 //! delays ([`ExitedTally`]).
 
+pub mod delta;
 mod exits;
+pub mod files;
+pub mod steady;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,11 +22,14 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::capture::{capture, CaptureOptions};
-use crate::format::{save_with, FormatError, EXTENSION};
+use crate::capture::CaptureOptions;
+use crate::format::{save_with, FormatError};
+use crate::model::CtprofSnapshot;
 use crate::safefile::Replace;
 
 pub use exits::ExitListener;
+pub use files::{enforce_max_bytes, list_snapshots, select, snapshot_name};
+use steady::Steady;
 
 /// Threads of one process (and cgroup) that exited during an interval.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +51,9 @@ pub struct ExitedTally {
     pub blkio_delay_ns: u64,
 }
 
+/// Full snapshots are taken every this many intervals by default.
+pub const DEFAULT_FULL_EVERY: u64 = 60;
+
 /// When recording stops.
 #[derive(Debug, Clone, Copy)]
 pub enum Stop {
@@ -61,118 +74,11 @@ pub struct RecordOptions {
     pub stop: Stop,
     /// Disk budget for the directory's snapshots.
     pub max_bytes: Option<u64>,
+    /// A full snapshot every this many intervals (1 = every snapshot is
+    /// full); the others are deltas against the snapshot before them.
+    pub full_every: u64,
     /// What each capture reads.
     pub capture: CaptureOptions,
-}
-
-/// The name of the snapshot captured at `unix_ns`:
-/// `ctprof-20261123T093612.123Z.ctprof.zst` (UTC, sorts by time).
-pub fn snapshot_name(unix_ns: u64) -> String {
-    let secs = (unix_ns / 1_000_000_000) as i64;
-    let ms = (unix_ns / 1_000_000) % 1000;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "ctprof-{y:04}{m:02}{d:02}T{:02}{:02}{:02}.{ms:03}Z{EXTENSION}",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-/// The snapshots of a recording directory, oldest first, with their sizes.
-pub fn list_snapshots(dir: &Path) -> std::io::Result<Vec<(PathBuf, u64)>> {
-    let mut v: Vec<(PathBuf, u64)> = std::fs::read_dir(dir)?
-        .flatten()
-        .filter(|e| {
-            let n = e.file_name();
-            let n = n.to_string_lossy();
-            n.starts_with("ctprof-") && n.ends_with(EXTENSION)
-        })
-        .filter_map(|e| Some((e.path(), e.metadata().ok()?.len())))
-        .collect();
-    v.sort();
-    Ok(v)
-}
-
-/// Removes the oldest snapshots until the directory's snapshots fit in
-/// `max_bytes`; the newest is always kept. Returns the files removed.
-pub fn enforce_max_bytes(dir: &Path, max_bytes: u64) -> std::io::Result<usize> {
-    let snaps = list_snapshots(dir)?;
-    let mut total: u64 = snaps.iter().map(|s| s.1).sum();
-    let mut removed = 0;
-    for (path, len) in &snaps[..snaps.len().saturating_sub(1)] {
-        if total <= max_bytes {
-            break;
-        }
-        std::fs::remove_file(path)?;
-        total -= len;
-        removed += 1;
-    }
-    Ok(removed)
-}
-
-/// Picks a snapshot of a recording directory: `first`, `last`, or a UTC
-/// time (`20261123T093336`, `2026-11-23T09:33:36`, any prefix) naming the
-/// latest snapshot taken at or before it.
-pub fn select(dir: &Path, sel: &str) -> Result<PathBuf, String> {
-    let snaps = list_snapshots(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let stamp = |p: &Path| {
-        let n = p
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        n.trim_start_matches("ctprof-")
-            .trim_end_matches(EXTENSION)
-            .to_string()
-    };
-    let (Some(first), Some(last)) = (snaps.first(), snaps.last()) else {
-        return Err(format!(
-            "{}: no ctprof-*.ctprof.zst snapshots; record some with `runq ctprof record`",
-            dir.display()
-        ));
-    };
-    match sel {
-        "first" => return Ok(first.0.clone()),
-        "last" => return Ok(last.0.clone()),
-        _ => {}
-    }
-    let want: String = sel.chars().filter(|c| !matches!(c, '-' | ':')).collect();
-    let ok = want.len() >= 8
-        && want
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, 'T' | '.' | 'Z'));
-    if !ok {
-        return Err(format!(
-            "@{sel}: use @first, @last or a UTC time such as @2026-11-23T09:33:36"
-        ));
-    }
-    // Pad the prefix so `20261123T0933` means the end of that minute.
-    let padded = format!("{want}{}", &"99999999T999999.999Z"[want.len().min(20)..]);
-    snaps
-        .iter()
-        .rev()
-        .find(|(p, _)| stamp(p) <= padded)
-        .map(|(p, _)| p.clone())
-        .ok_or_else(|| {
-            format!(
-                "@{sel}: the first snapshot is {}; pick a later time",
-                stamp(&first.0)
-            )
-        })
 }
 
 /// What a recording did.
@@ -180,6 +86,8 @@ pub fn select(dir: &Path, sel: &str) -> Result<PathBuf, String> {
 pub struct RecordSummary {
     /// Snapshots written.
     pub snapshots: u64,
+    /// Of which full snapshots (the others are deltas).
+    pub full_snapshots: u64,
     /// Snapshots removed to honour the byte budget.
     pub removed: u64,
     /// Bytes of the snapshots left in the directory.
@@ -202,6 +110,61 @@ fn wait_until(deadline: Instant, stop: &AtomicBool) {
     }
 }
 
+/// Where the recording is in its current segment.
+#[derive(Debug, Default)]
+struct Segment {
+    /// File name of the segment's full snapshot.
+    base: String,
+    /// File name of the last snapshot written.
+    prev: String,
+    /// Snapshots in the segment.
+    files: u64,
+    /// Bytes of the segment's files.
+    bytes: u64,
+}
+
+impl Segment {
+    /// True when the next snapshot should start a new segment: every
+    /// `full_every` snapshots, or when the segment holds a quarter of the
+    /// byte budget (so whole segments can be removed to honour it).
+    fn wants_full(&self, opts: &RecordOptions) -> bool {
+        self.files == 0
+            || self.files >= opts.full_every.max(1)
+            || opts.max_bytes.is_some_and(|m| self.bytes >= m / 4)
+    }
+}
+
+/// Writes `snap` as a full or a delta snapshot; returns its path and size.
+fn write_one(
+    opts: &RecordOptions,
+    steady: &Steady,
+    seg: &mut Segment,
+    full: bool,
+    snap: &CtprofSnapshot,
+) -> Result<(PathBuf, u64), FormatError> {
+    let at = snap.captured_at_unix_ns;
+    let name = if full {
+        files::snapshot_name(at)
+    } else {
+        files::delta_name(at)
+    };
+    let path = opts.dir.join(&name);
+    let bytes = if full {
+        *seg = Segment {
+            base: name.clone(),
+            ..Segment::default()
+        };
+        save_with(snap, &path, Replace::Never)?
+    } else {
+        let d = delta::make_delta(&steady.old, &steady.fresh, snap, &seg.base, &seg.prev);
+        save_with(&d, &path, Replace::Never)?
+    };
+    seg.prev = name;
+    seg.files += 1;
+    seg.bytes += bytes;
+    Ok((path, bytes))
+}
+
 /// Records until `opts.stop` or until `interrupt` is set. Each snapshot is
 /// written whole or not at all; `progress` sees each file and its size.
 pub fn record(
@@ -210,24 +173,23 @@ pub fn record(
     mut progress: impl FnMut(&Path, u64),
 ) -> Result<RecordSummary, FormatError> {
     let mut sum = RecordSummary::default();
-    let listener = match ExitListener::start() {
-        Ok(l) => Some(l),
-        Err(e) => {
-            sum.exits_unavailable = Some(e);
-            None
-        }
-    };
+    let listener = ExitListener::start()
+        .map_err(|e| sum.exits_unavailable = Some(e))
+        .ok();
+    let (mut steady, mut seg) = (Steady::new(&opts.capture), Segment::default());
     let started = Instant::now();
     let mut next = started;
     loop {
-        let mut snap = capture(&opts.capture);
+        let full = seg.wants_full(opts);
+        let mut snap = steady.next(full);
         if let Some(l) = &listener {
             snap.exited = l.drain(&snap.threads);
             sum.exited_threads += snap.exited.iter().map(|e| e.threads).sum::<u64>();
         }
-        let path = opts.dir.join(snapshot_name(snap.captured_at_unix_ns));
-        let bytes = save_with(&snap, &path, Replace::Never)?;
+        let (path, bytes) = write_one(opts, &steady, &mut seg, full, &snap)?;
+        steady.keep(snap);
         sum.snapshots += 1;
+        sum.full_snapshots += u64::from(full);
         progress(&path, bytes);
         if let Some(max) = opts.max_bytes {
             let io = |source| FormatError::Io {

@@ -106,10 +106,7 @@ pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
     let mut snap = CtprofSnapshot::new();
     snap.captured_at_unix_ns = now_unix_ns();
     let listed = list_threads(&opts.proc_root);
-    let mut ts_unavailable = None;
-    let (mut threads, tally) = capture_threads(opts, &listed, &mut ts_unavailable);
-    threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
-    fill_pcomm(&mut threads, &opts.proc_root);
+    let (mut threads, tally, ts_unavailable) = read_listed(opts, &listed);
     let mut probe = tally.probe_summary(listed.len() as u64);
     let jemalloc_host = crate::jemalloc::host_reason(opts.jemalloc, std::env::consts::ARCH);
     if jemalloc_host.is_none() {
@@ -134,6 +131,19 @@ pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
     fill_capabilities(&mut snap, &opts.proc_root, jemalloc_host);
     snap.capture_duration_ns = started.elapsed().as_nanos() as u64;
     snap
+}
+
+/// Reads the listed threads (sorted by tgid, tid, with their process
+/// name), with the read counts and why taskstats was not queried.
+pub(crate) fn read_listed(
+    opts: &CaptureOptions,
+    listed: &[(u32, u32)],
+) -> (Vec<ThreadState>, Tally, Option<String>) {
+    let mut ts_unavailable = None;
+    let (mut threads, tally) = capture_threads(opts, listed, &mut ts_unavailable);
+    threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
+    fill_pcomm(&mut threads, &opts.proc_root);
+    (threads, tally, ts_unavailable)
 }
 
 /// Consolidates per-thread unavailability into host-wide reasons and
@@ -184,6 +194,16 @@ fn capture_threads(
     let mut workers: Vec<Worker> = (0..n)
         .map(|_| Worker::new(root, open_taskstats(opts, ts_unavailable)))
         .collect();
+    if n == 1 {
+        // One worker reads on this thread: no reader thread to start (and
+        // exit) every interval of a recording.
+        let w = &mut workers[0];
+        let out = listed
+            .iter()
+            .filter_map(|&(tgid, tid)| w.capture(root.len(), tgid, tid))
+            .collect();
+        return (out, w.tally.clone());
+    }
     let chunk = listed.len().div_ceil(n).max(1);
     let results: Vec<Vec<ThreadState>> = std::thread::scope(|s| {
         let handles: Vec<_> = workers

@@ -7,7 +7,7 @@ fn names_sort_by_utc_time() {
         "ctprof-20261123T093336.559Z.ctprof.zst"
     );
     assert_eq!(snapshot_name(0), "ctprof-19700101T000000.000Z.ctprof.zst");
-    assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    assert_eq!(files::civil_from_days(11_016), (2000, 2, 29));
     assert!(snapshot_name(1_000_000_000) < snapshot_name(1_001_000_000));
 }
 
@@ -24,6 +24,7 @@ fn opts(root: &Path, out: &Path, stop: Stop, max_bytes: Option<u64>) -> RecordOp
         interval: Duration::from_millis(20),
         stop,
         max_bytes,
+        full_every: 60,
         capture: CaptureOptions {
             proc_root: root.to_path_buf(),
             sys_root: root.join("sys"),
@@ -141,4 +142,117 @@ fn select_first_last_and_time() {
     assert!(select(d.path(), "yesterday")
         .unwrap_err()
         .contains("@first, @last"));
+}
+
+fn schedstat_fixture(root: &Path, run: u64) {
+    std::fs::write(root.join("1/task/1/schedstat"), format!("{run} 5 {run}\n")).unwrap();
+}
+
+#[test]
+fn max_bytes_removes_a_full_snapshot_only_with_its_deltas() {
+    let (root, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture_root(root.path());
+    schedstat_fixture(root.path(), 1);
+    let stop = AtomicBool::new(false);
+    let mut o = opts(root.path(), out.path(), Stop::Count(1), None);
+    let one = record(&o, &stop, |_, _| {}).unwrap().bytes_on_disk;
+    std::fs::remove_dir_all(out.path()).unwrap();
+    std::fs::create_dir(out.path()).unwrap();
+    // Room for a few segments of one full snapshot and several deltas.
+    let budget = one * 8;
+    (o.stop, o.max_bytes, o.full_every) = (Stop::Count(60), Some(budget), 5);
+    let mut run = 1;
+    let sum = record(&o, &stop, |_, _| {
+        run += 1;
+        schedstat_fixture(root.path(), run);
+    })
+    .unwrap();
+    assert!(sum.removed > 0 && sum.full_snapshots >= 12, "{sum:?}");
+    assert!(
+        sum.bytes_on_disk <= budget,
+        "{} > {budget}",
+        sum.bytes_on_disk
+    );
+    let left = list_snapshots(out.path()).unwrap();
+    assert!(
+        !files::is_delta(&left[0].0),
+        "the oldest left is a full one"
+    );
+    assert!(left.iter().any(|(p, _)| files::is_delta(p)));
+    for (p, _) in &left {
+        let s = crate::load(p).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.threads.len(), 1);
+    }
+    let last = crate::load(&left.last().unwrap().0).unwrap();
+    assert_eq!(
+        last.threads[0].run_time_ns.0,
+        run - 1,
+        "the last value written"
+    );
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}
+
+#[test]
+fn threads_that_come_and_go_are_rebuilt_and_tallied() {
+    let out = tempfile::tempdir().unwrap();
+    let stop = AtomicBool::new(false);
+    let o = RecordOptions {
+        dir: out.path().to_path_buf(),
+        interval: Duration::from_millis(300),
+        stop: Stop::Count(4),
+        max_bytes: None,
+        full_every: 60,
+        capture: CaptureOptions {
+            taskstats: false,
+            jemalloc: false,
+            cgroups: false,
+            workers: 1,
+            ..CaptureOptions::default()
+        },
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let mut worker = None;
+    let mut rx = Some(rx);
+    let mut n = 0;
+    let sum = record(&o, &stop, |_, _| {
+        n += 1;
+        if n == 1 {
+            let rx = rx.take().unwrap();
+            let tid_tx = tid_tx.clone();
+            worker = Some(std::thread::spawn(move || {
+                tid_tx.send(gettid()).unwrap();
+                let _ = rx.recv();
+            }));
+        } else if n == 2 {
+            tx.send(()).unwrap();
+            worker.take().unwrap().join().unwrap();
+        }
+    })
+    .unwrap();
+    let tid = tid_rx.recv().unwrap();
+    let files = list_snapshots(out.path()).unwrap();
+    assert_eq!(sum.full_snapshots, 1);
+    let snaps: Vec<_> = files.iter().map(|(p, _)| crate::load(p).unwrap()).collect();
+    let has = |i: usize| snaps[i].threads.iter().any(|t| t.tid == tid);
+    assert!(
+        !has(0) && has(1) && !has(2) && !has(3),
+        "present in the 2nd only"
+    );
+    if sum.exits_unavailable.is_some() {
+        eprintln!("skipped the exit tally: needs root");
+        return;
+    }
+    let me = std::process::id();
+    let tallied: u64 = snaps[2..]
+        .iter()
+        .flat_map(|s| &s.exited)
+        .filter(|e| e.tgid == me)
+        .map(|e| e.threads)
+        .sum();
+    assert!(tallied >= 1, "the exited thread is in a delta's tally");
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use runq_ctprof::record::{record, RecordOptions, Stop};
+use runq_ctprof::record::{record, RecordOptions, Stop, DEFAULT_FULL_EVERY};
 use runq_ctprof::CaptureOptions;
 
 use runq_kernel::util::duration::parse_duration;
@@ -59,6 +59,11 @@ pub struct RecordArgs {
     /// first (K, M, G suffixes; powers of 1024).
     #[arg(long, value_name = "BYTES", value_parser = bytes)]
     pub max_bytes: Option<u64>,
+    /// Take a full snapshot every N intervals; in between, each interval
+    /// re-reads only the threads that ran and writes a delta snapshot
+    /// (1 = every snapshot full). Readers see full snapshots either way.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_FULL_EVERY, value_parser = clap::value_parser!(u64).range(1..))]
+    pub full_every: u64,
     /// Skip the taskstats queries of each capture.
     #[arg(long)]
     pub no_taskstats: bool,
@@ -100,6 +105,7 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
             (None, None) => return Err(exit::usage("give --count N or --duration DUR")),
         },
         max_bytes: args.max_bytes,
+        full_every: args.full_every,
         capture: CaptureOptions {
             taskstats: !args.no_taskstats,
             jemalloc: !args.no_jemalloc,
@@ -120,8 +126,9 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     let mut out =
         format!(
-        "{} snapshots{}, {} removed for --max-bytes, {} bytes on disk; {} exited threads counted\n",
+        "{} snapshots ({} full){}, {} removed for --max-bytes, {} bytes on disk; {} exited threads counted\n",
         sum.snapshots,
+        sum.full_snapshots,
         if sum.interrupted { " (interrupted)" } else { "" },
         sum.removed,
         sum.bytes_on_disk,

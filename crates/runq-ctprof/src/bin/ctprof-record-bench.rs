@@ -1,0 +1,107 @@
+//! Recording-cost benchmark:
+//! `ctprof-record-bench SECONDS THREADS RUNQ [RUNQ...]`.
+//!
+//! Starts THREADS parked threads plus 4 busy ones (10 ms of work every
+//! 100 ms) in this process, then runs, for each RUNQ binary in turn (two
+//! alternating rounds), `RUNQ ctprof record --interval 1s --duration
+//! SECONDS --no-jemalloc` into a fresh directory. Prints each round's CPU
+//! use (the recorder's user + system time from wait4, as a share of one
+//! core over its wall time), the bytes it left on disk and that rate per
+//! hour, with the load average.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn busy() {
+    loop {
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(10) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        std::thread::sleep(Duration::from_millis(90));
+    }
+}
+
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Runs one recording; returns (cpu seconds, wall seconds, bytes, files).
+fn round(runq: &str, secs: u64) -> (f64, f64, u64, usize) {
+    let out = std::env::temp_dir().join(format!("ctprof-record-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let t = Instant::now();
+    let child = Command::new(runq)
+        .args([
+            "ctprof",
+            "record",
+            "--interval",
+            "1s",
+            "--no-jemalloc",
+            "--duration",
+        ])
+        .arg(format!("{secs}s"))
+        .arg("--output")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{runq}: {e}"));
+    let mut status = 0;
+    // SAFETY: ru is plain data filled by wait4.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pid and out-pointers.
+    unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
+    let wall = t.elapsed().as_secs_f64();
+    let tv = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    let cpu = tv(ru.ru_utime) + tv(ru.ru_stime);
+    if std::process::ExitStatus::from_raw(status).code() != Some(0) {
+        eprintln!("{runq}: recording failed (status {status})");
+    }
+    let bytes = dir_bytes(&out);
+    let files = std::fs::read_dir(&out).map_or(0, |rd| rd.count());
+    let _ = std::fs::remove_dir_all(&out);
+    (cpu, wall, bytes, files)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 3 {
+        eprintln!("usage: ctprof-record-bench SECONDS THREADS RUNQ [RUNQ...]");
+        std::process::exit(2);
+    }
+    let secs: u64 = args[0].parse().expect("SECONDS");
+    let n: usize = args[1].parse().expect("THREADS");
+    for _ in 0..n {
+        std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(|| loop {
+                std::thread::park();
+            })
+            .expect("spawn a parked thread");
+    }
+    for _ in 0..4 {
+        std::thread::spawn(busy);
+    }
+    for r in 0..2 {
+        for runq in &args[2..] {
+            let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+            let (cpu, wall, bytes, files) = round(runq, secs);
+            println!(
+                "round {r} {runq}: cpu {cpu:.2} s over {wall:.1} s = {:.1}% of a core; \
+                 {files} files, {bytes} bytes = {:.1} MB/hour; load {}",
+                100.0 * cpu / wall,
+                bytes as f64 * 3600.0 / wall / 1e6,
+                load.split(' ').take(3).collect::<Vec<_>>().join(" ")
+            );
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Delta snapshots: what changed since the previous file of a recording,
+//! field by field, and the reconstruction of a full snapshot from the
+//! segment's full snapshot plus its deltas up to the one asked for.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::files::{is_delta, list_snapshots};
+use super::ExitedTally;
+use crate::format::FormatError;
+use crate::model::{
+    CtprofParseSummary, CtprofProbeSummary, CtprofSnapshot, Psi, TaskstatsSummary, ThreadState,
+    FORMAT_NAME, SCHEMA_VERSION,
+};
+
+/// The `format` marker of a delta snapshot.
+pub const DELTA_FORMAT: &str = "runq-ctprof-delta";
+
+/// One thread's change: the fields whose value changed (all of them for a
+/// new thread) and the fields that went back to their zero value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ThreadDelta {
+    /// Thread id.
+    pub tid: u32,
+    /// Start time, clock ticks (tells a reused tid apart).
+    pub start: u64,
+    /// Fields set to a new value (JSON names of [`ThreadState`]).
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub set: Map<String, Value>,
+    /// Fields that are back to zero.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unset: Vec<String>,
+}
+
+/// A delta snapshot file. Host context, cgroup stats, sched_ext state and
+/// capabilities are those of the segment's full snapshot (they are read
+/// only when a full snapshot is taken).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeltaFile {
+    /// Always [`DELTA_FORMAT`].
+    pub format: String,
+    /// Schema version of the writer.
+    pub schema_version: u32,
+    /// File name of the segment's full snapshot.
+    pub base: String,
+    /// File name of the snapshot this delta applies to.
+    pub prev: String,
+    /// Wall-clock capture time, ns since the Unix epoch.
+    pub captured_at_unix_ns: u64,
+    /// Capture wall time, ns.
+    pub capture_duration_ns: u64,
+    /// Threads that are new or changed.
+    pub threads: Vec<ThreadDelta>,
+    /// Threads gone since `prev`, as `(tid, start)`.
+    pub gone: Vec<(u32, u64)>,
+    /// Host pressure (read every interval).
+    pub psi: Psi,
+    /// Read outcomes of this interval's reads.
+    pub probe_summary: Option<CtprofProbeSummary>,
+    /// Parse outcomes of this interval's reads.
+    pub parse_summary: Option<CtprofParseSummary>,
+    /// Taskstats outcomes of this interval's queries.
+    pub taskstats_summary: Option<TaskstatsSummary>,
+    /// Threads that exited during the interval.
+    pub exited: Vec<ExitedTally>,
+}
+
+fn object(t: &ThreadState) -> Map<String, Value> {
+    match serde_json::to_value(t) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The change from `old` (absent for a new thread) to `new`; `None` when
+/// nothing changed.
+pub fn diff_thread(old: Option<&ThreadState>, new: &ThreadState) -> Option<ThreadDelta> {
+    if old == Some(new) {
+        return None;
+    }
+    let a = old.map(object).unwrap_or_default();
+    let b = object(new);
+    let set: Map<String, Value> = b
+        .iter()
+        .filter(|(k, v)| a.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let unset: Vec<String> = a.keys().filter(|k| !b.contains_key(*k)).cloned().collect();
+    Some(ThreadDelta {
+        tid: new.tid,
+        start: new.start_time_clock_ticks,
+        set,
+        unset,
+    })
+}
+
+/// The delta from the previous snapshot's threads to `snap`. `old` holds
+/// the previous state of every thread re-read this interval (and of those
+/// gone), keyed by tid; `fresh` names the threads re-read (the others are
+/// unchanged by construction).
+pub fn make_delta(
+    old: &HashMap<u32, ThreadState>,
+    fresh: &HashSet<u32>,
+    snap: &CtprofSnapshot,
+    base: &str,
+    prev: &str,
+) -> DeltaFile {
+    let mut now: HashMap<u32, u64> = HashMap::new();
+    let mut threads = Vec::new();
+    for t in snap.threads.iter().filter(|t| fresh.contains(&t.tid)) {
+        now.insert(t.tid, t.start_time_clock_ticks);
+        let before = old.get(&t.tid).filter(|o| o.key() == t.key());
+        threads.extend(diff_thread(before, t));
+    }
+    let mut gone: Vec<(u32, u64)> = old
+        .values()
+        .filter(|o| now.get(&o.tid) != Some(&o.start_time_clock_ticks))
+        .map(ThreadState::key)
+        .collect();
+    gone.sort_unstable();
+    DeltaFile {
+        format: DELTA_FORMAT.into(),
+        schema_version: SCHEMA_VERSION,
+        base: base.into(),
+        prev: prev.into(),
+        captured_at_unix_ns: snap.captured_at_unix_ns,
+        capture_duration_ns: snap.capture_duration_ns,
+        threads,
+        gone,
+        psi: snap.psi,
+        probe_summary: snap.probe_summary.clone(),
+        parse_summary: snap.parse_summary.clone(),
+        taskstats_summary: snap.taskstats_summary.clone(),
+        exited: snap.exited.clone(),
+    }
+}
+
+/// Applies a delta to the snapshot it was taken against.
+pub fn apply(snap: &mut CtprofSnapshot, d: &DeltaFile) -> Result<(), String> {
+    let gone: HashSet<(u32, u64)> = d.gone.iter().copied().collect();
+    if !gone.is_empty() {
+        snap.threads.retain(|t| !gone.contains(&t.key()));
+    }
+    let index: HashMap<(u32, u64), usize> = snap
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.key(), i))
+        .collect();
+    for td in &d.threads {
+        let slot = index.get(&(td.tid, td.start)).copied();
+        let mut obj = slot.map(|i| object(&snap.threads[i])).unwrap_or_default();
+        for k in &td.unset {
+            obj.remove(k);
+        }
+        obj.extend(td.set.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let t: ThreadState = serde_json::from_value(Value::Object(obj))
+            .map_err(|e| format!("thread {}: {e}", td.tid))?;
+        match slot {
+            Some(i) => snap.threads[i] = t,
+            None => snap.threads.push(t),
+        }
+    }
+    snap.threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
+    snap.captured_at_unix_ns = d.captured_at_unix_ns;
+    snap.capture_duration_ns = d.capture_duration_ns;
+    snap.psi = d.psi;
+    snap.probe_summary.clone_from(&d.probe_summary);
+    snap.parse_summary.clone_from(&d.parse_summary);
+    snap.taskstats_summary.clone_from(&d.taskstats_summary);
+    snap.exited.clone_from(&d.exited);
+    Ok(())
+}
+
+fn broken(path: &Path, detail: String) -> FormatError {
+    FormatError::Corrupt {
+        path: path.to_path_buf(),
+        detail: format!("delta chain broken: {detail}"),
+    }
+}
+
+/// Rebuilds the full snapshot a delta file stands for: its segment's full
+/// snapshot (in the same directory) plus every delta up to and including
+/// `path`, each checked to follow the one before.
+pub fn reconstruct(path: &Path, target: &DeltaFile) -> Result<CtprofSnapshot, FormatError> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if target.base.contains('/') || !target.base.starts_with("ctprof-") {
+        return Err(broken(path, format!("bad base name {:?}", target.base)));
+    }
+    let base_path = dir.join(&target.base);
+    let mut snap = crate::format::load_full(&base_path)
+        .map_err(|e| broken(path, format!("its full snapshot: {e}")))?;
+    let io = |source| FormatError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let me = path.file_name().map(|n| n.to_os_string());
+    let mut prev = target.base.clone();
+    for (p, _) in list_snapshots(dir).map_err(io)? {
+        let name = p.file_name().map(|n| n.to_os_string());
+        if !is_delta(&p) || p <= base_path || name > me {
+            continue;
+        }
+        let d = if name == me {
+            target.clone()
+        } else {
+            crate::format::load_delta(&p)?
+        };
+        if d.base != target.base {
+            continue;
+        }
+        if d.prev != prev {
+            return Err(broken(&p, format!("follows {:?}, not {prev:?}", d.prev)));
+        }
+        apply(&mut snap, &d).map_err(|e| broken(&p, e))?;
+        prev = p
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    }
+    if snap.captured_at_unix_ns != target.captured_at_unix_ns {
+        return Err(broken(path, "its own file is missing".into()));
+    }
+    snap.format = FORMAT_NAME.into();
+    Ok(snap)
+}
+
+#[cfg(test)]
+mod tests;
