@@ -179,6 +179,10 @@ pub struct Row {
     /// only, e.g. `taskstats eperm in candidate`); such rows sort last.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incomparable: Option<String>,
+    /// Two-directory compare: the sides' spreads and whether the change
+    /// is within the noise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise: Option<median::Noise>,
 }
 
 /// Filters and ordering shared by compare and show.
@@ -294,6 +298,7 @@ pub(crate) fn make_row(
         text_delta,
         matched,
         incomparable: None,
+        noise: None,
     }
 }
 
@@ -438,6 +443,10 @@ pub struct View {
     pub exited: Vec<crate::record::ExitedTally>,
     /// Rows left out by the limit: per-thread metrics, derived metrics.
     pub omitted_rows: (usize, usize),
+    /// Two-directory compare: the snapshots on each side (baseline,
+    /// candidate) whose medians are compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<(usize, usize)>,
 }
 
 fn capabilities(
@@ -527,6 +536,7 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
         capabilities: capabilities(base, Some(cand)),
         exited: cand.exited.clone(),
         omitted_rows,
+        samples: None,
     }
 }
 
@@ -551,11 +561,13 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
         capabilities: capabilities(snap, None),
         exited: snap.exited.clone(),
         omitted_rows,
+        samples: None,
     }
 }
 
 pub(crate) use make_row as row;
 
+pub mod median;
 pub mod side;
 mod top;
 use side::{side, GroupData, Side};

@@ -90,10 +90,15 @@ fn column_value(r: &Row, col: &str) -> String {
         "delta" => match (r.delta, r.text_delta) {
             (Some(d), _) => {
                 let s = format_value(d, r.unit);
-                if d > 0.0 {
-                    format!("+{s}")
+                let noise = if r.noise.is_some_and(|n| n.within) {
+                    " ~"
                 } else {
-                    s
+                    ""
+                };
+                if d > 0.0 {
+                    format!("+{s}{noise}")
+                } else {
+                    format!("{s}{noise}")
                 }
             }
             (None, Some(t)) => t.to_string(),
@@ -323,6 +328,13 @@ pub fn render_to(
         flush(&mut out, w)?;
     }
     exited_table(&mut out, view);
+    if let Some((a, b)) = view.samples {
+        out.push_str(&format!(
+            "Values are medians over {a} baseline and {b} candidate snapshots; \
+             ~ marks a change within the noise (the sides' min-max ranges overlap, \
+             or the change is within one side's range).\n"
+        ));
+    }
     flush(&mut out, w)?;
     if !wrote {
         w.write_all(b"(no rows)\n")?;

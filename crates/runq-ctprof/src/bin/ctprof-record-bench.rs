@@ -1,13 +1,15 @@
 //! Recording-cost benchmark:
-//! `ctprof-record-bench SECONDS THREADS RUNQ [RUNQ...]`.
+//! `ctprof-record-bench COUNT THREADS RUNQ [RUNQ...]`.
 //!
 //! Starts THREADS parked threads plus 4 busy ones (10 ms of work every
 //! 100 ms) in this process, then runs, for each RUNQ binary in turn (two
-//! alternating rounds), `RUNQ ctprof record --interval 1s --duration
-//! SECONDS --no-jemalloc` into a fresh directory. Prints each round's CPU
-//! use (the recorder's user + system time from wait4, as a share of one
-//! core over its wall time), the bytes it left on disk and that rate per
-//! hour, with the load average.
+//! alternating rounds), `RUNQ ctprof record --interval 1s --count COUNT
+//! --no-jemalloc` into a fresh directory. Prints each round's CPU use (the
+//! recorder's user + system time from wait4, as a share of one core over
+//! its wall time), the bytes it left on disk and that rate per hour of
+//! 1-second intervals (COUNT = 60 is one full snapshot and 59 deltas, the
+//! proportion of an hour), with the load average. With `CTPROF_RECORD_BENCH_KEEP` set, the
+//! recording directories are kept (and named on stderr).
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
@@ -36,8 +38,10 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
 }
 
 /// Runs one recording; returns (cpu seconds, wall seconds, bytes, files).
-fn round(runq: &str, secs: u64) -> (f64, f64, u64, usize) {
-    let out = std::env::temp_dir().join(format!("ctprof-record-bench-{}", std::process::id()));
+fn round(runq: &str, count: u64) -> (f64, f64, u64, usize) {
+    static ROUND: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = ROUND.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = std::env::temp_dir().join(format!("ctprof-record-bench-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let t = Instant::now();
     let child = Command::new(runq)
@@ -47,9 +51,9 @@ fn round(runq: &str, secs: u64) -> (f64, f64, u64, usize) {
             "--interval",
             "1s",
             "--no-jemalloc",
-            "--duration",
+            "--count",
         ])
-        .arg(format!("{secs}s"))
+        .arg(count.to_string())
         .arg("--output")
         .arg(&out)
         .stdout(Stdio::null())
@@ -68,17 +72,21 @@ fn round(runq: &str, secs: u64) -> (f64, f64, u64, usize) {
     }
     let bytes = dir_bytes(&out);
     let files = std::fs::read_dir(&out).map_or(0, |rd| rd.count());
-    let _ = std::fs::remove_dir_all(&out);
+    if std::env::var_os("CTPROF_RECORD_BENCH_KEEP").is_some() {
+        eprintln!("kept {}", out.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&out);
+    }
     (cpu, wall, bytes, files)
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        eprintln!("usage: ctprof-record-bench SECONDS THREADS RUNQ [RUNQ...]");
+        eprintln!("usage: ctprof-record-bench COUNT THREADS RUNQ [RUNQ...]");
         std::process::exit(2);
     }
-    let secs: u64 = args[0].parse().expect("SECONDS");
+    let count: u64 = args[0].parse().expect("COUNT");
     let n: usize = args[1].parse().expect("THREADS");
     for _ in 0..n {
         std::thread::Builder::new()
@@ -94,12 +102,12 @@ fn main() {
     for r in 0..2 {
         for runq in &args[2..] {
             let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-            let (cpu, wall, bytes, files) = round(runq, secs);
+            let (cpu, wall, bytes, files) = round(runq, count);
             println!(
                 "round {r} {runq}: cpu {cpu:.2} s over {wall:.1} s = {:.1}% of a core; \
                  {files} files, {bytes} bytes = {:.1} MB/hour; load {}",
                 100.0 * cpu / wall,
-                bytes as f64 * 3600.0 / wall / 1e6,
+                bytes as f64 * 3600.0 / count as f64 / 1e6,
                 load.split(' ').take(3).collect::<Vec<_>>().join(" ")
             );
         }

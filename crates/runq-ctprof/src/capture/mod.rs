@@ -106,7 +106,7 @@ pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
     let mut snap = CtprofSnapshot::new();
     snap.captured_at_unix_ns = now_unix_ns();
     let listed = list_threads(&opts.proc_root);
-    let (mut threads, tally, ts_unavailable) = read_listed(opts, &listed);
+    let (mut threads, tally, ts_unavailable) = read_listed(opts, &listed, true);
     let mut probe = tally.probe_summary(listed.len() as u64);
     let jemalloc_host = crate::jemalloc::host_reason(opts.jemalloc, std::env::consts::ARCH);
     if jemalloc_host.is_none() {
@@ -134,13 +134,15 @@ pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
 }
 
 /// Reads the listed threads (sorted by tgid, tid, with their process
-/// name), with the read counts and why taskstats was not queried.
+/// name), with the read counts and why taskstats was not queried; `smaps`
+/// says whether leaders' `smaps_rollup` is read.
 pub(crate) fn read_listed(
     opts: &CaptureOptions,
     listed: &[(u32, u32)],
+    smaps: bool,
 ) -> (Vec<ThreadState>, Tally, Option<String>) {
     let mut ts_unavailable = None;
-    let (mut threads, tally) = capture_threads(opts, listed, &mut ts_unavailable);
+    let (mut threads, tally) = capture_threads(opts, listed, smaps, &mut ts_unavailable);
     threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
     fill_pcomm(&mut threads, &opts.proc_root);
     (threads, tally, ts_unavailable)
@@ -187,12 +189,17 @@ fn open_taskstats(opts: &CaptureOptions, why: &mut Option<String>) -> Option<Tas
 fn capture_threads(
     opts: &CaptureOptions,
     listed: &[(u32, u32)],
+    smaps: bool,
     ts_unavailable: &mut Option<String>,
 ) -> (Vec<ThreadState>, Tally) {
     let n = worker_count(opts.workers).min(listed.len().max(1));
     let root = opts.proc_root.as_os_str().as_bytes();
     let mut workers: Vec<Worker> = (0..n)
-        .map(|_| Worker::new(root, open_taskstats(opts, ts_unavailable)))
+        .map(|_| {
+            let mut w = Worker::new(root, open_taskstats(opts, ts_unavailable));
+            w.smaps = smaps;
+            w
+        })
         .collect();
     if n == 1 {
         // One worker reads on this thread: no reader thread to start (and

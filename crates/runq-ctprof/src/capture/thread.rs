@@ -43,6 +43,9 @@ pub struct Worker {
     /// True when reading the live `/proc` (affinity then comes from
     /// `sched_getaffinity`); false for a synthetic tree.
     pub live: bool,
+    /// Read leaders' `smaps_rollup` (a walk of every mapping: a recording
+    /// reads it at full captures only).
+    pub smaps: bool,
 }
 
 impl Worker {
@@ -56,6 +59,7 @@ impl Worker {
             last_cgroup: String::new(),
             taskstats_denied: false,
             live: proc_root == b"/proc",
+            smaps: true,
         }
     }
 
@@ -83,7 +87,7 @@ impl Worker {
         if self.live {
             read_affinity(&mut t, &mut self.tally);
         }
-        if tid == tgid {
+        if tid == tgid && self.smaps {
             let r = self.reader.read_at(&dir, c"smaps_rollup");
             self.tally.read(Source::SmapsRollup, &r);
             match r {

@@ -232,5 +232,45 @@ pub fn reconstruct(path: &Path, target: &DeltaFile) -> Result<CtprofSnapshot, Fo
     Ok(snap)
 }
 
+/// Calls `f` with every snapshot of a recording directory, oldest first,
+/// rebuilding deltas one after the other (each applied once); returns the
+/// last snapshot.
+pub fn for_each_snapshot(
+    dir: &Path,
+    mut f: impl FnMut(&CtprofSnapshot),
+) -> Result<Option<CtprofSnapshot>, FormatError> {
+    let io = |source| FormatError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    // The snapshot so far, its segment's full snapshot and the last file.
+    let mut cur: Option<(CtprofSnapshot, String, String)> = None;
+    for (p, _) in list_snapshots(dir).map_err(io)? {
+        let name = p
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        if !is_delta(&p) {
+            let s = crate::format::load_full(&p)?;
+            f(&s);
+            cur = Some((s, name.clone(), name));
+            continue;
+        }
+        let d = crate::format::load_delta(&p)?;
+        match &mut cur {
+            Some((s, base, prev)) if d.base == *base && d.prev == *prev => {
+                apply(s, &d).map_err(|e| broken(&p, e))?;
+                f(s);
+                *prev = name;
+            }
+            _ => {
+                let s = reconstruct(&p, &d)?;
+                f(&s);
+                cur = Some((s, d.base.clone(), name));
+            }
+        }
+    }
+    Ok(cur.map(|c| c.0))
+}
+
 #[cfg(test)]
 mod tests;

@@ -5,8 +5,9 @@
 //! their process (memory, thread count). Idle threads keep their previous
 //! state: a thread that did not run did not change its counters.
 //!
-//! Host context, cgroup stats, sched_ext state and jemalloc counters are
-//! read only at full captures; host PSI is read every interval.
+//! Host context, cgroup stats, sched_ext state, `smaps_rollup` and jemalloc
+//! counters are read only at full captures (threads keep the values of the
+//! last one); host PSI is read every interval.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -176,16 +177,21 @@ impl Steady {
             workers: 1,
             ..self.opts.clone()
         };
-        let (mut fresh, tally, ts_unavailable) = read_listed(&opts, &reread);
+        let (mut fresh, tally, ts_unavailable) = read_listed(&opts, &reread, false);
         let host_wide = self.full.capabilities.as_ref().map(|c| &c.unavailable);
         for t in &mut fresh {
             if let Some(caps) = host_wide {
                 t.unavailable.retain(|s, _| !caps.contains_key(s));
             }
-            // jemalloc counters are read at full captures only.
+            // jemalloc counters and smaps_rollup are read at full
+            // captures only.
             if let Some(o) = self.prev.get(&t.tid).filter(|o| o.key() == t.key()) {
                 t.allocated_bytes = o.allocated_bytes;
                 t.deallocated_bytes = o.deallocated_bytes;
+                t.smaps_rollup_kb.clone_from(&o.smaps_rollup_kb);
+                if let Some(why) = o.unavailable.get(&Source::SmapsRollup) {
+                    t.unavailable.insert(Source::SmapsRollup, *why);
+                }
             }
         }
         self.fresh = fresh.iter().map(|t| t.tid).collect();

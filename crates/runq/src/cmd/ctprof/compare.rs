@@ -1,9 +1,15 @@
-//! `runq ctprof compare BASELINE CANDIDATE`.
+//! `runq ctprof compare BASELINE CANDIDATE`: two snapshots, or two
+//! directories of snapshots compared by their medians.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use runq_ctprof::compare::median::{compare_samples, Samples};
+use runq_ctprof::group::Grouping;
+use runq_ctprof::CtprofSnapshot;
+
 use super::view::{load, print_view, ViewArgs};
+use crate::exit;
 
 /// Arguments of `runq ctprof compare`.
 #[derive(Debug, clap::Args)]
@@ -11,11 +17,14 @@ use super::view::{load, print_view, ViewArgs};
 Examples:
   runq ctprof compare before.ctprof.zst after.ctprof.zst
   runq ctprof compare a.ctprof.zst b.ctprof.zst --group-by cgroup --sections primary,cgroup-stats
-  runq ctprof compare a.ctprof.zst b.ctprof.zst --metrics run_time_ns,nonvoluntary_csw --sort-by run_time_ns")]
+  runq ctprof compare a.ctprof.zst b.ctprof.zst --metrics run_time_ns,nonvoluntary_csw --sort-by run_time_ns
+  runq ctprof compare /var/tmp/ctprof@first /var/tmp/ctprof@last
+  runq ctprof compare runs-before/ runs-after/     # medians of each directory's snapshots, ~ = within the noise")]
 pub struct CompareArgs {
-    /// The earlier snapshot.
+    /// The earlier snapshot (a file or DIR@first|last|TIME), or a
+    /// directory of snapshots whose medians are compared.
     pub baseline: PathBuf,
-    /// The later snapshot.
+    /// The later snapshot, or a directory when the baseline is one.
     pub candidate: PathBuf,
     /// Grouping, filters and output.
     #[command(flatten)]
@@ -25,8 +34,30 @@ pub struct CompareArgs {
 /// Runs `runq ctprof compare`.
 pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let opts = args.view.options()?;
+    if args.baseline.is_dir() && args.candidate.is_dir() {
+        let (sa, la) = samples(&args.baseline, &opts.grouping)?;
+        let (sb, lb) = samples(&args.candidate, &opts.grouping)?;
+        let view = compare_samples(&sa, &sb, (&la, &lb), &opts);
+        print_view(&view, true, &args.view)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let (a, b) = (load(&args.baseline)?, load(&args.candidate)?);
     let view = runq_ctprof::compare::compare(&a, &b, &opts);
     print_view(&view, true, &args.view)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every snapshot of a directory as one side of a median compare, and the
+/// last of them.
+fn samples(dir: &Path, grouping: &Grouping) -> anyhow::Result<(Samples, CtprofSnapshot)> {
+    let mut s = Samples::default();
+    let last = runq_ctprof::record::delta::for_each_snapshot(dir, |snap| s.add(snap, grouping))
+        .map_err(|e| exit::usage(e.to_string()))?;
+    let last = last.ok_or_else(|| {
+        exit::usage(format!(
+            "{}: no ctprof-*.ctprof.zst snapshots; record some with `runq ctprof record`",
+            dir.display()
+        ))
+    })?;
+    Ok((s, last))
 }

@@ -151,7 +151,7 @@ pub fn load(path: &Path) -> anyhow::Result<CtprofSnapshot> {
         }
         _ if path.is_dir() => {
             return Err(exit::usage(format!(
-                "{}: a directory; pick a snapshot with {0}@first, {0}@last or {0}@TIME",
+                "{}: a directory; pick a snapshot with {0}@first, {0}@last or {0}@TIME (or compare two directories by their medians)",
                 path.display()
             )))
         }

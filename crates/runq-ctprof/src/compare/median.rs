@@ -1,0 +1,189 @@
+//! Two-directory compare: each side is several snapshots (repeats of one
+//! situation, or a recording), every row compares the two sides' medians,
+//! and a change the sides' own spread could explain is marked as within
+//! the noise.
+//!
+//! A change is within the noise when the two sides' min–max ranges
+//! overlap, or when it is no larger than either side's own range.
+//! Secondary sections (cgroup stats, PSI, host) and the exited-thread
+//! tally come from each side's last snapshot.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::side::{side, GroupData, Side};
+use super::{capabilities, group_by_name, hosts, limited_rows, ViewOptions};
+use crate::group::{view_names, Grouping};
+use crate::model::CtprofSnapshot;
+use crate::registry::Aggregated;
+
+/// One side's values of a row over its snapshots.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Spread {
+    /// Snapshots that had the row.
+    pub n: usize,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// The noise verdict of a two-directory compare row.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Noise {
+    /// True when the change is within the noise (see the module doc).
+    pub within: bool,
+    /// The baseline side's spread.
+    pub baseline: Spread,
+    /// The candidate side's spread.
+    pub candidate: Spread,
+}
+
+/// The decision rule of [`Noise::within`].
+pub fn within_noise(a: Spread, b: Spread, median_a: f64, median_b: f64) -> bool {
+    let overlap = a.max >= b.min && b.max >= a.min;
+    let change = (median_b - median_a).abs();
+    overlap || change <= (a.max - a.min).max(b.max - b.min)
+}
+
+#[derive(Debug, Default)]
+struct GroupSamples {
+    threads: Vec<usize>,
+    metrics: BTreeMap<&'static str, Vec<Aggregated>>,
+    derived: BTreeMap<&'static str, Vec<f64>>,
+    last: Option<GroupData>,
+}
+
+/// One side of a two-directory compare: per group and metric, the values
+/// of every snapshot added.
+#[derive(Debug, Default)]
+pub struct Samples {
+    groups: BTreeMap<String, GroupSamples>,
+    /// Snapshots added.
+    pub count: usize,
+}
+
+fn median_f(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+fn spread(v: &[f64]) -> Option<Spread> {
+    let min = v.iter().copied().reduce(f64::min)?;
+    let max = v.iter().copied().reduce(f64::max)?;
+    Some(Spread {
+        n: v.len(),
+        min,
+        max,
+    })
+}
+
+impl Samples {
+    /// Adds one snapshot's groups.
+    pub fn add(&mut self, snap: &CtprofSnapshot, grouping: &Grouping) {
+        let names = view_names(grouping, [&snap.threads[..]]);
+        for (g, data) in side(snap, grouping, names.as_ref()) {
+            let s = self.groups.entry(g).or_default();
+            s.threads.push(data.threads);
+            for (m, a) in &data.metrics {
+                s.metrics.entry(m).or_default().push(a.clone());
+            }
+            for (m, v) in &data.derived {
+                s.derived.entry(m).or_default().extend(*v);
+            }
+            s.last = Some(data);
+        }
+        self.count += 1;
+    }
+
+    /// A row's values over the snapshots (numbers only).
+    fn values(&self, group: &str, metric: &str) -> Vec<f64> {
+        let Some(g) = self.groups.get(group) else {
+            return Vec::new();
+        };
+        match g.metrics.get(metric) {
+            Some(v) => v.iter().filter_map(Aggregated::scalar).collect(),
+            None => g.derived.get(metric).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// The side of medians: numbers are medians over the snapshots, other
+    /// values (modes, ranges) those of the last snapshot.
+    fn median_side(&self) -> Side {
+        let mut out = Side::new();
+        for (g, s) in &self.groups {
+            let Some(mut data) = s.last.clone() else {
+                continue;
+            };
+            let mut t: Vec<f64> = s.threads.iter().map(|&n| n as f64).collect();
+            data.threads = median_f(&mut t).map_or(0, |m| m.round() as usize);
+            for (m, vals) in &s.metrics {
+                let mut v: Vec<f64> = vals.iter().filter_map(Aggregated::scalar).collect();
+                let all_scalar = vals.iter().all(|a| matches!(a, Aggregated::Scalar { .. }));
+                if let (true, Some(med)) = (all_scalar, median_f(&mut v)) {
+                    let value = med.round() as u64;
+                    data.metrics.insert(m, Aggregated::Scalar { value });
+                }
+            }
+            for (m, vals) in &s.derived {
+                data.derived.insert(m, median_f(&mut vals.clone()));
+            }
+            out.insert(g.clone(), data);
+        }
+        out
+    }
+}
+
+/// Compares two sides of several snapshots each; `last` are each side's
+/// newest snapshot (secondary sections, host context, exited threads).
+pub fn compare_samples(
+    a: &Samples,
+    b: &Samples,
+    last: (&CtprofSnapshot, &CtprofSnapshot),
+    opts: &ViewOptions,
+) -> super::View {
+    let (sa, sb) = (a.median_side(), b.median_side());
+    let (mut rows, omitted_rows) = limited_rows(&sa, Some(&sb), opts);
+    for r in &mut rows {
+        let (va, vb) = (a.values(&r.group, &r.metric), b.values(&r.group, &r.metric));
+        let (Some(x), Some(y)) = (spread(&va), spread(&vb)) else {
+            continue;
+        };
+        if let (Some(ma), Some(mb)) = (r.baseline.scalar(), r.candidate.scalar()) {
+            r.noise = Some(Noise {
+                within: within_noise(x, y, ma, mb),
+                baseline: x,
+                candidate: y,
+            });
+        }
+    }
+    let (base, cand) = last;
+    let names = view_names(&opts.grouping, [&base.threads[..], &cand.threads[..]]);
+    rows.extend(crate::sections::secondary_rows(
+        base,
+        Some(cand),
+        opts,
+        names.as_ref(),
+    ));
+    super::View {
+        group_by: group_by_name(opts.grouping.by),
+        rows,
+        baseline_host_missing: base.host.is_none(),
+        candidate_host_missing: cand.host.is_none(),
+        hosts: hosts(base, Some(cand)),
+        host: crate::hostview::host_rows(base, Some(cand)),
+        capabilities: capabilities(base, Some(cand)),
+        exited: cand.exited.clone(),
+        omitted_rows,
+        samples: Some((a.count, b.count)),
+    }
+}
+
+#[cfg(test)]
+mod tests;
