@@ -5,13 +5,12 @@
 //! 100 ms) in this process, then runs, for each RUNQ binary in turn (two
 //! alternating rounds), `RUNQ ctprof record --interval 1s --count COUNT
 //! --no-jemalloc` into a fresh directory. Prints each round's CPU use (the
-//! recorder's user + system time from wait4, as a share of one core over
+//! recorder's user + system time from getrusage(RUSAGE_CHILDREN), as a share of one core over
 //! its wall time), the bytes it left on disk and that rate per hour of
 //! 1-second intervals (COUNT = 60 is one full snapshot and 59 deltas, the
 //! proportion of an hour), with the load average. With `CTPROF_RECORD_BENCH_KEEP` set, the
 //! recording directories are kept (and named on stderr).
 
-use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -37,12 +36,23 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// User + system seconds of the children waited for so far.
+fn children_cpu() -> f64 {
+    // SAFETY: ru is plain data filled by getrusage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
 /// Runs one recording; returns (cpu seconds, wall seconds, bytes, files).
 fn round(runq: &str, count: u64) -> (f64, f64, u64, usize) {
     static ROUND: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = ROUND.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out = std::env::temp_dir().join(format!("ctprof-record-bench-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
+    let before = children_cpu();
     let t = Instant::now();
     let child = Command::new(runq)
         .args([
@@ -59,16 +69,11 @@ fn round(runq: &str, count: u64) -> (f64, f64, u64, usize) {
         .stdout(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("{runq}: {e}"));
-    let mut status = 0;
-    // SAFETY: ru is plain data filled by wait4.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pid and out-pointers.
-    unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
+    let status = child.wait_with_output().map(|o| o.status);
     let wall = t.elapsed().as_secs_f64();
-    let tv = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
-    let cpu = tv(ru.ru_utime) + tv(ru.ru_stime);
-    if std::process::ExitStatus::from_raw(status).code() != Some(0) {
-        eprintln!("{runq}: recording failed (status {status})");
+    let cpu = children_cpu() - before;
+    if !status.as_ref().is_ok_and(|s| s.success()) {
+        eprintln!("{runq}: recording failed ({status:?})");
     }
     let bytes = dir_bytes(&out);
     let files = std::fs::read_dir(&out).map_or(0, |rd| rd.count());
