@@ -135,3 +135,58 @@ fn bad_record_flags_are_usage_errors() {
         "nothing left behind"
     );
 }
+
+#[test]
+fn compare_two_directories_by_medians() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let dir = a.path().to_str().unwrap();
+    let out = runq()
+        .args(["ctprof", "record", "--interval", "50ms", "--count", "3"])
+        .args([
+            "--full-every",
+            "2",
+            "-o",
+            dir,
+            "--no-taskstats",
+            "--no-jemalloc",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("3 snapshots (2 full)"));
+    for (p, _) in runq_ctprof::record::list_snapshots(a.path()).unwrap() {
+        std::fs::copy(&p, b.path().join(p.file_name().unwrap())).unwrap();
+    }
+    let bdir = b.path().to_str().unwrap();
+    let out = runq()
+        .args(["ctprof", "compare", dir, bdir, "--json", "--limit", "0"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["samples"], serde_json::json!([3, 3]));
+    let rows = v["rows"].as_array().unwrap();
+    let noisy: Vec<_> = rows.iter().filter(|r| r.get("noise").is_some()).collect();
+    assert!(!noisy.is_empty());
+    assert!(
+        noisy.iter().all(|r| r["noise"]["within"] == true),
+        "the same snapshots on both sides never differ beyond the noise"
+    );
+    let out = runq()
+        .args(["ctprof", "compare", dir, bdir])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("medians over 3 baseline and 3 candidate snapshots"),
+        "{text}"
+    );
+}
