@@ -152,11 +152,7 @@ fn compare_two_directories_by_medians() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("3 snapshots (2 full)"));
     for (p, _) in runq_ctprof::record::list_snapshots(a.path()).unwrap() {
         std::fs::copy(&p, b.path().join(p.file_name().unwrap())).unwrap();
@@ -166,11 +162,7 @@ fn compare_two_directories_by_medians() {
         .args(["ctprof", "compare", dir, bdir, "--json", "--limit", "0"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["samples"], serde_json::json!([3, 3]));
     let rows = v["rows"].as_array().unwrap();
