@@ -519,7 +519,20 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
         side(base, &opts.grouping, names),
         side(cand, &opts.grouping, names),
     );
-    let (mut rows, omitted_rows) = limited_rows(&b, Some(&c), opts);
+    let (rows, omitted_rows) = limited_rows(&b, Some(&c), opts);
+    two_sided_view((base, cand), rows, omitted_rows, opts, names)
+}
+
+/// Finishes a compare view of `base` against `cand` around its primary
+/// `rows`: their secondary sections, host context and capabilities, and
+/// the candidate's exited tally.
+pub(crate) fn two_sided_view(
+    (base, cand): (&CtprofSnapshot, &CtprofSnapshot),
+    mut rows: Vec<Row>,
+    omitted_rows: (usize, usize),
+    opts: &ViewOptions,
+    names: Option<&crate::group::CommNames>,
+) -> View {
     rows.extend(crate::sections::secondary_rows(
         base,
         Some(cand),

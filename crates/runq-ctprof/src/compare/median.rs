@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::side::{side, GroupData, Side};
-use super::{capabilities, group_by_name, hosts, limited_rows, ViewOptions};
+use super::{limited_rows, two_sided_view, ViewOptions};
 use crate::group::{view_names, Grouping};
 use crate::model::CtprofSnapshot;
 use crate::registry::Aggregated;
@@ -165,23 +165,9 @@ pub fn compare_samples(
     }
     let (base, cand) = last;
     let names = view_names(&opts.grouping, [&base.threads[..], &cand.threads[..]]);
-    rows.extend(crate::sections::secondary_rows(
-        base,
-        Some(cand),
-        opts,
-        names.as_ref(),
-    ));
     super::View {
-        group_by: group_by_name(opts.grouping.by),
-        rows,
-        baseline_host_missing: base.host.is_none(),
-        candidate_host_missing: cand.host.is_none(),
-        hosts: hosts(base, Some(cand)),
-        host: crate::hostview::host_rows(base, Some(cand)),
-        capabilities: capabilities(base, Some(cand)),
-        exited: cand.exited.clone(),
-        omitted_rows,
         samples: Some((a.count, b.count)),
+        ..two_sided_view(last, rows, omitted_rows, opts, names.as_ref())
     }
 }
 
