@@ -18,17 +18,9 @@ pub struct CaptureArgs {
     /// Where to write the snapshot (conventionally `*.ctprof.zst`).
     #[arg(long, short, value_name = "PATH")]
     pub output: PathBuf,
-    /// Skip the taskstats genetlink queries (delay accounting, memory
-    /// watermarks); the rest of the capture is unchanged.
-    #[arg(long)]
-    pub no_taskstats: bool,
-    /// Skip reading jemalloc per-thread counters (ptrace) of processes
-    /// linked with jemalloc.
-    #[arg(long)]
-    pub no_jemalloc: bool,
-    /// Skip per-cgroup enrichment.
-    #[arg(long)]
-    pub no_cgroups: bool,
+    /// Which sources the capture skips.
+    #[command(flatten)]
+    pub sources: SourceFlags,
     /// Threads reading /proc (default: one per online CPU this process may
     /// run on, as sched_getaffinity and the cgroup CPU quota allow).
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -118,15 +110,40 @@ fn taskstats_line(ts: &runq_ctprof::model::TaskstatsSummary) -> String {
     }
 }
 
+/// The capture sources a user may skip, shared by `capture` and `record`.
+#[derive(Debug, clap::Args)]
+pub struct SourceFlags {
+    /// Skip the taskstats genetlink queries (delay accounting, memory
+    /// watermarks); the rest of the capture is unchanged.
+    #[arg(long)]
+    pub no_taskstats: bool,
+    /// Skip reading jemalloc per-thread counters (ptrace) of processes
+    /// linked with jemalloc.
+    #[arg(long)]
+    pub no_jemalloc: bool,
+    /// Skip per-cgroup enrichment.
+    #[arg(long)]
+    pub no_cgroups: bool,
+}
+
+impl SourceFlags {
+    /// Capture options with these sources on or off, the rest default.
+    pub fn options(&self) -> CaptureOptions {
+        CaptureOptions {
+            taskstats: !self.no_taskstats,
+            cgroups: !self.no_cgroups,
+            jemalloc: !self.no_jemalloc,
+            ..CaptureOptions::default()
+        }
+    }
+}
+
 /// Runs `runq ctprof capture`.
 pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
     check_output(&args.output)?;
     let opts = CaptureOptions {
-        taskstats: !args.no_taskstats,
-        cgroups: !args.no_cgroups,
-        jemalloc: !args.no_jemalloc,
         workers: args.workers,
-        ..CaptureOptions::default()
+        ..args.sources.options()
     };
     let snap = capture(&opts);
     let bytes = save(&snap, &args.output).context("writing the snapshot")?;

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use runq_ctprof::record::{record, RecordOptions, Stop, DEFAULT_FULL_EVERY};
-use runq_ctprof::CaptureOptions;
 
 use runq_kernel::util::duration::parse_duration;
 
@@ -64,15 +63,9 @@ pub struct RecordArgs {
     /// (1 = every snapshot full). Readers see full snapshots either way.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_FULL_EVERY, value_parser = clap::value_parser!(u64).range(1..))]
     pub full_every: u64,
-    /// Skip the taskstats queries of each capture.
-    #[arg(long)]
-    pub no_taskstats: bool,
-    /// Skip jemalloc counters.
-    #[arg(long)]
-    pub no_jemalloc: bool,
-    /// Skip per-cgroup enrichment.
-    #[arg(long)]
-    pub no_cgroups: bool,
+    /// Which sources each capture skips.
+    #[command(flatten)]
+    pub sources: super::capture::SourceFlags,
     /// Print the final summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -106,12 +99,7 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
         },
         max_bytes: args.max_bytes,
         full_every: args.full_every,
-        capture: CaptureOptions {
-            taskstats: !args.no_taskstats,
-            jemalloc: !args.no_jemalloc,
-            cgroups: !args.no_cgroups,
-            ..CaptureOptions::default()
-        },
+        capture: args.sources.options(),
     };
     let quiet = args.json;
     let sum = record(&opts, interrupt, |path, bytes| {
