@@ -86,8 +86,15 @@ fn human_report_has_a_row_per_group() {
         .args(["run", "--duration", "0.3", "--no-cgroups"])
         .output()
         .unwrap();
-    assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
+    // The report is what this test reads; its verdict (0 PASS, 1 FAIL) is
+    // the host's: a 0.3 s run can miss a fairness bound on a busy host.
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{:?}: {text}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("wake p99"), "{text}");
     assert!(
         text.lines()
