@@ -25,7 +25,7 @@ pub mod stacks;
 pub mod statsd;
 pub mod summary;
 pub mod sweep;
-pub mod tsc;
+pub use runq_kernel::tsc;
 
 pub use config::{Config, ConfigError, Target};
 pub use runner::{run, RunError, RunResult};

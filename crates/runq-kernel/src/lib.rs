@@ -19,5 +19,6 @@ pub mod schedstat;
 pub mod signal;
 pub mod taskstats;
 pub mod tracefs;
+pub mod tsc;
 pub mod util;
 pub mod vmstat;

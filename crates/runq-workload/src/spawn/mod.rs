@@ -96,6 +96,9 @@ impl WorkloadHandle {
         let _forking = ONE_GROUP_AT_A_TIME
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Calibrate the work loops' clock before forking, so every worker
+        // shares one tick scale (stamps cross processes).
+        runq_kernel::clock::fast::init();
         if spec.clone_mode == CloneMode::Thread && !thread_capable(&spec.work) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

@@ -9,7 +9,7 @@ use super::{independent, since, PreparedWork, TypeInfo, WorkerBody};
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::monotonic_ns;
+use runq_kernel::clock::fast::now_ns;
 
 /// Bursty parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,7 +57,7 @@ struct Body {
 
 impl WorkerBody for Body {
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        let start = monotonic_ns();
+        let start = now_ns();
         tel.plan(self.burst_ns);
         let mut units = 0;
         while since(start) < self.burst_ns && !stop_requested() {
@@ -68,7 +68,7 @@ impl WorkerBody for Body {
         }
         let requested = u64::try_from(self.sleep.as_nanos()).unwrap_or(u64::MAX);
         tel.plan(requested);
-        let before = monotonic_ns();
+        let before = now_ns();
         std::thread::sleep(self.sleep);
         tel.record_wake(since(before).saturating_sub(requested));
         units

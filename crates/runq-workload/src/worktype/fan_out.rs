@@ -17,7 +17,7 @@ use crate::shared::{futex_wait, futex_wake, SharedRegion};
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::monotonic_ns;
+use runq_kernel::clock::fast::now_ns;
 
 const GEN: usize = 0;
 const ACKS: usize = 4;
@@ -153,7 +153,7 @@ impl WorkerBody for Messenger {
             }
         };
         self.shared.acks().store(0, Ordering::Release);
-        self.shared.stamp().store(monotonic_ns(), Ordering::Release);
+        self.shared.stamp().store(now_ns(), Ordering::Release);
         let generation = self.shared.generation();
         generation.fetch_add(1, Ordering::AcqRel);
         futex_wake(generation, i32::MAX);
@@ -183,12 +183,12 @@ impl Receiver {
             let now = generation.load(Ordering::Acquire);
             if now != self.seen {
                 self.seen = now;
-                return Some(slept_since.map_or(0, |t0: u64| monotonic_ns().saturating_sub(t0)));
+                return Some(slept_since.map_or(0, |t0: u64| now_ns().saturating_sub(t0)));
             }
             if stop_requested() {
                 return None;
             }
-            slept_since.get_or_insert_with(monotonic_ns);
+            slept_since.get_or_insert_with(now_ns);
             futex_wait(generation, now, WAIT_SLICE_NS);
         }
     }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{independent, PreparedWork, TypeInfo, WorkerBody};
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::monotonic_ns;
+use runq_kernel::clock::fast::now_ns;
 
 /// ForkExit has no parameters.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,7 +35,7 @@ impl WorkerBody for Body {
         if pid < 0 {
             return 0;
         }
-        let t0 = monotonic_ns();
+        let t0 = now_ns();
         let mut status = 0;
         loop {
             // SAFETY: reaping our own child.

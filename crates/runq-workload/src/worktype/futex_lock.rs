@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::shared::futex_wait;
 use crate::stop::stop_requested;
-use runq_kernel::clock::{gettid, monotonic_ns};
+use runq_kernel::clock::fast::now_ns;
+use runq_kernel::clock::gettid;
 
 /// Longest single wait before rechecking STOP.
 const WAIT_SLICE_NS: u64 = 100_000_000;
@@ -54,7 +55,7 @@ impl<'a> FutexLock<'a> {
             Ok(_) => return Some(0),
             Err(c) => c,
         };
-        let t0 = monotonic_ns();
+        let t0 = now_ns();
         if c != 2 {
             c = self.word.swap(2, Ordering::Acquire);
         }
@@ -65,7 +66,7 @@ impl<'a> FutexLock<'a> {
             futex_wait(self.word, 2, WAIT_SLICE_NS);
             c = self.word.swap(2, Ordering::Acquire);
         }
-        Some(monotonic_ns().saturating_sub(t0))
+        Some(now_ns().saturating_sub(t0))
     }
 
     fn lock_pi(&self) -> Option<u64> {
@@ -77,13 +78,13 @@ impl<'a> FutexLock<'a> {
         {
             return Some(0);
         }
-        let t0 = monotonic_ns();
+        let t0 = now_ns();
         loop {
             if stop_requested() {
                 return None;
             }
             if futex_lock_pi(self.word, WAIT_SLICE_NS) {
-                return Some(monotonic_ns().saturating_sub(t0));
+                return Some(now_ns().saturating_sub(t0));
             }
         }
     }

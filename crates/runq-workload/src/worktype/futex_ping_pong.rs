@@ -10,7 +10,7 @@ use crate::shared::SharedRegion;
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::monotonic_ns;
+use runq_kernel::clock::fast::now_ns;
 
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
@@ -55,7 +55,7 @@ impl WorkerBody for Body {
             if stop_requested() {
                 return 0;
             }
-            slept_since.get_or_insert_with(monotonic_ns);
+            slept_since.get_or_insert_with(now_ns);
             crate::shared::futex_wait(word, turn, 100_000_000);
         }
         if let Some(t0) = slept_since {

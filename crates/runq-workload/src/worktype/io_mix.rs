@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::io_sync_write::unlinked_temp_file;
 use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::monotonic_ns;
+use runq_kernel::clock::fast::now_ns;
 
 const BLOCK: u64 = 4096;
 
@@ -89,7 +89,7 @@ impl WorkerBody for RandRead {
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
             let offset = (self.rng % self.blocks) * BLOCK;
-            let t0 = monotonic_ns();
+            let t0 = now_ns();
             if self.file.read_exact_at(&mut self.buf, offset).is_err() {
                 break;
             }
@@ -131,7 +131,7 @@ impl PreparedWork for RandReadGroup {
             buf: vec![0; BLOCK as usize],
             blocks: self.params.blocks(),
             ops: self.params.ops_per_iter,
-            rng: monotonic_ns() ^ ((idx as u64 + 1) << 32) | 1,
+            rng: now_ns() ^ ((idx as u64 + 1) << 32) | 1,
         }))
     }
 
@@ -171,7 +171,7 @@ impl WorkerBody for Convoy {
             self.next = (self.next + 1) % self.blocks;
             units += 1;
         }
-        let t0 = monotonic_ns();
+        let t0 = now_ns();
         if self.file.sync_data().is_ok() {
             tel.record_wake_since(t0);
         }

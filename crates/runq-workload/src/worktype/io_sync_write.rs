@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{independent, PreparedWork, TypeInfo, WorkerBody};
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::monotonic_ns;
+use runq_kernel::clock::fast::now_ns;
 
 /// IoSyncWrite parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,7 +84,7 @@ impl WorkerBody for Body {
             self.offset = (self.offset + BLOCK) % self.file_bytes.max(BLOCK);
             units += 1;
         }
-        let t0 = monotonic_ns();
+        let t0 = now_ns();
         if self.file.sync_data().is_ok() {
             tel.record_wake_since(t0);
         }

@@ -309,16 +309,17 @@ impl WorkType {
 /// `sched_yield()`, recorded as a wake sample.
 #[inline]
 fn timed_yield(tel: &mut Telemetry) {
-    let t0 = runq_kernel::clock::monotonic_ns();
+    let t0 = runq_kernel::clock::fast::now_ns();
     // SAFETY: no preconditions.
     unsafe { libc::sched_yield() };
     tel.record_wake(since(t0));
 }
 
-/// Nanoseconds elapsed since `start_ns` (CLOCK_MONOTONIC).
+/// Nanoseconds elapsed since `start_ns` (a reading of the work loops'
+/// clock, [`runq_kernel::clock::fast`]).
 #[inline]
 fn since(start_ns: u64) -> u64 {
-    runq_kernel::clock::monotonic_ns().saturating_sub(start_ns)
+    runq_kernel::clock::fast::now_ns().saturating_sub(start_ns)
 }
 
 #[cfg(test)]

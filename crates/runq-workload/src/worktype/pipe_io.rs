@@ -16,7 +16,7 @@ use crate::fd::{pipe, read_byte, write_byte, ReadByte};
 use crate::spin::spin_burst;
 use crate::stop::{request_stop, stop_requested};
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::monotonic_ns;
+use runq_kernel::clock::fast::now_ns;
 
 /// PipeIo parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,7 +99,7 @@ struct Body {
 
 impl Body {
     fn timed_read(&mut self, tel: &mut Telemetry) -> bool {
-        let t0 = monotonic_ns();
+        let t0 = now_ns();
         match read_byte(&self.rx) {
             Ok(ReadByte::Byte) => {
                 tel.record_wake_since(t0);

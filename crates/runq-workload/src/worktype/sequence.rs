@@ -13,7 +13,7 @@ use super::io_sync_write::unlinked_temp_file;
 use super::{independent, since, timed_yield, PreparedWork, TypeInfo, WorkerBody};
 use crate::spin::spin_burst;
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::monotonic_ns;
+use runq_kernel::clock::fast::now_ns;
 
 /// What a phase does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,7 +94,7 @@ struct Body {
 
 impl Body {
     fn advance_if_due(&mut self) {
-        let now = monotonic_ns();
+        let now = now_ns();
         if self.phase_end_ns == 0 {
             self.phase_end_ns = now + self.phases[0].ms * 1_000_000;
         } else if now >= self.phase_end_ns {
@@ -115,7 +115,7 @@ impl Body {
             }
             units += 1;
         }
-        let t0 = monotonic_ns();
+        let t0 = now_ns();
         if self.file.sync_data().is_ok() {
             tel.record_wake(since(t0));
         }
@@ -123,10 +123,10 @@ impl Body {
     }
 
     fn sleep_step(&mut self, tel: &mut Telemetry) {
-        let left = self.phase_end_ns.saturating_sub(monotonic_ns());
+        let left = self.phase_end_ns.saturating_sub(now_ns());
         let nap = Duration::from_nanos(left.clamp(1, 1_000_000));
         tel.plan(nap.as_nanos() as u64);
-        let t0 = monotonic_ns();
+        let t0 = now_ns();
         std::thread::sleep(nap);
         tel.record_wake(since(t0).saturating_sub(nap.as_nanos() as u64));
     }

@@ -11,7 +11,7 @@ use crate::shared::{futex_wait, futex_wake, SharedRegion};
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::monotonic_ns;
+use runq_kernel::clock::fast::now_ns;
 
 /// Bytes per link: the token word at +0, the waker's stamp at +8.
 const SLOT: usize = 64;
@@ -92,7 +92,7 @@ impl WorkerBody for Link {
         let units = spin_burst(self.spin);
         self.region
             .atomic_u64(self.next + 8)
-            .store(monotonic_ns(), Ordering::Release);
+            .store(now_ns(), Ordering::Release);
         let word = self.region.atomic_u32(self.next);
         word.store(1, Ordering::Release);
         futex_wake(word, 1);
