@@ -308,6 +308,34 @@ fn many_workers_in_a_cgroup() {
     assert!(reports.iter().all(|r| r["completed"] == true));
 }
 
+/// The loop clock is recorded, and `RUNQ_CLOCK=monotonic` forces
+/// CLOCK_MONOTONIC; either clock gives a cross-process wake figure.
+#[test]
+fn the_loop_clock_is_recorded_and_can_be_forced() {
+    let trusted =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .is_ok_and(|s| s.trim() == "tsc");
+    for (forced, want) in [
+        (None, if trusted { "tsc" } else { "monotonic" }),
+        (Some("monotonic"), "monotonic"),
+    ] {
+        let mut cmd = runq();
+        cmd.args(["run", "--work-type", "WakeChain", "--workers", "3"])
+            .args(["--duration", "0.5", "--no-cgroups", "--json"]);
+        match forced {
+            Some(v) => cmd.env("RUNQ_CLOCK", v),
+            None => cmd.env_remove("RUNQ_CLOCK"),
+        };
+        let doc = json_of(&cmd.output().unwrap());
+        assert_eq!(doc["host"]["loop_clock"], want, "RUNQ_CLOCK={forced:?}");
+        let g = &doc["groups"][0];
+        let (p50, total) = (g["wake_p50_ns"].as_u64(), g["wake_total"].as_u64());
+        assert!(total.unwrap_or(0) > 0, "no wakes: {g}");
+        // A hop across processes: above zero, below the run itself.
+        assert!(p50.is_some_and(|p| p > 0 && p < 500_000_000), "p50 {p50:?}");
+    }
+}
+
 #[test]
 fn completions_are_generated() {
     let out = runq().args(["completions", "bash"]).output().unwrap();

@@ -165,6 +165,7 @@ pub fn differences(a: &SavedRun, b: &SavedRun) -> (Vec<String>, Vec<String>) {
     note("kernel", &ha.kernel_release, &hb.kernel_release);
     note("host", &ha.hostname, &hb.hostname);
     note("sched_ext", &ha.sched_ext, &hb.sched_ext);
+    note("loop clock", &ha.loop_clock, &hb.loop_clock);
     let none = "(none)".to_string();
     note(
         "scheduler",

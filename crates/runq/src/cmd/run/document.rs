@@ -34,6 +34,11 @@ pub struct HostFacts {
     pub sched_ext: String,
     /// The scheduler command runq started for the run, if any.
     pub scheduler_command: Option<String>,
+    /// The clock the work loops timed with: `tsc` or `monotonic` (see
+    /// `runq_kernel::clock::fast`; `RUNQ_CLOCK=monotonic` forces the latter).
+    /// Empty in documents written before it was recorded.
+    #[serde(default)]
+    pub loop_clock: String,
 }
 
 impl HostFacts {
@@ -62,6 +67,7 @@ impl HostFacts {
             cgroup_layout: layout.to_string(),
             sched_ext,
             scheduler_command,
+            loop_clock: runq_kernel::clock::fast::init().name().to_string(),
         }
     }
 }
