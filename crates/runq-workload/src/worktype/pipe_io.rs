@@ -98,6 +98,7 @@ struct Body {
 }
 
 impl Body {
+    #[inline(always)]
     fn timed_read(&mut self, tel: &mut Telemetry) -> bool {
         let t0 = now_ns();
         match read_byte(&self.rx) {
@@ -119,6 +120,7 @@ impl Body {
 
     /// Writes the byte; a failure outside a stop means the partner's read
     /// end is gone (EPIPE).
+    #[inline(always)]
     fn write(&mut self) -> bool {
         let ok = write_byte(&self.tx);
         if !ok && !stop_requested() {
