@@ -6,8 +6,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::model::ThreadState;
 
-/// The grouping axis.
+/// The grouping axis (`--group-by`: `pcomm`, `cgroup`, `comm`,
+/// `comm-exact`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum GroupBy {
     /// Process name.
     Pcomm,
@@ -17,19 +19,6 @@ pub enum GroupBy {
     Comm,
     /// Literal thread name.
     CommExact,
-}
-
-impl GroupBy {
-    /// Parses `pcomm|cgroup|comm|comm-exact`.
-    pub fn parse(s: &str) -> Option<GroupBy> {
-        Some(match s {
-            "pcomm" => GroupBy::Pcomm,
-            "cgroup" => GroupBy::Cgroup,
-            "comm" => GroupBy::Comm,
-            "comm-exact" => GroupBy::CommExact,
-            _ => return None,
-        })
-    }
 }
 
 /// Replaces every run of digits with `{N}`: `tokio-worker-3` ->

@@ -58,36 +58,84 @@ fn cell_text(c: &Cell, unit: Unit) -> String {
     }
 }
 
-/// The layout columns `--columns` accepts.
-pub const COLUMNS: [&str; 9] = [
-    "group",
-    "threads",
-    "metric",
-    "baseline",
-    "candidate",
-    "delta",
-    "%",
-    "arrow",
-    "value",
+/// A layout column `--columns` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Column {
+    /// The group name, with `[only-baseline]`-style marks.
+    Group,
+    /// Thread counts (`baseline/candidate` when comparing).
+    Threads,
+    /// The metric name.
+    Metric,
+    /// The baseline value.
+    Baseline,
+    /// The candidate value.
+    Candidate,
+    /// Candidate minus baseline.
+    Delta,
+    /// The change in percent.
+    #[cfg_attr(feature = "clap", value(name = "%"))]
+    Pct,
+    /// An arrow for the direction of the change.
+    Arrow,
+    /// The single value of `show`.
+    Value,
+}
+
+impl Column {
+    /// The header (and `--columns` spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            Column::Group => "group",
+            Column::Threads => "threads",
+            Column::Metric => "metric",
+            Column::Baseline => "baseline",
+            Column::Candidate => "candidate",
+            Column::Delta => "delta",
+            Column::Pct => "%",
+            Column::Arrow => "arrow",
+            Column::Value => "value",
+        }
+    }
+}
+
+/// The columns of `compare` unless `--columns` says otherwise.
+const COMPARE_COLUMNS: [Column; 7] = [
+    Column::Group,
+    Column::Threads,
+    Column::Metric,
+    Column::Baseline,
+    Column::Candidate,
+    Column::Delta,
+    Column::Pct,
 ];
 
-fn column_value(r: &Row, col: &str) -> String {
+/// The columns of `show` unless `--columns` says otherwise.
+const SHOW_COLUMNS: [Column; 4] = [
+    Column::Group,
+    Column::Threads,
+    Column::Metric,
+    Column::Value,
+];
+
+fn column_value(r: &Row, col: Column) -> String {
     match col {
-        "group" => match (r.matched, &r.incomparable) {
+        Column::Group => match (r.matched, &r.incomparable) {
             ("both", None) => r.group.clone(),
             ("both", Some(why)) => format!("{} [{why}]", r.group),
             (m, _) => format!("{} [{}]", r.group, m),
         },
-        "threads" if r.threads == (0, 0) => String::new(),
-        "threads" if r.threads.1 == 0 && r.matched == "both" => r.threads.0.to_string(),
-        "threads" => format!("{}/{}", r.threads.0, r.threads.1),
-        "metric" => match crate::registry::metric(&r.metric) {
+        Column::Threads if r.threads == (0, 0) => String::new(),
+        Column::Threads if r.threads.1 == 0 && r.matched == "both" => r.threads.0.to_string(),
+        Column::Threads => format!("{}/{}", r.threads.0, r.threads.1),
+        Column::Metric => match crate::registry::metric(&r.metric) {
             Some(m) if m.is_dead => format!("{} [dead]", r.metric),
             _ => r.metric.clone(),
         },
-        "baseline" | "value" => cell_text(&r.baseline, r.unit),
-        "candidate" => cell_text(&r.candidate, r.unit),
-        "delta" => match (r.delta, r.text_delta) {
+        Column::Baseline | Column::Value => cell_text(&r.baseline, r.unit),
+        Column::Candidate => cell_text(&r.candidate, r.unit),
+        Column::Delta => match (r.delta, r.text_delta) {
             (Some(d), _) => {
                 let s = format_value(d, r.unit);
                 let noise = if r.noise.is_some_and(|n| n.within) {
@@ -104,25 +152,24 @@ fn column_value(r: &Row, col: &str) -> String {
             (None, Some(t)) => t.to_string(),
             _ => "-".into(),
         },
-        "%" if r.is_ratio => String::new(),
-        "%" => r.pct.map_or("-".into(), |p| format!("{p:+.1}%")),
-        "arrow" => match r.delta {
+        Column::Pct if r.is_ratio => String::new(),
+        Column::Pct => r.pct.map_or("-".into(), |p| format!("{p:+.1}%")),
+        Column::Arrow => match r.delta {
             Some(d) if d > 0.0 => "↑".into(),
             Some(d) if d < 0.0 => "↓".into(),
             _ => String::new(),
         },
-        _ => String::new(),
     }
 }
 
-fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[&str], color: Option<u8>) {
+fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[Column], color: Option<u8>) {
     if rows.is_empty() {
         return;
     }
     out.push_str(&format!("## {title}\n"));
     let cells: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| cols.iter().map(|c| column_value(r, c)).collect())
+        .map(|r| cols.iter().map(|&c| column_value(r, c)).collect())
         .collect();
     let widths: Vec<usize> = cols
         .iter()
@@ -133,7 +180,7 @@ fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[&str], color: Opt
                 .map(|r| r[i].chars().count())
                 .max()
                 .unwrap_or(0)
-                .max(c.len())
+                .max(c.name().len())
         })
         .collect();
     let line = |vals: &[String]| {
@@ -152,7 +199,10 @@ fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[&str], color: Opt
         s.trim_end().to_string()
     };
     out.push_str(&line(
-        &cols.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+        &cols
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect::<Vec<_>>(),
     ));
     out.push('\n');
     for r in cells {
@@ -255,7 +305,7 @@ fn unavailable_note(out: &mut String, view: &View) {
 }
 
 /// Renders a view as text tables. `columns` empty means the default set.
-pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> String {
+pub fn render(view: &View, compare: bool, columns: &[Column], color: bool) -> String {
     let mut out = Vec::new();
     // Writing to a Vec cannot fail.
     let _ = render_to(view, compare, columns, color, &mut out);
@@ -275,20 +325,14 @@ fn more_rows(out: &mut String, n: usize) {
 pub fn render_to(
     view: &View,
     compare: bool,
-    columns: &[String],
+    columns: &[Column],
     color: bool,
     w: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let default: Vec<&str> = if compare {
-        // group .. "%": every column but the arrow and the single value.
-        COLUMNS[..7].to_vec()
-    } else {
-        vec!["group", "threads", "metric", "value"]
-    };
-    let cols: Vec<&str> = if columns.is_empty() {
-        default
-    } else {
-        columns.iter().map(String::as_str).collect()
+    let cols: &[Column] = match (columns.is_empty(), compare) {
+        (false, _) => columns,
+        (true, true) => &COMPARE_COLUMNS,
+        (true, false) => &SHOW_COLUMNS,
     };
     let mut out = String::new();
     let mut wrote = false;
@@ -309,7 +353,7 @@ pub fn render_to(
         .filter(|r| !r.derived && matches!(r.section, Section::Primary | Section::TaskstatsDelay))
         .collect();
     let title = format!("Per-thread metrics by {}", view.group_by);
-    table(&mut out, &title, &primary, &cols, None);
+    table(&mut out, &title, &primary, cols, None);
     more_rows(&mut out, view.omitted_rows.0);
     flush(&mut out, w)?;
     let derived: Vec<&Row> = view.rows.iter().filter(|r| r.derived).collect();
@@ -317,14 +361,14 @@ pub fn render_to(
         &mut out,
         "Derived metrics",
         &derived,
-        &cols,
+        cols,
         color.then_some(34),
     );
     more_rows(&mut out, view.omitted_rows.1);
     flush(&mut out, w)?;
     for s in Section::ALL.into_iter().skip(3) {
         let rows: Vec<&Row> = view.rows.iter().filter(|r| r.section == s).collect();
-        table(&mut out, s.name(), &rows, &cols, None);
+        table(&mut out, s.name(), &rows, cols, None);
         flush(&mut out, w)?;
     }
     exited_table(&mut out, view);
