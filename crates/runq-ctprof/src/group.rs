@@ -8,7 +8,8 @@ use crate::model::ThreadState;
 
 /// The grouping axis (`--group-by`: `pcomm`, `cgroup`, `comm`,
 /// `comm-exact`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum GroupBy {
     /// Process name.
@@ -19,6 +20,18 @@ pub enum GroupBy {
     Comm,
     /// Literal thread name.
     CommExact,
+}
+
+impl GroupBy {
+    /// The `--group-by` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupBy::Pcomm => "pcomm",
+            GroupBy::Cgroup => "cgroup",
+            GroupBy::Comm => "comm",
+            GroupBy::CommExact => "comm-exact",
+        }
+    }
 }
 
 /// Replaces every run of digits with `{N}`: `tokio-worker-3` ->

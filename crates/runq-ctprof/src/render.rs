@@ -2,7 +2,7 @@
 //! counts, USER_HZ ticks, IEC for bytes), aligned columns, colors only when
 //! asked (the caller decides: TTY and no `NO_COLOR`).
 
-use crate::compare::{Cell, Row, View};
+use crate::compare::{Cell, Matched, Row, View};
 use crate::registry::{Section, Unit};
 
 /// Formats a number in `unit` with an auto-scaled suffix.
@@ -122,12 +122,14 @@ const SHOW_COLUMNS: [Column; 4] = [
 fn column_value(r: &Row, col: Column) -> String {
     match col {
         Column::Group => match (r.matched, &r.incomparable) {
-            ("both", None) => r.group.clone(),
-            ("both", Some(why)) => format!("{} [{why}]", r.group),
-            (m, _) => format!("{} [{}]", r.group, m),
+            (Matched::Both, None) => r.group.clone(),
+            (Matched::Both, Some(why)) => format!("{} [{why}]", r.group),
+            (m, _) => format!("{} [{}]", r.group, m.name()),
         },
         Column::Threads if r.threads == (0, 0) => String::new(),
-        Column::Threads if r.threads.1 == 0 && r.matched == "both" => r.threads.0.to_string(),
+        Column::Threads if r.threads.1 == 0 && r.matched == Matched::Both => {
+            r.threads.0.to_string()
+        }
         Column::Threads => format!("{}/{}", r.threads.0, r.threads.1),
         Column::Metric => match crate::registry::metric(&r.metric) {
             Some(m) if m.is_dead => format!("{} [dead]", r.metric),
@@ -149,7 +151,7 @@ fn column_value(r: &Row, col: Column) -> String {
                     format!("{s}{noise}")
                 }
             }
-            (None, Some(t)) => t.to_string(),
+            (None, Some(t)) => t.name().to_string(),
             _ => "-".into(),
         },
         Column::Pct if r.is_ratio => String::new(),
@@ -352,7 +354,7 @@ pub fn render_to(
         .iter()
         .filter(|r| !r.derived && matches!(r.section, Section::Primary | Section::TaskstatsDelay))
         .collect();
-    let title = format!("Per-thread metrics by {}", view.group_by);
+    let title = format!("Per-thread metrics by {}", view.group_by.name());
     table(&mut out, &title, &primary, cols, None);
     more_rows(&mut out, view.omitted_rows.0);
     flush(&mut out, w)?;
