@@ -1,9 +1,11 @@
-//! Text rendering of compare / show views: auto-scaled units (SI for ns and
-//! counts, USER_HZ ticks, IEC for bytes), aligned columns, colors only when
-//! asked (the caller decides: TTY and no `NO_COLOR`).
+//! Text rendering of compare / show views: auto-scaled units (SI for ns
+//! and counts, spelled as in every runq report: `µs`; USER_HZ ticks; IEC
+//! for bytes), aligned columns, colors only when asked (the caller
+//! decides: TTY and no `NO_COLOR`).
 
 use crate::compare::{Cell, Matched, Row, View};
 use crate::registry::{Section, Unit};
+use runq_kernel::util::units::{NS_UNITS, SI_PREFIXES};
 
 /// Formats a number in `unit` with an auto-scaled suffix.
 pub fn format_value(v: f64, unit: Unit) -> String {
@@ -22,8 +24,8 @@ pub fn format_value(v: f64, unit: Unit) -> String {
         }
     };
     match unit {
-        Unit::Ns => ladder(&[(1e9, "s"), (1e6, "ms"), (1e3, "us")], "ns"),
-        Unit::Count => ladder(&[(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")], ""),
+        Unit::Ns => ladder(&NS_UNITS, "ns"),
+        Unit::Count => ladder(&SI_PREFIXES, ""),
         Unit::Ticks => ladder(&[], "t"),
         Unit::Bytes => ladder(
             &[
@@ -431,6 +433,7 @@ mod tests {
     fn ladders() {
         assert_eq!(format_value(1_500_000.0, Unit::Ns), "1.500ms");
         assert_eq!(format_value(999.0, Unit::Ns), "999ns");
+        assert_eq!(format_value(-2_500.0, Unit::Ns), "-2.500µs");
         assert_eq!(format_value(-2_000.0, Unit::Count), "-2.000k");
         assert_eq!(format_value(7.5 * 1073741824.0, Unit::Bytes), "7.500GiB");
         assert_eq!(format_value(12.0, Unit::Ticks), "12t");
