@@ -5,6 +5,7 @@
 
 use crate::compare::{Cell, Matched, Row, View};
 use crate::registry::{Section, Unit};
+use runq_kernel::util::table::{Align, Table};
 use runq_kernel::util::units::{NS_UNITS, SI_PREFIXES};
 
 /// Formats a number in `unit` with an auto-scaled suffix.
@@ -100,6 +101,14 @@ impl Column {
             Column::Value => "value",
         }
     }
+
+    /// Names are left-aligned, numbers right-aligned.
+    fn align(self) -> Align {
+        match self {
+            Column::Group | Column::Threads | Column::Metric => Align::Left,
+            _ => Align::Right,
+        }
+    }
 }
 
 /// The columns of `compare` unless `--columns` says otherwise.
@@ -171,54 +180,15 @@ fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[Column], color: O
         return;
     }
     out.push_str(&format!("## {title}\n"));
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| cols.iter().map(|&c| column_value(r, c)).collect())
-        .collect();
-    let widths: Vec<usize> = cols
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            cells
-                .iter()
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-                .max(c.name().len())
-        })
-        .collect();
-    let line = |vals: &[String]| {
-        let mut s = String::new();
-        for (i, v) in vals.iter().enumerate() {
-            let pad = widths[i].saturating_sub(v.chars().count());
-            if i < 3 {
-                s.push_str(v);
-                s.push_str(&" ".repeat(pad));
-            } else {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(v);
-            }
-            s.push_str("  ");
-        }
-        s.trim_end().to_string()
-    };
-    out.push_str(&line(
-        &cols
-            .iter()
-            .map(|c| c.name().to_string())
-            .collect::<Vec<_>>(),
-    ));
-    out.push('\n');
-    for r in cells {
-        let l = line(&r);
-        match color {
-            Some(code) => out.push_str(&format!("\x1b[{code}m{l}\x1b[0m\n")),
-            None => {
-                out.push_str(&l);
-                out.push('\n');
-            }
-        }
+    let head: Vec<(&str, Align)> = cols.iter().map(|c| (c.name(), c.align())).collect();
+    let mut t = Table::new(&head);
+    for r in rows {
+        t.row(cols.iter().map(|&c| column_value(r, c)).collect());
     }
+    out.push_str(&t.render_styled(str::to_string, |l| match color {
+        Some(code) => format!("\x1b[{code}m{l}\x1b[0m"),
+        None => l.to_string(),
+    }));
     out.push('\n');
 }
 
@@ -253,27 +223,12 @@ fn host_table(out: &mut String, view: &View, compare: bool) {
         &["key", "value"]
     };
     out.push_str("## Host context\n");
-    let widths: Vec<usize> = (0..head.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([head[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |vals: Vec<String>| {
-        let cells: Vec<String> = vals
-            .iter()
-            .zip(&widths)
-            .map(|(v, w)| format!("{v:<w$}"))
-            .collect();
-        cells.join("  ").trim_end().to_string() + "\n"
-    };
-    out.push_str(&line(head.iter().map(|h| h.to_string()).collect()));
+    let head: Vec<(&str, Align)> = head.iter().map(|h| (*h, Align::Left)).collect();
+    let mut t = Table::new(&head);
     for r in rows {
-        out.push_str(&line(r));
+        t.row(r);
     }
+    out.push_str(&t.render(str::to_string));
     let same = view.host.len() - shown.len();
     if same > 0 {
         out.push_str(&format!(
@@ -396,32 +351,29 @@ fn exited_table(out: &mut String, view: &View) {
         return;
     }
     out.push_str("## Threads exited since the previous capture\n");
-    let w = view
-        .exited
-        .iter()
-        .map(|e| e.pcomm.len())
-        .max()
-        .unwrap_or(0)
-        .max(5);
-    out.push_str(&format!(
-        "{:<w$}  {:>7}  {:>7}  {:>11}  {:>11}  cgroup\n",
-        "pcomm", "tgid", "threads", "cpu", "cpu_delay"
-    ));
+    let mut t = Table::new(&[
+        ("pcomm", Align::Left),
+        ("tgid", Align::Right),
+        ("threads", Align::Right),
+        ("cpu", Align::Right),
+        ("cpu_delay", Align::Right),
+        ("cgroup", Align::Left),
+    ]);
     for e in &view.exited {
-        out.push_str(&format!(
-            "{:<w$}  {:>7}  {:>7}  {:>11}  {:>11}  {}\n",
-            e.pcomm,
-            e.tgid,
-            e.threads,
+        t.row(vec![
+            e.pcomm.clone(),
+            e.tgid.to_string(),
+            e.threads.to_string(),
             format_value(e.cpu_ns as f64, Unit::Ns),
             format_value(e.cpu_delay_ns as f64, Unit::Ns),
             if e.cgroup.is_empty() {
-                "(process gone)"
+                "(process gone)".to_string()
             } else {
-                &e.cgroup
-            }
-        ));
+                e.cgroup.clone()
+            },
+        ]);
     }
+    out.push_str(&t.render(str::to_string));
     out.push('\n');
 }
 
