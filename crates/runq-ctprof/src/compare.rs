@@ -171,10 +171,10 @@ pub struct Row {
     pub delta: Option<f64>,
     /// Percent delta relative to the baseline.
     pub pct: Option<f64>,
-    /// For text values: `same` or `differs`.
-    pub text_delta: Option<&'static str>,
-    /// `both`, `baseline-only` or `candidate-only`.
-    pub matched: &'static str,
+    /// For text values: whether the two sides are equal.
+    pub text_delta: Option<TextDelta>,
+    /// On which sides the group was found.
+    pub matched: Matched,
     /// Why the two sides cannot be compared (a source read on one side
     /// only, e.g. `taskstats eperm in candidate`); such rows sort last.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,6 +183,118 @@ pub struct Row {
     /// is within the noise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub noise: Option<median::Noise>,
+}
+
+/// On which sides a row's group was found (`show` rows are `both`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Matched {
+    /// In both snapshots (or the one snapshot of `show`).
+    Both,
+    /// In the baseline only.
+    BaselineOnly,
+    /// In the candidate only.
+    CandidateOnly,
+}
+
+impl Matched {
+    /// Where a group was found: on the baseline `b`, on the candidate `c`,
+    /// `comparing` two snapshots (else `show`).
+    pub fn of(b: bool, c: bool, comparing: bool) -> Matched {
+        match (b, c, comparing) {
+            (true, true, _) | (true, false, false) => Matched::Both,
+            (true, false, true) => Matched::BaselineOnly,
+            _ => Matched::CandidateOnly,
+        }
+    }
+
+    /// The JSON spelling, also printed next to unmatched groups.
+    pub fn name(self) -> &'static str {
+        match self {
+            Matched::Both => "both",
+            Matched::BaselineOnly => "baseline-only",
+            Matched::CandidateOnly => "candidate-only",
+        }
+    }
+}
+
+/// How two text values compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextDelta {
+    /// Equal.
+    Same,
+    /// Not equal.
+    Differs,
+}
+
+impl TextDelta {
+    /// `same` or `differs`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TextDelta::Same => "same",
+            TextDelta::Differs => "differs",
+        }
+    }
+}
+
+/// What a row shows apart from its two values: the input of
+/// [`RowSpec::row`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowSpec<'a> {
+    /// Sub-table.
+    pub section: Section,
+    /// A derived metric.
+    pub derived: bool,
+    /// Group key.
+    pub group: &'a str,
+    /// Threads in the group: baseline, candidate.
+    pub threads: (usize, usize),
+    /// Metric name.
+    pub metric: &'a str,
+    /// Display unit.
+    pub unit: Unit,
+    /// A `[0, 1]` ratio.
+    pub is_ratio: bool,
+    /// On which sides the group was found.
+    pub matched: Matched,
+}
+
+impl RowSpec<'_> {
+    /// The row of baseline value `b` and candidate value `c`, with their
+    /// delta, percent change and text comparison.
+    pub fn row(self, b: Cell, c: Cell) -> Row {
+        let delta = match (b.scalar(), c.scalar()) {
+            (Some(x), Some(y)) => Some(y - x),
+            _ => None,
+        };
+        let pct = match (b.scalar(), delta) {
+            (Some(x), Some(d)) if x != 0.0 && !self.is_ratio => Some(d / x.abs() * 100.0),
+            _ => None,
+        };
+        let text_delta = match (b.text(), c.text()) {
+            (Some(x), Some(y)) if x == y => Some(TextDelta::Same),
+            (Some(_), Some(_)) => Some(TextDelta::Differs),
+            _ => None,
+        };
+        Row {
+            section: self.section,
+            derived: self.derived,
+            group: self.group.to_string(),
+            threads: self.threads,
+            metric: self.metric.to_string(),
+            unit: self.unit,
+            is_ratio: self.is_ratio,
+            baseline: b,
+            candidate: c,
+            delta,
+            pct,
+            text_delta,
+            matched: self.matched,
+            incomparable: None,
+            noise: None,
+        }
+    }
 }
 
 /// Filters and ordering shared by compare and show.
@@ -258,50 +370,6 @@ pub fn group_metrics(
     (m, d)
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn make_row(
-    section: Section,
-    derived: bool,
-    group: &str,
-    threads: (usize, usize),
-    metric: &str,
-    unit: Unit,
-    is_ratio: bool,
-    b: Cell,
-    c: Cell,
-    matched: &'static str,
-) -> Row {
-    let delta = match (b.scalar(), c.scalar()) {
-        (Some(x), Some(y)) => Some(y - x),
-        _ => None,
-    };
-    let pct = match (b.scalar(), delta) {
-        (Some(x), Some(d)) if x != 0.0 && !is_ratio => Some(d / x.abs() * 100.0),
-        _ => None,
-    };
-    let text_delta = match (b.text(), c.text()) {
-        (Some(x), Some(y)) => Some(if x == y { "same" } else { "differs" }),
-        _ => None,
-    };
-    Row {
-        section,
-        derived,
-        group: group.to_string(),
-        threads,
-        metric: metric.to_string(),
-        unit,
-        is_ratio,
-        baseline: b,
-        candidate: c,
-        delta,
-        pct,
-        text_delta,
-        matched,
-        incomparable: None,
-        noise: None,
-    }
-}
-
 /// Builds the primary, taskstats and derived rows.
 fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions, mut sink: impl FnMut(Row)) {
     let keep = |name: &str| opts.metrics.is_empty() || opts.metrics.iter().any(|m| m == name);
@@ -312,11 +380,7 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions, mut sink: i
     for g in groups {
         let b = base.get(g);
         let c = cand.and_then(|c| c.get(g));
-        let matched = match (b.is_some(), c.is_some(), cand.is_some()) {
-            (true, true, _) | (true, false, false) => "both",
-            (true, false, true) => "baseline-only",
-            _ => "candidate-only",
-        };
+        let matched = Matched::of(b.is_some(), c.is_some(), cand.is_some());
         let threads = (b.map_or(0, |x| x.threads), c.map_or(0, |x| x.threads));
         let flag = |srcs: &[Source]| b.zip(c).and_then(|(b, c)| side::incomparable(srcs, b, c));
         for d in CTPROF_METRICS
@@ -332,18 +396,17 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions, mut sink: i
                 Unit::Ticks => Unit::Ns,
                 u => u,
             };
-            let mut row = make_row(
-                d.section,
-                false,
-                g,
+            let spec = RowSpec {
+                section: d.section,
+                derived: false,
+                group: g,
                 threads,
-                d.name,
+                metric: d.name,
                 unit,
-                false,
-                cell(b),
-                cell(c),
+                is_ratio: false,
                 matched,
-            );
+            };
+            let mut row = spec.row(cell(b), cell(c));
             row.incomparable = flag(metric_source(d).as_slice());
             sink(row);
         }
@@ -355,18 +418,17 @@ fn metric_rows(base: &Side, cand: Option<&Side>, opts: &ViewOptions, mut sink: i
                 s.and_then(|s| s.derived.get(d.name).copied().flatten())
                     .map_or(Cell::Missing, |value| Cell::Num { value })
             };
-            let mut row = make_row(
-                d.section,
-                true,
-                g,
+            let spec = RowSpec {
+                section: d.section,
+                derived: true,
+                group: g,
                 threads,
-                d.name,
-                d.unit,
-                d.is_ratio,
-                cell(b),
-                cell(c),
+                metric: d.name,
+                unit: d.unit,
+                is_ratio: d.is_ratio,
                 matched,
-            );
+            };
+            let mut row = spec.row(cell(b), cell(c));
             row.incomparable = flag(&side::derived_sources(d));
             sink(row);
         }
@@ -423,8 +485,8 @@ pub fn sort_rows(
 /// The whole result of a compare or show.
 #[derive(Debug, Clone, Serialize)]
 pub struct View {
-    /// Grouping axis name.
-    pub group_by: &'static str,
+    /// Grouping axis.
+    pub group_by: GroupBy,
     /// Rows, table by table (primary and taskstats first, derived, then
     /// the secondary sections).
     pub rows: Vec<Row>,
@@ -472,15 +534,6 @@ fn hosts(
         .into_iter()
         .filter_map(|(k, s)| Some((k, s?.host.clone()?)))
         .collect()
-}
-
-fn group_by_name(g: GroupBy) -> &'static str {
-    match g {
-        GroupBy::Pcomm => "pcomm",
-        GroupBy::Cgroup => "cgroup",
-        GroupBy::Comm => "comm",
-        GroupBy::CommExact => "comm-exact",
-    }
 }
 
 /// Builds, orders and limits the metric rows: the per-thread metric table
@@ -540,7 +593,7 @@ pub(crate) fn two_sided_view(
         names,
     ));
     View {
-        group_by: group_by_name(opts.grouping.by),
+        group_by: opts.grouping.by,
         rows,
         baseline_host_missing: base.host.is_none(),
         candidate_host_missing: cand.host.is_none(),
@@ -565,7 +618,7 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
         names.as_ref(),
     ));
     View {
-        group_by: group_by_name(opts.grouping.by),
+        group_by: opts.grouping.by,
         rows,
         baseline_host_missing: snap.host.is_none(),
         candidate_host_missing: false,
@@ -577,8 +630,6 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
         samples: None,
     }
 }
-
-pub(crate) use make_row as row;
 
 pub mod median;
 pub mod side;

@@ -6,8 +6,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::model::ThreadState;
 
-/// The grouping axis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The grouping axis (`--group-by`: `pcomm`, `cgroup`, `comm`,
+/// `comm-exact`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum GroupBy {
     /// Process name.
     Pcomm,
@@ -20,15 +23,14 @@ pub enum GroupBy {
 }
 
 impl GroupBy {
-    /// Parses `pcomm|cgroup|comm|comm-exact`.
-    pub fn parse(s: &str) -> Option<GroupBy> {
-        Some(match s {
-            "pcomm" => GroupBy::Pcomm,
-            "cgroup" => GroupBy::Cgroup,
-            "comm" => GroupBy::Comm,
-            "comm-exact" => GroupBy::CommExact,
-            _ => return None,
-        })
+    /// The `--group-by` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupBy::Pcomm => "pcomm",
+            GroupBy::Cgroup => "cgroup",
+            GroupBy::Comm => "comm",
+            GroupBy::CommExact => "comm-exact",
+        }
     }
 }
 

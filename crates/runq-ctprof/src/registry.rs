@@ -12,6 +12,7 @@ use crate::model::ThreadState;
 /// The sub-tables of compare / show output, selected with `--sections`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Section {
     /// Per-thread counters from procfs.
     Primary,
@@ -68,11 +69,6 @@ impl Section {
             Section::SmapsRollup => "smaps-rollup",
             Section::SchedExt => "sched-ext",
         }
-    }
-
-    /// Parses a `--sections` name.
-    pub fn from_name(name: &str) -> Option<Section> {
-        Section::ALL.into_iter().find(|s| s.name() == name)
     }
 
     /// True for the sections that only make sense with `--group-by cgroup`.

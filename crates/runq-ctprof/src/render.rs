@@ -1,9 +1,12 @@
-//! Text rendering of compare / show views: auto-scaled units (SI for ns and
-//! counts, USER_HZ ticks, IEC for bytes), aligned columns, colors only when
-//! asked (the caller decides: TTY and no `NO_COLOR`).
+//! Text rendering of compare / show views: auto-scaled units (SI for ns
+//! and counts, spelled as in every runq report: `µs`; USER_HZ ticks; IEC
+//! for bytes), aligned columns, colors only when asked (the caller
+//! decides: TTY and no `NO_COLOR`).
 
-use crate::compare::{Cell, Row, View};
+use crate::compare::{Cell, Matched, Row, View};
 use crate::registry::{Section, Unit};
+use runq_kernel::util::table::{Align, Table};
+use runq_kernel::util::units::{NS_UNITS, SI_PREFIXES};
 
 /// Formats a number in `unit` with an auto-scaled suffix.
 pub fn format_value(v: f64, unit: Unit) -> String {
@@ -22,8 +25,8 @@ pub fn format_value(v: f64, unit: Unit) -> String {
         }
     };
     match unit {
-        Unit::Ns => ladder(&[(1e9, "s"), (1e6, "ms"), (1e3, "us")], "ns"),
-        Unit::Count => ladder(&[(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")], ""),
+        Unit::Ns => ladder(&NS_UNITS, "ns"),
+        Unit::Count => ladder(&SI_PREFIXES, ""),
         Unit::Ticks => ladder(&[], "t"),
         Unit::Bytes => ladder(
             &[
@@ -58,36 +61,94 @@ fn cell_text(c: &Cell, unit: Unit) -> String {
     }
 }
 
-/// The layout columns `--columns` accepts.
-pub const COLUMNS: [&str; 9] = [
-    "group",
-    "threads",
-    "metric",
-    "baseline",
-    "candidate",
-    "delta",
-    "%",
-    "arrow",
-    "value",
+/// A layout column `--columns` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Column {
+    /// The group name, with `[only-baseline]`-style marks.
+    Group,
+    /// Thread counts (`baseline/candidate` when comparing).
+    Threads,
+    /// The metric name.
+    Metric,
+    /// The baseline value.
+    Baseline,
+    /// The candidate value.
+    Candidate,
+    /// Candidate minus baseline.
+    Delta,
+    /// The change in percent.
+    #[cfg_attr(feature = "clap", value(name = "%"))]
+    Pct,
+    /// An arrow for the direction of the change.
+    Arrow,
+    /// The single value of `show`.
+    Value,
+}
+
+impl Column {
+    /// The header (and `--columns` spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            Column::Group => "group",
+            Column::Threads => "threads",
+            Column::Metric => "metric",
+            Column::Baseline => "baseline",
+            Column::Candidate => "candidate",
+            Column::Delta => "delta",
+            Column::Pct => "%",
+            Column::Arrow => "arrow",
+            Column::Value => "value",
+        }
+    }
+
+    /// Names are left-aligned, numbers right-aligned.
+    fn align(self) -> Align {
+        match self {
+            Column::Group | Column::Threads | Column::Metric => Align::Left,
+            _ => Align::Right,
+        }
+    }
+}
+
+/// The columns of `compare` unless `--columns` says otherwise.
+const COMPARE_COLUMNS: [Column; 7] = [
+    Column::Group,
+    Column::Threads,
+    Column::Metric,
+    Column::Baseline,
+    Column::Candidate,
+    Column::Delta,
+    Column::Pct,
 ];
 
-fn column_value(r: &Row, col: &str) -> String {
+/// The columns of `show` unless `--columns` says otherwise.
+const SHOW_COLUMNS: [Column; 4] = [
+    Column::Group,
+    Column::Threads,
+    Column::Metric,
+    Column::Value,
+];
+
+fn column_value(r: &Row, col: Column) -> String {
     match col {
-        "group" => match (r.matched, &r.incomparable) {
-            ("both", None) => r.group.clone(),
-            ("both", Some(why)) => format!("{} [{why}]", r.group),
-            (m, _) => format!("{} [{}]", r.group, m),
+        Column::Group => match (r.matched, &r.incomparable) {
+            (Matched::Both, None) => r.group.clone(),
+            (Matched::Both, Some(why)) => format!("{} [{why}]", r.group),
+            (m, _) => format!("{} [{}]", r.group, m.name()),
         },
-        "threads" if r.threads == (0, 0) => String::new(),
-        "threads" if r.threads.1 == 0 && r.matched == "both" => r.threads.0.to_string(),
-        "threads" => format!("{}/{}", r.threads.0, r.threads.1),
-        "metric" => match crate::registry::metric(&r.metric) {
+        Column::Threads if r.threads == (0, 0) => String::new(),
+        Column::Threads if r.threads.1 == 0 && r.matched == Matched::Both => {
+            r.threads.0.to_string()
+        }
+        Column::Threads => format!("{}/{}", r.threads.0, r.threads.1),
+        Column::Metric => match crate::registry::metric(&r.metric) {
             Some(m) if m.is_dead => format!("{} [dead]", r.metric),
             _ => r.metric.clone(),
         },
-        "baseline" | "value" => cell_text(&r.baseline, r.unit),
-        "candidate" => cell_text(&r.candidate, r.unit),
-        "delta" => match (r.delta, r.text_delta) {
+        Column::Baseline | Column::Value => cell_text(&r.baseline, r.unit),
+        Column::Candidate => cell_text(&r.candidate, r.unit),
+        Column::Delta => match (r.delta, r.text_delta) {
             (Some(d), _) => {
                 let s = format_value(d, r.unit);
                 let noise = if r.noise.is_some_and(|n| n.within) {
@@ -101,70 +162,33 @@ fn column_value(r: &Row, col: &str) -> String {
                     format!("{s}{noise}")
                 }
             }
-            (None, Some(t)) => t.to_string(),
+            (None, Some(t)) => t.name().to_string(),
             _ => "-".into(),
         },
-        "%" if r.is_ratio => String::new(),
-        "%" => r.pct.map_or("-".into(), |p| format!("{p:+.1}%")),
-        "arrow" => match r.delta {
+        Column::Pct if r.is_ratio => String::new(),
+        Column::Pct => r.pct.map_or("-".into(), |p| format!("{p:+.1}%")),
+        Column::Arrow => match r.delta {
             Some(d) if d > 0.0 => "↑".into(),
             Some(d) if d < 0.0 => "↓".into(),
             _ => String::new(),
         },
-        _ => String::new(),
     }
 }
 
-fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[&str], color: Option<u8>) {
+fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[Column], color: Option<u8>) {
     if rows.is_empty() {
         return;
     }
     out.push_str(&format!("## {title}\n"));
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| cols.iter().map(|c| column_value(r, c)).collect())
-        .collect();
-    let widths: Vec<usize> = cols
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            cells
-                .iter()
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-                .max(c.len())
-        })
-        .collect();
-    let line = |vals: &[String]| {
-        let mut s = String::new();
-        for (i, v) in vals.iter().enumerate() {
-            let pad = widths[i].saturating_sub(v.chars().count());
-            if i < 3 {
-                s.push_str(v);
-                s.push_str(&" ".repeat(pad));
-            } else {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(v);
-            }
-            s.push_str("  ");
-        }
-        s.trim_end().to_string()
-    };
-    out.push_str(&line(
-        &cols.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
-    ));
-    out.push('\n');
-    for r in cells {
-        let l = line(&r);
-        match color {
-            Some(code) => out.push_str(&format!("\x1b[{code}m{l}\x1b[0m\n")),
-            None => {
-                out.push_str(&l);
-                out.push('\n');
-            }
-        }
+    let head: Vec<(&str, Align)> = cols.iter().map(|c| (c.name(), c.align())).collect();
+    let mut t = Table::new(&head);
+    for r in rows {
+        t.row(cols.iter().map(|&c| column_value(r, c)).collect());
     }
+    out.push_str(&t.render_styled(str::to_string, |l| match color {
+        Some(code) => format!("\x1b[{code}m{l}\x1b[0m"),
+        None => l.to_string(),
+    }));
     out.push('\n');
 }
 
@@ -199,27 +223,12 @@ fn host_table(out: &mut String, view: &View, compare: bool) {
         &["key", "value"]
     };
     out.push_str("## Host context\n");
-    let widths: Vec<usize> = (0..head.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([head[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |vals: Vec<String>| {
-        let cells: Vec<String> = vals
-            .iter()
-            .zip(&widths)
-            .map(|(v, w)| format!("{v:<w$}"))
-            .collect();
-        cells.join("  ").trim_end().to_string() + "\n"
-    };
-    out.push_str(&line(head.iter().map(|h| h.to_string()).collect()));
+    let head: Vec<(&str, Align)> = head.iter().map(|h| (*h, Align::Left)).collect();
+    let mut t = Table::new(&head);
     for r in rows {
-        out.push_str(&line(r));
+        t.row(r);
     }
+    out.push_str(&t.render(str::to_string));
     let same = view.host.len() - shown.len();
     if same > 0 {
         out.push_str(&format!(
@@ -255,7 +264,7 @@ fn unavailable_note(out: &mut String, view: &View) {
 }
 
 /// Renders a view as text tables. `columns` empty means the default set.
-pub fn render(view: &View, compare: bool, columns: &[String], color: bool) -> String {
+pub fn render(view: &View, compare: bool, columns: &[Column], color: bool) -> String {
     let mut out = Vec::new();
     // Writing to a Vec cannot fail.
     let _ = render_to(view, compare, columns, color, &mut out);
@@ -275,20 +284,14 @@ fn more_rows(out: &mut String, n: usize) {
 pub fn render_to(
     view: &View,
     compare: bool,
-    columns: &[String],
+    columns: &[Column],
     color: bool,
     w: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let default: Vec<&str> = if compare {
-        // group .. "%": every column but the arrow and the single value.
-        COLUMNS[..7].to_vec()
-    } else {
-        vec!["group", "threads", "metric", "value"]
-    };
-    let cols: Vec<&str> = if columns.is_empty() {
-        default
-    } else {
-        columns.iter().map(String::as_str).collect()
+    let cols: &[Column] = match (columns.is_empty(), compare) {
+        (false, _) => columns,
+        (true, true) => &COMPARE_COLUMNS,
+        (true, false) => &SHOW_COLUMNS,
     };
     let mut out = String::new();
     let mut wrote = false;
@@ -308,8 +311,8 @@ pub fn render_to(
         .iter()
         .filter(|r| !r.derived && matches!(r.section, Section::Primary | Section::TaskstatsDelay))
         .collect();
-    let title = format!("Per-thread metrics by {}", view.group_by);
-    table(&mut out, &title, &primary, &cols, None);
+    let title = format!("Per-thread metrics by {}", view.group_by.name());
+    table(&mut out, &title, &primary, cols, None);
     more_rows(&mut out, view.omitted_rows.0);
     flush(&mut out, w)?;
     let derived: Vec<&Row> = view.rows.iter().filter(|r| r.derived).collect();
@@ -317,14 +320,14 @@ pub fn render_to(
         &mut out,
         "Derived metrics",
         &derived,
-        &cols,
+        cols,
         color.then_some(34),
     );
     more_rows(&mut out, view.omitted_rows.1);
     flush(&mut out, w)?;
     for s in Section::ALL.into_iter().skip(3) {
         let rows: Vec<&Row> = view.rows.iter().filter(|r| r.section == s).collect();
-        table(&mut out, s.name(), &rows, &cols, None);
+        table(&mut out, s.name(), &rows, cols, None);
         flush(&mut out, w)?;
     }
     exited_table(&mut out, view);
@@ -348,32 +351,29 @@ fn exited_table(out: &mut String, view: &View) {
         return;
     }
     out.push_str("## Threads exited since the previous capture\n");
-    let w = view
-        .exited
-        .iter()
-        .map(|e| e.pcomm.len())
-        .max()
-        .unwrap_or(0)
-        .max(5);
-    out.push_str(&format!(
-        "{:<w$}  {:>7}  {:>7}  {:>11}  {:>11}  cgroup\n",
-        "pcomm", "tgid", "threads", "cpu", "cpu_delay"
-    ));
+    let mut t = Table::new(&[
+        ("pcomm", Align::Left),
+        ("tgid", Align::Right),
+        ("threads", Align::Right),
+        ("cpu", Align::Right),
+        ("cpu_delay", Align::Right),
+        ("cgroup", Align::Left),
+    ]);
     for e in &view.exited {
-        out.push_str(&format!(
-            "{:<w$}  {:>7}  {:>7}  {:>11}  {:>11}  {}\n",
-            e.pcomm,
-            e.tgid,
-            e.threads,
+        t.row(vec![
+            e.pcomm.clone(),
+            e.tgid.to_string(),
+            e.threads.to_string(),
             format_value(e.cpu_ns as f64, Unit::Ns),
             format_value(e.cpu_delay_ns as f64, Unit::Ns),
             if e.cgroup.is_empty() {
-                "(process gone)"
+                "(process gone)".to_string()
             } else {
-                &e.cgroup
-            }
-        ));
+                e.cgroup.clone()
+            },
+        ]);
     }
+    out.push_str(&t.render(str::to_string));
     out.push('\n');
 }
 
@@ -385,6 +385,7 @@ mod tests {
     fn ladders() {
         assert_eq!(format_value(1_500_000.0, Unit::Ns), "1.500ms");
         assert_eq!(format_value(999.0, Unit::Ns), "999ns");
+        assert_eq!(format_value(-2_500.0, Unit::Ns), "-2.500µs");
         assert_eq!(format_value(-2_000.0, Unit::Count), "-2.000k");
         assert_eq!(format_value(7.5 * 1073741824.0, Unit::Bytes), "7.500GiB");
         assert_eq!(format_value(12.0, Unit::Ticks), "12t");

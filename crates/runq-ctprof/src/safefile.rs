@@ -8,6 +8,22 @@
 //! the same directory. A symlink or a file of another owner at the
 //! destination is refused; a symlink planted after the check is replaced by
 //! the rename, never followed.
+//!
+//! Why not `tempfile::NamedTempFile::new_in(dir)` + `persist` (checked
+//! against tempfile 3.27): its create is `create_new` (`O_CREAT|O_EXCL`,
+//! which never follows a symlink) and `persist` is `rename(2)` (which
+//! replaces a symlink at the destination), so those two guarantees hold.
+//! But both calls take paths and resolve the directory again each time,
+//! from the process's working directory. Here the directory is opened
+//! once and the check, the create and the rename all go through that
+//! descriptor (`fstatat`/`openat`/`renameat2`), so they act on one
+//! directory inode. With tempfile, whoever owns a directory on the path
+//! could swap it for a symlink between the check and the create or the
+//! rename, and root would write the file into a directory of their
+//! choosing: the class of bug this module exists to prevent. tempfile
+//! would also create the file 0600 (a snapshot is 0644), and the
+//! destination check and the fsyncs would stay hand-written, so it would
+//! replace only the temporary name, the create and the rename.
 
 use std::ffi::CString;
 use std::io::{self, Write};

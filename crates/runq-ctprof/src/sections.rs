@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::avail::{Reason, Source};
-use crate::compare::{row, Cell, Row, ViewOptions};
+use crate::compare::{Cell, Matched, Row, RowSpec, ViewOptions};
 use crate::group::{flatten_cgroup, group_threads_named, CommNames, GroupBy};
 use crate::model::{CgroupStats, CtprofSnapshot, Psi, PsiResource};
 use crate::registry::{Section, Unit};
@@ -281,28 +281,28 @@ fn join(s: Section, b: &SideReadings, c: Option<&SideReadings>, rows: &mut Vec<R
         let cv = c.and_then(|c| c.values.get(k));
         let unit = bv.or(cv).map_or(Unit::Count, |v| v.0);
         let unread = |side: Option<&SideReadings>| side.and_then(|x| x.unread.get(&k.0)).copied();
-        let (mut matched, mut why) = match (bv.is_some(), cv.is_some(), c.is_some()) {
-            (true, true, _) | (true, false, false) => ("both", None),
-            (true, false, true) => ("baseline-only", unread(c).map(|r| (r, "candidate"))),
-            _ => ("candidate-only", unread(Some(b)).map(|r| (r, "baseline"))),
+        let mut matched = Matched::of(bv.is_some(), cv.is_some(), c.is_some());
+        let mut why = match matched {
+            Matched::Both => None,
+            Matched::BaselineOnly => unread(c).map(|r| (r, "candidate")),
+            Matched::CandidateOnly => unread(Some(b)).map(|r| (r, "baseline")),
         };
         if why.is_some() {
-            matched = "both";
+            matched = Matched::Both;
         }
         let cell = |v: Option<&(Unit, Cell)>| v.map_or(Cell::Missing, |v| v.1.clone());
         let ratio = unit == Unit::Scalar && k.1.contains(".avg");
-        let mut r = row(
-            s,
-            false,
-            &k.0,
-            (0, 0),
-            &k.1,
+        let spec = RowSpec {
+            section: s,
+            derived: false,
+            group: &k.0,
+            threads: (0, 0),
+            metric: &k.1,
             unit,
-            ratio,
-            cell(bv),
-            cell(cv),
+            is_ratio: ratio,
             matched,
-        );
+        };
+        let mut r = spec.row(cell(bv), cell(cv));
         r.incomparable = why
             .take()
             .map(|(r, side)| format!("smaps_rollup {} in {side}", r.name()));

@@ -2,6 +2,7 @@
 //! function, file:line), per-worker utilization and event counts,
 //! run-queue statistics, the discovery method and lost events.
 
+use runq_kernel::util::table::{Align, Table};
 use runq_kernel::util::units::fmt_ms;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -217,23 +218,27 @@ fn render_blockers(out: &mut String, r: &Report) {
     } else if r.blockers.is_empty() {
         let _ = writeln!(out, "no blockers above the threshold");
     } else {
-        let _ = writeln!(
-            out,
-            "{:<26} {:>6} {:>10} {:>9}  culprit",
-            "category", "count", "total", "max"
-        );
+        let mut t = Table::new(&[
+            ("category", Align::Left),
+            ("count", Align::Right),
+            ("total", Align::Right),
+            ("max", Align::Right),
+            ("culprit", Align::Left),
+        ]);
         for b in &r.blockers {
-            let _ = writeln!(
-                out,
-                "{:<26} {:>6} {:>10} {:>9}  {} ({})",
-                b.category.label(),
-                b.count,
+            t.row(vec![
+                b.category.label().to_string(),
+                b.count.to_string(),
                 fmt_ms(b.total_ns),
                 fmt_ms(b.max_ns),
-                b.function,
-                b.location.as_deref().unwrap_or("no file:line")
-            );
+                format!(
+                    "{} ({})",
+                    b.function,
+                    b.location.as_deref().unwrap_or("no file:line")
+                ),
+            ]);
         }
+        out.push_str(&t.render(str::to_string));
     }
 }
 

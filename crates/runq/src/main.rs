@@ -8,7 +8,6 @@ mod junit;
 mod output;
 mod stats;
 mod style;
-mod table;
 
 use std::process::ExitCode;
 

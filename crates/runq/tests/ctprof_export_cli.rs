@@ -6,10 +6,9 @@ mod common;
 
 use common::runq;
 
-#[test]
-fn export_writes_files_and_refuses_symlinks() {
-    let d = tempfile::tempdir().unwrap();
-    let snap = d.path().join("s.ctprof.zst");
+/// Captures a snapshot into `dir` and checks the capability line.
+fn capture(dir: &std::path::Path) -> std::path::PathBuf {
+    let snap = dir.join("s.ctprof.zst");
     let out = runq()
         .args([
             "ctprof",
@@ -36,6 +35,13 @@ fn export_writes_files_and_refuses_symlinks() {
     ] {
         assert!(caps.contains(name), "{caps}");
     }
+    snap
+}
+
+#[test]
+fn export_writes_openmetrics_to_a_file() {
+    let d = tempfile::tempdir().unwrap();
+    let snap = capture(d.path());
     let prom = d.path().join("runq.prom");
     let out = runq()
         .args([
@@ -54,6 +60,12 @@ fn export_writes_files_and_refuses_symlinks() {
     assert!(
         body.ends_with("# EOF\n") && body.contains("runq_thread_run_time_seconds_total{cgroup=\"")
     );
+}
+
+#[test]
+fn a_symlink_at_the_output_is_refused_and_a_bad_format_is_a_usage_error() {
+    let d = tempfile::tempdir().unwrap();
+    let snap = capture(d.path());
     let victim = d.path().join("victim");
     std::fs::write(&victim, "keep\n").unwrap();
     let link = d.path().join("link.prom");

@@ -25,14 +25,7 @@ fn fixture(root: &Path, run_ns: u64) {
 }
 
 fn snap(root: &Path) -> CtprofSnapshot {
-    capture(&CaptureOptions {
-        proc_root: root.to_path_buf(),
-        sys_root: root.join("sys"),
-        taskstats: false,
-        jemalloc: false,
-        cgroups: false,
-        workers: 1,
-    })
+    capture(&CaptureOptions::fixture(root, 1))
 }
 
 fn row<'a>(v: &'a crate::compare::View, metric: &str) -> &'a crate::compare::Row {

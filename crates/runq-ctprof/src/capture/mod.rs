@@ -52,6 +52,22 @@ impl Default for CaptureOptions {
     }
 }
 
+#[cfg(test)]
+impl CaptureOptions {
+    /// Reads a fake procfs/sysfs tree under `root` with `workers` readers
+    /// and nothing that needs privileges (no taskstats, jemalloc, cgroups).
+    pub(crate) fn fixture(root: &std::path::Path, workers: usize) -> Self {
+        CaptureOptions {
+            proc_root: root.to_path_buf(),
+            sys_root: root.join("sys"),
+            taskstats: false,
+            jemalloc: false,
+            cgroups: false,
+            workers,
+        }
+    }
+}
+
 /// Nanoseconds since the Unix epoch.
 pub fn now_unix_ns() -> u64 {
     std::time::SystemTime::now()

@@ -14,14 +14,7 @@ fn task(root: &Path, tgid: u32, tid: u32, comm: &str) -> PathBuf {
 }
 
 fn opts(root: &Path) -> CaptureOptions {
-    CaptureOptions {
-        proc_root: root.to_path_buf(),
-        sys_root: root.join("sys"),
-        taskstats: false,
-        cgroups: false,
-        jemalloc: false,
-        workers: 2,
-    }
+    CaptureOptions::fixture(root, 2)
 }
 
 #[test]

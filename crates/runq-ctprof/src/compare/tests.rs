@@ -42,17 +42,17 @@ fn deltas_unmatched_and_default_sort() {
     assert!(v
         .rows
         .iter()
-        .any(|r| r.group == "gone" && r.matched == "baseline-only"));
+        .any(|r| r.group == "gone" && r.matched == Matched::BaselineOnly));
     assert!(v
         .rows
         .iter()
-        .any(|r| r.group == "new" && r.matched == "candidate-only"));
+        .any(|r| r.group == "new" && r.matched == Matched::CandidateOnly));
     let pol = v
         .rows
         .iter()
         .find(|r| r.group == "app" && r.metric == "policy")
         .unwrap();
-    assert_eq!(pol.text_delta, Some("same"));
+    assert_eq!(pol.text_delta, Some(TextDelta::Same));
     let first_none = v.rows.iter().position(|r| r.delta.is_none()).unwrap();
     assert!(v.rows[first_none..]
         .iter()
@@ -162,7 +162,7 @@ fn comm_rows_match_across_snapshots() {
     let groups: Vec<(&str, &str)> = v
         .rows
         .iter()
-        .map(|r| (r.group.as_str(), r.matched))
+        .map(|r| (r.group.as_str(), r.matched.name()))
         .collect();
     assert_eq!(groups, [("worker-{N}", "both"), ("main", "both")]);
     assert_eq!(v.rows[0].delta, Some(2000.0));

@@ -25,14 +25,7 @@ fn opts(root: &Path, out: &Path, stop: Stop, max_bytes: Option<u64>) -> RecordOp
         stop,
         max_bytes,
         full_every: 60,
-        capture: CaptureOptions {
-            proc_root: root.to_path_buf(),
-            sys_root: root.join("sys"),
-            taskstats: false,
-            jemalloc: false,
-            cgroups: false,
-            workers: 1,
-        },
+        capture: CaptureOptions::fixture(root, 1),
     }
 }
 

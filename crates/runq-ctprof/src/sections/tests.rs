@@ -128,7 +128,7 @@ fn denied_smaps_rollup_is_incomparable_not_unmatched() {
     };
     let rows = secondary_rows(&a, Some(&b), &opts, None);
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].matched, "both");
+    assert_eq!(rows[0].matched, Matched::Both);
     assert_eq!(
         rows[0].incomparable.as_deref(),
         Some("smaps_rollup eperm in candidate")
@@ -137,6 +137,6 @@ fn denied_smaps_rollup_is_incomparable_not_unmatched() {
     // A process really gone stays unmatched.
     b.threads.clear();
     let rows = secondary_rows(&a, Some(&b), &opts, None);
-    assert_eq!(rows[0].matched, "baseline-only");
+    assert_eq!(rows[0].matched, Matched::BaselineOnly);
     assert_eq!(rows[0].incomparable, None);
 }

@@ -1,6 +1,14 @@
 //! One spelling of times and rates for every report: `ns`, `µs`, `ms`,
 //! `s`, and `k`/`M`/`G` rates.
 
+/// The time units above ns, largest first, as `(ns per unit, suffix)`:
+/// for reports that scale with their own precision (ctprof prints three
+/// decimals) but must spell units like every other report.
+pub const NS_UNITS: [(f64, &str); 3] = [(1e9, "s"), (1e6, "ms"), (1e3, "µs")];
+
+/// The SI count prefixes, largest first, as `(factor, suffix)`.
+pub const SI_PREFIXES: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+
 /// A time in ns with an SI unit: `850ns`, `1.5µs`, `2.50ms`, `3.00s`
 /// (negative values keep their sign).
 pub fn fmt_ns(ns: f64) -> String {

@@ -15,7 +15,7 @@ use analyze::{Row, Verdict};
 
 use crate::exit;
 use crate::junit::{Case, Outcome, Suite};
-use crate::table::{Align, Table};
+use runq_kernel::util::table::{Align, Table};
 
 /// How the interval is computed, as printed and written to JSON.
 const METHOD: &str = "95% Hodges-Lehmann interval of the shift B-A from the Mann-Whitney rank \

@@ -25,33 +25,61 @@ pub struct ExportArgs {
     pub snapshot: PathBuf,
     /// `openmetrics`: Prometheus text exposition closed by `# EOF` (what
     /// node_exporter's textfile collector reads); `csv`: one row per group.
-    #[arg(long, value_name = "FORMAT", value_parser = ["openmetrics", "csv"])]
-    pub format: String,
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub format: Format,
     /// Label / row axis. `thread` gives one series per thread (pcomm, comm,
     /// cgroup, tgid, tid labels): high cardinality, only when you need it.
-    #[arg(long, value_name = "AXIS", default_value = "pcomm", value_parser = ["pcomm", "cgroup", "comm", "comm-exact", "thread"])]
-    pub group_by: String,
+    #[arg(long, value_name = "AXIS", value_enum, default_value_t = Axis::Pcomm)]
+    pub group_by: Axis,
     /// Write to FILE atomically (temporary file + rename in the same
     /// directory; never through a symlink) instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
-fn group(axis: &str) -> anyhow::Result<ExportGroup> {
-    if axis == "thread" {
-        return Ok(ExportGroup::Thread);
-    }
-    let by = GroupBy::parse(axis).ok_or_else(|| exit::usage(format!("bad --group-by {axis}")))?;
-    Ok(ExportGroup::By(Grouping {
+/// `--format` of `runq ctprof export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Prometheus text exposition.
+    Openmetrics,
+    /// One CSV row per group.
+    Csv,
+}
+
+/// `--group-by` of `runq ctprof export`: a grouping axis or one series
+/// per thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Axis {
+    /// Process name.
+    Pcomm,
+    /// cgroup v2 path.
+    Cgroup,
+    /// Thread name with pools collapsed.
+    Comm,
+    /// Literal thread name.
+    CommExact,
+    /// One series per thread.
+    Thread,
+}
+
+fn group(axis: Axis) -> ExportGroup {
+    let by = match axis {
+        Axis::Thread => return ExportGroup::Thread,
+        Axis::Pcomm => GroupBy::Pcomm,
+        Axis::Cgroup => GroupBy::Cgroup,
+        Axis::Comm => GroupBy::Comm,
+        Axis::CommExact => GroupBy::CommExact,
+    };
+    ExportGroup::By(Grouping {
         by,
         normalize: by == GroupBy::Comm,
         ..Grouping::default()
-    }))
+    })
 }
 
 /// Runs `runq ctprof export`.
 pub fn execute(args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let group = group(&args.group_by)?;
+    let group = group(args.group_by);
     if let Some(out) = &args.output {
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
         if out.is_dir() || parent.is_some_and(|p| !p.is_dir()) {
@@ -63,9 +91,9 @@ pub fn execute(args: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     let snap = load(&args.snapshot)?;
     let mut buf = Vec::with_capacity(snap.threads.len() * 64);
-    match args.format.as_str() {
-        "csv" => write_csv(&snap, &group, &mut buf)?,
-        _ => write_openmetrics(&snap, &group, &mut buf)?,
+    match args.format {
+        Format::Csv => write_csv(&snap, &group, &mut buf)?,
+        Format::Openmetrics => write_openmetrics(&snap, &group, &mut buf)?,
     }
     match &args.output {
         Some(out) => write_atomic(out, &buf, Replace::OwnFile)

@@ -102,8 +102,10 @@ impl Recorder {
             Some(p) => out.push_str(&format!("ctprof: compare of the run's cgroups ({p}/...), grouped by cgroup\n\n")),
             None => out.push_str("ctprof: workers ran without cgroups; compare of every process, grouped by pcomm\n\n"),
         }
-        view.rows
-            .retain(|r| r.delta.is_some_and(|d| d != 0.0) || r.text_delta == Some("differs"));
+        view.rows.retain(|r| {
+            r.delta.is_some_and(|d| d != 0.0)
+                || r.text_delta == Some(runq_ctprof::compare::TextDelta::Differs)
+        });
         out.push_str(&runq_ctprof::render::render(&view, true, &[], color));
         Ok(out)
     }

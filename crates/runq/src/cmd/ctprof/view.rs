@@ -6,7 +6,7 @@ use runq_ctprof::compare::ViewOptions;
 use runq_ctprof::derived::CTPROF_DERIVED_METRICS;
 use runq_ctprof::group::{Glob, GroupBy, Grouping};
 use runq_ctprof::registry::{Section, CTPROF_METRICS};
-use runq_ctprof::render::COLUMNS;
+use runq_ctprof::render::Column;
 use runq_ctprof::CtprofSnapshot;
 use runq_kernel::util::closest;
 
@@ -20,8 +20,8 @@ pub const DEFAULT_LIMIT: usize = 100;
 pub struct ViewArgs {
     /// Group threads by process name, cgroup path, thread name (pools
     /// collapsed: tokio-worker-{N}) or literal thread name.
-    #[arg(long, value_name = "AXIS", default_value = "pcomm", value_parser = ["pcomm", "cgroup", "comm", "comm-exact"])]
-    pub group_by: String,
+    #[arg(long, value_name = "AXIS", value_enum, default_value_t = GroupBy::Pcomm)]
+    pub group_by: GroupBy,
     /// With `--group-by comm`: keep literal thread names.
     #[arg(long)]
     pub no_thread_normalize: bool,
@@ -29,21 +29,19 @@ pub struct ViewArgs {
     /// e.g. '/system.slice/*.scope'.
     #[arg(long = "cgroup-flatten", value_name = "GLOB")]
     pub cgroup_flatten: Vec<String>,
-    /// Sub-tables to render (comma-separated): primary, taskstats-delay,
-    /// derived, cgroup-stats, cgroup-limits, memory-stat, memory-events,
-    /// pressure, host-pressure, smaps-rollup, sched-ext.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
-    pub sections: Vec<String>,
+    /// Sub-tables to render (comma-separated; default: all).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    pub sections: Vec<Section>,
     /// Metric rows to keep (comma-separated names from `metric-list`).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub metrics: Vec<String>,
     /// Order groups by a metric (derived ones too): NAME[:asc|:desc].
     #[arg(long, value_name = "METRIC[:asc|desc]")]
     pub sort_by: Option<String>,
-    /// Columns to print (comma-separated): group, threads, metric,
-    /// baseline, candidate, delta, %, arrow, value.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
-    pub columns: Vec<String>,
+    /// Columns to print (comma-separated; default: group .. % for
+    /// compare, group, threads, metric, value for show).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    pub columns: Vec<Column>,
     /// Keep at most N rows per table (default 100; 0 = all). A line says
     /// how many rows were left out.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_LIMIT)]
@@ -73,30 +71,22 @@ fn check_metric(name: &str) -> anyhow::Result<()> {
 impl ViewArgs {
     /// Validates the flags into view options.
     pub fn options(&self) -> anyhow::Result<ViewOptions> {
-        let by = GroupBy::parse(&self.group_by).ok_or_else(|| exit::usage("bad --group-by"))?;
-        let by = if by == GroupBy::Comm && self.no_thread_normalize {
-            GroupBy::CommExact
-        } else {
-            by
+        let by = match self.group_by {
+            GroupBy::Comm if self.no_thread_normalize => GroupBy::CommExact,
+            by => by,
         };
         let flatten = self
             .cgroup_flatten
             .iter()
             .map(|g| Glob::new(g).map_err(|e| exit::usage(e.to_string())))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let mut sections = Vec::new();
-        for s in self.sections.iter().filter(|s| !s.is_empty()) {
-            let sec = Section::from_name(s).ok_or_else(|| {
-                let names: Vec<&str> = Section::ALL.iter().map(|s| s.name()).collect();
-                exit::usage(format!(
-                    "unknown section {s:?}: use one of {}",
-                    names.join(", ")
-                ))
-            })?;
-            if sec.needs_cgroup_grouping() && by != GroupBy::Cgroup {
-                eprintln!("runq: warning: section {s} needs --group-by cgroup; it renders no rows");
+        for s in &self.sections {
+            if s.needs_cgroup_grouping() && by != GroupBy::Cgroup {
+                eprintln!(
+                    "runq: warning: section {} needs --group-by cgroup; it renders no rows",
+                    s.name()
+                );
             }
-            sections.push(sec);
         }
         for m in &self.metrics {
             check_metric(m)?;
@@ -118,21 +108,13 @@ impl ViewArgs {
                 Some((name.to_string(), desc))
             }
         };
-        for c in &self.columns {
-            if !COLUMNS.contains(&c.as_str()) {
-                return Err(exit::usage(format!(
-                    "unknown column {c:?}: use {}",
-                    COLUMNS.join(", ")
-                )));
-            }
-        }
         Ok(ViewOptions {
             grouping: Grouping {
                 by,
                 normalize: !self.no_thread_normalize,
                 flatten,
             },
-            sections,
+            sections: self.sections.clone(),
             metrics: self.metrics.clone(),
             sort_by,
             limit: (self.limit > 0).then_some(self.limit),

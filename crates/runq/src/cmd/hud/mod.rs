@@ -110,7 +110,7 @@ impl From<UnwindArg> for UnwindChoice {
 fn parse_threshold(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s).map_err(|e| e.to_string())?;
     if d < Duration::from_micros(100) {
-        return Err("the threshold must be at least 100us".into());
+        return Err("the threshold must be at least 100µs".into());
     }
     Ok(d)
 }

@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use runq_workload::{Placement, RunOutcome, WakeFigure, WorkerExitInfo};
 
 use crate::style::paint;
-use crate::table::{Align, Table};
+use runq_kernel::util::table::{Align, Table};
 use runq_kernel::util::units::{self, fmt_rate};
 
 /// A progress bar on a TTY for runs longer than a second.

@@ -1,6 +1,6 @@
 //! One text table printer for every report: columns as wide as their
 //! widest cell (in chars, so `µs` counts once), left- or right-aligned,
-//! two spaces apart, the last column unpadded.
+//! two spaces apart, no trailing blanks.
 
 use std::fmt::Write;
 
@@ -39,6 +39,16 @@ impl Table {
     /// The header line and every row, each ending in `\n`. `style_header`
     /// wraps the header line (e.g. in bold).
     pub fn render(&self, style_header: impl Fn(&str) -> String) -> String {
+        self.render_styled(style_header, str::to_string)
+    }
+
+    /// As [`Table::render`], with `style_row` wrapping each row line (e.g.
+    /// in a colour).
+    pub fn render_styled(
+        &self,
+        style_header: impl Fn(&str) -> String,
+        style_row: impl Fn(&str) -> String,
+    ) -> String {
         let widths: Vec<usize> = (0..self.header.len())
             .map(|c| {
                 std::iter::once(&self.header)
@@ -51,7 +61,7 @@ impl Table {
         let mut out = String::new();
         let _ = writeln!(out, "{}", style_header(&self.line(&self.header, &widths)));
         for r in &self.rows {
-            let _ = writeln!(out, "{}", self.line(r, &widths));
+            let _ = writeln!(out, "{}", style_row(&self.line(r, &widths)));
         }
         out
     }
@@ -71,6 +81,7 @@ impl Table {
                 Align::Left => line.extend(cell.chars().chain(std::iter::repeat_n(' ', pad))),
             }
         }
+        line.truncate(line.trim_end().len());
         line
     }
 }
@@ -96,12 +107,17 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "group                  p99  note");
         assert_eq!(lines[1], "PriorityInversion    1.5µs  ok");
-        assert_eq!(lines[2], "a                  12.25ms  ");
+        assert_eq!(lines[2], "a                  12.25ms");
     }
 
     #[test]
-    fn the_header_can_be_styled() {
-        let t = Table::new(&[("a", Align::Left)]);
-        assert_eq!(t.render(|h| format!("<{h}>")), "<a>\n");
+    fn the_header_and_rows_can_be_styled() {
+        let mut t = Table::new(&[("a", Align::Left), ("b", Align::Right)]);
+        t.row(vec!["x".into(), "".into()]);
+        assert_eq!(t.render(|h| format!("<{h}>")), "<a  b>\nx\n");
+        assert_eq!(
+            t.render_styled(str::to_string, |r| format!("[{r}]")),
+            "a  b\n[x]\n"
+        );
     }
 }
