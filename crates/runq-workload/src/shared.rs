@@ -28,6 +28,16 @@ impl SharedRegion {
         unsafe { &*(self.0.as_ptr().add(offset) as *const AtomicU32) }
     }
 
+    /// The `AtomicU32` at byte `offset` as a handle that keeps the region
+    /// alive and reaches the word without a lookup (hot loops).
+    pub fn word_u32(&self, offset: usize) -> SharedWord {
+        let ptr = std::ptr::NonNull::from(self.atomic_u32(offset));
+        SharedWord {
+            _region: self.clone(),
+            ptr,
+        }
+    }
+
     /// The `AtomicU64` at byte `offset` (must be 8-aligned and in range).
     pub fn atomic_u64(&self, offset: usize) -> &std::sync::atomic::AtomicU64 {
         assert!(
@@ -46,6 +56,24 @@ impl SharedRegion {
     /// True when the region is empty (never, in practice).
     pub fn is_empty(&self) -> bool {
         self.0.len() == 0
+    }
+}
+
+/// One shared `AtomicU32`, resolved once: the handle holds the region, so
+/// the word stays mapped as long as the handle lives.
+#[derive(Debug)]
+pub struct SharedWord {
+    _region: SharedRegion,
+    ptr: std::ptr::NonNull<AtomicU32>,
+}
+
+impl SharedWord {
+    /// The word.
+    #[inline(always)]
+    pub fn get(&self) -> &AtomicU32 {
+        // SAFETY: checked in range and aligned when made, and `_region`
+        // keeps the mapping alive for as long as `self`.
+        unsafe { self.ptr.as_ref() }
     }
 }
 

@@ -3,10 +3,10 @@
 //! partner. A wait that had to sleep is a wake sample.
 
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
-use crate::shared::SharedRegion;
+use crate::shared::{SharedRegion, SharedWord};
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
@@ -31,21 +31,14 @@ struct Pairs {
 }
 
 struct Body {
-    region: SharedRegion,
-    offset: usize,
+    word: SharedWord,
     side: u32,
     spin: u64,
 }
 
-impl Body {
-    fn word(&self) -> &AtomicU32 {
-        self.region.atomic_u32(self.offset)
-    }
-}
-
 impl WorkerBody for Body {
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        let word = self.word();
+        let word = self.word.get();
         let mut slept_since = None;
         loop {
             let turn = word.load(Ordering::Acquire);
@@ -71,8 +64,7 @@ impl WorkerBody for Body {
 impl PreparedWork for Pairs {
     fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>> {
         Ok(Box::new(Body {
-            region: self.region.clone(),
-            offset: (idx / 2) * SLOT,
+            word: self.region.word_u32((idx / 2) * SLOT),
             side: u32::try_from(idx % 2).unwrap_or(0),
             spin: self.spin,
         }))
