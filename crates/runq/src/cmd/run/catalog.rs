@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use runq_kernel::util::table::{Align, Table};
 use runq_workload::WorkType;
 use serde_json::{json, Value};
 
@@ -43,7 +44,8 @@ fn as_json(work: &WorkType) -> Value {
     })
 }
 
-/// Every work type, one line each (or a JSON array).
+/// Every work type, one line each (or a JSON array). The parameters come
+/// last: a few types have long lists, which would push every summary out.
 pub fn render_list(json: bool) -> anyhow::Result<String> {
     let all = WorkType::all_defaults();
     if json {
@@ -51,24 +53,23 @@ pub fn render_list(json: bool) -> anyhow::Result<String> {
             serde_json::to_string_pretty(&all.iter().map(as_json).collect::<Vec<_>>())? + "\n",
         );
     }
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<18} {:<6} {:<40} summary",
-        "type", "wakes", "parameters (defaults)"
-    );
+    let mut table = Table::new(&[
+        ("type", Align::Left),
+        ("wakes", Align::Left),
+        ("summary", Align::Left),
+        ("parameters (defaults)", Align::Left),
+    ]);
     for t in &all {
         let info = t.info();
         let wakes = if info.wakes.is_some() { "yes" } else { "-" };
-        let _ = writeln!(
-            out,
-            "{:<18} {:<6} {:<40} {}",
-            info.name,
-            wakes,
+        table.row(vec![
+            info.name.to_string(),
+            wakes.to_string(),
+            info.summary.to_string(),
             params_text(t),
-            info.summary
-        );
+        ]);
     }
+    let mut out = table.render(str::to_string);
     let _ = writeln!(
         out,
         "\n`runq run --explain TYPE` for details; override a default with --param KEY=VALUE."
