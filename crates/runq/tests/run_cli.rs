@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use common::*;
@@ -242,15 +243,7 @@ fn explicit_cgroup_without_privilege_exits_77() {
         "--cgroup",
         "x",
     ]);
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    cmd.uid(65534).gid(65534); // nobody
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(77), "{err}");
@@ -258,15 +251,7 @@ fn explicit_cgroup_without_privilege_exits_77() {
     // The default scenario still runs for that user, unplaced.
     let mut cmd = runq();
     cmd.args(["run", "--duration", "0.3"]);
-    // SAFETY: as above.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    cmd.uid(65534).gid(65534); // nobody
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
