@@ -14,7 +14,7 @@
 mod collect;
 mod spec;
 mod threads;
-mod worker;
+pub(crate) mod worker;
 
 use std::io::{self, Write};
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};

@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::spec::{CustomContext, Work, WorkSpec};
+use super::spec::{CustomContext, Watchdog, Work, WorkSpec};
 use crate::report::WorkerReport;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
@@ -15,6 +15,32 @@ fn worker_seed(spec: &WorkSpec, idx: usize) -> u64 {
         ^ ((spec.group_idx as u64) << 48)
         ^ ((idx as u64) << 32)
         ^ u64::from(runq_kernel::clock::gettid().unsigned_abs())
+}
+
+/// The iterations themselves, until STOP or a lost partner. Generic, so
+/// each work type gets its own copy with `iterate` inlined (see
+/// [`WorkerBody::run_until_stop`]): no indirect call and no return to
+/// mispredict per iteration.
+#[inline(always)]
+pub(crate) fn iterate_until_stop<B: WorkerBody + ?Sized>(
+    body: &mut B,
+    tel: &mut Telemetry,
+    mut watchdog: Option<Watchdog>,
+) {
+    while !stop_requested() {
+        let units = body.iterate(tel);
+        let unplanned = tel.end_iteration(units);
+        if let Some(w) = watchdog {
+            if unplanned > w.stuck_ns {
+                // SAFETY: kill(2) with a pid we were given.
+                unsafe { libc::kill(w.scheduler_pid, libc::SIGUSR2) };
+                watchdog = None; // once per worker
+            }
+        }
+        if body.partner_lost().is_some() {
+            break;
+        }
+    }
 }
 
 /// Builds worker `idx`'s body (built-in work only).
@@ -74,21 +100,7 @@ pub(super) fn apply_setup(spec: &WorkSpec, idx: usize) -> Option<String> {
 /// run, stopped, starved) does.
 fn work_loop(spec: &WorkSpec, body: &mut dyn WorkerBody) -> WorkerReport {
     let mut tel = Telemetry::start();
-    let mut watchdog = spec.watchdog;
-    while !stop_requested() {
-        let units = body.iterate(&mut tel);
-        let unplanned = tel.end_iteration(units);
-        if let Some(w) = watchdog {
-            if unplanned > w.stuck_ns {
-                // SAFETY: kill(2) with a pid we were given.
-                unsafe { libc::kill(w.scheduler_pid, libc::SIGUSR2) };
-                watchdog = None; // once per worker
-            }
-        }
-        if body.partner_lost().is_some() {
-            break;
-        }
-    }
+    body.run_until_stop(&mut tel, spec.watchdog);
     let mut report = tel.finish(spec.group_idx, body.is_messenger());
     report.partner_lost = body.partner_lost();
     report

@@ -56,6 +56,14 @@ pub trait WorkerBody {
     fn partner_lost(&self) -> Option<usize> {
         None
     }
+
+    /// The framework loop for this type: [`Self::iterate`] until STOP or
+    /// a lost partner, with the watchdog. Not to be overridden; being a
+    /// provided method, it is compiled once per work type, which inlines
+    /// `iterate` into the loop.
+    fn run_until_stop(&mut self, tel: &mut Telemetry, watchdog: Option<crate::Watchdog>) {
+        crate::spawn::worker::iterate_until_stop(self, tel, watchdog);
+    }
 }
 
 /// Resources of one group, made before fork and split between workers.
