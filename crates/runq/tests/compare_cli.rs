@@ -163,7 +163,11 @@ fn repeat_output_compare_and_junit() {
     let cases = parse_junit(&xml);
     assert_eq!(cases[&("PipeIo".into(), "work_rate".into())], "failure");
     assert_eq!(cases[&("PipeIo".into(), "wake_p99".into())], "failure");
-    assert_eq!(cases[&("PipeIo".into(), "fairness".into())], "pass");
+    // Fairness is the same in both files. With four short repeats on a
+    // loaded machine its spread can exceed the threshold, and then the
+    // honest verdict is inconclusive (skipped); it must never fail.
+    let fairness = cases[&("PipeIo".into(), "fairness".into())];
+    assert!(fairness == "pass" || fairness == "skipped", "{cases:?}");
     // Reversed, it is an improvement and exits 0.
     let out = compare(&b, &a, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
