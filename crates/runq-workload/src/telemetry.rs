@@ -124,8 +124,9 @@ impl Telemetry {
     /// it was recorded with [`Self::record_wake_since`]) and runs the checkpoint when the unit count is a multiple of
     /// [`CHECK_PERIOD_UNITS`]. Iterations that did no work skip the check.
     /// Returns the iteration's unplanned time in ns: its wall-clock cost
-    /// minus what it declared with [`Self::plan`].
-    #[inline]
+    /// minus what it declared with [`Self::plan`]. Always inlined, into
+    /// the loop of each work type (see [`crate::worktype::WorkerBody::iterate`]).
+    #[inline(always)]
     pub fn end_iteration(&mut self, units: u64) -> u64 {
         let now = match std::mem::take(&mut self.wake_end_ns) {
             0 => now_ns(),

@@ -56,6 +56,7 @@ struct Body {
 }
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let start = now_ns();
         tel.plan(self.burst_ns);

@@ -89,6 +89,7 @@ impl StridedBuffer {
 }
 
 impl WorkerBody for StridedBuffer {
+    #[inline(always)]
     fn iterate(&mut self, _: &mut Telemetry) -> u64 {
         self.walk(STEPS)
     }

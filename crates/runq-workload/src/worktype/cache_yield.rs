@@ -18,6 +18,7 @@ pub const INFO: TypeInfo = TypeInfo {
 struct Body(StridedBuffer);
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let units = self.0.walk(STEPS);
         timed_yield(tel);

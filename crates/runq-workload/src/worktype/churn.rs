@@ -54,6 +54,7 @@ impl AffinityBody {
 }
 
 impl WorkerBody for AffinityBody {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         if self.allowed.is_empty() {
             self.refresh_allowed();
@@ -104,6 +105,7 @@ struct PolicyBody {
 }
 
 impl WorkerBody for PolicyBody {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let units = spin_burst(self.spin);
         let param = libc::sched_param { sched_priority: 0 };
@@ -175,6 +177,7 @@ struct NiceBody {
 }
 
 impl WorkerBody for NiceBody {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let units = spin_burst(512);
         // SAFETY: setpriority on the calling thread (who = 0).

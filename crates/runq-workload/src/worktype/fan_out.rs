@@ -143,6 +143,7 @@ impl Messenger {
 }
 
 impl WorkerBody for Messenger {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let units = match self.step {
             MessengerStep::Spin(n) => spin_burst(n),
@@ -201,6 +202,7 @@ impl Receiver {
 }
 
 impl WorkerBody for Receiver {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let mut units = match self.spec.receiver {
             ReceiverStep::SpinFirst(n) => spin_burst(n),

@@ -25,6 +25,7 @@ pub const INFO: TypeInfo = TypeInfo {
 struct Body;
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         // SAFETY: the child calls only _exit, which is async-signal-safe.
         let pid = unsafe { libc::fork() };

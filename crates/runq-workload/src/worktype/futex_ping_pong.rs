@@ -37,6 +37,7 @@ struct Body {
 }
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let word = self.word.get();
         let mut slept_since = None;

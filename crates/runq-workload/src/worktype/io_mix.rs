@@ -80,6 +80,7 @@ struct RandRead {
 }
 
 impl WorkerBody for RandRead {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         // SAFETY: advisory call on our own descriptor.
         unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
@@ -161,6 +162,7 @@ struct Convoy {
 }
 
 impl WorkerBody for Convoy {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let mut units = 0;
         for _ in 0..self.ops {

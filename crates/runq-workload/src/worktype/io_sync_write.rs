@@ -75,6 +75,7 @@ struct Body {
 }
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let mut units = 0;
         for _ in 0..self.writes {

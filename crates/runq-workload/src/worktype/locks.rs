@@ -53,6 +53,7 @@ struct MutexBody {
 }
 
 impl WorkerBody for MutexBody {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let mut units = spin_burst(self.work);
         let lock = FutexLock::new(self.region.atomic_u32(0), false);
@@ -173,6 +174,7 @@ impl InversionBody {
 }
 
 impl WorkerBody for InversionBody {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         if !self.prioritized {
             self.set_role_priority();

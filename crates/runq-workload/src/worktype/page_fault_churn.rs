@@ -65,6 +65,7 @@ struct Body {
 }
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, _: &mut Telemetry) -> u64 {
         self.region.discard_pages();
         for _ in 0..self.touches {

@@ -131,6 +131,7 @@ impl Body {
 }
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let units = self.burst.run();
         if self.writes_first {

@@ -133,6 +133,7 @@ impl Body {
 }
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         self.advance_if_due();
         match self.phases[self.current].kind {

@@ -17,6 +17,7 @@ pub const INFO: TypeInfo = TypeInfo {
 struct Body(u64);
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, _: &mut Telemetry) -> u64 {
         spin_burst(self.0)
     }

@@ -79,6 +79,7 @@ fn sleep_until(deadline_ns: u64) -> bool {
 }
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         if self.next_ns == 0 {
             self.next_ns = monotonic_ns() + self.period_ns;

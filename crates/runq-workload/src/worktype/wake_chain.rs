@@ -81,6 +81,7 @@ impl Link {
 }
 
 impl WorkerBody for Link {
+    #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         if !self.wait_token() {
             return 0;

@@ -23,6 +23,7 @@ pub const INFO: TypeInfo = TypeInfo {
 struct Body;
 
 impl WorkerBody for Body {
+    #[inline(always)]
     fn iterate(&mut self, _: &mut Telemetry) -> u64 {
         // SAFETY: no preconditions.
         unsafe { libc::sched_yield() };
