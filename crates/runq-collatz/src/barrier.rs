@@ -68,6 +68,11 @@ impl ProcessBarrier {
         };
         while self.generation().load(Ordering::Acquire) == generation {
             if self.aborted().load(Ordering::Acquire) != 0 || give_up() {
+                // The last party may have arrived, passed and even exited
+                // between the loop's check and `give_up`: that round is done.
+                if self.generation().load(Ordering::Acquire) != generation {
+                    return true;
+                }
                 self.abort();
                 return false;
             }
@@ -113,6 +118,15 @@ mod tests {
         for h in handles {
             assert_eq!(h.join().unwrap(), 4, "nobody passed the barrier early");
         }
+    }
+
+    #[test]
+    fn a_party_that_arrives_while_giving_up_completes_the_round() {
+        let b = ProcessBarrier::new(2).unwrap();
+        // The other party arrives (and could exit) inside the check itself:
+        // the check then says "give up", but the round was already complete.
+        assert!(b.wait(|| b.wait(|| false)));
+        assert!(b.wait(|| b.wait(|| false)), "the barrier was not aborted");
     }
 
     #[test]
