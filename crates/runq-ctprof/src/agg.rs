@@ -59,6 +59,30 @@ impl Modeable for CategoricalString {
 }
 
 /// Saturating sum across values.
+///
+/// Only [`Summable`] values add up. A category has no sum:
+///
+/// ```compile_fail,E0277
+/// use runq_ctprof::agg::sum_across;
+/// use runq_ctprof::metric_types::CategoricalString;
+/// let _ = sum_across(vec![CategoricalString("SCHED_OTHER".into())]);
+/// ```
+///
+/// A dead counter (one the kernel no longer updates) has none either:
+///
+/// ```compile_fail,E0277
+/// use runq_ctprof::agg::sum_across;
+/// use runq_ctprof::metric_types::DeadCounter;
+/// let _ = sum_across([DeadCounter(1)]);
+/// ```
+///
+/// Counters do:
+///
+/// ```
+/// use runq_ctprof::agg::sum_across;
+/// use runq_ctprof::metric_types::MonotonicCount;
+/// assert_eq!(sum_across([MonotonicCount(2), MonotonicCount(3)]), 5);
+/// ```
 pub fn sum_across<T: Summable>(values: impl IntoIterator<Item = T>) -> u64 {
     values
         .into_iter()
@@ -66,6 +90,22 @@ pub fn sum_across<T: Summable>(values: impl IntoIterator<Item = T>) -> u64 {
 }
 
 /// Maximum across values (0 for none).
+///
+/// A dead counter has no maximum:
+///
+/// ```compile_fail,E0277
+/// use runq_ctprof::agg::max_across;
+/// use runq_ctprof::metric_types::DeadCounter;
+/// let _ = max_across([DeadCounter(1)]);
+/// ```
+///
+/// Peaks and gauges do:
+///
+/// ```
+/// use runq_ctprof::agg::max_across;
+/// use runq_ctprof::metric_types::PeakNs;
+/// assert_eq!(max_across([PeakNs(2), PeakNs(7)]), 7);
+/// ```
 pub fn max_across<T: Maxable>(values: impl IntoIterator<Item = T>) -> u64 {
     values.into_iter().map(Maxable::raw).max().unwrap_or(0)
 }

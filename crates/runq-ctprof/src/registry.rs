@@ -104,6 +104,29 @@ pub enum Unit {
 
 /// How a metric reduces across a group's threads; each variant binds an
 /// accessor of one newtype.
+///
+/// The binding is checked by the compiler. A byte counter bound to a
+/// nanosecond sum does not compile:
+///
+/// ```compile_fail,E0308
+/// use runq_ctprof::registry::AggRule;
+/// let _rule = AggRule::SumNs(|t| t.rchar);
+/// ```
+///
+/// Nor does a lifetime peak bound to a sum (a peak is not additive):
+///
+/// ```compile_fail,E0308
+/// use runq_ctprof::registry::AggRule;
+/// let _rule = AggRule::SumNs(|t| t.wait_max);
+/// ```
+///
+/// The correctly typed bindings do:
+///
+/// ```
+/// use runq_ctprof::registry::AggRule;
+/// let _sum = AggRule::SumBytes(|t| t.rchar);
+/// let _peak = AggRule::MaxPeak(|t| t.wait_max);
+/// ```
 #[derive(Clone, Copy)]
 pub enum AggRule {
     /// Saturating sum of a counter.

@@ -1,15 +1,11 @@
-//! Live captures against the running kernel (root tests skip otherwise).
+//! Live captures against the running kernel (root tests are ignored
+//! without root).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use runq_ctprof::{capture, CaptureOptions, ThreadState};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
@@ -118,11 +114,8 @@ impl Drop for DelayacctGuard {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn taskstats_delays_with_delayacct_on() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
     let Ok(old) = std::fs::read_to_string("/proc/sys/kernel/task_delayacct") else {
         eprintln!("skipped: kernel has no kernel.task_delayacct");
         return;
@@ -155,11 +148,8 @@ fn taskstats_delays_with_delayacct_on() {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn cgroup_enrichment_finds_test_cgroup() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
     let roots = runq_kernel::cgroup_stats::CgroupRoots::detect();
     let Some(v2) = roots.v2.clone() else {
         eprintln!("skipped: no cgroup v2 hierarchy mounted");
@@ -211,11 +201,8 @@ fn jemalloc_example() -> Option<std::path::PathBuf> {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn jemalloc_counters_of_a_jemalloc_process() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
     let Some(bin) = jemalloc_example() else {
         panic!("examples/jemalloc_threads not built: run `cargo test -p runq-ctprof` (it builds examples)");
     };

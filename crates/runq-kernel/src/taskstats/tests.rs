@@ -78,12 +78,8 @@ fn reply_roundtrip_and_errors() {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn live_query_as_root() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root");
-        return;
-    }
     let mut c = TaskstatsClient::open().expect("taskstats family");
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() } as u32;

@@ -25,7 +25,7 @@ pub use spec::{thread_capable, CloneMode, CustomContext, CustomWork, Watchdog, W
 use crate::fault::{Fault, FaultStep};
 use crate::fd::pipe;
 use crate::report::WorkerReport;
-use crate::stop::install_stop_handler;
+use crate::stop::{install_stop_handler, reset_stop};
 use crate::worktype::PreparedWork;
 use collect::ProcWorker;
 use runq_kernel::signal::install_handler;
@@ -287,6 +287,9 @@ fn child_main(
             return 1; // the parent died before the death signal was armed
         }
     }
+    // The parent's STOP flag may be set by a thread-mode run of its own
+    // that is ending: this worker's run has not been told to stop.
+    reset_stop();
     if install_stop_handler().is_err() {
         return 2;
     }

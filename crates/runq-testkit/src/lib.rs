@@ -1,0 +1,106 @@
+//! Test support shared by runq's crates (a dev-dependency, never
+//! published): the root gate, the workspace's built binaries, and the one
+//! shared build of the demo programs without frame pointers.
+//!
+//! Tests that need root are marked
+//! `#[cfg_attr(not(runq_root), ignore = "needs root")]`; the crate's
+//! build script sets `runq_root` (see [`emit_root_cfg`]), so the runner
+//! counts them as ignored when they cannot run.
+
+mod root_cfg;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub use root_cfg::{effective_uid_is_root as is_root, emit_root_cfg};
+
+/// The profile directory the running test binary was built into
+/// (`target/debug` or `target/release`).
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let deps = exe.parent().expect("the test binary's directory");
+    deps.parent()
+        .expect("the profile directory above deps/")
+        .to_path_buf()
+}
+
+/// A workspace binary `name` in the test's profile directory, built by
+/// cargo first if it is missing or stale (a no-op when `cargo test
+/// --workspace` has just built it).
+pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
+    let dir = profile_dir();
+    let release = dir.file_name().is_some_and(|n| n == "release");
+    let mut args = vec!["build", "--quiet", "-p", package, "--bin", name];
+    if release {
+        args.push("--release");
+    }
+    cargo(&args, |_| ());
+    let bin = dir.join(name);
+    assert!(bin.exists(), "{} was not built", bin.display());
+    bin
+}
+
+/// An example `name` of the package under test, in the profile's
+/// `examples/` directory (cargo builds examples before it runs tests).
+pub fn example_bin(name: &str) -> PathBuf {
+    let bin = profile_dir().join("examples").join(name);
+    assert!(
+        bin.exists(),
+        "example {name} not built at {}: run the tests through cargo test",
+        bin.display()
+    );
+    bin
+}
+
+/// The demo programs built the way `cargo build --release` builds them by
+/// default: the workspace's `-C force-frame-pointers=yes`
+/// (.cargo/config.toml) is dropped for this build only, which goes to its
+/// own target directory (`target/nofp`) so that it is built once and kept
+/// across test runs. Returns the release directory holding the binaries.
+pub fn demos_without_frame_pointers() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let target = profile_dir()
+            .parent()
+            .expect("the target directory")
+            .join("nofp");
+        let dir = target.to_string_lossy().into_owned();
+        cargo(
+            &[
+                "build",
+                "--release",
+                "--quiet",
+                "-p",
+                "runq-demo",
+                "--bins",
+                "--target-dir",
+                &dir,
+            ],
+            |c| {
+                c.env("CARGO_ENCODED_RUSTFLAGS", "").env_remove("RUSTFLAGS");
+            },
+        );
+        target.join("release")
+    })
+}
+
+/// Runs cargo with `args` in the workspace, panicking with its status on
+/// failure. `tune` adjusts the command (environment) before it runs.
+fn cargo(args: &[&str], tune: impl FnOnce(&mut Command)) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(args).current_dir(workspace_root());
+    tune(&mut cmd);
+    let status = cmd.status().expect("run cargo");
+    assert!(status.success(), "cargo {}: {status}", args.join(" "));
+}
+
+/// The workspace's root directory (two levels above this crate).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the workspace root")
+        .to_path_buf()
+}

@@ -1,0 +1,107 @@
+//! The liveness gauntlet: every work type runs briefly, in process mode
+//! and (where allowed) thread mode, and must produce work units and the
+//! telemetry it promises: wake latencies for types with a blocking step,
+//! one messenger for the fan-out types, migrations for AffinityChurn.
+
+use std::time::Duration;
+
+use runq_workload::{
+    spawn::thread_capable, CloneMode, Work, WorkSpec, WorkType, WorkerReport, WorkloadHandle,
+};
+
+const RUN: Duration = Duration::from_millis(300);
+
+/// The smallest worker count of at least 3 that the type accepts, so
+/// fan-outs have two receivers and PriorityInversion one triple.
+fn workers_for(t: &WorkType) -> usize {
+    (3..12)
+        .find(|&n| t.validate_workers(n).is_ok())
+        .expect("a valid count")
+}
+
+fn run(t: &WorkType, mode: CloneMode) -> Vec<WorkerReport> {
+    let mut spec = WorkSpec::new(0, t.clone(), workers_for(t));
+    spec.clone_mode = mode;
+    let mut handle = WorkloadHandle::spawn(&[spec]).expect("spawn");
+    handle.start();
+    std::thread::sleep(RUN);
+    handle.stop_and_collect(Duration::from_secs(5))
+}
+
+/// Everything the type promised; one line per broken promise.
+fn broken_promises(t: &WorkType, reports: &[WorkerReport]) -> Vec<String> {
+    let name = t.name();
+    let mut out = Vec::new();
+    if reports.len() != workers_for(t) {
+        out.push(format!("{name}: {} reports", reports.len()));
+    }
+    for r in reports {
+        if !r.completed || r.work_units == 0 {
+            out.push(format!(
+                "{name}: worker {} completed={} work_units={} exit={:?}",
+                r.tid, r.completed, r.work_units, r.exit_info
+            ));
+        }
+    }
+    let messengers: Vec<_> = reports.iter().filter(|r| r.is_messenger).collect();
+    let fan_out = matches!(
+        t,
+        WorkType::FutexFanOut(_) | WorkType::FanOutCompute(_) | WorkType::ThunderingHerd(_)
+    );
+    if fan_out != (messengers.len() == 1) || messengers.len() > 1 {
+        out.push(format!("{name}: {} messengers", messengers.len()));
+    }
+    if messengers.iter().any(|m| m.wake_sample_total > 0) {
+        out.push(format!("{name}: the messenger recorded wake latencies"));
+    }
+    let wakes: u64 = reports.iter().map(|r| r.wake_sample_total).sum();
+    if t.info().wakes.is_some() && wakes == 0 {
+        out.push(format!("{name}: promises wake latencies but recorded none"));
+    }
+    if t.info().wakes.is_none() && wakes > 0 {
+        out.push(format!(
+            "{name}: recorded {wakes} wake latencies it does not promise"
+        ));
+    }
+    let two_cpus = runq_kernel::cpulist::online_cpus().len() > 1;
+    if matches!(t, WorkType::AffinityChurn(_)) && two_cpus {
+        if let Some(r) = reports.iter().find(|r| r.cpus_used.len() < 2) {
+            out.push(format!(
+                "{name}: worker {} never moved ({:?})",
+                r.tid, r.cpus_used
+            ));
+        }
+    }
+    out
+}
+
+/// Runs every type allowed in `mode` and fails with every broken promise.
+fn gauntlet(mode: CloneMode) {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for t in WorkType::all_defaults() {
+        if mode == CloneMode::Thread && !thread_capable(&Work::Builtin(t.clone())) {
+            continue;
+        }
+        let reports = run(&t, mode);
+        failures.extend(broken_promises(&t, &reports));
+        ran += 1;
+    }
+    eprintln!("gauntlet ({mode:?}): {ran} work types");
+    assert!(
+        failures.is_empty(),
+        "{mode:?} mode:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_work_type_keeps_its_promises_as_processes() {
+    gauntlet(CloneMode::Process);
+}
+
+#[test]
+fn every_thread_capable_work_type_keeps_its_promises_as_threads() {
+    let _one = crate::thread_mode();
+    gauntlet(CloneMode::Thread);
+}

@@ -1,0 +1,71 @@
+//! The benchmark tier: figures that depend on the host's load (fair
+//! shares, step instants, bounds that a busy host can miss). Ignored by
+//! the default `cargo test`; `scripts/bench` runs them one at a time on a
+//! release build and prints their figures. Each asserts what a quiet host
+//! must show.
+
+use serde_json::Value;
+
+use crate::scenarios::{failed_checks, run_json, scenario, SUITE};
+
+/// The measured value of `check` for `group`.
+fn measured(v: &Value, check: &str, group: &str) -> f64 {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == check && c["group"] == group)
+        .and_then(|c| c["measured"].as_f64())
+        .unwrap_or_else(|| panic!("no {check} for {group}"))
+}
+
+/// Every suite scenario passes on a quiet host.
+#[test]
+#[ignore = "bench tier (scripts/bench): judges the host's scheduling"]
+fn bench_suite_scenarios_pass() {
+    for name in SUITE {
+        let (code, v, err) = run_json(&["run", &scenario(name)]);
+        let failed = failed_checks(&v);
+        println!(
+            "figure: {name}: verdict {} ({} failed)",
+            v["verdict"],
+            failed.len()
+        );
+        assert_eq!(v["verdict"], "Pass", "{name}: {failed:?} {err}");
+        assert_eq!(code, Some(0), "{name}: {err}");
+    }
+}
+
+/// A 1:4 weight split gives each group its share within ±10% of what it
+/// is owed (the `min_fair_share` check's measured value is got/owed).
+#[test]
+#[ignore = "bench tier (scripts/bench): judges the host's scheduling"]
+fn bench_one_to_four_weight_split_shares() {
+    let (_, v, err) = run_json(&["run", &scenario("tests/weight-1-4.toml")]);
+    for group in ["light", "heavy"] {
+        let ratio = measured(&v, "min_fair_share", group);
+        println!("figure: weight 1:4 {group}: got/owed {ratio:.3}");
+        assert!((0.9..=1.1).contains(&ratio), "{group}: {ratio} {err}");
+    }
+}
+
+/// Groups join and leave at their steps' instants (within 150 ms).
+#[test]
+#[ignore = "bench tier (scripts/bench): judges the host's scheduling"]
+fn bench_steps_happen_on_time() {
+    let (_, v, _) = run_json(&["run", &scenario("tests/add-remove.toml")]);
+    let wall_ms = |g: u64| {
+        v["reports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["group_idx"] == g)
+            .and_then(|r| r["wall_time_ns"].as_u64())
+            .unwrap() as f64
+            / 1e6
+    };
+    let (late, leaver) = (wall_ms(2), wall_ms(3));
+    println!("figure: add-remove: late group ran {late:.0} ms (1200 expected), leaver {leaver:.0} ms (800 expected)");
+    assert!((late - 1200.0).abs() < 150.0, "late {late}");
+    assert!((leaver - 800.0).abs() < 150.0, "leaver {leaver}");
+}

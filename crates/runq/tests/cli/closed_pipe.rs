@@ -1,0 +1,59 @@
+//! `runq X | head -c1`: a reader that goes away is a quiet end for every
+//! command that writes to stdout — no panic, no message, exit as usual.
+
+use std::process::Stdio;
+
+use crate::common::runq;
+
+/// Runs `args` with stdout closed by the reader right after the start
+/// and returns (exit code, stderr).
+fn with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = runq()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_run_whose_reader_left_ends_quietly() {
+    // The report comes after the 0.2 s run, so the pipe is closed by then.
+    for extra in [&[][..], &["--json"][..]] {
+        let mut args = vec![
+            "run",
+            "--work-type",
+            "SpinWait",
+            "--workers",
+            "1",
+            "--duration",
+            "0.2",
+            "--no-cgroups",
+        ];
+        args.extend_from_slice(extra);
+        let (code, err) = with_stdout_closed(&args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn listings_and_scripts_end_quietly() {
+    for args in [
+        &["completions", "bash"][..],
+        &["run", "--list"][..],
+        &["man"][..],
+        &["ctprof", "metric-list"][..],
+    ] {
+        let (code, err) = with_stdout_closed(args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}

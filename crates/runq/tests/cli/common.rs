@@ -1,0 +1,87 @@
+//! Helpers shared by the runq integration tests.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of the runq binary under test.
+pub fn runq() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_runq"))
+}
+
+/// Spawns runq with piped output.
+pub fn spawn(args: &[&str]) -> Child {
+    runq()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn runq")
+}
+
+/// Direct children of `pid` (from /proc/<pid>/task/<pid>/children).
+pub fn children(pid: u32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Waits until `f` returns `Some`, or panics after `timeout`.
+pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// True while a process exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Every `runq/<run-id>` directory owned by `pid` in any cgroup hierarchy.
+pub fn run_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let layout = runq_kernel::cgroup::CgroupLayout::detect().expect("cgroup layout");
+    let mut out = Vec::new();
+    for h in layout.hierarchies {
+        let Ok(entries) = std::fs::read_dir(h.root.join("runq")) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{pid}-"))
+            {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// Sends `sig` to `pid`.
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: plain kill(2).
+    unsafe { libc::kill(pid, sig) };
+}
+
+/// Asserts that a finished runq exited 0, showing its stderr if not.
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,23 @@
+//! Integration tests of the runq binary: one test binary (one link) for
+//! every command's end-to-end tests, one module per command.
+//!
+//! Tests that need root carry `#[cfg_attr(not(runq_root), ignore = "needs
+//! root")]` (the crate's build script sets `runq_root` when built as root).
+//! Tests whose figures depend on the host's load are not here: they are in
+//! the benchmark tier (`scripts/bench`).
+
+mod common;
+
+mod bench;
+
+mod closed_pipe;
+mod collatz;
+mod compare;
+mod ctprof;
+mod ctprof_exited;
+mod ctprof_export;
+mod ctprof_record;
+mod man;
+mod run;
+mod scenarios;
+mod scheduler;
