@@ -193,19 +193,10 @@ fn cgroup_enrichment_finds_test_cgroup() {
     );
 }
 
-/// Path of the `jemalloc_threads` example (built by `cargo test`).
-fn jemalloc_example() -> Option<std::path::PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let p = exe.parent()?.parent()?.join("examples/jemalloc_threads");
-    p.exists().then_some(p)
-}
-
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn jemalloc_counters_of_a_jemalloc_process() {
-    let Some(bin) = jemalloc_example() else {
-        panic!("examples/jemalloc_threads not built: run `cargo test -p runq-ctprof` (it builds examples)");
-    };
+    let bin = runq_testkit::example_bin("jemalloc_threads");
     use std::io::BufRead;
     let mut child = std::process::Command::new(bin)
         .args(["2", "4194304"])

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 /// Path of the runq binary under test.
 pub fn runq() -> Command {
     Command::new(env!("CARGO_BIN_EXE_runq"))
@@ -84,4 +86,21 @@ pub fn assert_success(out: &std::process::Output) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Every check a run reports is complete and agrees with the verdict and
+/// the exit code; whether a bound is met is the host's business (the
+/// benchmark tier asserts PASS on a quiet host).
+pub fn assert_explained_verdict(name: &str, code: Option<i32>, v: &Value) {
+    let checks = v["checks"].as_array().unwrap();
+    assert!(!checks.is_empty(), "{name}: no checks");
+    for c in checks {
+        for key in ["name", "group", "measured", "op", "bound", "pass"] {
+            assert!(!c[key].is_null(), "{name}: check without {key}: {c}");
+        }
+    }
+    let passed = checks.iter().all(|c| c["pass"] == true);
+    let verdict = if passed { "Pass" } else { "Fail" };
+    assert_eq!(v["verdict"], verdict, "{name}: {checks:?}");
+    assert_eq!(code, Some(if passed { 0 } else { 1 }), "{name}");
 }

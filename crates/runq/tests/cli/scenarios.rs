@@ -32,23 +32,6 @@ pub(crate) fn failed_checks(v: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Every check a run reports is complete and agrees with the verdict and
-/// the exit code; whether a bound is met is the host's business (the
-/// benchmark tier asserts PASS on a quiet host).
-pub(crate) fn assert_explained_verdict(name: &str, code: Option<i32>, v: &Value) {
-    let checks = v["checks"].as_array().unwrap();
-    assert!(!checks.is_empty(), "{name}: no checks");
-    for c in checks {
-        for key in ["name", "group", "measured", "op", "bound", "pass"] {
-            assert!(!c[key].is_null(), "{name}: check without {key}: {c}");
-        }
-    }
-    let passed = checks.iter().all(|c| c["pass"] == true);
-    let verdict = if passed { "Pass" } else { "Fail" };
-    assert_eq!(v["verdict"], verdict, "{name}: {:?}", failed_checks(v));
-    assert_eq!(code, Some(if passed { 0 } else { 1 }), "{name}");
-}
-
 /// Each suite scenario runs to the end: every worker completes, the
 /// verdict is explained by its checks (the weight split and the steps
 /// have tests of their own below).
@@ -143,9 +126,13 @@ fn impossible_bound_fails_with_exit_1() {
     let (code, v, _) = run_json(&["run", &scenario("tests/impossible-bound.toml")]);
     assert_eq!(code, Some(1));
     assert_eq!(v["verdict"], "Fail");
+    // The impossible bound fails whatever the host; a loaded host may
+    // fail another bound too.
     let failed = failed_checks(&v);
-    assert_eq!(failed.len(), 1, "{failed:?}");
-    assert!(failed[0].contains("min_work_rate"));
+    assert!(
+        failed.iter().any(|c| c.contains("min_work_rate")),
+        "{failed:?}"
+    );
 }
 
 /// Starts the watchdog scenario, freezes its worker for 2.5 s, and returns
