@@ -2,10 +2,14 @@
 //! node_exporter's textfile collector or any OpenMetrics store) or as CSV.
 //!
 //! Every summable or peak metric of the registry becomes one family named
-//! by Prometheus conventions: base units (seconds, bytes), counters ending
-//! in `_total`. Labels carry the grouping (`pcomm`, `cgroup` or `comm`);
-//! per-thread labels (`tgid`, `tid`, ...) only with [`ExportGroup::Thread`].
-//! A value whose source was unavailable is left out, never written as 0.
+//! by Prometheus conventions: base units (seconds, bytes), counter samples
+//! ending in `_total`. Two dialects ([`Dialect`]): OpenMetrics 1.0 declares
+//! a counter family without the suffix (`# TYPE x counter`, sample
+//! `x_total`), gives a `# UNIT` and closes with `# EOF`; the Prometheus
+//! text format 0.0.4 declares the sample name itself. Labels carry the
+//! grouping (`pcomm`, `cgroup` or `comm`); per-thread labels (`tgid`,
+//! `tid`, ...) only with [`ExportGroup::Thread`]. A value whose source was
+//! unavailable is left out, never written as 0.
 
 mod csv;
 
@@ -26,6 +30,16 @@ pub enum ExportGroup {
     By(Grouping),
     /// One series per thread (high cardinality: only on request).
     Thread,
+}
+
+/// The text format written by [`write_metrics`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// OpenMetrics 1.0 (`application/openmetrics-text`).
+    OpenMetrics,
+    /// The Prometheus text exposition format 0.0.4 (node_exporter's
+    /// textfile collector).
+    Prometheus,
 }
 
 /// The Prometheus type of a family.
@@ -174,9 +188,34 @@ fn label_text(labels: &[(&str, String)]) -> String {
     s
 }
 
-fn header(out: &mut dyn Write, name: &str, kind: &str, help: &str) -> io::Result<()> {
+/// The metadata lines of the family whose samples are named `sample`.
+fn header(
+    out: &mut dyn Write,
+    dialect: Dialect,
+    sample: &str,
+    kind: Kind,
+    help: &str,
+) -> io::Result<()> {
     let help = help.replace('\\', "\\\\").replace('\n', "\\n");
-    writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}")
+    let type_name = match kind {
+        Kind::Counter => "counter",
+        Kind::Gauge => "gauge",
+    };
+    if dialect == Dialect::Prometheus {
+        return writeln!(out, "# HELP {sample} {help}\n# TYPE {sample} {type_name}");
+    }
+    let family = match kind {
+        Kind::Counter => sample.strip_suffix("_total").unwrap_or(sample),
+        Kind::Gauge => sample,
+    };
+    writeln!(out, "# HELP {family} {help}\n# TYPE {family} {type_name}")?;
+    match ["seconds", "bytes"]
+        .iter()
+        .find(|u| family.ends_with(&format!("_{u}")))
+    {
+        Some(unit) => writeln!(out, "# UNIT {family} {unit}"),
+        None => Ok(()),
+    }
 }
 
 /// Writes `v` in the shortest exact decimal form (integers without `.0`).
@@ -188,11 +227,11 @@ fn number(v: f64) -> String {
     }
 }
 
-/// Writes the snapshot as Prometheus text exposition (the format of
-/// node_exporter's textfile collector) closed by the OpenMetrics `# EOF`.
-pub fn write_openmetrics(
+/// Writes the snapshot as OpenMetrics or Prometheus text.
+pub fn write_metrics(
     snap: &CtprofSnapshot,
     group: &ExportGroup,
+    dialect: Dialect,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let user_hz = snap.host.as_ref().map_or(100, |h| h.user_hz).max(1);
@@ -201,8 +240,9 @@ pub fn write_openmetrics(
     let labels: Vec<String> = series.iter().map(|s| label_text(&s.labels)).collect();
     header(
         out,
+        dialect,
         "runq_ctprof_capture_timestamp_seconds",
-        "gauge",
+        Kind::Gauge,
         "When the snapshot was captured, Unix time.",
     )?;
     writeln!(
@@ -211,7 +251,7 @@ pub fn write_openmetrics(
         number(snap.captured_at_unix_ns as f64 / 1e9)
     )?;
     if let Some(caps) = &snap.capabilities {
-        header(out, "runq_ctprof_source_unavailable", "gauge", "1 for each per-thread source the kernel did not provide; its series are absent, not zero.")?;
+        header(out, dialect, "runq_ctprof_source_unavailable", Kind::Gauge, "1 for each per-thread source the kernel did not provide; its series are absent, not zero.")?;
         for (src, why) in &caps.unavailable {
             writeln!(
                 out,
@@ -221,24 +261,33 @@ pub fn write_openmetrics(
             )?;
         }
     }
-    header(out, "runq_ctprof_threads", "gauge", "Threads in the group.")?;
+    header(
+        out,
+        dialect,
+        "runq_ctprof_threads",
+        Kind::Gauge,
+        "Threads in the group.",
+    )?;
     for (s, l) in series.iter().zip(&labels) {
         writeln!(out, "runq_ctprof_threads{l} {}", s.threads)?;
     }
     for (i, f) in fams.iter().enumerate() {
-        let kind = if f.kind == Kind::Counter {
-            "counter"
-        } else {
-            "gauge"
-        };
-        header(out, &f.name, kind, f.def.description)?;
+        // A family no group has a value for is left out whole (its source
+        // is listed under runq_ctprof_source_unavailable).
+        if series.iter().all(|s| s.values[i].is_none()) {
+            continue;
+        }
+        header(out, dialect, &f.name, f.kind, f.def.description)?;
         for (s, l) in series.iter().zip(&labels) {
             if let Some(v) = s.values[i] {
                 writeln!(out, "{}{l} {}", f.name, number(v as f64 / f.divisor))?;
             }
         }
     }
-    writeln!(out, "# EOF")
+    match dialect {
+        Dialect::OpenMetrics => writeln!(out, "# EOF"),
+        Dialect::Prometheus => Ok(()),
+    }
 }
 
 #[cfg(test)]

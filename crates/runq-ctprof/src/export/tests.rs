@@ -45,8 +45,12 @@ pub(crate) fn fixture() -> CtprofSnapshot {
 }
 
 fn export(group: &ExportGroup) -> String {
+    export_as(group, Dialect::OpenMetrics)
+}
+
+fn export_as(group: &ExportGroup, dialect: Dialect) -> String {
     let mut out = Vec::new();
-    write_openmetrics(&fixture(), group, &mut out).unwrap();
+    write_metrics(&fixture(), group, dialect, &mut out).unwrap();
     String::from_utf8(out).unwrap()
 }
 
@@ -95,14 +99,15 @@ fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
     }
 }
 
-/// A strict checker of the text exposition this module writes: HELP then
-/// TYPE before each family's samples, families contiguous and declared
-/// once, counters named `_total`, unique series, finite values, a single
-/// closing `# EOF`. Returns samples by name.
+/// A strict checker of the OpenMetrics this module writes: HELP, TYPE and
+/// an optional UNIT (a suffix of the family name) before each family's
+/// samples, families contiguous and declared once, counter families named
+/// without `_total` and their samples with it, unique series, finite
+/// values, a single closing `# EOF`. Returns samples by sample name.
 fn parse_strict(text: &str) -> Result<Samples, String> {
     let mut out: BTreeMap<String, Vec<_>> = BTreeMap::new();
     let (mut declared, mut seen) = (BTreeSet::new(), BTreeSet::new());
-    let (mut current, mut help): (Option<(String, String)>, Option<String>) = (None, None);
+    let (mut sample_name, mut help): (Option<String>, Option<String>) = (None, None);
     let lines: Vec<&str> = text.split_terminator('\n').collect();
     if !text.ends_with("# EOF\n") || lines.iter().filter(|l| **l == "# EOF").count() != 1 {
         return Err("must end with exactly one # EOF line".into());
@@ -120,16 +125,22 @@ fn parse_strict(text: &str) -> Result<Samples, String> {
             if help.as_deref() != Some(name) || !["counter", "gauge"].contains(&kind) {
                 return Err(err("TYPE must follow its HELP and be counter or gauge"));
             }
-            if kind == "counter" && !name.ends_with("_total") {
-                return Err(err("counter not named _total"));
+            if kind == "counter" && name.ends_with("_total") {
+                return Err(err("a counter family is named without _total"));
             }
-            current = Some((name.to_string(), kind.to_string()));
+            let suffix = if kind == "counter" { "_total" } else { "" };
+            sample_name = Some(format!("{name}{suffix}"));
+        } else if let Some(u) = line.strip_prefix("# UNIT ") {
+            let (name, unit) = u.split_once(' ').ok_or_else(|| err("UNIT needs a unit"))?;
+            if help.as_deref() != Some(name) || !name.ends_with(&format!("_{unit}")) {
+                return Err(err("UNIT must be its family's name suffix"));
+            }
         } else if line.starts_with('#') {
             return Err(err("unexpected comment"));
         } else {
             let split = line.find(['{', ' ']).ok_or_else(|| err("no value"))?;
             let name = &line[..split];
-            if current.as_ref().map(|c| c.0.as_str()) != Some(name) {
+            if sample_name.as_deref() != Some(name) {
                 return Err(err("sample outside its family"));
             }
             let (labels, rest) = if line[split..].starts_with('{') {
@@ -208,6 +219,8 @@ fn strict_parser_rejects_bad_input() {
     for bad in [
         "x 1\n",
         "# HELP a h\n# TYPE a counter\na 1\n# EOF\n",
+        "# HELP a_total h\n# TYPE a_total counter\na_total 1\n# EOF\n",
+        "# HELP a h\n# TYPE a gauge\n# UNIT a seconds\na 1\n# EOF\n",
         "# HELP a h\n# TYPE a gauge\na{b=\"\\q\"} 1\n# EOF\n",
         "# HELP a h\n# TYPE a gauge\na 1\na 2\n# EOF\n",
         "# HELP a h\n# TYPE a gauge\nb 1\n# EOF\n",
@@ -236,4 +249,41 @@ fn csv_rows_and_empty_cells() {
     assert_eq!(web[col("nr_wakeups")], "", "unavailable is empty, not 0");
     assert_eq!(web[col("majflt")], "0", "read zero stays 0");
     assert!(text.contains("\"odd \"\"q\"\" \\ x\","), "{text}");
+}
+
+/// A third-party parser that implements the OpenMetrics 1.0 test suite
+/// accepts every grouping, and its Prometheus parser the other dialect.
+#[test]
+fn independent_parsers_accept_both_dialects() {
+    let groups = [
+        ExportGroup::By(Grouping::default()),
+        ExportGroup::By(Grouping {
+            by: GroupBy::Cgroup,
+            ..Grouping::default()
+        }),
+        ExportGroup::Thread,
+    ];
+    for g in &groups {
+        let om = export_as(g, Dialect::OpenMetrics);
+        if let Err(e) = openmetrics_parser::openmetrics::parse_openmetrics(&om) {
+            panic!("OpenMetrics rejected ({g:?}): {e:?}\n{om}");
+        }
+        let prom = export_as(g, Dialect::Prometheus);
+        assert!(
+            !prom.contains("# EOF") && !prom.contains("# UNIT"),
+            "{prom}"
+        );
+        if let Err(e) = openmetrics_parser::prometheus::parse_prometheus(&prom) {
+            panic!("Prometheus text rejected ({g:?}): {e:?}\n{prom}");
+        }
+    }
+}
+
+#[test]
+fn counters_are_declared_by_family_and_sampled_with_total() {
+    let om = export(&ExportGroup::By(Grouping::default()));
+    assert!(om.contains("# TYPE runq_thread_run_time_seconds counter\n# UNIT runq_thread_run_time_seconds seconds\n"));
+    assert!(om.contains("\nrunq_thread_run_time_seconds_total{pcomm=\"web\"} 0.0045\n"));
+    let prom = export_as(&ExportGroup::By(Grouping::default()), Dialect::Prometheus);
+    assert!(prom.contains("# TYPE runq_thread_run_time_seconds_total counter\n"));
 }

@@ -1,11 +1,11 @@
-//! `runq ctprof export --format openmetrics|csv SNAPSHOT`.
+//! `runq ctprof export --format openmetrics|prometheus|csv SNAPSHOT`.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use runq_ctprof::export::{write_csv, write_openmetrics, ExportGroup};
+use runq_ctprof::export::{write_csv, write_metrics, Dialect, ExportGroup};
 use runq_ctprof::group::{GroupBy, Grouping};
 use runq_ctprof::safefile::{write_atomic, Replace};
 
@@ -17,14 +17,15 @@ use crate::exit;
 #[command(after_help = "\
 Examples:
   runq ctprof export --format openmetrics now.ctprof.zst
-  runq ctprof export --format openmetrics --group-by cgroup now.ctprof.zst \\
+  runq ctprof export --format prometheus --group-by cgroup now.ctprof.zst \\
       --output /var/lib/node_exporter/textfile_collector/runq_ctprof.prom
   runq ctprof export --format csv --group-by thread now.ctprof.zst > threads.csv")]
 pub struct ExportArgs {
     /// The snapshot to export.
     pub snapshot: PathBuf,
-    /// `openmetrics`: Prometheus text exposition closed by `# EOF` (what
-    /// node_exporter's textfile collector reads); `csv`: one row per group.
+    /// `openmetrics`: OpenMetrics 1.0 text; `prometheus`: the Prometheus
+    /// text format 0.0.4 (what node_exporter's textfile collector reads);
+    /// `csv`: one row per group.
     #[arg(long, value_name = "FORMAT", value_enum)]
     pub format: Format,
     /// Label / row axis. `thread` gives one series per thread (pcomm, comm,
@@ -40,8 +41,11 @@ pub struct ExportArgs {
 /// `--format` of `runq ctprof export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// Prometheus text exposition.
+    /// OpenMetrics 1.0 text (counter families declared without `_total`,
+    /// units, `# EOF`).
     Openmetrics,
+    /// The Prometheus text exposition format 0.0.4.
+    Prometheus,
     /// One CSV row per group.
     Csv,
 }
@@ -93,7 +97,8 @@ pub fn execute(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let mut buf = Vec::with_capacity(snap.threads.len() * 64);
     match args.format {
         Format::Csv => write_csv(&snap, &group, &mut buf)?,
-        Format::Openmetrics => write_openmetrics(&snap, &group, &mut buf)?,
+        Format::Openmetrics => write_metrics(&snap, &group, Dialect::OpenMetrics, &mut buf)?,
+        Format::Prometheus => write_metrics(&snap, &group, Dialect::Prometheus, &mut buf)?,
     }
     match &args.output {
         Some(out) => write_atomic(out, &buf, Replace::OwnFile)
