@@ -60,6 +60,32 @@ pub enum Command {
     Man(cmd::man::ManArgs),
 }
 
+/// A did-you-mean for a mistyped subcommand in `args` (the arguments after
+/// the program name): the subcommand path is followed as far as it is
+/// valid, and the first unknown word is compared with that level's
+/// subcommands.
+pub fn suggest_subcommand(args: &[String]) -> Option<String> {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    for word in args.iter().filter(|a| !a.starts_with('-')) {
+        let names: Vec<String> = cmd
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect();
+        if names.is_empty() {
+            return None;
+        }
+        match cmd.find_subcommand(word) {
+            Some(sub) => cmd = sub.clone(),
+            None => {
+                let near = runq_kernel::util::closest(word, names.iter().map(String::as_str), 2);
+                return near.map(str::to_string);
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;

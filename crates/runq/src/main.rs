@@ -30,8 +30,7 @@ fn init_logging(verbose: u8) {
 }
 
 /// Parses the command line. Help and version print as clap prints them;
-/// a usage error is one line on stderr (clap's first line, which names
-/// the flag, the value and why) and exit 2.
+/// a usage error is one line on stderr and exit 2 (see [`usage_line`]).
 fn parse_cli() -> Result<cli::Cli, ExitCode> {
     cli::Cli::try_parse().map_err(|e| {
         use clap::error::ErrorKind;
@@ -44,23 +43,42 @@ fn parse_cli() -> Result<cli::Cli, ExitCode> {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
-        let text = e.render().to_string();
-        let first = text.lines().next().unwrap_or("error: bad command line");
-        let tip = text
-            .lines()
-            .map(str::trim)
-            .find_map(|l| {
-                l.strip_prefix("tip: ")
-                    .or(l.starts_with("[possible").then_some(l))
-            })
-            .map(|t| format!("; {t}"))
-            .unwrap_or_default();
-        eprintln!(
-            "runq: {}{tip} (see --help)",
-            first.trim_start_matches("error: ")
-        );
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        output::eprint_line(&format!("runq: {} (see --help)", usage_line(&e, &args)));
         ExitCode::from(2)
     })
+}
+
+/// clap's error in one line: its first line (the flag, the value and
+/// why), the arguments it lists below that line when some are missing,
+/// and its tip, or a did-you-mean of our own for a mistyped subcommand.
+fn usage_line(e: &clap::Error, args: &[String]) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("error: bad command line");
+    let mut line = first.trim_start_matches("error: ").to_string();
+    let listed: Vec<&str> = lines
+        .by_ref()
+        .take_while(|l| l.starts_with("  "))
+        .map(str::trim)
+        .collect();
+    if e.kind() == clap::error::ErrorKind::MissingRequiredArgument && !listed.is_empty() {
+        line = format!("{line} {}", listed.join(", "));
+    }
+    let tip = text.lines().map(str::trim).find_map(|l| {
+        l.strip_prefix("tip: ")
+            .or(l.starts_with("[possible").then_some(l))
+    });
+    match tip {
+        Some(t) => format!("{line}; {t}"),
+        None if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
+            match cli::suggest_subcommand(args) {
+                Some(s) => format!("{line}; did you mean '{s}'?"),
+                None => line,
+            }
+        }
+        None => line,
+    }
 }
 
 fn main() -> ExitCode {

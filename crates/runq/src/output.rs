@@ -25,6 +25,13 @@ pub fn write_stdout(args: fmt::Arguments<'_>) {
     }
 }
 
+/// Writes one line to stderr; a closed stderr (`runq … 2>&1 | head -1`)
+/// is a quiet end, never a panic.
+pub fn eprint_line(line: &str) {
+    let mut err = io::stderr().lock();
+    let _ = writeln!(err, "{line}").and_then(|()| err.flush());
+}
+
 /// Writes raw bytes to stdout, like [`write_stdout`].
 pub fn write_stdout_bytes(bytes: &[u8]) {
     write_stdout(format_args!("{}", String::from_utf8_lossy(bytes)));

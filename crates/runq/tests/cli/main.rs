@@ -21,3 +21,4 @@ mod man;
 mod run;
 mod scenarios;
 mod scheduler;
+mod usage;

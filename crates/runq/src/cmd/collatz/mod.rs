@@ -79,6 +79,14 @@ pub enum CollatzCommand {
 fn config_from(args: &CollatzArgs) -> anyhow::Result<Config> {
     let usage =
         |e: runq_collatz::ConfigError| exit::usage(format!("{e} (see `runq collatz --help`)"));
+    if let Some(word) = args.cpus.as_deref().filter(|w| w.parse::<u64>().is_err()) {
+        let path = ["collatz".to_string(), word.to_string()];
+        if let Some(sub) = crate::cli::suggest_subcommand(&path) {
+            return Err(exit::usage(format!(
+                "unrecognized subcommand '{word}'; did you mean '{sub}'? (see `runq collatz --help`)"
+            )));
+        }
+    }
     let ncpu = runq_kernel::cpulist::online_cpus().len().max(1);
     let cpus = args
         .cpus
