@@ -45,8 +45,14 @@ pub const NAMED_TARGETS: [(char, u64, u64); 10] = [
 pub enum Target {
     /// Each inner index is its own argument.
     EachIndex,
-    /// Always this value.
-    Value(u64),
+    /// Always this value (a JSON string: start values pass 2^53, which
+    /// JSON readers such as jq and JavaScript cannot hold as numbers).
+    Value(#[serde(serialize_with = "u64_as_string")] u64),
+}
+
+/// Serializes a `u64` as a JSON string, for values that can pass 2^53.
+pub(crate) fn u64_as_string<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
 }
 
 impl Target {

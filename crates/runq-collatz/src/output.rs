@@ -11,13 +11,20 @@ use crate::runner::RunResult;
 use crate::sweep::SweepResult;
 use crate::tsc::TscInfo;
 
+/// The schema version of the run document (`runq collatz --json`) and of
+/// `sweep.json`: bumped when a field is renamed or removed.
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// The `--json` object of one run.
 pub fn run_json(r: &RunResult, tsc: &TscInfo) -> Value {
     json!({
+        "tool": "runq collatz",
+        "schema_version": SCHEMA_VERSION,
         "procs": r.config.procs,
         "outer": r.config.outer,
         "inner": r.config.inner,
-        "target": r.config.target.as_number(),
+        // A string: start values pass 2^53 (see Target).
+        "target": r.config.target.as_number().to_string(),
         "total_calls": r.total_calls,
         "ticks": r.ticks,
         "ticks_per_call": r.ticks_per_call,
@@ -77,7 +84,12 @@ pub fn write_sweep(dir: &Path, s: &SweepResult) -> io::Result<[PathBuf; 3]> {
         dir.join("sweep.svg"),
     ];
     std::fs::write(&paths[0], sweep_csv(s))?;
-    let json = serde_json::to_string_pretty(s).map_err(io::Error::other)?;
+    let doc = runq_common::json::Document {
+        tool: "runq collatz sweep",
+        schema_version: SCHEMA_VERSION,
+        body: s,
+    };
+    let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)?;
     std::fs::write(&paths[1], json + "\n")?;
     crate::plot::write_svg(&paths[2], s).map_err(io::Error::other)?;
     Ok(paths)

@@ -85,7 +85,8 @@ pub struct Profiled {
 pub struct SweepResult {
     /// The counter the ticks come from.
     pub tsc: TscInfo,
-    /// The seed of the run order.
+    /// The seed of the run order (a JSON string: seeds pass 2^53).
+    #[serde(serialize_with = "crate::config::u64_as_string")]
     pub seed: u64,
     /// Every run, in execution order.
     pub points: Vec<Point>,

@@ -242,6 +242,23 @@ fn run_point(
     })
 }
 
+/// A `u64` written as a JSON string (or, by older runq, as a number).
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum NumberText {
+    Number(u64),
+    Text(String),
+}
+
+impl NumberText {
+    fn value(&self) -> Result<u64, String> {
+        match self {
+            NumberText::Number(v) => Ok(*v),
+            NumberText::Text(t) => t.parse().map_err(|_| format!("{t:?} is not a count")),
+        }
+    }
+}
+
 /// Reads the result a `--json` run printed.
 pub fn parse_run_json(text: &str) -> Result<RunResult, String> {
     #[derive(serde::Deserialize)]
@@ -249,7 +266,7 @@ pub fn parse_run_json(text: &str) -> Result<RunResult, String> {
         procs: usize,
         outer: u64,
         inner: u64,
-        target: u64,
+        target: NumberText,
         total_calls: u64,
         ticks: u64,
         ticks_per_call: f64,
@@ -261,10 +278,9 @@ pub fn parse_run_json(text: &str) -> Result<RunResult, String> {
             procs: p.procs,
             outer: p.outer,
             inner: p.inner,
-            target: if p.target == 0 {
-                Target::EachIndex
-            } else {
-                Target::Value(p.target)
+            target: match p.target.value()? {
+                0 => Target::EachIndex,
+                v => Target::Value(v),
             },
         },
         total_calls: p.total_calls,
@@ -296,7 +312,7 @@ mod tests {
 
     #[test]
     fn reads_the_json_a_run_prints() {
-        let text = r#"{"procs":2,"outer":1,"inner":5,"target":7,"total_calls":160,"ticks":800,"ticks_per_call":5.0,"units":{}}"#;
+        let text = r#"{"procs":2,"outer":1,"inner":5,"target":"7","total_calls":160,"ticks":800,"ticks_per_call":5.0,"units":{}}"#;
         let r = parse_run_json(text).unwrap();
         assert_eq!(r.config.target, Target::Value(7));
         assert_eq!(r.total_calls, 160);

@@ -4,6 +4,7 @@
 mod cli;
 mod cmd;
 mod exit;
+mod json;
 mod junit;
 mod output;
 mod stats;

@@ -89,7 +89,9 @@ pub fn depth_report(args: DepthReportArgs) -> anyhow::Result<ExitCode> {
     };
     let report = read_input(&args)?;
     if args.json {
-        let v = json!({"report": report, "median_graph_frames": report.median_graph_frames(),
+        let v = json!({"tool": "runq collatz depth-report",
+                       "schema_version": crate::json::SCHEMA_VERSION,
+                       "report": report, "median_graph_frames": report.median_graph_frames(),
                        "chain_calls": depth});
         crate::outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {

@@ -111,7 +111,10 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
     bar.finish_and_clear();
     let paths = runq_collatz::output::write_sweep(&args.out, &result)?;
     if args.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&result)?);
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&crate::json::document("runq collatz sweep", &result))?
+        );
     } else {
         print_summary(&result);
     }

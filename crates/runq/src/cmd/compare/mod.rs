@@ -102,7 +102,10 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
         rows,
     };
     if args.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&crate::json::document("runq compare", &report))?
+        );
     } else {
         crate::out!("{}", render(&report));
     }

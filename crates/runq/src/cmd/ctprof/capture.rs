@@ -149,7 +149,9 @@ pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
     let bytes = save(&snap, &args.output).context("writing the snapshot")?;
     let s = summarize(&snap, &args.output, bytes);
     if args.json {
-        return super::emit(&(serde_json::to_string_pretty(&s)? + "\n")).map(|_| ExitCode::SUCCESS);
+        let doc = crate::json::document("runq ctprof capture", &s);
+        return super::emit(&(serde_json::to_string_pretty(&doc)? + "\n"))
+            .map(|_| ExitCode::SUCCESS);
     }
     let mut out = format!(
         "wrote {}: {} threads in {} processes, {} cgroups, {} bytes ({:.0} B/thread), captured in {:.1} ms\n",

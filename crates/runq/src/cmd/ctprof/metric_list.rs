@@ -55,7 +55,8 @@ fn entries() -> Vec<Entry> {
 pub fn execute(args: MetricListArgs) -> anyhow::Result<ExitCode> {
     let list = entries();
     if args.json {
-        super::emit(&(serde_json::to_string_pretty(&list)? + "\n"))?;
+        let doc = crate::json::listing("runq ctprof metric-list", "metrics", &list);
+        super::emit(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
     let w = list

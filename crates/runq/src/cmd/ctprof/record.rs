@@ -109,7 +109,8 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
     })
     .context("recording")?;
     if args.json {
-        super::emit(&(serde_json::to_string_pretty(&sum)? + "\n"))?;
+        let doc = crate::json::document("runq ctprof record", &sum);
+        super::emit(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out =

@@ -94,7 +94,7 @@ impl Recorder {
         }
         std::fs::write(
             self.dir.join("compare.json"),
-            serde_json::to_vec_pretty(&view)?,
+            serde_json::to_vec_pretty(&crate::json::document("runq ctprof compare", &view))?,
         )
         .context("writing compare.json")?;
         let mut out = format!("\nctprof: wrote {} and {}\n", bp.display(), ap.display());

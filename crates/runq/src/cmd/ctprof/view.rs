@@ -153,7 +153,12 @@ pub fn print_view(
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = if args.json {
-        serde_json::to_writer_pretty(&mut out, view)
+        let tool = if compare {
+            "runq ctprof compare"
+        } else {
+            "runq ctprof show"
+        };
+        serde_json::to_writer_pretty(&mut out, &crate::json::document(tool, view))
             .map_err(std::io::Error::from)
             .and_then(|_| out.write_all(b"\n"))
     } else {

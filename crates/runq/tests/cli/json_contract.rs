@@ -1,0 +1,154 @@
+//! Every JSON document a tool prints or writes carries `tool` and
+//! `schema_version` and matches its JSON Schema in `schemas/`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{assert_success, runq};
+
+/// Validates `doc` against `schemas/<name>.schema.json`.
+pub fn assert_matches_schema(name: &str, doc: &Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../schemas")
+        .join(format!("{name}.schema.json"));
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .take(5)
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}");
+    assert!(
+        doc["tool"].is_string() && doc["schema_version"].is_u64(),
+        "{name}"
+    );
+}
+
+/// Runs runq with `args`, expects success, and parses stdout as JSON.
+fn json_of(args: &[&str]) -> Value {
+    let out = runq().args(args).output().unwrap();
+    assert_success(&out);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Two snapshots of this host in `dir`.
+fn two_snapshots(dir: &Path) -> (PathBuf, PathBuf) {
+    let (a, b) = (dir.join("a.ctprof.zst"), dir.join("b.ctprof.zst"));
+    let doc = json_of(&["ctprof", "capture", "-o", path_str(&a), "--json"]);
+    assert_matches_schema("ctprof-capture", &doc);
+    json_of(&["ctprof", "capture", "-o", path_str(&b), "--json"]);
+    (a, b)
+}
+
+#[test]
+fn ctprof_documents_match_their_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_snapshots(dir.path());
+    let show = json_of(&["ctprof", "show", path_str(&a), "--json"]);
+    assert_eq!(show["tool"], "runq ctprof show");
+    assert_matches_schema("ctprof-view", &show);
+    let compare = json_of(&["ctprof", "compare", path_str(&a), path_str(&b), "--json"]);
+    assert_eq!(compare["tool"], "runq ctprof compare");
+    assert_matches_schema("ctprof-view", &compare);
+    assert_matches_schema(
+        "ctprof-metric-list",
+        &json_of(&["ctprof", "metric-list", "--json"]),
+    );
+    let rec = dir.path().join("rec");
+    let record = json_of(&[
+        "ctprof",
+        "record",
+        "--interval",
+        "100ms",
+        "--count",
+        "2",
+        "-o",
+        path_str(&rec),
+        "--json",
+    ]);
+    assert_matches_schema("ctprof-record", &record);
+}
+
+#[test]
+fn collatz_documents_match_their_schemas() {
+    let run = json_of(&["collatz", "1", "1", "10", "J", "--json"]);
+    assert_matches_schema("collatz-run", &run);
+    assert_eq!(run["target"], "135435277615595687", "above 2^53: a string");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let sweep = json_of(&[
+        "collatz",
+        "sweep",
+        "--max-procs",
+        "1",
+        "--repeats",
+        "1",
+        "--settle",
+        "1ms",
+        "--profiler",
+        "sleep 30 # {pid}",
+        "--output",
+        path_str(&out),
+        "--json",
+    ]);
+    assert_matches_schema("collatz-sweep", &sweep);
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
+    assert_matches_schema("collatz-sweep", &file);
+    let perf = dir.path().join("perf.txt");
+    std::fs::write(
+        &perf,
+        "runq 1 [000] 1.0: cpu-clock:\n\t    aaaa f001 (/x/runq)\n\t    bbbb main (/x/runq)\n\n",
+    )
+    .unwrap();
+    let depth = json_of(&["collatz", "depth-report", path_str(&perf), "--json"]);
+    assert_matches_schema("collatz-depth-report", &depth);
+}
+
+#[test]
+fn run_and_compare_documents_match_their_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("a.json");
+    let out = runq()
+        .args([
+            "run",
+            "--work-type",
+            "PipeIo",
+            "--workers",
+            "2",
+            "--duration",
+            "200ms",
+        ])
+        .args([
+            "--no-cgroups",
+            "--repeat",
+            "2",
+            "--output",
+            path_str(&saved),
+        ])
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_matches_schema("run", &doc);
+    let cmp = runq()
+        .args(["compare", path_str(&saved), path_str(&saved), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(cmp.status.code(), Some(0), "{cmp:?}");
+    assert_matches_schema("compare", &serde_json::from_slice(&cmp.stdout).unwrap());
+}
+
+#[test]
+#[should_panic(expected = "collatz-run")]
+fn a_document_without_its_envelope_fails_its_schema() {
+    let doc = serde_json::json!({"procs": 1, "outer": 1, "inner": 1, "target": "7",
+        "total_calls": 1, "ticks": 1, "ticks_per_call": 1.0, "tsc_hz": 1.0});
+    assert_matches_schema("collatz-run", &doc);
+}
