@@ -24,6 +24,20 @@ fn prints_roff_pages_for_runq_and_its_commands() {
 }
 
 #[test]
+fn nested_commands_have_pages_with_examples() {
+    let out = runq().args(["man", "ctprof", "compare"]).output().unwrap();
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.contains(".TH runq-ctprof-compare 1"), "{page}");
+    assert!(page.contains(".SH EXAMPLES\n.nf\n"), "{page}");
+    assert!(!page.contains("EXTRA"), "{page}");
+    let out = runq().args(["man", "ctprof", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in `runq ctprof`: pick one of"), "{err}");
+}
+
+#[test]
 fn an_unknown_command_is_a_usage_error() {
     let out = runq().args(["man", "nope"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

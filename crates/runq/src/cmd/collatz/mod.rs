@@ -21,11 +21,11 @@ use crate::exit;
     allow_negative_numbers = true,
     disable_version_flag = true,
     after_help = "Targets (value; calls per chain): A 7;16  B 27;111  C 703;170  D 2463;208  \
-                  E 6171;261  F 77031;350  G 837799;524  H 780657630;464  I 9780657630;1132  \
+                  E 6171;261\n  F 77031;350  G 837799;524  H 780657630;464  I 9780657630;1132  \
                   J 135435277615595687;2001\n\n\
                   Output: one CSV line `n, outer, inner, target, total_calls, ticks, \
-                  ticks_per_call` (the original's), the counter's frequency on stderr.\n\
-                  With DD_DOGSTATSD_SOCKET set, each process sends app.collatz.ticks, \
+                  ticks_per_call`\n(the original's), the counter's frequency on stderr.\n\
+                  With DD_DOGSTATSD_SOCKET set, each process sends app.collatz.ticks,\n\
                   app.collatz.stacks and app.collatz.functions gauges per outer iteration.\n\n\
                   Examples:\n  runq collatz                 defaults: 1 + ncpu/2 processes, 10 x 1000000, target 0\n  \
                   runq collatz -1 10 100000 G   every CPU, the 524-deep chain\n  \

@@ -17,9 +17,11 @@ use crate::exit;
 Examples:
   runq ctprof compare before.ctprof.zst after.ctprof.zst
   runq ctprof compare a.ctprof.zst b.ctprof.zst --group-by cgroup --sections primary,cgroup-stats
-  runq ctprof compare a.ctprof.zst b.ctprof.zst --metrics run_time_ns,nonvoluntary_csw --sort-by run_time_ns
+  runq ctprof compare a.ctprof.zst b.ctprof.zst --metrics run_time_ns,nonvoluntary_csw \\
+      --sort-by run_time_ns
   runq ctprof compare /var/tmp/ctprof@first /var/tmp/ctprof@last
-  runq ctprof compare runs-before/ runs-after/     # medians of each directory's snapshots, ~ = within the noise")]
+  # medians of each directory's snapshots (~ marks a change within the noise):
+  runq ctprof compare runs-before/ runs-after/")]
 pub struct CompareArgs {
     /// The earlier snapshot (a file or DIR@first|last|TIME), or a
     /// directory of snapshots whose medians are compared.

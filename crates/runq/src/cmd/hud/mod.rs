@@ -25,7 +25,7 @@ use crate::exit;
 #[command(after_help = "Examples:\n  \
     sudo runq hud my-service --headless --duration 10\n  \
     sudo runq hud --pid 4242 --threshold 2ms --headless --duration 5 --output hud.json\n\n\
-    Needs root, or CAP_BPF + CAP_PERFMON. The export is Chrome trace-event JSON \
+    Needs root, or CAP_BPF + CAP_PERFMON. The export is Chrome trace-event JSON\n\
     (open it in ui.perfetto.dev).")]
 pub struct HudArgs {
     /// The target, by name (its comm or executable name).
