@@ -16,7 +16,7 @@ use crate::cmd;
 pub struct Cli {
     /// More log lines on stderr (`runq -v CMD`: -v info, -vv debug, -vvv trace); RUST_LOG
     /// filters them as in other Rust tools (e.g. RUST_LOG=aya=debug).
-    #[arg(short, long, action = clap::ArgAction::Count)]
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     /// When to colour output: auto (a terminal without NO_COLOR), always,
     /// never.
@@ -93,6 +93,56 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    /// The renamed flags' old spellings still parse (hidden), for one
+    /// release.
+    #[test]
+    fn old_spellings_of_renamed_flags_still_parse() {
+        use clap::Parser;
+        for args in [
+            &["runq", "compare", "a.json", "b.json", "--threshold", "3"][..],
+            &["runq", "collatz", "sweep", "--repeats", "2"],
+            &[
+                "runq",
+                "ctprof",
+                "capture",
+                "-o",
+                "x.ctprof.zst",
+                "--workers",
+                "2",
+            ],
+        ] {
+            super::Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+    }
+
+    /// One vocabulary: -v is verbose at every level, -V the version, -o the
+    /// output file.
+    #[test]
+    fn the_shared_flags_parse_everywhere() {
+        use clap::Parser;
+        for args in [
+            &[
+                "runq",
+                "ctprof",
+                "capture",
+                "-v",
+                "-o",
+                "x.ctprof.zst",
+                "-j",
+                "2",
+            ][..],
+            &["runq", "run", "-o", "x.json", "-vv"],
+            &["runq", "collatz", "-V"],
+            &["runq", "-V"],
+        ] {
+            match super::Cli::try_parse_from(args) {
+                Ok(_) => {}
+                Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {}
+                Err(e) => panic!("{args:?}: {e}"),
+            }
+        }
     }
 
     #[test]

@@ -87,7 +87,7 @@ fn collatz_documents_match_their_schemas() {
         "sweep",
         "--max-procs",
         "1",
-        "--repeats",
+        "--repeat",
         "1",
         "--settle",
         "1ms",

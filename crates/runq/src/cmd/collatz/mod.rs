@@ -50,7 +50,7 @@ pub struct CollatzArgs {
     #[arg(value_name = "TARGET")]
     pub target: Option<String>,
     /// Print the version and exit.
-    #[arg(short = 'v', long = "version")]
+    #[arg(short = 'V', long = "version")]
     pub version: bool,
     /// Print the result as a JSON object with units.
     #[arg(long)]

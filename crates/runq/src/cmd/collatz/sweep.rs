@@ -21,8 +21,14 @@ pub struct SweepArgs {
     /// two-elbow fit is determined).
     #[arg(long)]
     pub max_procs: Option<usize>,
-    /// Runs per process count and mode.
-    #[arg(long, default_value_t = 3)]
+    /// Runs per process count and mode (`--repeats`, the old spelling, is
+    /// still accepted).
+    #[arg(
+        long = "repeat",
+        alias = "repeats",
+        value_name = "N",
+        default_value_t = 3
+    )]
     pub repeats: usize,
     /// Profiler command, run with `sh -c`; `{pid}` becomes the benchmark's
     /// pid, e.g. 'perf record -F 99 -g -p {pid} -o /tmp/perf.data'. Repeat
@@ -70,7 +76,7 @@ fn validate(args: &SweepArgs, ncpu: usize) -> anyhow::Result<usize> {
     }
     if args.repeats == 0 || args.outer == 0 || args.inner == 0 {
         return Err(exit::usage(
-            "--repeats, --outer and --inner must be at least 1",
+            "--repeat, --outer and --inner must be at least 1",
         ));
     }
     for p in &args.profiler {

@@ -29,7 +29,7 @@ Exit status: 0 nothing regressed, 1 something regressed, 2 bad input.
 Examples:
   runq run --work-type PipeIo --duration 1s --repeat 5 --output a.json
   runq run --work-type PipeIo --duration 1s --repeat 5 --output b.json
-  runq compare a.json b.json --threshold 10 --junit compare.xml")]
+  runq compare a.json b.json --threshold-pct 10 --junit compare.xml")]
 pub struct CompareArgs {
     /// The baseline (`runq run --output`).
     #[arg(value_name = "A.json")]
@@ -39,7 +39,13 @@ pub struct CompareArgs {
     pub b: PathBuf,
     /// Smallest change, in percent of A's median, that counts as a
     /// regression or an improvement.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    /// (`--threshold`, the old spelling, is still accepted.)
+    #[arg(
+        long = "threshold-pct",
+        alias = "threshold",
+        value_name = "PCT",
+        default_value_t = 5.0
+    )]
     pub threshold: f64,
     /// Print the comparison as JSON.
     #[arg(long)]
@@ -68,7 +74,7 @@ struct Report {
 pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
         return Err(exit::usage(format!(
-            "--threshold {}: expected a percentage >= 0, e.g. --threshold 5",
+            "--threshold-pct {}: expected a percentage >= 0, e.g. --threshold-pct 5",
             args.threshold
         )));
     }

@@ -23,7 +23,14 @@ pub struct CaptureArgs {
     pub sources: SourceFlags,
     /// Threads reading /proc (default: one per online CPU this process may
     /// run on, as sched_getaffinity and the cgroup CPU quota allow).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// (`--workers`, the old spelling, is still accepted.)
+    #[arg(
+        long = "jobs",
+        short = 'j',
+        alias = "workers",
+        value_name = "N",
+        default_value_t = 0
+    )]
     pub workers: usize,
     /// Print the capture summary as JSON.
     #[arg(long)]

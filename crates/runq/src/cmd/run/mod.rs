@@ -97,7 +97,7 @@ pub struct RunArgs {
     pub repeat: u32,
     /// Also write the JSON document (`--json`'s, with schema_version, host
     /// facts, the scenario and every repeat's figures) to FILE.
-    #[arg(long, value_name = "FILE.json")]
+    #[arg(long, short, value_name = "FILE.json")]
     pub output: Option<std::path::PathBuf>,
     /// Write a JUnit XML report to FILE: one testcase per group and check.
     #[arg(long, value_name = "FILE")]
