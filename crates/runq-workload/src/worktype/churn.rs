@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{independent, timed_yield, PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::placement::{current_affinity, set_affinity};
-use crate::spin::spin_burst;
+use crate::spin::{spin_burst, spin_turn};
 use crate::telemetry::Telemetry;
 
 /// AffinityChurn description.
@@ -18,7 +18,7 @@ pub const AFFINITY_CHURN: TypeInfo = TypeInfo {
     name: "AffinityChurn",
     summary:
         "spins, re-pins itself to a random CPU of its allowed set, then yields (forced migrations)",
-    units: "spin_iters units per iteration; checkpoint every iteration at the default 1024",
+    units: "spin_iters units per iteration (at least 1); checkpoint every iteration at the default 1024",
     wakes: Some("sched_yield() after the re-pin, timed across the call"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
@@ -59,7 +59,7 @@ impl WorkerBody for AffinityBody {
         if self.allowed.is_empty() {
             self.refresh_allowed();
         }
-        let units = spin_burst(self.spin);
+        let units = spin_turn(self.spin);
         if let Some(cpu) = self.next_cpu() {
             if set_affinity(&BTreeSet::from([cpu])).is_err() {
                 // The cgroup's cpuset shrank: forget the stale set.
@@ -91,7 +91,7 @@ pub const POLICY_CHURN: TypeInfo = TypeInfo {
     name: "PolicyChurn",
     summary:
         "spins, switches its policy SCHED_OTHER -> SCHED_BATCH -> SCHED_IDLE in turn, then yields",
-    units: "spin_iters units per iteration; checkpoint every iteration at the default 1024",
+    units: "spin_iters units per iteration (at least 1); checkpoint every iteration at the default 1024",
     wakes: Some("sched_yield() after the switch, timed across the call"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
@@ -107,7 +107,7 @@ struct PolicyBody {
 impl WorkerBody for PolicyBody {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        let units = spin_burst(self.spin);
+        let units = spin_turn(self.spin);
         let param = libc::sched_param { sched_priority: 0 };
         // SAFETY: sched_setscheduler on the calling thread with a valid
         // param. Leaving SCHED_IDLE needs RLIMIT_NICE or CAP_SYS_NICE;

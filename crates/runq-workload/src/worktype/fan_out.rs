@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::{PreparedWork, WorkerBody};
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
-use crate::spin::spin_burst;
+use crate::spin::spin_turn;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -28,7 +28,7 @@ const WAIT_SLICE_NS: u64 = 10_000_000;
 /// What the messenger does before each fan-out.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum MessengerStep {
-    /// `spin_burst(n)`; reports `n` units.
+    /// `spin_turn(n)`; reports `n` units.
     Spin(u64),
     /// Sleep this long; reports one unit per herd released.
     Sleep(Duration),
@@ -37,7 +37,7 @@ pub(super) enum MessengerStep {
 /// What a receiver does after each wake.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum ReceiverStep {
-    /// `spin_burst(n)` before waiting (FutexFanOut's shared first step).
+    /// `spin_turn(n)` before waiting (FutexFanOut's shared first step).
     SpinFirst(u64),
     /// `ops` multiplies of `size` x `size` matrices after waking.
     Matmul {
@@ -46,7 +46,7 @@ pub(super) enum ReceiverStep {
         /// Matrix dimension.
         size: usize,
     },
-    /// `spin_burst(n)` after waking.
+    /// `spin_turn(n)` after waking.
     SpinAfter(u64),
 }
 
@@ -146,7 +146,7 @@ impl WorkerBody for Messenger {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let units = match self.step {
-            MessengerStep::Spin(n) => spin_burst(n),
+            MessengerStep::Spin(n) => spin_turn(n),
             MessengerStep::Sleep(d) => {
                 tel.plan(d.as_nanos().try_into().unwrap_or(u64::MAX));
                 std::thread::sleep(d);
@@ -205,7 +205,7 @@ impl WorkerBody for Receiver {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let mut units = match self.spec.receiver {
-            ReceiverStep::SpinFirst(n) => spin_burst(n),
+            ReceiverStep::SpinFirst(n) => spin_turn(n),
             _ => 0,
         };
         if let MessengerStep::Sleep(d) = self.spec.messenger {
@@ -225,7 +225,7 @@ impl WorkerBody for Receiver {
         }
         units += match (self.spec.receiver, self.matrices.as_mut()) {
             (ReceiverStep::Matmul { ops, .. }, Some(m)) => (0..ops).map(|_| m.multiply()).sum(),
-            (ReceiverStep::SpinAfter(n), _) => spin_burst(n),
+            (ReceiverStep::SpinAfter(n), _) => spin_turn(n),
             _ => 0,
         };
         self.acknowledge();

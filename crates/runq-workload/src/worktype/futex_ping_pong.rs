@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::shared::{SharedRegion, SharedWord};
-use crate::spin::spin_burst;
+use crate::spin::spin_turn;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -16,7 +16,7 @@ use runq_kernel::clock::fast::now_ns;
 pub const INFO: TypeInfo = TypeInfo {
     name: "FutexPingPong",
     summary: "pairs of workers alternate turns on a shared futex (futex wait/wake round trips)",
-    units: "spin_iters units per turn; checkpoint every iteration at the default 1024",
+    units: "spin_iters units per turn (1 when spin_iters = 0); checkpoint every iteration at the default 1024",
     wakes: Some("futex wait, timed when the worker had to sleep"),
     workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
@@ -55,7 +55,7 @@ impl WorkerBody for Body {
         if let Some(t0) = slept_since {
             tel.record_wake_since(t0);
         }
-        let units = spin_burst(self.spin);
+        let units = spin_turn(self.spin);
         word.store(1 - self.side, Ordering::Release);
         crate::shared::futex_wake(word, 1);
         units

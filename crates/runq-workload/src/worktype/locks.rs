@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::futex_lock::FutexLock;
 use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::shared::SharedRegion;
-use crate::spin::spin_burst;
+use crate::spin::{spin_burst, spin_turn};
 use crate::telemetry::Telemetry;
 
 /// Bytes between lock words (one cache line).
@@ -55,14 +55,14 @@ struct MutexBody {
 impl WorkerBody for MutexBody {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        let mut units = spin_burst(self.work);
+        let mut units = spin_turn(self.work);
         let lock = FutexLock::new(self.region.atomic_u32(0), false);
         match lock.lock() {
             Some(0) => {}
             Some(waited) => tel.record_wake(waited),
             None => return units,
         }
-        units += spin_burst(self.hold);
+        units += spin_turn(self.hold);
         lock.unlock();
         units
     }
@@ -182,12 +182,12 @@ impl WorkerBody for InversionBody {
         let lock = FutexLock::new(self.region.atomic_u32(self.offset), self.params.pi);
         let p = &self.params;
         match self.role {
-            Role::Medium => spin_burst(p.work_iters),
+            Role::Medium => spin_turn(p.work_iters),
             Role::Low => {
                 let Some(_) = lock.lock() else { return 0 };
-                let units = spin_burst(p.hold_iters);
+                let units = spin_turn(p.hold_iters);
                 lock.unlock();
-                units + spin_burst(p.work_iters)
+                units + spin_turn(p.work_iters)
             }
             Role::High => {
                 tel.plan(p.high_sleep_us.saturating_mul(1000));

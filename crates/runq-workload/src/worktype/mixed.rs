@@ -1,7 +1,7 @@
 //! Mixed: a spin burst then a yield, each iteration.
 
 use super::{independent, PreparedWork, SpinParams, TypeInfo, WorkerBody};
-use crate::spin::spin_burst;
+use crate::spin::spin_turn;
 use crate::telemetry::Telemetry;
 
 /// Description for `--list`.
@@ -19,7 +19,7 @@ struct Body(u64);
 impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, _: &mut Telemetry) -> u64 {
-        let units = spin_burst(self.0);
+        let units = spin_turn(self.0);
         // SAFETY: no preconditions.
         unsafe { libc::sched_yield() };
         units

@@ -9,7 +9,7 @@ use runq_kernel::mapping::AnonMapping;
 use serde::{Deserialize, Serialize};
 
 use super::{independent, PreparedWork, TypeInfo, WorkerBody};
-use crate::spin::spin_burst;
+use crate::spin::spin_turn;
 use crate::telemetry::Telemetry;
 
 /// PageFaultChurn parameters.
@@ -76,7 +76,7 @@ impl WorkerBody for Body {
             // SAFETY: page < pages = len / PAGE, so the write is in range.
             unsafe { std::ptr::write_volatile(self.region.as_ptr().add(page * PAGE), page as u8) };
         }
-        self.touches + spin_burst(self.spin)
+        self.touches + spin_turn(self.spin)
     }
 }
 

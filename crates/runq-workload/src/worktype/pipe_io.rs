@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::cache_pressure::{self, StridedBuffer};
 use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::fd::{pipe, read_byte, write_byte, ReadByte};
-use crate::spin::spin_burst;
+use crate::spin::spin_turn;
 use crate::stop::{request_stop, stop_requested};
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -36,7 +36,7 @@ impl Default for Params {
 pub const INFO: TypeInfo = TypeInfo {
     name: "PipeIo",
     summary: "pairs of workers ping-pong a byte over pipes after a spin burst (wakeup latency)",
-    units: "burst_iters spin units per round trip; checkpoint every iteration at the default 1024",
+    units: "burst_iters spin units per round trip (1 when burst_iters = 0); checkpoint every iteration at the default 1024",
     wakes: Some("pipe read, timed across the blocking call"),
     workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
@@ -54,7 +54,7 @@ struct PairFds {
 /// What a worker does between round trips.
 #[derive(Clone)]
 pub(super) enum BurstSpec {
-    /// `spin_burst(n)`.
+    /// `spin_turn(n)`.
     Spin(u64),
     /// `n` strided RMW steps over a private buffer.
     Cache(cache_pressure::Params, u64),
@@ -75,7 +75,7 @@ impl Burst {
 
     fn run(&mut self) -> u64 {
         match self {
-            Burst::Spin(n) => spin_burst(*n),
+            Burst::Spin(n) => spin_turn(*n),
             Burst::Cache(buf, n) => buf.walk(*n),
         }
     }

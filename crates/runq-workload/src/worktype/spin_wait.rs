@@ -1,14 +1,14 @@
 //! SpinWait: pure CPU, `spin_iters` units per iteration, no blocking.
 
 use super::{independent, PreparedWork, SpinParams, TypeInfo, WorkerBody};
-use crate::spin::spin_burst;
+use crate::spin::spin_turn;
 use crate::telemetry::Telemetry;
 
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
     name: "SpinWait",
     summary: "burns CPU in spin bursts and never blocks",
-    units: "one unit per spin step; checkpoint every iteration at the default 1024",
+    units: "one unit per spin step (1 per iteration when spin_iters = 0); checkpoint every iteration at the default 1024",
     wakes: None,
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
@@ -19,7 +19,7 @@ struct Body(u64);
 impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, _: &mut Telemetry) -> u64 {
-        spin_burst(self.0)
+        spin_turn(self.0)
     }
 }
 

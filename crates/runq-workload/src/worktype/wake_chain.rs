@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
-use crate::spin::spin_burst;
+use crate::spin::spin_turn;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -21,7 +21,7 @@ pub const INFO: TypeInfo = TypeInfo {
     name: "WakeChain",
     summary:
         "a ring of workers passes one token; each wakes the next after a spin (serial wake chain)",
-    units: "spin_iters units per hop; checkpoint every iteration at the default 1024",
+    units: "spin_iters units per hop (at least 1); checkpoint every iteration at the default 1024",
     wakes: Some("per hop: from the predecessor's pre-wake timestamp to resuming"),
     workers: super::WorkerRule::AtLeast {
         n: 2,
@@ -90,7 +90,7 @@ impl WorkerBody for Link {
         if stamp != 0 {
             tel.record_wake_since(stamp);
         }
-        let units = spin_burst(self.spin);
+        let units = spin_turn(self.spin);
         self.region
             .atomic_u64(self.next + 8)
             .store(now_ns(), Ordering::Release);
