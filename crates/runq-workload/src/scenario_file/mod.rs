@@ -2,6 +2,7 @@
 //! unknown keys, wrong types, impossible cpusets, negative or zero
 //! durations. `scenarios/annotated.toml` in the repository documents every key.
 
+mod references;
 mod scheduler;
 mod values;
 
@@ -25,11 +26,12 @@ pub use values::{parse_affinity, parse_cpu_max, parse_mempolicy, parse_policy};
 
 /// A scenario file that cannot be used, located to its line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}:{line}: {}{message}", path.display(), key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default())]
+#[error("{}{}: {}{message}", path.display(), if *line > 0 { format!(":{line}") } else { String::new() }, key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default())]
 pub struct ScenarioFileError {
     /// The file.
     pub path: PathBuf,
-    /// 1-based line of the offending value (0 when unknown).
+    /// 1-based line of the offending value (0: the file as a whole, e.g.
+    /// unreadable; the message then names no line).
     pub line: usize,
     /// The key, when known.
     pub key: Option<String>,
@@ -134,6 +136,16 @@ struct Locator<'a> {
 }
 
 impl Locator<'_> {
+    /// The line of the group whose quoted name `message` mentions (the
+    /// first line of the file when it names none): where a rule checked
+    /// after parsing points its error.
+    fn line_of_group_named_in(&self, raw: &RawScenario, message: &str) -> usize {
+        raw.group
+            .iter()
+            .find(|g| message.contains(&format!("{:?}", g.name.get_ref())))
+            .map_or(1, |g| self.line(g.name.span()))
+    }
+
     fn line(&self, span: Range<usize>) -> usize {
         self.text[..span.start.min(self.text.len())]
             .matches('\n')
@@ -296,6 +308,7 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileE
         key: None,
         message: e.message().trim().to_string(),
     })?;
+    references::check(&loc, &raw)?;
     let online = runq_kernel::cpulist::online_cpus();
     let duration = loc.duration(&raw.duration, "duration")?;
     let cgroups = raw
@@ -329,7 +342,7 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileE
             Ok(spec)
         })
         .transpose()?;
-    let name = raw.name.unwrap_or_else(|| {
+    let name = raw.name.clone().unwrap_or_else(|| {
         path.file_stem()
             .map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
     });
@@ -339,14 +352,17 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileE
         cgroups,
         groups,
         steps,
-        checks: raw.checks,
+        checks: raw.checks.clone(),
         scheduler,
     };
-    scn.validate().map_err(|e| ScenarioFileError {
-        path: path.to_path_buf(),
-        line: 0,
-        key: None,
-        message: e.to_string(),
+    scn.validate().map_err(|e| {
+        let message = e.to_string();
+        ScenarioFileError {
+            path: path.to_path_buf(),
+            line: loc.line_of_group_named_in(&raw, &message),
+            key: None,
+            message,
+        }
     })?;
     Ok(scn)
 }

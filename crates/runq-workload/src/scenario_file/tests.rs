@@ -119,3 +119,60 @@ fn semantic_errors_name_the_file() {
     assert!(e.to_string().starts_with("t.toml:"), "{e}");
     assert!(e.message.contains("before the end"), "{e}");
 }
+
+const TYPO: &str = r#"duration = "1s"
+
+[[cgroup]]
+name = "interactive"
+weight = 200
+
+[[group]]
+name = "ui"
+work_type = "SpinWait"
+workers = 1
+cgroup = "intractive"
+"#;
+
+#[test]
+fn a_mistyped_cgroup_is_an_error_at_its_line_with_a_suggestion() {
+    let e = parse(TYPO).unwrap_err();
+    assert_eq!(e.line, 11, "{e}");
+    assert!(e.message.contains("unknown cgroup \"intractive\""), "{e}");
+    assert!(e.message.contains("did you mean \"interactive\"?"), "{e}");
+}
+
+#[test]
+fn an_undeclared_cgroup_says_how_to_declare_it() {
+    let text = TYPO.replace("[[cgroup]]\nname = \"interactive\"\nweight = 200\n", "");
+    let e = parse(&text).unwrap_err();
+    assert!(
+        e.message.contains("declare it in a [[cgroup]] table"),
+        "{e}"
+    );
+}
+
+#[test]
+fn steps_name_declared_groups_and_cgroups() {
+    let fixed = TYPO.replace("\"intractive\"", "\"interactive\"");
+    let step = |body: &str| format!("{fixed}\n[[step]]\nat = \"500ms\"\n{body}\n");
+    let e = parse(&step("remove_group = \"iu\"")).unwrap_err();
+    assert_eq!(e.line, 15, "{e}");
+    assert!(
+        e.message
+            .contains("unknown group \"iu\" (did you mean \"ui\"?)"),
+        "{e}"
+    );
+    let e = parse(&step("cgroup = \"interactiv\"\nweight = 50")).unwrap_err();
+    assert!(e.message.contains("did you mean \"interactive\"?"), "{e}");
+    assert!(parse(&step("cgroup = \"interactive\"\nweight = 50")).is_ok());
+}
+
+#[test]
+fn rules_checked_after_parsing_point_at_their_group() {
+    let text = TYPO
+        .replace("\"intractive\"", "\"interactive\"")
+        .replace("workers = 1", "workers = 1\nclone_mode = \"thread\"");
+    let e = parse(&text).unwrap_err();
+    assert!(e.message.contains("cannot have their own cgroup"), "{e}");
+    assert_eq!(e.line, 8, "the group's name line: {e}");
+}
