@@ -305,6 +305,9 @@ pub enum Verdict {
     Pass,
     /// At least one did not.
     Fail,
+    /// The run was interrupted (SIGINT, SIGTERM) before its end and every
+    /// check of the part that ran held: neither a PASS nor a FAIL.
+    Interrupted,
 }
 
 impl CheckConfig {
@@ -391,7 +394,7 @@ fn lost_partners(reports: &[&WorkerReport]) -> Option<String> {
             let dead = reports.get(j)?;
             let how = dead.exit_info.as_ref()?;
             Some(format!(
-                "partner worker {j} (pid {}) died ({how:?}); worker pid {} saw its pipe close and stopped",
+                "partner worker {j} (pid {}) died ({how}); worker pid {} saw its pipe close and stopped",
                 dead.tid, r.tid
             ))
         })

@@ -35,6 +35,26 @@ pub enum WorkerExitInfo {
     NotStarted(String),
 }
 
+impl std::fmt::Display for WorkerExitInfo {
+    /// How the worker ended, in words: "killed by SIGKILL", "exited with
+    /// status 3", "still running at the collection deadline".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerExitInfo::Exited(code) => write!(f, "exited with status {code}"),
+            WorkerExitInfo::Signaled(sig) => match crate::scheduler::signal_name(*sig) {
+                Some(name) => write!(f, "killed by {name}"),
+                None => write!(f, "killed by signal {sig}"),
+            },
+            WorkerExitInfo::TimedOut => {
+                f.write_str("still running at the collection deadline (killed)")
+            }
+            WorkerExitInfo::WaitFailed(e) => write!(f, "could not be waited for: {e}"),
+            WorkerExitInfo::Panicked(msg) => write!(f, "panicked: {msg}"),
+            WorkerExitInfo::NotStarted(why) => write!(f, "never started: {why}"),
+        }
+    }
+}
+
 /// Per-worker telemetry, produced by the worker at the end of its loop.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

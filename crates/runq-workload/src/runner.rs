@@ -363,7 +363,11 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         checks.push(alive_check(spec, scheduler_death.as_ref()));
     }
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
-    let failed = scheduler_death.is_some() || interrupted || run_error.is_some();
+    let failed = scheduler_death.is_some() || run_error.is_some();
+    let verdict = match verdict(&checks, failed) {
+        Verdict::Pass if interrupted => Verdict::Interrupted,
+        v => v,
+    };
     Ok(RunOutcome {
         scenario: scn.name.clone(),
         placement,
@@ -376,7 +380,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         scheduler_death,
         run_error,
         groups,
-        verdict: verdict(&checks, failed),
+        verdict,
         checks,
         reports,
     })

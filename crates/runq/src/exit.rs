@@ -69,13 +69,14 @@ pub fn no_privilege(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
-/// Prints `runq: <error>: <cause>...` on one line and returns its exit code.
+/// Prints `runq: <error>: <cause>...` on one line and returns its exit code:
+/// the one the error carries, or [`RUN_ERROR`] (1 is only ever a FAIL).
 pub fn report_error(err: &anyhow::Error) -> ExitCode {
     let code = err
         .chain()
         .find_map(|e| e.downcast_ref::<Fail>())
-        .map_or(1, |f| f.code);
-    eprintln!("runq: {}", chain_line(err.chain().map(|e| e.to_string())));
+        .map_or(RUN_ERROR, |f| f.code);
+    crate::errln!("runq: {}", chain_line(err.chain().map(|e| e.to_string())));
     ExitCode::from(code)
 }
 

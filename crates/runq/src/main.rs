@@ -6,6 +6,7 @@ mod cmd;
 mod exit;
 mod json;
 mod junit;
+mod outfile;
 mod output;
 mod stats;
 mod style;

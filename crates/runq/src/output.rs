@@ -20,7 +20,7 @@ pub fn write_stdout(args: fmt::Arguments<'_>) {
     if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
         CLOSED.store(true, Ordering::Relaxed);
         if e.kind() != io::ErrorKind::BrokenPipe {
-            eprintln!("runq: writing to stdout: {e}");
+            eprint_line(&format!("runq: writing to stdout: {e}"));
         }
     }
 }
@@ -30,6 +30,14 @@ pub fn write_stdout(args: fmt::Arguments<'_>) {
 pub fn eprint_line(line: &str) {
     let mut err = io::stderr().lock();
     let _ = writeln!(err, "{line}").and_then(|()| err.flush());
+}
+
+/// `eprintln!` that ends quietly on a closed stderr.
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::output::eprint_line(&format!($($arg)*))
+    };
 }
 
 /// Writes raw bytes to stdout, like [`write_stdout`].

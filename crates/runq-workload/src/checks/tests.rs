@@ -42,7 +42,7 @@ fn a_dead_partner_is_named_and_a_normal_stop_is_not() {
     assert!(!ns.pass);
     let detail = ns.detail.as_deref().expect("detail names the partner");
     assert!(
-        detail.contains("partner worker 1 (pid 77) died (Signaled(9))"),
+        detail.contains("partner worker 1 (pid 77) died (killed by SIGKILL)"),
         "{detail}"
     );
     assert!(detail.contains("worker pid 76"), "{detail}");

@@ -255,7 +255,11 @@ impl Drop for WorkloadHandle {
         let deadline = Instant::now() + threads::DROP_JOIN_BOUND;
         let running = std::mem::take(&mut self.threads).stop_and_join(deadline);
         if running > 0 {
-            eprintln!("runq: {running} worker thread(s) did not stop within 5 s; left running");
+            // A closed stderr must not panic a drop.
+            let _ = writeln!(
+                io::stderr(),
+                "runq: {running} worker thread(s) did not stop within 5 s; left running"
+            );
         }
     }
 }
@@ -305,7 +309,8 @@ fn child_main(
     let body = match worker::build_body(prepared.as_deref_mut(), idx) {
         Ok(body) => body,
         Err(e) => {
-            eprintln!(
+            let _ = writeln!(
+                io::stderr(),
                 "runq: worker {idx} of group {}: setup failed: {e}",
                 spec.group_idx
             );

@@ -44,7 +44,7 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     let Some(value) = extend_backward(args.from, args.depth, args.beam) else {
-        eprintln!(
+        crate::errln!(
             "runq: no start value {} calls deep found back from {} with --beam {}: every path left 64 bits; start from a deeper --from (e.g. 942488749153153) or widen --beam",
             args.depth, args.from, args.beam
         );

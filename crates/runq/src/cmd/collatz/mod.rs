@@ -95,7 +95,7 @@ fn config_from(args: &CollatzArgs) -> anyhow::Result<Config> {
         .map_err(usage)?;
     let (procs, capped) = resolve_cpus(cpus, ncpu).map_err(usage)?;
     if capped {
-        eprintln!(
+        crate::errln!(
             "runq: CPUS {cpus} is more than {}; using {procs}",
             runq_collatz::config::MAX_PROCS
         );
@@ -147,7 +147,7 @@ pub fn execute(args: CollatzArgs) -> anyhow::Result<ExitCode> {
         crate::outln!("{}", runq_collatz::output::run_json(&result, &info));
     } else {
         crate::outln!("{}", result.csv_line());
-        eprintln!(
+        crate::errln!(
             "# tsc {:.3} GHz, {}; {:.2} ns per call",
             info.hz / 1e9,
             if info.invariant {

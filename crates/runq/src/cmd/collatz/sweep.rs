@@ -125,7 +125,7 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
         print_summary(&result);
     }
     for p in paths {
-        eprintln!("wrote {}", p.display());
+        crate::errln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
 }

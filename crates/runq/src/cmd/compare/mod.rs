@@ -83,7 +83,7 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let (mismatches, notes) = load::differences(&a, &b);
     let mismatch = (!mismatches.is_empty()).then(|| mismatches.join("; "));
     for m in &mismatches {
-        eprintln!("runq: {m}; every verdict is inconclusive");
+        crate::errln!("runq: {m}; every verdict is inconclusive");
     }
     let rows = analyze::compare_all(&a, &b, args.threshold, mismatch.as_deref());
     if rows.is_empty() {

@@ -176,7 +176,7 @@ pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
     if let Some(ts) = s.taskstats {
         out.push_str(&taskstats_line(ts));
         if ts.eperm_count > 0 {
-            eprintln!(
+            crate::errln!(
                 "runq: note: taskstats needs CAP_NET_ADMIN (run as root); its fields are unavailable (-)"
             );
         }

@@ -82,7 +82,7 @@ impl ViewArgs {
             .collect::<anyhow::Result<Vec<_>>>()?;
         for s in &self.sections {
             if s.needs_cgroup_grouping() && by != GroupBy::Cgroup {
-                eprintln!(
+                crate::errln!(
                     "runq: warning: section {} needs --group-by cgroup; it renders no rows",
                     s.name()
                 );

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use anyhow::Context;
 use runq_workload::scheduler::SchedulerDeath;
 use runq_workload::summary::percentile;
 use runq_workload::{RunOutcome, Scenario, Verdict, WorkerReport};
@@ -249,7 +248,7 @@ pub fn build(scn: &Scenario, outcomes: Vec<RunOutcome>) -> RunDocument {
 pub fn write(doc: &RunDocument, path: &Path) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(doc)?;
     std::fs::write(path, text + "\n")
-        .with_context(|| format!("--output: writing {}", path.display()))
+        .map_err(|e| crate::exit::run_error(format!("--output: writing {}: {e}", path.display())))
 }
 
 #[cfg(test)]

@@ -42,8 +42,8 @@ Exit codes:
   77  missing privilege: the run asks for cgroups and runq is not root
   128+N  interrupted by signal N (SIGINT: 130); partial report")]
 pub struct RunArgs {
-    /// A scenario file (TOML; see scenarios/annotated.toml), or
-    /// `default` for the built-in scenario.
+    /// A scenario file (TOML; see scenarios/annotated.toml), `-` to read
+    /// one from stdin, or `default` for the built-in scenario.
     #[arg(value_name = "SCENARIO")]
     pub scenario: Option<String>,
     /// List every work type with its parameters and defaults, then exit.
@@ -114,13 +114,19 @@ fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> 
         || args.workers.is_some()
         || args.cgroup.is_some()
         || !args.params.is_empty();
+    if let Some(d) = args.duration.filter(|d| *d < MIN_DURATION) {
+        return Err(exit::usage(format!(
+            "--duration {d:?} is too short to measure anything; give at least 10ms"
+        )));
+    }
+    if single && args.scenario.is_some() {
+        return Err(exit::usage(
+            "a scenario (a file, `-` or `default`) cannot be combined with \
+             --work-type/--workers/--param/--cgroup; drop one of them",
+        ));
+    }
     if let Some(name) = args.scenario.as_deref().filter(|n| *n != "default") {
-        if single {
-            return Err(exit::usage(
-                "a scenario file cannot be combined with --work-type/--workers/--param/--cgroup",
-            ));
-        }
-        let mut scn = load_scenario(Path::new(name)).map_err(|e| exit::usage(e.to_string()))?;
+        let mut scn = read_scenario(name)?;
         if args.duration.is_some() {
             scn.duration = duration;
         }
@@ -170,6 +176,22 @@ fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> 
         (None, false) => CgroupMode::IfPermitted,
     };
     Ok((scn, mode))
+}
+
+/// The shortest `--duration` (a 1 ns run measured nothing and printed
+/// negative rates).
+const MIN_DURATION: Duration = Duration::from_millis(10);
+
+/// Loads the scenario file `name`, or reads it from stdin for `-`.
+fn read_scenario(name: &str) -> anyhow::Result<Scenario> {
+    if name != "-" {
+        return load_scenario(Path::new(name)).map_err(|e| exit::usage(e.to_string()));
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .map_err(|e| exit::usage(format!("reading the scenario from stdin: {e}")))?;
+    runq_workload::scenario_file::parse_scenario(Path::new("<stdin>"), &text)
+        .map_err(|e| exit::usage(e.to_string()))
 }
 
 /// `--workers`: a whole number (the type's own rule is checked later).
@@ -228,6 +250,11 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             "--ctprof takes snapshots around one run; drop it or use --repeat 1",
         ));
     }
+    for (flag, path) in [("--output", &args.output), ("--junit", &args.junit)] {
+        if let Some(p) = path {
+            crate::outfile::check_writable(flag, p)?;
+        }
+    }
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let mut ctprof = args
         .ctprof
@@ -245,13 +272,13 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = &doc.last;
     if let Placement::Unplaced { reason } = &outcome.placement {
         if scn.wants_cgroups() && !args.json && mode != CgroupMode::Off {
-            eprintln!("runq: running workers without cgroups ({reason})");
+            crate::errln!("runq: running workers without cgroups ({reason})");
         }
     }
     if args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
         if let Some(e) = &outcome.run_error {
-            eprintln!("runq: run ended early: {e}");
+            crate::errln!("runq: run ended early: {e}");
         }
     } else {
         crate::out!(
@@ -286,7 +313,7 @@ fn run_repeats(
     let mut outcomes = Vec::new();
     for n in 1..=args.repeat {
         if args.repeat > 1 && !args.json {
-            eprintln!("runq: repeat {n}/{}", args.repeat);
+            crate::errln!("runq: repeat {n}/{}", args.repeat);
         }
         let mut progress = render::Progress::new(scn.duration, args.json);
         let outcome = run_scenario(
@@ -343,5 +370,7 @@ fn exit_code(outcome: &runq_workload::RunOutcome) -> ExitCode {
     match outcome.verdict {
         runq_workload::Verdict::Pass => ExitCode::SUCCESS,
         runq_workload::Verdict::Fail => ExitCode::from(1),
+        // Only when not flagged as interrupted above, which cannot happen.
+        runq_workload::Verdict::Interrupted => ExitCode::from(exit::RUN_ERROR),
     }
 }

@@ -152,7 +152,7 @@ fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
                 format!("a worker of group {} was never started: {why}", r.group_idx)
             }
             _ => format!(
-                "worker {} (group {}) sent no report: {info:?}",
+                "worker {} (group {}) sent no report: {info}",
                 r.tid, r.group_idx
             ),
         };
@@ -210,6 +210,7 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
     let (word, code) = match o.verdict {
         runq_workload::Verdict::Pass => ("PASS", 32),
         runq_workload::Verdict::Fail => ("FAIL", 31),
+        runq_workload::Verdict::Interrupted => ("INTERRUPTED", 33),
     };
     let _ = writeln!(out, "verdict: {}", paint(word, code, color));
 }
