@@ -353,8 +353,12 @@ impl CheckConfig {
             .iter()
             .filter_map(|c| self.judge(c, group, &observed))
             .collect();
-        if let Some(ns) = out.iter_mut().find(|r| r.name == "not_stuck") {
-            ns.detail = lost_partners(reports);
+        for r in out.iter_mut().filter(|r| !r.pass) {
+            r.detail = match r.name.as_str() {
+                "not_stuck" => lost_partners(reports),
+                _ => None,
+            }
+            .or_else(|| explain::explain(&r.name, &observed));
         }
         out
     }
@@ -471,6 +475,8 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
         Verdict::Pass
     }
 }
+
+mod explain;
 
 #[cfg(test)]
 mod tests;

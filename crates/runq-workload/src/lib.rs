@@ -10,6 +10,7 @@ pub mod fair_model;
 pub mod fairness;
 pub mod fault;
 pub mod fd;
+pub mod gap;
 pub mod placement;
 pub mod report;
 pub mod reservoir;

@@ -75,12 +75,17 @@ pub struct WorkerReport {
     pub cpus_used: BTreeSet<usize>,
     /// The migrations themselves (first ones, capped).
     pub migrations: Vec<Migration>,
-    /// Longest wall-clock interval between consecutive checkpoints, in ms.
+    /// The longest scheduling gap, in ms: the most time the worker spent
+    /// runnable and not running within one 50 ms window (the kernel's
+    /// run delay; see [`crate::gap`]). Sleeps it planned are not gaps.
     pub max_gap_ms: u64,
-    /// CPU on which the longest gap ended.
+    /// CPU the worker was on when the window of the longest gap closed.
     pub max_gap_cpu: usize,
-    /// When the longest gap ended, in ms since the loop started.
+    /// When that window closed, in ms since the loop started.
     pub max_gap_at_ms: u64,
+    /// What `max_gap_ms` was measured from.
+    #[serde(default)]
+    pub max_gap_source: crate::gap::GapSource,
     /// Reservoir sample of wake (resume) latencies, in ns: the time across
     /// the blocking call (read, futex wait, fdatasync, yield), except for
     /// sleeps (Bursty, IdleChurn, Sequence's Sleep phase), which record

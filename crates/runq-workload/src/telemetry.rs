@@ -1,5 +1,5 @@
 //! The per-worker recorder: work units, checkpoints every 1024 units
-//! (migrations, CPUs used, scheduling gaps), reservoir-sampled wake
+//! (migrations, CPUs used), scheduling gaps ([`crate::gap`]), reservoir-sampled wake
 //! latencies and iteration costs, and the schedstat/NUMA deltas that turn
 //! into a [`WorkerReport`] at the end.
 //!
@@ -13,6 +13,7 @@ use std::path::Path;
 use runq_kernel::schedstat::{read_own_schedstat, Schedstat};
 use runq_kernel::{numa_maps, vmstat};
 
+use crate::gap::GapMeter;
 use crate::report::{Migration, WorkerReport, MAX_WAKE_SAMPLES};
 use crate::reservoir::Reservoir;
 use runq_kernel::clock::fast::now_ns;
@@ -52,9 +53,7 @@ pub struct Telemetry {
     cpus_used: BTreeSet<usize>,
     migrations: Vec<Migration>,
     migration_count: u64,
-    max_gap_ns: u64,
-    max_gap_cpu: usize,
-    max_gap_at_ns: u64,
+    gaps: GapMeter,
 }
 
 impl Telemetry {
@@ -79,9 +78,7 @@ impl Telemetry {
             cpus_used: BTreeSet::from([cpu]),
             migrations: Vec::new(),
             migration_count: 0,
-            max_gap_ns: 0,
-            max_gap_cpu: cpu,
-            max_gap_at_ns: 0,
+            gaps: GapMeter::start(start_ns),
             wakes: Reservoir::new(MAX_WAKE_SAMPLES, seed),
             costs: Reservoir::new(MAX_WAKE_SAMPLES, seed.rotate_left(17)),
             wake_end_ns: 0,
@@ -137,6 +134,7 @@ impl Telemetry {
         self.last_iteration_end_ns = now;
         self.iterations += 1;
         let unplanned = cost.saturating_sub(std::mem::take(&mut self.planned_ns));
+        self.gaps.after_iteration(now, unplanned);
         if units == 0 {
             return unplanned;
         }
@@ -150,12 +148,6 @@ impl Telemetry {
     #[cold]
     fn checkpoint(&mut self, now: u64) {
         let cpu = current_cpu();
-        let gap = now.saturating_sub(self.last_check_ns);
-        if gap > self.max_gap_ns {
-            self.max_gap_ns = gap;
-            self.max_gap_cpu = cpu;
-            self.max_gap_at_ns = now.saturating_sub(self.start_ns);
-        }
         if cpu != self.last_cpu {
             self.migration_count += 1;
             if self.migrations.len() < MAX_MIGRATIONS_KEPT {
@@ -179,6 +171,8 @@ impl Telemetry {
             (Some(after), Some(before)) => after.delta_since(&before),
             _ => Schedstat::default(),
         };
+        let max_gap_source = self.gaps.source();
+        let gap = self.gaps.finish(now_ns());
         let (resume_latencies_ns, wake_sample_total) = self.wakes.into_parts();
         let (iteration_costs_ns, iteration_cost_sample_total) = self.costs.into_parts();
         WorkerReport {
@@ -190,9 +184,10 @@ impl Telemetry {
             migration_count: self.migration_count,
             cpus_used: self.cpus_used,
             migrations: self.migrations,
-            max_gap_ms: self.max_gap_ns / 1_000_000,
-            max_gap_cpu: self.max_gap_cpu,
-            max_gap_at_ms: self.max_gap_at_ns / 1_000_000,
+            max_gap_ms: gap.ns / 1_000_000,
+            max_gap_cpu: gap.cpu,
+            max_gap_at_ms: gap.at_ns / 1_000_000,
+            max_gap_source,
             resume_latencies_ns,
             wake_sample_total,
             iteration_costs_ns,

@@ -156,3 +156,32 @@ fn custom_groups_skip_telemetry_checks() {
     assert_eq!(res.len(), 1);
     assert!(res[0].pass);
 }
+
+#[test]
+fn every_failed_group_check_says_what_was_measured() {
+    let mut a = report(0, 3_000_000_000, 2_900_000_000, 3_001);
+    a.tid = 41;
+    a.max_gap_at_ms = 1200;
+    let mut b = report(1_000_000, 3_000_000_000, 0, 2);
+    b.tid = 42;
+    let cfg = CheckConfig {
+        min_work_rate: Some(1e12),
+        ..CheckConfig::default()
+    };
+    let res = cfg.evaluate_group("g", &[&a, &b], false);
+    let detail = |name: &str| {
+        let r = res.iter().find(|r| r.name == name).unwrap();
+        assert!(!r.pass, "{name}");
+        r.detail
+            .clone()
+            .unwrap_or_else(|| panic!("{name}: no detail"))
+    };
+    assert!(detail("not_stuck").contains("worker 41 completed no work unit in 3.0 s"));
+    assert!(
+        detail("max_gap_ms").contains("worker 41 waited runnable without a CPU (kernel run delay) for 3001 ms, 1200 ms into the run"),
+        "{}",
+        detail("max_gap_ms")
+    );
+    assert!(detail("max_offcpu_spread_pct").contains("worker 41 was off CPU 96.7%"));
+    assert!(detail("min_work_rate").contains("worker 41 did 0 work units"));
+}

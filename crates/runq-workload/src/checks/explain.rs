@@ -1,0 +1,92 @@
+//! One sentence under each FAIL of a group check: what was measured, on
+//! which worker, so that a failed bound can be acted on without reading
+//! the JSON.
+
+use super::Observed;
+use crate::gap::GapSource;
+use crate::report::WorkerReport;
+
+/// The explanation of check `name`'s failure on `o`, when there is one.
+pub(super) fn explain(name: &str, o: &Observed<'_>) -> Option<String> {
+    match name {
+        "not_stuck" => stuck(o),
+        "max_gap_ms" => gap(&o.live),
+        "max_offcpu_spread_pct" => offcpu_spread(&o.live),
+        "max_p99_wake_latency_us" | "max_wake_latency_cv" => Some(format!(
+            "over {} wake samples of {} live workers",
+            o.wakes.len(),
+            o.live.len()
+        )),
+        "min_work_rate" => slowest(&o.live),
+        "max_migration_ratio" => Some(format!(
+            "{} migrations seen at {} checkpoints (one every 1024 work units)",
+            o.live.iter().map(|r| r.migration_count).sum::<u64>(),
+            o.live
+                .iter()
+                .map(|r| r.work_units / crate::telemetry::CHECK_PERIOD_UNITS)
+                .sum::<u64>()
+        )),
+        "min_numa_locality" => Some(
+            "share of each worker's pages on its busiest NUMA node; the lowest worker's".into(),
+        ),
+        _ => None,
+    }
+}
+
+/// Which workers died or did no work, and how.
+fn stuck(o: &Observed<'_>) -> Option<String> {
+    let lines: Vec<String> = o
+        .all
+        .iter()
+        .filter_map(|r| match &r.exit_info {
+            Some(how) => Some(format!("worker {} {how}", r.tid)),
+            None if !o.is_custom && r.work_units == 0 => Some(format!(
+                "worker {} completed no work unit in {:.1} s ({} iterations)",
+                r.tid,
+                r.wall_time_ns as f64 / 1e9,
+                r.iterations
+            )),
+            None => None,
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("; "))
+}
+
+/// The worker with the longest gap, and what the gap is.
+fn gap(live: &[&WorkerReport]) -> Option<String> {
+    let w = live.iter().max_by_key(|r| r.max_gap_ms)?;
+    let what = match w.max_gap_source {
+        GapSource::RunDelay => "waited runnable without a CPU (kernel run delay)",
+        GapSource::IterationTime => "spent in one iteration beyond what it planned",
+    };
+    Some(format!(
+        "worker {} {what} for {} ms, {} ms into the run, on CPU {}",
+        w.tid, w.max_gap_ms, w.max_gap_at_ms, w.max_gap_cpu
+    ))
+}
+
+/// The most and the least off-CPU workers.
+fn offcpu_spread(live: &[&WorkerReport]) -> Option<String> {
+    let pct = |r: &&WorkerReport| r.off_cpu_ns as f64 * 100.0 / r.wall_time_ns.max(1) as f64;
+    let most = live.iter().max_by(|a, b| pct(a).total_cmp(&pct(b)))?;
+    let least = live.iter().min_by(|a, b| pct(a).total_cmp(&pct(b)))?;
+    Some(format!(
+        "worker {} was off CPU {:.1}% of its run, worker {} {:.1}%",
+        most.tid,
+        pct(most),
+        least.tid,
+        pct(least)
+    ))
+}
+
+/// The slowest worker's rate.
+fn slowest(live: &[&WorkerReport]) -> Option<String> {
+    let rate = |r: &&WorkerReport| r.work_units as f64 * 1e9 / r.wall_time_ns.max(1) as f64;
+    let w = live.iter().min_by(|a, b| rate(a).total_cmp(&rate(b)))?;
+    Some(format!(
+        "worker {} did {} work units in {:.2} s",
+        w.tid,
+        w.work_units,
+        w.wall_time_ns as f64 / 1e9
+    ))
+}
