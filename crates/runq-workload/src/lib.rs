@@ -5,6 +5,7 @@
 //! [`WorkerReport`] of telemetry through a pipe. [`runner::run_scenario`]
 //! drives a whole [`Scenario`].
 
+pub mod capacity;
 pub mod checks;
 pub mod fair_model;
 pub mod fairness;

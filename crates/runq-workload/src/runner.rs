@@ -62,6 +62,9 @@ pub struct RunOptions<'a> {
     pub repro: bool,
     /// A start-up fault to inject (tests; `RUNQ_FAULT` in the binary).
     pub fault: Option<Fault>,
+    /// The most workers per online CPU the run may start (see
+    /// [`crate::capacity`]).
+    pub max_workers_per_cpu: usize,
 }
 
 /// Everything a run produced.
@@ -120,6 +123,9 @@ pub enum RunError {
     /// SIGINT/SIGTERM arrived before the workers started.
     #[error("{0}")]
     Interrupted(String),
+    /// The host cannot hold the run (checked before the first fork).
+    #[error("{0}")]
+    Capacity(String),
 }
 
 impl From<StartError> for RunError {
@@ -235,6 +241,12 @@ impl LiveRun<'_> {
                 break;
             }
         }
+        if runq_kernel::signal::received_signal().is_some() {
+            self.handle.abort_unstarted("interrupted before the start");
+            return Err(RunError::Interrupted(
+                "interrupted while starting the workers".into(),
+            ));
+        }
         for (pid, group_idx) in self.handle.pids().into_iter().skip(before) {
             if let Err(why) = self.place(pid, group_idx) {
                 self.handle.fail_worker(pid, why);
@@ -307,10 +319,17 @@ fn watchdog_for(scheduler: Option<&SchedulerProc>, repro: bool) -> Option<Watchd
     }
 }
 
+/// How long an interrupted run waits for its workers' reports.
+const INTERRUPTED_COLLECT: Duration = Duration::from_millis(500);
+
 /// Runs `scn` to completion (or interruption). Once workers exist, every
 /// failure ends the run early with a full report and `run_error` set.
 pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
     scn.validate()?;
+    let workers = scn.groups.iter().map(|g| g.workers).sum();
+    crate::capacity::HostLimits::read(std::path::Path::new("/proc"))
+        .check(workers, opts.max_workers_per_cpu)
+        .map_err(RunError::Capacity)?;
     let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = scn
@@ -335,8 +354,10 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     let launched = live.launch(&first);
     let spawn_ns = elapsed_ns(t_spawn);
     let t_run = Instant::now();
+    let aborted_at_start = matches!(launched, Err(RunError::Interrupted(_)));
     let (mut scheduler_death, run_error) = match launched {
         Ok(()) => drive(&mut live, scheduler.as_mut(), opts.interrupt, opts.on_tick),
+        Err(RunError::Interrupted(_)) => (None, None),
         Err(e) => (None, Some(e.to_string())),
     };
     let run_ns = elapsed_ns(t_run);
@@ -347,7 +368,14 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         mut reports,
         ..
     } = live;
-    reports.extend(handle.stop_and_collect(opts.collect_timeout));
+    // Interrupted, the user is waiting: collect what arrives within
+    // INTERRUPTED_COLLECT, then kill the rest (reported as timed out).
+    let collect_timeout = if opts.interrupt.load(Ordering::Relaxed) {
+        opts.collect_timeout.min(INTERRUPTED_COLLECT)
+    } else {
+        opts.collect_timeout
+    };
+    reports.extend(handle.stop_and_collect(collect_timeout));
     let collect_ns = elapsed_ns(t_collect);
     if scheduler_death.is_none() {
         // A death while the workers were being stopped counts too.
@@ -364,8 +392,11 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     }
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
     let failed = scheduler_death.is_some() || run_error.is_some();
+    // Interrupted: INTERRUPTED when what ran held every check, or when no
+    // worker was ever started (nothing ran to be judged).
     let verdict = match verdict(&checks, failed) {
         Verdict::Pass if interrupted => Verdict::Interrupted,
+        Verdict::Fail if aborted_at_start && !failed => Verdict::Interrupted,
         v => v,
     };
     Ok(RunOutcome {

@@ -32,6 +32,8 @@ pub fn fmt_ms(ns: u64) -> String {
 
 /// A rate (or any count) with an SI suffix: `950`, `1.2k`, `3.45M`.
 pub fn fmt_rate(v: f64) -> String {
+    // -0.0 (a rate over no time) prints as 0, not "-0".
+    let v = if v == 0.0 { 0.0 } else { v };
     let a = v.abs();
     if a >= 1e9 {
         format!("{:.2}G", v / 1e9)

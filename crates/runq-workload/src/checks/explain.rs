@@ -33,23 +33,42 @@ pub(super) fn explain(name: &str, o: &Observed<'_>) -> Option<String> {
     }
 }
 
-/// Which workers died or did no work, and how.
+/// Which workers died or did no work, and how: one entry per way, a
+/// single worker by its tid, several as a count.
 fn stuck(o: &Observed<'_>) -> Option<String> {
-    let lines: Vec<String> = o
-        .all
-        .iter()
-        .filter_map(|r| match &r.exit_info {
-            Some(how) => Some(format!("worker {} {how}", r.tid)),
-            None if !o.is_custom && r.work_units == 0 => Some(format!(
-                "worker {} completed no work unit in {:.1} s ({} iterations)",
-                r.tid,
+    let mut ways: Vec<(String, Vec<i32>)> = Vec::new();
+    for r in o.all {
+        let how = match &r.exit_info {
+            Some(how) => how.to_string(),
+            None if !o.is_custom && r.work_units == 0 => format!(
+                "completed no work unit in {:.1} s ({} iterations)",
                 r.wall_time_ns as f64 / 1e9,
                 r.iterations
-            )),
-            None => None,
+            ),
+            None => continue,
+        };
+        match ways.iter_mut().find(|(k, _)| *k == how) {
+            Some((_, tids)) => tids.push(r.tid),
+            None => ways.push((how, vec![r.tid])),
+        }
+    }
+    let lines: Vec<String> = ways
+        .into_iter()
+        .map(|(how, tids)| match tids.as_slice() {
+            [tid] if *tid != 0 => format!("worker {tid} {how}"),
+            _ => format!("{} workers {how}", tids.len()),
         })
         .collect();
-    (!lines.is_empty()).then(|| lines.join("; "))
+    (!lines.is_empty()).then(|| at_most(&lines, 5))
+}
+
+/// The first `n` of `lines` joined, and how many more there are.
+fn at_most(lines: &[String], n: usize) -> String {
+    let mut text = lines[..lines.len().min(n)].join("; ");
+    if lines.len() > n {
+        text.push_str(&format!("; and {} more", lines.len() - n));
+    }
+    text
 }
 
 /// The worker with the longest gap, and what the gap is.

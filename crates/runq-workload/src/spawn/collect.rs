@@ -147,9 +147,13 @@ fn reap(workers: &mut [ProcWorker], deadline: Instant) {
         }
         std::thread::sleep(Duration::from_micros(500));
     }
-    for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+    // Kill every straggler first, then wait: killed one by one, each
+    // would have to be scheduled among the others still spinning.
+    for w in workers.iter().filter(|w| w.status.is_none()) {
         // SAFETY: killing our own unreaped child.
         unsafe { libc::kill(w.pid, libc::SIGKILL) };
+    }
+    for w in workers.iter_mut().filter(|w| w.status.is_none()) {
         let _ = try_wait(w.pid, true);
         w.report.clear();
         w.status = Some(Err(TIMED_OUT.into()));

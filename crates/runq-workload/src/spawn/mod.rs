@@ -11,6 +11,7 @@
 //! bound). Thread-mode workers follow the same phases
 //! inside the runq process (see [`threads`]).
 
+mod boost;
 mod collect;
 mod spec;
 mod threads;
@@ -119,6 +120,18 @@ impl WorkloadHandle {
         let parent = unsafe { libc::getpid() };
         let mut forked = Ok(());
         for idx in 0..spec.workers {
+            // SIGINT/SIGTERM (runq_kernel::signal) stop the forking at once:
+            // a run of thousands of workers must not ignore Ctrl-C.
+            if let Some(sig) = runq_kernel::signal::received_signal() {
+                forked = Err(io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    format!(
+                        "signal {sig} while forking worker {idx} of {}",
+                        spec.workers
+                    ),
+                ));
+                break;
+            }
             forked = self.fork_one(spec, prepared.as_deref_mut(), idx, parent);
             if forked.is_err() {
                 break;
@@ -200,8 +213,20 @@ impl WorkloadHandle {
     /// Releases every not-yet-started worker into its work loop. A worker
     /// that cannot be released (it died) keeps the error for its sentinel
     /// report; the others start regardless.
+    ///
+    /// A SIGINT/SIGTERM (runq_kernel::signal) stops the releasing: the
+    /// workers not yet released are killed and keep that as their error.
     pub fn start(&mut self) {
+        let _boost = boost::Boost::raise();
         for w in &mut self.procs {
+            if runq_kernel::signal::received_signal().is_some() {
+                // Reaped with the others at collection; not waited for
+                // here, one at a time among the released workers.
+                // SAFETY: killing our own unreaped child.
+                unsafe { libc::kill(w.pid, libc::SIGKILL) };
+                w.start_error = Some("interrupted before the start".into());
+                continue;
+            }
             if Fault::hits(self.fault, FaultStep::Start, w.index) {
                 w.kill_and_wait_dead();
             }
@@ -216,6 +241,16 @@ impl WorkloadHandle {
         if let Some(w) = self.procs.iter_mut().find(|w| w.pid == pid) {
             w.kill_and_wait_dead();
             w.start_error = Some(why);
+        }
+    }
+
+    /// Gives up on every process worker not yet started (an interrupt
+    /// before the start): SIGKILLs them all, then reaps them, recording
+    /// `why` for their sentinel reports.
+    pub fn abort_unstarted(&mut self, why: &str) {
+        collect::kill_and_reap(&mut self.procs);
+        for w in &mut self.procs {
+            w.start_error = Some(why.to_string());
         }
     }
 
@@ -240,6 +275,7 @@ impl WorkloadHandle {
     /// children, all within `timeout`. A worker that sends no parseable
     /// report gets a sentinel with its exit shape.
     pub fn stop_and_collect(mut self, timeout: Duration) -> Vec<WorkerReport> {
+        let _boost = boost::Boost::raise();
         let deadline = Instant::now() + timeout;
         let mut reports = collect::stop_and_collect(std::mem::take(&mut self.procs), deadline);
         reports.extend(std::mem::take(&mut self.threads).stop_and_collect(deadline));

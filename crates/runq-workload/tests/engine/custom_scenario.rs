@@ -60,6 +60,7 @@ fn custom_group_runs_in_its_cgroup_and_is_judged_by_not_stuck_only() {
             collect_timeout: Duration::from_secs(10),
             repro: false,
             fault: None,
+            max_workers_per_cpu: runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
         },
     )
     .expect("run");

@@ -69,3 +69,39 @@ fn bench_steps_happen_on_time() {
     assert!((late - 1200.0).abs() < 150.0, "late {late}");
     assert!((leaver - 800.0).abs() < 150.0, "leaver {leaver}");
 }
+
+/// SIGINT while 2,000 workers are forked, and again once they all spin:
+/// runq exits within 1 s of the signal (the bound).
+#[test]
+#[ignore = "bench tier (scripts/bench): times an exit on a host under load"]
+fn bench_sigint_exits_within_one_second_with_2000_workers() {
+    use crate::common::{children, signal, spawn, wait_for};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let scn = dir.path().join("crowd.toml");
+    std::fs::write(
+        &scn,
+        "duration = \"20s\"\n[[group]]\nname = \"many\"\nwork_type = \"SpinWait\"\nworkers = 2000\n",
+    )
+    .unwrap();
+    for (phase, children_before_signal) in [("spawn", 500), ("run", 2000)] {
+        let child = spawn(&["run", scn.to_str().unwrap(), "--no-cgroups"]);
+        let pid = child.id();
+        wait_for(Duration::from_secs(60), "workers", || {
+            (children(pid).len() >= children_before_signal).then_some(())
+        });
+        if phase == "run" {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let t = Instant::now();
+        signal(pid as i32, libc::SIGINT);
+        let out = child.wait_with_output().unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "figure: SIGINT during {phase} of 2000 workers: exit {:?} after {secs:.2} s",
+            out.status.code()
+        );
+        assert_eq!(out.status.code(), Some(130));
+        assert!(secs < 1.0, "{phase}: {secs} s");
+    }
+}

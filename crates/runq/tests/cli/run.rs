@@ -413,3 +413,84 @@ fn a_bad_fault_spec_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("RUNQ_FAULT"), "{err}");
 }
+
+/// A scenario of `workers` SpinWait workers in one cgroup (when root).
+fn crowd_scenario(dir: &std::path::Path, workers: usize) -> std::path::PathBuf {
+    let cgroup = if runq_testkit::is_root() {
+        "[[cgroup]]\nname = \"crowd\"\n"
+    } else {
+        ""
+    };
+    let place = if runq_testkit::is_root() {
+        "cgroup = \"crowd\"\n"
+    } else {
+        ""
+    };
+    let path = dir.join("crowd.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "duration = \"5s\"\n{cgroup}[[group]]\nname = \"many\"\nwork_type = \"SpinWait\"\nworkers = {workers}\n{place}"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_run_the_host_cannot_hold_is_refused_before_the_first_fork() {
+    let dir = tempfile::tempdir().unwrap();
+    let scn = crowd_scenario(dir.path(), 100_000);
+    let child = spawn(&["run", scn.to_str().unwrap()]);
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("100000 workers is more than 1024 per CPU"),
+        "{err}"
+    );
+    assert!(err.contains("--max-workers-per-cpu"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(run_dirs_of_if_root(pid).is_empty());
+}
+
+/// `run_dirs_of` where cgroups can exist (root), nothing otherwise.
+fn run_dirs_of_if_root(pid: u32) -> Vec<std::path::PathBuf> {
+    if runq_testkit::is_root() {
+        run_dirs_of(pid)
+    } else {
+        Vec::new()
+    }
+}
+
+/// SIGINT while 2,000 workers are forked: exit 130, every worker reaped,
+/// no cgroup left (how fast is the benchmark tier's figure).
+#[test]
+fn sigint_during_the_spawn_of_2000_workers_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let scn = crowd_scenario(dir.path(), 2000);
+    let child = spawn(&["run", scn.to_str().unwrap()]);
+    let pid = child.id();
+    wait_for(Duration::from_secs(20), "the first workers", || {
+        (children(pid).len() > 50).then_some(())
+    });
+    signal(pid as i32, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(text.contains("verdict: INTERRUPTED"), "{text}");
+    // Workers are forks of runq: their command line names the scenario.
+    assert_eq!(processes_naming(scn.to_str().unwrap()), 0, "workers left");
+    assert!(run_dirs_of_if_root(pid).is_empty(), "cgroups left behind");
+}
+
+/// Live processes whose command line contains `needle`.
+fn processes_naming(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(needle))
+        .count()
+}

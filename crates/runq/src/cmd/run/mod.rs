@@ -99,6 +99,12 @@ pub struct RunArgs {
     /// facts, the scenario and every repeat's figures) to FILE.
     #[arg(long, short, value_name = "FILE.json")]
     pub output: Option<std::path::PathBuf>,
+    /// The most workers per online CPU a run may start; a run asking for
+    /// more is refused before the first fork (the host's pid, thread,
+    /// process and memory limits are checked as well).
+    #[arg(long, value_name = "N", default_value_t = runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
+          value_parser = clap::value_parser!(usize))]
+    pub max_workers_per_cpu: usize,
     /// Write a JUnit XML report to FILE: one testcase per group and check.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,
@@ -330,6 +336,7 @@ fn run_repeats(
                 collect_timeout,
                 repro: args.repro,
                 fault,
+                max_workers_per_cpu: args.max_workers_per_cpu,
             },
         );
         progress.finish();
@@ -341,6 +348,9 @@ fn run_repeats(
             )))
             }
             Err(RunError::Scenario(e)) => return Err(exit::usage(e.to_string())),
+            Err(RunError::Capacity(why)) => {
+                return Err(exit::usage(format!("the host cannot hold this run: {why}")))
+            }
             Err(RunError::Interrupted(why)) => return Err(exit::interrupted(why)),
             Err(e) => return Err(exit::run_error(e.to_string())),
         };

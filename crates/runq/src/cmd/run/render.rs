@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use runq_workload::{Placement, RunOutcome, WakeFigure, WorkerExitInfo};
+use runq_workload::{Placement, RunOutcome, WakeFigure, WorkerExitInfo, WorkerReport};
 
 use crate::style::paint;
 use runq_kernel::util::table::{Align, Table};
@@ -143,22 +143,38 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
     out
 }
 
-/// Workers that sent no report, a run error and a dead scheduler, in red.
-fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
-    for r in o.reports.iter() {
+/// One line per way workers were lost: a single worker by its tid, several
+/// that failed the same way as a count.
+fn lost_worker_lines(reports: &[WorkerReport]) -> Vec<String> {
+    let mut ways: Vec<(String, Vec<i32>)> = Vec::new();
+    for r in reports {
         let Some(info) = &r.exit_info else { continue };
-        let mut line = match info {
-            WorkerExitInfo::NotStarted(why) => {
-                format!("a worker of group {} was never started: {why}", r.group_idx)
-            }
-            _ => format!(
-                "worker {} (group {}) sent no report: {info}",
-                r.tid, r.group_idx
-            ),
+        let mut how = match info {
+            WorkerExitInfo::NotStarted(why) => format!("never started: {why}"),
+            other => format!("sent no report: {other}"),
         };
         if let Some(e) = &r.start_error {
-            let _ = write!(line, " ({e})");
+            let _ = write!(how, " ({e})");
         }
+        let key = format!("(group {}) {how}", r.group_idx);
+        match ways.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, tids)) => tids.push(r.tid),
+            None => ways.push((key, vec![r.tid])),
+        }
+    }
+    ways.into_iter()
+        .map(|(key, tids)| match tids.as_slice() {
+            [tid] if *tid != 0 => format!("worker {tid} {key}"),
+            _ => format!("{} workers {key}", tids.len()),
+        })
+        .collect()
+}
+
+/// Workers that sent no report, a run error and a dead scheduler, in red.
+/// Workers that failed the same way share one line (2,000 workers that
+/// were never started are one line, not 2,000).
+fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
+    for line in lost_worker_lines(&o.reports) {
         let _ = writeln!(out, "{}", paint(&line, 31, color));
     }
     if let Some(e) = &o.run_error {
