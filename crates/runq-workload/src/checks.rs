@@ -17,7 +17,12 @@ use crate::summary::percentile;
 pub struct CheckConfig {
     /// Every worker did some work and sent a report. Default: on.
     pub not_stuck: bool,
-    /// Longest gap between checkpoints of any worker, ms. Default: 2000.
+    /// Every worker got the setup its group asked for (affinity, policy,
+    /// nice, mempolicy): a cpuset/affinity conflict fails the run unless
+    /// the scenario turns this off. Default: on.
+    pub setup_applied: bool,
+    /// Longest scheduling gap of any worker (time runnable without a CPU,
+    /// see [`crate::gap`]), ms. Default: 2000.
     pub max_gap_ms: Option<u64>,
     /// Largest difference in off-CPU share between the workers of a group,
     /// percentage points. Default: 50.
@@ -48,6 +53,7 @@ impl Default for CheckConfig {
     fn default() -> Self {
         CheckConfig {
             not_stuck: true,
+            setup_applied: true,
             max_gap_ms: Some(2000),
             max_offcpu_spread_pct: Some(50.0),
             max_p99_wake_latency_us: Some(100_000),
@@ -167,7 +173,7 @@ const fn telemetry(measure: fn(&Observed) -> Option<f64>) -> Scope {
 }
 
 /// Every check, in the order results are reported.
-const CHECKS: [Check; 10] = [
+const CHECKS: [Check; 11] = [
     Check {
         name: "not_stuck",
         bound: |c| c.not_stuck.then_some(0.0),
@@ -175,6 +181,16 @@ const CHECKS: [Check; 10] = [
         op: Op::AtMost,
         scope: Scope::Group {
             measure: stuck_workers,
+            telemetry: false,
+        },
+    },
+    Check {
+        name: "setup_applied",
+        bound: |c| c.setup_applied.then_some(0.0),
+        range: None,
+        op: Op::AtMost,
+        scope: Scope::Group {
+            measure: |o| Some(o.live.iter().filter(|r| r.affinity_error.is_some()).count() as f64),
             telemetry: false,
         },
     },

@@ -11,6 +11,7 @@ pub(super) fn explain(name: &str, o: &Observed<'_>) -> Option<String> {
     match name {
         "not_stuck" => stuck(o),
         "max_gap_ms" => gap(&o.live),
+        "setup_applied" => setup_errors(&o.live),
         "max_offcpu_spread_pct" => offcpu_spread(&o.live),
         "max_p99_wake_latency_us" | "max_wake_latency_cv" => Some(format!(
             "over {} wake samples of {} live workers",
@@ -108,4 +109,13 @@ fn slowest(live: &[&WorkerReport]) -> Option<String> {
         w.work_units,
         w.wall_time_ns as f64 / 1e9
     ))
+}
+
+/// The workers whose setup failed, and why.
+fn setup_errors(live: &[&WorkerReport]) -> Option<String> {
+    let lines: Vec<String> = live
+        .iter()
+        .filter_map(|r| Some(format!("worker {}: {}", r.tid, r.affinity_error.as_ref()?)))
+        .collect();
+    (!lines.is_empty()).then(|| at_most(&lines, 3))
 }

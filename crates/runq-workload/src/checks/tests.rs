@@ -96,7 +96,8 @@ fn op_prints_and_serializes_as_the_operator() {
 #[test]
 fn names_and_ranges_come_from_the_table() {
     assert_eq!(CHECK_NAMES[0], "not_stuck");
-    assert_eq!(CHECK_NAMES[9], "min_fair_share");
+    assert_eq!(CHECK_NAMES[1], "setup_applied");
+    assert_eq!(CHECK_NAMES[10], "min_fair_share");
     let bad = |cfg: CheckConfig| cfg.validate().unwrap_err();
     assert_eq!(
         bad(CheckConfig {
@@ -128,6 +129,7 @@ fn names_and_ranges_come_from_the_table() {
         names,
         [
             "not_stuck",
+            "setup_applied",
             "max_gap_ms",
             "max_offcpu_spread_pct",
             "min_work_rate",
@@ -153,8 +155,9 @@ fn statistics() {
 fn custom_groups_skip_telemetry_checks() {
     let a = report(0, 0, 0, 99_999);
     let res = CheckConfig::default().evaluate_group("c", &[&a], true);
-    assert_eq!(res.len(), 1);
-    assert!(res[0].pass);
+    let names: Vec<&str> = res.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["not_stuck", "setup_applied"]);
+    assert!(res.iter().all(|r| r.pass));
 }
 
 #[test]
@@ -184,4 +187,24 @@ fn every_failed_group_check_says_what_was_measured() {
     );
     assert!(detail("max_offcpu_spread_pct").contains("worker 41 was off CPU 96.7%"));
     assert!(detail("min_work_rate").contains("worker 41 did 0 work units"));
+}
+
+#[test]
+fn a_setup_error_fails_unless_the_scenario_allows_it() {
+    let mut a = report(1024, 1_000_000_000, 0, 0);
+    a.tid = 9;
+    a.affinity_error = Some("sched_setaffinity(3): Invalid argument".into());
+    let res = CheckConfig::default().evaluate_group("g", &[&a], false);
+    let s = res.iter().find(|r| r.name == "setup_applied").unwrap();
+    assert!(!s.pass);
+    assert_eq!(
+        s.detail.as_deref(),
+        Some("worker 9: sched_setaffinity(3): Invalid argument")
+    );
+    let allowed = CheckConfig {
+        disable: vec!["setup_applied".into()],
+        ..Default::default()
+    };
+    let res = allowed.evaluate_group("g", &[&a], false);
+    assert!(res.iter().all(|r| r.name != "setup_applied"));
 }

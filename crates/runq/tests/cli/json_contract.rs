@@ -143,6 +143,16 @@ fn run_and_compare_documents_match_their_schemas() {
         .unwrap();
     assert_eq!(cmp.status.code(), Some(0), "{cmp:?}");
     assert_matches_schema("compare", &serde_json::from_slice(&cmp.stdout).unwrap());
+    // Two repeats are too few for an interval: the text says so.
+    let text = runq()
+        .args(["compare", path_str(&saved), path_str(&saved)])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("): too few repeats (2 vs 2; need at least 4 on each side)"),
+        "{text}"
+    );
 }
 
 #[test]

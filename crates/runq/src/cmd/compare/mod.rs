@@ -150,6 +150,37 @@ fn ci_text(r: &Row) -> String {
     )
 }
 
+/// Why rows are inconclusive: each distinct reason with the rows it
+/// covers (`PipeIo work_rate, PipeIo wake_p99`, or a count past three).
+fn inconclusive_reasons(rows: &[Row]) -> Vec<(String, String)> {
+    let mut by_reason: Vec<(String, Vec<String>)> = Vec::new();
+    for r in rows {
+        let Some(reason) = r
+            .reason
+            .as_ref()
+            .filter(|_| r.verdict.word() == "inconclusive")
+        else {
+            continue;
+        };
+        let name = format!("{} {}", r.group, r.figure);
+        match by_reason.iter_mut().find(|(k, _)| k == reason) {
+            Some((_, names)) => names.push(name),
+            None => by_reason.push((reason.clone(), vec![name])),
+        }
+    }
+    by_reason
+        .into_iter()
+        .map(|(reason, names)| {
+            let rows = if names.len() > 3 {
+                format!("{} rows", names.len())
+            } else {
+                names.join(", ")
+            };
+            (reason, rows)
+        })
+        .collect()
+}
+
 /// The text table.
 fn render(rep: &Report) -> String {
     let mut out = String::new();
@@ -187,6 +218,9 @@ fn render(rep: &Report) -> String {
         ]);
     }
     out.push_str(&t.render(str::to_string));
+    for (reason, rows) in inconclusive_reasons(&rep.rows) {
+        let _ = writeln!(out, "inconclusive ({rows}): {reason}");
+    }
     let _ = writeln!(
         out,
         "{} regressed, {} improved, {} figures compared",
