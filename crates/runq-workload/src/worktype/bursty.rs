@@ -70,7 +70,7 @@ impl WorkerBody for Body {
         let requested = u64::try_from(self.sleep.as_nanos()).unwrap_or(u64::MAX);
         tel.plan(requested);
         let before = now_ns();
-        std::thread::sleep(self.sleep);
+        crate::stop::sleep_unless_stopped(self.sleep);
         tel.record_wake(since(before).saturating_sub(requested));
         units
     }

@@ -149,7 +149,7 @@ impl WorkerBody for Messenger {
             MessengerStep::Spin(n) => spin_turn(n),
             MessengerStep::Sleep(d) => {
                 tel.plan(d.as_nanos().try_into().unwrap_or(u64::MAX));
-                std::thread::sleep(d);
+                crate::stop::sleep_unless_stopped(d);
                 1
             }
         };

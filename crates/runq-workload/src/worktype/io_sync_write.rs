@@ -91,7 +91,7 @@ impl WorkerBody for Body {
         }
         if !self.sleep.is_zero() {
             tel.plan(u64::try_from(self.sleep.as_nanos()).unwrap_or(u64::MAX));
-            std::thread::sleep(self.sleep);
+            crate::stop::sleep_unless_stopped(self.sleep);
         }
         units
     }

@@ -191,7 +191,7 @@ impl WorkerBody for InversionBody {
             }
             Role::High => {
                 tel.plan(p.high_sleep_us.saturating_mul(1000));
-                std::thread::sleep(Duration::from_micros(p.high_sleep_us));
+                crate::stop::sleep_unless_stopped(Duration::from_micros(p.high_sleep_us));
                 let Some(waited) = lock.lock() else { return 0 };
                 tel.record_wake(waited);
                 let units = spin_burst(256);
