@@ -66,7 +66,7 @@ fn custom_group_runs_in_its_cgroup_and_is_judged_by_not_stuck_only() {
     .expect("run");
     let mine: Vec<_> = out.checks.iter().filter(|c| c.group == "mine").collect();
     let names: Vec<&str> = mine.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["not_stuck"], "{:?}", out.checks);
+    assert_eq!(names, ["not_stuck", "setup_applied"], "{:?}", out.checks);
     assert!(out
         .checks
         .iter()
