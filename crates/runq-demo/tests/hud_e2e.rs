@@ -359,7 +359,12 @@ fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
     }
     let (mut demo, pid) = start(stripped.to_str().unwrap(), 12);
     let (plain, _) = hud(&runq, pid, 3, &[]);
-    let (with_target, _) = hud(&runq, pid, 3, &["--target".as_ref(), unstripped.as_ref()]);
+    let (with_target, _) = hud(
+        &runq,
+        pid,
+        3,
+        &["--debug-file".as_ref(), unstripped.as_ref()],
+    );
     let wrong = Command::new(&runq)
         .args([
             "hud",
@@ -369,7 +374,7 @@ fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
             "--duration",
             "1s",
         ])
-        .arg("--target")
+        .arg("--debug-file")
         .arg(env!("CARGO_BIN_EXE_runq-demo-control"))
         .output()
         .unwrap();

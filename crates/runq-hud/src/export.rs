@@ -117,13 +117,14 @@ mod tests {
             frequency_hz: 99,
             duration_s: 2.0,
             target_exited: false,
-            blockers: group(findings),
+            blockers: group(findings, &crate::culprit::AppCode::default()),
             workers: vec![],
             run_queue: RunQueueStats::default(),
             events: Tally::default(),
             lost_events: 0,
             symbol_hint: None,
             stacks: Default::default(),
+            app_crates: Vec::new(),
         }
     }
 

@@ -14,6 +14,7 @@
 
 pub mod bpf;
 pub mod classify;
+pub mod culprit;
 pub mod detect;
 pub mod discovery;
 pub mod event;

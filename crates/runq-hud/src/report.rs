@@ -10,19 +10,30 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::classify::user_frames;
+use crate::culprit::AppCode;
 use crate::detect::{Category, Finding, Tally};
 use crate::health::StackReport;
 use crate::symbols::Frame;
 
-/// Findings of one culprit.
+/// Findings of one culprit: one row per (category, culprit function),
+/// whatever file:line and library leaf each finding had.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Blocker {
     /// The category.
     pub category: Category,
-    /// The culprit function (innermost program frame).
+    /// The culprit function: the innermost frame of the program's own
+    /// code (see [`crate::culprit`]), `[runtime]` when the stack held only
+    /// the runtime.
     pub function: String,
-    /// Its `file:line`, when debug info has it.
+    /// Its most frequent `file:line`, when debug info has it.
     pub location: Option<String>,
+    /// Every `file:line` of the culprit seen, with how many findings.
+    #[serde(default)]
+    pub locations: BTreeMap<String, u64>,
+    /// The way from the culprit into the code it called, most frequent
+    /// first (`rusqlite … → sqlite3VdbeExec`), with how many findings.
+    #[serde(default)]
+    pub below: BTreeMap<String, u64>,
     /// Program frames of the sample stack, innermost first.
     pub user_frames: Vec<String>,
     /// How many intervals.
@@ -35,6 +46,16 @@ pub struct Blocker {
     pub workers: BTreeMap<u32, u64>,
     /// One full stack (function and location per frame).
     pub sample_stack: Vec<Frame>,
+}
+
+impl Blocker {
+    /// The most frequent way below the culprit, if any.
+    pub fn main_path_below(&self) -> Option<&str> {
+        self.below
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(p, _)| p.as_str())
+    }
 }
 
 /// One worker thread's figures.
@@ -105,21 +126,27 @@ pub struct Report {
     /// How stacks were taken and how many were cut short.
     #[serde(default)]
     pub stacks: StackReport,
+    /// The crates taken as the program's own code (culprits are their
+    /// innermost frames).
+    #[serde(default)]
+    pub app_crates: Vec<String>,
 }
 
-/// Groups findings into blockers.
-pub fn group(findings: &[Finding]) -> Vec<Blocker> {
-    let mut by_key: BTreeMap<(Category, String, Option<String>), Blocker> = BTreeMap::new();
+/// Groups findings into blockers, naming each by `app`'s culprit rule.
+pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
+    let mut by_key: BTreeMap<(Category, String), Blocker> = BTreeMap::new();
     for f in findings {
-        let culprit = f.culprit();
+        let idx = app.culprit_index(&f.stack);
+        let culprit = idx.map(|i| &f.stack[i]);
         let function = culprit.map_or_else(|| "[runtime]".to_string(), |c| c.function.to_string());
-        let location = culprit.and_then(Frame::location);
         let b = by_key
-            .entry((f.category, function.clone(), location.clone()))
+            .entry((f.category, function.clone()))
             .or_insert_with(|| Blocker {
                 category: f.category,
                 function,
-                location,
+                location: None,
+                locations: BTreeMap::new(),
+                below: BTreeMap::new(),
                 user_frames: user_frames(&f.stack)
                     .iter()
                     .map(|u| u.function.to_string())
@@ -130,12 +157,25 @@ pub fn group(findings: &[Finding]) -> Vec<Blocker> {
                 workers: BTreeMap::new(),
                 sample_stack: f.stack.clone(),
             });
+        if let Some(loc) = culprit.and_then(Frame::location) {
+            *b.locations.entry(loc).or_default() += 1;
+        }
+        if let Some(path) = idx.and_then(|i| app.path_below(&f.stack, i)) {
+            *b.below.entry(path).or_default() += 1;
+        }
         b.count += 1;
         b.total_ns += f.duration_ns;
         b.max_ns = b.max_ns.max(f.duration_ns);
         *b.workers.entry(f.tid).or_default() += 1;
     }
     let mut out: Vec<Blocker> = by_key.into_values().collect();
+    for b in &mut out {
+        b.location = b
+            .locations
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(l, _)| l.clone());
+    }
     out.sort_by_key(|b| std::cmp::Reverse(b.total_ns));
     out
 }
@@ -231,15 +271,30 @@ fn render_blockers(out: &mut String, r: &Report) {
                 b.count.to_string(),
                 fmt_ms(b.total_ns),
                 fmt_ms(b.max_ns),
-                format!(
-                    "{} ({})",
-                    b.function,
-                    b.location.as_deref().unwrap_or("no file:line")
-                ),
+                culprit_cell(b),
             ]);
         }
         out.push_str(&t.render(str::to_string));
     }
+}
+
+/// The culprit column: the function, where it is, and the way below it
+/// into library code.
+fn culprit_cell(b: &Blocker) -> String {
+    let mut cell = b.function.clone();
+    match (&b.location, b.locations.len()) {
+        (Some(l), n) if n > 1 => {
+            let _ = write!(cell, " ({l} +{} more)", n - 1);
+        }
+        (Some(l), _) => {
+            let _ = write!(cell, " ({l})");
+        }
+        (None, _) => {}
+    }
+    if let Some(p) = b.main_path_below() {
+        let _ = write!(cell, " → {p}");
+    }
+    cell
 }
 
 /// The stacks line: source, per-object methods, shortfalls, bytes copied.

@@ -12,6 +12,7 @@ use runq_kernel::schedstat::read_schedstat;
 
 use crate::bpf::{BpfError, Probe};
 use crate::classify::Place;
+use crate::culprit::AppCode;
 use crate::detect::Summary;
 use crate::detect::{Detector, Finding};
 use crate::discovery::{
@@ -43,6 +44,9 @@ pub struct Options {
     pub target_binary: Option<PathBuf>,
     /// How to get stacks.
     pub unwind: UnwindChoice,
+    /// Crates to take as the program's own code, besides the crate of its
+    /// `main` (`--app-crate`).
+    pub app_crates: Vec<String>,
 }
 
 /// Why a session could not run.
@@ -54,7 +58,7 @@ pub enum HudError {
     /// BPF load/attach failure.
     #[error(transparent)]
     Bpf(#[from] BpfError),
-    /// `--target` cannot stand in for the executable.
+    /// `--debug-file` cannot stand in for the executable.
     #[error(transparent)]
     Target(#[from] TargetError),
 }
@@ -227,6 +231,20 @@ struct Attached {
     health: StackHealth,
     findings: Vec<Finding>,
     latency: Vec<u64>,
+    app: AppCode,
+}
+
+/// The program's own crates: `main`'s crate in the executable (or in the
+/// unstripped copy given), and the named ones.
+pub fn app_code(opts: &Options) -> AppCode {
+    let exe = opts
+        .target_binary
+        .clone()
+        .or_else(|| crate::symbols::maps::exe_path(&opts.proc_root, opts.pid).ok());
+    match exe {
+        Some(path) => AppCode::of_executable(&path, &opts.app_crates),
+        None => AppCode::named(opts.app_crates.iter().cloned()),
+    }
 }
 
 impl Attached {
@@ -263,6 +281,7 @@ impl Attached {
             health: StackHealth::default(),
             findings: Vec::new(),
             latency: Vec::new(),
+            app: app_code(opts),
         })
     }
 
@@ -383,16 +402,17 @@ fn build_report(
         frequency_hz: opts.frequency,
         duration_s: elapsed,
         target_exited,
-        blockers: group(findings),
+        blockers: group(findings, &s.app),
         workers: worker_stats(opts, s, findings, elapsed),
         run_queue: run_queue_stats(findings),
         events: s.detector.tally,
         lost_events: s.probe.lost_events(),
         symbol_hint: (!s.stacks.symbols().debug_info_seen() && !seen_tids.is_empty()).then(|| {
             "the target has no debug info, so blockers have no file:line: build it with \
-             `debug = \"line-tables-only\"` (or pass --target with an unstripped copy)"
+             `debug = \"line-tables-only\"` (or pass --debug-file with an unstripped copy)"
                 .to_string()
         }),
         stacks,
+        app_crates: s.app.crates(),
     }
 }

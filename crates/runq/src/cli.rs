@@ -103,6 +103,7 @@ mod tests {
         for args in [
             &["runq", "compare", "a.json", "b.json", "--threshold", "3"][..],
             &["runq", "collatz", "sweep", "--repeats", "2"],
+            &["runq", "hud", "--pid", "1", "--target", "/bin/true"],
             &[
                 "runq",
                 "ctprof",

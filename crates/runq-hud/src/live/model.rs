@@ -59,6 +59,8 @@ pub struct Status {
     pub stacks: String,
     /// Every watched worker, with findings or not.
     pub workers: Vec<u32>,
+    /// The program's own code, for naming culprits.
+    pub app: crate::culprit::AppCode,
 }
 
 /// One worker's row.
@@ -137,7 +139,7 @@ impl LiveModel {
     /// culprit or its location), in `sort` order.
     pub fn hotspots(&self, sort: SortBy, query: &str) -> Vec<Blocker> {
         let all: Vec<Finding> = self.findings.iter().cloned().collect();
-        let mut hs: Vec<Blocker> = group(&all)
+        let mut hs: Vec<Blocker> = group(&all, &self.status.app)
             .into_iter()
             .filter(|b| {
                 query.is_empty()

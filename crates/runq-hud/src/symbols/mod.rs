@@ -39,7 +39,30 @@ impl Frame {
         Some(format!("{}:{}", self.file.as_ref()?, self.line?))
     }
 
-    /// A frame known only by its address.
+    /// A frame without a symbol in a known object: named
+    /// `object+0xoffset` (the object's file name and the file offset, as
+    /// perf and addr2line take it), never an anonymous address.
+    pub fn in_object(module: Arc<str>, file_offset: u64) -> Self {
+        let base = module.rsplit('/').next().unwrap_or(&module).to_string();
+        Frame {
+            function: format!("{base}+{file_offset:#x}").into(),
+            file: None,
+            line: None,
+            module: Some(module),
+            inlined: false,
+        }
+    }
+
+    /// True for a frame named by its object and offset (no symbol).
+    pub fn is_unsymbolized(&self) -> bool {
+        self.function.starts_with("[unknown]")
+            || self.module.as_deref().is_some_and(|m| {
+                let base = m.rsplit('/').next().unwrap_or(m);
+                self.function.starts_with(base) && self.function.contains("+0x")
+            })
+    }
+
+    /// A frame known only by its address (outside every mapped object).
     pub fn unknown(addr: u64) -> Self {
         Frame {
             function: format!("[unknown] {addr:#x}").into(),
@@ -345,7 +368,11 @@ impl Symbols {
                 Some(Symbolized::Sym(sym)) => dwarf_frames(sym, module.clone()),
                 _ => Vec::new(),
             };
-            resolved.push((*addr, merge_names(frames, names[i].clone(), module, *addr)));
+            let offset = self
+                .mapping_of(lookup[i])
+                .map(|k| self.mappings[k].file_offset(lookup[i]));
+            let frames = merge_names(frames, names[i].clone(), module, *addr, offset);
+            resolved.push((*addr, frames));
         }
         drop(dwarf);
         self.debug_info_seen |= resolved
@@ -363,6 +390,7 @@ fn merge_names(
     elf_name: Option<Arc<str>>,
     elf_module: Option<Arc<str>>,
     addr: u64,
+    file_offset: Option<u64>,
 ) -> Vec<Frame> {
     match (frames.last_mut(), elf_name) {
         (Some(outer), Some(name)) => outer.function = name,
@@ -374,7 +402,10 @@ fn merge_names(
             inlined: false,
         }),
         (Some(_), None) => {}
-        (None, None) => frames.push(Frame::unknown(addr)),
+        (None, None) => frames.push(match (elf_module, file_offset) {
+            (Some(m), Some(off)) => Frame::in_object(m, off),
+            _ => Frame::unknown(addr),
+        }),
     }
     frames
 }

@@ -459,7 +459,11 @@ fn a_held_run_whose_holder_is_gone_does_not_run() {
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3), "a run that could not be carried out");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "a run that could not be carried out"
+    );
     assert!(out.stdout.is_empty(), "it ran");
     assert!(String::from_utf8_lossy(&out.stderr).contains("start byte"));
 }

@@ -36,6 +36,7 @@ pub fn live_screen(
         discovery,
         threshold_ns: opts.threshold_ns,
         health: "live".into(),
+        app: session::app_code(&opts),
         ..Default::default()
     };
     let app = App::new(LiveModel::new(args.window.as_nanos() as u64, status));
@@ -82,6 +83,7 @@ pub fn replay_screen(path: &Path, args: &HudArgs) -> anyhow::Result<ExitCode> {
             report.stacks.source.label(),
             report.stacks.reason
         ),
+        app: runq_hud::culprit::AppCode::named(report.app_crates.iter().cloned()),
         ..Default::default()
     };
     let mut model = LiveModel::new(span.max(args.window.as_nanos() as u64) + 1, status);

@@ -38,9 +38,15 @@ pub struct HudArgs {
     /// The target, by pid.
     #[arg(long)]
     pub pid: Option<u32>,
-    /// An unstripped copy of the target's binary, for symbols.
-    #[arg(long, value_name = "BINARY")]
+    /// An unstripped copy of the target's binary, for symbols (`--target`,
+    /// the old spelling, is still accepted).
+    #[arg(long = "debug-file", alias = "target", value_name = "BINARY")]
     pub target: Option<PathBuf>,
+    /// A crate of the program's own code, besides the crate of its `main`
+    /// (repeatable): culprits are the innermost frames of these crates,
+    /// not the libraries they call.
+    #[arg(long = "app-crate", value_name = "NAME")]
+    pub app_crates: Vec<String>,
     /// Report blocking longer than this.
     #[arg(long, default_value = "5ms", value_parser = parse_threshold)]
     pub threshold: Duration,
@@ -149,7 +155,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     if let Some(binary) = &args.target {
         if !binary.is_file() {
             return Err(exit::usage(format!(
-                "--target {}: no such file; pass an unstripped copy of the target's executable",
+                "--debug-file {}: no such file; pass an unstripped copy of the target's executable",
                 binary.display()
             )));
         }
@@ -170,6 +176,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
         proc_root,
         target_binary: args.target.clone(),
         unwind: args.unwind.into(),
+        app_crates: args.app_crates.clone(),
     };
     let stop = runq_kernel::signal::install().context("installing signal handlers")?;
     let session = if args.headless {
