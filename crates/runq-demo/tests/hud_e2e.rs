@@ -12,7 +12,7 @@ use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
@@ -22,54 +22,16 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The demo built as `cargo build --release` builds it by default: the
-/// workspace's `-C force-frame-pointers=yes` (.cargo/config.toml) is
-/// overridden for this build only, into its own target directory.
-fn demo_without_frame_pointers() -> Option<PathBuf> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let here = PathBuf::from(env!("CARGO_BIN_EXE_runq-demo-tokio"));
-            let target = here.parent()?.parent()?.join("nofp");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let status = Command::new(cargo)
-                .args(["build", "--release", "--quiet", "-p", "runq-demo", "--bins"])
-                .arg("--target-dir")
-                .arg(&target)
-                .env("CARGO_ENCODED_RUSTFLAGS", "")
-                .env_remove("RUSTFLAGS")
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .ok()?;
-            status
-                .success()
-                .then(|| target.join("release/runq-demo-tokio"))
-        })
-        .clone()
+/// The demo `bin` built without frame pointers (cargo's default for
+/// them; the workspace forces them in .cargo/config.toml), shared by the
+/// tests through runq-testkit.
+fn demo_without_frame_pointers(bin: &str) -> PathBuf {
+    runq_testkit::demos_without_frame_pointers().join(bin)
 }
 
-fn is_root_or_skip() -> bool {
-    // SAFETY: no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipped: needs root");
-    }
-    root
-}
-
-/// The runq binary next to the demo's, when running as root; otherwise
-/// says why the test is skipped.
-fn runq_or_skip() -> Option<PathBuf> {
-    if !is_root_or_skip() {
-        return None;
-    }
-    let demo = PathBuf::from(env!("CARGO_BIN_EXE_runq-demo-tokio"));
-    let runq = demo.parent()?.join("runq");
-    if !runq.exists() {
-        eprintln!("skipped: the runq binary is not built (run `cargo build -p runq` or the workspace tests)");
-        return None;
-    }
-    Some(runq)
+/// The runq binary of this workspace (built by cargo if needed).
+fn runq_bin() -> PathBuf {
+    runq_testkit::workspace_bin("runq", "runq")
 }
 
 /// Starts a demo binary for `secs` seconds; returns it and its pid.
@@ -154,10 +116,10 @@ fn names_the_demo_blockers(runq: &Path, demo: &str) -> Value {
         });
         assert!(located, "{name} has no file:line: {b:#}");
     }
-    let polls = blockers(&report, "cpu_bound_poll");
+    let polls = blockers(&report, "task_cpu_sampled");
     assert!(
         polls.iter().any(|b| mentions(b, "demo_cpu_spin")),
-        "no CPU-bound poll: {report:#}"
+        "no sampled CPU for the spinning task: {report:#}"
     );
     for b in calls.iter().chain(polls.iter()) {
         assert!(
@@ -178,23 +140,19 @@ fn names_the_demo_blockers(runq: &Path, demo: &str) -> Value {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_names_the_demo_blockers_and_not_the_twins() {
-    let Some(runq) = runq_or_skip() else {
-        return;
-    };
+    let runq = runq_bin();
     let _one = one_at_a_time();
     let report = names_the_demo_blockers(&runq, env!("CARGO_BIN_EXE_runq-demo-tokio"));
     assert_eq!(report["stacks"]["source"], "frame_pointers", "{report:#}");
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn without_frame_pointers_hud_unwinds_copied_stacks_by_dwarf() {
-    let Some(runq) = runq_or_skip() else {
-        return;
-    };
-    let Some(demo) = demo_without_frame_pointers() else {
-        panic!("building runq-demo with cargo's default flags failed");
-    };
+    let runq = runq_bin();
+    let demo = demo_without_frame_pointers("runq-demo-tokio");
     let _one = one_at_a_time();
     let report = names_the_demo_blockers(&runq, demo.to_str().unwrap());
     let stacks = &report["stacks"];
@@ -218,13 +176,10 @@ fn without_frame_pointers_hud_unwinds_copied_stacks_by_dwarf() {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn forcing_frame_pointers_on_a_binary_without_them_warns() {
-    let Some(runq) = runq_or_skip() else {
-        return;
-    };
-    let Some(demo) = demo_without_frame_pointers() else {
-        panic!("building runq-demo with cargo's default flags failed");
-    };
+    let runq = runq_bin();
+    let demo = demo_without_frame_pointers("runq-demo-tokio");
     let _one = one_at_a_time();
     let (mut child, pid) = start(demo.to_str().unwrap(), 8);
     let (report, _) = hud(&runq, pid, 3, &["--unwind".as_ref(), "fp".as_ref()]);
@@ -237,10 +192,9 @@ fn forcing_frame_pointers_on_a_binary_without_them_warns() {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_runtime_with_a_custom_name_is_found_by_its_stacks_or_its_prefix() {
-    let Some(runq) = runq_or_skip() else {
-        return;
-    };
+    let runq = runq_bin();
     let _one = one_at_a_time();
     let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-named"), 10);
     let (by_stacks, _) = hud(&runq, pid, 3, &[]);
@@ -275,10 +229,9 @@ fn tracefs_at(path: &str) -> bool {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_mounts_tracefs_when_it_is_missing() {
-    let Some(runq) = runq_or_skip() else {
-        return;
-    };
+    let runq = runq_bin();
     let _one = one_at_a_time();
     const TRACING: &str = "/sys/kernel/tracing";
     if tracefs_at("/sys/kernel/debug/tracing") {
@@ -310,17 +263,15 @@ fn hud_mounts_tracefs_when_it_is_missing() {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_finds_nothing_in_the_control() {
-    let Some(runq) = runq_or_skip() else {
-        return;
-    };
+    let runq = runq_bin();
     let _one = one_at_a_time();
     let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), 10);
     let (report, _) = hud(&runq, pid, 3, &[]);
     let _ = control.kill();
     let _ = control.wait();
     assert!(blockers(&report, "blocking_call").is_empty(), "{report:#}");
-    assert!(blockers(&report, "cpu_bound_poll").is_empty(), "{report:#}");
     assert!(
         report["events"]["samples"].as_u64().unwrap() > 0
             || report["events"]["idle_parks"].as_u64().unwrap() > 0,
@@ -339,10 +290,9 @@ fn located(report: &Value, name: &str) -> bool {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
-    let Some(runq) = runq_or_skip() else {
-        return;
-    };
+    let runq = runq_bin();
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let stripped = dir.path().join("runq-demo-tokio");
@@ -399,10 +349,9 @@ fn tmux(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn the_live_view_shows_the_blocker_and_quits_cleanly() {
-    let Some(runq) = runq_or_skip() else {
-        return;
-    };
+    let runq = runq_bin();
     let _one = one_at_a_time();
     if Command::new("tmux").arg("-V").output().is_err() {
         eprintln!("skipped: needs tmux");
@@ -464,5 +413,56 @@ fn the_live_view_shows_the_blocker_and_quits_cleanly() {
     assert!(
         !after.contains("Hotspots (by"),
         "the terminal was not restored:\n{after}"
+    );
+}
+
+/// A service hud has never seen, built with cargo's defaults (no frame
+/// pointers, no debug info), blocking inside a static C library, the
+/// system's stripped libz, a waited child and a parking_lot mutex: every
+/// blocker is named by the service's own function, in its category, with
+/// no placeholder, and its cooperative tasks claim no poll length.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_service_built_with_cargo_defaults_is_blamed_on_its_own_functions() {
+    let runq = runq_bin();
+    let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
+    let _one = one_at_a_time();
+    let (mut child, pid) = start(service.to_str().unwrap(), 12);
+    let (report, _) = hud(&runq, pid, 5, &[]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        report["app_crates"],
+        serde_json::json!(["runq_demo_service"]),
+        "{report:#}"
+    );
+    for (category, name) in [
+        ("task_cpu_sampled", "runq_demo_service::compress_orders"),
+        ("task_cpu_sampled", "runq_demo_service::checksum_archive"),
+        ("blocking_call", "runq_demo_service::render_invoice"),
+        ("blocking_call", "runq_demo_service::update_ledger"),
+    ] {
+        let found = blockers(&report, category)
+            .iter()
+            .any(|b| b["function"] == name);
+        assert!(found, "{name} not named in {category}: {report:#}");
+    }
+    for b in report["blockers"].as_array().unwrap() {
+        let f = b["function"].as_str().unwrap();
+        assert!(
+            f != "[runtime]" && !f.starts_with("[unknown]"),
+            "placeholder: {b:#}"
+        );
+    }
+    let libz = blockers(&report, "task_cpu_sampled")
+        .into_iter()
+        .find(|b| b["function"] == "runq_demo_service::checksum_archive")
+        .unwrap();
+    let below = libz["below"].as_object().unwrap();
+    assert!(below.keys().any(|p| p.contains("libz.so")), "{libz:#}");
+    assert_eq!(
+        report["workers"].as_array().unwrap().len(),
+        2,
+        "pool threads share the name"
     );
 }

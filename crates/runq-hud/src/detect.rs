@@ -3,13 +3,17 @@
 //! 1. Blocking call: a worker slept longer than the threshold with task
 //!    code on its stack (Tokio's idle parking and the blocking pool are
 //!    not blockers).
-//! 2. CPU-bound poll: consecutive cpu-clock samples of one worker in the
-//!    same task frame, without a switch in between (the kernel counts every
-//!    switch, however short), spanning at least the threshold.
+//! 2. Task code on CPU, sampled: each cpu-clock sample that lands in task
+//!    code counts one sampling period of CPU for its culprit. No poll
+//!    length is claimed: Tokio switches tasks without an OS context switch
+//!    (a `yield_now` loop of 1 ms polls looks, to consecutive samples,
+//!    exactly like one long poll), so samples cannot tell where a poll
+//!    ends; the report gives CPU time per culprit and says how it was
+//!    measured.
 //! 3. Run-queue delay: a runnable worker waited for a CPU longer than the
 //!    threshold; its stack is the victim's, and it is labelled so.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -24,8 +28,9 @@ use crate::symbols::Frame;
 pub enum Category {
     /// A blocking call in task code.
     BlockingCall,
-    /// A poll that kept the worker busy without yielding.
-    CpuBoundPoll,
+    /// CPU time in task code, from cpu-clock samples (no poll lengths).
+    #[serde(rename = "task_cpu_sampled", alias = "cpu_bound_poll")]
+    TaskCpuSampled,
     /// The worker waited for a CPU (it is the victim, not the culprit).
     RunQueueDelay,
 }
@@ -35,7 +40,7 @@ impl Category {
     pub fn label(self) -> &'static str {
         match self {
             Category::BlockingCall => "blocking call",
-            Category::CpuBoundPoll => "cpu-bound poll",
+            Category::TaskCpuSampled => "on CPU (sampled)",
             Category::RunQueueDelay => "run-queue delay (victim)",
         }
     }
@@ -78,21 +83,9 @@ pub struct Tally {
     pub samples: u64,
 }
 
-/// An open run of samples in one task frame on one worker; its stack is
-/// the first sample's.
-struct Run {
-    key: Arc<str>,
-    switches: u64,
-    first_ns: u64,
-    last_ns: u64,
-    samples: u32,
-    stack: Vec<Frame>,
-}
-
 /// The detector's state.
 pub struct Detector {
-    threshold_ns: u64,
-    runs: HashMap<u32, Run>,
+    sample_period_ns: u64,
     /// What it saw.
     pub tally: Tally,
     /// Threads whose stacks showed the blocking pool (not workers).
@@ -133,11 +126,11 @@ impl Summary {
 }
 
 impl Detector {
-    /// A detector with this threshold.
-    pub fn new(threshold_ns: u64) -> Self {
+    /// A detector for samples taken at `frequency_hz` (the switch events
+    /// arrive already filtered by the threshold, in the kernel).
+    pub fn new(frequency_hz: u64) -> Self {
         Detector {
-            threshold_ns,
-            runs: HashMap::new(),
+            sample_period_ns: 1_000_000_000 / frequency_hz.max(1),
             tally: Tally::default(),
             pool_tids: BTreeSet::new(),
         }
@@ -160,10 +153,9 @@ impl Detector {
         if ev.kind == Kind::Sample {
             return self.sample(ev, summary, stack);
         }
-        // The worker left the CPU: any sample run on it has ended.
-        let mut out: Vec<Finding> = self.close_run(ev.tid).into_iter().collect();
-        out.extend(self.switch_event(ev, summary.place, stack));
-        out
+        self.switch_event(ev, summary.place, stack)
+            .into_iter()
+            .collect()
     }
 
     fn switch_event(
@@ -199,8 +191,8 @@ impl Detector {
         })
     }
 
-    /// A cpu-clock sample: it continues its worker's run in the same task,
-    /// or ends it and starts another (whose stack is the one reported).
+    /// A cpu-clock sample: in task code, one sampling period of CPU for
+    /// its culprit.
     fn sample(
         &mut self,
         ev: &RawEvent,
@@ -208,53 +200,21 @@ impl Detector {
         stack: impl FnOnce() -> Vec<Frame>,
     ) -> Vec<Finding> {
         self.tally.samples += 1;
-        let mut out = Vec::new();
-        let Some(key) = summary.task_key else {
-            out.extend(self.close_run(ev.tid));
-            return out;
-        };
-        if let Some(run) = self.runs.get_mut(&ev.tid) {
-            // The same task, and the worker never left the CPU in between.
-            if run.key == key && run.switches == ev.switches {
-                run.last_ns = ev.start_ns;
-                run.samples += 1;
-                return out;
-            }
+        if summary.task_key.is_none() {
+            return Vec::new();
         }
-        out.extend(self.close_run(ev.tid));
-        let stack = stack();
-        self.runs.insert(
-            ev.tid,
-            Run {
-                key,
-                switches: ev.switches,
-                first_ns: ev.start_ns,
-                last_ns: ev.start_ns,
-                samples: 1,
-                stack,
-            },
-        );
-        out
+        vec![Finding {
+            category: Category::TaskCpuSampled,
+            tid: ev.tid,
+            start_ns: ev.start_ns,
+            duration_ns: self.sample_period_ns,
+            stack: stack(),
+        }]
     }
 
-    /// Ends the open run of `tid`; a run of two or more samples spanning
-    /// the threshold is a CPU-bound poll.
-    fn close_run(&mut self, tid: u32) -> Option<Finding> {
-        let run = self.runs.remove(&tid)?;
-        let span = run.last_ns - run.first_ns;
-        (run.samples >= 2 && span >= self.threshold_ns).then_some(Finding {
-            category: Category::CpuBoundPoll,
-            tid,
-            start_ns: run.first_ns,
-            duration_ns: span,
-            stack: run.stack,
-        })
-    }
-
-    /// Ends every open run (at the end of a session).
+    /// Nothing is held back between events (kept for the session's end).
     pub fn flush(&mut self) -> Vec<Finding> {
-        let tids: Vec<u32> = self.runs.keys().copied().collect();
-        tids.into_iter().filter_map(|t| self.close_run(t)).collect()
+        Vec::new()
     }
 }
 
@@ -284,49 +244,38 @@ mod tests {
     }
 
     #[test]
-    fn two_samples_in_one_task_make_a_cpu_bound_poll() {
-        let mut d = Detector::new(5_000_000);
+    fn task_samples_count_cpu_and_claim_no_poll_length() {
+        // 1 ms polls and a yield_now: the same task on every sample, no OS
+        // switch in between. Each sample is one period of CPU, never a
+        // 20 ms "poll".
+        let mut d = Detector::new(100);
         let s = task_stack(&["app::spin", "app::task::{{closure}}"]);
-        assert!(d.feed(&ev(Kind::Sample, 7, 0, 0), s.clone()).is_empty());
-        assert!(d.feed(&ev(Kind::Sample, 7, 10, 0), s.clone()).is_empty());
-        let found = d.feed(&ev(Kind::Blocked, 7, 12, 1), task_stack(&["app::other"]));
-        let poll = found
-            .iter()
-            .find(|f| f.category == Category::CpuBoundPoll)
-            .unwrap();
-        assert_eq!(poll.duration_ns, 10_000_000);
-        assert_eq!(poll.culprit().unwrap().function.as_ref(), "app::spin");
-    }
-
-    #[test]
-    fn a_short_switch_between_samples_splits_the_poll() {
-        let mut d = Detector::new(5_000_000);
-        let s = task_stack(&["app::spin", "app::task::{{closure}}"]);
-        let mut a = ev(Kind::Sample, 7, 0, 0);
-        d.feed(&a, s.clone());
-        a.start_ns = 10_000_000;
-        a.switches = 1;
-        d.feed(&a, s.clone());
-        a.start_ns = 12_000_000;
-        d.feed(&a, s.clone());
+        let mut found = Vec::new();
+        for ms in [0, 10, 20] {
+            found.extend(d.feed(&ev(Kind::Sample, 7, ms, 0), s.clone()));
+        }
+        assert_eq!(found.len(), 3);
+        assert!(found.iter().all(|f| f.category == Category::TaskCpuSampled));
         assert!(
-            d.flush().is_empty(),
-            "two polls of 0 and 2 ms, not one of 12 ms"
+            found.iter().all(|f| f.duration_ns == 10_000_000),
+            "one period each"
         );
-    }
-
-    #[test]
-    fn single_samples_and_other_tasks_are_not_polls() {
-        let mut d = Detector::new(5_000_000);
-        d.feed(&ev(Kind::Sample, 7, 0, 0), task_stack(&["app::a"]));
-        let out = d.feed(&ev(Kind::Sample, 7, 10, 0), task_stack(&["app::b"]));
-        assert!(out.is_empty());
         assert!(d.flush().is_empty());
     }
 
     #[test]
+    fn samples_outside_task_code_count_nothing() {
+        let mut d = Detector::new(100);
+        let idle = vec![frame(
+            "tokio::runtime::scheduler::multi_thread::park::Parker::park",
+        )];
+        assert!(d.feed(&ev(Kind::Sample, 7, 0, 0), idle).is_empty());
+        assert_eq!(d.tally.samples, 1);
+    }
+
+    #[test]
     fn blocked_task_code_is_reported_and_pool_and_runqueue_are_labelled() {
-        let mut d = Detector::new(5_000_000);
+        let mut d = Detector::new(99);
         let out = d.feed(
             &ev(Kind::Blocked, 3, 0, 20),
             task_stack(&["app::read_config"]),

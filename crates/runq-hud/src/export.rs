@@ -132,7 +132,7 @@ mod tests {
     fn export_round_trips_through_replay() {
         let fs = [
             finding(Category::BlockingCall, 20),
-            finding(Category::CpuBoundPoll, 10),
+            finding(Category::TaskCpuSampled, 10),
         ];
         let r = report(&fs);
         let doc = trace_json(&r, &fs);

@@ -266,15 +266,32 @@ fn render_blockers(out: &mut String, r: &Report) {
             ("culprit", Align::Left),
         ]);
         for b in &r.blockers {
+            // A sampled row's findings are sampling periods, not polls: it
+            // has no longest interval to show.
+            let max = match b.category {
+                Category::TaskCpuSampled => "-".to_string(),
+                _ => fmt_ms(b.max_ns),
+            };
             t.row(vec![
                 b.category.label().to_string(),
                 b.count.to_string(),
                 fmt_ms(b.total_ns),
-                fmt_ms(b.max_ns),
+                max,
                 culprit_cell(b),
             ]);
         }
         out.push_str(&t.render(str::to_string));
+        if r.blockers
+            .iter()
+            .any(|b| b.category == Category::TaskCpuSampled)
+        {
+            let _ = writeln!(
+                out,
+                "on CPU (sampled): task code's CPU time from {} Hz cpu-clock samples (count = samples); \
+                 Tokio switches tasks without the kernel seeing it, so no poll length is claimed",
+                r.frequency_hz
+            );
+        }
     }
 }
 

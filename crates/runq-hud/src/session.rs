@@ -276,7 +276,7 @@ impl Attached {
             probe,
             watched,
             stacks,
-            detector: Detector::new(opts.threshold_ns),
+            detector: Detector::new(opts.frequency),
             prep,
             health: StackHealth::default(),
             findings: Vec::new(),

@@ -85,6 +85,38 @@ pub fn demos_without_frame_pointers() -> &'static Path {
     })
 }
 
+/// The demo binary `bin` built exactly as `cargo build --release` builds
+/// a project by default: no frame pointers, no debug info, 16 codegen
+/// units (the workspace's release profile and flags are overridden for
+/// this build only, in `target/cargo-defaults`). Returns its path.
+pub fn demo_with_cargo_defaults(bin: &str) -> PathBuf {
+    let target = profile_dir()
+        .parent()
+        .expect("the target directory")
+        .join("cargo-defaults");
+    let dir = target.to_string_lossy().into_owned();
+    cargo(
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "runq-demo",
+            "--bin",
+            bin,
+            "--target-dir",
+            &dir,
+        ],
+        |c| {
+            c.env("CARGO_ENCODED_RUSTFLAGS", "")
+                .env_remove("RUSTFLAGS")
+                .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+                .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16");
+        },
+    );
+    target.join("release").join(bin)
+}
+
 /// Runs cargo with `args` in the workspace, panicking with its status on
 /// failure. `tune` adjusts the command (environment) before it runs.
 fn cargo(args: &[&str], tune: impl FnOnce(&mut Command)) {

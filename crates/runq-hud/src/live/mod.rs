@@ -228,7 +228,13 @@ mod tests {
             300,
             25,
         ));
-        m.push(finding(8, "app::hash_all", Category::CpuBoundPoll, 400, 10));
+        m.push(finding(
+            8,
+            "app::hash_all",
+            Category::TaskCpuSampled,
+            400,
+            10,
+        ));
         m.push(finding(8, "app::hash_all", Category::RunQueueDelay, 600, 7));
         App::new(m)
     }

@@ -15,7 +15,7 @@ use crate::detect::Category;
 fn short(cat: Category) -> &'static str {
     match cat {
         Category::BlockingCall => "block",
-        Category::CpuBoundPoll => "cpu",
+        Category::TaskCpuSampled => "cpu",
         Category::RunQueueDelay => "runq",
     }
 }
@@ -134,7 +134,7 @@ fn timeline(f: &mut Frame<'_>, app: &App, area: Rect) {
                 .into_iter()
                 .map(|c| match c {
                     Some(Category::BlockingCall) => 'B',
-                    Some(Category::CpuBoundPoll) => 'C',
+                    Some(Category::TaskCpuSampled) => 'C',
                     Some(Category::RunQueueDelay) => 'r',
                     None => '.',
                 })
