@@ -466,3 +466,30 @@ fn a_service_built_with_cargo_defaults_is_blamed_on_its_own_functions() {
         "pool threads share the name"
     );
 }
+
+/// The target exits mid-session: the report keeps its name and the CPU
+/// figures read while it lived, and lists only the two workers (the
+/// blocking pool's threads share their name).
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_target_that_exits_mid_session_keeps_its_figures() {
+    let runq = runq_bin();
+    let _one = one_at_a_time();
+    let (mut child, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 3);
+    // Reaped as soon as it exits, as its parent would (a zombie still has
+    // its /proc entry).
+    let reaper = std::thread::spawn(move || child.wait());
+    let (report, _) = hud(&runq, pid, 8, &[]);
+    let _ = reaper.join();
+    assert_eq!(report["target_exited"], true, "{report:#}");
+    assert_eq!(report["comm"], "runq-demo-tokio", "{report:#}");
+    let workers = report["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2, "{report:#}");
+    for w in workers {
+        assert!(!w["comm"].as_str().unwrap().is_empty(), "{w:#}");
+        assert!(
+            w["cpu_ns"].as_u64().unwrap() > 0,
+            "CPU read while it lived: {w:#}"
+        );
+    }
+}

@@ -90,6 +90,8 @@ pub struct Detector {
     pub tally: Tally,
     /// Threads whose stacks showed the blocking pool (not workers).
     pub pool_tids: BTreeSet<u32>,
+    /// Threads whose stacks showed Tokio's worker loop (workers).
+    pub worker_tids: BTreeSet<u32>,
 }
 
 /// What the detector needs of a sample's stack: where the worker was, and
@@ -104,6 +106,8 @@ pub struct Summary {
     /// The stack reaches the runtime's worker or blocking-pool loop (it
     /// was not cut short).
     pub reached_loop: bool,
+    /// The stack shows the worker loop: the thread is a worker.
+    pub worker_loop: bool,
 }
 
 impl Summary {
@@ -113,14 +117,12 @@ impl Summary {
         let task_key = (place == Place::TaskCode)
             .then(|| user_frames(frames).last().map(|f| f.function.clone()))
             .flatten();
-        let reached_loop = frames
-            .iter()
-            .map(class_of)
-            .any(|c| c.worker_loop || c.pool_loop);
+        let classes: Vec<_> = frames.iter().map(class_of).collect();
         Summary {
             place,
             task_key,
-            reached_loop,
+            reached_loop: classes.iter().any(|c| c.worker_loop || c.pool_loop),
+            worker_loop: classes.iter().any(|c| c.worker_loop),
         }
     }
 }
@@ -133,6 +135,7 @@ impl Detector {
             sample_period_ns: 1_000_000_000 / frequency_hz.max(1),
             tally: Tally::default(),
             pool_tids: BTreeSet::new(),
+            worker_tids: BTreeSet::new(),
         }
     }
 
@@ -150,6 +153,9 @@ impl Detector {
         summary: Summary,
         stack: impl FnOnce() -> Vec<Frame>,
     ) -> Vec<Finding> {
+        if summary.worker_loop && summary.place != Place::BlockingPool {
+            self.worker_tids.insert(ev.tid);
+        }
         if ev.kind == Kind::Sample {
             return self.sample(ev, summary, stack);
         }

@@ -84,6 +84,9 @@ struct Watched {
     method: Method,
     comms: BTreeMap<u32, String>,
     cpu_start: BTreeMap<u32, u64>,
+    /// The last on-CPU reading of each thread while the target lived (the
+    /// report keeps it when the target exits).
+    cpu_last: BTreeMap<u32, u64>,
 }
 
 impl Watched {
@@ -92,6 +95,20 @@ impl Watched {
             method,
             comms: BTreeMap::new(),
             cpu_start: BTreeMap::new(),
+            cpu_last: BTreeMap::new(),
+        }
+    }
+
+    /// Reads every watched thread's on-CPU time now (a thread that has
+    /// gone keeps its last reading).
+    fn read_cpu(&mut self, opts: &Options) {
+        for tid in self.comms.keys() {
+            let path = opts
+                .proc_root
+                .join(format!("{}/task/{tid}/schedstat", opts.pid));
+            if let Some(s) = read_schedstat(&path) {
+                self.cpu_last.insert(*tid, s.cpu_time_ns);
+            }
         }
     }
 
@@ -120,8 +137,9 @@ impl Watched {
                 .map(|x| x.comm.clone())
                 .unwrap_or_default();
             self.comms.insert(*t, comm);
-            self.cpu_start
-                .insert(*t, cpu_ns(&opts.proc_root, opts.pid, *t));
+            let now = cpu_ns(&opts.proc_root, opts.pid, *t);
+            self.cpu_start.insert(*t, now);
+            self.cpu_last.insert(*t, now);
         }
         probe.watch(&new)?;
         Ok(())
@@ -232,6 +250,8 @@ struct Attached {
     findings: Vec<Finding>,
     latency: Vec<u64>,
     app: AppCode,
+    /// The target's name, read at the start (kept when it exits).
+    comm: String,
 }
 
 /// The program's own crates: `main`'s crate in the executable (or in the
@@ -282,6 +302,9 @@ impl Attached {
             findings: Vec::new(),
             latency: Vec::new(),
             app: app_code(opts),
+            comm: std::fs::read_to_string(opts.proc_root.join(format!("{}/comm", opts.pid)))
+                .map(|c| c.trim().to_string())
+                .unwrap_or_default(),
         })
     }
 
@@ -325,6 +348,7 @@ pub fn run(
             break;
         }
         if last_refresh.elapsed() >= REFRESH {
+            s.watched.read_cpu(opts);
             if !opts.proc_root.join(opts.pid.to_string()).exists() {
                 target_exited = true;
                 on_update(Update::TargetExited);
@@ -336,6 +360,7 @@ pub fn run(
             last_refresh = Instant::now();
         }
     }
+    s.watched.read_cpu(opts);
     let mut findings = std::mem::take(&mut s.findings);
     findings.extend(s.detector.flush());
     // Blocking-pool threads share the workers' name; once a thread showed
@@ -350,20 +375,18 @@ pub fn run(
     })
 }
 
-fn worker_stats(
-    opts: &Options,
-    s: &Attached,
-    findings: &[Finding],
-    elapsed: f64,
-) -> Vec<WorkerStats> {
-    // Blocking-pool threads share the workers' name; leave them out.
+fn worker_stats(s: &Attached, findings: &[Finding], elapsed: f64) -> Vec<WorkerStats> {
+    // A worker is a thread whose stacks showed the worker loop: the
+    // blocking pool shares the workers' name and may join later. Without
+    // any such stack (none was seen), every watched thread is listed.
+    let shown = &s.detector.worker_tids;
     s.watched
         .comms
         .iter()
         .filter(|(tid, _)| !s.detector.pool_tids.contains(tid))
+        .filter(|(tid, _)| shown.is_empty() || shown.contains(tid))
         .map(|(tid, comm)| {
-            let cpu =
-                cpu_ns(&opts.proc_root, opts.pid, *tid).saturating_sub(s.watched.cpu_start[tid]);
+            let cpu = s.watched.cpu_last[tid].saturating_sub(s.watched.cpu_start[tid]);
             let mut by_cat = BTreeMap::new();
             for f in findings.iter().filter(|f| f.tid == *tid) {
                 *by_cat.entry(f.category).or_insert(0) += 1;
@@ -386,9 +409,7 @@ fn build_report(
     elapsed: f64,
     target_exited: bool,
 ) -> Report {
-    let comm = std::fs::read_to_string(opts.proc_root.join(format!("{}/comm", opts.pid)))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
+    let comm = s.comm.clone();
     let seen_tids: BTreeSet<u32> = findings.iter().map(|f| f.tid).collect();
     let mut stacks = s.prep.report(&s.health, elapsed);
     // The kernel's own count covers copies the ring buffer dropped too.
@@ -403,7 +424,7 @@ fn build_report(
         duration_s: elapsed,
         target_exited,
         blockers: group(findings, &s.app),
-        workers: worker_stats(opts, s, findings, elapsed),
+        workers: worker_stats(s, findings, elapsed),
         run_queue: run_queue_stats(findings),
         events: s.detector.tally,
         lost_events: s.probe.lost_events(),

@@ -64,11 +64,11 @@ impl Stacks {
             (Place::TaskCode, Some((a, i))) => Some(self.symbols.frames_of(a)[i].function.clone()),
             _ => None,
         };
-        let reached_loop = all.iter().any(|c| c.worker_loop || c.pool_loop);
         Summary {
             place,
             task_key,
-            reached_loop,
+            reached_loop: all.iter().any(|c| c.worker_loop || c.pool_loop),
+            worker_loop: all.iter().any(|c| c.worker_loop),
         }
     }
 }
