@@ -109,6 +109,7 @@ mod tests {
 
     fn report(findings: &[Finding]) -> Report {
         Report {
+            tool: "runq hud".into(),
             schema_version: SCHEMA_VERSION,
             pid: 1,
             comm: "app".into(),

@@ -84,16 +84,26 @@ pub struct RunQueueStats {
     pub max_ns: u64,
 }
 
-/// The version of the report's JSON layout (2: `stacks` added).
-pub const SCHEMA_VERSION: u32 = 2;
+/// The version of the report's JSON layout (2: `stacks` added; 3: the
+/// `cpu_bound_poll` category became `task_cpu_sampled`, blockers are one
+/// per culprit function with `locations` and `below`, `tool` added).
+pub const SCHEMA_VERSION: u32 = 3;
 
 fn schema_v1() -> u32 {
     1
 }
 
+fn tool_name() -> String {
+    "runq hud".into()
+}
+
 /// Everything a headless session reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
+    /// The command that wrote the report (every runq JSON document has
+    /// one).
+    #[serde(default = "tool_name")]
+    pub tool: String,
     /// The JSON layout's version (1 for exports older than the field).
     #[serde(default = "schema_v1")]
     pub schema_version: u32,
