@@ -17,6 +17,7 @@ mod ctprof;
 mod ctprof_exited;
 mod ctprof_export;
 mod ctprof_record;
+mod documented;
 mod json_contract;
 mod man;
 mod run;
