@@ -290,11 +290,14 @@ impl Locator<'_> {
     }
 }
 
-/// Renders a TOML value as the text [`WorkType::with_params`] parses.
+/// Renders a TOML value as the text [`WorkType::with_params`] parses: a
+/// string as itself, anything else as JSON (so arrays and tables, such as
+/// Sequence's `phases = [{ kind = "Sleep", ms = 3000 }]`, keep their
+/// shape).
 fn toml_value_text(v: &toml::Value) -> String {
     match v {
         toml::Value::String(s) => s.clone(),
-        other => other.to_string(),
+        other => serde_json::to_string(other).unwrap_or_else(|_| other.to_string()),
     }
 }
 

@@ -176,3 +176,20 @@ fn rules_checked_after_parsing_point_at_their_group() {
     assert!(e.message.contains("cannot have their own cgroup"), "{e}");
     assert_eq!(e.line, 8, "the group's name line: {e}");
 }
+
+#[test]
+fn sequence_phases_are_written_in_toml() {
+    let text = r#"duration = "1s"
+
+[[group]]
+name = "seq"
+work_type = "Sequence"
+workers = 1
+params = { phases = [ { kind = "Sleep", ms = 3000 }, { kind = "Spin", ms = 5 } ] }
+"#;
+    let scn = parse(text).unwrap();
+    let json = serde_json::to_value(&scn.groups[0].work).unwrap();
+    assert_eq!(json["phases"][0]["kind"], "Sleep");
+    assert_eq!(json["phases"][0]["ms"], 3000);
+    assert_eq!(json["phases"][1]["kind"], "Spin");
+}
