@@ -137,6 +137,10 @@ fn run_and_compare_documents_match_their_schemas() {
     assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     assert_matches_schema("run", &doc);
+    assert_eq!(
+        doc["repeat_summary"]["repeats"], 2,
+        "the repeats' summary is saved"
+    );
     let cmp = runq()
         .args(["compare", path_str(&saved), path_str(&saved), "--json"])
         .output()

@@ -149,6 +149,10 @@ pub struct RunDocument {
     pub scenario_spec: Scenario,
     /// Every repeat's figures.
     pub repeats: Vec<Repeat>,
+    /// Across the repeats (with `--repeat` 2 or more): each group's median
+    /// and range, each check's pass count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat_summary: Option<super::summary::RepeatSummary>,
     /// The last repeat's outcome.
     #[serde(flatten)]
     pub last: RunOutcome,
@@ -234,12 +238,19 @@ pub fn build(scn: &Scenario, outcomes: Vec<RunOutcome>) -> RunDocument {
     if repeats.iter().any(|r| r.verdict == Verdict::Fail) {
         last.verdict = Verdict::Fail;
     }
+    let checks: Vec<(String, String)> = last
+        .checks
+        .iter()
+        .map(|c| (c.group.clone(), c.name.clone()))
+        .collect();
+    let repeat_summary = (repeats.len() > 1).then(|| super::summary::summarize(&repeats, &checks));
     RunDocument {
         schema_version: SCHEMA_VERSION,
         tool: TOOL,
         host: HostFacts::read(scn.scheduler.as_ref().map(|s| s.command.clone())),
         scenario_spec: scn.clone(),
         repeats,
+        repeat_summary,
         last,
     }
 }

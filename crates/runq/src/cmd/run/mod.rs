@@ -4,6 +4,7 @@ mod catalog;
 pub mod document;
 mod render;
 mod scheduler_args;
+mod summary;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -291,6 +292,9 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             "{}",
             render::render_outcome(outcome, crate::style::color_enabled())
         );
+        if let Some(s) = &doc.repeat_summary {
+            crate::out!("{}", summary::render(s));
+        }
     }
     if let Some(path) = &args.output {
         document::write(&doc, path)?;
