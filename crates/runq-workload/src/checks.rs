@@ -206,7 +206,7 @@ const CHECKS: [Check; 11] = [
         bound: |c| c.max_offcpu_spread_pct,
         range: Some((0.0, 100.0)),
         op: Op::AtMost,
-        scope: telemetry(|o| Some(offcpu_spread_pct(&o.live))),
+        scope: telemetry(|o| Some(offcpu_spread_by_role(&o.live))),
     },
     Check {
         name: "max_p99_wake_latency_us",
@@ -420,6 +420,15 @@ fn lost_partners(reports: &[&WorkerReport]) -> Option<String> {
         })
         .collect();
     (!lines.is_empty()).then(|| lines.join("; "))
+}
+
+/// The off-CPU spread within each role (a fan-out's messenger and its
+/// receivers, a herd's waker and its waiters, have different duties and
+/// different off-CPU shares by design): the larger of the two spreads.
+pub fn offcpu_spread_by_role(reports: &[&WorkerReport]) -> f64 {
+    let (leads, others): (Vec<&WorkerReport>, Vec<&WorkerReport>) =
+        reports.iter().copied().partition(|r| r.is_messenger);
+    offcpu_spread_pct(&leads).max(offcpu_spread_pct(&others))
 }
 
 /// Max minus min off-CPU share (percent) across workers.

@@ -208,3 +208,15 @@ fn a_setup_error_fails_unless_the_scenario_allows_it() {
     let res = allowed.evaluate_group("g", &[&a], false);
     assert!(res.iter().all(|r| r.name != "setup_applied"));
 }
+
+#[test]
+fn a_messenger_and_its_receivers_are_judged_apart() {
+    // The messenger sleeps most of the run, its receivers compute: a 77
+    // point spread across roles, none within them.
+    let mut messenger = report(1024, 1_000_000_000, 900_000_000, 0);
+    messenger.is_messenger = true;
+    let a = report(1024, 1_000_000_000, 130_000_000, 0);
+    let b = report(1024, 1_000_000_000, 140_000_000, 0);
+    assert!(offcpu_spread_pct(&[&messenger, &a, &b]) > 50.0);
+    assert!(offcpu_spread_by_role(&[&messenger, &a, &b]) < 2.0);
+}
