@@ -38,7 +38,13 @@ pub fn model_from_run(
     if !scn.steps.is_empty() || online.is_empty() {
         return None;
     }
-    let live: Vec<&WorkerReport> = reports.iter().filter(|r| r.exit_info.is_none()).collect();
+    // A dead worker, and the survivor that stopped when its partner died,
+    // are reported once, by not_stuck, as the cause: neither is judged
+    // for its share.
+    let live: Vec<&WorkerReport> = reports
+        .iter()
+        .filter(|r| r.exit_info.is_none() && r.partner_lost.is_none())
+        .collect();
     let window_ns = live
         .iter()
         .map(|r| r.wall_time_ns)
