@@ -148,7 +148,7 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
     for f in findings {
         let idx = app.culprit_index(&f.stack);
         let culprit = idx.map(|i| &f.stack[i]);
-        let function = culprit.map_or_else(|| "[runtime]".to_string(), |c| c.function.to_string());
+        let function = culprit.map_or_else(|| no_culprit(&f.stack), |c| c.function.to_string());
         let b = by_key
             .entry((f.category, function.clone()))
             .or_insert_with(|| Blocker {
@@ -188,6 +188,21 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
     }
     out.sort_by_key(|b| std::cmp::Reverse(b.total_ns));
     out
+}
+
+/// The name of a row whose stack holds no program frame: `[runtime]` when
+/// the stack reaches Tokio's loops (it really is the runtime), otherwise
+/// the stack was cut short (a run-queue victim's often holds only the
+/// preempted leaf), and the row says so with that leaf.
+fn no_culprit(stack: &[Frame]) -> String {
+    let whole = stack
+        .iter()
+        .map(crate::classify::class_of)
+        .any(|c| c.worker_loop || c.pool_loop);
+    match stack.first() {
+        Some(leaf) if !whole => format!("[stack cut short at {}]", leaf.function),
+        _ => "[runtime]".to_string(),
+    }
 }
 
 /// Run-queue statistics of the findings.
