@@ -60,29 +60,7 @@ pub fn example_bin(name: &str) -> PathBuf {
 /// across test runs. Returns the release directory holding the binaries.
 pub fn demos_without_frame_pointers() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let target = profile_dir()
-            .parent()
-            .expect("the target directory")
-            .join("nofp");
-        let dir = target.to_string_lossy().into_owned();
-        cargo(
-            &[
-                "build",
-                "--release",
-                "--quiet",
-                "-p",
-                "runq-demo",
-                "--bins",
-                "--target-dir",
-                &dir,
-            ],
-            |c| {
-                c.env("CARGO_ENCODED_RUSTFLAGS", "").env_remove("RUSTFLAGS");
-            },
-        );
-        target.join("release")
-    })
+    BUILT.get_or_init(|| release_demos("nofp", &["--bins"], &[]))
 }
 
 /// The demo binary `bin` built exactly as `cargo build --release` builds
@@ -90,31 +68,30 @@ pub fn demos_without_frame_pointers() -> &'static Path {
 /// units (the workspace's release profile and flags are overridden for
 /// this build only, in `target/cargo-defaults`). Returns its path.
 pub fn demo_with_cargo_defaults(bin: &str) -> PathBuf {
+    let profile = [
+        ("CARGO_PROFILE_RELEASE_DEBUG", "false"),
+        ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16"),
+    ];
+    release_demos("cargo-defaults", &["--bin", bin], &profile).join(bin)
+}
+
+/// Builds `runq-demo`'s `selection` in release, without the workspace's
+/// rustflags and with `env` set, into `target/<subdir>`; returns the
+/// release directory.
+fn release_demos(subdir: &str, selection: &[&str], env: &[(&str, &str)]) -> PathBuf {
     let target = profile_dir()
         .parent()
         .expect("the target directory")
-        .join("cargo-defaults");
+        .join(subdir);
     let dir = target.to_string_lossy().into_owned();
-    cargo(
-        &[
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "runq-demo",
-            "--bin",
-            bin,
-            "--target-dir",
-            &dir,
-        ],
-        |c| {
-            c.env("CARGO_ENCODED_RUSTFLAGS", "")
-                .env_remove("RUSTFLAGS")
-                .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
-                .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16");
-        },
-    );
-    target.join("release").join(bin)
+    let mut args = vec!["build", "--release", "--quiet", "-p", "runq-demo"];
+    args.extend_from_slice(selection);
+    args.extend(["--target-dir", dir.as_str()]);
+    cargo(&args, |c| {
+        c.env("CARGO_ENCODED_RUSTFLAGS", "").env_remove("RUSTFLAGS");
+        c.envs(env.iter().copied());
+    });
+    target.join("release")
 }
 
 /// Runs cargo with `args` in the workspace, panicking with its status on
