@@ -36,9 +36,12 @@ fn broken_promises(t: &WorkType, reports: &[WorkerReport]) -> Vec<String> {
         out.push(format!("{name}: {} reports", reports.len()));
     }
     // A worker the host left waiting for a CPU most of the short run (a
-    // busy host) cannot be held to its work; one that was blocked, not
-    // waiting, can: it is stuck.
-    let starved = |r: &WorkerReport| r.schedstat_run_delay_ns * 2 >= r.wall_time_ns.max(1);
+    // busy host), or that reached its loop only late in it (its wall time
+    // counts from there), cannot be held to its work; one that was blocked
+    // in its loop, not waiting, can: it is stuck.
+    let late = |r: &WorkerReport| r.wall_time_ns < RUN.as_nanos() as u64 / 2;
+    let starved =
+        |r: &WorkerReport| late(r) || r.schedstat_run_delay_ns * 2 >= r.wall_time_ns.max(1);
     for r in reports {
         if starved(r) && r.completed {
             eprintln!("{name}: worker {} starved by the host, not judged", r.tid);

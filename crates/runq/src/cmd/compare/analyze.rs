@@ -210,7 +210,14 @@ pub fn compare_figure(
                 Better::Lower => (lo, hi),
                 Better::Higher => (-hi, -lo),
             };
-            (judge(wlo, whi, threshold), None)
+            let verdict = judge(wlo, whi, threshold);
+            let reason = (verdict == Verdict::Inconclusive).then(|| {
+                format!(
+                    "the 95% interval is neither wholly within ±{threshold}% nor wholly past it; \
+                     more repeats narrow it"
+                )
+            });
+            (verdict, reason)
         }
     };
     Some(Row {
