@@ -447,8 +447,7 @@ fn a_service_built_with_cargo_defaults_is_blamed_on_its_own_functions() {
             .any(|b| b["function"] == name);
         assert!(found, "{name} not named in {category}: {report:#}");
     }
-    // Blocked and CPU time is never under a placeholder (run-queue
-    // victims may carry only their preempted leaf, and say so).
+    // Blocked and CPU time is never under a placeholder.
     for category in ["blocking_call", "task_cpu_sampled"] {
         for b in blockers(&report, category) {
             let f = b["function"].as_str().unwrap();
@@ -493,4 +492,70 @@ fn a_target_that_exits_mid_session_keeps_its_figures() {
             "CPU read while it lived: {w:#}"
         );
     }
+}
+
+/// A CPU hog at nice -19 shares CPU 0 with the service (built with cargo's
+/// defaults): the workers' run-queue waits name the hog as the task that
+/// held the CPU, and the victims carry whole stacks (copied at their
+/// preemption), so their rows name the service's functions, not a leaf.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn run_queue_waits_name_the_cpu_holder_and_the_victims_function() {
+    let runq = runq_bin();
+    let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
+    let _one = one_at_a_time();
+    let taskset = |args: &[&str]| {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0"]).args(args);
+        c
+    };
+    let mut child = taskset(&[service.to_str().unwrap(), "12"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("taskset (util-linux) and the service");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let pid: u32 = line.trim().parse().expect("the service prints its pid");
+    let mut hog = taskset(&["nice", "-n", "-19", "yes"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("yes (coreutils)");
+    let (report, _) = hud(&runq, pid, 4, &[]);
+    let _ = hog.kill();
+    let _ = hog.wait();
+    let _ = child.kill();
+    let _ = child.wait();
+    let holders = report["run_queue"]["holders"].as_array().unwrap();
+    assert!(
+        holders
+            .iter()
+            .any(|h| h["comm"] == "yes" && h["same_process"] == false),
+        "the hog is not named as the CPU's holder: {report:#}"
+    );
+    let waits = blockers(&report, "run_queue_delay");
+    let total: u64 = waits.iter().map(|b| b["total_ns"].as_u64().unwrap()).sum();
+    let cut: u64 = waits
+        .iter()
+        .filter(|b| {
+            b["function"]
+                .as_str()
+                .unwrap()
+                .starts_with("[stack cut short")
+        })
+        .map(|b| b["total_ns"].as_u64().unwrap())
+        .sum();
+    assert!(
+        total > 0,
+        "no run-queue wait under a nice -19 hog: {report:#}"
+    );
+    assert!(cut * 10 < total, "victims' stacks cut short: {report:#}");
+    assert!(
+        waits.iter().any(|b| b["function"]
+            .as_str()
+            .unwrap()
+            .starts_with("runq_demo_service::")),
+        "no victim named by the service's function: {report:#}"
+    );
 }

@@ -12,6 +12,11 @@
 //   either above the threshold becomes an event.
 // perf_event (cpu-clock): a user stack of whichever worker is running.
 //
+// A run-queue wait names what held the CPU: the task that ran just before
+// the worker got it back (the previous task at its switch-in, as
+// `runqslower -P` prints it). When that task is a thread of the target, a
+// second record (EV_HOLDER) carries the holder's own user stack.
+//
 // Two ways to a user stack, chosen by user space per target (CONFIG[1]):
 // - frame pointers: bpf_get_stack walks the chain in the kernel;
 // - copy: the user registers (ip, sp, bp) and the top of the user stack
@@ -25,6 +30,7 @@
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
 #include <bpf/bpf_helpers.h>
+#include <stddef.h>
 
 /* bpf_get_stack's limit (kernel.perf_event_max_stack defaults to 127). */
 #define MAX_FRAMES 127
@@ -38,6 +44,7 @@ enum event_kind {
 	EV_BLOCKED = 1, /* asleep (S/D) longer than the threshold */
 	EV_RUNQ = 2,    /* runnable but waiting for a CPU longer than the threshold */
 	EV_SAMPLE = 3,  /* a cpu-clock sample of a running worker */
+	EV_HOLDER = 4,  /* the stack of the target's thread that held a waiting worker's CPU */
 };
 
 enum event_flags {
@@ -62,7 +69,39 @@ struct event {
 	__u32 stack_len;
 	__u32 flags;
 	__u64 switches; /* the worker's switch-outs so far */
+	/* EV_RUNQ and EV_HOLDER: the task that ran just before the worker got
+	 * its CPU back (tid 0: not seen) */
+	__u32 holder_tid;
+	__u32 holder_tgid;
+	char holder_comm[16];
 	__u64 stack[MAX_FRAMES];
+};
+
+/* The layout user space decodes (crates/runq-hud/src/event.rs asserts the
+ * same offsets on its #[repr(C)] mirror). */
+_Static_assert(offsetof(struct event, tid) == 4, "event.tid");
+_Static_assert(offsetof(struct event, start_ns) == 8, "event.start_ns");
+_Static_assert(offsetof(struct event, duration_ns) == 16, "event.duration_ns");
+_Static_assert(offsetof(struct event, state) == 24, "event.state");
+_Static_assert(offsetof(struct event, cpu) == 32, "event.cpu");
+_Static_assert(offsetof(struct event, frames) == 36, "event.frames");
+_Static_assert(offsetof(struct event, ip) == 40, "event.ip");
+_Static_assert(offsetof(struct event, sp) == 48, "event.sp");
+_Static_assert(offsetof(struct event, bp) == 56, "event.bp");
+_Static_assert(offsetof(struct event, stack_len) == 64, "event.stack_len");
+_Static_assert(offsetof(struct event, flags) == 68, "event.flags");
+_Static_assert(offsetof(struct event, switches) == 72, "event.switches");
+_Static_assert(offsetof(struct event, holder_tid) == 80, "event.holder_tid");
+_Static_assert(offsetof(struct event, holder_tgid) == 84, "event.holder_tgid");
+_Static_assert(offsetof(struct event, holder_comm) == 88, "event.holder_comm");
+_Static_assert(offsetof(struct event, stack) == 104, "event.stack");
+_Static_assert(sizeof(struct event) == 104 + 8 * MAX_FRAMES, "event size");
+
+/* Who held a CPU, as the sched_switch that gave it back saw it. */
+struct holder {
+	__u32 tid;
+	__u32 tgid;
+	char comm[16];
 };
 
 struct offcpu {
@@ -73,6 +112,10 @@ struct offcpu {
 	/* copy mode: a sleep over the threshold waiting for its syscall exit */
 	__u64 pending_start;
 	__u64 pending_ns;
+	/* copy mode: a run-queue wait after such a sleep, and who held the CPU */
+	__u64 pending_rq_start;
+	__u64 pending_rq_ns;
+	struct holder pending_holder;
 	__u64 stack[MAX_FRAMES];
 };
 
@@ -102,6 +145,39 @@ struct sys_exit_args {
 	__s64 ret;
 };
 
+/* Slots of the CONFIG array, set by user space before attaching. */
+enum config_slot {
+	CFG_THRESHOLD_NS = 0, /* blocking and run-queue threshold */
+	CFG_COPY_MODE = 1,    /* 0: frame pointers, 1: copy stacks */
+	CFG_TARGET_TGID = 2,  /* the target's pid: a holder in it gets EV_HOLDER */
+	CFG_SLOTS = 3,
+};
+
+/* Slots of the COUNTERS array, read by user space. */
+enum counter_slot {
+	CNT_LOST = 0,       /* events dropped (ring buffer full) */
+	CNT_COPIED = 1,     /* bytes of user stack copied */
+	CNT_NO_RQ_COPY = 2, /* preemptions whose stack found no room in RQCOPY */
+	CNT_SLOTS = 3,
+};
+
+/* How much user stack an event carries at most, and the record's room
+ * for it (one page more, so the verifier can see every page read fit). */
+#define COPY_MAX 16384
+#define COPY_ROOM (COPY_MAX + 4096)
+
+/* Copy mode: a preempted worker's registers and user stack, taken when it
+ * left the CPU, kept until it runs again (its stack cannot change while
+ * it waits, and cannot be read from another task's context). */
+struct stack_copy {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u32 len;
+	__u32 flags;
+	__u8 bytes[COPY_ROOM];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
@@ -123,9 +199,24 @@ struct {
 	__type(value, struct offcpu);
 } SCRATCH SEC(".maps");
 
-/* Per worker: how often it left the CPU, so that user space joins two
- * samples into one poll only when no switch (even a short one) came
- * between them. */
+/* A zeroed stack_copy to create RQCOPY entries from. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_copy);
+} COPY_SCRATCH SEC(".maps");
+
+/* Per preempted worker (copy mode): its stack at switch-out. Entries are
+ * reused; `len` 0 means none is held. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct stack_copy);
+} RQCOPY SEC(".maps");
+
+/* Per worker: how often it left the CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
@@ -133,21 +224,19 @@ struct {
 	__type(value, __u64);
 } SWITCHES SEC(".maps");
 
-/* [0] threshold ns, [1] copy mode (0: frame pointers, 1: copy stacks) */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, CFG_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } CONFIG SEC(".maps");
 
-/* [0] events dropped (ring buffer full), [1] bytes of user stack copied */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, CNT_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
-} DROPS SEC(".maps");
+} COUNTERS SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -156,7 +245,7 @@ struct {
 
 static __always_inline void count(__u32 slot, __u64 n)
 {
-	__u64 *d = bpf_map_lookup_elem(&DROPS, &slot);
+	__u64 *d = bpf_map_lookup_elem(&COUNTERS, &slot);
 	if (d)
 		__sync_fetch_and_add(d, n);
 }
@@ -169,12 +258,12 @@ static __always_inline __u64 config(__u32 slot, __u64 dflt)
 
 static __always_inline __u64 threshold_ns(void)
 {
-	return config(0, 5000000);
+	return config(CFG_THRESHOLD_NS, 5000000);
 }
 
 static __always_inline int copy_mode(void)
 {
-	return config(1, 0) != 0;
+	return config(CFG_COPY_MODE, 0) != 0;
 }
 
 static __always_inline void fill(struct event *e, __u32 kind, __u32 tid, __u64 start, __u64 dur,
@@ -194,6 +283,18 @@ static __always_inline void fill(struct event *e, __u32 kind, __u32 tid, __u64 s
 	e->flags = 0;
 	__u64 *n = bpf_map_lookup_elem(&SWITCHES, &tid);
 	e->switches = n ? *n : 0;
+	e->holder_tid = 0;
+	e->holder_tgid = 0;
+	__builtin_memset(e->holder_comm, 0, sizeof(e->holder_comm));
+}
+
+static __always_inline void set_holder(struct event *e, const struct holder *h)
+{
+	if (!h)
+		return;
+	e->holder_tid = h->tid;
+	e->holder_tgid = h->tgid;
+	__builtin_memcpy(e->holder_comm, h->comm, sizeof(e->holder_comm));
 }
 
 static __always_inline void count_switch(__u32 tid)
@@ -209,14 +310,15 @@ static __always_inline void count_switch(__u32 tid)
 
 /* An event with the frame-pointer stack taken at switch-out. */
 static __always_inline void emit(__u32 kind, __u32 tid, __u64 start, __u64 dur,
-				 struct offcpu *o)
+				 struct offcpu *o, const struct holder *h)
 {
 	struct event *e = bpf_ringbuf_reserve(&EVENTS, sizeof(*e), 0);
 	if (!e) {
-		count(0, 1);
+		count(CNT_LOST, 1);
 		return;
 	}
 	fill(e, kind, tid, start, dur, o->state);
+	set_holder(e, h);
 	e->frames = o->stack_bytes > 0 ? (__u32)((__u64)o->stack_bytes / 8) : 0;
 	if (e->frames >= MAX_FRAMES)
 		e->flags |= F_TRUNCATED;
@@ -225,75 +327,148 @@ static __always_inline void emit(__u32 kind, __u32 tid, __u64 start, __u64 dur,
 }
 
 /* The current task's user registers, saved at its last kernel entry. */
-static __always_inline int user_regs(struct event *e)
+static __always_inline int user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	long regs = bpf_task_pt_regs(task);
 	if (!regs)
 		return -1;
-	if (bpf_probe_read_kernel(&e->ip, 8, (void *)(regs + PT_RIP)) ||
-	    bpf_probe_read_kernel(&e->sp, 8, (void *)(regs + PT_RSP)) ||
-	    bpf_probe_read_kernel(&e->bp, 8, (void *)(regs + PT_RBP)))
+	if (bpf_probe_read_kernel(ip, 8, (void *)(regs + PT_RIP)) ||
+	    bpf_probe_read_kernel(sp, 8, (void *)(regs + PT_RSP)) ||
+	    bpf_probe_read_kernel(bp, 8, (void *)(regs + PT_RBP)))
 		return -1;
 	return 0;
 }
 
-/* How much user stack an event carries at most, and the record's room
- * for it (one page more, so the verifier can see every page read fit). */
-#define COPY_MAX 16384
-#define COPY_ROOM (COPY_MAX + 4096)
+/* The top of the current task's user stack into buf (COPY_ROOM bytes):
+ * from sp to the next page boundary, then whole pages, until COPY_MAX or
+ * the end of the stack's mapping (a thread's stack often ends a few KiB
+ * above sp; page-sized reads never straddle the end). Returns the length. */
+static __always_inline __u32 copy_user_stack(__u8 *buf, __u64 sp)
+{
+	__u32 len = 4096 - (__u32)(sp & 4095);
+	if (len > 4096)
+		len = 4096;
+	if (bpf_probe_read_user(buf, len, (void *)sp))
+		return 0;
+#pragma unroll
+	for (int i = 0; i < 3; i++) {
+		__u32 at = len;
+		if (at > COPY_MAX - 4096)
+			break;
+		if (bpf_probe_read_user(buf + at, 4096, (void *)(sp + at)))
+			break;
+		len = at + 4096;
+	}
+	return len;
+}
+
+/* What an event is about (BPF calls take at most five arguments). */
+struct span {
+	__u32 kind;
+	__u32 tid;
+	__u64 start;
+	__u64 dur;
+	__u64 state;
+};
 
 /* An event carrying the current task's registers and the top of its user
- * stack: from sp to the next page boundary, then whole pages, until
- * COPY_MAX or the end of the stack's mapping (a thread's stack often ends
- * a few KiB above sp; page-sized reads never straddle the end). */
-static __noinline int emit_copy(__u32 kind, __u32 tid, __u64 start, __u64 dur, __u64 state)
+ * stack. */
+static __noinline int emit_copy(const struct span *s, const struct holder *h)
 {
 	struct event *e = bpf_ringbuf_reserve(&EVENTS, sizeof(struct event) + COPY_ROOM, 0);
 	if (!e) {
-		count(0, 1);
+		count(CNT_LOST, 1);
 		return 1;
 	}
-	fill(e, kind, tid, start, dur, state);
-	if (user_regs(e)) {
+	fill(e, s->kind, s->tid, s->start, s->dur, s->state);
+	set_holder(e, h);
+	if (user_regs(&e->ip, &e->sp, &e->bp)) {
 		e->flags |= F_NO_REGS;
 		bpf_ringbuf_submit(e, 0);
 		return 1;
 	}
-	__u8 *buf = (__u8 *)(e + 1);
-	__u64 sp = e->sp;
-	__u32 len = 4096 - (__u32)(sp & 4095);
-	if (len > 4096)
-		len = 4096;
-	if (bpf_probe_read_user(buf, len, (void *)sp)) {
-		len = 0;
-	} else {
-#pragma unroll
-		for (int i = 0; i < 3; i++) {
-			__u32 at = len;
-			if (at > COPY_MAX - 4096)
-				break;
-			if (bpf_probe_read_user(buf + at, 4096, (void *)(sp + at)))
-				break;
-			len = at + 4096;
-		}
-	}
+	__u32 len = copy_user_stack((__u8 *)(e + 1), e->sp);
 	if (!len)
 		e->flags |= F_COPY_FAILED;
 	e->stack_len = len;
-	count(1, len);
+	count(CNT_COPIED, len);
 	bpf_ringbuf_submit(e, 0);
 	return 1;
 }
 
-/* Copy mode: a sleep over the threshold that no syscall exit picked up
- * (the worker slept in a page fault, say) goes out with the frame-pointer
- * stack before its entry is reused. */
+/* Copy mode: a preempted worker's stack, kept in RQCOPY until it runs. */
+static __noinline int keep_preempted_stack(__u32 tid)
+{
+	struct stack_copy *c = bpf_map_lookup_elem(&RQCOPY, &tid);
+	if (!c) {
+		__u32 zero = 0;
+		struct stack_copy *blank = bpf_map_lookup_elem(&COPY_SCRATCH, &zero);
+		if (!blank)
+			return 0;
+		blank->len = 0;
+		if (bpf_map_update_elem(&RQCOPY, &tid, blank, BPF_NOEXIST)) {
+			count(CNT_NO_RQ_COPY, 1);
+			return 0;
+		}
+		c = bpf_map_lookup_elem(&RQCOPY, &tid);
+		if (!c)
+			return 0;
+	}
+	c->flags = 0;
+	c->len = 0;
+	if (user_regs(&c->ip, &c->sp, &c->bp)) {
+		c->flags = F_NO_REGS;
+		return 0;
+	}
+	c->len = copy_user_stack(c->bytes, c->sp);
+	if (!c->len)
+		c->flags = F_COPY_FAILED;
+	count(CNT_COPIED, c->len);
+	return 0;
+}
+
+/* Copy mode: a run-queue wait of a preempted worker, with the stack kept
+ * at its switch-out. Returns 0 when no stack was kept. */
+static __noinline int emit_kept_runq(__u32 tid, __u64 start, __u64 dur, const struct holder *h)
+{
+	struct stack_copy *c = bpf_map_lookup_elem(&RQCOPY, &tid);
+	if (!c || (!c->len && !c->flags))
+		return 0;
+	struct event *e = bpf_ringbuf_reserve(&EVENTS, sizeof(struct event) + COPY_ROOM, 0);
+	if (!e) {
+		count(CNT_LOST, 1);
+		c->len = 0;
+		return 1;
+	}
+	fill(e, EV_RUNQ, tid, start, dur, 0);
+	set_holder(e, h);
+	e->ip = c->ip;
+	e->sp = c->sp;
+	e->bp = c->bp;
+	e->flags = c->flags;
+	__u32 len = c->len;
+	if (len > COPY_MAX)
+		len = COPY_MAX;
+	e->stack_len = len;
+	bpf_probe_read_kernel((__u8 *)(e + 1), len, c->bytes);
+	bpf_ringbuf_submit(e, 0);
+	c->len = 0;
+	c->flags = 0;
+	return 1;
+}
+
+/* Copy mode: a sleep (and a run-queue wait after it) over the threshold
+ * that no syscall exit picked up (the worker slept in a page fault, say)
+ * goes out with the frame-pointer stack before its entry is reused. */
 static __always_inline void flush_pending(__u32 tid, struct offcpu *o)
 {
 	if (o->pending_ns)
-		emit(EV_BLOCKED, tid, o->pending_start, o->pending_ns, o);
+		emit(EV_BLOCKED, tid, o->pending_start, o->pending_ns, o, 0);
+	if (o->pending_rq_ns)
+		emit(EV_RUNQ, tid, o->pending_rq_start, o->pending_rq_ns, o, &o->pending_holder);
 	o->pending_ns = 0;
+	o->pending_rq_ns = 0;
 }
 
 static __always_inline void switch_out(struct switch_args *ctx, __u32 tid, __u64 now)
@@ -311,37 +486,93 @@ static __always_inline void switch_out(struct switch_args *ctx, __u32 tid, __u64
 	o->state = (__u64)ctx->prev_state;
 	o->pending_start = 0;
 	o->pending_ns = 0;
+	o->pending_rq_start = 0;
+	o->pending_rq_ns = 0;
 	/* The outgoing task is still current: this is its user stack. */
 	o->stack_bytes = bpf_get_stack(ctx, o->stack, sizeof(o->stack), BPF_F_USER_STACK);
 	bpf_map_update_elem(&OFFCPU, &tid, o, BPF_ANY);
+	/* Preempted: a wait for the CPU may follow, and the stack must be
+	 * read now, while this task is current. */
+	if ((o->state & 0xff) == 0 && copy_mode())
+		keep_preempted_stack(tid);
 }
 
-static __always_inline void switch_in(__u32 tid, __u64 now)
+/* The task leaving the CPU at this switch (still current). */
+static __always_inline void holder_of(struct switch_args *ctx, struct holder *h)
+{
+	h->tid = (__u32)ctx->prev_pid;
+	h->tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	__builtin_memcpy(h->comm, ctx->prev_comm, sizeof(h->comm));
+}
+
+/* A holder in the target: its own stack (it is current), for its culprit. */
+static __always_inline void emit_holder_stack(struct switch_args *ctx, __u32 victim, __u64 start,
+					      __u64 dur, const struct holder *h)
+{
+	if (!h->tid || h->tgid != (__u32)config(CFG_TARGET_TGID, 0))
+		return;
+	if (copy_mode()) {
+		struct span s = {EV_HOLDER, victim, start, dur, 0};
+		emit_copy(&s, h);
+		return;
+	}
+	struct event *e = bpf_ringbuf_reserve(&EVENTS, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_LOST, 1);
+		return;
+	}
+	fill(e, EV_HOLDER, victim, start, dur, 0);
+	set_holder(e, h);
+	long n = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
+	e->frames = n > 0 ? (__u32)((__u64)n / 8) : 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* A run-queue wait over the threshold: the victim's event, then the
+ * holder's stack when it is the target's. */
+static __always_inline void report_runq(struct switch_args *ctx, __u32 tid, __u64 start,
+					__u64 dur, struct offcpu *o, int slept)
+{
+	struct holder h = {};
+	holder_of(ctx, &h);
+	if (copy_mode() && slept) {
+		/* The stack of the call it slept in is back at its syscall exit. */
+		o->pending_rq_start = start;
+		o->pending_rq_ns = dur;
+		o->pending_holder = h;
+	} else if (!copy_mode() || !emit_kept_runq(tid, start, dur, &h)) {
+		emit(EV_RUNQ, tid, start, dur, o, &h);
+	}
+	emit_holder_stack(ctx, tid, start, dur, &h);
+}
+
+static __always_inline void switch_in(struct switch_args *ctx, __u32 tid, __u64 now)
 {
 	struct offcpu *o = bpf_map_lookup_elem(&OFFCPU, &tid);
 	if (!o)
 		return;
 	__u64 thr = threshold_ns();
-	int deferred = 0;
 	/* Preempted (state 0): runnable from switch-out to now. Asleep: blocked
 	 * until the wakeup (or now, if the wakeup was not seen), then runnable. */
 	__u64 runnable_from = o->out_ns;
-	if ((o->state & 0xff) != 0) {
+	int slept = (o->state & 0xff) != 0;
+	if (slept) {
 		__u64 woke = o->wake_ns ? o->wake_ns : now;
 		if (woke - o->out_ns >= thr) {
 			if (copy_mode()) {
 				o->pending_start = o->out_ns;
 				o->pending_ns = woke - o->out_ns;
-				deferred = 1;
 			} else {
-				emit(EV_BLOCKED, tid, o->out_ns, woke - o->out_ns, o);
+				emit(EV_BLOCKED, tid, o->out_ns, woke - o->out_ns, o, 0);
 			}
 		}
 		runnable_from = woke;
 	}
+	/* A stack kept at a preemption whose wait stayed short is left to be
+	 * overwritten by the next preemption. */
 	if (now - runnable_from >= thr)
-		emit(EV_RUNQ, tid, runnable_from, now - runnable_from, o);
-	if (!deferred)
+		report_runq(ctx, tid, runnable_from, now - runnable_from, o, slept);
+	if (!o->pending_ns && !o->pending_rq_ns)
 		bpf_map_delete_elem(&OFFCPU, &tid);
 }
 
@@ -354,7 +585,7 @@ int hud_sched_switch(struct switch_args *ctx)
 	if (bpf_map_lookup_elem(&WORKERS, &prev))
 		switch_out(ctx, prev, now);
 	if (bpf_map_lookup_elem(&WORKERS, &next))
-		switch_in(next, now);
+		switch_in(ctx, next, now);
 	return 0;
 }
 
@@ -375,9 +606,17 @@ int hud_sys_exit(struct sys_exit_args *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct offcpu *o = bpf_map_lookup_elem(&OFFCPU, &tid);
-	if (!o || !o->pending_ns)
+	if (!o || (!o->pending_ns && !o->pending_rq_ns))
 		return 0;
-	emit_copy(EV_BLOCKED, tid, o->pending_start, o->pending_ns, o->state);
+	if (o->pending_ns) {
+		struct span s = {EV_BLOCKED, tid, o->pending_start, o->pending_ns, o->state};
+		emit_copy(&s, 0);
+	}
+	if (o->pending_rq_ns) {
+		struct span s = {EV_RUNQ, tid, o->pending_rq_start, o->pending_rq_ns, o->state};
+		struct holder h = o->pending_holder;
+		emit_copy(&s, &h);
+	}
 	bpf_map_delete_elem(&OFFCPU, &tid);
 	return 0;
 }
@@ -390,12 +629,13 @@ int hud_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (copy_mode()) {
-		emit_copy(EV_SAMPLE, tid, now, 0, 0);
+		struct span s = {EV_SAMPLE, tid, now, 0, 0};
+		emit_copy(&s, 0);
 		return 0;
 	}
 	struct event *e = bpf_ringbuf_reserve(&EVENTS, sizeof(*e), 0);
 	if (!e) {
-		count(0, 1);
+		count(CNT_LOST, 1);
 		return 0;
 	}
 	fill(e, EV_SAMPLE, tid, now, 0, 0);

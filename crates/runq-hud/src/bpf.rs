@@ -7,6 +7,8 @@ use aya::programs::perf_event::{perf_sw_ids, PerfEventScope, PerfTypeId, SampleP
 use aya::programs::{PerfEvent, TracePoint};
 use aya::Ebpf;
 
+use crate::event::config_slot::{CFG_COPY_MODE, CFG_TARGET_TGID, CFG_THRESHOLD_NS};
+use crate::event::counter_slot::{CNT_COPIED, CNT_LOST, CNT_NO_RQ_COPY};
 use crate::event::{decode, RawEvent};
 use crate::health::StackSource;
 
@@ -78,8 +80,10 @@ impl Probe {
     /// Loads the programs, sets the threshold and stack mode, attaches the
     /// tracepoints (mounting tracefs first if needed; in DWARF mode also
     /// raw_syscalls/sys_exit, where over-threshold sleeps copy their stack) and a cpu-clock
-    /// sampler at `frequency` Hz on every online CPU.
+    /// sampler at `frequency` Hz on every online CPU. A thread of
+    /// `target_pid` that holds a waiting worker's CPU has its stack sent.
     pub fn attach(
+        target_pid: u32,
         threshold_ns: u64,
         frequency: u64,
         source: StackSource,
@@ -91,9 +95,14 @@ impl Probe {
                 .map_mut("CONFIG")
                 .ok_or_else(|| BpfError::Load("no CONFIG map".into()))?;
             let mut config: Array<_, u64> = Array::try_from(map).map_err(load_err)?;
-            config.set(0, threshold_ns, 0).map_err(load_err)?;
             config
-                .set(1, u64::from(source == StackSource::Dwarf), 0)
+                .set(CFG_THRESHOLD_NS, threshold_ns, 0)
+                .map_err(load_err)?;
+            config
+                .set(CFG_COPY_MODE, u64::from(source == StackSource::Dwarf), 0)
+                .map_err(load_err)?;
+            config
+                .set(CFG_TARGET_TGID, u64::from(target_pid), 0)
                 .map_err(load_err)?;
         }
         attach_tracepoint(&mut ebpf, "hud_sched_switch", "sched", "sched_switch")?;
@@ -172,7 +181,7 @@ impl Probe {
 
     fn counter(&mut self, slot: u32) -> u64 {
         self.ebpf
-            .map_mut("DROPS")
+            .map_mut("COUNTERS")
             .and_then(|m| Array::<_, u64>::try_from(m).ok())
             .and_then(|a| a.get(&slot, 0).ok())
             .unwrap_or(0)
@@ -180,12 +189,18 @@ impl Probe {
 
     /// Events the kernel could not queue (ring buffer full).
     pub fn lost_events(&mut self) -> u64 {
-        self.counter(0)
+        self.counter(CNT_LOST)
     }
 
     /// Bytes of user stack the kernel copied (copy mode).
     pub fn bytes_copied(&mut self) -> u64 {
-        self.counter(1)
+        self.counter(CNT_COPIED)
+    }
+
+    /// Preemptions whose stack could not be kept for a run-queue wait
+    /// (copy mode; those waits carry the frame-pointer stack).
+    pub fn preemptions_not_kept(&mut self) -> u64 {
+        self.counter(CNT_NO_RQ_COPY)
     }
 }
 

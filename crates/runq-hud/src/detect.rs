@@ -11,7 +11,10 @@
 //!    ends; the report gives CPU time per culprit and says how it was
 //!    measured.
 //! 3. Run-queue delay: a runnable worker waited for a CPU longer than the
-//!    threshold; its stack is the victim's, and it is labelled so.
+//!    threshold; its stack is the victim's, and it is labelled so. The
+//!    finding names what held the CPU: the task that ran just before the
+//!    worker got it back (as `runqslower -P` does), with its own culprit
+//!    when it is a thread of the target.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -19,7 +22,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::classify::{class_of, culprit, place, user_frames, Place};
-use crate::event::{Kind, RawEvent};
+use crate::event::{Holder, Kind, RawEvent};
 use crate::symbols::Frame;
 
 /// A finding's category.
@@ -59,6 +62,35 @@ pub struct Finding {
     pub duration_ns: u64,
     /// The whole stack, innermost first.
     pub stack: Vec<Frame>,
+    /// Run-queue delays: the task that held the CPU the worker waited for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<CpuHolder>,
+}
+
+/// The task that ran on the CPU just before a waiting worker got it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuHolder {
+    /// Its thread id.
+    pub tid: u32,
+    /// Its thread name.
+    pub comm: String,
+    /// It is a thread of the target process.
+    pub same_process: bool,
+    /// For a thread of the target: the culprit on its own stack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub culprit: Option<String>,
+}
+
+impl CpuHolder {
+    /// The holder of `h`, as seen from the process `target_pid`.
+    pub fn of(h: &Holder, target_pid: u32) -> Self {
+        CpuHolder {
+            tid: h.tid,
+            comm: h.comm.clone(),
+            same_process: h.tgid == target_pid,
+            culprit: None,
+        }
+    }
 }
 
 impl Finding {
@@ -86,6 +118,7 @@ pub struct Tally {
 /// The detector's state.
 pub struct Detector {
     sample_period_ns: u64,
+    target_pid: u32,
     /// What it saw.
     pub tally: Tally,
     /// Threads whose stacks showed the blocking pool (not workers).
@@ -128,11 +161,13 @@ impl Summary {
 }
 
 impl Detector {
-    /// A detector for samples taken at `frequency_hz` (the switch events
-    /// arrive already filtered by the threshold, in the kernel).
-    pub fn new(frequency_hz: u64) -> Self {
+    /// A detector for the workers of `target_pid`, sampled at
+    /// `frequency_hz` (the switch events arrive already filtered by the
+    /// threshold, in the kernel).
+    pub fn new(frequency_hz: u64, target_pid: u32) -> Self {
         Detector {
             sample_period_ns: 1_000_000_000 / frequency_hz.max(1),
+            target_pid,
             tally: Tally::default(),
             pool_tids: BTreeSet::new(),
             worker_tids: BTreeSet::new(),
@@ -156,8 +191,12 @@ impl Detector {
         if summary.worker_loop && summary.place != Place::BlockingPool {
             self.worker_tids.insert(ev.tid);
         }
-        if ev.kind == Kind::Sample {
-            return self.sample(ev, summary, stack);
+        match ev.kind {
+            Kind::Sample => return self.sample(ev, summary, stack),
+            // A holder's stack names a culprit for a finding (the session
+            // joins them); it is no finding of its own.
+            Kind::Holder => return Vec::new(),
+            Kind::Blocked | Kind::RunQueue => {}
         }
         self.switch_event(ev, summary.place, stack)
             .into_iter()
@@ -175,6 +214,7 @@ impl Detector {
             self.pool_tids.insert(ev.tid);
             return None;
         }
+        let mut holder = None;
         let category = if ev.kind == Kind::Blocked {
             self.tally.blocked_events += 1;
             if where_ == Place::RuntimeIdle {
@@ -186,6 +226,10 @@ impl Detector {
             Category::BlockingCall
         } else {
             self.tally.runqueue_events += 1;
+            holder = ev
+                .holder
+                .as_ref()
+                .map(|h| CpuHolder::of(h, self.target_pid));
             Category::RunQueueDelay
         };
         Some(Finding {
@@ -194,6 +238,7 @@ impl Detector {
             start_ns: ev.start_ns,
             duration_ns: ev.duration_ns,
             stack: stack(),
+            holder,
         })
     }
 
@@ -215,6 +260,7 @@ impl Detector {
             start_ns: ev.start_ns,
             duration_ns: self.sample_period_ns,
             stack: stack(),
+            holder: None,
         }]
     }
 
@@ -254,7 +300,7 @@ mod tests {
         // 1 ms polls and a yield_now: the same task on every sample, no OS
         // switch in between. Each sample is one period of CPU, never a
         // 20 ms "poll".
-        let mut d = Detector::new(100);
+        let mut d = Detector::new(100, 1);
         let s = task_stack(&["app::spin", "app::task::{{closure}}"]);
         let mut found = Vec::new();
         for ms in [0, 10, 20] {
@@ -271,7 +317,7 @@ mod tests {
 
     #[test]
     fn samples_outside_task_code_count_nothing() {
-        let mut d = Detector::new(100);
+        let mut d = Detector::new(100, 1);
         let idle = vec![frame(
             "tokio::runtime::scheduler::multi_thread::park::Parker::park",
         )];
@@ -281,7 +327,7 @@ mod tests {
 
     #[test]
     fn blocked_task_code_is_reported_and_pool_and_runqueue_are_labelled() {
-        let mut d = Detector::new(99);
+        let mut d = Detector::new(99, 1);
         let out = d.feed(
             &ev(Kind::Blocked, 3, 0, 20),
             task_stack(&["app::read_config"]),
@@ -296,5 +342,27 @@ mod tests {
         assert_eq!(out[0].category, Category::RunQueueDelay);
         assert_eq!(d.tally.blocking_pool_events, 1);
         assert_eq!(d.tally.runqueue_events, 1);
+    }
+
+    #[test]
+    fn a_run_queue_wait_names_its_holder_and_a_holder_stack_is_no_finding() {
+        let mut d = Detector::new(99, 500);
+        let mut wait = ev(Kind::RunQueue, 3, 0, 12);
+        wait.holder = Some(Holder {
+            tid: 501,
+            tgid: 500,
+            comm: "svc-rt".into(),
+        });
+        let out = d.feed(&wait, task_stack(&["app::x"]));
+        let h = out[0].holder.as_ref().unwrap();
+        assert_eq!(
+            (h.tid, h.comm.as_str(), h.same_process),
+            (501, "svc-rt", true)
+        );
+        wait.holder.as_mut().unwrap().tgid = 900;
+        let out = d.feed(&wait, task_stack(&["app::x"]));
+        assert!(!out[0].holder.as_ref().unwrap().same_process);
+        let held = ev(Kind::Holder, 3, 0, 12);
+        assert!(d.feed(&held, task_stack(&["app::hog"])).is_empty());
     }
 }

@@ -1,16 +1,122 @@
-//! Events from the BPF ring buffer, decoded from the C layout of
-//! `struct event` in bpf/hud.bpf.c: a fixed header with a frame-pointer
-//! stack, followed in copy mode by the user registers' stack bytes.
+//! Events from the BPF ring buffer. The record's fixed part is
+//! [`EventHeader`], a `#[repr(C)]` mirror of `struct event` in
+//! bpf/hud.bpf.c whose offsets are asserted at compile time here and by
+//! `_Static_assert`s there; the kinds, flags and map slots are named once
+//! per side and a test checks the two sides agree. In copy mode the
+//! header is followed by the copied user stack.
+
+use std::mem::{offset_of, size_of};
 
 /// Frames a frame-pointer stack can hold (MAX_FRAMES in the C source).
 pub const MAX_FRAMES: usize = 127;
-/// Size of the fixed part of one record.
-pub const EVENT_SIZE: usize = HEADER_SIZE + 8 * MAX_FRAMES;
-const HEADER_SIZE: usize = 80;
 
-const F_TRUNCATED: u32 = 1;
-const F_COPY_FAILED: u32 = 2;
-const F_NO_REGS: u32 = 4;
+/// The fixed header of a record, field for field as the C side writes it
+/// (decoded by offset from the byte buffer, never by casting it).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct EventHeader {
+    /// `enum event_kind`.
+    pub kind: u32,
+    /// The worker thread.
+    pub tid: u32,
+    /// Start of the interval or the sample time, ns.
+    pub start_ns: u64,
+    /// Length of the interval, ns.
+    pub duration_ns: u64,
+    /// Task state at switch-out.
+    pub state: u64,
+    /// CPU of the record.
+    pub cpu: u32,
+    /// Frames of the frame-pointer stack.
+    pub frames: u32,
+    /// Copied instruction pointer.
+    pub ip: u64,
+    /// Copied stack pointer.
+    pub sp: u64,
+    /// Copied frame pointer register.
+    pub bp: u64,
+    /// Bytes of copied stack after the record.
+    pub stack_len: u32,
+    /// `enum event_flags`.
+    pub flags: u32,
+    /// The worker's switch-outs so far.
+    pub switches: u64,
+    /// The task that ran before the worker got its CPU back.
+    pub holder_tid: u32,
+    /// That task's process.
+    pub holder_tgid: u32,
+    /// That task's name.
+    pub holder_comm: [u8; 16],
+}
+
+const HEADER_SIZE: usize = size_of::<EventHeader>();
+/// Size of the fixed part of one record: the header and the
+/// frame-pointer stack.
+pub const EVENT_SIZE: usize = HEADER_SIZE + 8 * MAX_FRAMES;
+
+// The offsets `_Static_assert`ed in bpf/hud.bpf.c.
+const _: () = {
+    assert!(offset_of!(EventHeader, tid) == 4);
+    assert!(offset_of!(EventHeader, start_ns) == 8);
+    assert!(offset_of!(EventHeader, duration_ns) == 16);
+    assert!(offset_of!(EventHeader, state) == 24);
+    assert!(offset_of!(EventHeader, cpu) == 32);
+    assert!(offset_of!(EventHeader, frames) == 36);
+    assert!(offset_of!(EventHeader, ip) == 40);
+    assert!(offset_of!(EventHeader, sp) == 48);
+    assert!(offset_of!(EventHeader, bp) == 56);
+    assert!(offset_of!(EventHeader, stack_len) == 64);
+    assert!(offset_of!(EventHeader, flags) == 68);
+    assert!(offset_of!(EventHeader, switches) == 72);
+    assert!(offset_of!(EventHeader, holder_tid) == 80);
+    assert!(offset_of!(EventHeader, holder_tgid) == 84);
+    assert!(offset_of!(EventHeader, holder_comm) == 88);
+    assert!(HEADER_SIZE == 104);
+};
+
+/// `enum event_kind` of the C source.
+pub mod kind {
+    /// Asleep longer than the threshold.
+    pub const EV_BLOCKED: u32 = 1;
+    /// Runnable, waiting for a CPU longer than the threshold.
+    pub const EV_RUNQ: u32 = 2;
+    /// A cpu-clock sample.
+    pub const EV_SAMPLE: u32 = 3;
+    /// The stack of the target's thread that held a waiting worker's CPU.
+    pub const EV_HOLDER: u32 = 4;
+}
+
+/// `enum event_flags` of the C source.
+pub mod flag {
+    /// The frame-pointer walk filled MAX_FRAMES.
+    pub const F_TRUNCATED: u32 = 1;
+    /// No part of the user stack could be copied.
+    pub const F_COPY_FAILED: u32 = 2;
+    /// The user registers could not be read.
+    pub const F_NO_REGS: u32 = 4;
+}
+
+/// Slots of the C side's CONFIG array (`enum config_slot`).
+pub mod config_slot {
+    /// The threshold, ns.
+    pub const CFG_THRESHOLD_NS: u32 = 0;
+    /// 1 to copy stacks, 0 for frame pointers.
+    pub const CFG_COPY_MODE: u32 = 1;
+    /// The target's pid (a CPU holder in it gets its own stack).
+    pub const CFG_TARGET_TGID: u32 = 2;
+}
+
+/// Slots of the C side's COUNTERS array (`enum counter_slot`).
+pub mod counter_slot {
+    /// Events dropped (ring buffer full).
+    pub const CNT_LOST: u32 = 0;
+    /// Bytes of user stack copied.
+    pub const CNT_COPIED: u32 = 1;
+    /// Preemptions whose stack found no room to be kept.
+    pub const CNT_NO_RQ_COPY: u32 = 2;
+}
+
+use flag::{F_COPY_FAILED, F_NO_REGS, F_TRUNCATED};
 
 /// What the kernel saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -22,6 +128,20 @@ pub enum Kind {
     /// A cpu-clock sample of a running worker.
     #[default]
     Sample,
+    /// The stack of the target's own thread that held the CPU a worker
+    /// waited for (`tid` is the waiting worker's).
+    Holder,
+}
+
+/// The task that ran on the CPU just before a waiting worker got it back.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Holder {
+    /// Its thread id.
+    pub tid: u32,
+    /// Its process id.
+    pub tgid: u32,
+    /// Its thread name.
+    pub comm: String,
 }
 
 /// The user registers and the top of the user stack, copied by the kernel
@@ -75,6 +195,8 @@ pub struct RawEvent {
     pub copy_failed: bool,
     /// How often the worker had left the CPU when the event was recorded.
     pub switches: u64,
+    /// Run-queue waits and holder stacks: what held the CPU.
+    pub holder: Option<Holder>,
 }
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
@@ -85,9 +207,19 @@ fn u64_at(b: &[u8], off: usize) -> Option<u64> {
     Some(u64::from_ne_bytes(b.get(off..off + 8)?.try_into().ok()?))
 }
 
+/// Reads one header field of a record by its offset in [`EventHeader`].
+macro_rules! field {
+    (u32, $b:expr, $f:ident) => {
+        u32_at($b, offset_of!(EventHeader, $f))
+    };
+    (u64, $b:expr, $f:ident) => {
+        u64_at($b, offset_of!(EventHeader, $f))
+    };
+}
+
 /// The copied registers and stack bytes of a copy-mode record.
 fn decode_copy(b: &[u8], flags: u32) -> Option<StackCopy> {
-    let len = u32_at(b, 64)? as usize;
+    let len = field!(u32, b, stack_len)? as usize;
     if len == 0 && flags & (F_COPY_FAILED | F_NO_REGS) == 0 {
         return None;
     }
@@ -95,10 +227,26 @@ fn decode_copy(b: &[u8], flags: u32) -> Option<StackCopy> {
     let end = b.len().min(EVENT_SIZE + len);
     let bytes = b[EVENT_SIZE..end].to_vec();
     Some(StackCopy {
-        ip: u64_at(b, 40)?,
-        sp: u64_at(b, 48)?,
-        bp: u64_at(b, 56)?,
+        ip: field!(u64, b, ip)?,
+        sp: field!(u64, b, sp)?,
+        bp: field!(u64, b, bp)?,
         bytes,
+    })
+}
+
+/// The CPU's holder of a run-queue wait or holder record (tid 0: none).
+fn decode_holder(b: &[u8]) -> Option<Holder> {
+    let tid = field!(u32, b, holder_tid)?;
+    if tid == 0 {
+        return None;
+    }
+    let at = offset_of!(EventHeader, holder_comm);
+    let comm = b.get(at..at + 16)?;
+    let comm = &comm[..comm.iter().position(|c| *c == 0).unwrap_or(16)];
+    Some(Holder {
+        tid,
+        tgid: field!(u32, b, holder_tgid)?,
+        comm: String::from_utf8_lossy(comm).into_owned(),
     })
 }
 
@@ -107,30 +255,32 @@ pub fn decode(b: &[u8]) -> Option<RawEvent> {
     if b.len() < EVENT_SIZE {
         return None;
     }
-    let kind = match u32_at(b, 0)? {
-        1 => Kind::Blocked,
-        2 => Kind::RunQueue,
-        3 => Kind::Sample,
+    let kind = match field!(u32, b, kind)? {
+        kind::EV_BLOCKED => Kind::Blocked,
+        kind::EV_RUNQ => Kind::RunQueue,
+        kind::EV_SAMPLE => Kind::Sample,
+        kind::EV_HOLDER => Kind::Holder,
         _ => return None,
     };
-    let frames = (u32_at(b, 36)? as usize).min(MAX_FRAMES);
-    let flags = u32_at(b, 68)?;
+    let frames = (field!(u32, b, frames)? as usize).min(MAX_FRAMES);
+    let flags = field!(u32, b, flags)?;
     let stack = (0..frames)
         .filter_map(|i| u64_at(b, HEADER_SIZE + 8 * i))
         .filter(|a| *a != 0)
         .collect();
     Some(RawEvent {
         kind,
-        tid: u32_at(b, 4)?,
-        start_ns: u64_at(b, 8)?,
-        duration_ns: u64_at(b, 16)?,
-        state: u64_at(b, 24)?,
-        cpu: u32_at(b, 32)?,
+        tid: field!(u32, b, tid)?,
+        start_ns: field!(u64, b, start_ns)?,
+        duration_ns: field!(u64, b, duration_ns)?,
+        state: field!(u64, b, state)?,
+        cpu: field!(u32, b, cpu)?,
         stack,
         truncated: flags & F_TRUNCATED != 0,
         copy: decode_copy(b, flags),
         copy_failed: flags & (F_COPY_FAILED | F_NO_REGS) != 0,
-        switches: u64_at(b, 72)?,
+        switches: field!(u64, b, switches)?,
+        holder: decode_holder(b),
     })
 }
 
@@ -211,5 +361,74 @@ pub(crate) mod tests {
         let mut cut = copy_record(1, 2, 3, &[7u8; 64], 0);
         cut.truncate(EVENT_SIZE + 10);
         assert_eq!(decode(&cut).unwrap().copy.unwrap().bytes.len(), 10);
+    }
+
+    #[test]
+    fn decodes_the_holder_of_a_run_queue_wait() {
+        let mut b = record(kind::EV_RUNQ, 1, &[0x10]);
+        b[80..84].copy_from_slice(&77u32.to_ne_bytes());
+        b[84..88].copy_from_slice(&70u32.to_ne_bytes());
+        b[88..91].copy_from_slice(b"yes");
+        let e = decode(&b).unwrap();
+        assert_eq!(e.kind, Kind::RunQueue);
+        let h = e.holder.unwrap();
+        assert_eq!((h.tid, h.tgid, h.comm.as_str()), (77, 70, "yes"));
+        assert!(decode(&record(kind::EV_RUNQ, 0, &[]))
+            .unwrap()
+            .holder
+            .is_none());
+        assert_eq!(
+            decode(&record(kind::EV_HOLDER, 0, &[])).unwrap().kind,
+            Kind::Holder
+        );
+    }
+
+    /// The value the C source gives `name` (`NAME = 3,` in an enum or
+    /// `#define NAME 3`).
+    fn c_value(src: &str, name: &str) -> Option<u64> {
+        src.lines().find_map(|line| {
+            let line = line.trim().trim_start_matches("#define").trim();
+            let rest = line.strip_prefix(name)?;
+            let rest = rest.trim_start().trim_start_matches('=').trim_start();
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+    }
+
+    #[test]
+    fn constants_match_the_c_source() {
+        let src = include_str!("../bpf/hud.bpf.c");
+        let pairs: [(&str, u64); 13] = [
+            ("MAX_FRAMES", MAX_FRAMES as u64),
+            ("EV_BLOCKED", kind::EV_BLOCKED.into()),
+            ("EV_RUNQ", kind::EV_RUNQ.into()),
+            ("EV_SAMPLE", kind::EV_SAMPLE.into()),
+            ("EV_HOLDER", kind::EV_HOLDER.into()),
+            ("F_TRUNCATED", F_TRUNCATED.into()),
+            ("F_COPY_FAILED", F_COPY_FAILED.into()),
+            ("F_NO_REGS", F_NO_REGS.into()),
+            ("CFG_THRESHOLD_NS", config_slot::CFG_THRESHOLD_NS.into()),
+            ("CFG_COPY_MODE", config_slot::CFG_COPY_MODE.into()),
+            ("CFG_TARGET_TGID", config_slot::CFG_TARGET_TGID.into()),
+            ("CNT_LOST", counter_slot::CNT_LOST.into()),
+            ("CNT_COPIED", counter_slot::CNT_COPIED.into()),
+        ];
+        for (name, rust) in pairs {
+            assert_eq!(
+                c_value(src, name),
+                Some(rust),
+                "{name} differs between C and Rust"
+            );
+        }
+        assert_eq!(
+            c_value(src, "CNT_NO_RQ_COPY"),
+            Some(counter_slot::CNT_NO_RQ_COPY.into())
+        );
+        assert!(
+            src.contains(&format!(
+                "sizeof(struct event) == {HEADER_SIZE} + 8 * MAX_FRAMES"
+            )),
+            "the C side asserts the header size Rust decodes"
+        );
     }
 }

@@ -36,6 +36,7 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
             "args": {
                 "category": f.category,
                 "location": culprit.and_then(|c| c.location()),
+                "holder": f.holder,
                 "stack": f.stack.iter().map(|fr| match fr.location() {
                     Some(l) => format!("{} ({l})", fr.function),
                     None => fr.function.to_string(),
@@ -104,6 +105,7 @@ mod tests {
                 frame("app::load", "/src/app.rs"),
                 frame("app::main::{{closure}}", "/src/main.rs"),
             ],
+            holder: None,
         }
     }
 

@@ -35,9 +35,10 @@ impl StackPrep {
     }
 
     /// Replaces the event's stack by the unwound one where needed.
-    /// Returns whether the stack was meant to be whole: in DWARF mode,
-    /// run-queue waits carry only the frames a frame-pointer walk can
-    /// trust (often just the preempted instruction), by design.
+    /// Returns whether the stack was meant to be whole: in DWARF mode, an
+    /// event the kernel could not attach a copy to (a sleep that ended in
+    /// a page fault, a preemption with no room left to keep its stack)
+    /// carries only the frames a frame-pointer walk can trust.
     pub fn prepare(&mut self, ev: &mut RawEvent) -> bool {
         if self.source != StackSource::Dwarf {
             self.unwinder.note_objects(&ev.stack);

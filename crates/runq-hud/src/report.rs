@@ -74,7 +74,7 @@ pub struct WorkerStats {
 }
 
 /// Run-queue delays above the threshold.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunQueueStats {
     /// How many.
     pub count: u64,
@@ -82,6 +82,27 @@ pub struct RunQueueStats {
     pub total_ns: u64,
     /// Longest, ns.
     pub max_ns: u64,
+    /// What held the CPU the workers waited for, most waited-on first.
+    #[serde(default)]
+    pub holders: Vec<HolderRow>,
+}
+
+/// The waits behind one holder: a task that ran just before a waiting
+/// worker got its CPU back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HolderRow {
+    /// Its thread name.
+    pub comm: String,
+    /// It is a thread of the target.
+    pub same_process: bool,
+    /// For a thread of the target, the culprit on its stack.
+    pub culprit: Option<String>,
+    /// Its thread ids.
+    pub tids: Vec<u32>,
+    /// Waits it ended.
+    pub count: u64,
+    /// Their total, ns.
+    pub total_ns: u64,
 }
 
 /// The version of the report's JSON layout (2: `stacks` added; 3: the
@@ -140,6 +161,17 @@ pub struct Report {
     /// innermost frames).
     #[serde(default)]
     pub app_crates: Vec<String>,
+}
+
+/// The culprit on the stack of a thread that held a waiting worker's
+/// CPU (any thread of the target: a worker, the blocking pool, a thread
+/// of its own): the program's function, else the leaf, marked as such.
+pub fn holder_culprit(stack: &[Frame], app: &AppCode) -> String {
+    match (app.culprit_index(stack), stack.first()) {
+        (Some(i), _) => stack[i].function.to_string(),
+        (None, Some(leaf)) => format!("[no program frame, at {}]", leaf.function),
+        (None, None) => "[no stack]".to_string(),
+    }
 }
 
 /// Groups findings into blockers, naming each by `app`'s culprit rule.
@@ -205,17 +237,75 @@ fn no_culprit(stack: &[Frame]) -> String {
     }
 }
 
-/// Run-queue statistics of the findings.
+/// Run-queue statistics of the findings, with the CPU's holders totalled
+/// per (name, process, culprit).
 pub fn run_queue_stats(findings: &[Finding]) -> RunQueueStats {
-    findings
+    let mut stats = RunQueueStats::default();
+    let mut holders: BTreeMap<(String, bool, Option<String>), HolderRow> = BTreeMap::new();
+    for f in findings
         .iter()
         .filter(|f| f.category == Category::RunQueueDelay)
-        .fold(RunQueueStats::default(), |mut s, f| {
-            s.count += 1;
-            s.total_ns += f.duration_ns;
-            s.max_ns = s.max_ns.max(f.duration_ns);
-            s
-        })
+    {
+        stats.count += 1;
+        stats.total_ns += f.duration_ns;
+        stats.max_ns = stats.max_ns.max(f.duration_ns);
+        let Some(h) = &f.holder else { continue };
+        let key = (h.comm.clone(), h.same_process, h.culprit.clone());
+        let row = holders.entry(key).or_insert_with(|| HolderRow {
+            comm: h.comm.clone(),
+            same_process: h.same_process,
+            culprit: h.culprit.clone(),
+            tids: Vec::new(),
+            count: 0,
+            total_ns: 0,
+        });
+        if !row.tids.contains(&h.tid) {
+            row.tids.push(h.tid);
+        }
+        row.count += 1;
+        row.total_ns += f.duration_ns;
+    }
+    stats.holders = holders.into_values().collect();
+    stats.holders.sort_by_key(|h| std::cmp::Reverse(h.total_ns));
+    stats
+}
+
+/// Who held the CPU while workers waited, one row per holder.
+fn render_holders(out: &mut String, q: &RunQueueStats) {
+    if q.holders.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "run-queue delay: {} waits, {} in all, max {}; the CPU was held by (the task that ran just before the worker got it back):",
+        q.count,
+        fmt_ms(q.total_ns),
+        fmt_ms(q.max_ns)
+    );
+    let mut t = Table::new(&[
+        ("holder", Align::Left),
+        ("waits", Align::Right),
+        ("total", Align::Right),
+        ("", Align::Left),
+    ]);
+    for h in &q.holders {
+        let whose = match (h.same_process, &h.culprit) {
+            (true, Some(c)) => format!("this process: {c}"),
+            (true, None) => "this process".to_string(),
+            (false, _) => "another process".to_string(),
+        };
+        let tids = match h.tids.as_slice() {
+            [one] => format!("tid {one}"),
+            many => format!("{} threads", many.len()),
+        };
+        t.row(vec![
+            format!("{} ({tids})", h.comm),
+            h.count.to_string(),
+            fmt_ms(h.total_ns),
+            whose,
+        ]);
+    }
+    out.push_str(&t.render(str::to_string));
 }
 
 /// The report as text.
@@ -241,6 +331,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out, "WARNING: {w}");
     }
     render_blockers(&mut out, r);
+    render_holders(&mut out, &r.run_queue);
     for w in &r.workers {
         let finds: Vec<String> = w
             .findings

@@ -18,7 +18,7 @@ use crate::detect::{Detector, Finding};
 use crate::discovery::{
     by_name, by_stacks, largest_group, members, threads, DiscoveryError, LoopHits, Method, Thread,
 };
-use crate::event::RawEvent;
+use crate::event::{Kind, RawEvent};
 use crate::health::{StackHealth, UnwindChoice};
 use crate::prep::StackPrep;
 use crate::report::{group, run_queue_stats, Report, WorkerStats};
@@ -252,6 +252,52 @@ struct Attached {
     app: AppCode,
     /// The target's name, read at the start (kept when it exits).
     comm: String,
+    /// Culprits of CPU holders in the target, until their wait's finding.
+    holders: HolderCulprits,
+}
+
+/// The culprits on the stacks of the target's threads that held a waiting
+/// worker's CPU, by (worker, start of the wait), joined to the wait's
+/// finding whichever of the two records arrives first (in copy mode a
+/// wait after a sleep is sent at the worker's syscall exit, after its
+/// holder's stack).
+#[derive(Default)]
+struct HolderCulprits {
+    pending: BTreeMap<(u32, u64), String>,
+}
+
+impl HolderCulprits {
+    /// Waits whose holder record never met its finding are not kept for
+    /// ever.
+    const MAX_PENDING: usize = 4096;
+
+    /// A holder's culprit arrived: give it to its finding among the last
+    /// ones, or keep it for the finding to come.
+    fn arrived(&mut self, key: (u32, u64), culprit: String, findings: &mut [Finding]) {
+        let recent = findings.iter_mut().rev().take(256);
+        match recent.into_iter().find(|f| (f.tid, f.start_ns) == key) {
+            Some(f) => Self::give(f, culprit),
+            None => {
+                if self.pending.len() >= Self::MAX_PENDING {
+                    self.pending.clear();
+                }
+                self.pending.insert(key, culprit);
+            }
+        }
+    }
+
+    /// A finding arrived: give it the culprit that came before it.
+    fn claim(&mut self, f: &mut Finding) {
+        if let Some(c) = self.pending.remove(&(f.tid, f.start_ns)) {
+            Self::give(f, c);
+        }
+    }
+
+    fn give(f: &mut Finding, culprit: String) {
+        if let Some(h) = f.holder.as_mut().filter(|h| h.same_process) {
+            h.culprit = Some(culprit);
+        }
+    }
 }
 
 /// The program's own crates: `main`'s crate in the executable (or in the
@@ -277,7 +323,7 @@ impl Attached {
         }
         let all = threads(&opts.proc_root, opts.pid)?;
         let mut prep = StackPrep::new(opts);
-        let mut probe = Probe::attach(opts.threshold_ns, opts.frequency, prep.source)?;
+        let mut probe = Probe::attach(opts.pid, opts.threshold_ns, opts.frequency, prep.source)?;
         // Loading symbols and debug info up front keeps that work out of the
         // measured part of a target's life.
         symbols.prewarm();
@@ -296,7 +342,8 @@ impl Attached {
             probe,
             watched,
             stacks,
-            detector: Detector::new(opts.frequency),
+            detector: Detector::new(opts.frequency, opts.pid),
+            holders: HolderCulprits::default(),
             prep,
             health: StackHealth::default(),
             findings: Vec::new(),
@@ -314,9 +361,17 @@ impl Attached {
         let whole: Vec<bool> = events.iter_mut().map(|ev| self.prep.prepare(ev)).collect();
         self.stacks.prefetch(events.iter().flat_map(|e| &e.stack));
         for (ev, whole) in events.into_iter().zip(whole) {
+            if ev.kind == Kind::Holder {
+                let frames = self.stacks.frames(&ev.stack);
+                let culprit = crate::report::holder_culprit(&frames, &self.app);
+                self.holders
+                    .arrived((ev.tid, ev.start_ns), culprit, &mut self.findings);
+                continue;
+            }
             let health = whole.then_some(&mut self.health);
             let found = feed(&mut self.detector, &mut self.stacks, health, &ev);
-            for f in found {
+            for mut f in found {
+                self.holders.claim(&mut f);
                 self.latency
                     .push(monotonic_ns().saturating_sub(f.start_ns + f.duration_ns));
                 on_update(Update::Finding(&f));

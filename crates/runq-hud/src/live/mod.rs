@@ -202,6 +202,7 @@ mod tests {
                 frame(name),
                 frame("tokio::runtime::task::harness::poll"),
             ],
+            holder: None,
         }
     }
 

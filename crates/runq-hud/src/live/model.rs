@@ -216,6 +216,7 @@ mod tests {
             start_ns: start_ms * 1_000_000,
             duration_ns: dur_ms * 1_000_000,
             stack: vec![frame("std::thread::sleep"), frame(name)],
+            holder: None,
         }
     }
 

@@ -52,6 +52,9 @@ pub fn findings(doc: &Value) -> Vec<Finding> {
                 start_ns: (e["ts"].as_f64()? * 1000.0) as u64,
                 duration_ns: (e["dur"].as_f64()? * 1000.0) as u64,
                 stack,
+                holder: serde_json::from_value(e["args"]["holder"].clone())
+                    .ok()
+                    .flatten(),
             })
         })
         .collect()
