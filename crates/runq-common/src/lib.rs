@@ -1,4 +1,14 @@
-//! runq's output layer, shared by every tool. Today: the envelope every
-//! JSON document carries (`tool`, `schema_version`).
+//! runq's output layer, shared by every tool: the envelope every JSON
+//! document carries (`tool`, `schema_version`), the table printer, units
+//! and human durations, medians, "did you mean" suggestions, and plain-text
+//! layout.
 
+pub mod duration;
+mod edit;
 pub mod json;
+pub mod stats;
+pub mod table;
+pub mod text;
+pub mod units;
+
+pub use edit::{closest, edit_distance};

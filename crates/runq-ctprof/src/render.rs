@@ -5,8 +5,8 @@
 
 use crate::compare::{Cell, Matched, Row, View};
 use crate::registry::{Section, Unit};
-use runq_kernel::util::table::{Align, Table};
-use runq_kernel::util::units::{NS_UNITS, SI_PREFIXES};
+use runq_common::table::{Align, Table};
+use runq_common::units::{NS_UNITS, SI_PREFIXES};
 
 /// Formats a number in `unit` with an auto-scaled suffix.
 pub fn format_value(v: f64, unit: Unit) -> String {

@@ -2,8 +2,8 @@
 //! function, file:line), per-worker utilization and event counts,
 //! run-queue statistics, the discovery method and lost events.
 
-use runq_kernel::util::table::{Align, Table};
-use runq_kernel::util::units::fmt_ms;
+use runq_common::table::{Align, Table};
+use runq_common::units::fmt_ms;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

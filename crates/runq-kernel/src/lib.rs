@@ -20,5 +20,4 @@ pub mod signal;
 pub mod taskstats;
 pub mod tracefs;
 pub mod tsc;
-pub mod util;
 pub mod vmstat;

@@ -52,7 +52,8 @@ pub enum Command {
     /// the whole study with and without a profiler attached.
     Collatz(cmd::collatz::CollatzArgs),
     /// Attach to a running Tokio process with eBPF and report what blocks
-    /// its worker threads: blocking calls, CPU-bound polls, run-queue delay.
+    /// its worker threads: blocking calls, task code's CPU time (sampled),
+    /// run-queue delay and what held the CPU.
     Hud(cmd::hud::HudArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::CompletionsArgs),
@@ -78,7 +79,7 @@ pub fn suggest_subcommand(args: &[String]) -> Option<String> {
         match cmd.find_subcommand(word) {
             Some(sub) => cmd = sub.clone(),
             None => {
-                let near = runq_kernel::util::closest(word, names.iter().map(String::as_str), 2);
+                let near = runq_common::closest(word, names.iter().map(String::as_str), 2);
                 return near.map(str::to_string);
             }
         }

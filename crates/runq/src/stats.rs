@@ -15,21 +15,7 @@
 /// Most values per side for which the exact null distribution is used.
 const EXACT_MAX: usize = 30;
 
-/// The median of `values` (mean of the middle two for an even count);
-/// `None` when empty.
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[mid]
-    } else {
-        (v[mid - 1] + v[mid]) / 2.0
-    })
-}
+pub use runq_common::stats::median;
 
 /// A confidence interval for the shift `B - A`.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use runq_common::stats::median;
 use serde::Serialize;
 
 use super::side::{side, GroupData, Side};
@@ -64,16 +65,6 @@ pub struct Samples {
     pub count: usize,
 }
 
-fn median_f(v: &mut [f64]) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
 fn spread(v: &[f64]) -> Option<Spread> {
     let min = v.iter().copied().reduce(f64::min)?;
     let max = v.iter().copied().reduce(f64::max)?;
@@ -121,18 +112,18 @@ impl Samples {
             let Some(mut data) = s.last.clone() else {
                 continue;
             };
-            let mut t: Vec<f64> = s.threads.iter().map(|&n| n as f64).collect();
-            data.threads = median_f(&mut t).map_or(0, |m| m.round() as usize);
+            let t: Vec<f64> = s.threads.iter().map(|&n| n as f64).collect();
+            data.threads = median(&t).map_or(0, |m| m.round() as usize);
             for (m, vals) in &s.metrics {
-                let mut v: Vec<f64> = vals.iter().filter_map(Aggregated::scalar).collect();
+                let v: Vec<f64> = vals.iter().filter_map(Aggregated::scalar).collect();
                 let all_scalar = vals.iter().all(|a| matches!(a, Aggregated::Scalar { .. }));
-                if let (true, Some(med)) = (all_scalar, median_f(&mut v)) {
+                if let (true, Some(med)) = (all_scalar, median(&v)) {
                     let value = med.round() as u64;
                     data.metrics.insert(m, Aggregated::Scalar { value });
                 }
             }
             for (m, vals) in &s.derived {
-                data.derived.insert(m, median_f(&mut vals.clone()));
+                data.derived.insert(m, median(vals));
             }
             out.insert(g.clone(), data);
         }

@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
-use runq_kernel::util::units::fmt_ms;
+use runq_common::units::fmt_ms;
 
 use super::app::{App, Mode};
 use crate::detect::Category;

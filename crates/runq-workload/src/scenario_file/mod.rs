@@ -20,7 +20,7 @@ use crate::placement::WorkerSetup;
 use crate::scenario::{CgroupSpec, GroupSpec, Scenario, Step, StepAction};
 use crate::spawn::CloneMode;
 use crate::worktype::WorkType;
-use runq_kernel::util::duration::parse_duration;
+use runq_common::duration::parse_duration;
 
 pub use values::{parse_affinity, parse_cpu_max, parse_mempolicy, parse_policy};
 

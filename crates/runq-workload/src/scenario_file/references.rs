@@ -7,7 +7,7 @@
 use toml::Spanned;
 
 use super::{Locator, RawScenario, ScenarioFileError};
-use runq_kernel::util::closest;
+use runq_common::closest;
 
 /// Checks every name `raw` refers to against what it declares.
 pub(super) fn check(loc: &Locator<'_>, raw: &RawScenario) -> Result<(), ScenarioFileError> {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::scheduler::{Readiness, SchedulerSpec};
-use runq_kernel::util::duration::parse_duration;
+use runq_common::duration::parse_duration;
 
 const KEYS: &str = "command, ready_after, ready_pattern, ready_sched_ext, ready_timeout";
 

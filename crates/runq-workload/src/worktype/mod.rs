@@ -34,7 +34,7 @@ pub use sequence::{Phase, PhaseKind};
 
 use std::{fmt, io};
 
-use runq_kernel::util::closest;
+use runq_common::closest;
 use serde::{Deserialize, Serialize};
 
 use crate::telemetry::Telemetry;

@@ -119,7 +119,7 @@ fn adapt(ex: &Example, out: &Path) -> Result<Vec<String>, String> {
         let next = args.get(i + 1).cloned().unwrap_or_default();
         let new = match args[i].as_str() {
             "--duration"
-                if runq_kernel::util::duration::parse_duration(&next)
+                if runq_common::duration::parse_duration(&next)
                     .is_ok_and(|d| d.as_secs_f64() > 2.0) =>
             {
                 Some("1s".to_string())

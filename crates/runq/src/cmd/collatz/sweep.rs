@@ -10,7 +10,7 @@ use runq_collatz::config::{parse_target, MAX_PROCS};
 use runq_collatz::fit::{MIN_PROCESS_COUNTS, PARAMETERS};
 use runq_collatz::sweep::{run_sweep, Curve, Profiled, SweepConfig, SweepError, SweepResult};
 use runq_collatz::tsc;
-use runq_kernel::util::duration::parse_duration;
+use runq_common::duration::parse_duration;
 
 use crate::exit;
 

@@ -15,7 +15,7 @@ use analyze::{Row, Verdict};
 
 use crate::exit;
 use crate::junit::{Case, Outcome, Suite};
-use runq_kernel::util::table::{Align, Table};
+use runq_common::table::{Align, Table};
 
 /// How the interval is computed, as printed and written to JSON.
 const METHOD: &str = "95% Hodges-Lehmann interval of the shift B-A from the Mann-Whitney rank \
@@ -130,9 +130,8 @@ fn fmt_value(v: Option<f64>, unit: &str) -> String {
     let Some(v) = v else { return "-".into() };
     let a = v.abs();
     match unit {
-        "ns" => runq_kernel::util::units::fmt_ns(v),
-        "/s" if a >= 1e6 => format!("{:.2}M/s", v / 1e6),
-        "/s" if a >= 1e3 => format!("{:.1}k/s", v / 1e3),
+        "ns" => runq_common::units::fmt_ns(v),
+        "/s" => format!("{}/s", runq_common::units::fmt_rate(v)),
         "%" => format!("{v:.1}%"),
         "" if a < 10.0 => format!("{v:.3}"),
         u => format!("{v:.0}{u}"),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use runq_ctprof::record::{record, RecordOptions, Stop, DEFAULT_FULL_EVERY};
 
-use runq_kernel::util::duration::parse_duration;
+use runq_common::duration::parse_duration;
 
 use crate::exit;
 

@@ -2,13 +2,13 @@
 
 use std::path::Path;
 
+use runq_common::closest;
 use runq_ctprof::compare::ViewOptions;
 use runq_ctprof::derived::CTPROF_DERIVED_METRICS;
 use runq_ctprof::group::{Glob, GroupBy, Grouping};
 use runq_ctprof::registry::{Section, CTPROF_METRICS};
 use runq_ctprof::render::Column;
 use runq_ctprof::CtprofSnapshot;
-use runq_kernel::util::closest;
 
 use crate::exit;
 

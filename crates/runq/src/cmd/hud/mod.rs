@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
+use runq_common::duration::parse_duration;
 use runq_hud::bpf::BpfError;
 use runq_hud::discovery::find_process;
 use runq_hud::health::UnwindChoice;
 use runq_hud::session::{self, HudError, Options};
 use runq_kernel::proc::tasks::has_capability;
 use runq_kernel::tracefs::TracefsError;
-use runq_kernel::util::duration::parse_duration;
 
 use crate::exit;
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use std::path::Path;
 
-use runq_kernel::util::duration::parse_duration;
+use runq_common::duration::parse_duration;
 use runq_workload::scenario_file::load_scenario;
 use runq_workload::{
     run_scenario, CgroupMode, Fault, Placement, RunError, RunOptions, Scenario, ScenarioBuilder,

@@ -7,8 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use runq_workload::{Placement, RunOutcome, WakeFigure, WorkerExitInfo, WorkerReport};
 
 use crate::style::paint;
-use runq_kernel::util::table::{Align, Table};
-use runq_kernel::util::units::{self, fmt_rate};
+use runq_common::table::{Align, Table};
+use runq_common::units::{self, fmt_rate};
 
 /// A progress bar on a TTY for runs longer than a second.
 pub struct Progress(Option<ProgressBar>);

@@ -1,6 +1,6 @@
 //! `runq run --scheduler CMD` and its readiness flags.
 
-use runq_kernel::util::duration::parse_duration;
+use runq_common::duration::parse_duration;
 use runq_workload::scheduler::{Readiness, SchedulerSpec};
 use runq_workload::Scenario;
 

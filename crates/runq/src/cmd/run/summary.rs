@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use runq_kernel::util::table::{Align, Table};
-use runq_kernel::util::units::{fmt_ns, fmt_rate};
+use runq_common::table::{Align, Table};
+use runq_common::units::{fmt_ns, fmt_rate};
 use serde::Serialize;
 
 use super::document::Repeat;
