@@ -314,8 +314,10 @@ pub struct CheckResult {
     pub detail: Option<String>,
 }
 
-/// PASS when every check passed.
+/// PASS when every check passed (`"pass"`, `"fail"`, `"interrupted"` in
+/// JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Every check held.
     Pass,

@@ -18,20 +18,29 @@ pub struct Migration {
     pub to_cpu: usize,
 }
 
-/// How a worker that handed back no report ended.
+/// How a worker that handed back no report ended (snake_case in JSON,
+/// `{"signaled": 9}`; documents of schema 1 spelled it `{"Signaled": 9}`,
+/// which still reads).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum WorkerExitInfo {
     /// Exited with this status code.
+    #[serde(alias = "Exited")]
     Exited(i32),
     /// Killed by this signal number.
+    #[serde(alias = "Signaled")]
     Signaled(i32),
     /// Still running at the collection deadline (then SIGKILLed).
+    #[serde(alias = "TimedOut")]
     TimedOut,
     /// `waitpid` failed; the errno rendering.
+    #[serde(alias = "WaitFailed")]
     WaitFailed(String),
     /// A thread-mode worker panicked; the panic message.
+    #[serde(alias = "Panicked")]
     Panicked(String),
     /// The worker was never created (e.g. fork failed); why.
+    #[serde(alias = "NotStarted")]
     NotStarted(String),
 }
 

@@ -19,7 +19,8 @@ pub(super) struct ProcWorker {
     start_tx: Option<OwnedFd>,
     report_rx: Option<OwnedFd>,
     report: Vec<u8>,
-    status: Option<Result<i32, String>>,
+    /// How it ended, once reaped (or given up on).
+    status: Option<WorkerExitInfo>,
 }
 
 impl ProcWorker {
@@ -156,29 +157,27 @@ fn reap(workers: &mut [ProcWorker], deadline: Instant) {
     for w in workers.iter_mut().filter(|w| w.status.is_none()) {
         let _ = try_wait(w.pid, true);
         w.report.clear();
-        w.status = Some(Err(TIMED_OUT.into()));
+        w.status = Some(WorkerExitInfo::TimedOut);
     }
 }
 
-const TIMED_OUT: &str = "timed out";
-
-/// `waitpid`: `Some(Ok(raw status))` once reaped, `Some(Err(..))` when
-/// waitpid fails, `None` while still running (non-blocking mode).
-fn try_wait(pid: i32, block: bool) -> Option<Result<i32, String>> {
+/// `waitpid`: how the worker ended once it is reaped (or why it could not
+/// be waited for), `None` while it still runs (non-blocking mode).
+fn try_wait(pid: i32, block: bool) -> Option<WorkerExitInfo> {
     let mut status = 0;
     loop {
         let flags = if block { 0 } else { libc::WNOHANG };
         // SAFETY: status is a valid out-pointer.
         let rc = unsafe { libc::waitpid(pid, &mut status, flags) };
         if rc == pid {
-            return Some(Ok(status));
+            return Some(exit_shape(status));
         }
         if rc == 0 {
             return None;
         }
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {
-            return Some(Err(err.to_string()));
+            return Some(WorkerExitInfo::WaitFailed(err.to_string()));
         }
     }
 }
@@ -190,19 +189,18 @@ fn into_report(w: ProcWorker) -> WorkerReport {
         r.exit_info = None;
         return r;
     }
-    let mut r = WorkerReport::sentinel(w.pid, w.group_idx, exit_info(&w.status));
+    let ended = w.status.unwrap_or(WorkerExitInfo::TimedOut);
+    let mut r = WorkerReport::sentinel(w.pid, w.group_idx, ended);
     r.start_error = w.start_error;
     r
 }
 
-/// The exit shape of a worker that sent no report.
-fn exit_info(status: &Option<Result<i32, String>>) -> WorkerExitInfo {
-    match status {
-        Some(Ok(s)) if libc::WIFSIGNALED(*s) => WorkerExitInfo::Signaled(libc::WTERMSIG(*s)),
-        Some(Ok(s)) => WorkerExitInfo::Exited(libc::WEXITSTATUS(*s)),
-        Some(Err(e)) if e == TIMED_OUT => WorkerExitInfo::TimedOut,
-        Some(Err(e)) => WorkerExitInfo::WaitFailed(e.clone()),
-        None => WorkerExitInfo::TimedOut,
+/// How a reaped worker ended, from its raw wait status.
+fn exit_shape(status: i32) -> WorkerExitInfo {
+    if libc::WIFSIGNALED(status) {
+        WorkerExitInfo::Signaled(libc::WTERMSIG(status))
+    } else {
+        WorkerExitInfo::Exited(libc::WEXITSTATUS(status))
     }
 }
 
@@ -212,15 +210,16 @@ mod tests {
 
     #[test]
     fn exit_shapes() {
-        assert_eq!(exit_info(&Some(Ok(9))), WorkerExitInfo::Signaled(9));
-        assert_eq!(exit_info(&Some(Ok(3 << 8))), WorkerExitInfo::Exited(3));
-        assert_eq!(
-            exit_info(&Some(Err(TIMED_OUT.into()))),
-            WorkerExitInfo::TimedOut
-        );
-        assert_eq!(
-            exit_info(&Some(Err("ECHILD".into()))),
-            WorkerExitInfo::WaitFailed("ECHILD".into())
-        );
+        assert_eq!(exit_shape(9), WorkerExitInfo::Signaled(9));
+        assert_eq!(exit_shape(3 << 8), WorkerExitInfo::Exited(3));
+    }
+
+    #[test]
+    fn a_pid_that_is_no_child_cannot_be_waited_for() {
+        // pid 1 is never this test's child: waitpid fails with ECHILD.
+        assert!(matches!(
+            try_wait(1, false),
+            Some(WorkerExitInfo::WaitFailed(_))
+        ));
     }
 }

@@ -31,7 +31,7 @@ fn bench_suite_scenarios_pass() {
             v["verdict"],
             failed.len()
         );
-        assert_eq!(v["verdict"], "Pass", "{name}: {failed:?} {err}");
+        assert_eq!(v["verdict"], "pass", "{name}: {failed:?} {err}");
         assert_eq!(code, Some(0), "{name}: {err}");
     }
 }

@@ -100,7 +100,7 @@ pub fn assert_explained_verdict(name: &str, code: Option<i32>, v: &Value) {
         }
     }
     let passed = checks.iter().all(|c| c["pass"] == true);
-    let verdict = if passed { "Pass" } else { "Fail" };
+    let verdict = if passed { "pass" } else { "fail" };
     assert_eq!(v["verdict"], verdict, "{name}: {checks:?}");
     assert_eq!(code, Some(if passed { 0 } else { 1 }), "{name}");
 }

@@ -96,7 +96,7 @@ fn saved_run(dir: &Path, name: &str) -> (std::path::PathBuf, Value) {
     // The verdict is the host's (a loaded host can miss a bound); the
     // exit code, the saved document and the JUnit report must agree on it.
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let passed = doc["verdict"] == "Pass";
+    let passed = doc["verdict"] == "pass";
     assert_eq!(
         out.status.code(),
         Some(if passed { 0 } else { 1 }),
@@ -121,7 +121,7 @@ fn compare(a: &Path, b: &Path, extra: &[&str]) -> std::process::Output {
 fn repeat_output_compare_and_junit() {
     let dir = tempfile::tempdir().unwrap();
     let (a, doc) = saved_run(dir.path(), "a.json");
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["tool"], "runq run");
     assert!(doc["host"]["online_cpus"].as_u64().unwrap() >= 1);
     assert!(!doc["host"]["kernel_release"].as_str().unwrap().is_empty());
@@ -137,7 +137,7 @@ fn repeat_output_compare_and_junit() {
         assert!(w["p50"].as_u64().unwrap() <= w["p99.9"].as_u64().unwrap());
     }
     // The single-run fields stay at the top level.
-    assert!(doc["verdict"] == "Pass" || doc["verdict"] == "Fail");
+    assert!(doc["verdict"] == "pass" || doc["verdict"] == "fail");
     assert!(doc["reports"].as_array().is_some());
 
     // A against itself: no difference, an interval around 0, nothing

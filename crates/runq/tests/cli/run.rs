@@ -177,7 +177,7 @@ fn killed_worker_yields_signaled_sentinel() {
         .filter(|r| !r["exit_info"].is_null())
         .collect();
     assert_eq!(dead.len(), 1, "{reports:?}");
-    assert_eq!(dead[0]["exit_info"]["Signaled"], 9);
+    assert_eq!(dead[0]["exit_info"]["signaled"], 9);
     assert_eq!(dead[0]["completed"], false);
     assert_eq!(dead[0]["tid"], victim);
 }
@@ -345,15 +345,15 @@ fn a_fault_at_every_start_up_step_still_gives_a_full_report() {
     }
     // (fault, exit code, exit_info of worker 1, start_error needle)
     let cases: &[(&str, i32, &str, Option<&str>)] = &[
-        ("fork:1", 3, "NotStarted", None),
+        ("fork:1", 3, "not_started", None),
         (
             "place:1",
             1,
-            "Signaled",
+            "signaled",
             Some("placement in faults/a: injected"),
         ),
-        ("start:1", 1, "Signaled", Some("start byte: Broken pipe")),
-        ("first:1", 1, "Signaled", None),
+        ("start:1", 1, "signaled", Some("start byte: Broken pipe")),
+        ("first:1", 1, "signaled", None),
     ];
     for &(fault, code, shape, start_error) in cases {
         if fault.starts_with("place") && !root {
@@ -362,7 +362,7 @@ fn a_fault_at_every_start_up_step_still_gives_a_full_report() {
         let (out, v, pid) = run_with_fault(fault, root);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{fault}: {err}");
-        assert_eq!(v["verdict"], "Fail", "{fault}");
+        assert_eq!(v["verdict"], "fail", "{fault}");
         let reports = v["reports"].as_array().unwrap();
         assert_eq!(reports.len(), 3, "{fault}: {reports:?}");
         let dead: Vec<&Value> = reports
@@ -374,7 +374,7 @@ fn a_fault_at_every_start_up_step_still_gives_a_full_report() {
         assert_eq!(dead.len(), want_dead, "{fault}: {reports:?}");
         let info = &dead[0]["exit_info"][shape];
         match shape {
-            "NotStarted" => assert!(info.as_str().unwrap().contains("fork"), "{info}"),
+            "not_started" => assert!(info.as_str().unwrap().contains("fork"), "{info}"),
             _ => assert_eq!(info, 9, "{fault}: {:?}", dead[0]),
         }
         match start_error {

@@ -125,7 +125,7 @@ fn steps_add_and_remove_groups() {
 fn impossible_bound_fails_with_exit_1() {
     let (code, v, _) = run_json(&["run", &scenario("tests/impossible-bound.toml")]);
     assert_eq!(code, Some(1));
-    assert_eq!(v["verdict"], "Fail");
+    assert_eq!(v["verdict"], "fail");
     // The impossible bound fails whatever the host; a loaded host may
     // fail another bound too.
     let failed = failed_checks(&v);
@@ -164,7 +164,7 @@ fn run_watchdog(extra: &[&str]) -> (Option<i32>, Value) {
 fn stuck_worker_kills_the_scheduler_and_fails_the_run() {
     let (code, v) = run_watchdog(&[]);
     assert_eq!(code, Some(1));
-    assert_eq!(v["verdict"], "Fail");
+    assert_eq!(v["verdict"], "fail");
     let death = &v["scheduler_death"];
     assert_eq!(death["command"], "sleep 600");
     assert_eq!(
@@ -182,7 +182,7 @@ fn stuck_worker_kills_the_scheduler_and_fails_the_run() {
 fn repro_mode_keeps_the_scheduler_alive() {
     let (code, v) = run_watchdog(&["--repro"]);
     assert!(v["scheduler_death"].is_null(), "{}", v["scheduler_death"]);
-    assert_eq!(v["verdict"], "Pass", "{:?}", failed_checks(&v));
+    assert_eq!(v["verdict"], "pass", "{:?}", failed_checks(&v));
     assert_eq!(code, Some(0));
 }
 

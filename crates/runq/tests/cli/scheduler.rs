@@ -69,7 +69,7 @@ fn check<'a>(v: &'a Value, name: &str) -> &'a Value {
 fn assert_passed_and_gone(out: &Output, dir: &Path, min_ready_ms: u64) {
     let v = json_of(out);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
-    assert_eq!(v["verdict"], "Pass");
+    assert_eq!(v["verdict"], "pass");
     assert_eq!(check(&v, "scheduler_alive")["pass"], true);
     let s = &v["scheduler"];
     let pid = stand_in_pid(dir);

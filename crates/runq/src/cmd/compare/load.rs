@@ -6,7 +6,9 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::cmd::run::document::{GroupFigures, HostFacts, SCHEMA_VERSION, TOOL};
+use crate::cmd::run::document::{
+    GroupFigures, HostFacts, OLDEST_READ_VERSION, SCHEMA_VERSION, TOOL,
+};
 use crate::exit;
 
 /// The parts of a saved run that compare reads.
@@ -65,10 +67,11 @@ pub fn parse(path: &str, text: &str) -> anyhow::Result<SavedRun> {
             "{path} was written by {tool}, not `{TOOL}`; {HINT}"
         )));
     }
-    if version.as_u64() != Some(u64::from(SCHEMA_VERSION)) {
+    let readable = u64::from(OLDEST_READ_VERSION)..=u64::from(SCHEMA_VERSION);
+    if !version.as_u64().is_some_and(|v| readable.contains(&v)) {
         return Err(exit::usage(format!(
-            "{path} has schema_version {version}, this runq reads version {SCHEMA_VERSION}; \
-             rerun the scenario with this runq to compare"
+            "{path} has schema_version {version}, this runq reads versions \
+             {OLDEST_READ_VERSION} to {SCHEMA_VERSION}; rerun the scenario with this runq to compare"
         )));
     }
     let bad = |field: &str, e: String| {

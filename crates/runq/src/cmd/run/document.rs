@@ -9,8 +9,14 @@ use runq_workload::summary::percentile;
 use runq_workload::{RunOutcome, Scenario, Verdict, WorkerReport};
 use serde::{Deserialize, Serialize};
 
-/// The version of the document's layout; `runq compare` refuses others.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The version of the document's layout (2: verdicts and worker exits in
+/// snake_case); `runq compare` reads this one and the ones before it, as
+/// far as [`OLDEST_READ_VERSION`].
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest layout `runq compare` still reads (what it reads, the host
+/// and the repeats' figures, is the same in every version since).
+pub const OLDEST_READ_VERSION: u32 = 1;
 
 /// Marks the document as runq's (a file from another tool lacks it).
 pub const TOOL: &str = "runq run";
