@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::files::{is_delta, list_snapshots};
+use super::files::{is_delta, list_all_snapshots, list_snapshots};
 use super::ExitedTally;
 use crate::format::FormatError;
 use crate::model::{
@@ -232,7 +232,8 @@ pub fn reconstruct(path: &Path, target: &DeltaFile) -> Result<CtprofSnapshot, Fo
     Ok(snap)
 }
 
-/// Calls `f` with every snapshot of a recording directory, oldest first,
+/// Calls `f` with every snapshot of a directory (every `*.ctprof.zst`, by
+/// name: a recording, or captures named by hand), oldest first,
 /// rebuilding deltas one after the other (each applied once); returns the
 /// last snapshot.
 pub fn for_each_snapshot(
@@ -245,7 +246,7 @@ pub fn for_each_snapshot(
     };
     // The snapshot so far, its segment's full snapshot and the last file.
     let mut cur: Option<(CtprofSnapshot, String, String)> = None;
-    for (p, _) in list_snapshots(dir).map_err(io)? {
+    for (p, _) in list_all_snapshots(dir).map_err(io)? {
         let name = p
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());

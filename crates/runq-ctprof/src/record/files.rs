@@ -72,15 +72,27 @@ pub fn stamp(path: &Path) -> String {
         .to_string()
 }
 
-/// The snapshots (full and delta) of a recording directory, oldest first,
-/// with their sizes.
+/// The snapshots (full and delta) a recording wrote in `dir`
+/// (`ctprof-<UTC>…`), oldest first, with their sizes: what `--max-bytes`
+/// may remove and `DIR@TIME` selects from.
 pub fn list_snapshots(dir: &Path) -> std::io::Result<Vec<(PathBuf, u64)>> {
+    list_matching(dir, |n| n.starts_with("ctprof-"))
+}
+
+/// Every `*.ctprof.zst` in `dir`, by name, with their sizes: the
+/// snapshots a directory compare reads (captures named by hand as well
+/// as a recording's files).
+pub fn list_all_snapshots(dir: &Path) -> std::io::Result<Vec<(PathBuf, u64)>> {
+    list_matching(dir, |_| true)
+}
+
+fn list_matching(dir: &Path, keep: impl Fn(&str) -> bool) -> std::io::Result<Vec<(PathBuf, u64)>> {
     let mut v: Vec<(PathBuf, u64)> = std::fs::read_dir(dir)?
         .flatten()
         .filter(|e| {
             let n = e.file_name();
             let n = n.to_string_lossy();
-            n.starts_with("ctprof-") && n.ends_with(EXTENSION)
+            n.ends_with(EXTENSION) && keep(&n)
         })
         .filter_map(|e| Some((e.path(), e.metadata().ok()?.len())))
         .collect();

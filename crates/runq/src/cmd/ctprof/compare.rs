@@ -57,7 +57,7 @@ fn samples(dir: &Path, grouping: &Grouping) -> anyhow::Result<(Samples, CtprofSn
         .map_err(|e| exit::usage(e.to_string()))?;
     let last = last.ok_or_else(|| {
         exit::usage(format!(
-            "{}: no ctprof-*.ctprof.zst snapshots; record some with `runq ctprof record`",
+            "{}: no *.ctprof.zst snapshots; capture some with `runq ctprof capture -o DIR/NAME.ctprof.zst` or record them with `runq ctprof record`",
             dir.display()
         ))
     })?;
