@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use runq_common::text::{hanging, wrap, LIST_WIDTH};
 use runq_ctprof::derived::CTPROF_DERIVED_METRICS;
 use runq_ctprof::registry::CTPROF_METRICS;
 
@@ -59,14 +60,20 @@ pub fn execute(args: MetricListArgs) -> anyhow::Result<ExitCode> {
         super::emit(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let w = list
-        .iter()
-        .map(|e| e.name.len() + e.tags.len() + 1)
-        .max()
-        .unwrap_or(0);
+    super::emit(&render(&list))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The list as text within 100 columns: per section, each metric's name,
+/// its reduction rule (or a derived metric's section) and its description
+/// with its tags, wrapped under the description's column.
+fn render(list: &[Entry]) -> String {
+    const RULE_WIDTH: usize = 16;
+    let w = list.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    let indent = w + 2 + RULE_WIDTH + 2;
     let mut out = String::new();
     let mut section = "";
-    for e in &list {
+    for e in list {
         let header = if e.kind == "derived" {
             "derived metrics"
         } else {
@@ -76,17 +83,32 @@ pub fn execute(args: MetricListArgs) -> anyhow::Result<ExitCode> {
             out.push_str(&format!("\n## {header}\n"));
             section = header;
         }
-        let name = format!("{} {}", e.name, e.tags);
-        out.push_str(&format!(
-            "{name:<w$}  {:<16}  {}\n",
-            if e.kind == "derived" {
-                e.section
-            } else {
-                e.rule.as_str()
-            },
-            e.description
-        ));
+        let rule = if e.kind == "derived" {
+            e.section
+        } else {
+            e.rule.as_str()
+        };
+        let text = format!("{} {}", e.description, e.tags);
+        let lines = wrap(&text, LIST_WIDTH.saturating_sub(indent).max(20));
+        let first = format!("{:<w$}  {rule:<RULE_WIDTH$}  {}", e.name, lines[0]);
+        out.push_str(&hanging(&first, &lines[1..], indent));
     }
-    super::emit(&out)?;
-    Ok(ExitCode::SUCCESS)
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_fits_100_columns_and_keeps_every_metric_and_tag() {
+        let list = entries();
+        let text = render(&list);
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= LIST_WIDTH, "{widest} columns:\n{text}");
+        for e in &list {
+            assert!(text.contains(e.name), "{}", e.name);
+        }
+        assert!(text.contains("[SCHEDSTATS]"), "{text}");
+    }
 }

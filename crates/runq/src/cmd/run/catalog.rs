@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use runq_kernel::util::table::{Align, Table};
+use runq_common::text::{hanging, wrap, LIST_WIDTH};
 use runq_workload::WorkType;
 use serde_json::{json, Value};
 
@@ -27,7 +27,8 @@ fn params_text(work: &WorkType) -> String {
         return "-".into();
     }
     p.iter()
-        .map(|(k, v)| format!("{k}={v}"))
+        // A list of tables (Sequence phases) breaks between its items.
+        .map(|(k, v)| format!("{k}={}", v.to_string().replace("},{", "}, {")))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -44,8 +45,9 @@ fn as_json(work: &WorkType) -> Value {
     })
 }
 
-/// Every work type, one line each (or a JSON array). The parameters come
-/// last: a few types have long lists, which would push every summary out.
+/// Every work type (or a JSON array): its name, whether it samples wake
+/// latency, and its summary wrapped within 100 columns, then its
+/// parameters with their defaults on the lines below.
 pub fn render_list(json: bool) -> anyhow::Result<String> {
     let all = WorkType::all_defaults();
     if json {
@@ -53,23 +55,20 @@ pub fn render_list(json: bool) -> anyhow::Result<String> {
             serde_json::to_string_pretty(&all.iter().map(as_json).collect::<Vec<_>>())? + "\n",
         );
     }
-    let mut table = Table::new(&[
-        ("type", Align::Left),
-        ("wakes", Align::Left),
-        ("summary", Align::Left),
-        ("parameters (defaults)", Align::Left),
-    ]);
+    let name_width = all.iter().map(|t| t.name().len()).max().unwrap_or(4);
+    let indent = name_width + 2 + "wakes".len() + 2;
+    let mut out = format!(
+        "{:<name_width$}  wakes  summary / parameters (defaults)\n",
+        "type"
+    );
     for t in &all {
         let info = t.info();
         let wakes = if info.wakes.is_some() { "yes" } else { "-" };
-        table.row(vec![
-            info.name.to_string(),
-            wakes.to_string(),
-            info.summary.to_string(),
-            params_text(t),
-        ]);
+        let mut lines = wrap(info.summary, LIST_WIDTH - indent);
+        lines.extend(wrap(&params_text(t), LIST_WIDTH - indent));
+        let first = format!("{:<name_width$}  {wakes:<5}  {}", info.name, lines[0]);
+        out.push_str(&hanging(&first, &lines[1..], indent));
     }
-    let mut out = table.render(str::to_string);
     let _ = writeln!(
         out,
         "\n`runq run --explain TYPE` for details; override a default with --param KEY=VALUE."
@@ -113,6 +112,8 @@ mod tests {
             assert!(text.contains(t.name()), "{}", t.name());
         }
         assert!(text.contains("burst_iters=1024"), "{text}");
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= LIST_WIDTH, "{widest} columns:\n{text}");
         let v: Value = serde_json::from_str(&render_list(true).unwrap()).unwrap();
         assert_eq!(v.as_array().unwrap().len(), WorkType::all_defaults().len());
     }
