@@ -71,6 +71,7 @@ fn hud(runq: &Path, pid: u32, secs: u32, extra: &[&OsStr]) -> (Value, Value) {
         String::from_utf8_lossy(&out.stderr)
     );
     let report = serde_json::from_slice(&out.stdout).expect("report JSON");
+    runq_testkit::assert_matches_schema("hud", &report);
     let trace =
         serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).expect("export JSON");
     (report, trace)

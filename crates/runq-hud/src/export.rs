@@ -48,7 +48,7 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
 }
 
 /// Folded stacks (`outer;...;inner weight`) of the blocking calls and
-/// CPU-bound polls, weighted by their duration in microseconds.
+/// sampled CPU time in task code, weighted by their duration in microseconds.
 pub fn folded(findings: &[Finding]) -> String {
     let mut weights: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for f in findings

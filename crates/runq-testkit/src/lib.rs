@@ -1,6 +1,7 @@
 //! Test support shared by runq's crates (a dev-dependency, never
 //! published): the root gate, the workspace's built binaries, and the one
-//! shared build of the demo programs without frame pointers.
+//! shared build of the demo programs without frame pointers, and the check
+//! of a JSON document against its schema in `schemas/`.
 //!
 //! Tests that need root are marked
 //! `#[cfg_attr(not(runq_root), ignore = "needs root")]`; the crate's
@@ -54,25 +55,46 @@ pub fn example_bin(name: &str) -> PathBuf {
 }
 
 /// The demo programs built the way `cargo build --release` builds them by
-/// default: the workspace's `-C force-frame-pointers=yes`
-/// (.cargo/config.toml) is dropped for this build only, which goes to its
-/// own target directory (`target/nofp`) so that it is built once and kept
-/// across test runs. Returns the release directory holding the binaries.
+/// default, but with line tables: the workspace's
+/// `-C force-frame-pointers=yes` (.cargo/config.toml) is dropped and
+/// cargo's default 16 codegen units are used, in its own target directory
+/// (`target/nofp`) so that it is built once and kept across test runs.
+/// Returns the release directory holding the binaries.
 pub fn demos_without_frame_pointers() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| release_demos("nofp", &["--bins"], &[]))
+    BUILT.get_or_init(|| {
+        let profile = [("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")];
+        release_demos("nofp", &["--bins"], &profile)
+    })
 }
 
-/// The demo binary `bin` built exactly as `cargo build --release` builds
-/// a project by default: no frame pointers, no debug info, 16 codegen
-/// units (the workspace's release profile and flags are overridden for
-/// this build only, in `target/cargo-defaults`). Returns its path.
+/// The demo binary `bin` as `cargo build --release` builds a project by
+/// default: no frame pointers, 16 codegen units, no debug info (cargo's
+/// default `strip = "debuginfo"`, which keeps the symbol table). It is
+/// the [`demos_without_frame_pointers`] binary with its debug info
+/// stripped (`objcopy --strip-debug`, binutils), in
+/// `target/cargo-defaults`: debug info does not change the code, and one
+/// release build of the demos serves both. Returns its path.
 pub fn demo_with_cargo_defaults(bin: &str) -> PathBuf {
-    let profile = [
-        ("CARGO_PROFILE_RELEASE_DEBUG", "false"),
-        ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16"),
-    ];
-    release_demos("cargo-defaults", &["--bin", bin], &profile).join(bin)
+    let built = demos_without_frame_pointers().join(bin);
+    let dir = profile_dir()
+        .parent()
+        .expect("the target directory")
+        .join("cargo-defaults");
+    std::fs::create_dir_all(&dir).expect("target/cargo-defaults");
+    let stripped = dir.join(bin);
+    let status = Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(&built)
+        .arg(&stripped)
+        .status()
+        .expect("objcopy (binutils)");
+    assert!(
+        status.success(),
+        "objcopy --strip-debug {}: {status}",
+        built.display()
+    );
+    stripped
 }
 
 /// Builds `runq-demo`'s `selection` in release, without the workspace's
@@ -112,4 +134,25 @@ fn workspace_root() -> PathBuf {
         .nth(2)
         .expect("the workspace root")
         .to_path_buf()
+}
+
+/// Asserts that `doc` matches `schemas/<name>.schema.json` and carries
+/// the envelope every runq document has (`tool`, `schema_version`).
+pub fn assert_matches_schema(name: &str, doc: &serde_json::Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../schemas")
+        .join(format!("{name}.schema.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("schema JSON");
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .take(5)
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}\n{doc:#}");
+    assert!(
+        doc["tool"].is_string() && doc["schema_version"].is_u64(),
+        "{name}: no envelope"
+    );
 }

@@ -7,24 +7,7 @@ use serde_json::Value;
 
 use crate::common::{assert_success, runq};
 
-/// Validates `doc` against `schemas/<name>.schema.json`.
-pub fn assert_matches_schema(name: &str, doc: &Value) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../schemas")
-        .join(format!("{name}.schema.json"));
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .take(5)
-        .collect();
-    assert!(errors.is_empty(), "{name}: {errors:?}");
-    assert!(
-        doc["tool"].is_string() && doc["schema_version"].is_u64(),
-        "{name}"
-    );
-}
+use runq_testkit::assert_matches_schema;
 
 /// Runs runq with `args`, expects success, and parses stdout as JSON.
 fn json_of(args: &[&str]) -> Value {
