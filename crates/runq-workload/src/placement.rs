@@ -37,6 +37,10 @@ pub enum SchedPolicy {
     Fifo(u32),
     /// SCHED_RR at this priority (1..=99).
     Rr(u32),
+    /// SCHED_EXT (policy 7): scheduled by the loaded sched_ext BPF
+    /// scheduler. Needed when that scheduler is not in switch-all mode,
+    /// where it only schedules the tasks that ask for it.
+    Ext,
     /// SCHED_DEADLINE with these parameters, in µs.
     Deadline {
         /// Runtime per period.
@@ -206,6 +210,10 @@ fn apply_affinity(a: &Affinity, seed: u64) -> Result<(), String> {
     })
 }
 
+/// The sched_ext class's policy number (`SCHED_EXT` in linux/sched.h; not
+/// in libc yet).
+const SCHED_EXT: i32 = 7;
+
 /// The kernel's `struct sched_attr` (for SCHED_DEADLINE).
 #[repr(C)]
 #[derive(Default)]
@@ -227,6 +235,7 @@ fn apply_policy(p: &SchedPolicy) -> std::io::Result<()> {
         SchedPolicy::Idle => (libc::SCHED_IDLE, 0),
         SchedPolicy::Fifo(p) => (libc::SCHED_FIFO, *p as i32),
         SchedPolicy::Rr(p) => (libc::SCHED_RR, *p as i32),
+        SchedPolicy::Ext => (SCHED_EXT, 0),
         SchedPolicy::Deadline {
             runtime_us,
             deadline_us,

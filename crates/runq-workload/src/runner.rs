@@ -4,15 +4,18 @@
 //! death), stops and collects the workers, removes the cgroups, and checks
 //! the reports.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use runq_kernel::cgroup::{cleanup_stale_runs, CgroupError, CgroupLayout, RunCgroups};
+use runq_kernel::sched_ext::SchedExtSysfs;
 use serde::Serialize;
 
 use crate::checks::{verdict, CheckResult, Op, Verdict};
 use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::fault::{Fault, FaultStep};
+use crate::placement::SchedPolicy;
 use crate::report::{WorkerExitInfo, WorkerReport};
 use crate::scenario::{Scenario, ScenarioError, StepAction};
 use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerRun, SchedulerSpec, StartError};
@@ -126,6 +129,9 @@ pub enum RunError {
     /// The host cannot hold the run (checked before the first fork).
     #[error("{0}")]
     Capacity(String),
+    /// Workers ask for SCHED_EXT and no BPF scheduler can take them.
+    #[error("{0}")]
+    SchedExt(String),
 }
 
 impl From<StartError> for RunError {
@@ -319,6 +325,76 @@ fn watchdog_for(scheduler: Option<&SchedulerProc>, repro: bool) -> Option<Watchd
     }
 }
 
+/// How long to wait for reports after the stop signal. Interrupted, the
+/// user is waiting: what arrives within INTERRUPTED_COLLECT, then the
+/// rest is killed (and reported as timed out).
+fn collect_timeout(opts: &RunOptions<'_>) -> Duration {
+    if opts.interrupt.load(Ordering::Relaxed) {
+        opts.collect_timeout.min(INTERRUPTED_COLLECT)
+    } else {
+        opts.collect_timeout
+    }
+}
+
+/// Starts the scenario's scheduler, if it names one, and checks that
+/// workers asking for SCHED_EXT have a BPF scheduler to run under.
+fn start_scheduler(
+    scn: &Scenario,
+    interrupt: &AtomicBool,
+) -> Result<Option<SchedulerProc>, RunError> {
+    let scheduler = scn
+        .scheduler
+        .as_ref()
+        .map(|s| SchedulerProc::start(s, interrupt))
+        .transpose()?;
+    if scn
+        .groups
+        .iter()
+        .any(|g| g.setup.policy == SchedPolicy::Ext)
+    {
+        sched_ext_ready(&runq_kernel::sched_ext::read_sched_ext(Path::new("/sys")))
+            .map_err(RunError::SchedExt)?;
+    }
+    Ok(scheduler)
+}
+
+/// The run's verdict. Interrupted, it is INTERRUPTED when what ran held
+/// every check, or when no worker was ever started (nothing ran to be
+/// judged).
+fn final_verdict(
+    checks: &[CheckResult],
+    failed: bool,
+    interrupted: bool,
+    aborted_at_start: bool,
+) -> Verdict {
+    match verdict(checks, failed) {
+        Verdict::Pass if interrupted => Verdict::Interrupted,
+        Verdict::Fail if aborted_at_start && !failed => Verdict::Interrupted,
+        v => v,
+    }
+}
+
+/// Whether workers with `policy = "ext"` have a BPF scheduler to run
+/// under (checked once the scenario's own scheduler, if any, is ready): a
+/// task that asks for SCHED_EXT with none loaded silently stays with the
+/// fair class, and a kernel without sched_ext refuses it.
+pub fn sched_ext_ready(state: &Option<SchedExtSysfs>) -> Result<(), String> {
+    match state {
+        None => Err(
+            "policy ext needs a kernel with sched_ext (CONFIG_SCHED_CLASS_EXT); \
+                     this one has no /sys/kernel/sched_ext"
+                .into(),
+        ),
+        Some(s) if s.state != "enabled" => Err(format!(
+            "policy ext puts workers under the loaded sched_ext scheduler, and none is \
+             loaded (/sys/kernel/sched_ext/state: {}); start one (e.g. scx_simple) or name \
+             it in the scenario's scheduler or with --scheduler",
+            s.state
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
 /// How long an interrupted run waits for its workers' reports.
 const INTERRUPTED_COLLECT: Duration = Duration::from_millis(500);
 
@@ -327,16 +403,12 @@ const INTERRUPTED_COLLECT: Duration = Duration::from_millis(500);
 pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
     scn.validate()?;
     let workers = scn.groups.iter().map(|g| g.workers).sum();
-    crate::capacity::HostLimits::read(std::path::Path::new("/proc"))
+    crate::capacity::HostLimits::read(Path::new("/proc"))
         .check(workers, opts.max_workers_per_cpu)
         .map_err(RunError::Capacity)?;
     let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
-    let mut scheduler = scn
-        .scheduler
-        .as_ref()
-        .map(|s| SchedulerProc::start(s, opts.interrupt))
-        .transpose()?;
+    let mut scheduler = start_scheduler(scn, opts.interrupt)?;
     let watchdog = watchdog_for(scheduler.as_ref(), opts.repro);
     let mut live = LiveRun {
         scn,
@@ -368,14 +440,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         mut reports,
         ..
     } = live;
-    // Interrupted, the user is waiting: collect what arrives within
-    // INTERRUPTED_COLLECT, then kill the rest (reported as timed out).
-    let collect_timeout = if opts.interrupt.load(Ordering::Relaxed) {
-        opts.collect_timeout.min(INTERRUPTED_COLLECT)
-    } else {
-        opts.collect_timeout
-    };
-    reports.extend(handle.stop_and_collect(collect_timeout));
+    reports.extend(handle.stop_and_collect(collect_timeout(&opts)));
     let collect_ns = elapsed_ns(t_collect);
     if scheduler_death.is_none() {
         // A death while the workers were being stopped counts too.
@@ -392,13 +457,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     }
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
     let failed = scheduler_death.is_some() || run_error.is_some();
-    // Interrupted: INTERRUPTED when what ran held every check, or when no
-    // worker was ever started (nothing ran to be judged).
-    let verdict = match verdict(&checks, failed) {
-        Verdict::Pass if interrupted => Verdict::Interrupted,
-        Verdict::Fail if aborted_at_start && !failed => Verdict::Interrupted,
-        v => v,
-    };
+    let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);
     Ok(RunOutcome {
         scenario: scn.name.clone(),
         placement,
@@ -512,4 +571,28 @@ fn judge(
 
 fn elapsed_ns(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(s: &str) -> Option<SchedExtSysfs> {
+        Some(SchedExtSysfs {
+            state: s.into(),
+            ..SchedExtSysfs::default()
+        })
+    }
+
+    #[test]
+    fn policy_ext_needs_a_loaded_sched_ext_scheduler() {
+        let none = sched_ext_ready(&None).unwrap_err();
+        assert!(none.contains("CONFIG_SCHED_CLASS_EXT"), "{none}");
+        let off = sched_ext_ready(&state("disabled")).unwrap_err();
+        assert!(
+            off.contains("none is loaded") && off.contains("disabled"),
+            "{off}"
+        );
+        assert!(sched_ext_ready(&state("enabled")).is_ok());
+    }
 }

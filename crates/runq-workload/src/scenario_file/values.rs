@@ -33,8 +33,8 @@ pub fn parse_affinity(s: &str) -> Result<Affinity, String> {
     Ok(Affinity::Cpus(cpus))
 }
 
-/// `normal`, `batch`, `idle`, `fifo:PRIO`, `rr:PRIO` or
-/// `deadline:RUNTIME_US/DEADLINE_US/PERIOD_US`.
+/// `normal`, `batch`, `idle`, `ext` (SCHED_EXT), `fifo:PRIO`, `rr:PRIO`
+/// or `deadline:RUNTIME_US/DEADLINE_US/PERIOD_US`.
 pub fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
     let s = s.trim();
     let prio = |p: &str| {
@@ -46,6 +46,7 @@ pub fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
         "normal" | "other" => return Ok(SchedPolicy::Normal),
         "batch" => return Ok(SchedPolicy::Batch),
         "idle" => return Ok(SchedPolicy::Idle),
+        "ext" | "sched_ext" => return Ok(SchedPolicy::Ext),
         _ => {}
     }
     if let Some(p) = s.strip_prefix("fifo:") {
@@ -70,7 +71,7 @@ pub fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
         return Err("deadline needs runtime_us/deadline_us/period_us".into());
     }
     Err(format!(
-        "unknown policy {s:?}; use normal, batch, idle, fifo:PRIO, rr:PRIO or deadline:R/D/P"
+        "unknown policy {s:?}; use normal, batch, idle, ext, fifo:PRIO, rr:PRIO or deadline:R/D/P"
     ))
 }
 
@@ -157,6 +158,7 @@ mod tests {
     #[test]
     fn policy_forms() {
         assert_eq!(parse_policy("batch").unwrap(), SchedPolicy::Batch);
+        assert_eq!(parse_policy("ext").unwrap(), SchedPolicy::Ext);
         assert_eq!(parse_policy("fifo:10").unwrap(), SchedPolicy::Fifo(10));
         assert_eq!(parse_policy("rr:5").unwrap(), SchedPolicy::Rr(5));
         assert_eq!(

@@ -3,6 +3,7 @@
 mod catalog;
 pub mod document;
 mod render;
+mod scenarios;
 mod scheduler_args;
 mod summary;
 
@@ -44,12 +45,21 @@ Exit codes:
   128+N  interrupted by signal N (SIGINT: 130); partial report")]
 pub struct RunArgs {
     /// A scenario file (TOML; see scenarios/annotated.toml), `-` to read
-    /// one from stdin, or `default` for the built-in scenario.
+    /// one from stdin, `default` for the built-in scenario, or the name of
+    /// a ready-made one (`--list-scenarios`).
     #[arg(value_name = "SCENARIO")]
     pub scenario: Option<String>,
     /// List every work type with its parameters and defaults, then exit.
     #[arg(long, exclusive = true)]
     pub list: bool,
+    /// List the ready-made scenarios (ktstr's catalog and runq's own),
+    /// each with what it exposes, then exit.
+    #[arg(long)]
+    pub list_scenarios: bool,
+    /// Print a ready-made scenario's TOML, fitted to this host, as a
+    /// starting point for one of your own; then exit.
+    #[arg(long, value_name = "NAME", exclusive = true)]
+    pub print_scenario: Option<String>,
     /// Explain one work type: what it does, its units, where it samples
     /// wake latency, its parameters.
     #[arg(long, value_name = "TYPE", exclusive = true)]
@@ -80,6 +90,11 @@ pub struct RunArgs {
     /// Never create cgroups, even when permitted.
     #[arg(long, conflicts_with = "cgroup")]
     pub no_cgroups: bool,
+    /// The group's scheduling policy: normal, batch, idle, ext (SCHED_EXT:
+    /// the loaded sched_ext scheduler, for one not in switch-all mode),
+    /// fifo:PRIO, rr:PRIO, deadline:RUNTIME_US/DEADLINE_US/PERIOD_US.
+    #[arg(long, value_name = "POLICY")]
+    pub policy: Option<String>,
     /// Deadline for collecting reports after the stop signal.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub collect_timeout: Duration,
@@ -120,6 +135,7 @@ fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> 
     let single = args.work_type.is_some()
         || args.workers.is_some()
         || args.cgroup.is_some()
+        || args.policy.is_some()
         || !args.params.is_empty();
     if let Some(d) = args.duration.filter(|d| *d < MIN_DURATION) {
         return Err(exit::usage(format!(
@@ -129,7 +145,7 @@ fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> 
     if single && args.scenario.is_some() {
         return Err(exit::usage(
             "a scenario (a file, `-` or `default`) cannot be combined with \
-             --work-type/--workers/--param/--cgroup; drop one of them",
+             --work-type/--workers/--param/--cgroup/--policy; drop one of them",
         ));
     }
     if let Some(name) = args.scenario.as_deref().filter(|n| *n != "default") {
@@ -154,6 +170,15 @@ fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> 
         };
         return Ok((scn, mode));
     }
+    single_group_scenario(args, duration)
+}
+
+/// The one-group scenario of `--work-type`, `--workers`, `--param`,
+/// `--cgroup` and `--policy`.
+fn single_group_scenario(
+    args: &RunArgs,
+    duration: Duration,
+) -> anyhow::Result<(Scenario, CgroupMode)> {
     let name = args.work_type.as_deref().unwrap_or("SpinWait");
     let mut work =
         WorkType::from_name(name).map_err(|e| exit::usage(format!("--work-type: {e}")))?;
@@ -170,13 +195,22 @@ fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> 
         runq_kernel::cgroup::validate_group_path(cg)
             .map_err(|e| exit::usage(format!("--cgroup: {e}")))?;
     }
+    let policy = args
+        .policy
+        .as_deref()
+        .map(runq_workload::scenario_file::parse_policy)
+        .transpose()
+        .map_err(|e| exit::usage(format!("--policy: {e}")))?;
     let mut builder = ScenarioBuilder::new(work.name()).duration(duration);
     if let Some(cg) = &args.cgroup {
         builder = builder.cgroup(cg, Default::default());
     }
-    let scn = builder
+    let mut scn = builder
         .group(work.name(), work, workers, args.cgroup.as_deref())
         .build();
+    if let Some(p) = policy {
+        scn.groups[0].setup.policy = p;
+    }
     let mode = match (&args.cgroup, args.no_cgroups) {
         (Some(_), _) => CgroupMode::Required,
         (None, true) => CgroupMode::Off,
@@ -189,10 +223,16 @@ fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> 
 /// negative rates).
 const MIN_DURATION: Duration = Duration::from_millis(10);
 
-/// Loads the scenario file `name`, or reads it from stdin for `-`.
+/// Loads the scenario file `name` (or the ready-made scenario of that
+/// name when no such file exists), or reads one from stdin for `-`.
 fn read_scenario(name: &str) -> anyhow::Result<Scenario> {
     if name != "-" {
-        return load_scenario(Path::new(name)).map_err(|e| exit::usage(e.to_string()));
+        let path = Path::new(name);
+        if !path.exists() && !scenarios::looks_like_a_path(name) {
+            return scenarios::load(name)
+                .unwrap_or_else(|| Err(scenarios::unknown(name, "runq run")));
+        }
+        return load_scenario(path).map_err(|e| exit::usage(e.to_string()));
     }
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
@@ -231,15 +271,29 @@ fn default_workers(work: &WorkType) -> usize {
         .unwrap_or(n)
 }
 
-/// Runs the scenario and prints its report.
-pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
+/// The text of `--list`, `--explain`, `--list-scenarios` or
+/// `--print-scenario`, when one of them is asked for.
+fn listing(args: &RunArgs) -> anyhow::Result<Option<String>> {
     if args.list {
-        crate::out!("{}", catalog::render_list(args.json)?);
-        return Ok(ExitCode::SUCCESS);
+        return catalog::render_list(args.json).map(Some);
     }
     if let Some(name) = &args.explain {
         let work = WorkType::from_name(name).map_err(|e| exit::usage(format!("--explain: {e}")))?;
-        crate::out!("{}", catalog::render_explain(&work, args.json)?);
+        return catalog::render_explain(&work, args.json).map(Some);
+    }
+    if args.list_scenarios {
+        return scenarios::render_list(args.json).map(Some);
+    }
+    args.print_scenario
+        .as_deref()
+        .map(scenarios::print)
+        .transpose()
+}
+
+/// Runs the scenario and prints its report.
+pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(text) = listing(&args)? {
+        crate::out!("{}", text);
         return Ok(ExitCode::SUCCESS);
     }
     let (mut scn, mode) = scenario_from_args(&args)?;
