@@ -425,12 +425,24 @@ fn lost_partners(reports: &[&WorkerReport]) -> Option<String> {
 }
 
 /// The off-CPU spread within each role (a fan-out's messenger and its
-/// receivers, a herd's waker and its waiters, have different duties and
-/// different off-CPU shares by design): the larger of the two spreads.
+/// receivers, a herd's waker and its waiters, a priority inversion's low,
+/// medium and high workers have different duties and different off-CPU
+/// shares by design): the largest of the roles' spreads.
 pub fn offcpu_spread_by_role(reports: &[&WorkerReport]) -> f64 {
-    let (leads, others): (Vec<&WorkerReport>, Vec<&WorkerReport>) =
-        reports.iter().copied().partition(|r| r.is_messenger);
-    offcpu_spread_pct(&leads).max(offcpu_spread_pct(&others))
+    worst_role(reports).map_or(0.0, |(spread, _)| spread)
+}
+
+/// The role whose workers' off-CPU shares spread the most: that spread
+/// and those workers.
+pub fn worst_role<'a>(reports: &[&'a WorkerReport]) -> Option<(f64, Vec<&'a WorkerReport>)> {
+    let mut roles: std::collections::BTreeMap<u8, Vec<&WorkerReport>> = Default::default();
+    for r in reports {
+        roles.entry(r.role).or_default().push(r);
+    }
+    roles
+        .into_values()
+        .map(|members| (offcpu_spread_pct(&members), members))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
 }
 
 /// Max minus min off-CPU share (percent) across workers.

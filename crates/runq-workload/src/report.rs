@@ -125,6 +125,12 @@ pub struct WorkerReport {
     pub exit_info: Option<WorkerExitInfo>,
     /// True for the messenger of a fan-out group.
     pub is_messenger: bool,
+    /// The worker's role in its group, for types whose workers have
+    /// different duties (0 for the rest; a fan-out's messenger 1; a
+    /// priority inversion's low, medium and high 0, 1 and 2): checks that
+    /// compare workers compare them within a role.
+    #[serde(default)]
+    pub role: u8,
     /// Index (in this group) of a partner the worker lost mid-run: its
     /// end of their pipes closed, so this worker stopped early.
     pub partner_lost: Option<usize>,

@@ -203,6 +203,7 @@ impl Telemetry {
                 .saturating_sub(self.numa_migrated_before),
             exit_info: None,
             is_messenger,
+            role: 0,
             partner_lost: None,
             group_idx,
             affinity_error: None,

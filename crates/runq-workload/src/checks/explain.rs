@@ -13,14 +13,7 @@ pub(super) fn explain(name: &str, o: &Observed<'_>) -> Option<String> {
         "max_gap_ms" => gap(&o.live),
         "setup_applied" => setup_errors(&o.live),
         "max_offcpu_spread_pct" => {
-            let (leads, others): (Vec<&WorkerReport>, Vec<&WorkerReport>) =
-                o.live.iter().copied().partition(|r| r.is_messenger);
-            let worse = if super::offcpu_spread_pct(&leads) > super::offcpu_spread_pct(&others) {
-                leads
-            } else {
-                others
-            };
-            offcpu_spread(&worse)
+            super::worst_role(&o.live).and_then(|(_, members)| offcpu_spread(&members))
         }
         "max_p99_wake_latency_us" | "max_wake_latency_cv" => Some(format!(
             "over {} wake samples of {} live workers",

@@ -215,8 +215,28 @@ fn a_messenger_and_its_receivers_are_judged_apart() {
     // point spread across roles, none within them.
     let mut messenger = report(1024, 1_000_000_000, 900_000_000, 0);
     messenger.is_messenger = true;
+    messenger.role = 1;
     let a = report(1024, 1_000_000_000, 130_000_000, 0);
     let b = report(1024, 1_000_000_000, 140_000_000, 0);
     assert!(offcpu_spread_pct(&[&messenger, &a, &b]) > 50.0);
     assert!(offcpu_spread_by_role(&[&messenger, &a, &b]) < 2.0);
+}
+
+#[test]
+fn three_roles_are_judged_apart_and_the_worst_role_is_named() {
+    // A priority inversion's low holder computes, its high waiter sleeps
+    // between acquires, its medium hogs: spreads across roles only.
+    let low = report(1024, 1_000_000_000, 100_000_000, 0);
+    let mut medium = report(1024, 1_000_000_000, 20_000_000, 0);
+    medium.role = 1;
+    let mut high = report(1024, 1_000_000_000, 970_000_000, 0);
+    high.role = 2;
+    let mut high2 = report(1024, 1_000_000_000, 900_000_000, 0);
+    high2.role = 2;
+    let all = [&low, &medium, &high, &high2];
+    assert!(offcpu_spread_pct(&all) > 90.0);
+    let (spread, members) = worst_role(&all).unwrap();
+    assert!((spread - 7.0).abs() < 0.01, "{spread}");
+    assert!(members.iter().all(|r| r.role == 2));
+    assert_eq!(offcpu_spread_by_role(&all), spread);
 }

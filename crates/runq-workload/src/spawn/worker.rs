@@ -103,5 +103,6 @@ fn work_loop(spec: &WorkSpec, body: &mut dyn WorkerBody) -> WorkerReport {
     body.run_until_stop(&mut tel, spec.watchdog);
     let mut report = tel.finish(spec.group_idx, body.is_messenger());
     report.partner_lost = body.partner_lost();
+    report.role = body.role();
     report
 }

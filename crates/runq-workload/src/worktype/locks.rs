@@ -200,6 +200,10 @@ impl WorkerBody for InversionBody {
             }
         }
     }
+
+    fn role(&self) -> u8 {
+        self.role as u8
+    }
 }
 
 struct InversionGroup {

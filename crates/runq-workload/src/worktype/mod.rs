@@ -59,6 +59,11 @@ pub trait WorkerBody {
         false
     }
 
+    /// The worker's role in its group (see `WorkerReport::role`).
+    fn role(&self) -> u8 {
+        u8::from(self.is_messenger())
+    }
+
     /// The index (within its group) of a partner this worker lost: its
     /// end of their pipes closed while the run went on. The work loop
     /// stops this worker once it is set.
