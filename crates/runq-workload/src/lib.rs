@@ -6,6 +6,7 @@
 //! drives a whole [`Scenario`].
 
 pub mod capacity;
+pub mod catalog;
 pub mod checks;
 pub mod fair_model;
 pub mod fairness;

@@ -36,6 +36,42 @@ fn bench_suite_scenarios_pass() {
     }
 }
 
+/// Every ready-made scenario on this host: its verdict and, for a FAIL,
+/// the explanation of each failed check.
+#[test]
+#[ignore = "bench tier (scripts/bench): judges the host's scheduling"]
+fn bench_catalog_scenarios() {
+    let out = crate::common::runq()
+        .args(["run", "--list-scenarios", "--json"])
+        .output()
+        .unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for s in list["scenarios"].as_array().unwrap() {
+        let name = s["name"].as_str().unwrap();
+        let out = crate::common::runq()
+            .args(["run", name, "--json"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let Ok(v) = serde_json::from_slice::<Value>(&out.stdout) else {
+            println!(
+                "figure: catalog {name}: exit {:?}: {}",
+                out.status.code(),
+                err.trim()
+            );
+            continue;
+        };
+        let failed: Vec<String> = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["pass"] == false)
+            .map(|c| format!("{} {} ({})", c["name"], c["group"], c["detail"]))
+            .collect();
+        println!("figure: catalog {name}: {} {failed:?}", v["verdict"]);
+    }
+}
+
 /// A 1:4 weight split gives each group its share within ±10% of what it
 /// is owed (the `min_fair_share` check's measured value is got/owed).
 #[test]

@@ -10,6 +10,7 @@ mod common;
 
 mod bench;
 
+mod catalog;
 mod closed_pipe;
 mod collatz;
 mod compare;
