@@ -505,6 +505,9 @@ pub struct View {
     pub exited: Vec<crate::record::ExitedTally>,
     /// Rows left out by the limit: per-thread metrics, derived metrics.
     pub omitted_rows: (usize, usize),
+    /// Rows left out by the limit in the secondary tables, by table name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub omitted_section_rows: BTreeMap<&'static str, usize>,
     /// Two-directory compare: the snapshots on each side (baseline,
     /// candidate) whose medians are compared.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -586,12 +589,9 @@ pub(crate) fn two_sided_view(
     opts: &ViewOptions,
     names: Option<&crate::group::CommNames>,
 ) -> View {
-    rows.extend(crate::sections::secondary_rows(
-        base,
-        Some(cand),
-        opts,
-        names,
-    ));
+    let (secondary, omitted_section_rows) =
+        crate::sections::secondary_rows(base, Some(cand), opts, names);
+    rows.extend(secondary);
     View {
         group_by: opts.grouping.by,
         rows,
@@ -602,6 +602,7 @@ pub(crate) fn two_sided_view(
         capabilities: capabilities(base, Some(cand)),
         exited: cand.exited.clone(),
         omitted_rows,
+        omitted_section_rows,
         samples: None,
     }
 }
@@ -611,12 +612,9 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
     let names = view_names(&opts.grouping, [&snap.threads[..]]);
     let s = side(snap, &opts.grouping, names.as_ref());
     let (mut rows, omitted_rows) = limited_rows(&s, None, opts);
-    rows.extend(crate::sections::secondary_rows(
-        snap,
-        None,
-        opts,
-        names.as_ref(),
-    ));
+    let (secondary, omitted_section_rows) =
+        crate::sections::secondary_rows(snap, None, opts, names.as_ref());
+    rows.extend(secondary);
     View {
         group_by: opts.grouping.by,
         rows,
@@ -627,6 +625,7 @@ pub fn show(snap: &CtprofSnapshot, opts: &ViewOptions) -> View {
         capabilities: capabilities(snap, None),
         exited: snap.exited.clone(),
         omitted_rows,
+        omitted_section_rows,
         samples: None,
     }
 }

@@ -328,6 +328,13 @@ pub fn render_to(
     for s in Section::ALL.into_iter().skip(3) {
         let rows: Vec<&Row> = view.rows.iter().filter(|r| r.section == s).collect();
         table(&mut out, s.name(), &rows, cols, None);
+        more_rows(
+            &mut out,
+            view.omitted_section_rows
+                .get(s.name())
+                .copied()
+                .unwrap_or(0),
+        );
         flush(&mut out, w)?;
     }
     exited_table(&mut out, view);

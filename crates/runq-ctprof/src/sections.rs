@@ -310,14 +310,17 @@ fn join(s: Section, b: &SideReadings, c: Option<&SideReadings>, rows: &mut Vec<R
     }
 }
 
-/// Rows of every requested secondary section.
+/// Rows of every requested secondary section, with `--metrics` and
+/// `--limit` applied to each section as to the metric tables; also how
+/// many rows the limit left out, by section name.
 pub fn secondary_rows(
     base: &CtprofSnapshot,
     cand: Option<&CtprofSnapshot>,
     opts: &ViewOptions,
     names: Option<&CommNames>,
-) -> Vec<Row> {
+) -> (Vec<Row>, BTreeMap<&'static str, usize>) {
     let mut rows = Vec::new();
+    let mut omitted = BTreeMap::new();
     for s in Section::ALL.into_iter().skip(3) {
         if !opts.sections.is_empty() && !opts.sections.contains(&s) {
             continue;
@@ -327,12 +330,20 @@ pub fn secondary_rows(
         }
         let b = side_readings(s, base, opts, names);
         let c = cand.map(|c| side_readings(s, c, opts, names));
-        let before = rows.len();
-        join(s, &b, c.as_ref(), &mut rows);
+        let mut section = Vec::new();
+        join(s, &b, c.as_ref(), &mut section);
+        if !opts.metrics.is_empty() {
+            section.retain(|r| opts.metrics.contains(&r.metric));
+        }
         // Flagged rows after the comparable ones, order otherwise kept.
-        rows[before..].sort_by_key(|r| r.incomparable.is_some());
+        section.sort_by_key(|r| r.incomparable.is_some());
+        if let Some(limit) = opts.limit.filter(|l| *l > 0 && section.len() > *l) {
+            omitted.insert(s.name(), section.len() - limit);
+            section.truncate(limit);
+        }
+        rows.extend(section);
     }
-    rows
+    (rows, omitted)
 }
 
 #[cfg(test)]

@@ -67,7 +67,29 @@ fn flattened_pressure_limits_and_usage() {
         },
         ..Default::default()
     };
-    let rows = secondary_rows(&snap, None, &opts, None);
+    let (rows, omitted) = secondary_rows(&snap, None, &opts, None);
+    assert!(omitted.is_empty());
+    // --limit and --metrics hold for these tables as for the metric ones.
+    let limited = ViewOptions {
+        limit: Some(2),
+        ..opts.clone()
+    };
+    let (few, omitted) = secondary_rows(&snap, None, &limited, None);
+    let sections: std::collections::BTreeSet<_> = rows.iter().map(|r| r.section).collect();
+    for s in &sections {
+        assert!(few.iter().filter(|r| r.section == *s).count() <= 2);
+        let all = rows.iter().filter(|r| r.section == *s).count();
+        assert_eq!(
+            omitted.get(s.name()).copied().unwrap_or(0),
+            all.saturating_sub(2)
+        );
+    }
+    let one_metric = ViewOptions {
+        metrics: vec!["cpu.usage".into()],
+        ..opts.clone()
+    };
+    let (only, _) = secondary_rows(&snap, None, &one_metric, None);
+    assert!(!only.is_empty() && only.iter().all(|r| r.metric == "cpu.usage"));
     let get = |metric: &str| {
         let r = rows.iter().find(|r| r.metric == metric).unwrap();
         assert_eq!(r.group, "/kubepods/*/app");
@@ -126,7 +148,7 @@ fn denied_smaps_rollup_is_incomparable_not_unmatched() {
         sections: vec![Section::SmapsRollup],
         ..Default::default()
     };
-    let rows = secondary_rows(&a, Some(&b), &opts, None);
+    let rows = secondary_rows(&a, Some(&b), &opts, None).0;
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].matched, Matched::Both);
     assert_eq!(
@@ -136,7 +158,7 @@ fn denied_smaps_rollup_is_incomparable_not_unmatched() {
     assert_eq!(rows[0].baseline, Cell::Num { value: 4096.0 });
     // A process really gone stays unmatched.
     b.threads.clear();
-    let rows = secondary_rows(&a, Some(&b), &opts, None);
+    let rows = secondary_rows(&a, Some(&b), &opts, None).0;
     assert_eq!(rows[0].matched, Matched::BaselineOnly);
     assert_eq!(rows[0].incomparable, None);
 }
