@@ -36,11 +36,15 @@ fn runq_bin() -> PathBuf {
 
 /// Starts a demo binary for `secs` seconds; returns it and its pid.
 fn start(exe: &str, secs: u32) -> (Child, u32) {
-    let mut child = Command::new(exe)
-        .arg(secs.to_string())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the demo");
+    let mut demo = Command::new(exe);
+    demo.arg(secs.to_string());
+    start_command(demo)
+}
+
+/// Starts `cmd` (a demo, perhaps under a wrapper); returns it and the pid
+/// the demo prints first.
+fn start_command(mut cmd: Command) -> (Child, u32) {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().expect("start the demo");
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -510,15 +514,7 @@ fn run_queue_waits_name_the_cpu_holder_and_the_victims_function() {
         c.args(["-c", "0"]).args(args);
         c
     };
-    let mut child = taskset(&[service.to_str().unwrap(), "12"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("taskset (util-linux) and the service");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let pid: u32 = line.trim().parse().expect("the service prints its pid");
+    let (mut child, pid) = start_command(taskset(&[service.to_str().unwrap(), "12"]));
     let mut hog = taskset(&["nice", "-n", "-19", "yes"])
         .stdout(Stdio::null())
         .spawn()
