@@ -6,6 +6,7 @@
 pub mod duration;
 mod edit;
 pub mod json;
+pub mod serde_ns;
 pub mod stats;
 pub mod table;
 pub mod text;

@@ -83,6 +83,7 @@ pub enum StepAction {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     /// When, from the start of the run.
+    #[serde(rename = "at_ns", alias = "at", with = "runq_common::serde_ns")]
     pub at: Duration,
     /// What.
     pub action: StepAction,
@@ -94,6 +95,11 @@ pub struct Scenario {
     /// Scenario name.
     pub name: String,
     /// How long the workers run.
+    #[serde(
+        rename = "duration_ns",
+        alias = "duration",
+        with = "runq_common::serde_ns"
+    )]
     pub duration: Duration,
     /// cgroups to create.
     pub cgroups: Vec<CgroupSpec>,

@@ -33,7 +33,8 @@ pub const SCHED_EXT_STATE: &str = "/sys/kernel/sched_ext/state";
 #[serde(rename_all = "snake_case")]
 pub enum Readiness {
     /// Once it has stayed up this long.
-    After(Duration),
+    #[serde(rename = "after_ns", alias = "after")]
+    After(#[serde(with = "runq_common::serde_ns")] Duration),
     /// Once a line of its stdout or stderr matches this regular
     /// expression (Rust schedulers log to stderr).
     Pattern(String),
@@ -49,6 +50,11 @@ pub struct SchedulerSpec {
     /// When it counts as ready.
     pub ready: Readiness,
     /// How long to wait for readiness before the run errors out.
+    #[serde(
+        rename = "ready_timeout_ns",
+        alias = "ready_timeout",
+        with = "runq_common::serde_ns"
+    )]
     pub ready_timeout: Duration,
 }
 

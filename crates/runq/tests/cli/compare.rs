@@ -220,7 +220,7 @@ fn worsened(doc: &Value) -> Value {
 /// Mismatched scenarios, truncated JSON, another tool's file, a bad flag.
 fn bad_inputs(dir: &Path, a: &Path, doc: &Value) {
     let mut other = doc.clone();
-    other["scenario_spec"]["duration"] = serde_json::json!({"secs": 9, "nanos": 0});
+    other["scenario_spec"]["duration_ns"] = serde_json::json!(9_000_000_000u64);
     let m = dir.join("mismatch.json");
     std::fs::write(&m, other.to_string()).unwrap();
     let out = compare(a, &m, &["--json"]);

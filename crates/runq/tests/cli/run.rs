@@ -17,7 +17,7 @@ fn json_of(out: &std::process::Output) -> Value {
 
 #[test]
 fn default_scenario_runs_end_to_end() {
-    let child = spawn(&["run", "--duration", "1", "--json"]);
+    let child = spawn(&["run", "--duration", "1", "--json", "--raw"]);
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
     let v = json_of(&out);
@@ -50,6 +50,8 @@ fn default_scenario_runs_end_to_end() {
         );
         assert!(!r["resume_latencies_ns"].as_array().unwrap().is_empty());
     }
+    assert_eq!(v["raw_samples"], true);
+    assert!(v["scenario_spec"]["duration_ns"].as_u64() == Some(1_000_000_000));
     if runq_testkit::is_root() {
         assert_eq!(
             v["placement"]["cgroups"]["run_id"]
@@ -493,4 +495,27 @@ fn processes_naming(needle: &str) -> usize {
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .filter(|c| String::from_utf8_lossy(c).contains(needle))
         .count()
+}
+
+/// Without --raw the document keeps the summaries and drops the
+/// reservoirs of samples: a pair of ping-pong workers' 1 s document stays
+/// small.
+#[test]
+fn json_carries_raw_samples_only_when_asked() {
+    let out = crate::common::runq()
+        .args(["run", "--work-type", "FutexPingPong", "--workers", "2"])
+        .args(["--duration", "500ms", "--no-cgroups", "--json"])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert_eq!(v["raw_samples"], false);
+    for r in v["reports"].as_array().unwrap() {
+        assert!(r["resume_latencies_ns"].as_array().unwrap().is_empty());
+        assert!(r["wake_sample_total"].as_u64().unwrap() > 0);
+    }
+    assert!(
+        v["groups"][0]["wake_p99_ns"].as_u64().unwrap() > 0,
+        "the summary stays"
+    );
+    assert!(out.stdout.len() < 200_000, "{} bytes", out.stdout.len());
 }

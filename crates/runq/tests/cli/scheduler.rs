@@ -110,7 +110,7 @@ fn ready_after_a_delay_from_the_scenario_file() {
     assert_passed_and_gone(&out, dir.path(), 300);
     let v = json_of(&out);
     assert_eq!(
-        v["scenario_spec"]["scheduler"]["ready"]["after"]["nanos"],
+        v["scenario_spec"]["scheduler"]["ready"]["after_ns"],
         300_000_000
     );
 }

@@ -159,6 +159,11 @@ pub struct RunDocument {
     /// and range, each check's pass count.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeat_summary: Option<super::summary::RepeatSummary>,
+    /// True when the worker reports keep their raw samples (`--raw`):
+    /// the wake-latency and iteration-cost reservoirs, up to 100,000
+    /// values each. Without it they are empty and the figures above
+    /// summarize them.
+    pub raw_samples: bool,
     /// The last repeat's outcome.
     #[serde(flatten)]
     pub last: RunOutcome,
@@ -257,7 +262,21 @@ pub fn build(scn: &Scenario, outcomes: Vec<RunOutcome>) -> RunDocument {
         scenario_spec: scn.clone(),
         repeats,
         repeat_summary,
+        raw_samples: true,
         last,
+    }
+}
+
+impl RunDocument {
+    /// Empties the worker reports' sample reservoirs (their summaries, the
+    /// groups' percentiles, stay): a 3 s FutexPingPong run's document
+    /// shrinks from about 3 MB to a few tens of KB.
+    pub fn drop_raw_samples(&mut self) {
+        for r in &mut self.last.reports {
+            r.resume_latencies_ns = Vec::new();
+            r.iteration_costs_ns = Vec::new();
+        }
+        self.raw_samples = false;
     }
 }
 

@@ -101,6 +101,11 @@ pub struct RunArgs {
     /// Print the full outcome (summaries and every worker report) as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Keep the workers' raw samples (wake latencies, iteration costs: up
+    /// to 100,000 each) in `--json` and `--output`; by default the
+    /// document carries their summaries only.
+    #[arg(long)]
+    pub raw: bool,
     /// Take ctprof snapshots as the workers start and just before the
     /// planned end, write them (and compare.json) to DIR, and print the
     /// compare of the run's own cgroups below the report.
@@ -329,7 +334,10 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         interrupt,
         &mut ctprof,
     )?;
-    let doc = document::build(&scn, outcomes);
+    let mut doc = document::build(&scn, outcomes);
+    if !args.raw {
+        doc.drop_raw_samples();
+    }
     let outcome = &doc.last;
     if let Placement::Unplaced { reason } = &outcome.placement {
         if scn.wants_cgroups() && !args.json && mode != CgroupMode::Off {
