@@ -117,6 +117,24 @@ fn config_from(args: &CollatzArgs) -> anyhow::Result<Config> {
     })
 }
 
+/// On a terminal, a spinner with the elapsed time while the processes
+/// run (it wakes once every 250 ms, on stderr); hidden otherwise.
+fn running(config: &Config) -> indicatif::ProgressBar {
+    if !crate::style::stderr_is_tty() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+        bar.set_style(style);
+    }
+    bar.set_message(format!(
+        "{} processes x {} x {} walks of the call graph",
+        config.procs, config.outer, config.inner
+    ));
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    bar
+}
+
 /// Runs `runq collatz`.
 pub fn execute(args: CollatzArgs) -> anyhow::Result<ExitCode> {
     if args.version {
@@ -141,7 +159,10 @@ pub fn execute(args: CollatzArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!("--hold: standard input ended before the start byte; not running");
         }
     }
-    let result = runq_collatz::run(&config)?;
+    let spinner = running(&config);
+    let result = runq_collatz::run(&config);
+    spinner.finish_and_clear();
+    let result = result?;
     let info = tsc::info();
     if args.json {
         crate::outln!("{}", runq_collatz::output::run_json(&result, &info));
