@@ -30,16 +30,6 @@ impl Default for Params {
     }
 }
 
-impl Params {
-    /// Rejects a zero-length burst (it would do no work).
-    pub fn validate(&self) -> Result<(), String> {
-        if self.burst_ms == 0 {
-            return Err("burst_ms must be at least 1".into());
-        }
-        Ok(())
-    }
-}
-
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
     name: "Bursty",
@@ -48,6 +38,10 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: Some("sleep overshoot: elapsed minus requested sleep"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::SleepOvershoot,
+    params: &[
+        super::ranges::ParamRange::new("burst_ms", 1, super::ranges::MAX_MS),
+        super::ranges::ParamRange::new("sleep_ms", 0, super::ranges::MAX_MS),
+    ],
 };
 
 struct Body {

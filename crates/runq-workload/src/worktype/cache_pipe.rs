@@ -40,11 +40,6 @@ impl Params {
             stride: self.stride,
         }
     }
-
-    /// Same bounds as CachePressure's buffer.
-    pub fn validate(&self) -> Result<(), String> {
-        self.cache().validate()
-    }
 }
 
 /// Description for `--list`.
@@ -56,6 +51,11 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: Some("pipe read, timed across the blocking call"),
     workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("burst_iters", 0, super::ranges::MAX_ITERS),
+        super::ranges::ParamRange::new("size_kb", 1, super::ranges::MAX_KB),
+        super::ranges::ParamRange::new("stride", 1, 1 << 30),
+    ],
 };
 
 /// Creates the pairs' pipes.

@@ -26,19 +26,6 @@ impl Default for Params {
     }
 }
 
-impl Params {
-    /// Rejects empty buffers, zero strides and absurd sizes.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.size_kb == 0 || self.size_kb > 16 * 1024 * 1024 {
-            return Err("size_kb must be between 1 and 16777216".into());
-        }
-        if self.stride == 0 {
-            return Err("stride must be at least 1".into());
-        }
-        Ok(())
-    }
-}
-
 /// Read-modify-write steps per iteration.
 pub const STEPS: u64 = 1024;
 
@@ -50,6 +37,10 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: None,
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("size_kb", 1, super::ranges::MAX_KB),
+        super::ranges::ParamRange::new("stride", 1, 1 << 30),
+    ],
 };
 
 /// A buffer walked with a stride; shared with CacheYield/CachePipe later.

@@ -13,6 +13,10 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: Some("sched_yield(), timed across the call"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("size_kb", 1, super::ranges::MAX_KB),
+        super::ranges::ParamRange::new("stride", 1, 1 << 30),
+    ],
 };
 
 struct Body(StridedBuffer);

@@ -22,6 +22,7 @@ pub const AFFINITY_CHURN: TypeInfo = TypeInfo {
     wakes: Some("sched_yield() after the re-pin, timed across the call"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: super::ranges::SPIN,
 };
 
 struct AffinityBody {
@@ -95,6 +96,7 @@ pub const POLICY_CHURN: TypeInfo = TypeInfo {
     wakes: Some("sched_yield() after the switch, timed across the call"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: super::ranges::SPIN,
 };
 
 const POLICIES: [libc::c_int; 3] = [libc::SCHED_OTHER, libc::SCHED_BATCH, libc::SCHED_IDLE];
@@ -150,11 +152,13 @@ impl Default for NiceSweepParams {
 }
 
 impl NiceSweepParams {
-    /// The range must be inside -20..=19 and not empty.
+    /// The range must not be empty (each end's bounds are its range).
     pub fn validate(&self) -> Result<(), String> {
-        let ok = |n: i32| (-20..=19).contains(&n);
-        if !ok(self.nice_min) || !ok(self.nice_max) || self.nice_min > self.nice_max {
-            return Err("nice_min..nice_max must be a range inside -20..19".into());
+        if self.nice_min > self.nice_max {
+            return Err(format!(
+                "nice_min ({}) must not be above nice_max ({})",
+                self.nice_min, self.nice_max
+            ));
         }
         Ok(())
     }
@@ -168,6 +172,10 @@ pub const NICE_SWEEP: TypeInfo = TypeInfo {
     wakes: Some("sched_yield() after the renice, timed across the call"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("nice_min", -20, 19),
+        super::ranges::ParamRange::new("nice_max", -20, 19),
+    ],
 };
 
 struct NiceBody {

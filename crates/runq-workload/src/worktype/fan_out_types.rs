@@ -23,6 +23,7 @@ pub const FUTEX_FAN_OUT: TypeInfo = TypeInfo {
     wakes: Some("receivers only: futex wait, timed when they had to sleep"),
     workers: ONE_PLUS_RECEIVERS,
     wake_figure: super::WakeFigure::Latency,
+    params: super::ranges::SPIN,
 };
 
 /// Builds a FutexFanOut group.
@@ -59,19 +60,6 @@ impl Default for FanOutComputeParams {
     }
 }
 
-impl FanOutComputeParams {
-    /// Rejects empty work and matrices too big to be a scheduler test.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.operations == 0 {
-            return Err("operations must be at least 1".into());
-        }
-        if !(1..=1024).contains(&self.matrix_size) {
-            return Err("matrix_size must be between 1 and 1024".into());
-        }
-        Ok(())
-    }
-}
-
 /// FanOutCompute description.
 pub const FAN_OUT_COMPUTE: TypeInfo = TypeInfo {
     name: "FanOutCompute",
@@ -81,6 +69,11 @@ pub const FAN_OUT_COMPUTE: TypeInfo = TypeInfo {
     wakes: Some("workers only: CLOCK_MONOTONIC delta from the messenger's pre-wake timestamp"),
     workers: ONE_PLUS_RECEIVERS,
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("operations", 1, 1000000),
+        super::ranges::ParamRange::new("matrix_size", 1, 1024),
+        super::ranges::ParamRange::new("messenger_spin_iters", 0, super::ranges::MAX_ITERS),
+    ],
 };
 
 /// Builds a FanOutCompute group.
@@ -134,6 +127,10 @@ pub const THUNDERING_HERD: TypeInfo = TypeInfo {
         roles: "worker 0 is the waker",
     },
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("interval_us", 0, super::ranges::MAX_US),
+        super::ranges::ParamRange::new("spin_iters", 0, super::ranges::MAX_ITERS),
+    ],
 };
 
 /// Builds a ThunderingHerd group.

@@ -20,6 +20,7 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: Some("the parent's waitpid, timed across the call"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[],
 };
 
 struct Body;

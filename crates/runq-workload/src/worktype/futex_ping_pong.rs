@@ -20,6 +20,7 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: Some("futex wait, timed when the worker had to sleep"),
     workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
+    params: super::ranges::SPIN,
 };
 
 /// Bytes between the futex words of different pairs (one cache line).

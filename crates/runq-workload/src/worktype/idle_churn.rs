@@ -26,16 +26,6 @@ impl Default for Params {
     }
 }
 
-impl Params {
-    /// Both halves must be non-zero, or it is SpinWait or nothing.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.burst_us == 0 || self.sleep_us == 0 {
-            return Err("burst_us and sleep_us must be at least 1".into());
-        }
-        Ok(())
-    }
-}
-
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
     name: "IdleChurn",
@@ -44,6 +34,10 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: Some("sleep overshoot: elapsed minus requested sleep"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::SleepOvershoot,
+    params: &[
+        super::ranges::ParamRange::new("burst_us", 1, super::ranges::MAX_US),
+        super::ranges::ParamRange::new("sleep_us", 1, super::ranges::MAX_US),
+    ],
 };
 
 /// Builds the per-worker bodies.

@@ -37,14 +37,6 @@ impl Default for Params {
 }
 
 impl Params {
-    /// The file must hold at least one block.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.file_kb < 4 || self.ops_per_iter == 0 {
-            return Err("file_kb must be at least 4 and ops_per_iter at least 1".into());
-        }
-        Ok(())
-    }
-
     fn blocks(&self) -> u64 {
         (self.file_kb * 1024 / BLOCK).max(1)
     }
@@ -59,6 +51,10 @@ pub const IO_RAND_READ: TypeInfo = TypeInfo {
     wakes: Some("each pread, timed across the call"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("ops_per_iter", 1, 1000000),
+        super::ranges::ParamRange::new("file_kb", 4, super::ranges::MAX_KB),
+    ],
 };
 
 /// IoConvoy description.
@@ -69,6 +65,10 @@ pub const IO_CONVOY: TypeInfo = TypeInfo {
     wakes: Some("fdatasync of the shared file, timed across the call"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("ops_per_iter", 1, 1000000),
+        super::ranges::ParamRange::new("file_kb", 4, super::ranges::MAX_KB),
+    ],
 };
 
 struct RandRead {

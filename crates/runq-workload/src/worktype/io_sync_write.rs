@@ -43,6 +43,11 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: Some("fdatasync, timed across the blocking call"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("writes_per_sync", 1, 1000000),
+        super::ranges::ParamRange::new("sleep_us", 0, super::ranges::MAX_US),
+        super::ranges::ParamRange::new("file_kb", 4, super::ranges::MAX_KB),
+    ],
 };
 
 const BLOCK: u64 = 4096;

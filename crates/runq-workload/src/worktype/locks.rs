@@ -44,6 +44,10 @@ pub const MUTEX_CONTENTION: TypeInfo = TypeInfo {
     wakes: Some("futex wait on a contended acquire, timed from the failed fast path to ownership"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("work_iters", 0, super::ranges::MAX_ITERS),
+        super::ranges::ParamRange::new("hold_iters", 0, super::ranges::MAX_ITERS),
+    ],
 };
 
 struct MutexBody {
@@ -129,6 +133,11 @@ pub const PRIORITY_INVERSION: TypeInfo = TypeInfo {
         roles: "low, medium, high",
     },
     wake_figure: super::WakeFigure::Latency,
+    params: &[
+        super::ranges::ParamRange::new("hold_iters", 0, super::ranges::MAX_ITERS),
+        super::ranges::ParamRange::new("work_iters", 0, super::ranges::MAX_ITERS),
+        super::ranges::ParamRange::new("high_sleep_us", 0, super::ranges::MAX_US),
+    ],
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

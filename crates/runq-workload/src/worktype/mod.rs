@@ -22,6 +22,7 @@ mod locks;
 mod mixed;
 mod page_fault_churn;
 mod pipe_io;
+mod ranges;
 mod registry;
 mod sequence;
 mod spin_wait;
@@ -29,6 +30,7 @@ mod timer_latency;
 mod wake_chain;
 mod yield_heavy;
 
+pub use ranges::ParamRange;
 pub use registry::WorkType;
 pub use sequence::{Phase, PhaseKind};
 
@@ -138,6 +140,8 @@ pub struct TypeInfo {
     pub workers: WorkerRule,
     /// What the wake samples measure, so reports can name the figure.
     pub wake_figure: WakeFigure,
+    /// The valid range of each numeric parameter.
+    pub params: &'static [ParamRange],
 }
 
 /// How many workers a type's group may have. [`WorkType::validate_workers`]

@@ -34,16 +34,6 @@ impl Default for Params {
     }
 }
 
-impl Params {
-    /// The region must hold at least one page and fit a test machine.
-    pub fn validate(&self) -> Result<(), String> {
-        if !(4..=16 * 1024 * 1024).contains(&self.region_kb) {
-            return Err("region_kb must be between 4 and 16777216".into());
-        }
-        Ok(())
-    }
-}
-
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
     name: "PageFaultChurn",
@@ -52,6 +42,7 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: None,
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[super::ranges::ParamRange::new("region_kb", 4, super::ranges::MAX_KB), super::ranges::ParamRange::new("touches_per_cycle", 1, 1000000000), super::ranges::ParamRange::new("spin_iters", 0, super::ranges::MAX_ITERS)],
 };
 
 const PAGE: usize = 4096;

@@ -40,6 +40,7 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: Some("pipe read, timed across the blocking call"),
     workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
+    params: &[super::ranges::ParamRange::new("burst_iters", 0, super::ranges::MAX_ITERS)],
 };
 
 /// The four pipe ends of one pair; each worker takes its two.

@@ -19,10 +19,10 @@ use super::{
 /// count (parent side, before fork).
 type Prepare<P> = fn(&P, usize) -> io::Result<Box<dyn PreparedWork>>;
 
-/// Checks parameter values that serde cannot (ranges).
+/// Checks rules across parameters that a range alone cannot state.
 type Check<P> = fn(&P) -> Result<(), String>;
 
-/// The check of a type whose parameters serde fully validates.
+/// The check of a type whose ranges say all there is to check.
 fn no_check<P>(_: &P) -> Result<(), String> {
     Ok(())
 }
@@ -58,8 +58,12 @@ macro_rules! work_types {
                 }
             }
 
-            /// Checks parameter values that serde cannot (ranges).
+            /// Checks parameter values that serde cannot: each numeric
+            /// parameter against its stated range, then the type's own
+            /// rules across parameters.
             pub fn validate_params(&self) -> Result<(), String> {
+                let doc = serde_json::to_value(self).map_err(|e| e.to_string())?;
+                super::ranges::check_ranges(self.info().params, &doc)?;
                 match self {
                     $(WorkType::$variant(p) => {
                         let check: Check<$params> = $check;
@@ -104,7 +108,7 @@ work_types! {
     /// Spin for `burst_ms`, sleep for `sleep_ms`.
     Bursty(bursty::Params) {
         info: bursty::INFO,
-        check: bursty::Params::validate,
+        check: no_check,
         prepare: |p, _| Ok(bursty::prepare(p)),
     }
     /// Pairs of workers ping-ponging a byte over pipes.
@@ -122,7 +126,7 @@ work_types! {
     /// Strided read-modify-writes over a buffer.
     CachePressure(cache_pressure::Params) {
         info: cache_pressure::INFO,
-        check: cache_pressure::Params::validate,
+        check: no_check,
         prepare: |p, _| Ok(cache_pressure::prepare(p)),
     }
     /// 4 KiB writes and `fdatasync` to a private temporary file.
@@ -134,13 +138,13 @@ work_types! {
     /// The CachePressure walk, then a yield.
     CacheYield(cache_pressure::Params) {
         info: cache_yield::INFO,
-        check: cache_pressure::Params::validate,
+        check: no_check,
         prepare: |p, _| Ok(cache_yield::prepare(p)),
     }
     /// Pipe ping-pong pairs with a cache walk between trips.
     CachePipe(cache_pipe::Params) {
         info: cache_pipe::INFO,
-        check: cache_pipe::Params::validate,
+        check: no_check,
         prepare: cache_pipe::prepare,
     }
     /// One messenger wakes all receivers on a futex.
@@ -152,7 +156,7 @@ work_types! {
     /// A messenger timestamps and wakes workers that do matrix multiplies.
     FanOutCompute(fan_out_types::FanOutComputeParams) {
         info: fan_out_types::FAN_OUT_COMPUTE,
-        check: fan_out_types::FanOutComputeParams::validate,
+        check: no_check,
         prepare: fan_out_types::prepare_fan_out_compute,
     }
     /// Re-pins itself to a random allowed CPU each iteration.
@@ -182,19 +186,19 @@ work_types! {
     /// MADV_DONTNEED and re-fault a private region.
     PageFaultChurn(page_fault_churn::Params) {
         info: page_fault_churn::INFO,
-        check: page_fault_churn::Params::validate,
+        check: no_check,
         prepare: |p, _| Ok(page_fault_churn::prepare(p)),
     }
     /// Random reads from a private file with its cache dropped.
     IoRandRead(io_mix::Params) {
         info: io_mix::IO_RAND_READ,
-        check: io_mix::Params::validate,
+        check: no_check,
         prepare: io_mix::prepare_rand_read,
     }
     /// Writes and fdatasync to one shared file.
     IoConvoy(io_mix::Params) {
         info: io_mix::IO_CONVOY,
-        check: io_mix::Params::validate,
+        check: no_check,
         prepare: |p, _| io_mix::prepare_convoy(p),
     }
     /// fork() + _exit() + waitpid() in a loop.
@@ -212,7 +216,7 @@ work_types! {
     /// Absolute-deadline periodic wakeups (cyclictest).
     TimerLatency(timer_latency::Params) {
         info: timer_latency::INFO,
-        check: timer_latency::Params::validate,
+        check: no_check,
         prepare: |p, _| Ok(timer_latency::prepare(p)),
     }
     /// A ring of workers passing a token.
@@ -236,7 +240,7 @@ work_types! {
     /// Microsecond bursts and sleeps.
     IdleChurn(idle_churn::Params) {
         info: idle_churn::INFO,
-        check: idle_churn::Params::validate,
+        check: no_check,
         prepare: |p, _| Ok(idle_churn::prepare(p)),
     }
 }

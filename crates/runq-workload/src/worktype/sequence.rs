@@ -80,6 +80,7 @@ pub const INFO: TypeInfo = TypeInfo {
     ),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Mixed,
+    params: &[],
 };
 
 const BLOCK: usize = 4096;

@@ -12,6 +12,7 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: None,
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: super::ranges::SPIN,
 };
 
 struct Body(u64);

@@ -35,16 +35,6 @@ impl Default for Params {
     }
 }
 
-impl Params {
-    /// A zero period would be a busy loop, not a timer test.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.period_us == 0 {
-            return Err("period_us must be at least 1".into());
-        }
-        Ok(())
-    }
-}
-
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
     name: "TimerLatency",
@@ -53,6 +43,11 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: Some("actual wakeup time minus the deadline (missed periods are skipped, not queued)"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[super::ranges::ParamRange::new(
+        "period_us",
+        1,
+        super::ranges::MAX_US,
+    )],
 };
 
 struct Body {

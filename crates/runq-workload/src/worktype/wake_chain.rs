@@ -28,6 +28,7 @@ pub const INFO: TypeInfo = TypeInfo {
         roles: "the ring",
     },
     wake_figure: super::WakeFigure::Latency,
+    params: super::ranges::SPIN,
 };
 
 struct Chain {

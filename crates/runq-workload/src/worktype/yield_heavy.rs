@@ -18,6 +18,7 @@ pub const INFO: TypeInfo = TypeInfo {
     wakes: None,
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
+    params: &[],
 };
 
 struct Body;

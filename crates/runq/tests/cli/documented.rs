@@ -133,7 +133,13 @@ fn adapt(ex: &Example, out: &Path) -> Result<Vec<String>, String> {
             args[i + 1] = v;
         }
     }
-    let runs = !args.iter().any(|a| a == "--list" || a == "--explain");
+    let listings = [
+        "--list",
+        "--explain",
+        "--list-scenarios",
+        "--print-scenario",
+    ];
+    let runs = !args.iter().any(|a| listings.contains(&a.as_str()));
     let has_file = args.get(1).is_some_and(|a| a.ends_with(".toml"));
     if runs && !has_file && !args.iter().any(|a| a == "--duration") {
         args.extend(["--duration".into(), "1s".into()]);

@@ -21,16 +21,35 @@ fn params_of(work: &WorkType) -> Vec<(String, Value)> {
         .unwrap_or_default()
 }
 
+/// `key=default`, with the valid range after a numeric key:
+/// `burst_ms=50[1..3600000]`.
 fn params_text(work: &WorkType) -> String {
     let p = params_of(work);
     if p.is_empty() {
         return "-".into();
     }
+    let ranges = work.info().params;
     p.iter()
-        // A list of tables (Sequence phases) breaks between its items.
-        .map(|(k, v)| format!("{k}={}", v.to_string().replace("},{", "}, {")))
+        .map(|(k, v)| {
+            // A list of tables (Sequence phases) breaks between its items.
+            let default = v.to_string().replace("},{", "}, {");
+            match ranges.iter().find(|r| r.name == k) {
+                Some(r) => format!("{k}={default}[{}]", r.bounds_text()),
+                None => format!("{k}={default}"),
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Each numeric parameter's range, for `--json`.
+fn ranges_json(work: &WorkType) -> Value {
+    let ranges = work.info().params.iter();
+    Value::Object(
+        ranges
+            .map(|r| (r.name.to_string(), json!({"min": r.min, "max": r.max})))
+            .collect(),
+    )
 }
 
 fn as_json(work: &WorkType) -> Value {
@@ -42,12 +61,13 @@ fn as_json(work: &WorkType) -> Value {
         "wake_latency": info.wakes,
         "workers": info.workers.describe(),
         "defaults": params_of(work).into_iter().collect::<serde_json::Map<_, _>>(),
+        "ranges": ranges_json(work),
     })
 }
 
 /// Every work type (or a JSON array): its name, whether it samples wake
 /// latency, and its summary wrapped within 100 columns, then its
-/// parameters with their defaults on the lines below.
+/// parameters with their defaults and valid ranges on the lines below.
 pub fn render_list(json: bool) -> anyhow::Result<String> {
     let all = WorkType::all_defaults();
     if json {
@@ -58,7 +78,7 @@ pub fn render_list(json: bool) -> anyhow::Result<String> {
     let name_width = all.iter().map(|t| t.name().len()).max().unwrap_or(4);
     let indent = name_width + 2 + "wakes".len() + 2;
     let mut out = format!(
-        "{:<name_width$}  wakes  summary / parameters (defaults)\n",
+        "{:<name_width$}  wakes  summary / parameters=default[valid range]\n",
         "type"
     );
     for t in &all {
@@ -111,7 +131,11 @@ mod tests {
         for t in WorkType::all_defaults() {
             assert!(text.contains(t.name()), "{}", t.name());
         }
-        assert!(text.contains("burst_iters=1024"), "{text}");
+        assert!(
+            text.contains("burst_iters=1024[0..1000000000000]"),
+            "{text}"
+        );
+        assert!(text.contains("period_us=1000[1..3600000000]"), "{text}");
         let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
         assert!(widest <= LIST_WIDTH, "{widest} columns:\n{text}");
         let v: Value = serde_json::from_str(&render_list(true).unwrap()).unwrap();

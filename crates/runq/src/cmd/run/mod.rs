@@ -49,20 +49,21 @@ pub struct RunArgs {
     /// a ready-made one (`--list-scenarios`).
     #[arg(value_name = "SCENARIO")]
     pub scenario: Option<String>,
-    /// List every work type with its parameters and defaults, then exit.
-    #[arg(long, exclusive = true)]
+    /// List every work type with its parameters, their defaults and valid
+    /// ranges, then exit (`--json` for a document).
+    #[arg(long, conflicts_with_all = RUN_ONLY)]
     pub list: bool,
     /// List the ready-made scenarios (ktstr's catalog and runq's own),
     /// each with what it exposes, then exit.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = RUN_ONLY)]
     pub list_scenarios: bool,
     /// Print a ready-made scenario's TOML, fitted to this host, as a
     /// starting point for one of your own; then exit.
     #[arg(long, value_name = "NAME", exclusive = true)]
     pub print_scenario: Option<String>,
     /// Explain one work type: what it does, its units, where it samples
-    /// wake latency, its parameters.
-    #[arg(long, value_name = "TYPE", exclusive = true)]
+    /// wake latency, its parameters and their ranges.
+    #[arg(long, value_name = "TYPE", conflicts_with_all = RUN_ONLY)]
     pub explain: Option<String>,
     /// Repro mode: never signal the scenario's scheduler from the watchdog,
     /// so it stays alive for inspection.
@@ -133,6 +134,23 @@ pub struct RunArgs {
     #[command(flatten)]
     pub sched: scheduler_args::SchedulerArgs,
 }
+
+/// The flags that shape a run, which the listings refuse (only `--json`
+/// goes with them).
+const RUN_ONLY: [&str; 12] = [
+    "scenario",
+    "work_type",
+    "params",
+    "workers",
+    "duration",
+    "cgroup",
+    "no_cgroups",
+    "policy",
+    "raw",
+    "ctprof",
+    "output",
+    "junit",
+];
 
 /// Builds the scenario the flags describe.
 fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> {
