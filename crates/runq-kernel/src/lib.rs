@@ -18,6 +18,7 @@ pub mod sched_ext;
 pub mod schedstat;
 pub mod signal;
 pub mod taskstats;
+pub mod topology;
 pub mod tracefs;
 pub mod tsc;
 pub mod vmstat;

@@ -129,9 +129,11 @@ pub enum RunError {
     /// The host cannot hold the run (checked before the first fork).
     #[error("{0}")]
     Capacity(String),
-    /// Workers ask for SCHED_EXT and no BPF scheduler can take them.
+    /// The host lacks what the scenario needs (SMT siblings, NUMA nodes, a
+    /// loaded sched_ext scheduler): the run is skipped, not run as
+    /// something else. Checked before the first fork.
     #[error("{0}")]
-    SchedExt(String),
+    HostLacks(String),
 }
 
 impl From<StartError> for RunError {
@@ -336,12 +338,14 @@ fn collect_timeout(opts: &RunOptions<'_>) -> Duration {
     }
 }
 
-/// Starts the scenario's scheduler, if it names one, and checks that
-/// workers asking for SCHED_EXT have a BPF scheduler to run under.
+/// Starts the scenario's scheduler, if it names one, and checks that the
+/// host has what the groups need: a BPF scheduler for workers asking for
+/// SCHED_EXT, and each work type's topology.
 fn start_scheduler(
     scn: &Scenario,
     interrupt: &AtomicBool,
 ) -> Result<Option<SchedulerProc>, RunError> {
+    host_has_what_groups_need(scn, Path::new("/sys"))?;
     let scheduler = scn
         .scheduler
         .as_ref()
@@ -353,9 +357,20 @@ fn start_scheduler(
         .any(|g| g.setup.policy == SchedPolicy::Ext)
     {
         sched_ext_ready(&runq_kernel::sched_ext::read_sched_ext(Path::new("/sys")))
-            .map_err(RunError::SchedExt)?;
+            .map_err(RunError::HostLacks)?;
     }
     Ok(scheduler)
+}
+
+/// The first group whose work type needs a topology this host lacks.
+fn host_has_what_groups_need(scn: &Scenario, sys_root: &Path) -> Result<(), RunError> {
+    for g in scn.groups.iter().filter(|g| g.custom.is_none()) {
+        let work = &g.work;
+        if let Some(why) = work.info().needs.lacking(work.name(), sys_root) {
+            return Err(RunError::HostLacks(format!("group {}: {why}", g.name)));
+        }
+    }
+    Ok(())
 }
 
 /// The run's verdict. Interrupted, it is INTERRUPTED when what ran held

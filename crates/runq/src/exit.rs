@@ -1,7 +1,8 @@
 //! Exit codes and the one-line error report.
 //!
 //! 0 ok, 1 check failed or runtime error, 2 usage error, 3 run error
-//! (`runq run` could not go as planned), 77 missing privilege. Library
+//! (`runq run` could not go as planned), 77 skipped: a missing privilege
+//! or a host feature the run needs (the autotools "skip" code). Library
 //! errors travel as `anyhow::Error`; a [`Fail`] anywhere in the chain
 //! chooses the code.
 
@@ -12,7 +13,8 @@ use std::process::ExitCode;
 pub const USAGE: u8 = 2;
 /// `runq run` could not go as planned (fork, cgroup or scheduler failure).
 pub const RUN_ERROR: u8 = 3;
-/// Missing privilege (root, CAP_BPF, ...).
+/// Skipped: a missing privilege (root, CAP_BPF, ...) or a host feature
+/// the run needs (SMT, NUMA, sched_ext).
 pub const NO_PRIVILEGE: u8 = 77;
 
 /// An error that carries its exit code.
@@ -65,6 +67,16 @@ pub fn no_privilege(message: impl Into<String>) -> anyhow::Error {
     Fail {
         code: NO_PRIVILEGE,
         message: message.into(),
+    }
+    .into()
+}
+
+/// A run skipped because the host lacks what it needs (exit 77, like a
+/// missing privilege: nothing ran, and nothing failed).
+pub fn skipped(why: impl fmt::Display) -> anyhow::Error {
+    Fail {
+        code: NO_PRIVILEGE,
+        message: format!("skipped: {why}"),
     }
     .into()
 }

@@ -42,6 +42,7 @@ pub const INFO: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("burst_ms", 1, super::ranges::MAX_MS),
         super::ranges::ParamRange::new("sleep_ms", 0, super::ranges::MAX_MS),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 struct Body {

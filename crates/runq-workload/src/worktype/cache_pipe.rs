@@ -56,6 +56,7 @@ pub const INFO: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("size_kb", 1, super::ranges::MAX_KB),
         super::ranges::ParamRange::new("stride", 1, 1 << 30),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 /// Creates the pairs' pipes.

@@ -41,6 +41,7 @@ pub const INFO: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("size_kb", 1, super::ranges::MAX_KB),
         super::ranges::ParamRange::new("stride", 1, 1 << 30),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 /// A buffer walked with a stride; shared with CacheYield/CachePipe later.

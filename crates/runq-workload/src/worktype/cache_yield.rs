@@ -17,6 +17,7 @@ pub const INFO: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("size_kb", 1, super::ranges::MAX_KB),
         super::ranges::ParamRange::new("stride", 1, 1 << 30),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 struct Body(StridedBuffer);

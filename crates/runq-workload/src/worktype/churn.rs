@@ -23,6 +23,7 @@ pub const AFFINITY_CHURN: TypeInfo = TypeInfo {
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
     params: super::ranges::SPIN,
+    needs: super::HostNeed::Nothing,
 };
 
 struct AffinityBody {
@@ -97,6 +98,7 @@ pub const POLICY_CHURN: TypeInfo = TypeInfo {
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
     params: super::ranges::SPIN,
+    needs: super::HostNeed::Nothing,
 };
 
 const POLICIES: [libc::c_int; 3] = [libc::SCHED_OTHER, libc::SCHED_BATCH, libc::SCHED_IDLE];
@@ -176,6 +178,7 @@ pub const NICE_SWEEP: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("nice_min", -20, 19),
         super::ranges::ParamRange::new("nice_max", -20, 19),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 struct NiceBody {

@@ -24,6 +24,7 @@ pub const FUTEX_FAN_OUT: TypeInfo = TypeInfo {
     workers: ONE_PLUS_RECEIVERS,
     wake_figure: super::WakeFigure::Latency,
     params: super::ranges::SPIN,
+    needs: super::HostNeed::Nothing,
 };
 
 /// Builds a FutexFanOut group.
@@ -74,6 +75,7 @@ pub const FAN_OUT_COMPUTE: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("matrix_size", 1, 1024),
         super::ranges::ParamRange::new("messenger_spin_iters", 0, super::ranges::MAX_ITERS),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 /// Builds a FanOutCompute group.
@@ -131,6 +133,7 @@ pub const THUNDERING_HERD: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("interval_us", 0, super::ranges::MAX_US),
         super::ranges::ParamRange::new("spin_iters", 0, super::ranges::MAX_ITERS),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 /// Builds a ThunderingHerd group.

@@ -21,6 +21,7 @@ pub const INFO: TypeInfo = TypeInfo {
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
     params: &[],
+    needs: super::HostNeed::Nothing,
 };
 
 struct Body;

@@ -21,6 +21,7 @@ pub const INFO: TypeInfo = TypeInfo {
     workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
     params: super::ranges::SPIN,
+    needs: super::HostNeed::Nothing,
 };
 
 /// Bytes between the futex words of different pairs (one cache line).

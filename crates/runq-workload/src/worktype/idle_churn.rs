@@ -38,6 +38,7 @@ pub const INFO: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("burst_us", 1, super::ranges::MAX_US),
         super::ranges::ParamRange::new("sleep_us", 1, super::ranges::MAX_US),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 /// Builds the per-worker bodies.

@@ -55,6 +55,7 @@ pub const IO_RAND_READ: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("ops_per_iter", 1, 1000000),
         super::ranges::ParamRange::new("file_kb", 4, super::ranges::MAX_KB),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 /// IoConvoy description.
@@ -69,6 +70,7 @@ pub const IO_CONVOY: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("ops_per_iter", 1, 1000000),
         super::ranges::ParamRange::new("file_kb", 4, super::ranges::MAX_KB),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 struct RandRead {

@@ -48,6 +48,7 @@ pub const INFO: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("sleep_us", 0, super::ranges::MAX_US),
         super::ranges::ParamRange::new("file_kb", 4, super::ranges::MAX_KB),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 const BLOCK: u64 = 4096;

@@ -48,6 +48,7 @@ pub const MUTEX_CONTENTION: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("work_iters", 0, super::ranges::MAX_ITERS),
         super::ranges::ParamRange::new("hold_iters", 0, super::ranges::MAX_ITERS),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 struct MutexBody {
@@ -138,6 +139,7 @@ pub const PRIORITY_INVERSION: TypeInfo = TypeInfo {
         super::ranges::ParamRange::new("work_iters", 0, super::ranges::MAX_ITERS),
         super::ranges::ParamRange::new("high_sleep_us", 0, super::ranges::MAX_US),
     ],
+    needs: super::HostNeed::Nothing,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,6 +34,7 @@ pub use ranges::ParamRange;
 pub use registry::WorkType;
 pub use sequence::{Phase, PhaseKind};
 
+use std::path::Path;
 use std::{fmt, io};
 
 use runq_common::closest;
@@ -142,6 +143,45 @@ pub struct TypeInfo {
     pub wake_figure: WakeFigure,
     /// The valid range of each numeric parameter.
     pub params: &'static [ParamRange],
+    /// What the host must have for the type to run as designed.
+    pub needs: HostNeed,
+}
+
+/// A host feature a work type cannot run without. On a host that lacks it
+/// the run is skipped with a reason, never run as something else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostNeed {
+    /// Runs anywhere.
+    Nothing,
+    /// Two or more online hardware threads sharing a core.
+    Smt,
+    /// Two or more online NUMA nodes.
+    Numa,
+}
+
+impl HostNeed {
+    /// Why a host whose sysfs is at `sys_root` cannot run a type named
+    /// `name`, or `None` when it can.
+    pub fn lacking(self, name: &str, sys_root: &Path) -> Option<String> {
+        use runq_kernel::topology::{numa_nodes, smt_sibling_sets};
+        match self {
+            HostNeed::Nothing => None,
+            HostNeed::Smt => {
+                let online = runq_kernel::cpulist::online_cpus();
+                smt_sibling_sets(sys_root, &online).is_empty().then(|| {
+                    format!(
+                        "{name} needs SMT siblings (two hardware threads of one core online); \
+                         this host has none"
+                    )
+                })
+            }
+            HostNeed::Numa => {
+                let nodes = numa_nodes(sys_root).len();
+                (nodes < 2)
+                    .then(|| format!("{name} needs at least 2 NUMA nodes; this host has {nodes}"))
+            }
+        }
+    }
 }
 
 /// How many workers a type's group may have. [`WorkType::validate_workers`]

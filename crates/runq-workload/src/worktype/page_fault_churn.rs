@@ -43,6 +43,7 @@ pub const INFO: TypeInfo = TypeInfo {
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
     params: &[super::ranges::ParamRange::new("region_kb", 4, super::ranges::MAX_KB), super::ranges::ParamRange::new("touches_per_cycle", 1, 1000000000), super::ranges::ParamRange::new("spin_iters", 0, super::ranges::MAX_ITERS)],
+    needs: super::HostNeed::Nothing,
 };
 
 const PAGE: usize = 4096;

@@ -41,6 +41,7 @@ pub const INFO: TypeInfo = TypeInfo {
     workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
     params: &[super::ranges::ParamRange::new("burst_iters", 0, super::ranges::MAX_ITERS)],
+    needs: super::HostNeed::Nothing,
 };
 
 /// The four pipe ends of one pair; each worker takes its two.

@@ -81,6 +81,7 @@ pub const INFO: TypeInfo = TypeInfo {
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Mixed,
     params: &[],
+    needs: super::HostNeed::Nothing,
 };
 
 const BLOCK: usize = 4096;

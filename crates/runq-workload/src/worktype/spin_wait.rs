@@ -13,6 +13,7 @@ pub const INFO: TypeInfo = TypeInfo {
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
     params: super::ranges::SPIN,
+    needs: super::HostNeed::Nothing,
 };
 
 struct Body(u64);

@@ -48,6 +48,7 @@ pub const INFO: TypeInfo = TypeInfo {
         1,
         super::ranges::MAX_US,
     )],
+    needs: super::HostNeed::Nothing,
 };
 
 struct Body {

@@ -29,6 +29,7 @@ pub const INFO: TypeInfo = TypeInfo {
     },
     wake_figure: super::WakeFigure::Latency,
     params: super::ranges::SPIN,
+    needs: super::HostNeed::Nothing,
 };
 
 struct Chain {

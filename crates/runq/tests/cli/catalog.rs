@@ -79,9 +79,10 @@ fn a_mistyped_name_is_a_usage_error_with_a_suggestion() {
 }
 
 /// Without sched_ext (or with no BPF scheduler loaded), SCHED_EXT
-/// workers are refused before any fork, with what the host lacks.
+/// workers are refused before any fork: skipped (77), with what the host
+/// lacks.
 #[test]
-fn policy_ext_without_a_loaded_scheduler_is_a_run_error() {
+fn policy_ext_without_a_loaded_scheduler_is_skipped() {
     let loaded =
         std::fs::read_to_string("/sys/kernel/sched_ext/state").is_ok_and(|s| s.trim() == "enabled");
     if loaded {
@@ -93,8 +94,9 @@ fn policy_ext_without_a_loaded_scheduler_is_a_run_error() {
         .args(["--policy", "ext", "--duration", "200ms"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(77));
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("runq: skipped: "), "{err}");
     assert!(err.contains("sched_ext"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }

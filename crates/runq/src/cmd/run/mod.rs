@@ -41,7 +41,9 @@ Exit codes:
       ready in time); the report, when printed, is complete and the
       run's cgroups are removed (a scheduler that dies during the run is
       a FAIL, exit 1)
-  77  missing privilege: the run asks for cgroups and runq is not root
+  77  skipped: the run asks for cgroups and runq is not root, or the
+      host lacks what it needs (SMT siblings, NUMA nodes, a loaded
+      sched_ext scheduler for policy ext); nothing ran
   128+N  interrupted by signal N (SIGINT: 130); partial report")]
 pub struct RunArgs {
     /// A scenario file (TOML; see scenarios/annotated.toml), `-` to read
@@ -436,6 +438,7 @@ fn run_repeats(
                 return Err(exit::usage(format!("the host cannot hold this run: {why}")))
             }
             Err(RunError::Interrupted(why)) => return Err(exit::interrupted(why)),
+            Err(RunError::HostLacks(why)) => return Err(exit::skipped(why)),
             Err(e) => return Err(exit::run_error(e.to_string())),
         };
         let stop = outcome.interrupted || outcome.run_error.is_some();
