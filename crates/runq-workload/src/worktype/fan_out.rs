@@ -1,5 +1,5 @@
 //! One-to-many wakeups on a shared generation word: FutexFanOut,
-//! FanOutCompute and ThunderingHerd.
+//! FanOutCompute, ThunderingHerd and AsymmetricWaker.
 //!
 //! Worker 0 is the messenger. Each cycle it does its own step (a spin
 //! burst, or a sleep for the herd), writes a CLOCK_MONOTONIC timestamp,
@@ -48,6 +48,9 @@ pub(super) enum ReceiverStep {
     },
     /// `spin_turn(n)` after waking.
     SpinAfter(u64),
+    /// `spin_turn(i * n)` after waking, for receiver `i` (AsymmetricWaker:
+    /// unequal work per receiver, each its own role).
+    SpinScaled(u64),
 }
 
 /// How receivers measure their wake latency.
@@ -90,6 +93,7 @@ impl PreparedWork for Group {
         // Generation 0 is the one before the first fan-out; a receiver
         // built late must still answer the messenger's first cycle.
         Ok(Box::new(Receiver {
+            idx: idx as u64,
             seen: 0,
             shared,
             spec: self.spec,
@@ -168,6 +172,8 @@ impl WorkerBody for Messenger {
 }
 
 struct Receiver {
+    /// The worker's index in its group (1 for the first receiver).
+    idx: u64,
     shared: Shared,
     seen: u32,
     spec: FanOutSpec,
@@ -226,10 +232,19 @@ impl WorkerBody for Receiver {
         units += match (self.spec.receiver, self.matrices.as_mut()) {
             (ReceiverStep::Matmul { ops, .. }, Some(m)) => (0..ops).map(|_| m.multiply()).sum(),
             (ReceiverStep::SpinAfter(n), _) => spin_turn(n),
+            (ReceiverStep::SpinScaled(n), _) => spin_turn(n.saturating_mul(self.idx)),
             _ => 0,
         };
         self.acknowledge();
         units
+    }
+
+    fn role(&self) -> u8 {
+        match self.spec.receiver {
+            // Unequal duties: each receiver is judged on its own.
+            ReceiverStep::SpinScaled(_) => u8::try_from(self.idx + 1).unwrap_or(u8::MAX),
+            _ => 0,
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! The parameters and descriptions of the three fan-out work types built
+//! The parameters and descriptions of the four fan-out work types built
 //! on [`super::fan_out`].
 
 use std::io;
@@ -145,6 +145,37 @@ pub fn prepare_thundering_herd(
         FanOutSpec {
             messenger: MessengerStep::Sleep(Duration::from_micros(p.interval_us)),
             receiver: ReceiverStep::SpinAfter(p.spin_iters),
+            latency: Latency::SinceStamp,
+        },
+        workers,
+    )
+}
+
+/// AsymmetricWaker description.
+pub const ASYMMETRIC_WAKER: TypeInfo = TypeInfo {
+    name: "AsymmetricWaker",
+    summary: "worker 0 spins spin_iters, then wakes every other worker with one FUTEX_WAKE; \
+              wakee i then spins i x spin_iters, so the wakees' shares differ by design",
+    units: "waker: spin_iters units per cycle; wakee i: i x spin_iters units per wake",
+    wakes: Some("wakees only: delta from the waker's pre-wake timestamp"),
+    workers: super::WorkerRule::AtLeast {
+        n: 2,
+        roles: "worker 0 is the waker",
+    },
+    wake_figure: super::WakeFigure::Latency,
+    params: super::ranges::SPIN,
+    needs: super::HostNeed::Nothing,
+};
+
+/// Builds an AsymmetricWaker group.
+pub fn prepare_asymmetric_waker(
+    p: &SpinParams,
+    workers: usize,
+) -> io::Result<Box<dyn PreparedWork>> {
+    fan_out::prepare(
+        FanOutSpec {
+            messenger: MessengerStep::Spin(p.spin_iters),
+            receiver: ReceiverStep::SpinScaled(p.spin_iters),
             latency: Latency::SinceStamp,
         },
         workers,

@@ -5,11 +5,14 @@
 //! workers share (pipes, shared memory) in the parent before fork, and a
 //! [`WorkerBody`] that runs one outer iteration in the child.
 
+mod alu;
 mod bursty;
 mod cache_pipe;
 mod cache_pressure;
 mod cache_yield;
 mod churn;
+mod cross_affinity;
+mod epoll_storm;
 mod fan_out;
 mod fan_out_types;
 mod fork_exit;
@@ -22,9 +25,12 @@ mod locks;
 mod mixed;
 mod page_fault_churn;
 mod pipe_io;
+mod preempt;
+mod producer_consumer;
 mod ranges;
 mod registry;
 mod sequence;
+mod signal_storm;
 mod spin_wait;
 mod timer_latency;
 mod wake_chain;

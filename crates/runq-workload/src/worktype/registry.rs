@@ -9,10 +9,10 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    bursty, cache_pipe, cache_pressure, cache_yield, churn, fan_out_types, fork_exit,
-    futex_ping_pong, idle_churn, io_mix, io_sync_write, locks, mixed, page_fault_churn, pipe_io,
-    sequence, spin_wait, timer_latency, wake_chain, yield_heavy, PreparedWork, SpinParams,
-    TypeInfo,
+    alu, bursty, cache_pipe, cache_pressure, cache_yield, churn, cross_affinity, epoll_storm,
+    fan_out_types, fork_exit, futex_ping_pong, idle_churn, io_mix, io_sync_write, locks, mixed,
+    page_fault_churn, pipe_io, preempt, producer_consumer, sequence, signal_storm, spin_wait,
+    timer_latency, wake_chain, yield_heavy, PreparedWork, SpinParams, TypeInfo,
 };
 
 /// Builds a group's shared resources from the parameters and the worker
@@ -242,5 +242,59 @@ work_types! {
         info: idle_churn::INFO,
         check: no_check,
         prepare: |p, _| Ok(idle_churn::prepare(p)),
+    }
+    /// Register-only integer and FP arithmetic (high IPC).
+    AluHot(alu::AluParams) {
+        info: alu::ALU_HOT,
+        check: no_check,
+        prepare: |p, _| Ok(alu::prepare_alu(p)),
+    }
+    /// Phases of high-IPC arithmetic and low-IPC pointer chasing.
+    IpcVariance(alu::IpcParams) {
+        info: alu::IPC_VARIANCE,
+        check: no_check,
+        prepare: alu::prepare_ipc,
+    }
+    /// Re-pins itself to a random subset of all online CPUs.
+    CrossAffinityChurn(SpinParams) {
+        info: cross_affinity::INFO,
+        check: no_check,
+        prepare: |p, _| Ok(cross_affinity::prepare(p)),
+    }
+    /// A waker whose wakees do unequal work.
+    AsymmetricWaker(SpinParams) {
+        info: fan_out_types::ASYMMETRIC_WAKER,
+        check: no_check,
+        prepare: fan_out_types::prepare_asymmetric_waker,
+    }
+    /// A producer makes many eventfds ready; consumers drain them from epoll.
+    EpollStorm(epoll_storm::Params) {
+        info: epoll_storm::INFO,
+        check: no_check,
+        prepare: epoll_storm::prepare,
+    }
+    /// Fast producers and slow consumers over one bounded queue.
+    ProducerConsumerImbalance(producer_consumer::Params) {
+        info: producer_consumer::INFO,
+        check: no_check,
+        prepare: producer_consumer::prepare,
+    }
+    /// Pairs bouncing a real-time signal through sigtimedwait.
+    SignalStorm(SpinParams) {
+        info: signal_storm::INFO,
+        check: no_check,
+        prepare: signal_storm::prepare,
+    }
+    /// CPU hogs preempted by boosted short sleepers.
+    PreemptStorm(preempt::PreemptParams) {
+        info: preempt::PREEMPT_STORM,
+        check: no_check,
+        prepare: |p, _| Ok(preempt::prepare_preempt(p)),
+    }
+    /// SCHED_FIFO spinners starving SCHED_OTHER workers on one CPU.
+    RtStarvation(preempt::RtParams) {
+        info: preempt::RT_STARVATION,
+        check: no_check,
+        prepare: |p, _| preempt::prepare_rt(p),
     }
 }

@@ -3,6 +3,7 @@
 //! telemetry it promises: wake latencies for types with a blocking step,
 //! one messenger for the fan-out types, migrations for AffinityChurn.
 
+use std::path::Path;
 use std::time::Duration;
 
 use runq_workload::{
@@ -57,7 +58,11 @@ fn broken_promises(t: &WorkType, reports: &[WorkerReport]) -> Vec<String> {
     let messengers: Vec<_> = reports.iter().filter(|r| r.is_messenger).collect();
     let fan_out = matches!(
         t,
-        WorkType::FutexFanOut(_) | WorkType::FanOutCompute(_) | WorkType::ThunderingHerd(_)
+        WorkType::FutexFanOut(_)
+            | WorkType::FanOutCompute(_)
+            | WorkType::ThunderingHerd(_)
+            | WorkType::AsymmetricWaker(_)
+            | WorkType::EpollStorm(_)
     );
     if fan_out != (messengers.len() == 1) || messengers.len() > 1 {
         out.push(format!("{name}: {} messengers", messengers.len()));
@@ -92,6 +97,10 @@ fn gauntlet(mode: CloneMode) {
     let mut ran = 0;
     for t in WorkType::all_defaults() {
         if mode == CloneMode::Thread && !thread_capable(&Work::Builtin(t.clone())) {
+            continue;
+        }
+        if let Some(why) = t.info().needs.lacking(t.name(), Path::new("/sys")) {
+            eprintln!("gauntlet: skipped: {why}");
             continue;
         }
         let reports = run(&t, mode);
