@@ -29,6 +29,18 @@ fn num(v: Option<u64>) -> Cell {
     v.map_or(Cell::Missing, |v| Cell::Num { value: v as f64 })
 }
 
+/// A limit's cell: "unlimited" spelled out (a `max` file), apart from a
+/// limit that could not be read (missing).
+fn limit(v: Option<u64>) -> Cell {
+    match v {
+        Some(runq_kernel::cgroup_stats::UNLIMITED) => Cell::Text {
+            text: "unlimited".into(),
+            scalar: None,
+        },
+        v => num(v),
+    }
+}
+
 fn as_i64(v: f64) -> i64 {
     // `as` saturates: u64::MAX-like "unlimited" values stay the largest.
     v as i64
@@ -116,14 +128,14 @@ fn cgroup_readings(section: Section, r: &mut Readings, group: &str, st: &CgroupS
         Section::CgroupLimits => (
             Merge::Range,
             vec![
-                ("cpu.max_quota_us", Unit::Scalar, num(st.cpu.max_quota_us)),
+                ("cpu.max_quota_us", Unit::Scalar, limit(st.cpu.max_quota_us)),
                 ("cpu.max_period_us", Unit::Scalar, num(st.cpu.max_period_us)),
                 ("cpu.weight", Unit::Scalar, num(st.cpu.weight)),
-                ("memory.max", Unit::Bytes, num(st.memory.max)),
-                ("memory.high", Unit::Bytes, num(st.memory.high)),
-                ("memory.low", Unit::Bytes, num(st.memory.low)),
-                ("memory.min", Unit::Bytes, num(st.memory.min)),
-                ("pids.max", Unit::Count, num(st.pids.max)),
+                ("memory.max", Unit::Bytes, limit(st.memory.max)),
+                ("memory.high", Unit::Bytes, limit(st.memory.high)),
+                ("memory.low", Unit::Bytes, limit(st.memory.low)),
+                ("memory.min", Unit::Bytes, limit(st.memory.min)),
+                ("pids.max", Unit::Count, limit(st.pids.max)),
             ],
         ),
         Section::MemoryStat => (

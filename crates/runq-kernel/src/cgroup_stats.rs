@@ -132,11 +132,16 @@ fn read(dir: &Path, file: &str) -> Option<String> {
     std::fs::read_to_string(dir.join(file)).ok()
 }
 
-/// Parses a single number, `max` as `None`.
+/// A limit that does not limit: a v2 file saying `max`, or v1's "no
+/// limit" value. Kept apart from a missing figure (`None`), so readers can
+/// say "unlimited" where they would say "unavailable".
+pub const UNLIMITED: u64 = u64::MAX;
+
+/// Parses a single number, `max` as [`UNLIMITED`].
 pub fn parse_limit(text: &str) -> Option<u64> {
     let t = text.trim();
     if t == "max" {
-        return None;
+        return Some(UNLIMITED);
     }
     t.parse().ok()
 }
@@ -377,9 +382,10 @@ fn read_v2(dir: &Path, st: &mut CgroupStats) {
     st.psi = read_psi(dir, ".pressure");
 }
 
-/// v1 `memory.limit_in_bytes` reports "unlimited" as a huge page-aligned value.
+/// v1 `memory.limit_in_bytes` reports "unlimited" as a huge page-aligned
+/// value: [`UNLIMITED`].
 fn v1_mem_limit(t: &str) -> Option<u64> {
-    parse_limit(t).filter(|&v| v < (1u64 << 62))
+    parse_limit(t).map(|v| if v >= 1u64 << 62 { UNLIMITED } else { v })
 }
 
 /// v1 `cpu.shares` (2..=262144, default 1024) mapped onto `cpu.weight`
@@ -411,7 +417,7 @@ fn read_v1(dir_for: &dyn Fn(&str) -> Option<PathBuf>, st: &mut CgroupStats) {
 fn read_v1_quota(dir: &Path, st: &mut CgroupStats) {
     let quota = read(dir, "cpu.cfs_quota_us").and_then(|t| parse_num::<i64>(&t));
     if quota.is_some() && !st.sources.contains_key(CPU_PERIOD.key) {
-        st.cpu.max_quota_us = quota.and_then(|q| u64::try_from(q).ok());
+        st.cpu.max_quota_us = quota.map(|q| u64::try_from(q).unwrap_or(UNLIMITED));
         st.sources.insert(CPU_QUOTA.key.into(), CgroupVersion::V1);
         let period = read(dir, "cpu.cfs_period_us").and_then(|t| parse_num(&t));
         CPU_PERIOD.fill(st, period, CgroupVersion::V1);

@@ -162,3 +162,30 @@ fn denied_smaps_rollup_is_incomparable_not_unmatched() {
     assert_eq!(rows[0].matched, Matched::BaselineOnly);
     assert_eq!(rows[0].incomparable, None);
 }
+
+/// A `max` limit reads "unlimited", not "-" (which means unavailable).
+#[test]
+fn an_unlimited_limit_is_spelled_out() {
+    let mut snap = CtprofSnapshot::new();
+    let unlimited = runq_kernel::cgroup_stats::UNLIMITED;
+    snap.cgroup_stats
+        .insert("/svc".into(), pod(0.0, unlimited, 1));
+    let opts = ViewOptions {
+        grouping: Grouping {
+            by: GroupBy::Cgroup,
+            normalize: true,
+            flatten: vec![],
+        },
+        ..Default::default()
+    };
+    let (rows, _) = secondary_rows(&snap, None, &opts, None);
+    let max = rows.iter().find(|r| r.metric == "memory.max").unwrap();
+    let text = Cell::Text {
+        text: "unlimited".into(),
+        scalar: None,
+    };
+    assert_eq!(max.baseline, text);
+    // A limit never read stays unavailable, not unlimited.
+    let high = rows.iter().find(|r| r.metric == "memory.high").unwrap();
+    assert_eq!(high.baseline, Cell::Missing);
+}

@@ -7,9 +7,12 @@ fn write(dir: &Path, file: &str, text: &str) {
 
 #[test]
 fn small_parsers() {
-    assert_eq!(parse_limit("max\n"), None);
+    assert_eq!(parse_limit("max\n"), Some(UNLIMITED));
     assert_eq!(parse_limit("42\n"), Some(42));
-    assert_eq!(parse_cpu_max("max 100000\n"), (None, Some(100000)));
+    assert_eq!(
+        parse_cpu_max("max 100000\n"),
+        (Some(UNLIMITED), Some(100000))
+    );
     assert_eq!(parse_cpu_max("50000 100000\n"), (Some(50000), Some(100000)));
     let m = parse_flat_keyed("usage_usec 10\nbad\nx y\n");
     assert_eq!(m.len(), 1);
@@ -44,7 +47,7 @@ fn pure_v2_tree() {
     assert_eq!(s.cpu.max_quota_us, Some(50000));
     assert_eq!(s.cpu.weight, Some(100));
     assert_eq!(s.memory.current, Some(4096));
-    assert_eq!(s.memory.max, None);
+    assert_eq!(s.memory.max, Some(UNLIMITED));
     assert_eq!(s.memory.events.get("oom"), Some(&1));
     assert_eq!(s.pids.current, Some(3));
     assert_eq!(s.psi.cpu.unwrap().some.unwrap().total_us, 5);
@@ -94,11 +97,11 @@ fn hybrid_fills_from_v1() {
     assert_eq!(s.cpu.nr_throttled, Some(4));
     assert_eq!(s.cpu.throttled_usec, Some(9));
     assert_eq!(s.sources.get("cpu.nr_throttled"), Some(&CgroupVersion::V1));
-    assert_eq!(s.cpu.max_quota_us, None);
+    assert_eq!(s.cpu.max_quota_us, Some(UNLIMITED));
     assert_eq!(s.cpu.max_period_us, Some(100000));
     assert_eq!(s.cpu.weight, Some(39));
     assert_eq!(s.memory.current, Some(8192));
-    assert_eq!(s.memory.max, None);
+    assert_eq!(s.memory.max, Some(UNLIMITED));
     assert_eq!(s.sources.get("memory.current"), Some(&CgroupVersion::V1));
 }
 
@@ -159,7 +162,7 @@ fn every_v2_file_reaches_its_field() {
         usage_usec: Some(1),
         nr_throttled: Some(2),
         throttled_usec: Some(3),
-        max_quota_us: None,
+        max_quota_us: Some(UNLIMITED),
         max_period_us: Some(100000),
         weight: Some(200),
         weight_nice: Some(-5),
@@ -170,14 +173,14 @@ fn every_v2_file_reaches_its_field() {
         (m.current, m.max, m.high),
         (Some(4096), Some(8192), Some(12288))
     );
-    assert_eq!((m.low, m.min), (None, Some(7)));
+    assert_eq!((m.low, m.min), (Some(UNLIMITED), Some(7)));
     assert_eq!(m.stat.get("file"), Some(&12));
     assert!(m.events.is_empty());
     assert_eq!(
         s.pids,
         CgroupPidsStats {
             current: Some(5),
-            max: None
+            max: Some(UNLIMITED)
         }
     );
     let keys: Vec<&str> = s.sources.keys().map(String::as_str).collect();
@@ -185,6 +188,7 @@ fn every_v2_file_reaches_its_field() {
         keys,
         [
             "cpu.max_period_us",
+            "cpu.max_quota_us",
             "cpu.nr_throttled",
             "cpu.throttled_usec",
             "cpu.usage_usec",
@@ -192,10 +196,12 @@ fn every_v2_file_reaches_its_field() {
             "cpu.weight_nice",
             "memory.current",
             "memory.high",
+            "memory.low",
             "memory.max",
             "memory.min",
             "memory.stat",
             "pids.current",
+            "pids.max",
         ]
     );
     assert!(s.sources.values().all(|v| *v == CgroupVersion::V2));
