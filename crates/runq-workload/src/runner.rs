@@ -410,8 +410,12 @@ pub fn sched_ext_ready(state: &Option<SchedExtSysfs>) -> Result<(), String> {
     }
 }
 
+/// The longest sleep of the run loop: how late it may notice an interrupt,
+/// a due step or the scheduler's death.
+const TICK: Duration = Duration::from_millis(25);
+
 /// How long an interrupted run waits for its workers' reports.
-const INTERRUPTED_COLLECT: Duration = Duration::from_millis(500);
+const INTERRUPTED_COLLECT: Duration = Duration::from_millis(300);
 
 /// Runs `scn` to completion (or interruption). Once workers exist, every
 /// failure ends the run early with a full report and `run_error` set.
@@ -514,7 +518,7 @@ fn drive(
         on_tick(t_run.elapsed(), scn.duration);
         let next_step = steps.peek().map_or(scn.duration, |s| s.at);
         let left = next_step.min(scn.duration).saturating_sub(t_run.elapsed());
-        std::thread::sleep(left.clamp(Duration::from_millis(1), Duration::from_millis(100)));
+        std::thread::sleep(left.clamp(Duration::from_millis(1), TICK));
     }
     (None, None)
 }
