@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::{
     alu, bursty, cache_pipe, cache_pressure, cache_yield, churn, cross_affinity, epoll_storm,
     fan_out_types, fork_exit, futex_ping_pong, idle_churn, io_mix, io_sync_write, locks, mixed,
-    page_fault_churn, pipe_io, preempt, producer_consumer, sequence, signal_storm, spin_wait,
-    timer_latency, wake_chain, yield_heavy, PreparedWork, SpinParams, TypeInfo,
+    numa, page_fault_churn, pipe_io, preempt, producer_consumer, sequence, signal_storm, smt,
+    spin_wait, timer_latency, wake_chain, yield_heavy, PreparedWork, SpinParams, TypeInfo,
 };
 
 /// Builds a group's shared resources from the parameters and the worker
@@ -296,5 +296,23 @@ work_types! {
         info: preempt::RT_STARVATION,
         check: no_check,
         prepare: |p, _| preempt::prepare_rt(p),
+    }
+    /// Spinner pairs pinned onto the SMT siblings of one core.
+    SmtSiblingSpin(SpinParams) {
+        info: smt::INFO,
+        check: no_check,
+        prepare: |p, _| Ok(smt::prepare(p)),
+    }
+    /// Thread and pages moved to the next NUMA node every iteration.
+    NumaMigrationChurn(numa::ChurnParams) {
+        info: numa::MIGRATION_CHURN,
+        check: no_check,
+        prepare: |p, _| Ok(numa::prepare_churn(p)),
+    }
+    /// A working set walked while re-bound node by node.
+    NumaWorkingSetSweep(numa::SweepParams) {
+        info: numa::WORKING_SET_SWEEP,
+        check: no_check,
+        prepare: |p, _| Ok(numa::prepare_sweep(p)),
     }
 }
