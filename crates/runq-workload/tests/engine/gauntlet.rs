@@ -20,13 +20,21 @@ fn workers_for(t: &WorkType) -> usize {
         .expect("a valid count")
 }
 
-fn run(t: &WorkType, mode: CloneMode) -> Vec<WorkerReport> {
+/// The type's reports, or `None` (said on stderr) when this host refuses
+/// what the type needs, e.g. RtStarvation's SCHED_FIFO without privilege.
+fn run(t: &WorkType, mode: CloneMode) -> Option<Vec<WorkerReport>> {
     let mut spec = WorkSpec::new(0, t.clone(), workers_for(t));
     spec.clone_mode = mode;
-    let mut handle = WorkloadHandle::spawn(&[spec]).expect("spawn");
+    let mut handle = match WorkloadHandle::spawn(&[spec]) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            eprintln!("gauntlet: skipped {}: {e}", t.name());
+            return None;
+        }
+        spawned => spawned.expect("spawn"),
+    };
     handle.start();
     std::thread::sleep(RUN);
-    handle.stop_and_collect(Duration::from_secs(5))
+    Some(handle.stop_and_collect(Duration::from_secs(5)))
 }
 
 /// Everything the type promised; one line per broken promise.
@@ -103,7 +111,9 @@ fn gauntlet(mode: CloneMode) {
             eprintln!("gauntlet: skipped: {why}");
             continue;
         }
-        let reports = run(&t, mode);
+        let Some(reports) = run(&t, mode) else {
+            continue;
+        };
         failures.extend(broken_promises(&t, &reports));
         ran += 1;
     }
