@@ -21,6 +21,7 @@ mod ctprof_record;
 mod documented;
 mod json_contract;
 mod man;
+mod readme_console;
 mod run;
 mod scenarios;
 mod scheduler;

@@ -1,0 +1,306 @@
+//! Every `console` block of README.md is run against the binary and its
+//! output compared with the block, so the README's examples cannot drift
+//! from what runq prints.
+//!
+//! A block runs as one shell script in a scratch directory shared by all
+//! blocks (so a snapshot captured in one block is there for the next),
+//! with `runq` on `PATH`, `sudo` dropped (the test runs as root) and
+//! stderr merged into stdout, as a terminal shows them. Lines are compared
+//! by shape: every number (with its unit) matches any number, PASS and
+//! FAIL match each other (a verdict is the host's), and a FAIL's
+//! explanation line is optional, and a `...` line stands for any lines.
+//! Each line of the README's output must
+//! appear in the real output, in order, except rows that name something
+//! the host does not have (another host's threads in a ctprof table).
+//! Blocks that need what the suite does not provide (perf, a demo
+//! service, background load, a file made by hand) are skipped, each with
+//! its reason printed.
+
+use std::path::{Path, PathBuf};
+
+/// One `$ command` of a block, continuation lines joined, with the lines
+/// the README shows after it.
+#[derive(Debug)]
+struct Step {
+    command: String,
+    shown: Vec<String>,
+}
+
+/// A console block: where it starts and its steps.
+#[derive(Debug)]
+struct Block {
+    line: usize,
+    steps: Vec<Step>,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The console blocks of a Markdown text.
+fn console_blocks(text: &str) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
+        if line.trim_end() != "```console" {
+            continue;
+        }
+        let mut block = Block {
+            line: n + 1,
+            steps: Vec::new(),
+        };
+        let mut continued = false;
+        for (_, line) in lines.by_ref() {
+            if line.starts_with("```") {
+                break;
+            }
+            if let Some(cmd) = line.strip_prefix("$ ") {
+                block.steps.push(Step {
+                    command: cmd.to_string(),
+                    shown: Vec::new(),
+                });
+                continued = cmd.ends_with('\\');
+            } else if let Some(step) = block.steps.last_mut() {
+                if continued {
+                    step.command.push('\n');
+                    step.command.push_str(line);
+                    continued = line.ends_with('\\');
+                } else {
+                    step.shown.push(line.to_string());
+                }
+            }
+        }
+        blocks.push(block);
+    }
+    blocks
+}
+
+/// Programs a block may run besides runq and the shell's own.
+const TOOLS: &[&str] = &[
+    "runq", "sudo", "echo", "head", "tail", "grep", "sed", "setpriv", "time", "taskset",
+];
+
+/// Why a block cannot run in the suite, or `None`.
+fn skip_reason(block: &Block, scratch: &Path) -> Option<String> {
+    let mut made: Vec<String> = Vec::new();
+    for step in &block.steps {
+        let cmd = &step.command;
+        if cmd.starts_with('#') {
+            continue;
+        }
+        if cmd.contains(" &") {
+            return Some("it starts background work".into());
+        }
+        if cmd.contains("perf ") {
+            return Some("it runs perf".into());
+        }
+        let Some(words) = shlex::split(&cmd.replace("\\\n", " ")) else {
+            return Some(format!("its command `{cmd}` does not parse"));
+        };
+        let program = words.iter().find(|w| !w.contains('=') && *w != "sudo");
+        if let Some(program) = program.filter(|p| !TOOLS.contains(&p.as_str())) {
+            return Some(format!("it runs {program}"));
+        }
+        if let Some(file) = missing_input(&words, scratch, &made) {
+            return Some(format!("it reads {file}, which the README makes by hand"));
+        }
+        made.extend(outputs(&words));
+    }
+    None
+}
+
+/// The files a command writes (after `-o`/`--output`).
+fn outputs(words: &[String]) -> Vec<String> {
+    words
+        .windows(2)
+        .filter(|w| matches!(w[0].as_str(), "-o" | "--output"))
+        .map(|w| w[1].clone())
+        .collect()
+}
+
+/// An input file the command names that neither the block's earlier
+/// steps, the scratch directory nor the repository hold (outputs, after
+/// `-o`/`--output`, do not count).
+fn missing_input(words: &[String], scratch: &Path, made: &[String]) -> Option<String> {
+    let inputs = words.iter().enumerate().filter(|(i, w)| {
+        let after_output = *i > 0 && matches!(words[i - 1].as_str(), "-o" | "--output");
+        let looks_like_file = [".ctprof.zst", ".json", ".toml", ".data"]
+            .iter()
+            .any(|ext| w.ends_with(ext))
+            || w.starts_with("/tmp/");
+        !after_output && looks_like_file && !w.contains(char::is_whitespace)
+    });
+    for (_, w) in inputs {
+        let path = w.split('@').next().unwrap_or(w);
+        let exists = made.iter().any(|m| m == path)
+            || scratch.join(path).exists()
+            || repo_root().join(path).exists();
+        if !exists {
+            return Some(w.clone());
+        }
+    }
+    None
+}
+
+/// Runs a block's steps in one shell and splits the merged output by step.
+fn run_block(block: &Block, scratch: &Path) -> Vec<Vec<String>> {
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_runq")).parent().unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    let mut script = String::new();
+    for (i, step) in block.steps.iter().enumerate() {
+        let cmd = step.command.strip_prefix("sudo ").unwrap_or(&step.command);
+        let cmd = cmd.replace("| sudo ", "| ");
+        script.push_str(&format!("echo '@@step {i}@@'\n{cmd}\n"));
+    }
+    let out = std::process::Command::new("sh")
+        .args(["-c", &format!("exec 2>&1\n{script}")])
+        .current_dir(scratch)
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .current_dir(scratch)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut steps: Vec<Vec<String>> = vec![Vec::new(); block.steps.len()];
+    let mut current = None;
+    for line in text.lines() {
+        if let Some(i) = line
+            .strip_prefix("@@step ")
+            .and_then(|r| r.strip_suffix("@@"))
+        {
+            current = i.parse::<usize>().ok();
+        } else if let Some(i) = current {
+            steps[i].push(line.to_string());
+        }
+    }
+    steps
+}
+
+/// A line's shape: numbers (with units) as `#`, PASS and FAIL as `V`,
+/// runs of blanks as one space.
+fn shape(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars().peekable();
+    let mut last_number = false;
+    while let Some(c) = chars.next() {
+        let signed = matches!(c, '+' | '-') && chars.peek().is_some_and(char::is_ascii_digit);
+        if signed {
+            continue;
+        }
+        if c.is_ascii_digit() {
+            while chars
+                .peek()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == 'µ' || *c == '%')
+            {
+                chars.next();
+            }
+            if !last_number {
+                out.push('#');
+            }
+            last_number = true;
+            continue;
+        }
+        last_number = false;
+        out.push(c);
+    }
+    let words: Vec<&str> = out
+        .split_whitespace()
+        .filter(|w| *w != "~")
+        .map(|w| match w {
+            "PASS" | "FAIL" | "SKIP" => "V",
+            w => w,
+        })
+        .collect();
+    words.join(" ")
+}
+
+/// A FAIL's explanation: indented under its check line.
+fn is_explanation(line: &str) -> bool {
+    line.starts_with("     ") && !line.trim().is_empty()
+}
+
+/// The README lines of one step that the real output lacks, in order.
+fn missing_lines(shown: &[String], real: &[String]) -> Vec<String> {
+    let real_shapes: Vec<String> = real.iter().map(|l| shape(l)).collect();
+    let real_text = real.join("\n");
+    let mut at = 0;
+    let mut missing = Vec::new();
+    let elided = |l: &&String| l.trim() == "..." || l.trim().is_empty();
+    for line in shown.iter().filter(|l| !is_explanation(l) && !elided(l)) {
+        let want = shape(line);
+        if let Some(i) = real_shapes[at..].iter().position(|r| *r == want) {
+            at += i + 1;
+            continue;
+        }
+        // A row of figures led by a name the host does not have (another
+        // host's thread, a series of it) is another host's.
+        let lead = line.split_whitespace().next().unwrap_or("");
+        let foreign_row = line.chars().any(|c| c.is_ascii_digit())
+            && lead.chars().any(|c| c.is_ascii_alphabetic())
+            && !real_text.contains(lead);
+        if !foreign_row {
+            missing.push(line.clone());
+        }
+    }
+    missing
+}
+
+#[test]
+fn shapes_match_numbers_and_verdicts_not_words() {
+    assert_eq!(
+        shape("PASS max_gap_ms   spinners   1914 <= 2000"),
+        shape("FAIL max_gap_ms spinners 3.5 <= 2000")
+    );
+    assert_eq!(shape("wake p99 31.7µs 5.34ms"), "wake p# # #");
+    assert_eq!(shape("runq 2/2 -32.457ms ~ -12.2%"), "runq #/# # #");
+    assert_ne!(
+        shape("exit Some(Signaled(9))"),
+        shape("exit killed by SIGKILL")
+    );
+    let shown = vec!["group a".to_string(), "rustc 4/10 1.2s".to_string()];
+    let real = vec!["x".to_string(), "group a".to_string()];
+    assert!(missing_lines(&shown, &real).is_empty(), "a foreign row");
+    let shown = vec!["verdict: PASS".to_string(), "header".to_string()];
+    assert_eq!(missing_lines(&shown, &real), shown);
+}
+
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root (the README's examples use sudo)")]
+fn every_readme_console_block_matches_the_binary() {
+    use std::os::unix::fs::PermissionsExt;
+    let text = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    // The README runs from the repository (scenarios/...), and one example
+    // writes a snapshot as `nobody`.
+    std::os::unix::fs::symlink(
+        repo_root().join("scenarios"),
+        scratch.path().join("scenarios"),
+    )
+    .unwrap();
+    let sticky = std::fs::Permissions::from_mode(0o1777);
+    std::fs::set_permissions(scratch.path(), sticky).unwrap();
+    let (mut ran, mut failures) = (0, Vec::new());
+    for block in console_blocks(&text) {
+        if let Some(why) = skip_reason(&block, scratch.path()) {
+            eprintln!("skipped README.md:{}: {why}", block.line);
+            continue;
+        }
+        ran += 1;
+        let real = run_block(&block, scratch.path());
+        for (step, real) in block.steps.iter().zip(&real) {
+            for line in missing_lines(&step.shown, real) {
+                failures.push(format!(
+                    "README.md:{} `{}`: shows {line:?}; runq printed:\n{}",
+                    block.line,
+                    step.command,
+                    real.join("\n")
+                ));
+                break;
+            }
+        }
+    }
+    eprintln!("{ran} README console blocks run");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(ran >= 10, "only {ran} blocks ran");
+}
