@@ -367,7 +367,12 @@ fn host_has_what_groups_need(scn: &Scenario, sys_root: &Path) -> Result<(), RunE
     for g in scn.groups.iter().filter(|g| g.custom.is_none()) {
         let work = &g.work;
         if let Some(why) = work.info().needs.lacking(work.name(), sys_root) {
-            return Err(RunError::HostLacks(format!("group {}: {why}", g.name)));
+            let why = if g.name == work.name() {
+                why
+            } else {
+                format!("group {}: {why}", g.name)
+            };
+            return Err(RunError::HostLacks(why));
         }
     }
     Ok(())
