@@ -17,7 +17,7 @@ use std::io::{self, Write};
 
 use crate::avail::Capabilities;
 use crate::compare::reduce;
-use crate::group::{group_threads, GroupBy, Grouping};
+use crate::group::{group_threads_named, GroupBy, Grouping};
 use crate::model::{CtprofSnapshot, ThreadState};
 use crate::registry::{AggRule, Aggregated, CtprofMetricDef, CTPROF_METRICS};
 
@@ -150,7 +150,10 @@ pub fn series(snap: &CtprofSnapshot, group: &ExportGroup, fams: &[Family]) -> Ve
                 values: values(fams, &[t], caps),
             })
             .collect(),
-        ExportGroup::By(g) => group_threads(&snap.threads, g)
+        // Series names must not change from one export to the next, so a
+        // comm pool is always its pattern (`worker-{N}`), never the literal
+        // name a one-thread pool would keep in a view.
+        ExportGroup::By(g) => group_threads_named(&snap.threads, g, None)
             .into_iter()
             .map(|(k, v)| Series {
                 labels: vec![(axis_label(g.by), k)],

@@ -205,24 +205,11 @@ pub struct CommNames {
 impl CommNames {
     /// Decides the names over every thread of every snapshot given.
     pub fn decide<'a>(sides: impl IntoIterator<Item = &'a [ThreadState]>) -> CommNames {
-        let mut literals: HashMap<String, BTreeSet<&str>> = HashMap::new();
+        let mut seen = CommNameSet::default();
         for threads in sides {
-            for t in threads {
-                literals
-                    .entry(normalize_thread_name(&t.comm))
-                    .or_default()
-                    .insert(&t.comm);
-            }
+            seen.observe(threads);
         }
-        let mut by_literal = HashMap::new();
-        for (pattern, names) in literals {
-            let one = names.len() == 1;
-            for n in names {
-                let key = if one { n.to_string() } else { pattern.clone() };
-                by_literal.insert(n.to_string(), key);
-            }
-        }
-        CommNames { by_literal }
+        seen.decide()
     }
 
     /// The row name of a thread name (its pattern when not decided here).
@@ -234,6 +221,41 @@ impl CommNames {
     }
 }
 
+/// The thread names of snapshots met one at a time (the snapshots of two
+/// directories), from which [`CommNames`] are decided once all are seen.
+#[derive(Debug, Default)]
+pub struct CommNameSet {
+    literals: HashMap<String, BTreeSet<String>>,
+}
+
+impl CommNameSet {
+    /// Adds one snapshot's thread names.
+    pub fn observe(&mut self, threads: &[ThreadState]) {
+        for t in threads {
+            let names = self
+                .literals
+                .entry(normalize_thread_name(&t.comm))
+                .or_default();
+            if !names.contains(&t.comm) {
+                names.insert(t.comm.clone());
+            }
+        }
+    }
+
+    /// The row names: a pattern met under one literal name keeps it.
+    pub fn decide(&self) -> CommNames {
+        let mut by_literal = HashMap::new();
+        for (pattern, names) in &self.literals {
+            let one = names.len() == 1;
+            for n in names {
+                let key = if one { n.clone() } else { pattern.clone() };
+                by_literal.insert(n.clone(), key);
+            }
+        }
+        CommNames { by_literal }
+    }
+}
+
 /// The row names a view over `sides` needs: `Some` under `--group-by comm`
 /// with normalization, `None` for the other axes.
 pub fn view_names<'a>(
@@ -241,15 +263,6 @@ pub fn view_names<'a>(
     sides: impl IntoIterator<Item = &'a [ThreadState]>,
 ) -> Option<CommNames> {
     (g.by == GroupBy::Comm && g.normalize).then(|| CommNames::decide(sides))
-}
-
-/// Groups one snapshot's threads, its comm row names decided over itself.
-pub fn group_threads<'a>(
-    threads: &'a [ThreadState],
-    g: &Grouping,
-) -> BTreeMap<String, Vec<&'a ThreadState>> {
-    let names = view_names(g, [threads]);
-    group_threads_named(threads, g, names.as_ref())
 }
 
 /// Groups threads; under normalized `--group-by comm` the row names come

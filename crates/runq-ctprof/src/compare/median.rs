@@ -9,14 +9,17 @@
 //! tally come from each side's last snapshot.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use runq_common::stats::median;
 use serde::Serialize;
 
 use super::side::{side, GroupData, Side};
 use super::{limited_rows, two_sided_view, ViewOptions};
-use crate::group::{view_names, Grouping};
+use crate::format::FormatError;
+use crate::group::{CommNameSet, CommNames, GroupBy, Grouping};
 use crate::model::CtprofSnapshot;
+use crate::record::delta::for_each_snapshot;
 use crate::registry::Aggregated;
 
 /// One side's values of a row over its snapshots.
@@ -76,10 +79,10 @@ fn spread(v: &[f64]) -> Option<Spread> {
 }
 
 impl Samples {
-    /// Adds one snapshot's groups.
-    pub fn add(&mut self, snap: &CtprofSnapshot, grouping: &Grouping) {
-        let names = view_names(grouping, [&snap.threads[..]]);
-        for (g, data) in side(snap, grouping, names.as_ref()) {
+    /// Adds one snapshot's groups; under `--group-by comm` their row names
+    /// come from `names`, decided over every snapshot of both sides.
+    pub fn add(&mut self, snap: &CtprofSnapshot, grouping: &Grouping, names: Option<&CommNames>) {
+        for (g, data) in side(snap, grouping, names) {
             let s = self.groups.entry(g).or_default();
             s.threads.push(data.threads);
             for (m, a) in &data.metrics {
@@ -131,13 +134,33 @@ impl Samples {
     }
 }
 
+/// The comm row names of a compare of directories: under normalized
+/// `--group-by comm`, decided over every snapshot of every directory (a
+/// first pass that reads only thread names), so `worker-3` on one side
+/// and `worker-7` on the other meet on one row; `None` for other axes.
+pub fn comm_names_over_dirs(
+    dirs: &[&Path],
+    grouping: &Grouping,
+) -> Result<Option<CommNames>, FormatError> {
+    if grouping.by != GroupBy::Comm || !grouping.normalize {
+        return Ok(None);
+    }
+    let mut seen = CommNameSet::default();
+    for dir in dirs {
+        for_each_snapshot(dir, |snap| seen.observe(&snap.threads))?;
+    }
+    Ok(Some(seen.decide()))
+}
+
 /// Compares two sides of several snapshots each; `last` are each side's
-/// newest snapshot (secondary sections, host context, exited threads).
+/// newest snapshot (secondary sections, host context, exited threads), and
+/// `names` the comm row names the samples were added with.
 pub fn compare_samples(
     a: &Samples,
     b: &Samples,
     last: (&CtprofSnapshot, &CtprofSnapshot),
     opts: &ViewOptions,
+    names: Option<&CommNames>,
 ) -> super::View {
     let (sa, sb) = (a.median_side(), b.median_side());
     let (mut rows, omitted_rows) = limited_rows(&sa, Some(&sb), opts);
@@ -154,11 +177,9 @@ pub fn compare_samples(
             });
         }
     }
-    let (base, cand) = last;
-    let names = view_names(&opts.grouping, [&base.threads[..], &cand.threads[..]]);
     super::View {
         samples: Some((a.count, b.count)),
-        ..two_sided_view(last, rows, omitted_rows, opts, names.as_ref())
+        ..two_sided_view(last, rows, omitted_rows, opts, names)
     }
 }
 

@@ -1,5 +1,14 @@
 use super::*;
 
+/// Groups one snapshot's threads, its comm row names decided over itself.
+fn group_threads<'a>(
+    threads: &'a [ThreadState],
+    g: &Grouping,
+) -> BTreeMap<String, Vec<&'a ThreadState>> {
+    let names = view_names(g, [threads]);
+    group_threads_named(threads, g, names.as_ref())
+}
+
 #[test]
 fn normalization_examples() {
     let cases = [

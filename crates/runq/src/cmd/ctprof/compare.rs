@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use runq_ctprof::compare::median::{compare_samples, Samples};
-use runq_ctprof::group::Grouping;
+use runq_ctprof::compare::median::{comm_names_over_dirs, compare_samples, Samples};
+use runq_ctprof::group::{CommNames, Grouping};
 use runq_ctprof::CtprofSnapshot;
 
 use super::view::{load, print_view, ViewArgs};
@@ -37,9 +37,12 @@ pub struct CompareArgs {
 pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let opts = args.view.options()?;
     if args.baseline.is_dir() && args.candidate.is_dir() {
-        let (sa, la) = samples(&args.baseline, &opts.grouping)?;
-        let (sb, lb) = samples(&args.candidate, &opts.grouping)?;
-        let view = compare_samples(&sa, &sb, (&la, &lb), &opts);
+        let dirs = [args.baseline.as_path(), args.candidate.as_path()];
+        let names =
+            comm_names_over_dirs(&dirs, &opts.grouping).map_err(|e| exit::usage(e.to_string()))?;
+        let (sa, la) = samples(&args.baseline, &opts.grouping, names.as_ref())?;
+        let (sb, lb) = samples(&args.candidate, &opts.grouping, names.as_ref())?;
+        let view = compare_samples(&sa, &sb, (&la, &lb), &opts, names.as_ref());
         print_view(&view, true, &args.view)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -51,10 +54,15 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
 
 /// Every snapshot of a directory as one side of a median compare, and the
 /// last of them.
-fn samples(dir: &Path, grouping: &Grouping) -> anyhow::Result<(Samples, CtprofSnapshot)> {
+fn samples(
+    dir: &Path,
+    grouping: &Grouping,
+    names: Option<&CommNames>,
+) -> anyhow::Result<(Samples, CtprofSnapshot)> {
     let mut s = Samples::default();
-    let last = runq_ctprof::record::delta::for_each_snapshot(dir, |snap| s.add(snap, grouping))
-        .map_err(|e| exit::usage(e.to_string()))?;
+    let last =
+        runq_ctprof::record::delta::for_each_snapshot(dir, |snap| s.add(snap, grouping, names))
+            .map_err(|e| exit::usage(e.to_string()))?;
     let last = last.ok_or_else(|| {
         exit::usage(format!(
             "{}: no *.ctprof.zst snapshots; capture some with `runq ctprof capture -o DIR/NAME.ctprof.zst` or record them with `runq ctprof record`",
