@@ -93,11 +93,14 @@ pub enum Reason {
     DynamicLib,
     /// Not read on this architecture (the reader is x86_64 only).
     UnsupportedArch,
+    /// jemalloc is linked into the executable, which is stripped of the
+    /// symbol or debug info that locates its counters.
+    Stripped,
 }
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 10] = [
+    pub const ALL: [Reason; 11] = [
         Reason::NoSchedstats,
         Reason::SchedstatsOff,
         Reason::DelayacctOff,
@@ -108,6 +111,7 @@ impl Reason {
         Reason::Error,
         Reason::DynamicLib,
         Reason::UnsupportedArch,
+        Reason::Stripped,
     ];
 
     /// The snake_case name used in JSON.
@@ -123,6 +127,7 @@ impl Reason {
             Reason::Error => "error",
             Reason::DynamicLib => "dynamic_lib",
             Reason::UnsupportedArch => "unsupported_arch",
+            Reason::Stripped => "stripped",
         }
     }
 
@@ -139,6 +144,9 @@ impl Reason {
             Reason::Error => "read or parse error",
             Reason::DynamicLib => "libjemalloc linked dynamically (only static jemalloc is read)",
             Reason::UnsupportedArch => "not read on this architecture (x86_64 only)",
+            Reason::Stripped => {
+                "jemalloc linked statically into a stripped executable (keep its symbols and debug info)"
+            }
         }
     }
 }

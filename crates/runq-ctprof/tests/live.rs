@@ -295,3 +295,26 @@ fn shared_libjemalloc_is_unavailable_not_zero() {
     let me = find(&snap.threads, std::process::id());
     assert!(!me.unavailable.contains_key(&Source::Jemalloc));
 }
+
+/// A jemalloc-linked executable stripped of its debug info (what a
+/// default `cargo build --release` ships) or of every symbol still holds
+/// jemalloc: its counters are unavailable ("stripped"), never a zero that
+/// reads as "no jemalloc".
+#[test]
+fn a_stripped_jemalloc_executable_is_stripped_not_absent() {
+    use runq_ctprof::jemalloc::{inspect, StaticJemalloc};
+    let bin = runq_testkit::example_bin("jemalloc_threads");
+    assert!(matches!(inspect(&bin), StaticJemalloc::Readable(_)));
+    let dir = tempfile::tempdir().unwrap();
+    for how in ["--strip-debug", "--strip-all"] {
+        let out = dir.path().join(how.trim_start_matches('-'));
+        let status = std::process::Command::new("objcopy")
+            .arg(how)
+            .arg(&bin)
+            .arg(&out)
+            .status()
+            .expect("objcopy (binutils)");
+        assert!(status.success());
+        assert_eq!(inspect(&out), StaticJemalloc::Stripped, "{how}");
+    }
+}

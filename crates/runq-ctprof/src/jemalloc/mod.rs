@@ -6,8 +6,9 @@
 //! executable's DWARF gives the offsets of `thread_allocated` and
 //! `thread_deallocated` in `tsd_s`, ptrace gives each thread's thread
 //! pointer (`fs_base`), and `process_vm_readv` reads the two counters.
-//! Processes without jemalloc (or stripped of the symbol or debug info)
-//! keep zero. A process that maps a shared `libjemalloc.so` is marked
+//! Processes without jemalloc keep zero. One linked with jemalloc but
+//! stripped of the symbol or the debug info is marked unavailable
+//! (stripped), as is a process that maps a shared `libjemalloc.so`
 //! unavailable (its TSD is in the library's dynamic TLS, not read here),
 //! and so is every process on a host other than x86_64: neither reads as
 //! "no jemalloc".
@@ -32,13 +33,47 @@ pub struct JemallocLayout {
     pub deallocated: i64,
 }
 
-/// Inspects an executable; `None` when it is not statically linked with a
-/// jemalloc whose layout can be found.
-pub fn layout_of(exe: &Path) -> Option<JemallocLayout> {
-    let elf = elf::Elf::open(std::fs::File::open(exe).ok()?)?;
+/// What an executable holds of jemalloc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaticJemalloc {
+    /// Linked in, with the symbol and debug info that locate the counters.
+    Readable(JemallocLayout),
+    /// Linked in (its messages are in `.rodata`), but stripped of the
+    /// `tsd_tls` symbol or of the debug info: the counters exist and
+    /// cannot be located.
+    Stripped,
+    /// Not linked in.
+    Absent,
+}
+
+/// The mark every jemalloc build carries in its messages.
+const JEMALLOC_MARK: &[u8] = b"<jemalloc>";
+
+/// Inspects an executable: whether it is statically linked with jemalloc,
+/// and where the counters sit when that can be found.
+pub fn inspect(exe: &Path) -> StaticJemalloc {
+    let Some(elf) = std::fs::File::open(exe).ok().and_then(elf::Elf::open) else {
+        return StaticJemalloc::Absent;
+    };
+    if let Some(layout) = layout_in(&elf) {
+        return StaticJemalloc::Readable(layout);
+    }
+    let marked = elf.section(".rodata").is_some_and(|data| {
+        data.windows(JEMALLOC_MARK.len())
+            .any(|w| w == JEMALLOC_MARK)
+    });
+    if marked {
+        StaticJemalloc::Stripped
+    } else {
+        StaticJemalloc::Absent
+    }
+}
+
+/// Where the counters sit, from the `tsd_tls` symbol and the DWARF.
+fn layout_in(elf: &elf::Elf) -> Option<JemallocLayout> {
     let tls = elf.tls()?;
     let sym = elf.tls_symbol("tsd_tls")?;
-    let (a, d) = dwarf::tsd_offsets(&elf)?;
+    let (a, d) = dwarf::tsd_offsets(elf)?;
     let base = elf::tp_offset(tls, sym);
     Some(JemallocLayout {
         allocated: base + a as i64,
@@ -145,7 +180,7 @@ fn shared_jemalloc(proc_root: &Path, tgid: u32) -> bool {
 /// unavailable rather than left at a zero that reads as "no jemalloc".
 pub fn fill(threads: &mut [ThreadState], proc_root: &Path) -> u64 {
     let me = std::process::id();
-    let mut by_exe: HashMap<(u64, u64), Option<JemallocLayout>> = HashMap::new();
+    let mut by_exe: HashMap<(u64, u64), StaticJemalloc> = HashMap::new();
     let mut per_tgid: HashMap<u32, Allocator> = HashMap::new();
     let mut read = 0;
     for t in threads.iter_mut() {
@@ -159,6 +194,10 @@ pub fn fill(threads: &mut [ThreadState], proc_root: &Path) -> u64 {
             Allocator::Static(layout) => layout,
             Allocator::Shared => {
                 t.mark(Source::Jemalloc, Reason::DynamicLib);
+                continue;
+            }
+            Allocator::Stripped => {
+                t.mark(Source::Jemalloc, Reason::Stripped);
                 continue;
             }
             Allocator::Denied => {
@@ -207,6 +246,8 @@ enum Allocator {
     Static(JemallocLayout),
     /// A shared libjemalloc is mapped: not readable.
     Shared,
+    /// jemalloc linked in, the executable stripped: not readable.
+    Stripped,
     /// The executable could not be inspected (another user's process).
     Denied,
     /// Another allocator, or a kernel thread (no executable): real zero.
@@ -216,7 +257,7 @@ enum Allocator {
 fn allocator(
     proc_root: &Path,
     tgid: u32,
-    by_exe: &mut HashMap<(u64, u64), Option<JemallocLayout>>,
+    by_exe: &mut HashMap<(u64, u64), StaticJemalloc>,
 ) -> Allocator {
     let exe = proc_root.join(tgid.to_string()).join("exe");
     // Kernel threads have no executable (and no maps worth reading).
@@ -230,13 +271,14 @@ fn allocator(
         }
         Err(_) => return Allocator::Other,
     };
-    let layout = *by_exe
+    let found = *by_exe
         .entry((meta.dev(), meta.ino()))
-        .or_insert_with(|| layout_of(&exe));
-    match layout {
-        Some(l) => Allocator::Static(l),
-        None if shared_jemalloc(proc_root, tgid) => Allocator::Shared,
-        None => Allocator::Other,
+        .or_insert_with(|| inspect(&exe));
+    match found {
+        StaticJemalloc::Readable(l) => Allocator::Static(l),
+        StaticJemalloc::Stripped => Allocator::Stripped,
+        StaticJemalloc::Absent if shared_jemalloc(proc_root, tgid) => Allocator::Shared,
+        StaticJemalloc::Absent => Allocator::Other,
     }
 }
 
@@ -245,13 +287,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn non_jemalloc_binaries_have_no_layout() {
-        assert_eq!(layout_of(Path::new("/bin/sh")), None);
-        assert_eq!(layout_of(Path::new("/nonexistent")), None);
+    fn non_jemalloc_binaries_have_no_jemalloc() {
+        assert_eq!(inspect(Path::new("/bin/sh")), StaticJemalloc::Absent);
+        assert_eq!(inspect(Path::new("/nonexistent")), StaticJemalloc::Absent);
         let d = tempfile::tempdir().unwrap();
         let junk = d.path().join("junk");
         std::fs::write(&junk, b"\x7fELF garbage").unwrap();
-        assert_eq!(layout_of(&junk), None);
+        assert_eq!(inspect(&junk), StaticJemalloc::Absent);
     }
 
     #[test]
