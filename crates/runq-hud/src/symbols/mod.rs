@@ -15,7 +15,9 @@ use blazesym::symbolize::{Input, Reason, Symbolized, Symbolizer};
 use blazesym::Pid;
 use serde::{Deserialize, Serialize};
 
+mod exports;
 pub mod maps;
+use exports::Exports;
 use maps::CodeMapping;
 
 /// One frame of a symbolized stack.
@@ -53,9 +55,11 @@ impl Frame {
         }
     }
 
-    /// True for a frame named by its object and offset (no symbol).
+    /// True for a frame named by its object and offset (no symbol), or
+    /// after a neighbouring export (`~name+0x..`, approximate).
     pub fn is_unsymbolized(&self) -> bool {
         self.function.starts_with("[unknown]")
+            || self.function.starts_with('~')
             || self.module.as_deref().is_some_and(|m| {
                 let base = m.rsplit('/').next().unwrap_or(m);
                 self.function.starts_with(base) && self.function.contains("+0x")
@@ -85,6 +89,9 @@ pub struct Symbols {
     mappings_read: Option<Instant>,
     target: Option<TargetBinary>,
     cache: HashMap<u64, Vec<Frame>>,
+    /// The exported functions of each object met with an address no
+    /// lookup could name, by object path.
+    exports: HashMap<PathBuf, Option<Exports>>,
     debug_info_seen: bool,
 }
 
@@ -149,6 +156,7 @@ impl Symbols {
             mappings_read: None,
             target: None,
             cache: HashMap::new(),
+            exports: HashMap::new(),
             debug_info_seen: false,
         };
         s.refresh_mappings();
@@ -375,11 +383,38 @@ impl Symbols {
             resolved.push((*addr, frames));
         }
         drop(dwarf);
+        for (addr, frames) in &mut resolved {
+            self.approximate(addr.saturating_sub(1), frames);
+        }
         self.debug_info_seen |= resolved
             .iter()
             .flat_map(|(_, f)| f)
             .any(|f| f.line.is_some());
         self.cache.extend(resolved);
+    }
+}
+
+impl Symbols {
+    /// Names a frame that only has its object and offset after the
+    /// nearest export before it (`~deflate+0x1a2`), when the object
+    /// exports functions (a stripped library keeps its `.dynsym`).
+    fn approximate(&mut self, lookup: u64, frames: &mut [Frame]) {
+        let [frame] = frames else { return };
+        if frame.function.starts_with("[unknown]") || !frame.is_unsymbolized() {
+            return;
+        }
+        let Some(k) = self.mapping_of(lookup) else {
+            return;
+        };
+        let offset = self.mappings[k].file_offset(lookup);
+        let path = self.object_path(&self.mappings[k]);
+        let exports = self
+            .exports
+            .entry(self.mappings[k].path.clone().into())
+            .or_insert_with(|| Exports::load(&path));
+        if let Some(name) = exports.as_ref().and_then(|e| e.nearest(offset)) {
+            frame.function = name.into();
+        }
     }
 }
 
