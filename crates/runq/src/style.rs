@@ -18,14 +18,10 @@ pub enum ColorChoice {
 
 static CHOICE: AtomicU8 = AtomicU8::new(ColorChoice::Auto as u8);
 
-/// Records the command line's choice; with `never`, also sets `NO_COLOR`
-/// so the libraries' own views (hud's live view) follow it. Call before
-/// any thread starts.
+/// Records the command line's choice; every renderer is handed
+/// [`color_enabled`]'s answer (hud's live view included).
 pub fn set_choice(choice: ColorChoice) {
     CHOICE.store(choice as u8, Ordering::Relaxed);
-    if choice == ColorChoice::Never {
-        std::env::set_var("NO_COLOR", "1");
-    }
 }
 
 /// Whether stdout should get ANSI colors.

@@ -56,17 +56,20 @@ pub struct App {
     pub query: String,
     /// Selected hotspot row.
     pub selected: usize,
+    /// Highlight in colour (else bold): the caller's `--color` decision.
+    pub color: bool,
 }
 
 impl App {
-    /// A view over `model`.
-    pub fn new(model: LiveModel) -> Self {
+    /// A view over `model`, highlighting in colour when `color`.
+    pub fn new(model: LiveModel, color: bool) -> Self {
         App {
             model,
             mode: Mode::Overview,
             sort: SortBy::Total,
             query: String::new(),
             selected: 0,
+            color,
         }
     }
 
@@ -130,7 +133,7 @@ mod tests {
 
     #[test]
     fn keys_move_between_screens() {
-        let mut app = App::new(LiveModel::new(1, Status::default()));
+        let mut app = App::new(LiveModel::new(1, Status::default()), true);
         assert_eq!(app.key(Key::Char('?')), Action::Continue);
         assert_eq!(app.mode, Mode::Help);
         app.key(Key::Esc);

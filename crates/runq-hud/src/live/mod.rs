@@ -237,7 +237,7 @@ mod tests {
             10,
         ));
         m.push(finding(8, "app::hash_all", Category::RunQueueDelay, 600, 7));
-        App::new(m)
+        App::new(m, true)
     }
 
     fn screen(app: &App, w: u16, h: u16) -> String {
@@ -252,6 +252,26 @@ mod tests {
                     + "\n"
             })
             .collect()
+    }
+
+    /// The caller's colour decision reaches the screen (no environment
+    /// variable in between): yellow highlights, or bold without colour.
+    #[test]
+    fn colour_is_the_callers_choice() {
+        let yellow = |color: bool| {
+            let mut a = app();
+            a.color = color;
+            // The highlighted line: stacks cut short.
+            a.model.status.stacks = "stacks: frame pointers; 3 short".into();
+            let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+            t.draw(|f| view::draw(f, &a)).unwrap();
+            let buf = t.backend().buffer().clone();
+            buf.content()
+                .iter()
+                .any(|c| c.fg == ratatui::style::Color::Yellow)
+        };
+        assert!(yellow(true));
+        assert!(!yellow(false));
     }
 
     #[test]
@@ -301,7 +321,7 @@ mod tests {
 
     #[test]
     fn an_empty_session_draws_without_rows() {
-        let a = App::new(LiveModel::new(1_000_000_000, Status::default()));
+        let a = App::new(LiveModel::new(1_000_000_000, Status::default()), true);
         let s = screen(&a, 80, 24);
         assert!(s.contains("Hotspots") && s.contains("events 0"), "{s}");
     }

@@ -20,11 +20,12 @@ fn short(cat: Category) -> &'static str {
     }
 }
 
-/// The highlight colour, or plain text when `NO_COLOR` is set.
-fn accent() -> Style {
-    match std::env::var_os("NO_COLOR") {
-        Some(v) if !v.is_empty() => Style::new().add_modifier(Modifier::BOLD),
-        _ => Style::new().fg(Color::Yellow),
+/// The highlight: a colour, or bold where colour is off.
+fn accent(app: &App) -> Style {
+    if app.color {
+        Style::new().fg(Color::Yellow)
+    } else {
+        Style::new().add_modifier(Modifier::BOLD)
     }
 }
 
@@ -167,7 +168,7 @@ fn status_line(f: &mut Frame<'_>, app: &App, area: Rect) {
     };
     let mut second = Line::from(s.stacks.clone());
     if s.stacks.contains("short") {
-        second = second.style(accent());
+        second = second.style(accent(app));
     }
     f.render_widget(
         Paragraph::new(vec![Line::from(first), second])
@@ -182,7 +183,7 @@ fn drill(f: &mut Frame<'_>, app: &App, area: Rect) {
         return;
     };
     let mut lines = vec![
-        Line::from(format!("{} — {}", b.category.label(), b.function)).style(accent()),
+        Line::from(format!("{} — {}", b.category.label(), b.function)).style(accent(app)),
         Line::from(format!(
             "{} intervals, total {}, max {}",
             b.count,

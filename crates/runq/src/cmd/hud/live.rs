@@ -39,7 +39,8 @@ pub fn live_screen(
         app: session::app_code(&opts),
         ..Default::default()
     };
-    let app = App::new(LiveModel::new(args.window.as_nanos() as u64, status));
+    let model = LiveModel::new(args.window.as_nanos() as u64, status);
+    let app = App::new(model, crate::style::color_enabled());
     let worker = std::thread::spawn(move || {
         let result = session::run(&opts, stop, |u| feed.update(u));
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -92,6 +93,7 @@ pub fn replay_screen(path: &Path, args: &HudArgs) -> anyhow::Result<ExitCode> {
     }
     let (_feed, rx, shared) = runq_hud::live::channel();
     let stop = AtomicBool::new(false);
-    runq_hud::live::run_screen(App::new(model), &rx, &shared, &stop, None)?;
+    let app = App::new(model, crate::style::color_enabled());
+    runq_hud::live::run_screen(app, &rx, &shared, &stop, None)?;
     Ok(ExitCode::SUCCESS)
 }
