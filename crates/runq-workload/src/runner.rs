@@ -19,6 +19,8 @@ use crate::placement::SchedPolicy;
 use crate::report::{WorkerExitInfo, WorkerReport};
 use crate::scenario::{Scenario, ScenarioError, StepAction};
 use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerRun, SchedulerSpec, StartError};
+use crate::series::sampler::Sampler;
+use crate::series::RunSeries;
 use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
 use crate::summary::{summarize_group, GroupSummary};
 
@@ -98,6 +100,9 @@ pub struct RunOutcome {
     pub groups: Vec<GroupSummary>,
     /// Every evaluated check.
     pub checks: Vec<CheckResult>,
+    /// Every group's counters over time (absent when snapshots are off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<RunSeries>,
     /// PASS or FAIL.
     pub verdict: Verdict,
     /// Every worker's report.
@@ -214,6 +219,7 @@ struct LiveRun<'s> {
     watchdog: Option<Watchdog>,
     reports: Vec<WorkerReport>,
     collect_timeout: Duration,
+    sampler: Option<Sampler>,
 }
 
 impl LiveRun<'_> {
@@ -226,6 +232,7 @@ impl LiveRun<'_> {
         spec.setup = g.setup.clone();
         spec.clone_mode = g.clone_mode;
         spec.watchdog = self.watchdog;
+        spec.progress = self.sampler.as_ref().map(|s| s.board(idx));
         spec
     }
 
@@ -261,6 +268,10 @@ impl LiveRun<'_> {
             }
         }
         self.handle.start();
+        if let Some(s) = &mut self.sampler {
+            let workers = self.handle.workers();
+            groups.iter().for_each(|&idx| s.activate(idx, &workers));
+        }
         result
     }
 
@@ -287,6 +298,9 @@ impl LiveRun<'_> {
             }
             StepAction::RemoveGroup(name) => {
                 let idx = self.scn.group_index(name).expect("validated");
+                if let Some(s) = &mut self.sampler {
+                    s.deactivate(idx);
+                }
                 let got = self.handle.stop_group(idx, self.collect_timeout);
                 self.reports.extend(got);
                 Ok(())
@@ -441,6 +455,9 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         watchdog,
         reports: Vec::new(),
         collect_timeout: opts.collect_timeout,
+        sampler: scn
+            .snapshot_interval
+            .and_then(|i| Sampler::new(scn, i).ok()),
     };
     live.handle.inject_fault(opts.fault);
     let t_spawn = Instant::now();
@@ -462,8 +479,10 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         mut cgroups,
         handle,
         mut reports,
+        sampler,
         ..
     } = live;
+    let series = sampler.map(Sampler::finish);
     reports.extend(handle.stop_and_collect(collect_timeout(&opts)));
     let collect_ns = elapsed_ns(t_collect);
     if scheduler_death.is_none() {
@@ -475,7 +494,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         run.remove_all();
     }
     reports.sort_by_key(|r| r.group_idx);
-    let (groups, mut checks) = judge(scn, &reports, weight_file);
+    let (groups, mut checks) = judge(scn, &reports, weight_file, series.as_ref());
     if let Some(spec) = &scn.scheduler {
         checks.push(alive_check(spec, scheduler_death.as_ref()));
     }
@@ -496,13 +515,32 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         groups,
         verdict,
         checks,
+        series,
         reports,
     })
 }
 
+/// Waits out the duration (see [`drive_steps`]), taking a snapshot every
+/// interval and a last one at the end.
+fn drive(
+    live: &mut LiveRun<'_>,
+    scheduler: Option<&mut SchedulerProc>,
+    interrupt: &AtomicBool,
+    on_tick: &mut dyn FnMut(Duration, Duration),
+) -> (Option<SchedulerDeath>, Option<String>) {
+    if let Some(s) = &mut live.sampler {
+        s.begin();
+    }
+    let ended = drive_steps(live, scheduler, interrupt, on_tick);
+    if let Some(s) = &mut live.sampler {
+        s.snapshot_all();
+    }
+    ended
+}
+
 /// Waits out the duration, applying the timed steps, until the end, an
 /// interrupt, the scheduler's death or a failed step.
-fn drive(
+fn drive_steps(
     live: &mut LiveRun<'_>,
     mut scheduler: Option<&mut SchedulerProc>,
     interrupt: &AtomicBool,
@@ -521,8 +559,13 @@ fn drive(
             return (Some(death), None);
         }
         on_tick(t_run.elapsed(), scn.duration);
+        let sample_in = live.sampler.as_mut().map_or(TICK, |s| {
+            s.tick();
+            s.until_due()
+        });
         let next_step = steps.peek().map_or(scn.duration, |s| s.at);
         let left = next_step.min(scn.duration).saturating_sub(t_run.elapsed());
+        let left = left.min(sample_in);
         std::thread::sleep(left.clamp(Duration::from_millis(1), TICK));
     }
     (None, None)
@@ -564,7 +607,9 @@ fn judge(
     scn: &Scenario,
     reports: &[WorkerReport],
     weight_file: Option<&str>,
+    series: Option<&RunSeries>,
 ) -> (Vec<GroupSummary>, Vec<CheckResult>) {
+    let no_series = RunSeries::default();
     let mut groups = Vec::new();
     let mut checks = Vec::new();
     for (i, g) in scn.groups.iter().enumerate() {
@@ -578,6 +623,8 @@ fn judge(
         let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == i).collect();
         let is_custom = g.custom.is_some();
         checks.extend(scn.checks.evaluate_group(&g.name, &mine, is_custom));
+        let series = series.unwrap_or(&no_series);
+        checks.extend(crate::series::evaluate(&g.name, &g.series_checks, series));
     }
     if scn.groups.iter().any(|g| g.custom.is_some()) {
         // Custom workers report no CPU telemetry, so no fair-share model.

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::checks::CheckConfig;
 use crate::placement::WorkerSetup;
 use crate::scheduler::SchedulerSpec;
+use crate::series::SeriesCheck;
 use crate::spawn::{thread_capable, CloneMode, CustomWork, Work};
 use crate::worktype::{WakeFigure, WorkType, WorkTypeError};
 
@@ -44,6 +45,9 @@ pub struct GroupSpec {
     /// function instead of `work`, and only `not_stuck` judges the group.
     #[serde(skip)]
     pub custom: Option<CustomWork>,
+    /// Checks over time on the group's snapshots (see [`crate::series`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series_checks: Vec<SeriesCheck>,
 }
 
 impl GroupSpec {
@@ -111,6 +115,18 @@ pub struct Scenario {
     pub checks: CheckConfig,
     /// A scheduler to start before the workers and watch.
     pub scheduler: Option<SchedulerSpec>,
+    /// Time between snapshots of every group's counters (see
+    /// [`crate::series`]); `None`: no snapshots. Default 100 ms.
+    #[serde(
+        rename = "snapshot_interval_ns",
+        default = "default_snapshot_interval",
+        with = "crate::series::opt_ns"
+    )]
+    pub snapshot_interval: Option<Duration>,
+}
+
+fn default_snapshot_interval() -> Option<Duration> {
+    Some(crate::series::DEFAULT_INTERVAL)
 }
 
 /// A scenario that cannot run as written.
@@ -181,6 +197,7 @@ impl Scenario {
             return Err(invalid("the scenario has no worker groups".into()));
         }
         self.checks.validate().map_err(invalid)?;
+        self.validate_series()?;
         if let Some(s) = &self.scheduler {
             s.validate().map_err(invalid)?;
         }
@@ -191,6 +208,31 @@ impl Scenario {
             self.validate_group(i, g)?;
         }
         self.steps.iter().try_for_each(|s| self.validate_step(s))
+    }
+
+    /// The snapshot interval is long enough, and every check over time
+    /// has snapshots to judge and sound bounds.
+    fn validate_series(&self) -> Result<(), ScenarioError> {
+        if let Some(i) = self
+            .snapshot_interval
+            .filter(|i| *i < crate::series::MIN_INTERVAL)
+        {
+            return Err(invalid(format!(
+                "snapshot_interval {i:?} is below the 10ms minimum (\"off\" turns snapshots off)"
+            )));
+        }
+        for g in self.groups.iter().filter(|g| !g.series_checks.is_empty()) {
+            let err = |msg: String| invalid(format!("group {:?}: {msg}", g.name));
+            if self.snapshot_interval.is_none() {
+                return Err(err(
+                    "series_check needs snapshots, and snapshot_interval is off".into(),
+                ));
+            }
+            for c in &g.series_checks {
+                c.validate(self.duration).map_err(err)?;
+            }
+        }
+        Ok(())
     }
 
     fn validate_group(&self, i: usize, g: &GroupSpec) -> Result<(), ScenarioError> {
@@ -277,6 +319,7 @@ impl ScenarioBuilder {
             steps: Vec::new(),
             checks: CheckConfig::default(),
             scheduler: None,
+            snapshot_interval: default_snapshot_interval(),
         })
     }
 
@@ -306,6 +349,7 @@ impl ScenarioBuilder {
             clone_mode: CloneMode::Process,
             deferred: false,
             custom: None,
+            series_checks: Vec::new(),
         })
     }
 
@@ -342,6 +386,12 @@ impl ScenarioBuilder {
     /// Replaces the check bounds.
     pub fn checks(mut self, checks: CheckConfig) -> Self {
         self.0.checks = checks;
+        self
+    }
+
+    /// Sets the snapshot interval (`None`: no snapshots).
+    pub fn snapshot_interval(mut self, interval: Option<Duration>) -> Self {
+        self.0.snapshot_interval = interval;
         self
     }
 

@@ -14,6 +14,7 @@ use runq_kernel::schedstat::{read_own_schedstat, Schedstat};
 use runq_kernel::{numa_maps, vmstat};
 
 use crate::gap::GapMeter;
+use crate::progress::ProgressSlot;
 use crate::report::{Migration, WorkerReport, MAX_WAKE_SAMPLES};
 use crate::reservoir::Reservoir;
 use runq_kernel::clock::fast::now_ns;
@@ -39,6 +40,8 @@ pub struct Telemetry {
     planned_ns: u64,
     iterations: u64,
     work_units: u64,
+    /// Where the counters are published for the run loop's snapshots.
+    progress: Option<ProgressSlot>,
     wakes: Reservoir,
     costs: Reservoir,
     /// CLOCK_MONOTONIC at the start, for the wall time.
@@ -71,6 +74,7 @@ impl Telemetry {
             numa_migrated_before: vmstat::numa_pages_migrated(),
             work_units: 0,
             iterations: 0,
+            progress: None,
             last_iteration_end_ns: start_ns,
             planned_ns: 0,
             last_check_ns: start_ns,
@@ -101,6 +105,13 @@ impl Telemetry {
         let now = now_ns();
         self.wakes.record(now.saturating_sub(t0));
         self.wake_end_ns = now;
+    }
+
+    /// Publishes the counters to `slot` after every iteration (see
+    /// [`crate::progress`]).
+    pub fn publish_to(&mut self, slot: ProgressSlot) {
+        slot.publish(self.work_units, self.iterations);
+        self.progress = Some(slot);
     }
 
     /// Work units so far.
@@ -136,13 +147,22 @@ impl Telemetry {
         let unplanned = cost.saturating_sub(std::mem::take(&mut self.planned_ns));
         self.gaps.after_iteration(now, unplanned);
         if units == 0 {
+            self.publish();
             return unplanned;
         }
         self.work_units = self.work_units.wrapping_add(units);
+        self.publish();
         if self.work_units % CHECK_PERIOD_UNITS == 0 {
             self.checkpoint(now);
         }
         unplanned
+    }
+
+    #[inline(always)]
+    fn publish(&self) {
+        if let Some(p) = &self.progress {
+            p.publish(self.work_units, self.iterations);
+        }
     }
 
     #[cold]
@@ -205,6 +225,7 @@ impl Telemetry {
             is_messenger,
             role: 0,
             partner_lost: None,
+            backlog: None,
             group_idx,
             affinity_error: None,
             start_error: None,

@@ -4,6 +4,7 @@
 
 mod references;
 mod scheduler;
+mod series;
 mod values;
 
 use std::collections::BTreeSet;
@@ -51,6 +52,7 @@ enum RawDuration {
 struct RawScenario {
     name: Option<String>,
     duration: Spanned<RawDuration>,
+    snapshot_interval: Option<Spanned<RawDuration>>,
     scheduler: Option<Spanned<toml::Value>>,
     #[serde(default)]
     cgroup: Vec<RawCgroup>,
@@ -105,6 +107,8 @@ struct RawGroup {
     clone_mode: CloneMode,
     #[serde(default)]
     deferred: bool,
+    #[serde(default)]
+    series_check: Vec<series::RawSeriesCheck>,
 }
 
 #[derive(Deserialize)]
@@ -256,6 +260,7 @@ impl Locator<'_> {
             clone_mode: g.clone_mode,
             deferred: g.deferred,
             custom: None,
+            series_checks: Vec::new(),
         })
     }
 
@@ -324,11 +329,15 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileE
             })
         })
         .collect::<Result<Vec<_>, ScenarioFileError>>()?;
-    let groups = raw
+    let mut groups = raw
         .group
         .iter()
         .map(|g| loc.group(g))
         .collect::<Result<Vec<_>, _>>()?;
+    for (g, r) in groups.iter_mut().zip(&raw.group) {
+        g.series_checks = series::checks(&loc, &r.series_check, duration)?;
+    }
+    let snapshot_interval = series::interval(&loc, raw.snapshot_interval.as_ref())?;
     let mut steps = raw
         .step
         .iter()
@@ -357,6 +366,7 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileE
         steps,
         checks: raw.checks.clone(),
         scheduler,
+        snapshot_interval,
     };
     scn.validate().map_err(|e| {
         let message = e.to_string();

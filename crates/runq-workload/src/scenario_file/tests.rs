@@ -193,3 +193,111 @@ params = { phases = [ { kind = "Sleep", ms = 3000 }, { kind = "Spin", ms = 5 } ]
     assert_eq!(json["phases"][0]["ms"], 3000);
     assert_eq!(json["phases"][1]["kind"], "Spin");
 }
+
+const SERIES: &str = r#"duration = "3s"
+snapshot_interval = "50ms"
+
+[[group]]
+name = "spin"
+work_type = "SpinWait"
+workers = 2
+
+[[group.series_check]]
+kind = "rate_within"
+metric = "work_units"
+min = 1000
+max = 5e9
+after = "500ms"
+
+[[group.series_check]]
+kind = "stall"
+max_stall = "300ms"
+
+[[group.series_check]]
+kind = "converges_to"
+metric = "cpu_time"
+share = 1.0
+tolerance = 0.2
+last = "1s"
+
+[[group.series_check]]
+kind = "steady_within"
+max_cv = 0.5
+
+[[group.series_check]]
+kind = "nondecreasing"
+metric = "iterations"
+"#;
+
+#[test]
+fn parses_checks_over_time() {
+    use crate::series::{Metric, SeriesKind, Target};
+    let s = parse(SERIES).unwrap();
+    assert_eq!(s.snapshot_interval, Some(Duration::from_millis(50)));
+    let c = &s.groups[0].series_checks;
+    assert_eq!(c.len(), 5);
+    assert_eq!(c[0].after_ns, 500_000_000);
+    assert_eq!(
+        c[0].kind,
+        SeriesKind::RateWithin {
+            min: Some(1000.0),
+            max: Some(5e9)
+        }
+    );
+    assert_eq!(c[1].metric, Metric::WorkUnits, "work_units by default");
+    assert_eq!(
+        c[1].kind,
+        SeriesKind::Stall {
+            max_stall_ns: 300_000_000
+        }
+    );
+    assert!(matches!(
+        c[2].kind,
+        SeriesKind::ConvergesTo { target: Target::Share(s), last_ns: Some(1_000_000_000), .. } if s == 1.0
+    ));
+    assert_eq!(c[4].name(), "nondecreasing(iterations)");
+    let plain = parse(
+        "duration = \"1s\"\n[[group]]\nname = \"a\"\nwork_type = \"SpinWait\"\nworkers = 1\n",
+    );
+    assert_eq!(
+        plain.unwrap().snapshot_interval,
+        Some(Duration::from_millis(100))
+    );
+}
+
+#[test]
+fn snapshot_interval_turns_off_and_has_a_minimum() {
+    let with = |v: &str| SERIES.replace("\"50ms\"", v);
+    let text = "duration = \"1s\"\nsnapshot_interval = 0\n[[group]]\nname = \"a\"\nwork_type = \"SpinWait\"\nworkers = 1\n";
+    assert_eq!(parse(text).unwrap().snapshot_interval, None);
+    let e = err_of(&with("\"5ms\""));
+    assert_eq!(e.line, 2, "{e}");
+    assert!(e.to_string().contains("below the 10ms minimum"), "{e}");
+    let e = err_of(&with("\"off\""));
+    assert!(e.to_string().contains("snapshot_interval is off"), "{e}");
+}
+
+#[test]
+fn a_bad_check_over_time_is_an_error_at_its_line() {
+    let e = err_of(&SERIES.replace("\"stall\"", "\"stal\""));
+    assert_eq!((e.line, e.key.as_deref()), (17, Some("kind")), "{e}");
+    assert!(e.to_string().contains("did you mean \"stall\"?"), "{e}");
+    let e = err_of(&SERIES.replace("\"cpu_time\"", "\"cpu_tim\""));
+    assert!(e.to_string().contains("did you mean \"cpu_time\"?"), "{e}");
+    let e = err_of(&SERIES.replace("max_stall = \"300ms\"", "max_cv = 3"));
+    assert_eq!((e.line, e.key.as_deref()), (18, Some("max_cv")), "{e}");
+    assert!(
+        e.to_string()
+            .contains("does not apply to stall (it takes max_stall)"),
+        "{e}"
+    );
+    let e = err_of(&SERIES.replace("max_stall = \"300ms\"", ""));
+    assert!(e.to_string().contains("stall needs max_stall"), "{e}");
+    let e = err_of(&SERIES.replace("min = 1000", "min = 1e10"));
+    assert_eq!(e.line, 10, "{e}");
+    assert!(e.to_string().contains("min is above max"), "{e}");
+    let e = err_of(&SERIES.replace("after = \"500ms\"", "after = \"4s\""));
+    assert!(e.to_string().contains("before the end of the run"), "{e}");
+    let e = err_of(&SERIES.replace("kind = \"stall\"", "kind = \"stall\"\nspeed = 1"));
+    assert!(e.to_string().contains("unknown field `speed`"), "{e}");
+}

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::placement::WorkerSetup;
+use crate::progress::ProgressBoard;
 use crate::report::WorkerReport;
 use crate::worktype::WorkType;
 
@@ -104,6 +105,9 @@ pub struct WorkSpec {
     pub clone_mode: CloneMode,
     /// The watchdog, unless disabled (repro mode) or no scheduler is named.
     pub watchdog: Option<Watchdog>,
+    /// Where the workers publish their progress for the run's snapshots
+    /// (slot = worker index in the group); `None`: not published.
+    pub progress: Option<ProgressBoard>,
 }
 
 impl WorkSpec {
@@ -116,6 +120,7 @@ impl WorkSpec {
             setup: WorkerSetup::default(),
             clone_mode: CloneMode::Process,
             watchdog: None,
+            progress: None,
         }
     }
 

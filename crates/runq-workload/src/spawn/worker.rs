@@ -74,7 +74,7 @@ pub(super) fn run_worker(
             }
             r
         }
-        (Work::Builtin(_), Some(mut body)) => work_loop(spec, body.as_mut()),
+        (Work::Builtin(_), Some(mut body)) => work_loop(spec, idx, body.as_mut()),
         (Work::Builtin(_), None) => WorkerReport {
             tid: runq_kernel::clock::gettid(),
             ..Default::default()
@@ -98,11 +98,15 @@ pub(super) fn apply_setup(spec: &WorkSpec, idx: usize) -> Option<String> {
 /// the sleeps and bursts the work type declared), so a long planned sleep
 /// never signals the scheduler, while a stall of the worker itself (not
 /// run, stopped, starved) does.
-fn work_loop(spec: &WorkSpec, body: &mut dyn WorkerBody) -> WorkerReport {
+fn work_loop(spec: &WorkSpec, idx: usize, body: &mut dyn WorkerBody) -> WorkerReport {
     let mut tel = Telemetry::start();
+    if let Some(slot) = spec.progress.as_ref().and_then(|b| b.slot(idx)) {
+        tel.publish_to(slot);
+    }
     body.run_until_stop(&mut tel, spec.watchdog);
     let mut report = tel.finish(spec.group_idx, body.is_messenger());
     report.partner_lost = body.partner_lost();
     report.role = body.role();
+    report.backlog = body.backlog();
     report
 }

@@ -1,0 +1,217 @@
+//! The run loop's sampler: every interval, each running group's progress
+//! board (work units, iterations) and its workers' schedstat files
+//! (on-CPU time, run delay; kept open and re-read with `pread`) become one
+//! snapshot of its [`GroupSeries`].
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
+
+use runq_kernel::schedstat::{parse_schedstat, Schedstat};
+
+use super::{GroupSeries, RunSeries};
+use crate::progress::ProgressBoard;
+use crate::scenario::Scenario;
+use crate::spawn::WorkerId;
+
+/// The most schedstat files the sampler keeps open (and re-reads every
+/// interval): beyond it, groups record no `cpu_time_ns`/`run_delay_ns`,
+/// which keeps a crowd of workers from costing more than the run's budget
+/// (a re-read costs a few µs) or its file descriptors.
+const MAX_SCHEDSTAT_FILES: usize = 128;
+
+/// Takes the snapshots of one run.
+pub(crate) struct Sampler {
+    interval: Duration,
+    start: Instant,
+    next_due: Duration,
+    tracks: Vec<Track>,
+    snapshots: u64,
+    cpu_ns: u64,
+    files_left: usize,
+}
+
+/// One group's board, schedstat files and series.
+struct Track {
+    board: ProgressBoard,
+    /// One per worker, or `None` when the group's schedstat is not read.
+    stats: Option<Vec<StatFile>>,
+    active: bool,
+    series: GroupSeries,
+}
+
+/// A worker's open schedstat file and its last reading (kept once the
+/// worker is gone, so the group's sum never drops).
+struct StatFile {
+    file: Option<File>,
+    last: Schedstat,
+}
+
+impl StatFile {
+    fn open(w: &WorkerId) -> Option<StatFile> {
+        let path = if w.thread {
+            format!("/proc/self/task/{}/schedstat", w.id)
+        } else {
+            format!("/proc/{}/schedstat", w.id)
+        };
+        let file = File::open(path).ok()?;
+        Some(StatFile {
+            file: Some(file),
+            last: Schedstat::default(),
+        })
+    }
+
+    fn read(&mut self) -> Schedstat {
+        let mut buf = [0u8; 96];
+        let got = self.file.as_ref().map(|f| f.read_at(&mut buf, 0));
+        let parsed = match got {
+            Some(Ok(n)) => std::str::from_utf8(&buf[..n])
+                .ok()
+                .and_then(parse_schedstat),
+            _ => None,
+        };
+        match parsed {
+            Some(s) => self.last = s,
+            None => self.file = None, // the worker is gone: keep its last reading
+        }
+        self.last
+    }
+}
+
+impl Sampler {
+    /// A sampler for `scn`'s groups, one progress board each.
+    pub(crate) fn new(scn: &Scenario, interval: Duration) -> io::Result<Sampler> {
+        let tracks = scn
+            .groups
+            .iter()
+            .map(|g| {
+                Ok(Track {
+                    board: ProgressBoard::new(g.workers)?,
+                    stats: None,
+                    active: false,
+                    series: GroupSeries {
+                        group: g.name.clone(),
+                        ..GroupSeries::default()
+                    },
+                })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Sampler {
+            interval,
+            start: Instant::now(),
+            next_due: Duration::ZERO,
+            tracks,
+            snapshots: 0,
+            cpu_ns: 0,
+            files_left: MAX_SCHEDSTAT_FILES,
+        })
+    }
+
+    /// Group `idx`'s progress board, for its workers.
+    pub(crate) fn board(&self, idx: usize) -> ProgressBoard {
+        self.tracks[idx].board.clone()
+    }
+
+    /// Starts the clock: snapshot times count from now, the first is due.
+    pub(crate) fn begin(&mut self) {
+        self.start = Instant::now();
+        self.next_due = Duration::ZERO;
+    }
+
+    /// Group `idx` runs from now, with these of `workers` (every worker
+    /// of the run; the group's are picked out).
+    pub(crate) fn activate(&mut self, idx: usize, workers: &[WorkerId]) {
+        let mine: Vec<&WorkerId> = workers.iter().filter(|w| w.group_idx == idx).collect();
+        let track = &mut self.tracks[idx];
+        track.active = true;
+        if mine.len() <= self.files_left {
+            let files: Option<Vec<StatFile>> = mine.iter().map(|w| StatFile::open(w)).collect();
+            if let Some(files) = files {
+                self.files_left -= files.len();
+                track.stats = Some(files);
+            }
+        }
+    }
+
+    /// Group `idx` stops now: its last snapshot is taken first.
+    pub(crate) fn deactivate(&mut self, idx: usize) {
+        let at = self.elapsed_ns();
+        let t0 = runq_kernel::clock::thread_cpu_ns();
+        if self.tracks[idx].active {
+            self.tracks[idx].snapshot(at);
+        }
+        self.tracks[idx].active = false;
+        self.tracks[idx].stats = None;
+        self.cpu_ns += runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
+    }
+
+    /// How long until the next snapshot is due.
+    pub(crate) fn until_due(&self) -> Duration {
+        self.next_due.saturating_sub(self.start.elapsed())
+    }
+
+    /// Takes a snapshot when one is due; the next is due at the next
+    /// multiple of the interval (a late loop skips, never bunches).
+    pub(crate) fn tick(&mut self) {
+        let now = self.start.elapsed();
+        if now < self.next_due {
+            return;
+        }
+        self.snapshot_all();
+        let n = now.as_nanos() / self.interval.as_nanos().max(1) + 1;
+        self.next_due = self.interval * u32::try_from(n).unwrap_or(u32::MAX);
+    }
+
+    /// A snapshot of every running group, now.
+    pub(crate) fn snapshot_all(&mut self) {
+        let t0 = runq_kernel::clock::thread_cpu_ns();
+        let at = self.elapsed_ns();
+        for t in self.tracks.iter_mut().filter(|t| t.active) {
+            t.snapshot(at);
+        }
+        self.snapshots += 1;
+        self.cpu_ns += runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
+    }
+
+    /// The series of every group that ran.
+    pub(crate) fn finish(self) -> RunSeries {
+        RunSeries {
+            interval_ns: u64::try_from(self.interval.as_nanos()).unwrap_or(u64::MAX),
+            snapshots: self.snapshots,
+            sampler_cpu_ns: self.cpu_ns,
+            groups: self
+                .tracks
+                .into_iter()
+                .filter(|t| !t.series.at_ns.is_empty())
+                .map(|t| t.series)
+                .collect(),
+        }
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+impl Track {
+    /// Appends one snapshot taken at `at_ns`.
+    fn snapshot(&mut self, at_ns: u64) {
+        let totals = self.board.totals();
+        let s = &mut self.series;
+        s.at_ns.push(at_ns);
+        s.work_units.push(totals.work_units);
+        s.iterations.push(totals.iterations);
+        let Some(files) = self.stats.as_mut() else {
+            return;
+        };
+        let (mut cpu, mut delay) = (0u64, 0u64);
+        for f in files {
+            let st = f.read();
+            cpu += st.cpu_time_ns;
+            delay += st.run_delay_ns;
+        }
+        s.cpu_time_ns.get_or_insert_with(Vec::new).push(cpu);
+        s.run_delay_ns.get_or_insert_with(Vec::new).push(delay);
+    }
+}
