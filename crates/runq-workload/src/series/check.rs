@@ -123,7 +123,9 @@ impl SeriesCheck {
             SeriesKind::SteadyWithin { max_cv } if max_cv.is_nan() || *max_cv <= 0.0 => {
                 bad("max_cv must be above 0")
             }
-            SeriesKind::ConvergesTo { tolerance, .. } if tolerance.is_nan() || *tolerance <= 0.0 => {
+            SeriesKind::ConvergesTo { tolerance, .. }
+                if tolerance.is_nan() || *tolerance <= 0.0 =>
+            {
                 bad("tolerance must be above 0")
             }
             SeriesKind::ConvergesTo {
@@ -220,14 +222,9 @@ fn rate_within(metric: Metric, windows: &[Window], min: Option<f64>, max: Option
         .iter()
         .filter(|w| min.is_some_and(|m| w.rate < m) || max.is_some_and(|m| w.rate > m))
         .count();
-    let range = format!(
-        "{}–{}",
-        min.map_or("-".into(), |m| metric.fmt_rate(m)),
-        max.map_or("-".into(), |m| metric.fmt_rate(m))
-    );
     let say = |w: &Window, side: &str, bound: f64| {
         format!(
-            "{} rate {} in {}, {side} {} ({outside} of {} intervals outside {range})",
+            "{} rate {} in {}, {side} {} ({outside} of {} intervals out of range)",
             metric.name(),
             metric.fmt_rate(w.rate),
             w.span(),

@@ -12,6 +12,7 @@ mod api;
 mod custom_scenario;
 mod gauntlet;
 mod pipe_partner;
+mod series;
 mod thread_drop;
 mod watchdog;
 

@@ -129,6 +129,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
           value_parser = clap::value_parser!(usize))]
     pub max_workers_per_cpu: usize,
+    /// Time between snapshots of every group's counters (kept in `--json`
+    /// and `--output` as `series`, judged by a scenario's series checks):
+    /// 100ms by default, at least 10ms, or `off`.
+    #[arg(long, value_name = "DURATION|off", value_parser = parse_interval)]
+    pub snapshot_interval: Option<SnapshotInterval>,
     /// Write a JUnit XML report to FILE: one testcase per group and check.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,
@@ -139,7 +144,7 @@ pub struct RunArgs {
 
 /// The flags that shape a run, which the listings refuse (only `--json`
 /// goes with them).
-const RUN_ONLY: [&str; 12] = [
+const RUN_ONLY: [&str; 13] = [
     "scenario",
     "work_type",
     "params",
@@ -152,7 +157,27 @@ const RUN_ONLY: [&str; 12] = [
     "ctprof",
     "output",
     "junit",
+    "snapshot_interval",
 ];
+
+/// `--snapshot-interval`: a duration, or `None` for `off`.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotInterval(Option<Duration>);
+
+/// Parses `--snapshot-interval`: `off` or `0`, or a duration of at least
+/// 10ms.
+fn parse_interval(text: &str) -> Result<SnapshotInterval, String> {
+    if matches!(text.trim(), "off" | "0") {
+        return Ok(SnapshotInterval(None));
+    }
+    let d = parse_duration(text).map_err(|e| e.to_string())?;
+    if d < runq_workload::series::MIN_INTERVAL {
+        return Err(format!(
+            "{d:?} is below the 10ms minimum (off turns snapshots off)"
+        ));
+    }
+    Ok(SnapshotInterval(Some(d)))
+}
 
 /// Builds the scenario the flags describe.
 fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> {
@@ -323,6 +348,9 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let (mut scn, mode) = scenario_from_args(&args)?;
     args.sched.apply(&mut scn)?;
+    if let Some(SnapshotInterval(i)) = args.snapshot_interval {
+        scn.snapshot_interval = i;
+    }
     let collect_timeout = args.collect_timeout;
     let fault = match std::env::var("RUNQ_FAULT") {
         Ok(text) => Some(

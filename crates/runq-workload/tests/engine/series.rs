@@ -1,0 +1,95 @@
+//! Checks over time end to end: a short run's snapshots exist for every
+//! group from the moment it starts, and an impossible check FAILs with its
+//! window named.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use runq_workload::scenario_file::parse_scenario;
+use runq_workload::{run_scenario, CgroupMode, RunOptions, Verdict};
+
+const SCENARIO: &str = r#"duration = "600ms"
+snapshot_interval = "50ms"
+
+[[group]]
+name = "spin"
+work_type = "SpinWait"
+workers = 1
+
+[[group.series_check]]
+kind = "rate_within"
+min = 1e15
+
+[[group.series_check]]
+kind = "nondecreasing"
+
+[[group]]
+name = "late"
+work_type = "SpinWait"
+workers = 1
+deferred = true
+
+[[group.series_check]]
+kind = "nondecreasing"
+metric = "iterations"
+
+[[step]]
+at = "300ms"
+add_group = "late"
+"#;
+
+/// True when `text` names a window: `… in 0.15–0.20 s, …`.
+fn names_a_window(text: &str) -> bool {
+    let span = text.split(" in ").nth(1).and_then(|t| t.split_once(" s"));
+    let ends = span.and_then(|(w, _)| w.split_once('–'));
+    ends.is_some_and(|(a, b)| a.parse::<f64>().is_ok() && b.parse::<f64>().is_ok())
+}
+
+#[test]
+fn snapshots_are_kept_and_an_impossible_rate_fails_in_a_named_window() {
+    let scn = parse_scenario(Path::new("series.toml"), SCENARIO).unwrap();
+    let stop = AtomicBool::new(false);
+    let out = run_scenario(
+        &scn,
+        RunOptions {
+            cgroups: CgroupMode::Off,
+            interrupt: &stop,
+            on_tick: &mut |_, _| {},
+            collect_timeout: Duration::from_secs(10),
+            repro: false,
+            fault: None,
+            max_workers_per_cpu: runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
+        },
+    )
+    .expect("run");
+    let series = out.series.as_ref().expect("snapshots are on by default");
+    assert_eq!(series.interval_ns, 50_000_000);
+    let spin = series.group("spin").expect("spin's series");
+    let late = series.group("late").expect("late's series");
+    assert!(spin.at_ns.len() >= 3, "{spin:?}");
+    assert!(
+        late.at_ns[0] >= 300_000_000,
+        "late starts at its step: {late:?}"
+    );
+    assert_eq!(spin.work_units.len(), spin.at_ns.len());
+    let json = serde_json::to_value(&out).unwrap();
+    assert!(
+        json["series"]["groups"][0]["work_units"].is_array(),
+        "{json}"
+    );
+    let rate = out
+        .checks
+        .iter()
+        .find(|c| c.name == "rate_within(work_units)")
+        .expect("the check ran");
+    let detail = rate.detail.as_deref().unwrap_or("");
+    assert!(!rate.pass && detail.contains("below"), "{rate:?}");
+    assert!(names_a_window(detail), "{detail}");
+    assert_eq!(out.verdict, Verdict::Fail);
+    let counted = out
+        .checks
+        .iter()
+        .filter(|c| c.name.starts_with("nondecreasing"));
+    assert_eq!(counted.filter(|c| c.pass).count(), 2, "{:?}", out.checks);
+}
