@@ -134,6 +134,11 @@ pub struct WorkerReport {
     /// Index (in this group) of a partner the worker lost mid-run: its
     /// end of their pipes closed, so this worker stopped early.
     pub partner_lost: Option<usize>,
+    /// Open-loop types (RequestRate): arrivals whose intended time had
+    /// passed when the run stopped and that no worker had taken, counted
+    /// by the worker holding the arrival clock (the others say `None`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<u64>,
     /// 0 for the primary group, 1..=N for composed groups.
     pub group_idx: usize,
     /// Why the requested affinity or memory policy could not be applied.

@@ -30,6 +30,7 @@ mod preempt;
 mod producer_consumer;
 mod ranges;
 mod registry;
+mod request_rate;
 mod sequence;
 mod signal_storm;
 mod smt;
@@ -79,6 +80,12 @@ pub trait WorkerBody {
     /// end of their pipes closed while the run went on. The work loop
     /// stops this worker once it is set.
     fn partner_lost(&self) -> Option<usize> {
+        None
+    }
+
+    /// Open-loop types: the requests due and not yet taken when the run
+    /// stopped (see `WorkerReport::backlog`).
+    fn backlog(&self) -> Option<u64> {
         None
     }
 
@@ -264,6 +271,10 @@ pub enum WakeFigure {
     /// Steps of both kinds (Sequence: overshoot for sleeps, the whole call
     /// for yields and fdatasync).
     Mixed,
+    /// A request's completion minus its intended arrival (RequestRate):
+    /// the whole response time of an open-loop request, with any delay of
+    /// the arrival clock in it.
+    RequestLatency,
 }
 
 impl WakeFigure {
@@ -273,6 +284,7 @@ impl WakeFigure {
             WakeFigure::Latency => "wake latency",
             WakeFigure::SleepOvershoot => "sleep overshoot",
             WakeFigure::Mixed => "overshoot and call time",
+            WakeFigure::RequestLatency => "request latency from intended arrival",
         }
     }
 }

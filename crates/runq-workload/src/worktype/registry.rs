@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::{
     alu, bursty, cache_pipe, cache_pressure, cache_yield, churn, cross_affinity, epoll_storm,
     fan_out_types, fork_exit, futex_ping_pong, idle_churn, io_mix, io_sync_write, locks, mixed,
-    numa, page_fault_churn, pipe_io, preempt, producer_consumer, sequence, signal_storm, smt,
-    spin_wait, timer_latency, wake_chain, yield_heavy, PreparedWork, SpinParams, TypeInfo,
+    numa, page_fault_churn, pipe_io, preempt, producer_consumer, request_rate, sequence,
+    signal_storm, smt, spin_wait, timer_latency, wake_chain, yield_heavy, PreparedWork, SpinParams,
+    TypeInfo,
 };
 
 /// Builds a group's shared resources from the parameters and the worker
@@ -314,5 +315,11 @@ work_types! {
         info: numa::WORKING_SET_SWEEP,
         check: no_check,
         prepare: |p, _| Ok(numa::prepare_sweep(p)),
+    }
+    /// Open-loop requests at a fixed arrival rate.
+    RequestRate(request_rate::Params) {
+        info: request_rate::INFO,
+        check: no_check,
+        prepare: request_rate::prepare,
     }
 }

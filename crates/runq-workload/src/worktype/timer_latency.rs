@@ -57,7 +57,7 @@ struct Body {
 }
 
 /// Sleeps until `deadline_ns` on CLOCK_MONOTONIC; false if interrupted.
-fn sleep_until(deadline_ns: u64) -> bool {
+pub(super) fn sleep_until(deadline_ns: u64) -> bool {
     let ts = libc::timespec {
         tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,

@@ -56,7 +56,9 @@ fn opt_ns(v: Option<u64>) -> String {
 /// A wake figure, marked `*` when it is not a wake-up latency.
 fn wake_cell(v: Option<u64>, figure: WakeFigure) -> String {
     match (v, figure) {
-        (Some(ns), WakeFigure::SleepOvershoot | WakeFigure::Mixed) => format!("{}*", fmt_ns(ns)),
+        (Some(ns), WakeFigure::SleepOvershoot | WakeFigure::Mixed | WakeFigure::RequestLatency) => {
+            format!("{}*", fmt_ns(ns))
+        }
         _ => opt_ns(v),
     }
 }
@@ -94,13 +96,32 @@ fn group_table(o: &RunOutcome) -> Table {
     t
 }
 
+/// The requests of group `group_idx` due and not taken when the run
+/// stopped, as the holder of its arrival clock counted them.
+fn backlog(o: &RunOutcome, group_idx: usize) -> u64 {
+    o.reports
+        .iter()
+        .filter(|r| r.group_idx == group_idx)
+        .filter_map(|r| r.backlog)
+        .sum()
+}
+
 /// One line per marked group saying what its wake columns measure.
 fn render_wake_legend(out: &mut String, o: &RunOutcome) {
     for g in &o.groups {
-        let note = match g.wake_figure {
+        let note: String = match g.wake_figure {
             WakeFigure::Latency => continue,
-            WakeFigure::SleepOvershoot => "time past each requested sleep, not the whole call",
-            WakeFigure::Mixed => "sleeps: time past the request; yields and syncs: the whole call",
+            WakeFigure::SleepOvershoot => {
+                "time past each requested sleep, not the whole call".into()
+            }
+            WakeFigure::Mixed => {
+                "sleeps: time past the request; yields and syncs: the whole call".into()
+            }
+            WakeFigure::RequestLatency => format!(
+                "completion minus the request's intended arrival; work/s is requests served; \
+                 {} due but not taken at the stop",
+                backlog(o, g.group_idx)
+            ),
         };
         if g.wake_total > 0 {
             let _ = writeln!(out, "* {}: {}: {note}", g.name, g.wake_figure.label());
@@ -249,6 +270,7 @@ mod tests {
         assert_eq!(wake_cell(Some(1_500), WakeFigure::Latency), "1.5µs");
         assert_eq!(wake_cell(Some(1_500), WakeFigure::SleepOvershoot), "1.5µs*");
         assert_eq!(wake_cell(Some(1_500), WakeFigure::Mixed), "1.5µs*");
+        assert_eq!(wake_cell(Some(1_500), WakeFigure::RequestLatency), "1.5µs*");
         assert_eq!(wake_cell(None, WakeFigure::SleepOvershoot), "-");
     }
 }
