@@ -1,9 +1,11 @@
 //! The `.ctprof.zst` file: zstd (level 3) compressed JSON of a
 //! [`CtprofSnapshot`], with a format marker and a schema version.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::avail::{Capabilities, Reason, Source};
 use crate::model::{CtprofSnapshot, FORMAT_NAME, SCHEMA_VERSION};
 use crate::record::delta::{DeltaFile, DELTA_FORMAT};
 use crate::safefile::Replace;
@@ -130,7 +132,7 @@ fn decode_any(bytes: &[u8], path: &Path) -> Result<Decoded, FormatError> {
     // and fields this build expects but the file lacks take their default.
     let _newer = snap.schema_version > SCHEMA_VERSION;
     if snap.schema_version < 2 && snap.capabilities.is_none() {
-        snap.capabilities = Some(crate::avail::infer_v1(&snap));
+        snap.capabilities = Some(infer_v1(&snap));
     }
     Ok(Decoded::Full(Box::new(snap)))
 }
@@ -177,6 +179,37 @@ pub(crate) fn load_delta(path: &Path) -> Result<DeltaFile, FormatError> {
             path: path.to_path_buf(),
             detail: "a full snapshot where a delta was expected".into(),
         }),
+    }
+}
+
+/// Capabilities of a schema-1 file, inferred from its summaries.
+pub fn infer_v1(snap: &CtprofSnapshot) -> Capabilities {
+    let mut un = BTreeMap::new();
+    if let (Some(p), Some(probe)) = (&snap.parse_summary, &snap.probe_summary) {
+        let sched_ok = probe.read_ok.get("sched").copied().unwrap_or(0);
+        if sched_ok > 0 && p.sched_without_schedstats >= sched_ok {
+            un.insert(Source::Schedstats, Reason::NoSchedstats);
+        }
+    }
+    if let Some(ts) = &snap.taskstats_summary {
+        let reason = if ts.unavailable.is_some() {
+            Some(Reason::NotQueried)
+        } else if ts.eperm_count > 0 && ts.ok_count == 0 {
+            Some(Reason::Eperm)
+        } else {
+            None
+        };
+        if let Some(r) = reason {
+            un.insert(Source::Taskstats, r);
+            un.insert(Source::Delayacct, r);
+        } else if ts.delayacct_enabled == Some(false) {
+            un.insert(Source::Delayacct, Reason::DelayacctOff);
+        }
+    }
+    Capabilities {
+        unavailable: un,
+        host: Vec::new(),
+        inferred: true,
     }
 }
 

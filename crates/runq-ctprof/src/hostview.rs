@@ -3,36 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use crate::model::{CtprofSnapshot, HostContext};
 use crate::registry::Unit;
 use crate::render::format_value;
 
-/// Keys shown in a compare even when both sides agree.
-pub const SUMMARY_KEYS: [&str; 7] = [
-    "hostname",
-    "kernel_release",
-    "arch",
-    "cpu_model",
-    "online_cpus",
-    "mem_total",
-    "user_hz",
-];
-
-/// One host-context key on each side (`None`: not recorded there).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HostRow {
-    /// `kernel_release`, `sched.sched_rr_timeslice_ms`,
-    /// `sched_debugfs.base_slice_ns`, `capability.delayacct`, ...
-    pub key: String,
-    /// Baseline value (the only one for show).
-    pub baseline: Option<String>,
-    /// Candidate value (compare only).
-    pub candidate: Option<String>,
-    /// True when a compare's two sides disagree.
-    pub differs: bool,
-}
+use crate::view::HostRow;
 
 /// Flattens a snapshot's host context and capability states into
 /// `key -> value`; empty when the snapshot recorded neither.

@@ -21,6 +21,8 @@
 //!   unit; [`derived`]: formulas over aggregated metrics;
 //! - [`group`]: grouping threads (process, cgroup, thread name);
 //!   [`agg`]: reducing a metric across a group;
+//! - [`view`]: what a show or compare produces (cells, rows, options, the
+//!   view), below both the engine and the renderers;
 //! - [`compare`]: the show / compare engine over one or two snapshots (or
 //!   directories of them); [`sections`]: the secondary tables (cgroups,
 //!   limits, PSI, smaps); [`hostview`]: the host context rows.
@@ -46,6 +48,7 @@ pub mod registry;
 pub mod render;
 pub mod safefile;
 pub mod sections;
+pub mod view;
 
 pub use capture::{capture, CaptureOptions};
 pub use format::{load, save, FormatError};

@@ -333,7 +333,7 @@ pub struct CtprofSnapshot {
     /// `record` only: threads that exited since the previous capture, per
     /// process and cgroup (from taskstats exit notifications).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub exited: Vec<crate::record::ExitedTally>,
+    pub exited: Vec<ExitedTally>,
 }
 
 impl CtprofSnapshot {
@@ -345,4 +345,24 @@ impl CtprofSnapshot {
             ..Default::default()
         }
     }
+}
+
+/// Threads of one process (and cgroup) that exited during an interval.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExitedTally {
+    /// Thread-group id.
+    pub tgid: u32,
+    /// Process name (the thread's own name when the process was gone).
+    pub pcomm: String,
+    /// cgroup v2 path (empty when the process was gone before it was read).
+    pub cgroup: String,
+    /// Threads that exited.
+    pub threads: u64,
+    /// Their on-CPU time, ns.
+    pub cpu_ns: u64,
+    /// Their runqueue delay, ns (delay accounting).
+    pub cpu_delay_ns: u64,
+    /// Their block-I/O delay, ns (delay accounting).
+    pub blkio_delay_ns: u64,
 }

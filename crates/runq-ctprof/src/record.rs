@@ -9,7 +9,7 @@
 //! Threads that exit between two captures are counted from taskstats exit
 //! notifications: each snapshot carries, per process and cgroup, the
 //! threads that exited since the previous capture with their CPU time and
-//! delays ([`ExitedTally`]).
+//! delays ([`ExitedTally`](crate::model::ExitedTally)).
 
 pub mod delta;
 mod exits;
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::capture::CaptureOptions;
 use crate::format::{save_with, FormatError};
@@ -30,26 +30,6 @@ use crate::safefile::Replace;
 pub use exits::ExitListener;
 pub use files::{enforce_max_bytes, list_snapshots, select, snapshot_name};
 use steady::Steady;
-
-/// Threads of one process (and cgroup) that exited during an interval.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ExitedTally {
-    /// Thread-group id.
-    pub tgid: u32,
-    /// Process name (the thread's own name when the process was gone).
-    pub pcomm: String,
-    /// cgroup v2 path (empty when the process was gone before it was read).
-    pub cgroup: String,
-    /// Threads that exited.
-    pub threads: u64,
-    /// Their on-CPU time, ns.
-    pub cpu_ns: u64,
-    /// Their runqueue delay, ns (delay accounting).
-    pub cpu_delay_ns: u64,
-    /// Their block-I/O delay, ns (delay accounting).
-    pub blkio_delay_ns: u64,
-}
 
 /// Full snapshots are taken every this many intervals by default.
 pub const DEFAULT_FULL_EVERY: u64 = 60;

@@ -6,6 +6,7 @@
 //! summed, a dead counter reduced) does not compile.
 
 use crate::agg::*;
+use crate::avail::Source;
 use crate::metric_types::*;
 use crate::model::ThreadState;
 
@@ -358,4 +359,25 @@ pub use table::CTPROF_METRICS;
 /// Looks a metric up by name.
 pub fn metric(name: &str) -> Option<&'static CtprofMetricDef> {
     CTPROF_METRICS.iter().find(|m| m.name == name)
+}
+
+/// The source a metric's value comes from, when it can be unavailable
+/// independently of the thread's stat file.
+pub fn metric_source(def: &CtprofMetricDef) -> Option<Source> {
+    let gate = def.config_gates.first().copied().unwrap_or("");
+    match gate {
+        "CONFIG_SCHEDSTATS" => Some(Source::Schedstats),
+        "CONFIG_SCHED_INFO" => Some(Source::Schedstat),
+        "CONFIG_TASK_IO_ACCOUNTING" => Some(Source::Io),
+        // The runqueue delay comes from sched_info and is filled even with
+        // delay accounting off; the other categories need it on.
+        "CONFIG_TASK_DELAY_ACCT" if def.name.starts_with("cpu_delay_") => Some(Source::Taskstats),
+        "CONFIG_TASK_DELAY_ACCT" => Some(Source::Delayacct),
+        "CONFIG_TASK_XACCT" => Some(Source::Taskstats),
+        _ => match def.name {
+            "nr_migrations" | "fair_slice_ns" => Some(Source::Sched),
+            "allocated_bytes" | "deallocated_bytes" => Some(Source::Jemalloc),
+            _ => None,
+        },
+    }
 }

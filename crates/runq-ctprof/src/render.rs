@@ -3,8 +3,8 @@
 //! for bytes), aligned columns, colors only when asked (the caller
 //! decides: TTY and no `NO_COLOR`).
 
-use crate::compare::{Cell, Matched, Row, View};
 use crate::registry::{Section, Unit};
+use crate::view::{Cell, Matched, Row, View};
 use runq_common::table::{Align, Table};
 use runq_common::units::{NS_UNITS, SI_PREFIXES};
 
@@ -192,14 +192,24 @@ fn table(out: &mut String, title: &str, rows: &[&Row], cols: &[Column], color: O
     out.push('\n');
 }
 
+/// Keys shown in a compare even when both sides agree.
+const SUMMARY_KEYS: [&str; 7] = [
+    "hostname",
+    "kernel_release",
+    "arch",
+    "cpu_model",
+    "online_cpus",
+    "mem_total",
+    "user_hz",
+];
+
 /// The host context: every key for show; for compare the summary keys
 /// and every key that differs (marked `*`), then how many more agree.
 fn host_table(out: &mut String, view: &View, compare: bool) {
-    use crate::hostview::SUMMARY_KEYS;
     if view.host.is_empty() {
         return;
     }
-    let shown: Vec<&crate::hostview::HostRow> = view
+    let shown: Vec<&crate::view::HostRow> = view
         .host
         .iter()
         .filter(|h| !compare || h.differs || SUMMARY_KEYS.contains(&h.key.as_str()))

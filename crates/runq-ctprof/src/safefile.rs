@@ -111,7 +111,7 @@ fn temp_name(name: &[u8]) -> Vec<u8> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let mut t = b".".to_vec();
     t.extend_from_slice(name);
-    let nanos = crate::capture::now_unix_ns();
+    let nanos = runq_kernel::clock::unix_ns();
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     t.extend_from_slice(format!(".{}-{nanos:x}-{seq}.tmp", std::process::id()).as_bytes());
     t

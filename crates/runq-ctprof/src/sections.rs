@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 
 use crate::avail::{Reason, Source};
-use crate::compare::{Cell, Matched, Row, RowSpec, ViewOptions};
 use crate::group::{flatten_cgroup, group_threads_named, CommNames, GroupBy};
 use crate::model::{CgroupStats, CtprofSnapshot, Psi, PsiResource};
 use crate::registry::{Section, Unit};
+use crate::view::{Cell, Matched, Row, RowSpec, ViewOptions};
 
 type Readings = BTreeMap<(String, String), (Unit, Cell)>;
 

@@ -290,7 +290,7 @@ fn shared_libjemalloc_is_unavailable_not_zero() {
         .iter()
         .find(|r| r.group == "jemalloc-shared" && r.metric == "allocated_bytes")
         .unwrap();
-    assert_eq!(row.baseline, runq_ctprof::compare::Cell::Missing);
+    assert_eq!(row.baseline, runq_ctprof::view::Cell::Missing);
     // Processes without jemalloc still read a real zero.
     let me = find(&snap.threads, std::process::id());
     assert!(!me.unavailable.contains_key(&Source::Jemalloc));

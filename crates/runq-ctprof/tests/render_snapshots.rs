@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use runq_ctprof::compare::{compare, show, ViewOptions};
+use runq_ctprof::compare::{compare, show};
 use runq_ctprof::group::{Glob, GroupBy, Grouping};
 use runq_ctprof::metric_types::*;
 use runq_ctprof::model::*;
 use runq_ctprof::registry::Section;
 use runq_ctprof::render::render;
+use runq_ctprof::view::ViewOptions;
 
 fn thread(tid: u32, tgid: u32, pcomm: &str, comm: &str, cgroup: &str, scale: u64) -> ThreadState {
     ThreadState {

@@ -2,8 +2,9 @@ use std::path::Path;
 
 use super::*;
 use crate::capture::{capture, CaptureOptions};
-use crate::compare::{compare, show, Cell, ViewOptions};
-use crate::model::{CtprofParseSummary, CtprofProbeSummary, TaskstatsSummary};
+use crate::compare::{compare, show};
+use crate::model::{CtprofParseSummary, CtprofProbeSummary, CtprofSnapshot, TaskstatsSummary};
+use crate::view::{Cell, ViewOptions};
 
 const STAT: &str = "TID (w) S 1 1 0 0 -1 4194304 11 0 2 0 30 40 0 0 20 0 1 0 5000 3133440 410 18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 1 1 1 1 1 1 1 0\n";
 
@@ -28,7 +29,7 @@ fn snap(root: &Path) -> CtprofSnapshot {
     capture(&CaptureOptions::fixture(root, 1))
 }
 
-fn row<'a>(v: &'a crate::compare::View, metric: &str) -> &'a crate::compare::Row {
+fn row<'a>(v: &'a crate::view::View, metric: &str) -> &'a crate::view::Row {
     v.rows.iter().find(|r| r.metric == metric).unwrap()
 }
 

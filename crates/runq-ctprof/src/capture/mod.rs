@@ -5,6 +5,7 @@
 //! Capture is best-effort: a thread that exits mid-walk or a file the kernel
 //! does not provide never fails the snapshot; the summaries count them.
 
+mod caps;
 pub mod cgroups;
 pub mod tally;
 pub mod thread;
@@ -16,7 +17,7 @@ use std::time::Instant;
 
 use runq_kernel::taskstats::TaskstatsClient;
 
-use crate::avail::{self, Capabilities, Reason, Source};
+use crate::avail::{Capabilities, Reason, Source};
 use crate::model::{CtprofSnapshot, ThreadState};
 use tally::Tally;
 use thread::Worker;
@@ -68,13 +69,6 @@ impl CaptureOptions {
     }
 }
 
-/// Nanoseconds since the Unix epoch.
-pub fn now_unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
 fn numeric_entries(dir: &Path) -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -120,7 +114,7 @@ fn worker_count(requested: usize) -> usize {
 pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
     let started = Instant::now();
     let mut snap = CtprofSnapshot::new();
-    snap.captured_at_unix_ns = now_unix_ns();
+    snap.captured_at_unix_ns = runq_kernel::clock::unix_ns();
     let listed = list_threads(&opts.proc_root);
     let (mut threads, tally, ts_unavailable) = read_listed(opts, &listed, true);
     let mut probe = tally.probe_summary(listed.len() as u64);
@@ -177,13 +171,13 @@ fn fill_capabilities(snap: &mut CtprofSnapshot, proc_root: &Path, jemalloc: Opti
         caps.unavailable
             .insert(Source::Delayacct, Reason::DelayacctOff);
     }
-    avail::consolidate(snap, &mut caps);
+    caps::consolidate(snap, &mut caps);
     if let Some(r) = caps.unavailable.get_mut(&Source::Schedstats) {
         if *r == Reason::NoSchedstats {
-            *r = avail::schedstats_reason(proc_root);
+            *r = caps::schedstats_reason(proc_root);
         }
     }
-    caps.host = avail::host_capabilities(proc_root, snap);
+    caps.host = caps::host_capabilities(proc_root, snap);
     snap.capabilities = Some(caps);
 }
 

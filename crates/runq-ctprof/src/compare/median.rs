@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use runq_common::stats::median;
-use serde::Serialize;
 
 use super::side::{side, GroupData, Side};
 use super::{limited_rows, two_sided_view, ViewOptions};
@@ -22,27 +21,7 @@ use crate::model::CtprofSnapshot;
 use crate::record::delta::for_each_snapshot;
 use crate::registry::Aggregated;
 
-/// One side's values of a row over its snapshots.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Spread {
-    /// Snapshots that had the row.
-    pub n: usize,
-    /// Smallest value.
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
-}
-
-/// The noise verdict of a two-directory compare row.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Noise {
-    /// True when the change is within the noise (see the module doc).
-    pub within: bool,
-    /// The baseline side's spread.
-    pub baseline: Spread,
-    /// The candidate side's spread.
-    pub candidate: Spread,
-}
+use crate::view::{Noise, Spread};
 
 /// The decision rule of [`Noise::within`].
 pub fn within_noise(a: Spread, b: Spread, median_a: f64, median_b: f64) -> bool {

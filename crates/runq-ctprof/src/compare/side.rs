@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::avail::{metric_source, Reason, Source};
+use crate::avail::{Reason, Source};
 use crate::derived::{DerivedMetricDef, Metrics};
 use crate::group::{group_threads_named, CommNames, Grouping};
 use crate::model::{CtprofSnapshot, ThreadState};
+use crate::registry::metric_source;
 use crate::registry::{metric, AggRule, Aggregated, CTPROF_METRICS};
 
 /// One group of one snapshot.

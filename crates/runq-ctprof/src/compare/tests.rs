@@ -1,6 +1,9 @@
 use super::*;
 use crate::avail::{Capabilities, Reason, Source};
+use crate::group::{GroupBy, Grouping};
 use crate::metric_types::*;
+use crate::registry::Section;
+use crate::view::TextDelta;
 
 fn t(tid: u32, pcomm: &str, comm: &str, run: u64, vcsw: u64) -> ThreadState {
     ThreadState {

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::files::{is_delta, list_all_snapshots, list_snapshots};
-use super::ExitedTally;
 use crate::format::FormatError;
+use crate::model::ExitedTally;
 use crate::model::{
     CtprofParseSummary, CtprofProbeSummary, CtprofSnapshot, Psi, TaskstatsSummary, ThreadState,
     FORMAT_NAME, SCHEMA_VERSION,

@@ -12,7 +12,7 @@ use runq_kernel::proc::cgroup_file::parse_v2_path;
 use runq_kernel::taskstats::exit::ExitRecord;
 use runq_kernel::taskstats::TaskstatsClient;
 
-use super::ExitedTally;
+use crate::model::ExitedTally;
 use crate::model::ThreadState;
 
 /// One received exit with its process name and cgroup, when resolvable.

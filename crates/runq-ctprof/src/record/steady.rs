@@ -17,8 +17,9 @@ use std::time::Instant;
 use runq_kernel::schedstat::parse_schedstat;
 
 use crate::avail::Source;
-use crate::capture::{capture, list_threads, now_unix_ns, read_listed, CaptureOptions};
+use crate::capture::{capture, list_threads, read_listed, CaptureOptions};
 use crate::model::{CtprofSnapshot, ThreadState};
+use runq_kernel::clock::unix_ns;
 
 /// Descriptors kept below the soft `RLIMIT_NOFILE` for everything else.
 const FD_RESERVE: u64 = 256;
@@ -170,7 +171,7 @@ impl Steady {
             exited: Vec::new(),
             ..self.full.clone()
         };
-        snap.captured_at_unix_ns = now_unix_ns();
+        snap.captured_at_unix_ns = unix_ns();
         let listed = list_threads(&self.opts.proc_root);
         let (reread, reuse) = self.triage(&listed);
         let opts = CaptureOptions {

@@ -45,7 +45,7 @@ fn short_lived_thread_is_in_the_next_exited_tally() {
     })
     .join()
     .unwrap();
-    let exited_at = runq_ctprof::capture::now_unix_ns();
+    let exited_at = runq_kernel::clock::unix_ns();
     let out = child.wait_with_output().unwrap();
     crate::common::assert_success(&out);
     let next = runq_ctprof::record::list_snapshots(d.path())

@@ -35,7 +35,7 @@ fn samples(dir: &Path, g: &Grouping, names: Option<&CommNames>) -> (Samples, Ctp
     (s, last.unwrap())
 }
 
-fn run_time_row(a: &[u64], b: &[u64]) -> crate::compare::Row {
+fn run_time_row(a: &[u64], b: &[u64]) -> crate::view::Row {
     let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     fixture_dir(da.path(), a);
     fixture_dir(db.path(), b);
@@ -78,7 +78,7 @@ fn a_change_inside_the_spread_is_noise() {
     let r = run_time_row(&[100, 101, 102], &[103, 110, 160]);
     assert!(r.noise.unwrap().within);
     let mut text = Vec::new();
-    let view = crate::compare::View {
+    let view = crate::view::View {
         rows: vec![r],
         samples: Some((3, 3)),
         ..crate::compare::compare(

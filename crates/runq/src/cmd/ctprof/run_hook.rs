@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use runq_ctprof::compare::{compare, ViewOptions};
+use runq_ctprof::compare::compare;
 use runq_ctprof::group::{GroupBy, Grouping};
+use runq_ctprof::view::ViewOptions;
 use runq_ctprof::{capture, save, CaptureOptions, CtprofSnapshot};
 use runq_workload::{Placement, RunOutcome};
 
@@ -104,7 +105,7 @@ impl Recorder {
         }
         view.rows.retain(|r| {
             r.delta.is_some_and(|d| d != 0.0)
-                || r.text_delta == Some(runq_ctprof::compare::TextDelta::Differs)
+                || r.text_delta == Some(runq_ctprof::view::TextDelta::Differs)
         });
         out.push_str(&runq_ctprof::render::render(&view, true, &[], color));
         Ok(out)

@@ -3,11 +3,11 @@
 use std::path::Path;
 
 use runq_common::closest;
-use runq_ctprof::compare::ViewOptions;
 use runq_ctprof::derived::CTPROF_DERIVED_METRICS;
 use runq_ctprof::group::{Glob, GroupBy, Grouping};
 use runq_ctprof::registry::{Section, CTPROF_METRICS};
 use runq_ctprof::render::Column;
+use runq_ctprof::view::ViewOptions;
 use runq_ctprof::CtprofSnapshot;
 
 use crate::exit;
@@ -145,7 +145,7 @@ pub fn load(path: &Path) -> anyhow::Result<CtprofSnapshot> {
 /// Prints a view as JSON (`--json`) or as text tables; `compare` selects
 /// the baseline/candidate layout.
 pub fn print_view(
-    view: &runq_ctprof::compare::View,
+    view: &runq_ctprof::view::View,
     compare: bool,
     args: &ViewArgs,
 ) -> anyhow::Result<()> {
