@@ -197,7 +197,7 @@ impl Scenario {
             return Err(invalid("the scenario has no worker groups".into()));
         }
         self.checks.validate().map_err(invalid)?;
-        self.validate_series()?;
+        crate::series::validate_scenario(self).map_err(invalid)?;
         if let Some(s) = &self.scheduler {
             s.validate().map_err(invalid)?;
         }
@@ -208,31 +208,6 @@ impl Scenario {
             self.validate_group(i, g)?;
         }
         self.steps.iter().try_for_each(|s| self.validate_step(s))
-    }
-
-    /// The snapshot interval is long enough, and every check over time
-    /// has snapshots to judge and sound bounds.
-    fn validate_series(&self) -> Result<(), ScenarioError> {
-        if let Some(i) = self
-            .snapshot_interval
-            .filter(|i| *i < crate::series::MIN_INTERVAL)
-        {
-            return Err(invalid(format!(
-                "snapshot_interval {i:?} is below the 10ms minimum (\"off\" turns snapshots off)"
-            )));
-        }
-        for g in self.groups.iter().filter(|g| !g.series_checks.is_empty()) {
-            let err = |msg: String| invalid(format!("group {:?}: {msg}", g.name));
-            if self.snapshot_interval.is_none() {
-                return Err(err(
-                    "series_check needs snapshots, and snapshot_interval is off".into(),
-                ));
-            }
-            for c in &g.series_checks {
-                c.validate(self.duration).map_err(err)?;
-            }
-        }
-        Ok(())
     }
 
     fn validate_group(&self, i: usize, g: &GroupSpec) -> Result<(), ScenarioError> {

@@ -199,6 +199,28 @@ impl RunSeries {
     }
 }
 
+/// Checks that `scn`'s snapshot interval is long enough, and that every
+/// check over time has snapshots to judge and sound bounds.
+pub fn validate_scenario(scn: &crate::Scenario) -> Result<(), String> {
+    if let Some(i) = scn.snapshot_interval.filter(|i| *i < MIN_INTERVAL) {
+        return Err(format!(
+            "snapshot_interval {i:?} is below the 10ms minimum (\"off\" turns snapshots off)"
+        ));
+    }
+    for g in scn.groups.iter().filter(|g| !g.series_checks.is_empty()) {
+        let err = |msg: String| format!("group {:?}: {msg}", g.name);
+        if scn.snapshot_interval.is_none() {
+            return Err(err(
+                "series_check needs snapshots, and snapshot_interval is off".into(),
+            ));
+        }
+        for c in &g.series_checks {
+            c.validate(scn.duration).map_err(err)?;
+        }
+    }
+    Ok(())
+}
+
 /// `Option<Duration>` as integer nanoseconds or `null` in JSON.
 pub mod opt_ns {
     use std::time::Duration;
