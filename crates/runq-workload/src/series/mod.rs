@@ -216,6 +216,12 @@ pub fn validate_scenario(scn: &crate::Scenario) -> Result<(), String> {
         }
         for c in &g.series_checks {
             c.validate(scn.duration).map_err(err)?;
+            if g.custom.is_some() && matches!(c.metric, Metric::WorkUnits | Metric::Iterations) {
+                return Err(err(format!(
+                    "series_check {}: custom work publishes no progress; judge cpu_time or run_delay",
+                    c.name()
+                )));
+            }
         }
     }
     Ok(())

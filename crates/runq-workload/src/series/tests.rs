@@ -240,3 +240,32 @@ fn metric_names_round_trip_and_rates_scale() {
     assert!((w.rate - 0.5).abs() < 1e-9);
     assert_eq!(Metric::CpuTime.fmt_rate(w.rate), "0.50 CPU");
 }
+
+#[test]
+fn scenarios_need_snapshots_and_progress_for_their_checks() {
+    use crate::spawn::{CustomContext, CustomWork};
+    fn idle(_: &CustomContext) -> crate::WorkerReport {
+        crate::WorkerReport::default()
+    }
+    let custom = CustomWork {
+        name: "idle",
+        run: idle,
+    };
+    let mut scn = crate::ScenarioBuilder::new("x")
+        .custom_group("c", custom, 1, None)
+        .build();
+    let stall = |metric| check(metric, 0, SeriesKind::Stall { max_stall_ns: MS });
+    scn.groups[0].series_checks = vec![stall(Metric::CpuTime)];
+    validate_scenario(&scn).unwrap();
+    scn.groups[0].series_checks = vec![stall(Metric::WorkUnits)];
+    let e = validate_scenario(&scn).unwrap_err();
+    assert!(e.contains("custom work publishes no progress"), "{e}");
+    scn.groups[0].series_checks = vec![stall(Metric::CpuTime)];
+    scn.snapshot_interval = None;
+    let e = validate_scenario(&scn).unwrap_err();
+    assert!(e.contains("snapshot_interval is off"), "{e}");
+    scn.snapshot_interval = Some(std::time::Duration::from_millis(5));
+    assert!(validate_scenario(&scn)
+        .unwrap_err()
+        .contains("10ms minimum"));
+}
