@@ -103,17 +103,10 @@ impl RunCgroups {
     /// its children; on v1 cpuset, copies the parent's CPUs and memory
     /// nodes). `track` records it for removal.
     fn make_dir(&mut self, h: &Hierarchy, dir: &Path, track: bool) -> Result<(), CgroupError> {
-        match fs::create_dir(dir) {
-            Ok(()) => {
-                if track {
-                    self.created.push(dir.to_path_buf());
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(CgroupError::from_io(dir.to_path_buf(), e)),
-        }
-        if h.has_controller("cpuset") && !h.is_v2() {
-            copy_cpuset_from_parent(dir)?;
+        let new = !dir.exists();
+        create_child_cgroup(h, dir)?;
+        if track && new {
+            self.created.push(dir.to_path_buf());
         }
         if h.is_v2() {
             enable_subtree_controllers(dir);
@@ -181,11 +174,13 @@ impl RunCgroups {
         Ok(())
     }
 
-    /// Removes every directory the run created, killing any process left in
-    /// them first. Errors are ignored: this runs on error paths.
+    /// Removes every directory the run created with all it holds (children
+    /// made by others, e.g. a worker's own sub-cgroups), killing any
+    /// process left in them first. Errors are ignored: this runs on error
+    /// paths.
     pub fn remove_all(&mut self) {
         for dir in self.created.iter().rev() {
-            remove_cgroup_dir(dir);
+            remove_tree(dir);
         }
         self.created.clear();
         self.groups.clear();
@@ -196,6 +191,22 @@ impl Drop for RunCgroups {
     fn drop(&mut self) {
         self.remove_all();
     }
+}
+
+/// Creates the child cgroup `dir` in `h` if it does not exist yet (an
+/// existing one is fine: several tasks may race to create it) and, on a
+/// v1 cpuset hierarchy, gives it its parent's CPUs and memory nodes so a
+/// task can be moved in.
+pub fn create_child_cgroup(h: &Hierarchy, dir: &Path) -> Result<(), CgroupError> {
+    match fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(CgroupError::from_io(dir.to_path_buf(), e)),
+    }
+    if h.has_controller("cpuset") && !h.is_v2() {
+        copy_cpuset_from_parent(dir)?;
+    }
+    Ok(())
 }
 
 fn copy_cpuset_from_parent(dir: &Path) -> Result<(), CgroupError> {
@@ -365,6 +376,37 @@ mod tests {
             run.add_group("../x", &CgroupLimits::default()),
             Err(CgroupError::InvalidPath(_))
         ));
+    }
+
+    /// A fake v2 hierarchy without controllers: directories only, which
+    /// `remove_dir` can remove as the kernel removes a cgroup.
+    fn fake_v2_root() -> (tempfile::TempDir, CgroupLayout) {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = CgroupLayout {
+            hierarchies: vec![Hierarchy {
+                root: dir.path().to_path_buf(),
+                kind: HierarchyKind::V2 {
+                    controllers: Default::default(),
+                },
+            }],
+        };
+        (dir, layout)
+    }
+
+    #[test]
+    fn removal_takes_children_the_run_did_not_create() {
+        let (dir, layout) = fake_v2_root();
+        let mut run = RunCgroups::create(layout, "77-1").unwrap();
+        run.add_group("nest/churn", &CgroupLimits::default())
+            .unwrap();
+        run.add_group("steady", &CgroupLimits::default()).unwrap();
+        let group = dir.path().join("runq/77-1/nest/churn");
+        for child in ["churn-a", "churn-b/deeper"] {
+            fs::create_dir_all(group.join(child)).unwrap();
+        }
+        run.remove_all();
+        assert!(!dir.path().join("runq/77-1").exists());
+        assert!(dir.path().join("runq").exists(), "the shared parent stays");
     }
 
     #[test]
