@@ -79,6 +79,7 @@ pub const CATALOG: &[CatalogScenario] = catalog![
     "host_contention",
     "mixed_workloads",
     "nested_steady",
+    "nested_task_move",
     "timer_latency_under_load",
     "wake_chain_contended",
     "priority_inversion",
@@ -252,6 +253,7 @@ mod tests {
             "host_contention",
             "mixed_workloads",
             "nested_steady",
+            "nested_task_move",
         ] {
             assert!(find(name).is_some(), "{name}");
         }

@@ -108,5 +108,8 @@ fn work_loop(spec: &WorkSpec, idx: usize, body: &mut dyn WorkerBody) -> WorkerRe
     report.partner_lost = body.partner_lost();
     report.role = body.role();
     report.backlog = body.backlog();
+    if let Some(e) = body.setup_error() {
+        report.affinity_error = Some(e);
+    }
     report
 }

@@ -10,6 +10,7 @@ mod bursty;
 mod cache_pipe;
 mod cache_pressure;
 mod cache_yield;
+mod cgroup_churn;
 mod churn;
 mod cross_affinity;
 mod epoll_storm;
@@ -86,6 +87,13 @@ pub trait WorkerBody {
     /// Open-loop types: the requests due and not yet taken when the run
     /// stopped (see `WorkerReport::backlog`).
     fn backlog(&self) -> Option<u64> {
+        None
+    }
+
+    /// Why the worker could not do what its type promises (e.g. a
+    /// CgroupChurn worker in no cgroup); reported like a setup failure,
+    /// which the `setup_applied` check counts.
+    fn setup_error(&self) -> Option<String> {
         None
     }
 

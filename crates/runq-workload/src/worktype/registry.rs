@@ -9,11 +9,11 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    alu, bursty, cache_pipe, cache_pressure, cache_yield, churn, cross_affinity, epoll_storm,
-    fan_out_types, fork_exit, futex_ping_pong, idle_churn, io_mix, io_sync_write, locks, mixed,
-    numa, page_fault_churn, pipe_io, preempt, producer_consumer, request_rate, sequence,
-    signal_storm, smt, spin_wait, timer_latency, wake_chain, yield_heavy, PreparedWork, SpinParams,
-    TypeInfo,
+    alu, bursty, cache_pipe, cache_pressure, cache_yield, cgroup_churn, churn, cross_affinity,
+    epoll_storm, fan_out_types, fork_exit, futex_ping_pong, idle_churn, io_mix, io_sync_write,
+    locks, mixed, numa, page_fault_churn, pipe_io, preempt, producer_consumer, request_rate,
+    sequence, signal_storm, smt, spin_wait, timer_latency, wake_chain, yield_heavy, PreparedWork,
+    SpinParams, TypeInfo,
 };
 
 /// Builds a group's shared resources from the parameters and the worker
@@ -321,5 +321,11 @@ work_types! {
         info: request_rate::INFO,
         check: no_check,
         prepare: request_rate::prepare,
+    }
+    /// Moves itself between two child cgroups of its group's cgroup.
+    CgroupChurn(SpinParams) {
+        info: cgroup_churn::INFO,
+        check: no_check,
+        prepare: |p, _| Ok(cgroup_churn::prepare(p)),
     }
 }

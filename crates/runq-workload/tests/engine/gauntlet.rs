@@ -105,6 +105,10 @@ fn gauntlet(mode: CloneMode) {
     let mut ran = 0;
     for t in WorkType::all_defaults() {
         if mode == CloneMode::Thread && !thread_capable(&Work::Builtin(t.clone())) {
+            eprintln!(
+                "gauntlet: skipped {} in thread mode: processes only",
+                t.name()
+            );
             continue;
         }
         if let Some(why) = t.info().needs.lacking(t.name(), Path::new("/sys")) {
@@ -114,6 +118,9 @@ fn gauntlet(mode: CloneMode) {
         let Some(reports) = run(&t, mode) else {
             continue;
         };
+        for e in reports.iter().filter_map(|r| r.affinity_error.as_ref()) {
+            eprintln!("gauntlet: {} reported a setup error: {e}", t.name());
+        }
         failures.extend(broken_promises(&t, &reports));
         ran += 1;
     }

@@ -1,7 +1,7 @@
 //! Engine tests through the public API, in one test binary (one link):
 //! custom and built-in workers, the liveness gauntlet of every work type,
 //! the watchdog, partner loss, dropping a handle, scenarios with custom
-//! groups.
+//! groups, workers that move between cgroups.
 //!
 //! Thread-mode workers share the process-wide STOP flag and appear among
 //! this process's threads, so tests that run them hold [`thread_mode`].
@@ -9,6 +9,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 mod api;
+mod cgroup_churn;
 mod custom_scenario;
 mod gauntlet;
 mod pipe_partner;

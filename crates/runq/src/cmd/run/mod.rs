@@ -72,7 +72,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub repro: bool,
     /// Run one group of this work type instead of the default scenario;
-    /// `--list` shows all 38 types (SpinWait, PipeIo, FutexFanOut,
+    /// `--list` shows all 40 types (SpinWait, PipeIo, FutexFanOut,
     /// TimerLatency, WakeChain, ...).
     #[arg(long, value_name = "TYPE")]
     pub work_type: Option<String>,

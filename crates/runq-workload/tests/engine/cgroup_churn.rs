@@ -1,0 +1,87 @@
+//! The catalog's `nested_task_move`: CgroupChurn workers move between the
+//! leaf cgroups they make below their nested group while a steady group
+//! spins; every move succeeds, and the run's tree, the workers' own
+//! leaves included, is gone afterwards, also when the run is interrupted.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use runq_workload::catalog::{find, HostShape};
+use runq_workload::{run_scenario, CgroupMode, Placement, RunOptions, RunOutcome};
+
+/// Runs `nested_task_move` for `duration`, interrupted after `interrupt`
+/// when given.
+fn run(duration: Duration, interrupt: Option<Duration>) -> RunOutcome {
+    let host = HostShape::read(Path::new("/sys"));
+    let mut scn = find("nested_task_move")
+        .expect("in the catalog")
+        .scenario(&host)
+        .expect("parses");
+    scn.duration = duration;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        if let Some(after) = interrupt {
+            let stop = &stop;
+            s.spawn(move || {
+                std::thread::sleep(after);
+                stop.store(true, Ordering::Relaxed);
+            });
+        }
+        run_scenario(
+            &scn,
+            RunOptions {
+                cgroups: CgroupMode::Required,
+                interrupt: &stop,
+                on_tick: &mut |_, _| {},
+                collect_timeout: Duration::from_secs(10),
+                repro: false,
+                fault: None,
+                max_workers_per_cpu: runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
+            },
+        )
+        .expect("run")
+    })
+}
+
+/// The run's directory is gone from every hierarchy it was placed in.
+fn assert_nothing_left(out: &RunOutcome) {
+    let Placement::Cgroups {
+        run_id,
+        hierarchies,
+    } = &out.placement
+    else {
+        panic!("not placed: {:?}", out.placement);
+    };
+    for h in hierarchies {
+        let dir = Path::new(h).join("runq").join(run_id);
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
+}
+
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn churning_workers_move_and_leave_no_cgroup_behind() {
+    let out = run(Duration::from_millis(600), None);
+    let churn: Vec<_> = out.reports.iter().filter(|r| r.group_idx == 0).collect();
+    assert!(!churn.is_empty());
+    for r in &churn {
+        assert_eq!(r.affinity_error, None, "a move failed");
+        assert!(r.completed && r.work_units > 0, "{r:?}");
+    }
+    let setup = out
+        .checks
+        .iter()
+        .find(|c| c.group == "churn" && c.name == "setup_applied")
+        .expect("setup_applied judged");
+    assert!(setup.pass, "{setup:?}");
+    assert_nothing_left(&out);
+}
+
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn an_interrupted_churn_leaves_no_cgroup_behind() {
+    let out = run(Duration::from_secs(30), Some(Duration::from_millis(300)));
+    assert!(out.interrupted);
+    assert_nothing_left(&out);
+}
