@@ -499,6 +499,9 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
         checks.push(alive_check(spec, scheduler_death.as_ref()));
     }
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
+    if interrupted {
+        crate::series::check::excuse_unjudged(&mut checks);
+    }
     let failed = scheduler_death.is_some() || run_error.is_some();
     let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);
     Ok(RunOutcome {

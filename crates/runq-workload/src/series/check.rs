@@ -138,6 +138,21 @@ impl SeriesCheck {
     }
 }
 
+/// How the detail of a check that could not be judged begins.
+const NOT_JUDGED: &str = "not judged: ";
+
+/// An interrupted run did not reach the windows its checks over time ask
+/// for: a check that could not be judged is then no FAIL (the run's
+/// verdict is INTERRUPTED when the rest held), and says why.
+pub fn excuse_unjudged(checks: &mut [CheckResult]) {
+    for c in checks.iter_mut() {
+        if let Some(d) = c.detail.as_mut().filter(|d| d.starts_with(NOT_JUDGED)) {
+            c.pass = true;
+            d.push_str(" (the run was interrupted)");
+        }
+    }
+}
+
 /// A judged check's figures: measured, operator, bound, pass, detail.
 type Judged = (f64, Op, f64, bool, Option<String>);
 
@@ -162,20 +177,28 @@ pub fn evaluate(group: &str, checks: &[SeriesCheck], series: &RunSeries) -> Vec<
 
 /// One check's figures, or a FAIL that says why it could not be judged.
 fn judge(c: &SeriesCheck, group: &str, series: &RunSeries) -> Judged {
-    let not_judged = |why: String| (0.0, Op::AtLeast, 1.0, false, Some(why));
+    let not_judged = |why: String| {
+        (
+            0.0,
+            Op::AtLeast,
+            1.0,
+            false,
+            Some(NOT_JUDGED.to_owned() + &why),
+        )
+    };
     let Some(g) = series.group(group) else {
-        return not_judged(format!("not judged: no snapshot of group {group:?}"));
+        return not_judged(format!("no snapshot of group {group:?}"));
     };
     if g.values(c.metric).is_none() {
         return not_judged(format!(
-            "not judged: {} was not recorded (the sampler reads schedstat of at most 128 workers)",
+            "{} was not recorded (the sampler reads schedstat of at most 128 workers)",
             c.metric.name()
         ));
     }
     let windows = g.intervals(c.metric, c.after_ns);
     if windows.is_empty() {
         return not_judged(format!(
-            "not judged: no interval between snapshots after {:.2} s ({} snapshots, the last at {:.2} s)",
+            "no interval between snapshots after {:.2} s ({} snapshots, the last at {:.2} s)",
             c.after_ns as f64 / 1e9,
             g.at_ns.len(),
             g.at_ns.last().copied().unwrap_or(0) as f64 / 1e9
@@ -328,7 +351,7 @@ fn converges_to(
     let end = g.at_ns.last().copied().unwrap_or(0);
     let last = last_ns.unwrap_or((end - first) / 4).max(1);
     let Some(w) = g.span_from(metric, end.saturating_sub(last)) else {
-        let why = format!("not judged: no snapshot window in the last {last} ns");
+        let why = format!("{NOT_JUDGED}no snapshot window in the last {last} ns");
         return (0.0, Op::AtLeast, 1.0, false, Some(why));
     };
     let (value, aim, what) = match target {

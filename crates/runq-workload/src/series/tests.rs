@@ -228,6 +228,16 @@ fn a_check_without_data_fails_and_says_why() {
         &s,
     );
     assert!(!other[0].pass && detail(&other[0]).contains("no snapshot of group"));
+    // Interrupted, a check the run did not reach is excused, and says so;
+    // a judged FAIL stays a FAIL.
+    let flat = run(vec![group("g", &[5, 5, 5, 5], 0)]);
+    let stall = SeriesKind::Stall { max_stall_ns: MS };
+    let judged = one(check(Metric::WorkUnits, 0, stall), &flat);
+    assert!(!judged.pass, "{judged:?}");
+    let mut checks = vec![late, judged];
+    check::excuse_unjudged(&mut checks);
+    assert!(checks[0].pass && detail(&checks[0]).ends_with("(the run was interrupted)"));
+    assert!(!checks[1].pass);
 }
 
 #[test]
