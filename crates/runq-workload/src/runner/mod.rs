@@ -4,25 +4,28 @@
 //! death), stops and collects the workers, removes the cgroups, and checks
 //! the reports.
 
+mod host;
+mod judge;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use runq_kernel::cgroup::{cleanup_stale_runs, CgroupError, CgroupLayout, RunCgroups};
-use runq_kernel::sched_ext::SchedExtSysfs;
 use serde::Serialize;
 
-use crate::checks::{verdict, CheckResult, Op, Verdict};
-use crate::fair_model::{fair_share_checks, model_from_run};
+use crate::checks::{CheckResult, Verdict};
 use crate::fault::{Fault, FaultStep};
-use crate::placement::SchedPolicy;
 use crate::report::{WorkerExitInfo, WorkerReport};
 use crate::scenario::{Scenario, ScenarioError, StepAction};
-use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerRun, SchedulerSpec, StartError};
+use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerRun, StartError};
 use crate::series::sampler::Sampler;
 use crate::series::RunSeries;
 use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
-use crate::summary::{summarize_group, GroupSummary};
+use crate::summary::GroupSummary;
+pub use host::sched_ext_ready;
+use host::{start_scheduler, stop_scheduler, watchdog_for};
+use judge::{alive_check, final_verdict, judge};
 
 /// Whether a run uses cgroups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,17 +333,6 @@ fn cpu_weight_file(run: &RunCgroups) -> Option<&'static str> {
     })
 }
 
-/// The watchdog on the scheduler under test (none in repro mode).
-fn watchdog_for(scheduler: Option<&SchedulerProc>, repro: bool) -> Option<Watchdog> {
-    match (scheduler, repro) {
-        (Some(s), false) => Some(Watchdog {
-            scheduler_pid: s.pid(),
-            stuck_ns: 2_000_000_000,
-        }),
-        _ => None,
-    }
-}
-
 /// How long to wait for reports after the stop signal. Interrupted, the
 /// user is waiting: what arrives within INTERRUPTED_COLLECT, then the
 /// rest is killed (and reported as timed out).
@@ -349,83 +341,6 @@ fn collect_timeout(opts: &RunOptions<'_>) -> Duration {
         opts.collect_timeout.min(INTERRUPTED_COLLECT)
     } else {
         opts.collect_timeout
-    }
-}
-
-/// Starts the scenario's scheduler, if it names one, and checks that the
-/// host has what the groups need: a BPF scheduler for workers asking for
-/// SCHED_EXT, and each work type's topology.
-fn start_scheduler(
-    scn: &Scenario,
-    interrupt: &AtomicBool,
-) -> Result<Option<SchedulerProc>, RunError> {
-    host_has_what_groups_need(scn, Path::new("/sys"))?;
-    let scheduler = scn
-        .scheduler
-        .as_ref()
-        .map(|s| SchedulerProc::start(s, interrupt))
-        .transpose()?;
-    if scn
-        .groups
-        .iter()
-        .any(|g| g.setup.policy == SchedPolicy::Ext)
-    {
-        sched_ext_ready(&runq_kernel::sched_ext::read_sched_ext(Path::new("/sys")))
-            .map_err(RunError::HostLacks)?;
-    }
-    Ok(scheduler)
-}
-
-/// The first group whose work type needs a topology this host lacks.
-fn host_has_what_groups_need(scn: &Scenario, sys_root: &Path) -> Result<(), RunError> {
-    for g in scn.groups.iter().filter(|g| g.custom.is_none()) {
-        let work = &g.work;
-        if let Some(why) = work.info().needs.lacking(work.name(), sys_root) {
-            let why = if g.name == work.name() {
-                why
-            } else {
-                format!("group {}: {why}", g.name)
-            };
-            return Err(RunError::HostLacks(why));
-        }
-    }
-    Ok(())
-}
-
-/// The run's verdict. Interrupted, it is INTERRUPTED when what ran held
-/// every check, or when no worker was ever started (nothing ran to be
-/// judged).
-fn final_verdict(
-    checks: &[CheckResult],
-    failed: bool,
-    interrupted: bool,
-    aborted_at_start: bool,
-) -> Verdict {
-    match verdict(checks, failed) {
-        Verdict::Pass if interrupted => Verdict::Interrupted,
-        Verdict::Fail if aborted_at_start && !failed => Verdict::Interrupted,
-        v => v,
-    }
-}
-
-/// Whether workers with `policy = "ext"` have a BPF scheduler to run
-/// under (checked once the scenario's own scheduler, if any, is ready): a
-/// task that asks for SCHED_EXT with none loaded silently stays with the
-/// fair class, and a kernel without sched_ext refuses it.
-pub fn sched_ext_ready(state: &Option<SchedExtSysfs>) -> Result<(), String> {
-    match state {
-        None => Err(
-            "policy ext needs a kernel with sched_ext (CONFIG_SCHED_CLASS_EXT); \
-                     this one has no /sys/kernel/sched_ext"
-                .into(),
-        ),
-        Some(s) if s.state != "enabled" => Err(format!(
-            "policy ext puts workers under the loaded sched_ext scheduler, and none is \
-             loaded (/sys/kernel/sched_ext/state: {}); start one (e.g. scx_simple) or name \
-             it in the scenario's scheduler or with --scheduler",
-            s.state
-        )),
-        Some(_) => Ok(()),
     }
 }
 
@@ -574,99 +489,6 @@ fn drive_steps(
     (None, None)
 }
 
-/// Stops the scheduler after the run (unless it died) and records how.
-fn stop_scheduler(
-    proc: Option<SchedulerProc>,
-    death: Option<&SchedulerDeath>,
-) -> Option<SchedulerRun> {
-    let proc = proc?;
-    let mut run = proc.run_info();
-    run.stopped = match death {
-        Some(d) => format!("{} during the run", d.status),
-        None => proc.shutdown(),
-    };
-    Some(run)
-}
-
-/// `scheduler_alive`: the scheduler under test lived through the run.
-fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckResult {
-    CheckResult {
-        name: "scheduler_alive".into(),
-        group: "scheduler".into(),
-        measured: if death.is_some() { 0.0 } else { 1.0 },
-        op: Op::AtLeast,
-        bound: 1.0,
-        pass: death.is_none(),
-        detail: Some(match death {
-            Some(d) => format!("the scheduler {} at {} ms", d.status, d.at_ms),
-            None => format!("{:?} ran until the end", spec.command),
-        }),
-    }
-}
-
-/// Summaries and check results for every group, then the fair-share
-/// check across groups.
-fn judge(
-    scn: &Scenario,
-    reports: &[WorkerReport],
-    weight_file: Option<&str>,
-    series: Option<&RunSeries>,
-) -> (Vec<GroupSummary>, Vec<CheckResult>) {
-    let no_series = RunSeries::default();
-    let mut groups = Vec::new();
-    let mut checks = Vec::new();
-    for (i, g) in scn.groups.iter().enumerate() {
-        groups.push(summarize_group(
-            i,
-            &g.name,
-            g.work_name(),
-            g.wake_figure(),
-            reports,
-        ));
-        let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == i).collect();
-        let is_custom = g.custom.is_some();
-        checks.extend(scn.checks.evaluate_group(&g.name, &mine, is_custom));
-        let series = series.unwrap_or(&no_series);
-        checks.extend(crate::series::evaluate(&g.name, &g.series_checks, series));
-    }
-    if scn.groups.iter().any(|g| g.custom.is_some()) {
-        // Custom workers report no CPU telemetry, so no fair-share model.
-        return (groups, checks);
-    }
-    let online = runq_kernel::cpulist::online_cpus();
-    if let (Some(bound), Some(model)) = (
-        scn.checks.fair_share_bound(),
-        model_from_run(scn, reports, weight_file, &online),
-    ) {
-        checks.extend(fair_share_checks(&model, bound));
-    }
-    (groups, checks)
-}
-
 fn elapsed_ns(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn state(s: &str) -> Option<SchedExtSysfs> {
-        Some(SchedExtSysfs {
-            state: s.into(),
-            ..SchedExtSysfs::default()
-        })
-    }
-
-    #[test]
-    fn policy_ext_needs_a_loaded_sched_ext_scheduler() {
-        let none = sched_ext_ready(&None).unwrap_err();
-        assert!(none.contains("CONFIG_SCHED_CLASS_EXT"), "{none}");
-        let off = sched_ext_ready(&state("disabled")).unwrap_err();
-        assert!(
-            off.contains("none is loaded") && off.contains("disabled"),
-            "{off}"
-        );
-        assert!(sched_ext_ready(&state("enabled")).is_ok());
-    }
 }

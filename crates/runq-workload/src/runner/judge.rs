@@ -1,0 +1,81 @@
+//! Judging a run: every group's checks (the per-group table, fairness,
+//! checks over time), the scheduler's survival, and the verdict.
+
+use crate::checks::{verdict, CheckResult, Op, Verdict};
+use crate::fair_model::{fair_share_checks, model_from_run};
+use crate::report::WorkerReport;
+use crate::scenario::Scenario;
+use crate::scheduler::{SchedulerDeath, SchedulerSpec};
+use crate::series::RunSeries;
+use crate::summary::{summarize_group, GroupSummary};
+
+/// The run's verdict. Interrupted, it is INTERRUPTED when what ran held
+/// every check, or when no worker was ever started (nothing ran to be
+/// judged).
+pub(super) fn final_verdict(
+    checks: &[CheckResult],
+    failed: bool,
+    interrupted: bool,
+    aborted_at_start: bool,
+) -> Verdict {
+    match verdict(checks, failed) {
+        Verdict::Pass if interrupted => Verdict::Interrupted,
+        Verdict::Fail if aborted_at_start && !failed => Verdict::Interrupted,
+        v => v,
+    }
+}
+
+/// `scheduler_alive`: the scheduler under test lived through the run.
+pub(super) fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckResult {
+    CheckResult {
+        name: "scheduler_alive".into(),
+        group: "scheduler".into(),
+        measured: if death.is_some() { 0.0 } else { 1.0 },
+        op: Op::AtLeast,
+        bound: 1.0,
+        pass: death.is_none(),
+        detail: Some(match death {
+            Some(d) => format!("the scheduler {} at {} ms", d.status, d.at_ms),
+            None => format!("{:?} ran until the end", spec.command),
+        }),
+    }
+}
+
+/// Summaries and check results for every group, then the fair-share
+/// check across groups.
+pub(super) fn judge(
+    scn: &Scenario,
+    reports: &[WorkerReport],
+    weight_file: Option<&str>,
+    series: Option<&RunSeries>,
+) -> (Vec<GroupSummary>, Vec<CheckResult>) {
+    let no_series = RunSeries::default();
+    let mut groups = Vec::new();
+    let mut checks = Vec::new();
+    for (i, g) in scn.groups.iter().enumerate() {
+        groups.push(summarize_group(
+            i,
+            &g.name,
+            g.work_name(),
+            g.wake_figure(),
+            reports,
+        ));
+        let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == i).collect();
+        let is_custom = g.custom.is_some();
+        checks.extend(scn.checks.evaluate_group(&g.name, &mine, is_custom));
+        let series = series.unwrap_or(&no_series);
+        checks.extend(crate::series::evaluate(&g.name, &g.series_checks, series));
+    }
+    if scn.groups.iter().any(|g| g.custom.is_some()) {
+        // Custom workers report no CPU telemetry, so no fair-share model.
+        return (groups, checks);
+    }
+    let online = runq_kernel::cpulist::online_cpus();
+    if let (Some(bound), Some(model)) = (
+        scn.checks.fair_share_bound(),
+        model_from_run(scn, reports, weight_file, &online),
+    ) {
+        checks.extend(fair_share_checks(&model, bound));
+    }
+    (groups, checks)
+}
