@@ -225,7 +225,30 @@ struct LiveRun<'s> {
     sampler: Option<Sampler>,
 }
 
-impl LiveRun<'_> {
+impl<'s> LiveRun<'s> {
+    /// The run before its first worker: the scenario's cgroups, the
+    /// watchdog and the snapshot sampler.
+    fn new(
+        scn: &'s Scenario,
+        cgroups: Option<RunCgroups>,
+        watchdog: Option<Watchdog>,
+        opts: &RunOptions<'_>,
+    ) -> Self {
+        let mut handle = WorkloadHandle::default();
+        handle.inject_fault(opts.fault);
+        LiveRun {
+            scn,
+            cgroups,
+            handle,
+            watchdog,
+            reports: Vec::new(),
+            collect_timeout: opts.collect_timeout,
+            sampler: scn
+                .snapshot_interval
+                .and_then(|i| Sampler::new(scn, i).ok()),
+        }
+    }
+
     fn spec(&self, idx: usize) -> WorkSpec {
         let g = &self.scn.groups[idx];
         let mut spec = match g.custom {
@@ -363,18 +386,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = start_scheduler(scn, opts.interrupt)?;
     let watchdog = watchdog_for(scheduler.as_ref(), opts.repro);
-    let mut live = LiveRun {
-        scn,
-        cgroups,
-        handle: WorkloadHandle::default(),
-        watchdog,
-        reports: Vec::new(),
-        collect_timeout: opts.collect_timeout,
-        sampler: scn
-            .snapshot_interval
-            .and_then(|i| Sampler::new(scn, i).ok()),
-    };
-    live.handle.inject_fault(opts.fault);
+    let mut live = LiveRun::new(scn, cgroups, watchdog, &opts);
     let t_spawn = Instant::now();
     let first: Vec<usize> = (0..scn.groups.len())
         .filter(|&i| !scn.groups[i].deferred)
