@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use runq_workload::catalog::{find, HostShape};
-use runq_workload::{run_scenario, CgroupMode, Placement, RunOptions, RunOutcome};
+use runq_workload::{CgroupMode, Placement, RunOutcome};
 
 /// Runs `nested_task_move` for `duration`, interrupted after `interrupt`
 /// when given.
@@ -28,19 +28,7 @@ fn run(duration: Duration, interrupt: Option<Duration>) -> RunOutcome {
                 stop.store(true, Ordering::Relaxed);
             });
         }
-        run_scenario(
-            &scn,
-            RunOptions {
-                cgroups: CgroupMode::Required,
-                interrupt: &stop,
-                on_tick: &mut |_, _| {},
-                collect_timeout: Duration::from_secs(10),
-                repro: false,
-                fault: None,
-                max_workers_per_cpu: runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
-            },
-        )
-        .expect("run")
+        crate::run_to_end(&scn, CgroupMode::Required, &stop)
     })
 }
 

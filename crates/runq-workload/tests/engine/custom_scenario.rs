@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use runq_workload::{
-    run_scenario, CgroupMode, CustomContext, CustomWork, Placement, RunOptions, ScenarioBuilder,
-    Verdict, WorkType, WorkerReport,
+    CgroupMode, CustomContext, CustomWork, Placement, ScenarioBuilder, Verdict, WorkType,
+    WorkerReport,
 };
 
 /// Checks it runs in the scenario's `custom` cgroup (panics otherwise, so
@@ -51,19 +51,7 @@ fn custom_group_runs_in_its_cgroup_and_is_judged_by_not_stuck_only() {
         .custom_group("mine", custom, 2, Some("custom"))
         .build();
     let stop = AtomicBool::new(false);
-    let out = run_scenario(
-        &scn,
-        RunOptions {
-            cgroups: CgroupMode::Required,
-            interrupt: &stop,
-            on_tick: &mut |_, _| {},
-            collect_timeout: Duration::from_secs(10),
-            repro: false,
-            fault: None,
-            max_workers_per_cpu: runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
-        },
-    )
-    .expect("run");
+    let out = crate::run_to_end(&scn, CgroupMode::Required, &stop);
     let mine: Vec<_> = out.checks.iter().filter(|c| c.group == "mine").collect();
     let names: Vec<&str> = mine.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["not_stuck", "setup_applied"], "{:?}", out.checks);

@@ -6,7 +6,11 @@
 //! Thread-mode workers share the process-wide STOP flag and appear among
 //! this process's threads, so tests that run them hold [`thread_mode`].
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use runq_workload::{run_scenario, CgroupMode, RunOptions, RunOutcome, Scenario};
 
 mod api;
 mod cgroup_churn;
@@ -21,4 +25,22 @@ mod watchdog;
 pub fn thread_mode() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `scn` to its end (or until `stop` is set) with the defaults of a
+/// plain `runq run`: no fault, the default worker cap, 10 s to collect.
+pub fn run_to_end(scn: &Scenario, cgroups: CgroupMode, stop: &AtomicBool) -> RunOutcome {
+    run_scenario(
+        scn,
+        RunOptions {
+            cgroups,
+            interrupt: stop,
+            on_tick: &mut |_, _| {},
+            collect_timeout: Duration::from_secs(10),
+            repro: false,
+            fault: None,
+            max_workers_per_cpu: runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
+        },
+    )
+    .expect("run")
 }

@@ -4,10 +4,9 @@
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use runq_workload::scenario_file::parse_scenario;
-use runq_workload::{run_scenario, CgroupMode, RunOptions, Verdict};
+use runq_workload::{CgroupMode, Verdict};
 
 const SCENARIO: &str = r#"duration = "600ms"
 snapshot_interval = "50ms"
@@ -50,19 +49,7 @@ fn names_a_window(text: &str) -> bool {
 fn snapshots_are_kept_and_an_impossible_rate_fails_in_a_named_window() {
     let scn = parse_scenario(Path::new("series.toml"), SCENARIO).unwrap();
     let stop = AtomicBool::new(false);
-    let out = run_scenario(
-        &scn,
-        RunOptions {
-            cgroups: CgroupMode::Off,
-            interrupt: &stop,
-            on_tick: &mut |_, _| {},
-            collect_timeout: Duration::from_secs(10),
-            repro: false,
-            fault: None,
-            max_workers_per_cpu: runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
-        },
-    )
-    .expect("run");
+    let out = crate::run_to_end(&scn, CgroupMode::Off, &stop);
     let series = out.series.as_ref().expect("snapshots are on by default");
     assert_eq!(series.interval_ns, 50_000_000);
     let spin = series.group("spin").expect("spin's series");
