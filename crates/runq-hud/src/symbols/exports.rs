@@ -1,8 +1,9 @@
 //! Approximate names for addresses the exact lookup cannot name: in a
 //! module that has only `.dynsym` (a stripped shared library), an address
 //! inside a static function is named after the nearest exported function
-//! before it, as `~deflate+0x1a2`. The `~` says the name is a neighbour's,
-//! not the function's own.
+//! before it, as `~deflate`. The `~` says the name is a neighbour's, not
+//! the function's own; no offset is given, so every address near one
+//! export adds up on one row.
 
 use std::path::Path;
 
@@ -52,7 +53,7 @@ impl Exports {
         })
     }
 
-    /// `~name+0xdelta` for the export at or before `file_offset`.
+    /// `~name` for the export at or before `file_offset`.
     pub fn nearest(&self, file_offset: u64) -> Option<String> {
         let vaddr = self
             .segments
@@ -62,7 +63,7 @@ impl Exports {
         let i = self.functions.partition_point(|(a, _)| *a <= vaddr);
         let (start, name) = self.functions.get(i.checked_sub(1)?)?;
         let delta = vaddr - start;
-        (delta <= MAX_DISTANCE).then(|| format!("~{name}+{delta:#x}"))
+        (delta <= MAX_DISTANCE).then(|| format!("~{name}"))
     }
 }
 
@@ -80,12 +81,12 @@ mod tests {
     #[test]
     fn an_address_is_named_after_the_export_before_it() {
         let t = table();
-        assert_eq!(t.nearest(0x2010).as_deref(), Some("~deflate+0x10"));
-        assert_eq!(t.nearest(0x17ff).as_deref(), Some("~inflate+0x7ff"));
+        assert_eq!(t.nearest(0x2010).as_deref(), Some("~deflate"));
+        assert_eq!(t.nearest(0x17ff).as_deref(), Some("~inflate"));
         assert_eq!(t.nearest(0x1fff), None, "too far past inflate");
         assert_eq!(t.nearest(0x0fff), None, "before the first export");
         // The second segment maps file 0x3000 at 0x2400.
-        assert_eq!(t.nearest(0x3004).as_deref(), Some("~deflate+0x404"));
+        assert_eq!(t.nearest(0x3004).as_deref(), Some("~deflate"));
         assert_eq!(t.nearest(0x9000), None, "outside every segment");
     }
 
@@ -104,6 +105,6 @@ mod tests {
             .find(|(_, size, a)| (*a..a + size).contains(addr))
             .unwrap();
         let name = t.nearest(addr - seg + off + 4).unwrap();
-        assert!(name.starts_with('~') && name.ends_with("+0x4"), "{name}");
+        assert!(name.starts_with('~'), "{name}");
     }
 }

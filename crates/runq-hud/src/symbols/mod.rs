@@ -56,7 +56,7 @@ impl Frame {
     }
 
     /// True for a frame named by its object and offset (no symbol), or
-    /// after a neighbouring export (`~name+0x..`, approximate).
+    /// after a neighbouring export (`~name (object)`, approximate).
     pub fn is_unsymbolized(&self) -> bool {
         self.function.starts_with("[unknown]")
             || self.function.starts_with('~')
@@ -396,7 +396,7 @@ impl Symbols {
 
 impl Symbols {
     /// Names a frame that only has its object and offset after the
-    /// nearest export before it (`~deflate+0x1a2`), when the object
+    /// nearest export before it (`~deflate (libz.so.1)`), when the object
     /// exports functions (a stripped library keeps its `.dynsym`).
     fn approximate(&mut self, lookup: u64, frames: &mut [Frame]) {
         let [frame] = frames else { return };
@@ -413,7 +413,9 @@ impl Symbols {
             .entry(self.mappings[k].path.clone().into())
             .or_insert_with(|| Exports::load(&path));
         if let Some(name) = exports.as_ref().and_then(|e| e.nearest(offset)) {
-            frame.function = name.into();
+            let path = &self.mappings[k].path;
+            let base = path.rsplit('/').next().unwrap_or(path);
+            frame.function = format!("{name} ({base})").into();
         }
     }
 }
