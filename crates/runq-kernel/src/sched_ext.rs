@@ -1,6 +1,7 @@
 //! `/sys/kernel/sched_ext/`: the state of the extensible scheduler class
 //! (`CONFIG_SCHED_CLASS_EXT`).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -47,6 +48,26 @@ pub fn read_sched_ext(sys_root: &Path) -> Option<SchedExtSysfs> {
     })
 }
 
+/// The event counters of `root/events` (kernels 6.15+), one `NAME value`
+/// per line (`SCX_EV_SELECT_CPU_FALLBACK 0`); lines of another shape are
+/// skipped.
+pub fn parse_events(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let (name, value) = l.trim().split_once(char::is_whitespace)?;
+            Some((name.to_string(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// Reads the loaded scheduler's event counters under `sys_root`; `None`
+/// without sched_ext, without a loaded scheduler or on a kernel that has
+/// no events file.
+pub fn read_events(sys_root: &Path) -> Option<BTreeMap<String, u64>> {
+    let text = std::fs::read_to_string(sys_root.join("kernel/sched_ext/root/events")).ok()?;
+    Some(parse_events(&text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +86,14 @@ mod tests {
         assert_eq!(x.enable_seq, 3);
         assert_eq!(x.switch_all, 0);
         assert_eq!(x.ops, None);
+    }
+
+    #[test]
+    fn events() {
+        let m = parse_events("SCX_EV_SELECT_CPU_FALLBACK 4\nSCX_EV_BYPASS_DURATION 120\nbad\n");
+        assert_eq!(m.len(), 2);
+        assert_eq!(m["SCX_EV_SELECT_CPU_FALLBACK"], 4);
+        let d = tempfile::tempdir().unwrap();
+        assert!(read_events(d.path()).is_none());
     }
 }

@@ -45,6 +45,9 @@ pub struct CheckConfig {
     /// within its group) must get, 0..=1; see [`crate::fairness`].
     /// Default: 0.5.
     pub min_fair_share: Option<f64>,
+    /// Largest run-queue imbalance on the host (max − min `nr_running`
+    /// across CPUs at one sample of the host monitor). Default: off.
+    pub max_rq_imbalance: Option<u64>,
     /// Names of checks to turn off (e.g. `["max_gap_ms"]`).
     pub disable: Vec<String>,
 }
@@ -63,6 +66,7 @@ impl Default for CheckConfig {
             min_numa_locality: Some(0.5),
             max_numa_pages_migrated: None,
             min_fair_share: Some(0.5),
+            max_rq_imbalance: None,
             disable: Vec::new(),
         }
     }
@@ -151,6 +155,8 @@ enum Scope {
     },
     /// Across groups, by [`crate::fair_model`].
     AcrossGroups,
+    /// On the host monitor's series, by [`crate::series::host`].
+    Host,
 }
 
 /// One check: its name (in reports and `disable`), its bound taken from
@@ -173,7 +179,7 @@ const fn telemetry(measure: fn(&Observed) -> Option<f64>) -> Scope {
 }
 
 /// Every check, in the order results are reported.
-const CHECKS: [Check; 11] = [
+const CHECKS: [Check; 12] = [
     Check {
         name: "not_stuck",
         bound: |c| c.not_stuck.then_some(0.0),
@@ -259,6 +265,13 @@ const CHECKS: [Check; 11] = [
         range: Some((0.0, 1.0)),
         op: Op::AtLeast,
         scope: Scope::AcrossGroups,
+    },
+    Check {
+        name: "max_rq_imbalance",
+        bound: |c| c.max_rq_imbalance.map(|b| b as f64),
+        range: None,
+        op: Op::AtMost,
+        scope: Scope::Host,
     },
 ];
 
@@ -352,6 +365,11 @@ impl CheckConfig {
     /// The fair-share bound, unless the check is off.
     pub fn fair_share_bound(&self) -> Option<f64> {
         self.enabled("min_fair_share", self.min_fair_share)
+    }
+
+    /// The run-queue imbalance bound, unless the check is off.
+    pub fn rq_imbalance_bound(&self) -> Option<f64> {
+        self.enabled("max_rq_imbalance", self.max_rq_imbalance.map(|b| b as f64))
     }
 
     fn enabled<T>(&self, name: &str, v: Option<T>) -> Option<T> {

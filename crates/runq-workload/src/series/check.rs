@@ -139,7 +139,7 @@ impl SeriesCheck {
 }
 
 /// How the detail of a check that could not be judged begins.
-const NOT_JUDGED: &str = "not judged: ";
+pub(crate) const NOT_JUDGED: &str = "not judged: ";
 
 /// An interrupted run did not reach the windows its checks over time ask
 /// for: a check that could not be judged is then no FAIL (the run's

@@ -2,9 +2,11 @@
 //! loop records each running group's summed counters ([`sampler`]), and
 //! the checks over time ([`check`]: nondecreasing, rate_within,
 //! steady_within, converges_to, stall) judge those series, naming the
-//! window where one failed.
+//! window where one failed; the host monitor ([`host`]) samples every
+//! CPU's run queue beside them.
 
 pub mod check;
+pub mod host;
 pub(crate) mod sampler;
 
 use std::time::Duration;
@@ -190,6 +192,9 @@ pub struct RunSeries {
     pub sampler_cpu_ns: u64,
     /// One series per group that ran, in scenario order.
     pub groups: Vec<GroupSeries>,
+    /// The host monitor's record (run queues, sched_ext).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<host::HostSeries>,
 }
 
 impl RunSeries {

@@ -1,7 +1,8 @@
 //! The run loop's sampler: every interval, each running group's progress
 //! board (work units, iterations) and its workers' schedstat files
 //! (on-CPU time, run delay; kept open and re-read with `pread`) become one
-//! snapshot of its [`GroupSeries`].
+//! snapshot of its [`GroupSeries`]; every few snapshots, the host
+//! monitor's sample ([`HostMonitor`]).
 
 use std::fs::File;
 use std::io;
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use runq_kernel::schedstat::{parse_schedstat, Schedstat};
 
+use super::host::{HostMonitor, HOST_INTERVAL};
 use super::{GroupSeries, RunSeries};
 use crate::progress::ProgressBoard;
 use crate::scenario::Scenario;
@@ -30,6 +32,9 @@ pub(crate) struct Sampler {
     snapshots: u64,
     cpu_ns: u64,
     files_left: usize,
+    host: HostMonitor,
+    /// The host monitor samples at every `host_every`th snapshot.
+    host_every: u64,
 }
 
 /// One group's board, schedstat files and series.
@@ -105,6 +110,11 @@ impl Sampler {
             snapshots: 0,
             cpu_ns: 0,
             files_left: MAX_SCHEDSTAT_FILES,
+            host: HostMonitor::start(),
+            host_every: HOST_INTERVAL
+                .as_nanos()
+                .div_ceil(interval.as_nanos().max(1))
+                .max(1) as u64,
         })
     }
 
@@ -170,6 +180,9 @@ impl Sampler {
         for t in self.tracks.iter_mut().filter(|t| t.active) {
             t.snapshot(at);
         }
+        if self.snapshots % self.host_every == 0 {
+            self.host.sample(at);
+        }
         self.snapshots += 1;
         self.cpu_ns += runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
     }
@@ -186,6 +199,7 @@ impl Sampler {
                 .filter(|t| !t.series.at_ns.is_empty())
                 .map(|t| t.series)
                 .collect(),
+            host: Some(self.host.finish()),
         }
     }
 

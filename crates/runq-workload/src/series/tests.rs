@@ -25,6 +25,7 @@ fn run(groups: Vec<GroupSeries>) -> RunSeries {
         interval_ns: 100 * MS,
         snapshots: groups.first().map_or(0, |g| g.at_ns.len() as u64),
         sampler_cpu_ns: 0,
+        host: None,
         groups,
     }
 }

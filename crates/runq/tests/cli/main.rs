@@ -19,6 +19,7 @@ mod ctprof_exited;
 mod ctprof_export;
 mod ctprof_record;
 mod documented;
+mod host_monitor;
 mod json_contract;
 mod man;
 mod readme_console;

@@ -2,6 +2,7 @@
 
 mod catalog;
 pub mod document;
+mod host_lines;
 mod render;
 mod scenarios;
 mod scheduler_args;

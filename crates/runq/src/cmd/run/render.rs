@@ -156,6 +156,8 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
     }
     out.push_str(&group_table(o).render(|h| paint(h, 1, color)));
     render_wake_legend(&mut out, o);
+    let host = o.series.as_ref().and_then(|s| s.host.as_ref());
+    out.push_str(&super::host_lines::host_lines(host));
     render_failures(&mut out, o, color);
     render_checks(&mut out, o, color);
     if o.interrupted {

@@ -1,0 +1,329 @@
+//! The host monitor: every [`HOST_INTERVAL`] or so (every Nth snapshot),
+//! each CPU's run-queue depth from debugfs `sched/debug`, summarized as
+//! depth per CPU and imbalance (max − min depth at one sample); the
+//! sched_ext state and event counters from sysfs at the start and end of
+//! the run; and the longest runnable wait, which no cheap interface gives.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use runq_kernel::sched_debug::SchedDebug;
+use runq_kernel::sched_ext::{read_events, read_sched_ext};
+use serde::{Deserialize, Serialize};
+
+use super::check::NOT_JUDGED;
+use crate::checks::{CheckResult, Op};
+
+/// How often the host monitor samples, at most (a snapshot interval
+/// longer than this samples at every snapshot).
+pub const HOST_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Why the longest runnable wait is not reported.
+const NO_LONGEST_WAIT: &str = "needs BPF or per-task schedstats";
+
+/// The host monitor's record of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSeries {
+    /// Where the run-queue depths come from (`debugfs sched/debug`), or
+    /// `None` when they could not be read.
+    pub source: Option<String>,
+    /// Why there are no run-queue depths, when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// Why sampling stopped before the end, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// CPU time the monitor spent, ns (part of `sampler_cpu_ns`).
+    pub cpu_ns: u64,
+    /// The CPUs, in the order of each sample's depths.
+    pub cpus: Vec<u32>,
+    /// When each sample was taken, ns from the start of the run.
+    pub at_ns: Vec<u64>,
+    /// Each sample's `nr_running` per CPU (the monitor's own thread not
+    /// counted).
+    pub nr_running: Vec<Vec<u32>>,
+    /// The samples' summary, when there is a sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<RqSummary>,
+    /// Why the longest time any runnable task waited is not reported.
+    pub longest_runnable_wait_unavailable: String,
+    /// sched_ext over the run, `None` when the kernel has none.
+    pub sched_ext: Option<HostSchedExt>,
+}
+
+/// Run-queue depths over the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RqSummary {
+    /// Samples summarized.
+    pub samples: u64,
+    /// Mean depth over CPUs and samples.
+    pub depth_mean: f64,
+    /// Mean depth of each CPU, in `cpus` order.
+    pub depth_mean_per_cpu: Vec<f64>,
+    /// The deepest run queue seen.
+    pub depth_max: u32,
+    /// Mean imbalance (max − min depth across CPUs at one sample).
+    pub imbalance_mean: f64,
+    /// The largest imbalance.
+    pub imbalance_max: u32,
+    /// When the largest imbalance was first seen, ns from the start.
+    pub imbalance_max_at_ns: u64,
+}
+
+/// sched_ext's state and counters over the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSchedExt {
+    /// `state` at the start of the run.
+    pub state_start: String,
+    /// `state` at the end.
+    pub state_end: String,
+    /// The scheduler loaded at the end (`root/ops`), if any.
+    pub ops: Option<String>,
+    /// `nr_rejected` over the run (end − start).
+    pub nr_rejected: u64,
+    /// `enable_seq` over the run: schedulers enabled during it.
+    pub enabled: u64,
+    /// `root/events` counters over the run; absent without a loaded
+    /// scheduler or on kernels without the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<BTreeMap<String, u64>>,
+}
+
+/// Summarizes depth samples (one row per sample, one column per CPU).
+pub fn summarize(at_ns: &[u64], rows: &[Vec<u32>]) -> Option<RqSummary> {
+    let ncpu = rows.first()?.len();
+    if ncpu == 0 {
+        return None;
+    }
+    let n = rows.len() as f64;
+    let mut per_cpu = vec![0.0; ncpu];
+    let (mut depth_max, mut imb_sum) = (0, 0u64);
+    let mut worst: Option<(u32, u64)> = None;
+    for (row, &at) in rows.iter().zip(at_ns) {
+        for (acc, &d) in per_cpu.iter_mut().zip(row) {
+            *acc += f64::from(d);
+        }
+        let (lo, hi) = (row.iter().min()?, row.iter().max()?);
+        depth_max = depth_max.max(*hi);
+        let imb = hi - lo;
+        imb_sum += u64::from(imb);
+        if worst.is_none_or(|(w, _)| imb > w) {
+            worst = Some((imb, at));
+        }
+    }
+    let (imb_max, imb_at) = worst?;
+    per_cpu.iter_mut().for_each(|v| *v /= n);
+    Some(RqSummary {
+        samples: rows.len() as u64,
+        depth_mean: per_cpu.iter().sum::<f64>() / ncpu as f64,
+        depth_mean_per_cpu: per_cpu,
+        depth_max,
+        imbalance_mean: imb_sum as f64 / n,
+        imbalance_max: imb_max,
+        imbalance_max_at_ns: imb_at,
+    })
+}
+
+/// `max_rq_imbalance`: the largest run-queue imbalance against `bound`,
+/// naming when it happened; a FAIL that says why when there was no sample.
+pub fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckResult {
+    let result = |measured: f64, pass: bool, detail: String| CheckResult {
+        name: "max_rq_imbalance".into(),
+        group: "host".into(),
+        measured,
+        op: Op::AtMost,
+        bound,
+        pass,
+        detail: Some(detail),
+    };
+    let Some(sum) = host.and_then(|h| h.summary.as_ref()) else {
+        let why = host.and_then(|h| h.unavailable.clone());
+        let why = why.unwrap_or_else(|| "the host monitor took no sample".into());
+        return result(0.0, false, format!("{NOT_JUDGED}{why}"));
+    };
+    let measured = f64::from(sum.imbalance_max);
+    let detail = format!(
+        "worst at {:.2} s (max − min nr_running across CPUs; mean {:.1} over {} samples)",
+        sum.imbalance_max_at_ns as f64 / 1e9,
+        sum.imbalance_mean,
+        sum.samples
+    );
+    result(measured, measured <= bound, detail)
+}
+
+/// sched_ext's sysfs values at the start of the run.
+#[derive(Debug)]
+struct ExtStart {
+    sysfs: runq_kernel::sched_ext::SchedExtSysfs,
+    events: Option<BTreeMap<String, u64>>,
+}
+
+/// Samples the host during a run.
+#[derive(Debug)]
+pub(crate) struct HostMonitor {
+    debug: Option<SchedDebug>,
+    series: HostSeries,
+    ext_start: Option<ExtStart>,
+}
+
+impl HostMonitor {
+    /// Opens `sched/debug` (mounting debugfs when it may) and reads
+    /// sched_ext's starting values.
+    pub(crate) fn start() -> HostMonitor {
+        let (debug, unavailable) = match runq_kernel::sched_debug::open() {
+            Ok(d) => (Some(d), None),
+            Err(why) => (None, Some(why)),
+        };
+        let sys = Path::new("/sys");
+        HostMonitor {
+            series: HostSeries {
+                source: debug.as_ref().map(|_| "debugfs sched/debug".into()),
+                unavailable,
+                longest_runnable_wait_unavailable: NO_LONGEST_WAIT.into(),
+                ..HostSeries::default()
+            },
+            debug,
+            ext_start: read_sched_ext(sys).map(|sysfs| ExtStart {
+                sysfs,
+                events: read_events(sys),
+            }),
+        }
+    }
+
+    /// Takes one sample at `at_ns`; a failed read stops sampling.
+    pub(crate) fn sample(&mut self, at_ns: u64) {
+        let Some(debug) = self.debug.as_mut() else {
+            return;
+        };
+        let t0 = runq_kernel::clock::thread_cpu_ns();
+        let before = current_cpu();
+        let read = debug.read_nr_running();
+        let me = current_cpu().filter(|c| Some(*c) == before);
+        let s = &mut self.series;
+        match read {
+            Ok(depths) if !depths.is_empty() => {
+                let cpus: Vec<u32> = depths.iter().map(|d| d.0).collect();
+                if s.cpus.is_empty() {
+                    s.cpus = cpus.clone();
+                }
+                if cpus == s.cpus {
+                    let row = depths
+                        .iter()
+                        .map(|&(c, n)| n - u32::from(me == Some(c) && n > 0));
+                    s.nr_running.push(row.collect());
+                    s.at_ns.push(at_ns);
+                }
+            }
+            Ok(_) => s.stopped = Some(format!("no CPU in sched/debug at {at_ns} ns")),
+            Err(e) => s.stopped = Some(format!("sched/debug unreadable at {at_ns} ns: {e}")),
+        }
+        if s.stopped.is_some() {
+            self.debug = None; // unmounts debugfs if runq mounted it
+        }
+        s.cpu_ns += runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
+    }
+
+    /// The record of the run: summary and sched_ext's end values.
+    pub(crate) fn finish(mut self) -> HostSeries {
+        self.debug = None;
+        let s = &mut self.series;
+        s.summary = summarize(&s.at_ns, &s.nr_running);
+        let sys = Path::new("/sys");
+        s.sched_ext = self.ext_start.and_then(|start| {
+            let end = read_sched_ext(sys)?;
+            Some(HostSchedExt {
+                nr_rejected: end.nr_rejected.saturating_sub(start.sysfs.nr_rejected),
+                enabled: end.enable_seq.saturating_sub(start.sysfs.enable_seq),
+                events: read_events(sys).map(|e| delta(&e, start.events.as_ref())),
+                state_start: start.sysfs.state,
+                state_end: end.state,
+                ops: end.ops,
+            })
+        });
+        self.series
+    }
+}
+
+/// Counters `end` minus their values in `start` (a counter missing there
+/// counts from zero: the scheduler was loaded during the run).
+fn delta(
+    end: &BTreeMap<String, u64>,
+    start: Option<&BTreeMap<String, u64>>,
+) -> BTreeMap<String, u64> {
+    end.iter()
+        .map(|(k, &v)| {
+            let v0 = start.and_then(|s| s.get(k)).copied().unwrap_or(0);
+            (k.clone(), v.saturating_sub(v0))
+        })
+        .collect()
+}
+
+/// The CPU this thread runs on now.
+fn current_cpu() -> Option<u32> {
+    // SAFETY: no arguments; returns -1 on error.
+    let c = unsafe { libc::sched_getcpu() };
+    u32::try_from(c).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(rows: Vec<Vec<u32>>) -> HostSeries {
+        let at_ns: Vec<u64> = (0..rows.len() as u64).map(|i| i * 500_000_000).collect();
+        HostSeries {
+            summary: summarize(&at_ns, &rows),
+            cpus: vec![0, 1, 2],
+            at_ns,
+            nr_running: rows,
+            ..HostSeries::default()
+        }
+    }
+
+    #[test]
+    fn summary_math() {
+        let h = host(vec![
+            vec![2, 2, 2],
+            vec![4, 0, 1],
+            vec![3, 1, 2],
+            vec![5, 1, 3],
+        ]);
+        let s = h.summary.unwrap();
+        assert_eq!(s.samples, 4);
+        assert_eq!(s.depth_mean_per_cpu, vec![3.5, 1.0, 2.0]);
+        assert!((s.depth_mean - 6.5 / 3.0).abs() < 1e-9);
+        assert_eq!(s.depth_max, 5);
+        assert_eq!(s.imbalance_mean, 10.0 / 4.0); // 0, 4, 2, 4
+                                                  // The first sample with the largest imbalance names the time.
+        assert_eq!((s.imbalance_max, s.imbalance_max_at_ns), (4, 500_000_000));
+        assert_eq!(summarize(&[], &[]), None);
+    }
+
+    #[test]
+    fn imbalance_check_passes_fails_and_says_when() {
+        let h = host(vec![vec![2, 2, 2], vec![4, 0, 1]]);
+        let pass = judge_imbalance(4.0, Some(&h));
+        assert!(pass.pass && pass.measured == 4.0);
+        let fail = judge_imbalance(3.0, Some(&h));
+        assert!(!fail.pass);
+        let d = fail.detail.unwrap();
+        assert!(d.starts_with("worst at 0.50 s"), "{d}");
+        let none = HostSeries {
+            unavailable: Some("debugfs is not mounted and mounting it needs root".into()),
+            ..HostSeries::default()
+        };
+        let not_judged = judge_imbalance(3.0, Some(&none));
+        assert!(!not_judged.pass);
+        assert!(not_judged.detail.unwrap().contains("needs root"));
+        assert!(!judge_imbalance(3.0, None).pass);
+    }
+
+    #[test]
+    fn event_deltas_count_new_counters_from_zero() {
+        let end: BTreeMap<String, u64> = [("A".into(), 7), ("B".into(), 2)].into();
+        let start: BTreeMap<String, u64> = [("A".into(), 5)].into();
+        let d = delta(&end, Some(&start));
+        assert_eq!((d["A"], d["B"]), (2, 2));
+    }
+}
