@@ -2,7 +2,8 @@
 //! the scheduler's state dump, of which runq takes each CPU's run-queue
 //! depth (`.nr_running` of its `cpu#N` block). It needs no schedstats, but
 //! it needs debugfs mounted and root; like perf with tracefs, runq mounts
-//! debugfs when it may ([`open`]), and unmounts it again when it did.
+//! debugfs when it may ([`open`]), and unmounts it again when it did
+//! ([`DebugfsMount`]).
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -46,13 +47,22 @@ pub fn parse_nr_running(text: &str) -> Vec<(u32, u32)> {
     out
 }
 
-/// An open `sched/debug`, and whether runq mounted debugfs for it (then
-/// dropping it unmounts debugfs again).
+/// The `sched/debug` reader.
 #[derive(Debug)]
 pub struct SchedDebug {
     path: PathBuf,
-    mounted_now: bool,
+    mount: Option<DebugfsMount>,
     buf: String,
+}
+
+/// debugfs as runq mounted it: dropping this unmounts it again.
+#[derive(Debug)]
+pub struct DebugfsMount(());
+
+impl Drop for DebugfsMount {
+    fn drop(&mut self) {
+        let _ = umount(Path::new(DEBUGFS));
+    }
 }
 
 impl SchedDebug {
@@ -64,17 +74,11 @@ impl SchedDebug {
         Ok(parse_nr_running(&self.buf))
     }
 
-    /// Whether runq mounted debugfs (and will unmount it).
-    pub fn mounted_now(&self) -> bool {
-        self.mounted_now
-    }
-}
-
-impl Drop for SchedDebug {
-    fn drop(&mut self) {
-        if self.mounted_now {
-            let _ = umount(Path::new(DEBUGFS));
-        }
+    /// The mount runq made for this reader, if it made one, for the
+    /// caller to drop (unmount) when it chooses; otherwise dropping the
+    /// reader unmounts it.
+    pub fn take_mount(&mut self) -> Option<DebugfsMount> {
+        self.mount.take()
     }
 }
 
@@ -83,13 +87,13 @@ impl Drop for SchedDebug {
 /// is unavailable, as a sentence.
 pub fn open() -> Result<SchedDebug, String> {
     let path = sched_debug_path(Path::new(DEBUGFS));
-    let found = |mounted_now| SchedDebug {
+    let found = |mount| SchedDebug {
         path: path.clone(),
-        mounted_now,
+        mount,
         buf: String::new(),
     };
     match std::fs::File::open(&path) {
-        Ok(_) => return Ok(found(false)),
+        Ok(_) => return Ok(found(None)),
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
             return Err(format!(
                 "{}: permission denied (needs root)",
@@ -105,7 +109,7 @@ pub fn open() -> Result<SchedDebug, String> {
         Err(_) => {}
     }
     mount_debugfs()?;
-    let sd = found(true); // from here, dropping it unmounts
+    let sd = found(Some(DebugfsMount(()))); // from here, dropping it unmounts
     match std::fs::File::open(&path) {
         Ok(_) => Ok(sd),
         Err(e) => Err(format!("mounted debugfs, but {}: {e}", path.display())),

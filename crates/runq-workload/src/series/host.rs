@@ -5,22 +5,16 @@
 //! the run; and the longest runnable wait, which no cheap interface gives.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
-use runq_kernel::sched_debug::SchedDebug;
-use runq_kernel::sched_ext::{read_events, read_sched_ext};
 use serde::{Deserialize, Serialize};
 
 use super::check::NOT_JUDGED;
 use crate::checks::{CheckResult, Op};
 
-/// How often the host monitor samples, at most (a snapshot interval
-/// longer than this samples at every snapshot).
+/// How often the host monitor samples, at most: less often when a read
+/// costs more than 1% of this ([`super::host_monitor`]).
 pub const HOST_INTERVAL: Duration = Duration::from_millis(500);
-
-/// Why the longest runnable wait is not reported.
-const NO_LONGEST_WAIT: &str = "needs BPF or per-task schedstats";
 
 /// The host monitor's record of one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -34,7 +28,7 @@ pub struct HostSeries {
     /// Why sampling stopped before the end, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
-    /// CPU time the monitor spent, ns (part of `sampler_cpu_ns`).
+    /// CPU time the monitor's thread spent, ns (not in `sampler_cpu_ns`).
     pub cpu_ns: u64,
     /// The CPUs, in the order of each sample's depths.
     pub cpus: Vec<u32>,
@@ -152,123 +146,10 @@ pub fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckResult {
     result(measured, measured <= bound, detail)
 }
 
-/// sched_ext's sysfs values at the start of the run.
-#[derive(Debug)]
-struct ExtStart {
-    sysfs: runq_kernel::sched_ext::SchedExtSysfs,
-    events: Option<BTreeMap<String, u64>>,
-}
-
-/// Samples the host during a run.
-#[derive(Debug)]
-pub(crate) struct HostMonitor {
-    debug: Option<SchedDebug>,
-    series: HostSeries,
-    ext_start: Option<ExtStart>,
-}
-
-impl HostMonitor {
-    /// Opens `sched/debug` (mounting debugfs when it may) and reads
-    /// sched_ext's starting values.
-    pub(crate) fn start() -> HostMonitor {
-        let (debug, unavailable) = match runq_kernel::sched_debug::open() {
-            Ok(d) => (Some(d), None),
-            Err(why) => (None, Some(why)),
-        };
-        let sys = Path::new("/sys");
-        HostMonitor {
-            series: HostSeries {
-                source: debug.as_ref().map(|_| "debugfs sched/debug".into()),
-                unavailable,
-                longest_runnable_wait_unavailable: NO_LONGEST_WAIT.into(),
-                ..HostSeries::default()
-            },
-            debug,
-            ext_start: read_sched_ext(sys).map(|sysfs| ExtStart {
-                sysfs,
-                events: read_events(sys),
-            }),
-        }
-    }
-
-    /// Takes one sample at `at_ns`; a failed read stops sampling.
-    pub(crate) fn sample(&mut self, at_ns: u64) {
-        let Some(debug) = self.debug.as_mut() else {
-            return;
-        };
-        let t0 = runq_kernel::clock::thread_cpu_ns();
-        let before = current_cpu();
-        let read = debug.read_nr_running();
-        let me = current_cpu().filter(|c| Some(*c) == before);
-        let s = &mut self.series;
-        match read {
-            Ok(depths) if !depths.is_empty() => {
-                let cpus: Vec<u32> = depths.iter().map(|d| d.0).collect();
-                if s.cpus.is_empty() {
-                    s.cpus = cpus.clone();
-                }
-                if cpus == s.cpus {
-                    let row = depths
-                        .iter()
-                        .map(|&(c, n)| n - u32::from(me == Some(c) && n > 0));
-                    s.nr_running.push(row.collect());
-                    s.at_ns.push(at_ns);
-                }
-            }
-            Ok(_) => s.stopped = Some(format!("no CPU in sched/debug at {at_ns} ns")),
-            Err(e) => s.stopped = Some(format!("sched/debug unreadable at {at_ns} ns: {e}")),
-        }
-        if s.stopped.is_some() {
-            self.debug = None; // unmounts debugfs if runq mounted it
-        }
-        s.cpu_ns += runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
-    }
-
-    /// The record of the run: summary and sched_ext's end values.
-    pub(crate) fn finish(mut self) -> HostSeries {
-        self.debug = None;
-        let s = &mut self.series;
-        s.summary = summarize(&s.at_ns, &s.nr_running);
-        let sys = Path::new("/sys");
-        s.sched_ext = self.ext_start.and_then(|start| {
-            let end = read_sched_ext(sys)?;
-            Some(HostSchedExt {
-                nr_rejected: end.nr_rejected.saturating_sub(start.sysfs.nr_rejected),
-                enabled: end.enable_seq.saturating_sub(start.sysfs.enable_seq),
-                events: read_events(sys).map(|e| delta(&e, start.events.as_ref())),
-                state_start: start.sysfs.state,
-                state_end: end.state,
-                ops: end.ops,
-            })
-        });
-        self.series
-    }
-}
-
-/// Counters `end` minus their values in `start` (a counter missing there
-/// counts from zero: the scheduler was loaded during the run).
-fn delta(
-    end: &BTreeMap<String, u64>,
-    start: Option<&BTreeMap<String, u64>>,
-) -> BTreeMap<String, u64> {
-    end.iter()
-        .map(|(k, &v)| {
-            let v0 = start.and_then(|s| s.get(k)).copied().unwrap_or(0);
-            (k.clone(), v.saturating_sub(v0))
-        })
-        .collect()
-}
-
-/// The CPU this thread runs on now.
-fn current_cpu() -> Option<u32> {
-    // SAFETY: no arguments; returns -1 on error.
-    let c = unsafe { libc::sched_getcpu() };
-    u32::try_from(c).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::series::host_monitor::delta;
 
     fn host(rows: Vec<Vec<u32>>) -> HostSeries {
         let at_ns: Vec<u64> = (0..rows.len() as u64).map(|i| i * 500_000_000).collect();

@@ -3,10 +3,11 @@
 //! the checks over time ([`check`]: nondecreasing, rate_within,
 //! steady_within, converges_to, stall) judge those series, naming the
 //! window where one failed; the host monitor ([`host`]) samples every
-//! CPU's run queue beside them.
+//! CPU's run queue beside them, on its own thread.
 
 pub mod check;
 pub mod host;
+mod host_monitor;
 pub(crate) mod sampler;
 
 use std::time::Duration;

@@ -1,8 +1,8 @@
 //! The run loop's sampler: every interval, each running group's progress
 //! board (work units, iterations) and its workers' schedstat files
 //! (on-CPU time, run delay; kept open and re-read with `pread`) become one
-//! snapshot of its [`GroupSeries`]; every few snapshots, the host
-//! monitor's sample ([`HostMonitor`]).
+//! snapshot of its [`GroupSeries`]; the host monitor ([`HostMonitor`])
+//! samples beside it on its own thread.
 
 use std::fs::File;
 use std::io;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use runq_kernel::schedstat::{parse_schedstat, Schedstat};
 
-use super::host::{HostMonitor, HOST_INTERVAL};
+use super::host_monitor::HostMonitor;
 use super::{GroupSeries, RunSeries};
 use crate::progress::ProgressBoard;
 use crate::scenario::Scenario;
@@ -33,8 +33,6 @@ pub(crate) struct Sampler {
     cpu_ns: u64,
     files_left: usize,
     host: HostMonitor,
-    /// The host monitor samples at every `host_every`th snapshot.
-    host_every: u64,
 }
 
 /// One group's board, schedstat files and series.
@@ -110,11 +108,7 @@ impl Sampler {
             snapshots: 0,
             cpu_ns: 0,
             files_left: MAX_SCHEDSTAT_FILES,
-            host: HostMonitor::start(),
-            host_every: HOST_INTERVAL
-                .as_nanos()
-                .div_ceil(interval.as_nanos().max(1))
-                .max(1) as u64,
+            host: HostMonitor::open(),
         })
     }
 
@@ -127,6 +121,7 @@ impl Sampler {
     pub(crate) fn begin(&mut self) {
         self.start = Instant::now();
         self.next_due = Duration::ZERO;
+        self.host.begin(self.start);
     }
 
     /// Group `idx` runs from now, with these of `workers` (every worker
@@ -179,9 +174,6 @@ impl Sampler {
         let at = self.elapsed_ns();
         for t in self.tracks.iter_mut().filter(|t| t.active) {
             t.snapshot(at);
-        }
-        if self.snapshots % self.host_every == 0 {
-            self.host.sample(at);
         }
         self.snapshots += 1;
         self.cpu_ns += runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);

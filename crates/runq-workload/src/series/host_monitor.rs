@@ -1,0 +1,198 @@
+//! The host monitor's thread: it samples `sched/debug` every
+//! [`HOST_INTERVAL`], or less often when a read costs more than 1% of a
+//! CPU (the dump lists every task, per CPU: with 2,000 tasks a read costs
+//! ~20 ms). Its own thread keeps a slow read, starved among many workers,
+//! from delaying the run loop; the run's end takes what it has and does
+//! not wait for a read under way.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use runq_kernel::sched_debug::{DebugfsMount, SchedDebug};
+use runq_kernel::sched_ext::{read_events, read_sched_ext, SchedExtSysfs};
+
+use super::host::{summarize, HostSchedExt, HostSeries, HOST_INTERVAL};
+
+/// Why the longest runnable wait is not reported.
+const NO_LONGEST_WAIT: &str = "needs BPF or per-task schedstats";
+
+/// Why a run with the source has no sample.
+const NO_READ_ENDED: &str = "no read of sched/debug ended during the run: \
+     the monitor's thread waits its turn among the runnable tasks";
+
+/// A read may cost this share of the time between reads, at most.
+const MAX_COST_SHARE: u32 = 100;
+
+/// How long the thread sleeps between looks at its stop flag.
+const STOP_POLL: Duration = Duration::from_millis(25);
+
+/// sched_ext's sysfs values at the start of the run.
+#[derive(Debug)]
+struct ExtStart {
+    sysfs: SchedExtSysfs,
+    events: Option<BTreeMap<String, u64>>,
+}
+
+/// What the thread and the run share.
+#[derive(Debug, Default)]
+struct Shared {
+    stop: AtomicBool,
+    series: Mutex<HostSeries>,
+}
+
+/// Samples the host during a run, on its own thread.
+#[derive(Debug)]
+pub(crate) struct HostMonitor {
+    /// Until the thread starts: the open `sched/debug`.
+    debug: Option<SchedDebug>,
+    /// debugfs as runq mounted it, unmounted when the monitor ends.
+    mount: Option<DebugfsMount>,
+    shared: Arc<Shared>,
+    ext_start: Option<ExtStart>,
+}
+
+impl HostMonitor {
+    /// Opens `sched/debug` (mounting debugfs when it may) and reads
+    /// sched_ext's starting values.
+    pub(crate) fn open() -> HostMonitor {
+        let (mut debug, unavailable) = match runq_kernel::sched_debug::open() {
+            Ok(d) => (Some(d), None),
+            Err(why) => (None, Some(why)),
+        };
+        let mount = debug.as_mut().and_then(SchedDebug::take_mount);
+        let series = HostSeries {
+            source: debug.as_ref().map(|_| "debugfs sched/debug".into()),
+            unavailable,
+            longest_runnable_wait_unavailable: NO_LONGEST_WAIT.into(),
+            ..HostSeries::default()
+        };
+        let sys = Path::new("/sys");
+        HostMonitor {
+            debug,
+            mount,
+            shared: Arc::new(Shared {
+                stop: AtomicBool::new(false),
+                series: Mutex::new(series),
+            }),
+            ext_start: read_sched_ext(sys).map(|sysfs| ExtStart {
+                sysfs,
+                events: read_events(sys),
+            }),
+        }
+    }
+
+    /// Starts sampling; sample times count from `start`.
+    pub(crate) fn begin(&mut self, start: Instant) {
+        let Some(debug) = self.debug.take() else {
+            return;
+        };
+        let shared = Arc::clone(&self.shared);
+        let spawned = std::thread::Builder::new()
+            .name("runq-host".into())
+            .spawn(move || sample_until_stopped(debug, &shared, start));
+        if let Err(e) = spawned {
+            self.lock().stopped = Some(format!("no monitor thread: {e}"));
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HostSeries> {
+        self.shared.series.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The record of the run: the samples so far, their summary and
+    /// sched_ext's end values; debugfs is unmounted if runq mounted it.
+    /// The thread stops at its next look, a read under way not waited for.
+    pub(crate) fn finish(mut self) -> HostSeries {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let mut s = self.lock().clone();
+        self.mount = None; // a lazy unmount: a read under way still ends
+        if s.source.is_some() && s.at_ns.is_empty() && s.stopped.is_none() {
+            s.stopped = Some(NO_READ_ENDED.into());
+        }
+        s.summary = summarize(&s.at_ns, &s.nr_running);
+        let sys = Path::new("/sys");
+        s.sched_ext = self.ext_start.and_then(|start| {
+            let end = read_sched_ext(sys)?;
+            Some(HostSchedExt {
+                nr_rejected: end.nr_rejected.saturating_sub(start.sysfs.nr_rejected),
+                enabled: end.enable_seq.saturating_sub(start.sysfs.enable_seq),
+                events: read_events(sys).map(|e| delta(&e, start.events.as_ref())),
+                state_start: start.sysfs.state,
+                state_end: end.state,
+                ops: end.ops,
+            })
+        });
+        s
+    }
+}
+
+/// The thread: a sample, then a sleep of [`HOST_INTERVAL`] or 100 times
+/// the read's CPU cost, whichever is longer, until stopped or a read fails.
+fn sample_until_stopped(mut debug: SchedDebug, shared: &Shared, start: Instant) {
+    let mut next = Duration::ZERO;
+    while !shared.stop.load(Ordering::Relaxed) {
+        if start.elapsed() < next {
+            std::thread::sleep(STOP_POLL.min(next - start.elapsed()));
+            continue;
+        }
+        let t0 = runq_kernel::clock::thread_cpu_ns();
+        let at_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let before = current_cpu();
+        let read = debug.read_nr_running();
+        let me = current_cpu().filter(|c| Some(*c) == before);
+        let cost = runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
+        let mut s = shared.series.lock().unwrap_or_else(|p| p.into_inner());
+        s.cpu_ns += cost;
+        match read {
+            Ok(depths) if !depths.is_empty() => push_sample(&mut s, at_ns, &depths, me),
+            Ok(_) => s.stopped = Some(format!("no CPU in sched/debug at {at_ns} ns")),
+            Err(e) => s.stopped = Some(format!("sched/debug unreadable at {at_ns} ns: {e}")),
+        }
+        if s.stopped.is_some() {
+            return;
+        }
+        let gap = Duration::from_nanos(cost) * MAX_COST_SHARE;
+        next = start.elapsed() + HOST_INTERVAL.max(gap);
+    }
+}
+
+/// Appends one sample's depths, without the monitor's own thread (on CPU
+/// `me` while it read); a sample whose CPUs differ from the first's
+/// (hotplug) is left out.
+fn push_sample(s: &mut HostSeries, at_ns: u64, depths: &[(u32, u32)], me: Option<u32>) {
+    let cpus: Vec<u32> = depths.iter().map(|d| d.0).collect();
+    if s.cpus.is_empty() {
+        s.cpus = cpus.clone();
+    }
+    if cpus == s.cpus {
+        let row = depths
+            .iter()
+            .map(|&(c, n)| n - u32::from(me == Some(c) && n > 0));
+        s.nr_running.push(row.collect());
+        s.at_ns.push(at_ns);
+    }
+}
+
+/// Counters `end` minus their values in `start` (a counter missing there
+/// counts from zero: the scheduler was loaded during the run).
+pub(crate) fn delta(
+    end: &BTreeMap<String, u64>,
+    start: Option<&BTreeMap<String, u64>>,
+) -> BTreeMap<String, u64> {
+    end.iter()
+        .map(|(k, &v)| {
+            let v0 = start.and_then(|s| s.get(k)).copied().unwrap_or(0);
+            (k.clone(), v.saturating_sub(v0))
+        })
+        .collect()
+}
+
+/// The CPU this thread runs on now.
+fn current_cpu() -> Option<u32> {
+    // SAFETY: no arguments; returns -1 on error.
+    let c = unsafe { libc::sched_getcpu() };
+    u32::try_from(c).ok()
+}
