@@ -1,9 +1,8 @@
 //! debugfs `sched/debug` (`/sys/kernel/debug/sched/debug`, kernels 5.13+):
 //! the scheduler's state dump, of which runq takes each CPU's run-queue
 //! depth (`.nr_running` of its `cpu#N` block). It needs no schedstats, but
-//! it needs debugfs mounted and root; like perf with tracefs, runq mounts
-//! debugfs when it may ([`open`]), and unmounts it again when it did
-//! ([`DebugfsMount`]).
+//! it needs debugfs mounted and root; runq mounts debugfs when it may,
+//! where only its reading thread sees it ([`open`]).
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -51,18 +50,7 @@ pub fn parse_nr_running(text: &str) -> Vec<(u32, u32)> {
 #[derive(Debug)]
 pub struct SchedDebug {
     path: PathBuf,
-    mount: Option<DebugfsMount>,
     buf: String,
-}
-
-/// debugfs as runq mounted it: dropping this unmounts it again.
-#[derive(Debug)]
-pub struct DebugfsMount(());
-
-impl Drop for DebugfsMount {
-    fn drop(&mut self) {
-        let _ = umount(Path::new(DEBUGFS));
-    }
 }
 
 impl SchedDebug {
@@ -73,27 +61,18 @@ impl SchedDebug {
         std::fs::File::open(&self.path)?.read_to_string(&mut self.buf)?;
         Ok(parse_nr_running(&self.buf))
     }
-
-    /// The mount runq made for this reader, if it made one, for the
-    /// caller to drop (unmount) when it chooses; otherwise dropping the
-    /// reader unmounts it.
-    pub fn take_mount(&mut self) -> Option<DebugfsMount> {
-        self.mount.take()
-    }
 }
 
-/// Opens `sched/debug`, mounting debugfs at [`DEBUGFS`] first when it is
-/// not mounted and this process may mount it. The error is the reason it
-/// is unavailable, as a sentence.
+/// Opens `sched/debug`. When debugfs is not mounted and this process may
+/// mount it, the calling thread moves to a mount namespace of its own and
+/// mounts debugfs there: the host never sees the mount (a concurrent
+/// reader of /sys/kernel/debug finds it as it was), and it goes with the
+/// thread, even one killed. Call it on the thread that reads. The error is
+/// the reason `sched/debug` is unavailable, as a sentence.
 pub fn open() -> Result<SchedDebug, String> {
     let path = sched_debug_path(Path::new(DEBUGFS));
-    let found = |mount| SchedDebug {
-        path: path.clone(),
-        mount,
-        buf: String::new(),
-    };
     match std::fs::File::open(&path) {
-        Ok(_) => return Ok(found(None)),
+        Ok(_) => return Ok(SchedDebug::at(path)),
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
             return Err(format!(
                 "{}: permission denied (needs root)",
@@ -108,11 +87,19 @@ pub fn open() -> Result<SchedDebug, String> {
         }
         Err(_) => {}
     }
-    mount_debugfs()?;
-    let sd = found(Some(DebugfsMount(()))); // from here, dropping it unmounts
+    mount_private_debugfs()?;
     match std::fs::File::open(&path) {
-        Ok(_) => Ok(sd),
+        Ok(_) => Ok(SchedDebug::at(path)),
         Err(e) => Err(format!("mounted debugfs, but {}: {e}", path.display())),
+    }
+}
+
+impl SchedDebug {
+    fn at(path: PathBuf) -> SchedDebug {
+        SchedDebug {
+            path,
+            buf: String::new(),
+        }
     }
 }
 
@@ -130,41 +117,39 @@ fn cstr(s: &str) -> std::ffi::CString {
     std::ffi::CString::new(s).expect("no NUL in a constant path")
 }
 
-fn mount_debugfs() -> Result<(), String> {
-    let (src, dst, fstype) = (cstr("none"), cstr(DEBUGFS), cstr("debugfs"));
-    // SAFETY: valid NUL-terminated strings; no data argument.
-    let rc = unsafe {
-        libc::mount(
-            src.as_ptr(),
-            dst.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    Err(match err.raw_os_error() {
-        Some(libc::EPERM) | Some(libc::EACCES) => {
-            format!("debugfs is not mounted and mounting it at {DEBUGFS} needs root")
-        }
-        _ => format!("debugfs is not mounted and mounting it at {DEBUGFS} failed: {err}"),
-    })
-}
-
-fn umount(target: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let dst = std::ffi::CString::new(target.as_os_str().as_bytes())?;
-    // SAFETY: a valid NUL-terminated path. MNT_DETACH: a reader still
-    // holding a file open does not keep the mount.
-    let rc = unsafe { libc::umount2(dst.as_ptr(), libc::MNT_DETACH) };
+/// `mount(2)`; the error is `errno`.
+fn mount(src: &str, dst: &str, fstype: Option<&str>, flags: libc::c_ulong) -> io::Result<()> {
+    let (src, dst, fstype) = (cstr(src), cstr(dst), fstype.map(cstr));
+    let fs = fstype.as_ref().map_or(std::ptr::null(), |f| f.as_ptr());
+    // SAFETY: valid NUL-terminated strings (or null for the type); no data.
+    let rc = unsafe { libc::mount(src.as_ptr(), dst.as_ptr(), fs, flags, std::ptr::null()) };
     if rc == 0 {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Moves this thread to a mount namespace of its own whose mounts do not
+/// propagate back, and mounts debugfs at [`DEBUGFS`] in it.
+fn mount_private_debugfs() -> Result<(), String> {
+    let needs_root = |e: &io::Error| {
+        matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+            .then(|| format!("debugfs is not mounted and mounting it at {DEBUGFS} needs root"))
+    };
+    let failed = |step: &str, e: io::Error| {
+        needs_root(&e).unwrap_or_else(|| format!("debugfs is not mounted and {step} failed: {e}"))
+    };
+    // SAFETY: unshare with a valid flag; it affects only this thread.
+    if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+        return Err(failed(
+            "a private mount namespace",
+            io::Error::last_os_error(),
+        ));
+    }
+    mount("none", "/", None, libc::MS_REC | libc::MS_PRIVATE)
+        .map_err(|e| failed("making mounts private", e))?;
+    mount("none", DEBUGFS, Some("debugfs"), 0).map_err(|e| failed("mounting it", e))
 }
 
 #[cfg(test)]

@@ -3,15 +3,17 @@
 //! CPU (the dump lists every task, per CPU: with 2,000 tasks a read costs
 //! ~20 ms). Its own thread keeps a slow read, starved among many workers,
 //! from delaying the run loop; the run's end takes what it has and does
-//! not wait for a read under way.
+//! not wait for a read under way. The thread mounts debugfs, when it must,
+//! in a mount namespace of its own: the host never sees that mount.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use runq_kernel::sched_debug::SchedDebug;
 use std::time::{Duration, Instant};
 
-use runq_kernel::sched_debug::{DebugfsMount, SchedDebug};
 use runq_kernel::sched_ext::{read_events, read_sched_ext, SchedExtSysfs};
 
 use super::host::{summarize, HostSchedExt, HostSeries, HOST_INTERVAL};
@@ -46,36 +48,21 @@ struct Shared {
 /// Samples the host during a run, on its own thread.
 #[derive(Debug)]
 pub(crate) struct HostMonitor {
-    /// Until the thread starts: the open `sched/debug`.
-    debug: Option<SchedDebug>,
-    /// debugfs as runq mounted it, unmounted when the monitor ends.
-    mount: Option<DebugfsMount>,
     shared: Arc<Shared>,
     ext_start: Option<ExtStart>,
 }
 
 impl HostMonitor {
-    /// Opens `sched/debug` (mounting debugfs when it may) and reads
-    /// sched_ext's starting values.
-    pub(crate) fn open() -> HostMonitor {
-        let (mut debug, unavailable) = match runq_kernel::sched_debug::open() {
-            Ok(d) => (Some(d), None),
-            Err(why) => (None, Some(why)),
-        };
-        let mount = debug.as_mut().and_then(SchedDebug::take_mount);
-        let series = HostSeries {
-            source: debug.as_ref().map(|_| "debugfs sched/debug".into()),
-            unavailable,
-            longest_runnable_wait_unavailable: NO_LONGEST_WAIT.into(),
-            ..HostSeries::default()
-        };
+    /// A monitor, with sched_ext's starting values.
+    pub(crate) fn new() -> HostMonitor {
         let sys = Path::new("/sys");
         HostMonitor {
-            debug,
-            mount,
             shared: Arc::new(Shared {
                 stop: AtomicBool::new(false),
-                series: Mutex::new(series),
+                series: Mutex::new(HostSeries {
+                    longest_runnable_wait_unavailable: NO_LONGEST_WAIT.into(),
+                    ..HostSeries::default()
+                }),
             }),
             ext_start: read_sched_ext(sys).map(|sysfs| ExtStart {
                 sysfs,
@@ -84,32 +71,36 @@ impl HostMonitor {
         }
     }
 
-    /// Starts sampling; sample times count from `start`.
+    /// Starts the thread, which opens `sched/debug` (mounting debugfs in
+    /// its own mount namespace when it may) and samples; sample times
+    /// count from `start`.
     pub(crate) fn begin(&mut self, start: Instant) {
-        let Some(debug) = self.debug.take() else {
-            return;
-        };
         let shared = Arc::clone(&self.shared);
         let spawned = std::thread::Builder::new()
             .name("runq-host".into())
-            .spawn(move || sample_until_stopped(debug, &shared, start));
+            .spawn(move || match runq_kernel::sched_debug::open() {
+                Ok(debug) => {
+                    lock(&shared).source = Some("debugfs sched/debug".into());
+                    sample_until_stopped(debug, &shared, start);
+                }
+                Err(why) => lock(&shared).unavailable = Some(why),
+            });
         if let Err(e) = spawned {
-            self.lock().stopped = Some(format!("no monitor thread: {e}"));
+            self.lock().unavailable = Some(format!("no monitor thread: {e}"));
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HostSeries> {
-        self.shared.series.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, HostSeries> {
+        lock(&self.shared)
     }
 
     /// The record of the run: the samples so far, their summary and
-    /// sched_ext's end values; debugfs is unmounted if runq mounted it.
-    /// The thread stops at its next look, a read under way not waited for.
-    pub(crate) fn finish(mut self) -> HostSeries {
+    /// sched_ext's end values. The thread stops at its next look, a read
+    /// under way not waited for.
+    pub(crate) fn finish(self) -> HostSeries {
         self.shared.stop.store(true, Ordering::Relaxed);
         let mut s = self.lock().clone();
-        self.mount = None; // a lazy unmount: a read under way still ends
-        if s.source.is_some() && s.at_ns.is_empty() && s.stopped.is_none() {
+        if s.unavailable.is_none() && s.at_ns.is_empty() && s.stopped.is_none() {
             s.stopped = Some(NO_READ_ENDED.into());
         }
         s.summary = summarize(&s.at_ns, &s.nr_running);
@@ -129,6 +120,11 @@ impl HostMonitor {
     }
 }
 
+/// The shared series, even after a panic elsewhere.
+fn lock(shared: &Shared) -> MutexGuard<'_, HostSeries> {
+    shared.series.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The thread: a sample, then a sleep of [`HOST_INTERVAL`] or 100 times
 /// the read's CPU cost, whichever is longer, until stopped or a read fails.
 fn sample_until_stopped(mut debug: SchedDebug, shared: &Shared, start: Instant) {
@@ -144,7 +140,7 @@ fn sample_until_stopped(mut debug: SchedDebug, shared: &Shared, start: Instant) 
         let read = debug.read_nr_running();
         let me = current_cpu().filter(|c| Some(*c) == before);
         let cost = runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
-        let mut s = shared.series.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = lock(shared);
         s.cpu_ns += cost;
         match read {
             Ok(depths) if !depths.is_empty() => push_sample(&mut s, at_ns, &depths, me),

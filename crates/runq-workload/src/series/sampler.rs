@@ -108,7 +108,7 @@ impl Sampler {
             snapshots: 0,
             cpu_ns: 0,
             files_left: MAX_SCHEDSTAT_FILES,
-            host: HostMonitor::open(),
+            host: HostMonitor::new(),
         })
     }
 

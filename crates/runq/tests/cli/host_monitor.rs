@@ -1,6 +1,7 @@
 //! The host monitor of `runq run`: a root run's JSON carries the run
 //! queues under `series.host`, a `[checks] max_rq_imbalance` is judged on
-//! them, and debugfs is left mounted only if it was before.
+//! them, and the host's mounts are left as they were (runq mounts
+//! debugfs, when it must, in its monitor thread's own mount namespace).
 
 use serde_json::Value;
 
@@ -44,5 +45,9 @@ fn a_root_run_reports_the_host_run_queues_and_judges_them() {
         .find(|c| c["name"] == "max_rq_imbalance")
         .expect("max_rq_imbalance judged");
     assert_eq!(check["pass"], true, "{check}");
-    assert_eq!(debugfs_mounted(), mounted_before, "debugfs left as found");
+    assert_eq!(
+        debugfs_mounted(),
+        mounted_before,
+        "the host's mounts as found"
+    );
 }
