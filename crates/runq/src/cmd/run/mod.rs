@@ -353,23 +353,8 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         scn.snapshot_interval = i;
     }
     let collect_timeout = args.collect_timeout;
-    let fault = match std::env::var("RUNQ_FAULT") {
-        Ok(text) => Some(
-            text.parse::<Fault>()
-                .map_err(|e| exit::usage(format!("RUNQ_FAULT: {e}")))?,
-        ),
-        Err(_) => None,
-    };
-    if args.repeat > 1 && args.ctprof.is_some() {
-        return Err(exit::usage(
-            "--ctprof takes snapshots around one run; drop it or use --repeat 1",
-        ));
-    }
-    for (flag, path) in [("--output", &args.output), ("--junit", &args.junit)] {
-        if let Some(p) = path {
-            crate::outfile::check_writable(flag, p)?;
-        }
-    }
+    let fault = fault_from_env()?;
+    check_outputs(&args)?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let mut ctprof = args
         .ctprof
@@ -420,6 +405,34 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(exit_code(outcome))
+}
+
+/// The fault injected by `RUNQ_FAULT` (tests and the README's example),
+/// if set.
+fn fault_from_env() -> anyhow::Result<Option<Fault>> {
+    match std::env::var("RUNQ_FAULT") {
+        Ok(text) => text
+            .parse::<Fault>()
+            .map(Some)
+            .map_err(|e| exit::usage(format!("RUNQ_FAULT: {e}"))),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Refuses, before the run, outputs that cannot be written and flags that
+/// cannot go together.
+fn check_outputs(args: &RunArgs) -> anyhow::Result<()> {
+    if args.repeat > 1 && args.ctprof.is_some() {
+        return Err(exit::usage(
+            "--ctprof takes snapshots around one run; drop it or use --repeat 1",
+        ));
+    }
+    for (flag, path) in [("--output", &args.output), ("--junit", &args.junit)] {
+        if let Some(p) = path {
+            crate::outfile::check_writable(flag, p)?;
+        }
+    }
+    Ok(())
 }
 
 /// Runs the scenario `--repeat` times, stopping early on an interrupt or a
