@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use runq_workload::catalog::{find, HostShape};
-use runq_workload::{CgroupMode, Placement, RunOutcome};
+use runq_workload::{CgroupMode, RunOutcome};
 
 /// Runs `nested_task_move` for `duration`, interrupted after `interrupt`
 /// when given.
@@ -32,21 +32,6 @@ fn run(duration: Duration, interrupt: Option<Duration>) -> RunOutcome {
     })
 }
 
-/// The run's directory is gone from every hierarchy it was placed in.
-fn assert_nothing_left(out: &RunOutcome) {
-    let Placement::Cgroups {
-        run_id,
-        hierarchies,
-    } = &out.placement
-    else {
-        panic!("not placed: {:?}", out.placement);
-    };
-    for h in hierarchies {
-        let dir = Path::new(h).join("runq").join(run_id);
-        assert!(!dir.exists(), "{} left behind", dir.display());
-    }
-}
-
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn churning_workers_move_and_leave_no_cgroup_behind() {
@@ -63,7 +48,7 @@ fn churning_workers_move_and_leave_no_cgroup_behind() {
         .find(|c| c.group == "churn" && c.name == "setup_applied")
         .expect("setup_applied judged");
     assert!(setup.pass, "{setup:?}");
-    assert_nothing_left(&out);
+    crate::assert_nothing_left(&out);
 }
 
 #[test]
@@ -71,5 +56,5 @@ fn churning_workers_move_and_leave_no_cgroup_behind() {
 fn an_interrupted_churn_leaves_no_cgroup_behind() {
     let out = run(Duration::from_secs(30), Some(Duration::from_millis(300)));
     assert!(out.interrupted);
-    assert_nothing_left(&out);
+    crate::assert_nothing_left(&out);
 }

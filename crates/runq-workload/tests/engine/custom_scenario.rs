@@ -6,8 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use runq_workload::{
-    CgroupMode, CustomContext, CustomWork, Placement, ScenarioBuilder, Verdict, WorkType,
-    WorkerReport,
+    CgroupMode, CustomContext, CustomWork, ScenarioBuilder, Verdict, WorkType, WorkerReport,
 };
 
 /// Checks it runs in the scenario's `custom` cgroup (panics otherwise, so
@@ -67,15 +66,5 @@ fn custom_group_runs_in_its_cgroup_and_is_judged_by_not_stuck_only() {
     assert!(custom_reports
         .iter()
         .all(|r| r.completed && r.work_units > 0));
-    let Placement::Cgroups {
-        run_id,
-        hierarchies,
-    } = &out.placement
-    else {
-        panic!("not placed: {:?}", out.placement);
-    };
-    for h in hierarchies {
-        let dir = std::path::Path::new(h).join("runq").join(run_id);
-        assert!(!dir.exists(), "{} left behind", dir.display());
-    }
+    crate::assert_nothing_left(&out);
 }

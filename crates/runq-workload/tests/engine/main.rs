@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use runq_workload::{run_scenario, CgroupMode, RunOptions, RunOutcome, Scenario};
+use runq_workload::{run_scenario, CgroupMode, Placement, RunOptions, RunOutcome, Scenario};
 
 mod api;
 mod cgroup_churn;
@@ -43,4 +43,19 @@ pub fn run_to_end(scn: &Scenario, cgroups: CgroupMode, stop: &AtomicBool) -> Run
         },
     )
     .expect("run")
+}
+
+/// The run's directory is gone from every hierarchy it was placed in.
+pub fn assert_nothing_left(out: &RunOutcome) {
+    let Placement::Cgroups {
+        run_id,
+        hierarchies,
+    } = &out.placement
+    else {
+        panic!("not placed: {:?}", out.placement);
+    };
+    for h in hierarchies {
+        let dir = std::path::Path::new(h).join("runq").join(run_id);
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
 }
