@@ -67,19 +67,23 @@ pub fn contended_mutex() -> Arc<Mutex<u64>> {
     m
 }
 
-/// A FIFO in a fresh temporary directory.
+/// A FIFO that leaves nothing behind: an anonymous pipe, reachable by
+/// path through `/proc/self/fd`, whose two ends this process keeps open
+/// for its whole life. Opening the path opens the same pipe, with FIFO
+/// semantics, and a killed demo leaves no file in the temporary directory.
+/// `tag` names the pipe in error messages.
 pub fn make_fifo(tag: &str) -> std::io::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("runq-demo-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join("fifo");
-    let _ = std::fs::remove_file(&path);
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(std::io::Error::other)?;
-    // SAFETY: a valid NUL-terminated path.
-    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
-        return Err(std::io::Error::last_os_error());
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(
+            e.kind(),
+            format!("pipe for {tag}: {e}"),
+        ));
     }
-    Ok(path)
+    // Both ends stay open on purpose: the path is valid while they are.
+    Ok(PathBuf::from(format!("/proc/self/fd/{}", fds[0])))
 }
 
 /// Blocker 1 (CPU-bound poll): spins in task code.

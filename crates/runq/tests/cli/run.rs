@@ -187,7 +187,21 @@ fn killed_worker_yields_signaled_sentinel() {
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn sigint_stops_collects_and_removes_cgroups() {
-    let child = spawn(&["run", "--duration", "30", "--json"]);
+    // Spinners in one cgroup, not the default scenario: on cgroup-v1 hosts
+    // the kernel may starve its spinners (README), and a worker that never
+    // ran before the signal has no work to show.
+    let child = spawn(&[
+        "run",
+        "--work-type",
+        "SpinWait",
+        "--workers",
+        "6",
+        "--cgroup",
+        "sigint",
+        "--duration",
+        "30",
+        "--json",
+    ]);
     let pid = child.id();
     wait_for(Duration::from_secs(10), "workers placed", || {
         (children(pid).len() == 6).then_some(())
@@ -201,9 +215,11 @@ fn sigint_stops_collects_and_removes_cgroups() {
     assert_eq!(v["interrupted"], true);
     let reports = v["reports"].as_array().unwrap();
     assert_eq!(reports.len(), 6);
-    assert!(reports
+    let short: Vec<_> = reports
         .iter()
-        .all(|r| r["completed"] == true && r["work_units"].as_u64().unwrap() > 0));
+        .filter(|r| r["completed"] != true || r["work_units"].as_u64().unwrap() == 0)
+        .collect();
+    assert!(short.is_empty(), "not collected or no work: {short:#?}");
     assert!(
         run_dirs_of(pid).is_empty(),
         "cgroups left: {:?}",
