@@ -1,7 +1,7 @@
 //! Test support shared by runq's crates (a dev-dependency, never
 //! published): the root gate, the workspace's built binaries, and the one
 //! shared build of the demo programs without frame pointers, and the check
-//! of a JSON document against its schema in `schemas/`.
+//! of a JSON document against its schema in `schemas/` (by [`schema`]).
 //!
 //! Tests that need root are marked
 //! `#[cfg_attr(not(runq_root), ignore = "needs root")]`; the crate's
@@ -9,6 +9,7 @@
 //! counts them as ignored when they cannot run.
 
 mod root_cfg;
+pub mod schema;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -144,10 +145,8 @@ pub fn assert_matches_schema(name: &str, doc: &serde_json::Value) {
         .join(format!("{name}.schema.json"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let schema: serde_json::Value = serde_json::from_str(&text).expect("schema JSON");
-    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
+    let errors: Vec<String> = schema::violations(&schema, &schema, doc)
+        .into_iter()
         .take(5)
         .collect();
     assert!(errors.is_empty(), "{name}: {errors:?}\n{doc:#}");
