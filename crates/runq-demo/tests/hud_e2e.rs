@@ -5,22 +5,30 @@
 //! no blocker; with tracefs unmounted it mounts it and works.
 //!
 //! The runq binary is taken from the same target directory (built by
-//! `cargo test --workspace`). hud sessions run one at a time: one test
-//! unmounts tracefs.
+//! `cargo test --workspace`). hud sessions overlap, except with the one
+//! test that unmounts tracefs.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde_json::Value;
 
-/// Held by every test that runs hud.
-fn one_at_a_time() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+/// Held (shared) by every test that runs hud: sessions overlap, except
+/// with the one that unmounts tracefs, which holds it alone
+/// ([`alone`]).
+fn shared() -> RwLockReadGuard<'static, ()> {
+    TRACEFS.read().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Held by the test that unmounts tracefs, while no other session runs.
+fn alone() -> RwLockWriteGuard<'static, ()> {
+    TRACEFS.write().unwrap_or_else(|e| e.into_inner())
+}
+
+static TRACEFS: RwLock<()> = RwLock::new(());
 
 /// The demo `bin` built without frame pointers (cargo's default for
 /// them; the workspace forces them in .cargo/config.toml), shared by the
@@ -148,7 +156,7 @@ fn names_the_demo_blockers(runq: &Path, demo: &str) -> Value {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_names_the_demo_blockers_and_not_the_twins() {
     let runq = runq_bin();
-    let _one = one_at_a_time();
+    let _one = shared();
     let report = names_the_demo_blockers(&runq, env!("CARGO_BIN_EXE_runq-demo-tokio"));
     assert_eq!(report["stacks"]["source"], "frame_pointers", "{report:#}");
 }
@@ -158,7 +166,7 @@ fn hud_names_the_demo_blockers_and_not_the_twins() {
 fn without_frame_pointers_hud_unwinds_copied_stacks_by_dwarf() {
     let runq = runq_bin();
     let demo = demo_without_frame_pointers("runq-demo-tokio");
-    let _one = one_at_a_time();
+    let _one = shared();
     let report = names_the_demo_blockers(&runq, demo.to_str().unwrap());
     let stacks = &report["stacks"];
     assert_eq!(stacks["source"], "dwarf", "{report:#}");
@@ -185,7 +193,7 @@ fn without_frame_pointers_hud_unwinds_copied_stacks_by_dwarf() {
 fn forcing_frame_pointers_on_a_binary_without_them_warns() {
     let runq = runq_bin();
     let demo = demo_without_frame_pointers("runq-demo-tokio");
-    let _one = one_at_a_time();
+    let _one = shared();
     let (mut child, pid) = start(demo.to_str().unwrap(), 8);
     let (report, _) = hud(&runq, pid, 3, &["--unwind".as_ref(), "fp".as_ref()]);
     let _ = child.kill();
@@ -200,7 +208,7 @@ fn forcing_frame_pointers_on_a_binary_without_them_warns() {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_runtime_with_a_custom_name_is_found_by_its_stacks_or_its_prefix() {
     let runq = runq_bin();
-    let _one = one_at_a_time();
+    let _one = shared();
     let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-named"), 10);
     let (by_stacks, _) = hud(&runq, pid, 3, &[]);
     let (by_prefix, _) = hud(&runq, pid, 2, &["--workers".as_ref(), "svc".as_ref()]);
@@ -237,7 +245,7 @@ fn tracefs_at(path: &str) -> bool {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_mounts_tracefs_when_it_is_missing() {
     let runq = runq_bin();
-    let _one = one_at_a_time();
+    let _alone = alone();
     const TRACING: &str = "/sys/kernel/tracing";
     if tracefs_at("/sys/kernel/debug/tracing") {
         eprintln!("skipped: tracefs is also mounted under debugfs, so it cannot be made missing");
@@ -271,7 +279,7 @@ fn hud_mounts_tracefs_when_it_is_missing() {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_finds_nothing_in_the_control() {
     let runq = runq_bin();
-    let _one = one_at_a_time();
+    let _one = shared();
     let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), 10);
     let (report, _) = hud(&runq, pid, 3, &[]);
     let _ = control.kill();
@@ -298,7 +306,7 @@ fn located(report: &Value, name: &str) -> bool {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
     let runq = runq_bin();
-    let _one = one_at_a_time();
+    let _one = shared();
     let dir = tempfile::tempdir().unwrap();
     let stripped = dir.path().join("runq-demo-tokio");
     let unstripped = env!("CARGO_BIN_EXE_runq-demo-tokio");
@@ -357,7 +365,7 @@ fn tmux(args: &[&str]) -> std::process::Output {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn the_live_view_shows_the_blocker_and_quits_cleanly() {
     let runq = runq_bin();
-    let _one = one_at_a_time();
+    let _one = shared();
     if Command::new("tmux").arg("-V").output().is_err() {
         eprintln!("skipped: needs tmux");
         return;
@@ -431,7 +439,7 @@ fn the_live_view_shows_the_blocker_and_quits_cleanly() {
 fn a_service_built_with_cargo_defaults_is_blamed_on_its_own_functions() {
     let runq = runq_bin();
     let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
-    let _one = one_at_a_time();
+    let _one = shared();
     let (mut child, pid) = start(service.to_str().unwrap(), 12);
     let (report, _) = hud(&runq, pid, 5, &[]);
     let _ = child.kill();
@@ -479,7 +487,7 @@ fn a_service_built_with_cargo_defaults_is_blamed_on_its_own_functions() {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_target_that_exits_mid_session_keeps_its_figures() {
     let runq = runq_bin();
-    let _one = one_at_a_time();
+    let _one = shared();
     let (mut child, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 3);
     // Reaped as soon as it exits, as its parent would (a zombie still has
     // its /proc entry).
@@ -508,7 +516,7 @@ fn a_target_that_exits_mid_session_keeps_its_figures() {
 fn run_queue_waits_name_the_cpu_holder_and_the_victims_function() {
     let runq = runq_bin();
     let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
-    let _one = one_at_a_time();
+    let _one = shared();
     let taskset = |args: &[&str]| {
         let mut c = Command::new("taskset");
         c.args(["-c", "0"]).args(args);

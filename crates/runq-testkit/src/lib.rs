@@ -13,7 +13,7 @@ pub mod schema;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 pub use root_cfg::{effective_uid_is_root as is_root, emit_root_cfg};
 
@@ -77,17 +77,25 @@ pub fn demos_without_frame_pointers() -> &'static Path {
 /// `target/cargo-defaults`: debug info does not change the code, and one
 /// release build of the demos serves both. Returns its path.
 pub fn demo_with_cargo_defaults(bin: &str) -> PathBuf {
+    // Stripped once per test binary: tests that run side by side must not
+    // execute a copy that another one is still writing.
+    static STRIPPED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let mut done = STRIPPED.lock().unwrap_or_else(|e| e.into_inner());
     let built = demos_without_frame_pointers().join(bin);
     let dir = profile_dir()
         .parent()
         .expect("the target directory")
         .join("cargo-defaults");
-    std::fs::create_dir_all(&dir).expect("target/cargo-defaults");
     let stripped = dir.join(bin);
+    if done.contains(&stripped) {
+        return stripped;
+    }
+    std::fs::create_dir_all(&dir).expect("target/cargo-defaults");
+    let partial = dir.join(format!("{bin}.partial"));
     let status = Command::new("objcopy")
         .arg("--strip-debug")
         .arg(&built)
-        .arg(&stripped)
+        .arg(&partial)
         .status()
         .expect("objcopy (binutils)");
     assert!(
@@ -95,6 +103,8 @@ pub fn demo_with_cargo_defaults(bin: &str) -> PathBuf {
         "objcopy --strip-debug {}: {status}",
         built.display()
     );
+    std::fs::rename(&partial, &stripped).expect("rename the stripped demo into place");
+    done.push(stripped.clone());
     stripped
 }
 
