@@ -1,8 +1,9 @@
 //! The host monitor's thread: it samples `sched/debug` every
 //! [`HOST_INTERVAL`], or less often when a read costs more than 1% of a
 //! CPU (the dump lists every task, per CPU: with 2,000 tasks a read costs
-//! ~20 ms). Its own thread keeps a slow read, starved among many workers,
-//! from delaying the run loop; the run's end takes what it has and does
+//! ~20 ms). Its own thread, raised like the parent (SCHED_FIFO 1 when it
+//! may), is not starved among many workers and keeps a slow read from
+//! delaying the run loop; the run's end takes what it has and does
 //! not wait for a read under way. The thread mounts debugfs, when it must,
 //! in a mount namespace of its own: the host never sees that mount.
 
@@ -80,6 +81,10 @@ impl HostMonitor {
             .name("runq-host".into())
             .spawn(move || match runq_kernel::sched_debug::open() {
                 Ok(debug) => {
+                    // Ahead of any crowd of workers, as the parent is while
+                    // it starts them: it never spins, and its reads are
+                    // held to 1% of a CPU.
+                    let _boost = crate::spawn::boost::Boost::raise();
                     lock(&shared).source = Some("debugfs sched/debug".into());
                     sample_until_stopped(debug, &shared, start);
                 }

@@ -9,7 +9,7 @@
 //! when it may: it runs whenever it is runnable, and it never spins (it
 //! blocks in poll, waitpid or short sleeps), so the workers get every
 //! CPU cycle it does not need. Workers were forked before and do not
-//! inherit it.
+//! inherit it. The host monitor's thread holds one for its life too.
 
 /// The fallback: low enough to be scheduled ahead of a crowd of nice-0
 /// workers, far from the real-time range.
@@ -28,13 +28,13 @@ enum Before {
 
 /// Raises the calling thread's priority until dropped (no-op without the
 /// privilege).
-pub(super) struct Boost {
+pub(crate) struct Boost {
     before: Before,
 }
 
 impl Boost {
     /// Raises the calling thread to SCHED_FIFO 1, or to [`BOOST_NICE`].
-    pub(super) fn raise() -> Self {
+    pub(crate) fn raise() -> Self {
         let param = libc::sched_param { sched_priority: 1 };
         // SAFETY: sched_getscheduler/sched_setscheduler on the calling
         // thread (pid 0) with a valid parameter.

@@ -11,7 +11,7 @@
 //! bound). Thread-mode workers follow the same phases
 //! inside the runq process (see [`threads`]).
 
-mod boost;
+pub(crate) mod boost;
 mod collect;
 mod spec;
 mod threads;
