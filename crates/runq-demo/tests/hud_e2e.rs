@@ -42,6 +42,17 @@ fn runq_bin() -> PathBuf {
     runq_testkit::workspace_bin("runq", "runq")
 }
 
+/// A child killed and reaped when the test ends, even by a panic (a CPU
+/// hog left behind would load every later test).
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts a demo binary for `secs` seconds; returns it and its pid.
 fn start(exe: &str, secs: u32) -> (Child, u32) {
     let mut demo = Command::new(exe);
@@ -523,13 +534,14 @@ fn run_queue_waits_name_the_cpu_holder_and_the_victims_function() {
         c
     };
     let (mut child, pid) = start_command(taskset(&[service.to_str().unwrap(), "12"]));
-    let mut hog = taskset(&["nice", "-n", "-19", "yes"])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("yes (coreutils)");
+    let hog = KillOnDrop(
+        taskset(&["nice", "-n", "-19", "yes"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("yes (coreutils)"),
+    );
     let (report, _) = hud(&runq, pid, 4, &[]);
-    let _ = hog.kill();
-    let _ = hog.wait();
+    drop(hog);
     let _ = child.kill();
     let _ = child.wait();
     let holders = report["run_queue"]["holders"].as_array().unwrap();

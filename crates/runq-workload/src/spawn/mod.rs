@@ -29,7 +29,7 @@ use crate::report::WorkerReport;
 use crate::stop::{install_stop_handler, reset_stop};
 use crate::worktype::PreparedWork;
 use collect::ProcWorker;
-use runq_kernel::signal::install_handler;
+use runq_kernel::signal::{install_handler, BlockedSignals};
 use threads::ThreadWorkers;
 
 /// A started (or startable) worker, as the caller sees it.
@@ -162,8 +162,14 @@ impl WorkloadHandle {
         let die_first = Fault::hits(self.fault, FaultStep::FirstIteration, index);
         let (start_rx, start_tx) = pipe()?;
         let (report_rx, report_tx) = pipe()?;
+        // Until the child has its handlers, a stop (SIGUSR1) or a Ctrl-C
+        // sent to it would kill it: both wait, blocked, until it has them.
+        let mut blocked = BlockedSignals::block(&[libc::SIGUSR1, libc::SIGINT])?;
         // SAFETY: the child only runs worker code and always ends in _exit.
         let pid = unsafe { libc::fork() };
+        if pid != 0 {
+            blocked.restore();
+        }
         if pid < 0 {
             let e = io::Error::last_os_error();
             return Err(io::Error::new(
@@ -176,12 +182,13 @@ impl WorkloadHandle {
             self.procs.clear();
             drop((start_tx, report_rx));
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let child = Child {
+                let mut child = Child {
                     idx,
                     parent,
                     die_first,
+                    blocked,
                 };
-                child_main(spec, prepared, &child, start_rx, report_tx)
+                child_main(spec, prepared, &mut child, start_rx, report_tx)
             }))
             .unwrap_or(101);
             // SAFETY: terminating the child without running parent cleanup.
@@ -308,6 +315,9 @@ struct Child {
     parent: i32,
     /// Injected fault: die where the first iteration would begin.
     die_first: bool,
+    /// SIGUSR1 and SIGINT, blocked across the fork until the handlers are
+    /// in place.
+    blocked: BlockedSignals,
 }
 
 /// The child: arm the death signal, wait for start, set up, run, report.
@@ -315,7 +325,7 @@ struct Child {
 fn child_main(
     spec: &WorkSpec,
     mut prepared: Option<&mut (dyn PreparedWork + 'static)>,
-    child: &Child,
+    child: &mut Child,
     start_rx: OwnedFd,
     report_tx: OwnedFd,
 ) -> i32 {
@@ -335,6 +345,7 @@ fn child_main(
     }
     let _ = install_handler(libc::SIGINT, libc::SIG_IGN);
     let _ = install_handler(libc::SIGPIPE, libc::SIG_IGN);
+    child.blocked.restore();
     let mut go = [0u8; 1];
     let mut start = std::fs::File::from(start_rx);
     if std::io::Read::read(&mut start, &mut go).unwrap_or(0) != 1 {

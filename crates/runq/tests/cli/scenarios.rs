@@ -143,12 +143,22 @@ fn run_watchdog(extra: &[&str]) -> (Option<i32>, Value) {
     args.extend_from_slice(extra);
     let child = spawn(&args);
     let pid = child.id();
-    let worker = wait_for(Duration::from_secs(10), "the worker", || {
-        children(pid).into_iter().find(|c| {
-            std::fs::read_to_string(format!("/proc/{c}/comm"))
-                .is_ok_and(|comm| comm.trim() == "runq")
-        })
-    });
+    // The scheduler is forked first and is also called runq until it has
+    // exec'd `sleep`: wait for that, then the worker is the other child.
+    let comm = |c: i32| std::fs::read_to_string(format!("/proc/{c}/comm")).unwrap_or_default();
+    let worker = wait_for(
+        Duration::from_secs(10),
+        "the scheduler and the worker",
+        || {
+            let kids = children(pid);
+            let scheduler_ready = kids.iter().any(|&c| comm(c).trim() == "sleep");
+            let workers: Vec<i32> = kids
+                .into_iter()
+                .filter(|&c| comm(c).trim() == "runq")
+                .collect();
+            (scheduler_ready && workers.len() == 1).then(|| workers[0])
+        },
+    );
     std::thread::sleep(Duration::from_millis(200));
     signal(worker, libc::SIGSTOP);
     std::thread::sleep(Duration::from_millis(2500));
