@@ -3,11 +3,13 @@
 //! Workers are `fork()`ed processes, each placed in its cgroup before it
 //! starts (two-phase start), stopped by SIGUSR1, and handing back a
 //! [`WorkerReport`] of telemetry through a pipe. [`runner::run_scenario`]
-//! drives a whole [`Scenario`].
+//! drives a whole [`Scenario`]; [`results`] turns its outcomes into the
+//! saved document and [`compare`] judges two such documents.
 
 pub mod capacity;
 pub mod catalog;
 pub mod checks;
+pub mod compare;
 pub mod fair_model;
 pub mod fairness;
 pub mod fault;
@@ -17,6 +19,7 @@ pub mod placement;
 pub mod progress;
 pub mod report;
 pub mod reservoir;
+pub mod results;
 pub mod runner;
 pub mod scenario;
 pub mod scenario_file;

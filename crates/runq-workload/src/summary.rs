@@ -1,5 +1,7 @@
 //! Per-group summaries of worker reports: work rate, off-CPU share, wake
-//! latency percentiles, migrations and the worst scheduling gap.
+//! latency percentiles, migrations, the worst scheduling gap, fairness and
+//! run delay. Computed once per group; the saved document's figures
+//! ([`crate::results::GroupFigures`]) are taken from here.
 
 use serde::Serialize;
 
@@ -43,6 +45,26 @@ pub struct GroupSummary {
     pub max_gap_ms: u64,
     /// Summed schedstat run delay, ns.
     pub run_delay_ns: u64,
+    // The figures below are the saved document's (its repeats carry them,
+    // see `crate::results`); they stay out of the outcome's own JSON,
+    // whose layout predates them.
+    /// 90th percentile of the wake samples, ns.
+    #[serde(skip)]
+    pub wake_p90_ns: Option<u64>,
+    /// 99.9th percentile of the wake samples, ns.
+    #[serde(skip)]
+    pub wake_p99_9_ns: Option<u64>,
+    /// Wake samples the percentiles were computed from (the reservoirs).
+    #[serde(skip)]
+    pub wake_samples: u64,
+    /// Jain's fairness index of the live workers' CPU time (1 = equal
+    /// shares, 1/n = one worker got everything); `None` below two workers.
+    #[serde(skip)]
+    pub fairness: Option<f64>,
+    /// Summed run delay over summed wall time, percent; `None` when no
+    /// worker has schedstat data (no run was counted).
+    #[serde(skip)]
+    pub run_delay_pct: Option<f64>,
 }
 
 /// Nearest-rank percentile of sorted values (`p` in 0..=100).
@@ -52,6 +74,27 @@ pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     }
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+/// Jain's index of `xs`: `(sum x)^2 / (n * sum x^2)`; `None` below two
+/// values or when every value is zero.
+fn jain(xs: &[f64]) -> Option<f64> {
+    let sq: f64 = xs.iter().map(|x| x * x).sum();
+    (xs.len() >= 2 && sq > 0.0).then(|| {
+        let s: f64 = xs.iter().sum();
+        s * s / (xs.len() as f64 * sq)
+    })
+}
+
+/// Summed schedstat run delay over summed wall time, percent; `None` when
+/// no worker has schedstat data (no run was counted).
+fn run_delay_pct(live: &[&&WorkerReport]) -> Option<f64> {
+    let wall: u64 = live.iter().map(|r| r.wall_time_ns).sum();
+    if wall == 0 || live.iter().all(|r| r.schedstat_run_count == 0) {
+        return None;
+    }
+    let delay: u64 = live.iter().map(|r| r.schedstat_run_delay_ns).sum();
+    Some(delay as f64 * 100.0 / wall as f64)
 }
 
 /// Summarises the reports of group `group_idx`.
@@ -80,6 +123,7 @@ pub fn summarize_group(
     };
     let wall: u64 = live.iter().map(|r| r.wall_time_ns).sum();
     let off: u64 = live.iter().map(|r| r.off_cpu_ns).sum();
+    let cpu: Vec<f64> = live.iter().map(|r| r.cpu_time_ns as f64).collect();
     GroupSummary {
         group_idx,
         name: name.to_string(),
@@ -102,6 +146,11 @@ pub fn summarize_group(
         migrations: live.iter().map(|r| r.migration_count).sum(),
         max_gap_ms: live.iter().map(|r| r.max_gap_ms).max().unwrap_or(0),
         run_delay_ns: live.iter().map(|r| r.schedstat_run_delay_ns).sum(),
+        wake_p90_ns: percentile(&wakes, 90.0),
+        wake_p99_9_ns: percentile(&wakes, 99.9),
+        wake_samples: wakes.len() as u64,
+        fairness: jain(&cpu),
+        run_delay_pct: run_delay_pct(&live),
     }
 }
 
@@ -118,6 +167,14 @@ mod tests {
         assert_eq!(percentile(&v, 100.0), Some(100));
         assert_eq!(percentile(&v, 0.0), Some(1));
         assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    #[test]
+    fn jain_index() {
+        assert_eq!(jain(&[5.0, 5.0]), Some(1.0));
+        assert_eq!(jain(&[1.0, 0.0]), Some(0.5));
+        assert_eq!(jain(&[1.0]), None);
+        assert_eq!(jain(&[0.0, 0.0]), None);
     }
 
     #[test]
@@ -156,5 +213,11 @@ mod tests {
             (Some(20), Some(30), 3)
         );
         assert_eq!((s.migrations, s.max_gap_ms), (2, 7));
+        assert_eq!(
+            (s.wake_p90_ns, s.wake_p99_9_ns, s.wake_samples),
+            (Some(30), Some(30), 3)
+        );
+        // One live worker, no schedstat runs: no fairness, no run delay.
+        assert_eq!((s.fairness, s.run_delay_pct), (None, None));
     }
 }

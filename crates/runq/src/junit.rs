@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::cmd::run::document::RunDocument;
+use runq_workload::results::RunDocument;
 
 /// How a testcase ended.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,6 @@ mod json;
 mod junit;
 mod outfile;
 mod output;
-mod stats;
 mod style;
 
 use std::process::ExitCode;

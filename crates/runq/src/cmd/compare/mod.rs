@@ -1,25 +1,17 @@
-//! `runq compare A.json B.json`: did B regress against A? Per group and
-//! figure, medians over repeats, the difference, a rank-test confidence
-//! interval (see [`crate::stats`]) and a verdict.
-
-mod analyze;
-mod load;
+//! `runq compare A.json B.json`: did B regress against A? The comparison
+//! itself (medians over repeats, rank-test intervals, verdicts) is
+//! [`runq_workload::compare`]'s; this module parses the arguments and
+//! renders the result as a table, JSON or JUnit.
 
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::Serialize;
-
-use analyze::{Row, Verdict};
+use runq_common::table::{Align, Table};
+use runq_workload::compare::{self, Better, Comparison, Row, Unit, Verdict, METHOD};
 
 use crate::exit;
 use crate::junit::{Case, Outcome, Suite};
-use runq_common::table::{Align, Table};
-
-/// How the interval is computed, as printed and written to JSON.
-const METHOD: &str = "95% Hodges-Lehmann interval of the shift B-A from the Mann-Whitney rank \
-                      test over repeats (exact up to 30 repeats per side)";
 
 /// Arguments of `runq compare`.
 #[derive(Debug, clap::Args)]
@@ -56,20 +48,6 @@ pub struct CompareArgs {
     pub junit: Option<PathBuf>,
 }
 
-/// The whole comparison (`--json`).
-#[derive(Debug, Serialize)]
-struct Report {
-    a: String,
-    b: String,
-    threshold_pct: f64,
-    method: &'static str,
-    mismatches: Vec<String>,
-    notes: Vec<String>,
-    regressed: usize,
-    improved: usize,
-    rows: Vec<Row>,
-}
-
 /// Compares two saved runs and prints the verdicts.
 pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
@@ -78,35 +56,14 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
             args.threshold
         )));
     }
-    let a = load::read(&args.a)?;
-    let b = load::read(&args.b)?;
-    let (mismatches, notes) = load::differences(&a, &b);
-    let mismatch = (!mismatches.is_empty()).then(|| mismatches.join("; "));
-    for m in &mismatches {
+    let a = compare::read(&args.a).map_err(|e| exit::usage(e.to_string()))?;
+    let b = compare::read(&args.b).map_err(|e| exit::usage(e.to_string()))?;
+    let differences = compare::differences(&a, &b);
+    for m in &differences.mismatches {
         crate::errln!("runq: {m}; every verdict is inconclusive");
     }
-    let rows = analyze::compare_all(&a, &b, args.threshold, mismatch.as_deref());
-    if rows.is_empty() {
-        return Err(exit::usage(format!(
-            "{} and {} have no group in common (groups: {} vs {})",
-            a.path,
-            b.path,
-            analyze::group_names(&a).join(", "),
-            analyze::group_names(&b).join(", ")
-        )));
-    }
-    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
-    let report = Report {
-        a: a.path.clone(),
-        b: b.path.clone(),
-        threshold_pct: args.threshold,
-        method: METHOD,
-        mismatches,
-        notes,
-        regressed: count(Verdict::Regressed),
-        improved: count(Verdict::Improved),
-        rows,
-    };
+    let report = Comparison::new(&a, &b, args.threshold, differences)
+        .map_err(|e| exit::usage(e.to_string()))?;
     if args.json {
         crate::outln!(
             "{}",
@@ -126,15 +83,14 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A value with its unit, short.
-fn fmt_value(v: Option<f64>, unit: &str) -> String {
+fn fmt_value(v: Option<f64>, unit: Unit) -> String {
     let Some(v) = v else { return "-".into() };
-    let a = v.abs();
     match unit {
-        "ns" => runq_common::units::fmt_ns(v),
-        "/s" => format!("{}/s", runq_common::units::fmt_rate(v)),
-        "%" => format!("{v:.1}%"),
-        "" if a < 10.0 => format!("{v:.3}"),
-        u => format!("{v:.0}{u}"),
+        Unit::Ns => runq_common::units::fmt_ns(v),
+        Unit::PerSec => format!("{}/s", runq_common::units::fmt_rate(v)),
+        Unit::Percent => format!("{v:.1}%"),
+        Unit::Count | Unit::Ratio if v.abs() < 10.0 => format!("{v:.3}"),
+        u => format!("{v:.0}{}", u.text()),
     }
 }
 
@@ -181,7 +137,7 @@ fn inconclusive_reasons(rows: &[Row]) -> Vec<(String, String)> {
 }
 
 /// The text table.
-fn render(rep: &Report) -> String {
+fn render(rep: &Comparison) -> String {
     let mut out = String::new();
     let reps = rep.rows.first().map_or([0, 0], |r| r.repeats);
     let _ = writeln!(
@@ -231,7 +187,7 @@ fn render(rep: &Report) -> String {
 }
 
 /// One testcase per group and figure.
-fn junit(rep: &Report) -> Suite {
+fn junit(rep: &Comparison) -> Suite {
     let cases = rep
         .rows
         .iter()
@@ -242,7 +198,7 @@ fn junit(rep: &Report) -> Suite {
                 fmt_value(r.median_b, r.unit),
                 pct(r.diff_pct),
                 ci_text(r),
-                if r.better == analyze::Better::Higher {
+                if r.better == Better::Higher {
                     "higher"
                 } else {
                     "lower"

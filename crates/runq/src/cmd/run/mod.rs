@@ -1,9 +1,9 @@
 //! `runq run`: drive a scheduler scenario and report on it.
 
 mod catalog;
-pub mod document;
 mod host_lines;
 mod render;
+mod repeats;
 mod scenarios;
 mod scheduler_args;
 mod summary;
@@ -15,11 +15,11 @@ use anyhow::Context;
 use std::path::Path;
 
 use runq_common::duration::parse_duration;
+use runq_workload::results::{RawSamples, RunDocument};
 use runq_workload::scenario_file::load_scenario;
-use runq_workload::{
-    run_scenario, CgroupMode, Fault, Placement, RunError, RunOptions, Scenario, ScenarioBuilder,
-    WorkType,
-};
+use runq_workload::{CgroupMode, Fault, Placement, Scenario, ScenarioBuilder, WorkType};
+
+use repeats::RunPlan;
 
 use crate::exit;
 
@@ -347,13 +347,19 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         crate::out!("{}", text);
         return Ok(ExitCode::SUCCESS);
     }
-    let (mut scn, mode) = scenario_from_args(&args)?;
+    let (mut scn, cgroups) = scenario_from_args(&args)?;
     args.sched.apply(&mut scn)?;
     if let Some(SnapshotInterval(i)) = args.snapshot_interval {
         scn.snapshot_interval = i;
     }
-    let collect_timeout = args.collect_timeout;
-    let fault = fault_from_env()?;
+    let plan = RunPlan {
+        cgroups,
+        collect_timeout: args.collect_timeout,
+        fault: fault_from_env()?,
+        repro: args.repro,
+        max_workers_per_cpu: args.max_workers_per_cpu,
+        repeats: args.repeat,
+    };
     check_outputs(&args)?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let mut ctprof = args
@@ -361,39 +367,23 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(crate::cmd::ctprof::run_hook::Recorder::new)
         .transpose()?;
-    let outcomes = run_repeats(
-        &args,
-        &scn,
-        (mode, collect_timeout, fault),
-        interrupt,
-        &mut ctprof,
-    )?;
-    let mut doc = document::build(&scn, outcomes);
-    if !args.raw {
-        doc.drop_raw_samples();
-    }
+    let outcomes = repeats::run_repeats(&plan, &scn, args.json, interrupt, &mut ctprof)?;
+    let raw = if args.raw {
+        RawSamples::Keep
+    } else {
+        RawSamples::Drop
+    };
+    let doc = RunDocument::from_outcomes(&scn, outcomes, raw);
     let outcome = &doc.last;
     if let Placement::Unplaced { reason } = &outcome.placement {
-        if scn.wants_cgroups() && !args.json && mode != CgroupMode::Off {
+        if scn.wants_cgroups() && !args.json && cgroups != CgroupMode::Off {
             crate::errln!("runq: running workers without cgroups ({reason})");
         }
     }
-    if args.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
-        if let Some(e) = &outcome.run_error {
-            crate::errln!("runq: run ended early: {e}");
-        }
-    } else {
-        crate::out!(
-            "{}",
-            render::render_outcome(outcome, crate::style::color_enabled())
-        );
-        if let Some(s) = &doc.repeat_summary {
-            crate::out!("{}", summary::render(s));
-        }
-    }
+    print_report(&doc, args.json)?;
     if let Some(path) = &args.output {
-        document::write(&doc, path)?;
+        doc.write(path)
+            .map_err(|e| exit::run_error(format!("--output: {e}")))?;
     }
     if let Some(path) = &args.junit {
         crate::junit::write(&crate::junit::from_run(&doc), path)?;
@@ -405,6 +395,26 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(exit_code(outcome))
+}
+
+/// Prints the document (`--json`) or the last repeat's report and the
+/// repeats' summary.
+fn print_report(doc: &RunDocument, json: bool) -> anyhow::Result<()> {
+    if json {
+        crate::outln!("{}", doc.to_json()?);
+        if let Some(e) = &doc.last.run_error {
+            crate::errln!("runq: run ended early: {e}");
+        }
+    } else {
+        crate::out!(
+            "{}",
+            render::render_outcome(&doc.last, crate::style::color_enabled())
+        );
+        if let Some(s) = &doc.repeat_summary {
+            crate::out!("{}", summary::render(s));
+        }
+    }
+    Ok(())
 }
 
 /// The fault injected by `RUNQ_FAULT` (tests and the README's example),
@@ -433,69 +443,6 @@ fn check_outputs(args: &RunArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Runs the scenario `--repeat` times, stopping early on an interrupt or a
-/// run error; prints every repeat's report but the last in text mode.
-fn run_repeats(
-    args: &RunArgs,
-    scn: &Scenario,
-    (mode, collect_timeout, fault): (CgroupMode, Duration, Option<Fault>),
-    interrupt: &std::sync::atomic::AtomicBool,
-    ctprof: &mut Option<crate::cmd::ctprof::run_hook::Recorder>,
-) -> anyhow::Result<Vec<runq_workload::RunOutcome>> {
-    let mut outcomes = Vec::new();
-    for n in 1..=args.repeat {
-        if args.repeat > 1 && !args.json {
-            crate::errln!("runq: repeat {n}/{}", args.repeat);
-        }
-        let mut progress = render::Progress::new(scn.duration, args.json);
-        let outcome = run_scenario(
-            scn,
-            RunOptions {
-                cgroups: mode,
-                interrupt,
-                on_tick: &mut |e, t| {
-                    progress.tick(e, t);
-                    if let Some(r) = ctprof.as_mut() {
-                        r.tick(e, t);
-                    }
-                },
-                collect_timeout,
-                repro: args.repro,
-                fault,
-                max_workers_per_cpu: args.max_workers_per_cpu,
-            },
-        );
-        progress.finish();
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(RunError::NeedsPrivilege(why)) => {
-                return Err(exit::no_privilege(format!(
-                "this run asks for cgroups, which need root (or a delegated cgroup subtree): {why}"
-            )))
-            }
-            Err(RunError::Scenario(e)) => return Err(exit::usage(e.to_string())),
-            Err(RunError::Capacity(why)) => {
-                return Err(exit::usage(format!("the host cannot hold this run: {why}")))
-            }
-            Err(RunError::Interrupted(why)) => return Err(exit::interrupted(why)),
-            Err(RunError::HostLacks(why)) => return Err(exit::skipped(why)),
-            Err(e) => return Err(exit::run_error(e.to_string())),
-        };
-        let stop = outcome.interrupted || outcome.run_error.is_some();
-        if !args.json && n < args.repeat && !stop {
-            crate::out!(
-                "{}",
-                render::render_outcome(&outcome, crate::style::color_enabled())
-            );
-        }
-        outcomes.push(outcome);
-        if stop {
-            break;
-        }
-    }
-    Ok(outcomes)
 }
 
 fn exit_code(outcome: &runq_workload::RunOutcome) -> ExitCode {

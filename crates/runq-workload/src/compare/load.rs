@@ -1,15 +1,13 @@
-//! Reading saved `runq run --output` documents and checking that two of
-//! them can be compared.
+//! Reading saved run documents ([`crate::results::RunDocument`], as
+//! `runq run --output` writes them) and checking that two of them can be
+//! compared.
 
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::cmd::run::document::{
-    GroupFigures, HostFacts, OLDEST_READ_VERSION, SCHEMA_VERSION, TOOL,
-};
-use crate::exit;
+use crate::results::{GroupFigures, HostFacts, OLDEST_READ_VERSION, SCHEMA_VERSION, TOOL};
 
 /// The parts of a saved run that compare reads.
 #[derive(Debug, Clone)]
@@ -43,39 +41,99 @@ struct SavedRepeat {
     groups: Vec<GroupFigures>,
 }
 
+/// How to write a file compare reads, for the errors.
 const HINT: &str = "write one with `runq run --repeat N --output FILE.json`";
 
-/// Parses a saved run from its text; errors are one line, exit code 2.
-pub fn parse(path: &str, text: &str) -> anyhow::Result<SavedRun> {
-    let head: Head = serde_json::from_str(text).map_err(|e| {
-        let what = if e.is_eof() {
-            "is truncated"
-        } else {
-            "is not valid JSON"
-        };
-        exit::usage(format!(
-            "{path} {what} ({e}); expected a result from `runq run --output`"
-        ))
-    })?;
-    let (Some(version), Some(tool)) = (head.schema_version, head.tool) else {
-        return Err(exit::usage(format!(
-            "{path} is not a runq run result (no schema_version/tool fields); {HINT}"
-        )));
+/// Why a saved run could not be read. Each message is one line naming the
+/// file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not (complete) JSON.
+    #[error("{path} {} ({source}); expected a result from `runq run --output`",
+        if source.is_eof() { "is truncated" } else { "is not valid JSON" })]
+    NotJson {
+        /// The file.
+        path: String,
+        /// The parser's complaint.
+        source: serde_json::Error,
+    },
+    /// JSON without the `schema_version` and `tool` fields.
+    #[error("{path} is not a runq run result (no schema_version/tool fields); {HINT}")]
+    NotARunResult {
+        /// The file.
+        path: String,
+    },
+    /// Another tool's document.
+    #[error("{path} was written by {tool}, not `{TOOL}`; {HINT}")]
+    OtherTool {
+        /// The file.
+        path: String,
+        /// Its `tool` field, as JSON.
+        tool: String,
+    },
+    /// A layout this version does not read.
+    #[error(
+        "{path} has schema_version {version}, this runq reads versions \
+         {OLDEST_READ_VERSION} to {SCHEMA_VERSION}; rerun the scenario with this runq to compare"
+    )]
+    UnreadableVersion {
+        /// The file.
+        path: String,
+        /// Its `schema_version` field, as JSON.
+        version: String,
+    },
+    /// A field compare reads is missing or malformed.
+    #[error("{path}: field {field} is damaged ({why}); {HINT}")]
+    Damaged {
+        /// The file.
+        path: String,
+        /// The field.
+        field: &'static str,
+        /// What is wrong with it.
+        why: String,
+    },
+}
+
+/// Checks the `schema_version` and `tool` fields.
+fn check_head(path: &str, head: &Head) -> Result<(), LoadError> {
+    let (Some(version), Some(tool)) = (&head.schema_version, &head.tool) else {
+        return Err(LoadError::NotARunResult { path: path.into() });
     };
     if tool.as_str() != Some(TOOL) {
-        return Err(exit::usage(format!(
-            "{path} was written by {tool}, not `{TOOL}`; {HINT}"
-        )));
+        return Err(LoadError::OtherTool {
+            path: path.into(),
+            tool: tool.to_string(),
+        });
     }
     let readable = u64::from(OLDEST_READ_VERSION)..=u64::from(SCHEMA_VERSION);
     if !version.as_u64().is_some_and(|v| readable.contains(&v)) {
-        return Err(exit::usage(format!(
-            "{path} has schema_version {version}, this runq reads versions \
-             {OLDEST_READ_VERSION} to {SCHEMA_VERSION}; rerun the scenario with this runq to compare"
-        )));
+        return Err(LoadError::UnreadableVersion {
+            path: path.into(),
+            version: version.to_string(),
+        });
     }
-    let bad = |field: &str, e: String| {
-        exit::usage(format!("{path}: field {field} is damaged ({e}); {HINT}"))
+    Ok(())
+}
+
+/// Parses a saved run from its text (`path` names it in errors).
+pub fn parse(path: &str, text: &str) -> Result<SavedRun, LoadError> {
+    let head: Head = serde_json::from_str(text).map_err(|source| LoadError::NotJson {
+        path: path.into(),
+        source,
+    })?;
+    check_head(path, &head)?;
+    let bad = |field: &'static str, why: String| LoadError::Damaged {
+        path: path.into(),
+        field,
+        why,
     };
     let host: HostFacts = serde_json::from_value(head.host.unwrap_or(Value::Null))
         .map_err(|e| bad("host", e.to_string()))?;
@@ -101,10 +159,12 @@ pub fn parse(path: &str, text: &str) -> anyhow::Result<SavedRun> {
 }
 
 /// Reads and parses a saved run.
-pub fn read(path: &Path) -> anyhow::Result<SavedRun> {
+pub fn read(path: &Path) -> Result<SavedRun, LoadError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| exit::usage(format!("cannot read {name}: {e}")))?;
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Unreadable {
+        path: name.clone(),
+        source,
+    })?;
     parse(&name, &text)
 }
 
@@ -118,10 +178,36 @@ fn comparable_scenario(v: &Value) -> Value {
     v
 }
 
-/// What makes the two results incomparable (every verdict then becomes
-/// inconclusive), and what differs but is often the point of the A/B
-/// (kernel, host name, scheduler): `(mismatches, notes)`.
-pub fn differences(a: &SavedRun, b: &SavedRun) -> (Vec<String>, Vec<String>) {
+/// How two saved runs differ apart from their figures.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Differences {
+    /// What makes the two results incomparable (every verdict then
+    /// becomes inconclusive).
+    pub mismatches: Vec<String>,
+    /// What differs but is often the point of the A/B (kernel, host name,
+    /// scheduler).
+    pub notes: Vec<String>,
+}
+
+/// The scenario keys whose values differ (`everything` when either
+/// scenario is not an object).
+fn differing_keys(a: &Value, b: &Value) -> Vec<String> {
+    match (a.as_object(), b.as_object()) {
+        (Some(x), Some(y)) => x
+            .keys()
+            .chain(y.keys())
+            .filter(|k| x.get(*k) != y.get(*k))
+            .map(String::clone)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+        _ => vec!["everything".into()],
+    }
+}
+
+/// What makes the two results incomparable, and what differs but is often
+/// the point of the A/B.
+pub fn differences(a: &SavedRun, b: &SavedRun) -> Differences {
     let mut mismatches = Vec::new();
     let mut notes = Vec::new();
     let (sa, sb) = (
@@ -129,22 +215,11 @@ pub fn differences(a: &SavedRun, b: &SavedRun) -> (Vec<String>, Vec<String>) {
         comparable_scenario(&b.scenario),
     );
     if sa != sb {
-        let keys: Vec<String> = match (sa.as_object(), sb.as_object()) {
-            (Some(x), Some(y)) => x
-                .keys()
-                .chain(y.keys())
-                .filter(|k| x.get(*k) != y.get(*k))
-                .map(String::clone)
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .collect(),
-            _ => vec!["everything".into()],
-        };
         mismatches.push(format!(
             "the files ran different scenarios ({} vs {}; differing: {})",
             a.scenario_name,
             b.scenario_name,
-            keys.join(", ")
+            differing_keys(&sa, &sb).join(", ")
         ));
     }
     let (ha, hb) = (&a.host, &b.host);
@@ -175,9 +250,8 @@ pub fn differences(a: &SavedRun, b: &SavedRun) -> (Vec<String>, Vec<String>) {
         ha.scheduler_command.as_ref().unwrap_or(&none),
         hb.scheduler_command.as_ref().unwrap_or(&none),
     );
-    (mismatches, notes)
+    Differences { mismatches, notes }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,15 +304,18 @@ mod tests {
     fn mismatches_and_notes() {
         let a = parse("a", &doc(r#"{"duration":1,"scheduler":"scx_a"}"#, 2)).unwrap();
         let b = parse("b", &doc(r#"{"duration":1,"scheduler":"scx_b"}"#, 2)).unwrap();
-        assert_eq!(differences(&a, &b), (vec![], vec![]));
+        assert_eq!(differences(&a, &b), Differences::default());
         let c = parse("c", &doc(r#"{"duration":2}"#, 4)).unwrap();
-        let (m, _) = differences(&a, &c);
+        let m = differences(&a, &c).mismatches;
         assert_eq!(m.len(), 2, "{m:?}");
         assert!(m[0].contains("differing: duration"), "{m:?}");
         assert!(m[1].contains("2 CPUs"), "{m:?}");
         let mut d = b.clone();
         d.host.kernel_release = "6.19".into();
-        let (m, n) = differences(&a, &d);
+        let Differences {
+            mismatches: m,
+            notes: n,
+        } = differences(&a, &d);
         assert!(m.is_empty());
         assert_eq!(n, vec!["kernel: 6.18 vs 6.19".to_string()]);
     }

@@ -1,6 +1,6 @@
-//! Small statistics for `runq compare`: medians, and a confidence interval
-//! for the shift between two samples from the Wilcoxon–Mann–Whitney rank
-//! test (the Hodges–Lehmann interval).
+//! The statistics of a compare: a confidence interval for the shift
+//! between two samples from the Wilcoxon–Mann–Whitney rank test (the
+//! Hodges–Lehmann interval).
 //!
 //! The interval is the range of shifts `d` for which the two-sided rank-sum
 //! test of `B - d` against `A` does not reject at the chosen level. It is
@@ -14,8 +14,6 @@
 
 /// Most values per side for which the exact null distribution is used.
 const EXACT_MAX: usize = 30;
-
-pub use runq_common::stats::median;
 
 /// A confidence interval for the shift `B - A`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,6 +143,7 @@ pub fn shift_interval(a: &[f64], b: &[f64], alpha: f64) -> Option<ShiftInterval>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use runq_common::stats::median;
 
     /// A deterministic pseudo-random stream (xorshift), for synthetic data.
     fn stream(seed: u64) -> impl FnMut() -> f64 {

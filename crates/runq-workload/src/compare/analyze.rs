@@ -1,94 +1,15 @@
 //! Per group and figure: medians over repeats, the difference, its
 //! rank-test confidence interval, and a verdict.
 
+use runq_common::stats::median;
 use serde::Serialize;
 
+use super::figures::{Better, Figure, Unit, FIGURES};
 use super::load::SavedRun;
-use crate::cmd::run::document::GroupFigures;
-use crate::stats::{median, shift_interval};
+use super::stats::shift_interval;
 
 /// The confidence level's complement (95% intervals).
 pub const ALPHA: f64 = 0.05;
-
-/// Which direction of a figure is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    /// More is better (work rate, fairness).
-    Higher,
-    /// Less is better (latencies, gaps, off-CPU share, migrations).
-    Lower,
-}
-
-/// A figure compare looks at.
-pub struct Figure {
-    /// Its name in the table and the JSON.
-    pub name: &'static str,
-    /// Its unit (`ns`, `ms`, `/s`, `%`, or empty).
-    pub unit: &'static str,
-    /// Which way is better.
-    pub better: Better,
-    /// Reads it from one repeat's group figures.
-    pub get: fn(&GroupFigures) -> Option<f64>,
-}
-
-/// Every figure, in table order.
-pub const FIGURES: [Figure; 9] = [
-    Figure {
-        name: "work_rate",
-        unit: "/s",
-        better: Better::Higher,
-        get: |g| Some(g.work_rate_per_s),
-    },
-    Figure {
-        name: "wake_p50",
-        unit: "ns",
-        better: Better::Lower,
-        get: |g| g.wake_latency_ns.p50.map(|v| v as f64),
-    },
-    Figure {
-        name: "wake_p99",
-        unit: "ns",
-        better: Better::Lower,
-        get: |g| g.wake_latency_ns.p99.map(|v| v as f64),
-    },
-    Figure {
-        name: "wake_p99.9",
-        unit: "ns",
-        better: Better::Lower,
-        get: |g| g.wake_latency_ns.p99_9.map(|v| v as f64),
-    },
-    Figure {
-        name: "off_cpu",
-        unit: "%",
-        better: Better::Lower,
-        get: |g| Some(g.off_cpu_pct),
-    },
-    Figure {
-        name: "max_gap",
-        unit: "ms",
-        better: Better::Lower,
-        get: |g| Some(g.max_gap_ms as f64),
-    },
-    Figure {
-        name: "migrations",
-        unit: "",
-        better: Better::Lower,
-        get: |g| Some(g.migrations as f64),
-    },
-    Figure {
-        name: "run_delay",
-        unit: "%",
-        better: Better::Lower,
-        get: |g| g.run_delay_pct,
-    },
-    Figure {
-        name: "fairness",
-        unit: "",
-        better: Better::Higher,
-        get: |g| g.fairness,
-    },
-];
 
 /// The verdict on one figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -125,7 +46,7 @@ pub struct Row {
     /// Figure name.
     pub figure: &'static str,
     /// Unit of the medians and the difference.
-    pub unit: &'static str,
+    pub unit: Unit,
     /// Which way is better.
     pub better: Better,
     /// Repeats with a value in A and in B.
@@ -263,7 +184,7 @@ pub fn compare_all(a: &SavedRun, b: &SavedRun, threshold: f64, mismatch: Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::run::document::{HostFacts, WakePercentiles};
+    use crate::results::{GroupFigures, HostFacts, WakePercentiles};
 
     fn run(rates: &[f64], p99: &[u64]) -> SavedRun {
         let repeats = rates

@@ -1,0 +1,187 @@
+//! The saved result of a run (what `runq run --json` prints and
+//! `--output` writes): a versioned document with the host facts, the
+//! scenario, and every repeat's figures, which [`crate::compare`] reads
+//! back.
+
+mod figures;
+mod host;
+mod repeat_summary;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::scheduler::SchedulerDeath;
+use crate::{RunOutcome, Scenario, Verdict};
+
+pub use figures::{GroupFigures, WakePercentiles};
+pub use host::HostFacts;
+pub use repeat_summary::{summarize, CheckTally, GroupSpread, RepeatSummary, Spread};
+
+/// The version of the document's layout (2: verdicts and worker exits in
+/// snake_case); `runq compare` reads this one and the ones before it, as
+/// far as [`OLDEST_READ_VERSION`].
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest layout `runq compare` still reads (what it reads, the host
+/// and the repeats' figures, is the same in every version since).
+pub const OLDEST_READ_VERSION: u32 = 1;
+
+/// Marks the document as runq's (a file from another tool lacks it).
+pub const TOOL: &str = "runq run";
+
+/// One repeat of the scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct Repeat {
+    /// 1-based repeat number.
+    pub repeat: usize,
+    /// That repeat's verdict.
+    pub verdict: Verdict,
+    /// Checks that failed in that repeat, as `group: check`.
+    pub failed_checks: Vec<String>,
+    /// Per-group figures.
+    pub groups: Vec<GroupFigures>,
+    /// How the scheduler under test died in that repeat, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler_death: Option<SchedulerDeath>,
+}
+
+impl Repeat {
+    /// The record of repeat `n` (1-based) from its outcome.
+    pub fn of(n: usize, o: &RunOutcome) -> Self {
+        Repeat {
+            repeat: n,
+            verdict: o.verdict,
+            failed_checks: o
+                .checks
+                .iter()
+                .filter(|c| !c.pass)
+                .map(|c| format!("{}: {}", c.group, c.name))
+                .collect(),
+            groups: o.groups.iter().map(GroupFigures::from).collect(),
+            scheduler_death: o.scheduler_death.clone(),
+        }
+    }
+}
+
+/// Whether the document keeps the workers' raw samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawSamples {
+    /// Keep them (`--raw`): the wake-latency and iteration-cost
+    /// reservoirs, up to 100,000 values each.
+    Keep,
+    /// Empty them; the groups' figures still summarize them.
+    Drop,
+}
+
+/// The whole document. The last repeat's full outcome (summaries, checks,
+/// every worker report) is flattened at the top level, as a single run's
+/// `--json` always printed it; `verdict` there is the verdict over all
+/// repeats.
+#[derive(Debug, Serialize)]
+pub struct RunDocument {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// [`TOOL`].
+    pub tool: &'static str,
+    /// The host the run happened on.
+    pub host: HostFacts,
+    /// The scenario as run (groups, work types, parameters, checks).
+    pub scenario_spec: Scenario,
+    /// Every repeat's figures.
+    pub repeats: Vec<Repeat>,
+    /// Across the repeats (with 2 or more): each group's median and
+    /// range, each check's pass count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat_summary: Option<RepeatSummary>,
+    /// True when the worker reports keep their raw samples
+    /// ([`RawSamples::Keep`]): the wake-latency and iteration-cost
+    /// reservoirs, up to 100,000 values each. Without it they are empty
+    /// and the figures above summarize them.
+    pub raw_samples: bool,
+    /// The last repeat's outcome.
+    #[serde(flatten)]
+    pub last: RunOutcome,
+}
+
+/// Why the document could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The document could not be encoded as JSON.
+    #[error("encoding the document: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// The file could not be written.
+    #[error("writing {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl RunDocument {
+    /// Builds the document from every repeat's outcome, reading the live
+    /// host's facts. The verdict over all repeats FAILs when any did.
+    ///
+    /// # Panics
+    ///
+    /// When `outcomes` is empty (a run has at least one repeat).
+    pub fn from_outcomes(scn: &Scenario, outcomes: Vec<RunOutcome>, raw: RawSamples) -> Self {
+        let repeats: Vec<Repeat> = outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, o)| Repeat::of(i + 1, o))
+            .collect();
+        let mut last = outcomes.into_iter().last().expect("at least one repeat");
+        if repeats.iter().any(|r| r.verdict == Verdict::Fail) {
+            last.verdict = Verdict::Fail;
+        }
+        let checks: Vec<(String, String)> = last
+            .checks
+            .iter()
+            .map(|c| (c.group.clone(), c.name.clone()))
+            .collect();
+        let repeat_summary = (repeats.len() > 1).then(|| summarize(&repeats, &checks));
+        let mut doc = RunDocument {
+            schema_version: SCHEMA_VERSION,
+            tool: TOOL,
+            host: HostFacts::read(scn.scheduler.as_ref().map(|s| s.command.clone())),
+            scenario_spec: scn.clone(),
+            repeats,
+            repeat_summary,
+            raw_samples: true,
+            last,
+        };
+        if raw == RawSamples::Drop {
+            doc.drop_raw_samples();
+        }
+        doc
+    }
+
+    /// Empties the worker reports' sample reservoirs (their summaries, the
+    /// groups' percentiles, stay): a 3 s FutexPingPong run's document
+    /// shrinks from about 3 MB to a few tens of KB.
+    fn drop_raw_samples(&mut self) {
+        for r in &mut self.last.reports {
+            r.resume_latencies_ns = Vec::new();
+            r.iteration_costs_ns = Vec::new();
+        }
+        self.raw_samples = false;
+    }
+
+    /// The document as pretty JSON (what `--json` prints).
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(self)
+    }
+
+    /// Writes the document to `path` (pretty JSON and a newline),
+    /// creating or truncating it.
+    pub fn write(&self, path: &Path) -> Result<(), WriteError> {
+        let text = self.to_json()?;
+        std::fs::write(path, text + "\n").map_err(|source| WriteError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}

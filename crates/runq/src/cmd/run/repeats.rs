@@ -1,0 +1,105 @@
+//! Running the scenario `--repeat` times, as a [`RunPlan`] says, with the
+//! progress line, the ctprof hook and every repeat's report but the last.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use runq_workload::{run_scenario, CgroupMode, Fault, RunError, RunOptions, RunOutcome, Scenario};
+
+use super::render;
+use crate::cmd::ctprof::run_hook::Recorder;
+use crate::exit;
+
+/// How `runq run` runs its scenario: everything each repeat needs besides
+/// the scenario, the interrupt flag and the tick hooks.
+#[derive(Debug, Clone, Copy)]
+pub struct RunPlan {
+    /// Whether the runs use cgroups (from the scenario, `--cgroup` and
+    /// `--no-cgroups`).
+    pub cgroups: CgroupMode,
+    /// Deadline for collecting reports after the stop signal
+    /// (`--collect-timeout`).
+    pub collect_timeout: Duration,
+    /// The start-up fault to inject (`RUNQ_FAULT`), if any.
+    pub fault: Option<Fault>,
+    /// Never signal the scenario's scheduler from the watchdog (`--repro`).
+    pub repro: bool,
+    /// The most workers per online CPU a run may start
+    /// (`--max-workers-per-cpu`).
+    pub max_workers_per_cpu: usize,
+    /// How many times to run the scenario (`--repeat`).
+    pub repeats: u32,
+}
+
+impl RunPlan {
+    /// The options of one repeat.
+    fn options<'a>(
+        &self,
+        interrupt: &'a AtomicBool,
+        on_tick: &'a mut dyn FnMut(Duration, Duration),
+    ) -> RunOptions<'a> {
+        RunOptions {
+            cgroups: self.cgroups,
+            interrupt,
+            on_tick,
+            collect_timeout: self.collect_timeout,
+            repro: self.repro,
+            fault: self.fault,
+            max_workers_per_cpu: self.max_workers_per_cpu,
+        }
+    }
+}
+
+/// The error (and so the exit code) of a run that could not happen.
+fn refusal(e: RunError) -> anyhow::Error {
+    match e {
+        RunError::NeedsPrivilege(why) => exit::no_privilege(format!(
+            "this run asks for cgroups, which need root (or a delegated cgroup subtree): {why}"
+        )),
+        RunError::Scenario(e) => exit::usage(e.to_string()),
+        RunError::Capacity(why) => exit::usage(format!("the host cannot hold this run: {why}")),
+        RunError::Interrupted(why) => exit::interrupted(why),
+        RunError::HostLacks(why) => exit::skipped(why),
+        e => exit::run_error(e.to_string()),
+    }
+}
+
+/// Runs the scenario `plan.repeats` times, stopping early on an interrupt
+/// or a run error; prints every repeat's report but the last unless
+/// `json`.
+pub fn run_repeats(
+    plan: &RunPlan,
+    scn: &Scenario,
+    json: bool,
+    interrupt: &AtomicBool,
+    ctprof: &mut Option<Recorder>,
+) -> anyhow::Result<Vec<RunOutcome>> {
+    let mut outcomes = Vec::new();
+    for n in 1..=plan.repeats {
+        if plan.repeats > 1 && !json {
+            crate::errln!("runq: repeat {n}/{}", plan.repeats);
+        }
+        let mut progress = render::Progress::new(scn.duration, json);
+        let mut on_tick = |e, t| {
+            progress.tick(e, t);
+            if let Some(r) = ctprof.as_mut() {
+                r.tick(e, t);
+            }
+        };
+        let outcome = run_scenario(scn, plan.options(interrupt, &mut on_tick));
+        progress.finish();
+        let outcome = outcome.map_err(refusal)?;
+        let stop = outcome.interrupted || outcome.run_error.is_some();
+        if !json && n < plan.repeats && !stop {
+            crate::out!(
+                "{}",
+                render::render_outcome(&outcome, crate::style::color_enabled())
+            );
+        }
+        outcomes.push(outcome);
+        if stop {
+            break;
+        }
+    }
+    Ok(outcomes)
+}
