@@ -95,3 +95,42 @@ impl Comparison {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(path: &str, group: &str) -> SavedRun {
+        let text = format!(
+            r#"{{"schema_version":2,"tool":"runq run","scenario":"s",
+            "host":{{"hostname":"h","kernel_release":"6.18","cpu_model":"x","online_cpus":2,
+                    "cgroup_layout":"v2","sched_ext":"no sched_ext","scheduler_command":null}},
+            "scenario_spec":{{}},
+            "repeats":[{{"groups":[{{"group":"{group}","work_type":"PipeIo",
+              "work_rate_per_s":10.0,"wake_latency_ns":{{"p50":null,"p90":null,"p99":null,
+              "p99.9":null,"samples":0,"total":0}},"off_cpu_pct":1.0,"max_gap_ms":2,
+              "migrations":0,"fairness":null}}]}}]}}"#
+        );
+        load::parse(path, &text).unwrap()
+    }
+
+    #[test]
+    fn runs_without_a_common_group_are_an_error() {
+        let (a, b) = (run("a.json", "pipes"), run("b.json", "spin"));
+        let e = Comparison::new(&a, &b, 5.0, differences(&a, &b)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a.json and b.json have no group in common (groups: pipes vs spin)"
+        );
+    }
+
+    #[test]
+    fn counts_and_method_travel_with_the_rows() {
+        let (a, b) = (run("a.json", "pipes"), run("b.json", "pipes"));
+        let c = Comparison::new(&a, &b, 5.0, differences(&a, &b)).unwrap();
+        assert_eq!((c.regressed, c.improved, c.method), (0, 0, METHOD));
+        // One repeat a side: every figure present is inconclusive.
+        assert!(c.rows.iter().all(|r| r.verdict == Verdict::Inconclusive));
+        assert_eq!(c.rows[0].unit, Unit::PerSec);
+    }
+}

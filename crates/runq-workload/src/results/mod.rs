@@ -185,3 +185,85 @@ impl RunDocument {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::Placement;
+    use crate::summary::summarize_group;
+    use crate::{CheckResult, WakeFigure, WorkerReport};
+
+    /// An outcome of one group `g` whose worker sampled `wakes`, judged
+    /// `verdict` by one check.
+    fn outcome(verdict: Verdict, wakes: Vec<u64>) -> RunOutcome {
+        let reports = vec![WorkerReport {
+            wall_time_ns: 1_000_000_000,
+            work_units: 10,
+            resume_latencies_ns: wakes,
+            iteration_costs_ns: vec![1, 2],
+            ..Default::default()
+        }];
+        let check = CheckResult {
+            name: "max_gap_ms".into(),
+            group: "g".into(),
+            measured: 1.0,
+            op: crate::checks::Op::AtMost,
+            bound: 2.0,
+            pass: verdict == Verdict::Pass,
+            detail: None,
+        };
+        RunOutcome {
+            scenario: "s".into(),
+            placement: Placement::Unplaced {
+                reason: "test".into(),
+            },
+            interrupted: false,
+            spawn_ns: 0,
+            run_ns: 0,
+            collect_ns: 0,
+            stale_cgroups_removed: 0,
+            scheduler: None,
+            scheduler_death: None,
+            run_error: None,
+            groups: vec![summarize_group(
+                0,
+                "g",
+                "PipeIo",
+                WakeFigure::Latency,
+                &reports,
+            )],
+            checks: vec![check],
+            series: None,
+            verdict,
+            reports,
+        }
+    }
+
+    #[test]
+    fn a_failed_repeat_fails_the_document_and_raw_samples_go() {
+        let scn = crate::Scenario::default_scenario();
+        let outcomes = vec![
+            outcome(Verdict::Fail, vec![5]),
+            outcome(Verdict::Pass, vec![7, 9]),
+        ];
+        let doc = RunDocument::from_outcomes(&scn, outcomes, RawSamples::Drop);
+        assert_eq!(
+            doc.last.verdict,
+            Verdict::Fail,
+            "the verdict over the repeats"
+        );
+        assert_eq!(doc.repeats[0].failed_checks, ["g: max_gap_ms"]);
+        assert_eq!(doc.repeats[1].groups[0].wake_latency_ns.p50, Some(7));
+        assert_eq!(doc.repeat_summary.as_ref().unwrap().checks[0].passed, 1);
+        assert!(!doc.raw_samples);
+        let r = &doc.last.reports[0];
+        assert!(r.resume_latencies_ns.is_empty() && r.iteration_costs_ns.is_empty());
+        let kept = RunDocument::from_outcomes(
+            &scn,
+            vec![outcome(Verdict::Pass, vec![7])],
+            RawSamples::Keep,
+        );
+        assert!(kept.raw_samples && kept.repeat_summary.is_none());
+        assert_eq!(kept.last.reports[0].resume_latencies_ns, [7]);
+    }
+}
