@@ -124,7 +124,7 @@ fn check_head(path: &str, head: &Head) -> Result<(), LoadError> {
 }
 
 /// Parses a saved run from its text (`path` names it in errors).
-pub fn parse(path: &str, text: &str) -> Result<SavedRun, LoadError> {
+pub fn parse_saved_run(path: &str, text: &str) -> Result<SavedRun, LoadError> {
     let head: Head = serde_json::from_str(text).map_err(|source| LoadError::NotJson {
         path: path.into(),
         source,
@@ -159,13 +159,13 @@ pub fn parse(path: &str, text: &str) -> Result<SavedRun, LoadError> {
 }
 
 /// Reads and parses a saved run.
-pub fn read(path: &Path) -> Result<SavedRun, LoadError> {
+pub fn read_saved_run(path: &Path) -> Result<SavedRun, LoadError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Unreadable {
         path: name.clone(),
         source,
     })?;
-    parse(&name, &text)
+    parse_saved_run(&name, &text)
 }
 
 /// The scenario without its scheduler command (which is what an A/B of
@@ -270,12 +270,12 @@ mod tests {
     }
 
     fn err(text: &str) -> String {
-        parse("x.json", text).unwrap_err().to_string()
+        parse_saved_run("x.json", text).unwrap_err().to_string()
     }
 
     #[test]
     fn reads_a_saved_run() {
-        let r = parse("a.json", &doc(r#"{"duration":1}"#, 2)).unwrap();
+        let r = parse_saved_run("a.json", &doc(r#"{"duration":1}"#, 2)).unwrap();
         assert_eq!(r.repeats.len(), 1);
         assert_eq!(r.repeats[0][0].wake_latency_ns.p99_9, Some(4));
         assert_eq!(r.host.online_cpus, 2);
@@ -302,10 +302,10 @@ mod tests {
 
     #[test]
     fn mismatches_and_notes() {
-        let a = parse("a", &doc(r#"{"duration":1,"scheduler":"scx_a"}"#, 2)).unwrap();
-        let b = parse("b", &doc(r#"{"duration":1,"scheduler":"scx_b"}"#, 2)).unwrap();
+        let a = parse_saved_run("a", &doc(r#"{"duration":1,"scheduler":"scx_a"}"#, 2)).unwrap();
+        let b = parse_saved_run("b", &doc(r#"{"duration":1,"scheduler":"scx_b"}"#, 2)).unwrap();
         assert_eq!(differences(&a, &b), Differences::default());
-        let c = parse("c", &doc(r#"{"duration":2}"#, 4)).unwrap();
+        let c = parse_saved_run("c", &doc(r#"{"duration":2}"#, 4)).unwrap();
         let m = differences(&a, &c).mismatches;
         assert_eq!(m.len(), 2, "{m:?}");
         assert!(m[0].contains("differing: duration"), "{m:?}");

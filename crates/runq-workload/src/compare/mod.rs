@@ -12,7 +12,7 @@ use serde::Serialize;
 
 pub use analyze::{Row, Verdict};
 pub use figures::{Better, Figure, Unit, FIGURES};
-pub use load::{differences, read, Differences, LoadError, SavedRun};
+pub use load::{differences, read_saved_run, Differences, LoadError, SavedRun};
 
 /// How the interval is computed, as printed and kept in the comparison.
 pub const METHOD: &str = "95% Hodges-Lehmann interval of the shift B-A from the Mann-Whitney rank \
@@ -111,7 +111,7 @@ mod tests {
               "p99.9":null,"samples":0,"total":0}},"off_cpu_pct":1.0,"max_gap_ms":2,
               "migrations":0,"fairness":null}}]}}]}}"#
         );
-        load::parse(path, &text).unwrap()
+        load::parse_saved_run(path, &text).unwrap()
     }
 
     #[test]

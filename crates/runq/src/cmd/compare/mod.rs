@@ -56,8 +56,8 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
             args.threshold
         )));
     }
-    let a = compare::read(&args.a).map_err(|e| exit::usage(e.to_string()))?;
-    let b = compare::read(&args.b).map_err(|e| exit::usage(e.to_string()))?;
+    let a = compare::read_saved_run(&args.a).map_err(|e| exit::usage(e.to_string()))?;
+    let b = compare::read_saved_run(&args.b).map_err(|e| exit::usage(e.to_string()))?;
     let differences = compare::differences(&a, &b);
     for m in &differences.mismatches {
         crate::errln!("runq: {m}; every verdict is inconclusive");
