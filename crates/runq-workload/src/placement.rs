@@ -228,9 +228,17 @@ struct SchedAttr {
     sched_period: u64,
 }
 
+/// Puts the calling thread in `p`. `Normal` is applied too when the
+/// thread is not SCHED_OTHER: a worker must not inherit a real-time policy
+/// from the shell that started runq (`chrt -f 2 runq run` left 2,000
+/// FIFO spinners that never yielded to the parent).
 fn apply_policy(p: &SchedPolicy) -> std::io::Result<()> {
     let (policy, prio) = match p {
-        SchedPolicy::Normal => return Ok(()),
+        // SAFETY: sched_getscheduler on the calling thread.
+        SchedPolicy::Normal if unsafe { libc::sched_getscheduler(0) } == libc::SCHED_OTHER => {
+            return Ok(())
+        }
+        SchedPolicy::Normal => (libc::SCHED_OTHER, 0),
         SchedPolicy::Batch => (libc::SCHED_BATCH, 0),
         SchedPolicy::Idle => (libc::SCHED_IDLE, 0),
         SchedPolicy::Fifo(p) => (libc::SCHED_FIFO, *p as i32),
@@ -304,6 +312,24 @@ fn apply_mempolicy(m: &MemPolicy) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg_attr(not(runq_root), ignore = "needs root")]
+    fn a_normal_worker_does_not_keep_an_inherited_real_time_policy() {
+        std::thread::spawn(|| {
+            let fifo = libc::sched_param { sched_priority: 1 };
+            // SAFETY: sched_setscheduler on this test's own thread.
+            assert_eq!(
+                unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) },
+                0
+            );
+            apply_policy(&SchedPolicy::Normal).unwrap();
+            // SAFETY: sched_getscheduler on the calling thread.
+            assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER);
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn random_subset_is_distinct_and_bounded() {
