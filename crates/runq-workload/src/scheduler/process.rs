@@ -51,6 +51,8 @@ pub struct SchedulerProc {
     enable_seq: u64,
     /// Start to ready, ms.
     ready_ms: u64,
+    /// When the spawn began: readiness and its delay count from here.
+    spawned_at: Instant,
     /// The pid, kept after the process is reaped.
     pid: i32,
 }
@@ -104,6 +106,9 @@ impl SchedulerProc {
         let failed = |e: io::Error| {
             StartError::Failed(format!("cannot start scheduler {:?}: {e}", spec.command))
         };
+        // Readiness counts from before the spawn: the child may print its
+        // first lines before spawn() returns to a busy parent.
+        let spawned_at = Instant::now();
         let mut child = cmd.spawn().map_err(failed)?;
         let pid = child.id() as i32;
         let (out, err) = (child.stdout.take(), child.stderr.take());
@@ -115,6 +120,7 @@ impl SchedulerProc {
             kmsg,
             enable_seq,
             ready_ms: 0,
+            spawned_at,
             pid,
         };
         let matched = proc.stdout.matched.clone();
@@ -135,7 +141,7 @@ impl SchedulerProc {
         spec: &SchedulerSpec,
         interrupt: &AtomicBool,
     ) -> Result<(), StartError> {
-        let t0 = Instant::now();
+        let t0 = self.spawned_at;
         let timeout = match spec.ready {
             Readiness::After(d) => spec.ready_timeout.max(d),
             _ => spec.ready_timeout,

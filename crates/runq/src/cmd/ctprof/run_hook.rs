@@ -4,7 +4,7 @@
 //! report.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use runq_ctprof::compare::compare;
@@ -54,9 +54,17 @@ impl Recorder {
 
     /// Called on every run tick: the first tick takes the baseline, the
     /// first tick within [`END_MARGIN`] of the planned end the candidate.
+    /// A baseline that took the run to its end (a capture on a busy host
+    /// can outlast a short run) is followed by the candidate at once, in
+    /// the same tick, while the workers still run: taken after the run,
+    /// it would find them gone.
     pub fn tick(&mut self, elapsed: Duration, planned: Duration) {
         if self.before.is_none() {
+            let t = Instant::now();
             self.before = Some(Self::snap());
+            if elapsed + t.elapsed() + END_MARGIN >= planned {
+                self.after = Some(Self::snap());
+            }
         } else if self.after.is_none() && elapsed + END_MARGIN >= planned {
             self.after = Some(Self::snap());
         }
