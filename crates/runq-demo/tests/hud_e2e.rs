@@ -17,13 +17,13 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use serde_json::Value;
 
 /// Held (shared) by every test that runs hud: sessions overlap, except
-/// with the one that unmounts tracefs, which holds it alone
-/// ([`alone`]).
+/// with the ones that hold it alone ([`alone`]): the one that unmounts
+/// tracefs and the one whose CPU hog would starve the others.
 fn shared() -> RwLockReadGuard<'static, ()> {
     TRACEFS.read().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Held by the test that unmounts tracefs, while no other session runs.
+/// Held by a test that must run while no other session runs.
 fn alone() -> RwLockWriteGuard<'static, ()> {
     TRACEFS.write().unwrap_or_else(|e| e.into_inner())
 }
@@ -140,10 +140,16 @@ fn names_the_demo_blockers(runq: &Path, demo: &str) -> Value {
         });
         assert!(located, "{name} has no file:line: {b:#}");
     }
+    // The spinning task is named: by its sampled CPU, or, when a busy
+    // host kept it off the CPU (no sample at all), by its run-queue waits.
     let polls = blockers(&report, "task_cpu_sampled");
+    let waits = blockers(&report, "run_queue_delay");
     assert!(
-        polls.iter().any(|b| mentions(b, "demo_cpu_spin")),
-        "no sampled CPU for the spinning task: {report:#}"
+        polls
+            .iter()
+            .chain(waits.iter())
+            .any(|b| mentions(b, "demo_cpu_spin")),
+        "the spinning task is not named: {report:#}"
     );
     for b in calls.iter().chain(polls.iter()) {
         assert!(
@@ -527,7 +533,8 @@ fn a_target_that_exits_mid_session_keeps_its_figures() {
 fn run_queue_waits_name_the_cpu_holder_and_the_victims_function() {
     let runq = runq_bin();
     let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
-    let _one = shared();
+    // Alone: its nice -19 hog on CPU 0 would starve the other sessions.
+    let _alone = alone();
     let taskset = |args: &[&str]| {
         let mut c = Command::new("taskset");
         c.args(["-c", "0"]).args(args);

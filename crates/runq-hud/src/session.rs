@@ -154,12 +154,19 @@ impl Watched {
     }
 }
 
-/// How long every thread is sampled when the workers must be found by
-/// their stacks.
+/// How long every thread is sampled, at a time, when the workers must be
+/// found by their stacks.
 const DISCOVERY_SAMPLING: Duration = Duration::from_millis(500);
 
-/// Step 3 of discovery: watches every thread for a moment and keeps those
-/// whose stacks run Tokio's worker loop; the others leave the filter.
+/// How long discovery keeps sampling a target whose threads have shown no
+/// worker loop yet: a target starved on a busy host runs too little in one
+/// [`DISCOVERY_SAMPLING`] to be sampled at all.
+const DISCOVERY_LIMIT: Duration = Duration::from_secs(5);
+
+/// Step 3 of discovery: watches every thread, in slices of
+/// [`DISCOVERY_SAMPLING`] up to [`DISCOVERY_LIMIT`], until stacks show
+/// Tokio's worker loop, and keeps those threads; the others leave the
+/// filter.
 fn discover_by_stacks(
     all: &[Thread],
     probe: &mut Probe,
@@ -168,17 +175,34 @@ fn discover_by_stacks(
 ) -> Result<Option<(Method, Vec<u32>)>, HudError> {
     let every: Vec<u32> = all.iter().map(|t| t.tid).collect();
     probe.watch(&every)?;
-    std::thread::sleep(DISCOVERY_SAMPLING);
-    let mut events = probe.drain();
-    for ev in &mut events {
-        prep.prepare(ev);
-    }
-    stacks.prefetch(events.iter().flat_map(|e| &e.stack));
-    let found = by_stacks(all, &loop_hits(&events, stacks));
+    let started = std::time::Instant::now();
+    let mut hits = BTreeMap::new();
+    let found = loop {
+        std::thread::sleep(DISCOVERY_SAMPLING);
+        let mut events = probe.drain();
+        for ev in &mut events {
+            prep.prepare(ev);
+        }
+        stacks.prefetch(events.iter().flat_map(|e| &e.stack));
+        add_hits(&mut hits, loop_hits(&events, stacks));
+        let found = by_stacks(all, &hits);
+        if found.is_some() || started.elapsed() >= DISCOVERY_LIMIT {
+            break found;
+        }
+    };
     let keep = found.as_ref().map_or(&[][..], |(_, tids)| tids.as_slice());
     let others: Vec<u32> = every.into_iter().filter(|t| !keep.contains(t)).collect();
     probe.unwatch(&others)?;
     Ok(found)
+}
+
+/// Adds one slice's loop hits to the totals.
+fn add_hits(total: &mut BTreeMap<u32, LoopHits>, slice: BTreeMap<u32, LoopHits>) {
+    for (tid, h) in slice {
+        let t = total.entry(tid).or_default();
+        t.worker += h.worker;
+        t.pool += h.pool;
+    }
 }
 
 /// Per thread, how many sampled stacks ran the worker or the pool loop.

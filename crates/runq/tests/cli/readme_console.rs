@@ -8,9 +8,9 @@
 //! stderr merged into stdout, as a terminal shows them. Lines are compared
 //! by shape: every number (with its unit) matches any number, PASS and
 //! FAIL match each other (a verdict is the host's), and a FAIL's
-//! explanation line is optional, as is a `min_fair_share_worker` line (that
-//! check is judged only when a worker was owed 100 ms of CPU), and a `...`
-//! line stands for any lines.
+//! explanation line is optional, as are `min_fair_share` and
+//! `min_fair_share_worker` lines (they are judged only for a group or
+//! worker owed 100 ms of CPU), and a `...` line stands for any lines.
 //! Each line of the README's output must
 //! appear in the real output, in order, except rows that name something
 //! the host does not have (another host's threads in a ctprof table).
@@ -228,9 +228,9 @@ fn missing_lines(shown: &[String], real: &[String]) -> Vec<String> {
     let real_text = real.join("\n");
     let mut at = 0;
     let mut missing = Vec::new();
-    // `min_fair_share_worker` is judged only when a worker was owed 100 ms
-    // of CPU, which a short or cut-short run on a busy host may not reach.
-    let conditional = |l: &str| shape(l).starts_with("V min_fair_share_worker ");
+    // Fair shares are judged only for a group or worker owed 100 ms of
+    // CPU, which a short or cut-short run on a busy host may not reach.
+    let conditional = |l: &str| shape(l).starts_with("V min_fair_share");
     let elided = |l: &&String| l.trim() == "..." || l.trim().is_empty() || conditional(l);
     for line in shown.iter().filter(|l| !is_explanation(l) && !elided(l)) {
         let want = shape(line);
