@@ -208,19 +208,23 @@ impl Probe {
 mod tests {
     use super::*;
 
-    /// The committed object must be built from the committed source.
+    /// The committed objects must be built from the committed sources.
     #[test]
-    fn object_is_built_from_the_current_source() {
+    fn objects_are_built_from_the_current_sources() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bpf");
-        let src = std::fs::read(dir.join("hud.bpf.c")).unwrap();
-        let recorded = std::fs::read_to_string(dir.join("hud.bpf.c.sha256")).unwrap();
-        let actual = sha256_hex(&src);
-        assert_eq!(
-            recorded.trim(),
-            actual,
-            "bpf/hud.bpf.o is stale: run crates/runq-hud/bpf/build.sh (needs clang, libbpf-dev)"
-        );
-        assert!(object().starts_with(b"\x7fELF"));
+        for (name, object) in [
+            ("hud", object()),
+            ("runqwait", crate::hostwait::object()),
+        ] {
+            let src = std::fs::read(dir.join(format!("{name}.bpf.c"))).unwrap();
+            let recorded = std::fs::read_to_string(dir.join(format!("{name}.bpf.c.sha256")));
+            assert_eq!(
+                recorded.unwrap().trim(),
+                sha256_hex(&src),
+                "bpf/{name}.bpf.o is stale: run crates/runq-hud/bpf/build.sh (needs clang, libbpf-dev)"
+            );
+            assert!(object.starts_with(b"\x7fELF"), "bpf/{name}.bpf.o is not an ELF object");
+        }
     }
 
     /// sha256 via the system's sha256sum (coreutils), to avoid a crate.

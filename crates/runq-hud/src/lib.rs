@@ -11,6 +11,9 @@
 //! session ([`session`]) turns it all into a report ([`report`]) and a
 //! Chrome trace ([`export`]); [`live`] is the ratatui view. Workers are
 //! found by [`discovery`].
+//!
+//! Beside hud, [`hostwait`] measures the longest runnable wait on the whole
+//! host (for `runq run`'s host monitor).
 
 pub mod bpf;
 pub mod classify;
@@ -20,6 +23,7 @@ pub mod discovery;
 pub mod event;
 pub mod export;
 pub mod health;
+pub mod hostwait;
 pub mod live;
 pub mod prep;
 pub mod report;
