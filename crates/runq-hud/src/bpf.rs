@@ -212,10 +212,7 @@ mod tests {
     #[test]
     fn objects_are_built_from_the_current_sources() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bpf");
-        for (name, object) in [
-            ("hud", object()),
-            ("runqwait", crate::hostwait::object()),
-        ] {
+        for (name, object) in [("hud", object()), ("runqwait", crate::hostwait::object())] {
             let src = std::fs::read(dir.join(format!("{name}.bpf.c"))).unwrap();
             let recorded = std::fs::read_to_string(dir.join(format!("{name}.bpf.c.sha256")));
             assert_eq!(
@@ -223,7 +220,10 @@ mod tests {
                 sha256_hex(&src),
                 "bpf/{name}.bpf.o is stale: run crates/runq-hud/bpf/build.sh (needs clang, libbpf-dev)"
             );
-            assert!(object.starts_with(b"\x7fELF"), "bpf/{name}.bpf.o is not an ELF object");
+            assert!(
+                object.starts_with(b"\x7fELF"),
+                "bpf/{name}.bpf.o is not an ELF object"
+            );
         }
     }
 

@@ -33,7 +33,7 @@ pub enum HostWaitError {
     /// This process may not load BPF programs.
     #[error("loading BPF programs needs CAP_BPF and CAP_PERFMON: run as root")]
     NotPermitted,
-    /// The object did not load (verifier, map creation), as root.
+    /// The object did not load (verifier, map creation).
     #[error("loading the runnable-wait BPF programs failed: {0}")]
     Load(String),
     /// tracefs is missing and could not be mounted.
@@ -106,13 +106,18 @@ impl HostWait {
     /// Loads the programs and attaches the three tracepoints (mounting
     /// tracefs first when it is not). Waits are kept from [`Self::begin`].
     pub fn start() -> Result<HostWait, HostWaitError> {
-        let mut ebpf = Ebpf::load(object()).map_err(|e| {
-            // SAFETY: geteuid has no preconditions.
-            match unsafe { libc::geteuid() } {
-                0 => HostWaitError::Load(e.to_string()),
-                _ => HostWaitError::NotPermitted,
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        Self::load_and_attach().map_err(|e| match e {
+            HostWaitError::Load(_) | HostWaitError::Attach { .. } if !root => {
+                HostWaitError::NotPermitted
             }
-        })?;
+            e => e,
+        })
+    }
+
+    fn load_and_attach() -> Result<HostWait, HostWaitError> {
+        let mut ebpf = Ebpf::load(object()).map_err(|e| HostWaitError::Load(e.to_string()))?;
         runq_kernel::tracefs::ensure_mounted()?;
         for (prog, tracepoint) in TRACEPOINTS {
             let attach_err = |e: aya::programs::ProgramError| HostWaitError::Attach {

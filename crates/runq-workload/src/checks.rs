@@ -48,6 +48,10 @@ pub struct CheckConfig {
     /// Largest run-queue imbalance on the host (max − min `nr_running`
     /// across CPUs at one sample of the host monitor). Default: off.
     pub max_rq_imbalance: Option<u64>,
+    /// Longest time any runnable task on the host waited for a CPU during
+    /// the run (the host monitor's runnable-wait probe: BPF, as root), ms.
+    /// Default: off.
+    pub max_runnable_wait_ms: Option<u64>,
     /// Names of checks to turn off (e.g. `["max_gap_ms"]`).
     pub disable: Vec<String>,
 }
@@ -67,6 +71,7 @@ impl Default for CheckConfig {
             max_numa_pages_migrated: None,
             min_fair_share: Some(0.5),
             max_rq_imbalance: None,
+            max_runnable_wait_ms: None,
             disable: Vec::new(),
         }
     }
@@ -179,7 +184,7 @@ const fn telemetry(measure: fn(&Observed) -> Option<f64>) -> Scope {
 }
 
 /// Every check, in the order results are reported.
-const CHECKS: [Check; 12] = [
+const CHECKS: [Check; 13] = [
     Check {
         name: "not_stuck",
         bound: |c| c.not_stuck.then_some(0.0),
@@ -269,6 +274,13 @@ const CHECKS: [Check; 12] = [
     Check {
         name: "max_rq_imbalance",
         bound: |c| c.max_rq_imbalance.map(|b| b as f64),
+        range: None,
+        op: Op::AtMost,
+        scope: Scope::Host,
+    },
+    Check {
+        name: "max_runnable_wait_ms",
+        bound: |c| c.max_runnable_wait_ms.map(|b| b as f64),
         range: None,
         op: Op::AtMost,
         scope: Scope::Host,
@@ -370,6 +382,12 @@ impl CheckConfig {
     /// The run-queue imbalance bound, unless the check is off.
     pub fn rq_imbalance_bound(&self) -> Option<f64> {
         self.enabled("max_rq_imbalance", self.max_rq_imbalance.map(|b| b as f64))
+    }
+
+    /// The runnable-wait bound, ms, unless the check is off.
+    pub fn runnable_wait_bound(&self) -> Option<f64> {
+        let bound = self.max_runnable_wait_ms.map(|b| b as f64);
+        self.enabled("max_runnable_wait_ms", bound)
     }
 
     fn enabled<T>(&self, name: &str, v: Option<T>) -> Option<T> {

@@ -66,9 +66,12 @@ pub(super) fn judge(
         let series = series.unwrap_or(&no_series);
         checks.extend(crate::series::evaluate(&g.name, &g.series_checks, series));
     }
+    let host = series.and_then(|s| s.host.as_ref());
     if let Some(bound) = scn.checks.rq_imbalance_bound() {
-        let host = series.and_then(|s| s.host.as_ref());
         checks.push(crate::series::host::judge_imbalance(bound, host));
+    }
+    if let Some(bound) = scn.checks.runnable_wait_bound() {
+        checks.push(crate::series::host::judge_runnable_wait(bound, host));
     }
     if scn.groups.iter().any(|g| g.custom.is_some()) {
         // Custom workers report no CPU telemetry, so no fair-share model.

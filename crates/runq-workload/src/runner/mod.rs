@@ -19,6 +19,7 @@ use crate::fault::{Fault, FaultStep};
 use crate::report::{WorkerExitInfo, WorkerReport};
 use crate::scenario::{Scenario, ScenarioError, StepAction};
 use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerRun, StartError};
+use crate::series::host::RunnableWaitProbe;
 use crate::series::sampler::Sampler;
 use crate::series::RunSeries;
 use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
@@ -73,6 +74,9 @@ pub struct RunOptions<'a> {
     /// The most workers per online CPU the run may start (see
     /// [`crate::capacity`]).
     pub max_workers_per_cpu: usize,
+    /// The host monitor's runnable-wait probe, or why there is none (the
+    /// report says so).
+    pub runnable_wait: Result<Box<dyn RunnableWaitProbe>, String>,
 }
 
 /// Everything a run produced.
@@ -227,13 +231,15 @@ struct LiveRun<'s> {
 
 impl<'s> LiveRun<'s> {
     /// The run before its first worker: the scenario's cgroups, the
-    /// watchdog and the snapshot sampler.
+    /// watchdog and the snapshot sampler (which takes the runnable-wait
+    /// probe).
     fn new(
         scn: &'s Scenario,
         cgroups: Option<RunCgroups>,
         watchdog: Option<Watchdog>,
-        opts: &RunOptions<'_>,
+        opts: &mut RunOptions<'_>,
     ) -> Self {
+        let wait = std::mem::replace(&mut opts.runnable_wait, Err("used by the run".into()));
         let mut handle = WorkloadHandle::default();
         handle.inject_fault(opts.fault);
         LiveRun {
@@ -245,7 +251,7 @@ impl<'s> LiveRun<'s> {
             collect_timeout: opts.collect_timeout,
             sampler: scn
                 .snapshot_interval
-                .and_then(|i| Sampler::new(scn, i).ok()),
+                .and_then(|i| Sampler::new(scn, i, wait).ok()),
         }
     }
 
@@ -376,7 +382,7 @@ const INTERRUPTED_COLLECT: Duration = Duration::from_millis(300);
 
 /// Runs `scn` to completion (or interruption). Once workers exist, every
 /// failure ends the run early with a full report and `run_error` set.
-pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
+pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
     scn.validate()?;
     let workers = scn.groups.iter().map(|g| g.workers).sum();
     crate::capacity::HostLimits::read(Path::new("/proc"))
@@ -386,7 +392,7 @@ pub fn run_scenario(scn: &Scenario, opts: RunOptions<'_>) -> Result<RunOutcome, 
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = start_scheduler(scn, opts.interrupt)?;
     let watchdog = watchdog_for(scheduler.as_ref(), opts.repro);
-    let mut live = LiveRun::new(scn, cgroups, watchdog, &opts);
+    let mut live = LiveRun::new(scn, cgroups, watchdog, &mut opts);
     let t_spawn = Instant::now();
     let first: Vec<usize> = (0..scn.groups.len())
         .filter(|&i| !scn.groups[i].deferred)

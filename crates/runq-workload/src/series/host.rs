@@ -2,7 +2,9 @@
 //! each CPU's run-queue depth from debugfs `sched/debug`, summarized as
 //! depth per CPU and imbalance (max − min depth at one sample); the
 //! sched_ext state and event counters from sysfs at the start and end of
-//! the run; and the longest runnable wait, which no cheap interface gives.
+//! the run; and, when a [`RunnableWaitProbe`] is given (the binary's is
+//! BPF on the scheduler tracepoints, as root), the longest time any
+//! runnable task on the host waited for a CPU.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,10 +42,70 @@ pub struct HostSeries {
     /// The samples' summary, when there is a sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<RqSummary>,
-    /// Why the longest time any runnable task waited is not reported.
-    pub longest_runnable_wait_unavailable: String,
+    /// Runnable waits on the whole host over the run, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable_wait: Option<RunnableWait>,
+    /// Why the runnable waits are not reported, when they are not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_runnable_wait_unavailable: Option<String>,
     /// sched_ext over the run, `None` when the kernel has none.
     pub sched_ext: Option<HostSchedExt>,
+}
+
+/// Measures how long runnable tasks wait for a CPU, on the whole host
+/// (the `runq` binary's is BPF, from runq-hud; runq-workload needs none).
+pub trait RunnableWaitProbe {
+    /// Where the figures come from, for the report.
+    fn source(&self) -> String;
+    /// Counts the waits that end from now on (the run's start).
+    fn begin(&mut self) -> Result<(), String>;
+    /// The waits since [`RunnableWaitProbe::begin`].
+    fn read(&mut self) -> Result<WaitFigures, String>;
+}
+
+/// What a [`RunnableWaitProbe`] measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitFigures {
+    /// The longest wait, ns.
+    pub longest_ns: u64,
+    /// The task that waited it (thread id).
+    pub pid: u32,
+    /// Its name (comm).
+    pub comm: String,
+    /// The CPU it got after the wait.
+    pub cpu: u32,
+    /// When the wait ended, ns from the start of the run.
+    pub at_ns: u64,
+    /// Waits that ended during the run.
+    pub waits: u64,
+    /// Their total, ns.
+    pub sum_ns: u64,
+    /// Enqueues the probe could not note (its table was full): their
+    /// waits are missing.
+    pub untracked: u64,
+}
+
+/// Runnable waits over the run, as reported.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunnableWait {
+    /// Where the figures come from.
+    pub source: String,
+    /// The figures.
+    #[serde(flatten)]
+    pub figures: WaitFigures,
+    /// The mean wait, ns (0 without a wait).
+    pub mean_ns: u64,
+}
+
+impl RunnableWait {
+    /// The report of `figures` from `source`, with their mean.
+    pub fn new(source: String, figures: WaitFigures) -> RunnableWait {
+        RunnableWait {
+            source,
+            mean_ns: figures.sum_ns.checked_div(figures.waits).unwrap_or(0),
+            figures,
+        }
+    }
 }
 
 /// Run-queue depths over the run.
@@ -146,6 +208,41 @@ pub fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckResult {
     result(measured, measured <= bound, detail)
 }
 
+/// `max_runnable_wait_ms`: the longest runnable wait on the host against
+/// `bound_ms`, naming the task, its CPU and when; a FAIL that says why
+/// when it was not measured.
+pub fn judge_runnable_wait(bound_ms: f64, host: Option<&HostSeries>) -> CheckResult {
+    let result = |measured: f64, pass: bool, detail: String| CheckResult {
+        name: "max_runnable_wait_ms".into(),
+        group: "host".into(),
+        measured,
+        op: Op::AtMost,
+        bound: bound_ms,
+        pass,
+        detail: Some(detail),
+    };
+    let Some(w) = host.and_then(|h| h.runnable_wait.as_ref()) else {
+        let why = host.and_then(|h| h.longest_runnable_wait_unavailable.clone());
+        let why = why.unwrap_or_else(|| "the host monitor did not run".into());
+        return result(0.0, false, format!("{NOT_JUDGED}{why}"));
+    };
+    let f = &w.figures;
+    let measured = f.longest_ns as f64 / 1e6;
+    let detail = format!(
+        "pid {} ({}) waited {:.1} ms runnable before it got cpu {}, at {:.2} s \
+         (longest of {} waits on the host, mean {:.1} µs; {})",
+        f.pid,
+        f.comm,
+        measured,
+        f.cpu,
+        f.at_ns as f64 / 1e9,
+        f.waits,
+        w.mean_ns as f64 / 1e3,
+        w.source
+    );
+    result(measured, measured <= bound_ms, detail)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +295,50 @@ mod tests {
         assert!(!not_judged.pass);
         assert!(not_judged.detail.unwrap().contains("needs root"));
         assert!(!judge_imbalance(3.0, None).pass);
+    }
+
+    #[test]
+    fn runnable_wait_check_names_the_task_cpu_and_time() {
+        let figures = WaitFigures {
+            longest_ns: 12_300_000,
+            pid: 1234,
+            comm: "yes".into(),
+            cpu: 1,
+            at_ns: 2_100_000_000,
+            waits: 4,
+            sum_ns: 12_480_000,
+            untracked: 0,
+        };
+        let h = HostSeries {
+            runnable_wait: Some(RunnableWait::new("BPF".into(), figures)),
+            ..HostSeries::default()
+        };
+        assert_eq!(h.runnable_wait.as_ref().unwrap().mean_ns, 3_120_000);
+        let pass = judge_runnable_wait(12.3, Some(&h));
+        assert!(pass.pass && (pass.measured - 12.3).abs() < 1e-9, "{pass:?}");
+        let fail = judge_runnable_wait(10.0, Some(&h));
+        assert!(!fail.pass);
+        let d = fail.detail.unwrap();
+        assert!(
+            d.starts_with("pid 1234 (yes) waited 12.3 ms runnable before it got cpu 1, at 2.10 s"),
+            "{d}"
+        );
+        assert!(
+            d.contains("longest of 4 waits on the host, mean 3120.0 µs"),
+            "{d}"
+        );
+        let none = HostSeries {
+            longest_runnable_wait_unavailable: Some("loading BPF programs needs root".into()),
+            ..HostSeries::default()
+        };
+        let not_judged = judge_runnable_wait(10.0, Some(&none));
+        assert!(!not_judged.pass);
+        assert!(not_judged.detail.unwrap().contains("needs root"));
+        assert!(!judge_runnable_wait(10.0, None).pass);
+        assert_eq!(
+            RunnableWait::new(String::new(), WaitFigures::default()).mean_ns,
+            0
+        );
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! delaying the run loop; the run's end takes what it has and does
 //! not wait for a read under way. The thread mounts debugfs, when it must,
 //! in a mount namespace of its own: the host never sees that mount.
+//! The runnable-wait probe, when given, starts with the run and is read
+//! once at its end, on the run's thread.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,10 +19,12 @@ use std::time::{Duration, Instant};
 
 use runq_kernel::sched_ext::{read_events, read_sched_ext, SchedExtSysfs};
 
-use super::host::{summarize, HostSchedExt, HostSeries, HOST_INTERVAL};
+use super::host::{
+    summarize, HostSchedExt, HostSeries, RunnableWait, RunnableWaitProbe, HOST_INTERVAL,
+};
 
-/// Why the longest runnable wait is not reported.
-const NO_LONGEST_WAIT: &str = "needs BPF or per-task schedstats";
+/// A runnable-wait probe, or why there is none.
+pub(crate) type WaitProbe = Result<Box<dyn RunnableWaitProbe>, String>;
 
 /// Why a run with the source has no sample.
 const NO_READ_ENDED: &str = "no read of sched/debug ended during the run: \
@@ -47,28 +51,24 @@ struct Shared {
 }
 
 /// Samples the host during a run, on its own thread.
-#[derive(Debug)]
 pub(crate) struct HostMonitor {
     shared: Arc<Shared>,
     ext_start: Option<ExtStart>,
+    wait: WaitProbe,
 }
 
 impl HostMonitor {
-    /// A monitor, with sched_ext's starting values.
-    pub(crate) fn new() -> HostMonitor {
+    /// A monitor, with sched_ext's starting values and the runnable-wait
+    /// probe (or why there is none).
+    pub(crate) fn new(wait: WaitProbe) -> HostMonitor {
         let sys = Path::new("/sys");
         HostMonitor {
-            shared: Arc::new(Shared {
-                stop: AtomicBool::new(false),
-                series: Mutex::new(HostSeries {
-                    longest_runnable_wait_unavailable: NO_LONGEST_WAIT.into(),
-                    ..HostSeries::default()
-                }),
-            }),
+            shared: Arc::default(),
             ext_start: read_sched_ext(sys).map(|sysfs| ExtStart {
                 sysfs,
                 events: read_events(sys),
             }),
+            wait,
         }
     }
 
@@ -76,6 +76,11 @@ impl HostMonitor {
     /// its own mount namespace when it may) and samples; sample times
     /// count from `start`.
     pub(crate) fn begin(&mut self, start: Instant) {
+        if let Ok(probe) = &mut self.wait {
+            if let Err(why) = probe.begin() {
+                self.wait = Err(why);
+            }
+        }
         let shared = Arc::clone(&self.shared);
         let spawned = std::thread::Builder::new()
             .name("runq-host".into())
@@ -99,12 +104,20 @@ impl HostMonitor {
         lock(&self.shared)
     }
 
-    /// The record of the run: the samples so far, their summary and
-    /// sched_ext's end values. The thread stops at its next look, a read
-    /// under way not waited for.
-    pub(crate) fn finish(self) -> HostSeries {
+    /// The record of the run: the samples so far, their summary, the
+    /// runnable waits and sched_ext's end values. The thread stops at its
+    /// next look, a read under way not waited for.
+    pub(crate) fn finish(mut self) -> HostSeries {
         self.shared.stop.store(true, Ordering::Relaxed);
         let mut s = self.lock().clone();
+        let read = match &mut self.wait {
+            Ok(probe) => probe.read().map(|f| RunnableWait::new(probe.source(), f)),
+            Err(why) => Err(why.clone()),
+        };
+        match read {
+            Ok(wait) => s.runnable_wait = Some(wait),
+            Err(why) => s.longest_runnable_wait_unavailable = Some(why),
+        }
         if s.unavailable.is_none() && s.at_ns.is_empty() && s.stopped.is_none() {
             s.stopped = Some(NO_READ_ENDED.into());
         }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use runq_kernel::schedstat::{parse_schedstat, Schedstat};
 
-use super::host_monitor::HostMonitor;
+use super::host_monitor::{HostMonitor, WaitProbe};
 use super::{GroupSeries, RunSeries};
 use crate::progress::ProgressBoard;
 use crate::scenario::Scenario;
@@ -83,8 +83,9 @@ impl StatFile {
 }
 
 impl Sampler {
-    /// A sampler for `scn`'s groups, one progress board each.
-    pub(crate) fn new(scn: &Scenario, interval: Duration) -> io::Result<Sampler> {
+    /// A sampler for `scn`'s groups, one progress board each, and a host
+    /// monitor with the runnable-wait probe `wait`.
+    pub(crate) fn new(scn: &Scenario, interval: Duration, wait: WaitProbe) -> io::Result<Sampler> {
         let tracks = scn
             .groups
             .iter()
@@ -108,7 +109,7 @@ impl Sampler {
             snapshots: 0,
             cpu_ns: 0,
             files_left: MAX_SCHEDSTAT_FILES,
-            host: HostMonitor::new(),
+            host: HostMonitor::new(wait),
         })
     }
 

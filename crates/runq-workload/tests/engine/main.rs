@@ -40,6 +40,7 @@ pub fn run_to_end(scn: &Scenario, cgroups: CgroupMode, stop: &AtomicBool) -> Run
             repro: false,
             fault: None,
             max_workers_per_cpu: runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
+            runnable_wait: Err("the engine tests run no probe".into()),
         },
     )
     .expect("run")

@@ -2,7 +2,8 @@
 //! and imbalance, the longest runnable wait, sched_ext.
 
 use runq_common::text::{hanging, wrap, LIST_WIDTH};
-use runq_workload::series::host::{HostSchedExt, HostSeries, RqSummary};
+use runq_common::units::fmt_ns;
+use runq_workload::series::host::{HostSchedExt, HostSeries, RqSummary, RunnableWait};
 
 /// The most CPUs whose mean depth is listed one by one; more are shown
 /// as their lowest and highest.
@@ -22,9 +23,13 @@ pub fn host_lines(host: Option<&HostSeries>) -> String {
         .stopped
         .as_ref()
         .map_or(String::new(), |s| format!(" (stopped: {s})"));
+    let wait = match (&h.runnable_wait, &h.longest_runnable_wait_unavailable) {
+        (Some(w), _) => runnable_wait(w),
+        (None, Some(why)) => format!("longest runnable wait: unavailable ({why})"),
+        (None, None) => "longest runnable wait: not measured".to_string(),
+    };
     let text = format!(
-        "host: {rq}{stopped}; longest runnable wait: unavailable ({}); sched_ext: {}",
-        h.longest_runnable_wait_unavailable,
+        "host: {rq}{stopped}; {wait}; sched_ext: {}",
         sched_ext(h.sched_ext.as_ref())
     );
     let lines = wrap(&text, LIST_WIDTH - 6);
@@ -62,6 +67,42 @@ fn run_queues(h: &HostSeries, s: &RqSummary) -> String {
         s.imbalance_max,
         s.imbalance_max_at_ns as f64 / 1e9
     )
+}
+
+/// `longest runnable wait 12.30ms (pid 1234 yes, cpu 1, at 2.10 s), mean
+/// 45.0µs over 12,345 waits`.
+fn runnable_wait(w: &RunnableWait) -> String {
+    let f = &w.figures;
+    if f.waits == 0 {
+        return "longest runnable wait: no wait ended during the run".to_string();
+    }
+    let untracked = match f.untracked {
+        0 => String::new(),
+        n => format!(" ({} enqueues not tracked: table full)", thousands(n)),
+    };
+    format!(
+        "longest runnable wait {} (pid {} {}, cpu {}, at {:.2} s), mean {} over {} waits{untracked}",
+        fmt_ns(f.longest_ns as f64),
+        f.pid,
+        f.comm,
+        f.cpu,
+        f.at_ns as f64 / 1e9,
+        fmt_ns(w.mean_ns as f64),
+        thousands(f.waits)
+    )
+}
+
+/// `12345` as `12,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `absent`, or the state, the scheduler and its nonzero counters.
@@ -108,7 +149,7 @@ mod tests {
             cpus: vec![0, 1],
             at_ns,
             nr_running,
-            longest_runnable_wait_unavailable: "needs BPF or per-task schedstats".into(),
+            longest_runnable_wait_unavailable: Some("needs root".into()),
             ..HostSeries::default()
         }
     }
@@ -126,7 +167,39 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("sched_ext: absent"), "{text}");
+        assert!(text.contains("longest runnable wait: unavailable (needs root)"));
         assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    }
+
+    #[test]
+    fn the_longest_wait_names_task_cpu_time_and_mean() {
+        use runq_workload::series::host::WaitFigures;
+        let figures = WaitFigures {
+            longest_ns: 12_300_000,
+            pid: 1234,
+            comm: "yes".into(),
+            cpu: 1,
+            at_ns: 2_100_000_000,
+            waits: 12_345,
+            sum_ns: 12_345 * 45_000,
+            untracked: 0,
+        };
+        let h = HostSeries {
+            runnable_wait: Some(RunnableWait::new("BPF".into(), figures)),
+            ..series()
+        };
+        let text = host_lines(Some(&h)).replace("\n      ", " ");
+        assert!(
+            text.contains(
+                "longest runnable wait 12.30ms (pid 1234 yes, cpu 1, at 2.10 s), \
+                 mean 45.0µs over 12,345 waits;"
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            (thousands(0), thousands(999), thousands(1_000)),
+            ("0".into(), "999".into(), "1,000".into())
+        );
     }
 
     #[test]

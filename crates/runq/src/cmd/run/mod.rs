@@ -2,6 +2,7 @@
 
 mod catalog;
 mod host_lines;
+mod hostwait;
 mod render;
 mod repeats;
 mod scenarios;

@@ -32,9 +32,11 @@ pub struct RunPlan {
 }
 
 impl RunPlan {
-    /// The options of one repeat.
+    /// The options of one repeat of `scn`, with a fresh runnable-wait
+    /// probe when the host monitor runs.
     fn options<'a>(
         &self,
+        scn: &Scenario,
         interrupt: &'a AtomicBool,
         on_tick: &'a mut dyn FnMut(Duration, Duration),
     ) -> RunOptions<'a> {
@@ -46,6 +48,7 @@ impl RunPlan {
             repro: self.repro,
             fault: self.fault,
             max_workers_per_cpu: self.max_workers_per_cpu,
+            runnable_wait: super::hostwait::runnable_wait_probe(scn.snapshot_interval.is_some()),
         }
     }
 }
@@ -86,7 +89,7 @@ pub fn run_repeats(
                 r.tick(e, t);
             }
         };
-        let outcome = run_scenario(scn, plan.options(interrupt, &mut on_tick));
+        let outcome = run_scenario(scn, plan.options(scn, interrupt, &mut on_tick));
         progress.finish();
         let outcome = outcome.map_err(refusal)?;
         let stop = outcome.interrupted || outcome.run_error.is_some();
