@@ -230,14 +230,14 @@ pub fn judge_runnable_wait(bound_ms: f64, host: Option<&HostSeries>) -> CheckRes
     let measured = f.longest_ns as f64 / 1e6;
     let detail = format!(
         "pid {} ({}) waited {:.1} ms runnable before it got cpu {}, at {:.2} s \
-         (longest of {} waits on the host, mean {:.1} µs; {})",
+         (longest of {} waits on the host, mean {}; {})",
         f.pid,
         f.comm,
         measured,
         f.cpu,
         f.at_ns as f64 / 1e9,
         f.waits,
-        w.mean_ns as f64 / 1e3,
+        runq_common::units::fmt_ns(w.mean_ns as f64),
         w.source
     );
     result(measured, measured <= bound_ms, detail)
@@ -324,7 +324,7 @@ mod tests {
             "{d}"
         );
         assert!(
-            d.contains("longest of 4 waits on the host, mean 3120.0 µs"),
+            d.contains("longest of 4 waits on the host, mean 3.12ms"),
             "{d}"
         );
         let none = HostSeries {

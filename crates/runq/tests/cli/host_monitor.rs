@@ -1,7 +1,8 @@
 //! The host monitor of `runq run`: a root run's JSON carries the run
 //! queues under `series.host`, a `[checks] max_rq_imbalance` is judged on
 //! them, and the host's mounts are left as they were (runq mounts
-//! debugfs, when it must, in its monitor thread's own mount namespace).
+//! debugfs, when it must, in its monitor thread's own mount namespace);
+//! the longest runnable wait on the host is measured (BPF) and judged.
 
 use serde_json::Value;
 
@@ -38,6 +39,10 @@ fn a_root_run_reports_the_host_run_queues_and_judges_them() {
     assert_eq!(host["source"], "debugfs sched/debug", "{host}");
     assert!(host["summary"]["samples"].as_u64().unwrap() >= 2, "{host}");
     assert!(!host["cpus"].as_array().unwrap().is_empty(), "{host}");
+    assert!(
+        host["runnable_wait"]["waits"].as_u64().unwrap() > 0,
+        "{host}"
+    );
     let check = doc["checks"]
         .as_array()
         .unwrap()
@@ -49,5 +54,64 @@ fn a_root_run_reports_the_host_run_queues_and_judges_them() {
         debugfs_mounted(),
         mounted_before,
         "the host's mounts as found"
+    );
+}
+
+/// Two nice -19 spinners and a nice-0 one pinned to CPU 0: the nice-0
+/// one gets ~0.7% of the CPU and waits hundreds of ms at a time. The
+/// host's longest runnable wait is measured (BPF, as root), ≥ 1 ms, and
+/// names one of the run's workers, or a task that waited for the same
+/// CPU 0 (a per-CPU kernel thread queues behind the same spinners); a
+/// `max_runnable_wait_ms` of 1 FAILs naming that task and CPU.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_root_run_measures_the_longest_runnable_wait_behind_pinned_hogs() {
+    let dir = tempfile::tempdir().unwrap();
+    let scn = dir.path().join("pinned.toml");
+    std::fs::write(
+        &scn,
+        "duration = \"1500ms\"\n[checks]\nmax_runnable_wait_ms = 1\n\
+         [[group]]\nname = \"hogs\"\nwork_type = \"SpinWait\"\nworkers = 2\naffinity = \"0\"\nnice = -19\n\
+         [[group]]\nname = \"victim\"\nwork_type = \"SpinWait\"\nworkers = 1\naffinity = \"0\"\n",
+    )
+    .unwrap();
+    let out = runq()
+        .args([
+            "run",
+            scn.to_str().unwrap(),
+            "--no-cgroups",
+            "--json",
+            "--raw",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    runq_testkit::assert_matches_schema("run", &doc);
+    let wait = &doc["series"]["host"]["runnable_wait"];
+    let longest = wait["longest_ns"].as_u64().expect("runnable_wait measured");
+    assert!(longest >= 1_000_000, "{wait}");
+    assert!(wait["waits"].as_u64().unwrap() > 0, "{wait}");
+    assert!(wait["mean_ns"].as_u64().unwrap() <= longest, "{wait}");
+    assert!(wait["at_ns"].as_u64().unwrap() <= 3_000_000_000, "{wait}");
+    let tids: Vec<u64> = doc["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["tid"].as_u64().unwrap())
+        .collect();
+    let (pid, cpu) = (wait["pid"].as_u64().unwrap(), wait["cpu"].as_u64().unwrap());
+    assert!(tids.contains(&pid) || cpu == 0, "{wait} (workers {tids:?})");
+    let check = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "max_runnable_wait_ms")
+        .expect("max_runnable_wait_ms judged");
+    assert_eq!(check["pass"], false, "{check}");
+    let detail = check["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(&format!("pid {pid} (")) && detail.contains(&format!("cpu {cpu}")),
+        "{detail}"
     );
 }
