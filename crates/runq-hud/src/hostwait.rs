@@ -75,26 +75,7 @@ struct RawStats {
 unsafe impl aya::Pod for RawStats {}
 
 /// The waits since [`HostWait::begin`], over every CPU.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WaitStats {
-    /// The longest wait, ns (0 when no wait ended).
-    pub longest_ns: u64,
-    /// The task that waited it (its thread id).
-    pub pid: u32,
-    /// Its comm at the switch-in.
-    pub comm: String,
-    /// The CPU it then ran on.
-    pub cpu: u32,
-    /// When that wait ended, ns after [`HostWait::begin`].
-    pub at_ns: u64,
-    /// Waits that ended.
-    pub waits: u64,
-    /// Their total, ns.
-    pub sum_ns: u64,
-    /// Enqueues not noted because the map of runnable tasks was full
-    /// (their waits are missing).
-    pub untracked: u64,
-}
+pub use runq_kernel::runnable_wait::WaitFigures;
 
 /// The loaded, attached programs.
 pub struct HostWait {
@@ -155,7 +136,7 @@ impl HostWait {
 
     /// The waits since [`Self::begin`]: the longest over every CPU, and
     /// the count and total of all.
-    pub fn read(&self) -> Result<WaitStats, HostWaitError> {
+    pub fn read(&self) -> Result<WaitFigures, HostWaitError> {
         let map_err = |reason: String| HostWaitError::Map {
             map: "STATS",
             reason,
@@ -172,8 +153,8 @@ impl HostWait {
 }
 
 /// Every CPU's figures as one: the longest wait, and the sums.
-fn combine(per_cpu: &[RawStats], begun_ns: u64) -> WaitStats {
-    let mut out = WaitStats::default();
+fn combine(per_cpu: &[RawStats], begun_ns: u64) -> WaitFigures {
+    let mut out = WaitFigures::default();
     for s in per_cpu {
         out.waits += s.count;
         out.sum_ns += s.sum_ns;
@@ -231,7 +212,7 @@ mod tests {
         assert_eq!(s.comm, "spinner");
         assert_eq!(s.at_ns, 9_000);
         assert_eq!((s.waits, s.sum_ns), (6, 16_000));
-        assert_eq!(combine(&[], 0), WaitStats::default());
+        assert_eq!(combine(&[], 0), WaitFigures::default());
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod mapping;
 pub mod numa_maps;
 pub mod proc;
 pub mod psi;
+pub mod runnable_wait;
 pub mod sched_debug;
 pub mod sched_ext;
 pub mod schedstat;

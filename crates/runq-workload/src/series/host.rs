@@ -64,26 +64,7 @@ pub trait RunnableWaitProbe {
 }
 
 /// What a [`RunnableWaitProbe`] measured.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct WaitFigures {
-    /// The longest wait, ns.
-    pub longest_ns: u64,
-    /// The task that waited it (thread id).
-    pub pid: u32,
-    /// Its name (comm).
-    pub comm: String,
-    /// The CPU it got after the wait.
-    pub cpu: u32,
-    /// When the wait ended, ns from the start of the run.
-    pub at_ns: u64,
-    /// Waits that ended during the run.
-    pub waits: u64,
-    /// Their total, ns.
-    pub sum_ns: u64,
-    /// Enqueues the probe could not note (its table was full): their
-    /// waits are missing.
-    pub untracked: u64,
-}
+pub use runq_kernel::runnable_wait::WaitFigures;
 
 /// Runnable waits over the run, as reported.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

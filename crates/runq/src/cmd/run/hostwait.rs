@@ -21,17 +21,7 @@ impl RunnableWaitProbe for BpfWaitProbe {
     }
 
     fn read(&mut self) -> Result<WaitFigures, String> {
-        let s = self.0.read().map_err(|e: HostWaitError| e.to_string())?;
-        Ok(WaitFigures {
-            longest_ns: s.longest_ns,
-            pid: s.pid,
-            comm: s.comm,
-            cpu: s.cpu,
-            at_ns: s.at_ns,
-            waits: s.waits,
-            sum_ns: s.sum_ns,
-            untracked: s.untracked,
-        })
+        self.0.read().map_err(|e: HostWaitError| e.to_string())
     }
 }
 
