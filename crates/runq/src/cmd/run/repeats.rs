@@ -48,7 +48,10 @@ impl RunPlan {
             repro: self.repro,
             fault: self.fault,
             max_workers_per_cpu: self.max_workers_per_cpu,
-            runnable_wait: super::hostwait::runnable_wait_probe(scn.snapshot_interval.is_some()),
+            runnable_wait: super::hostwait::runnable_wait_probe(
+                scn.snapshot_interval.is_some(),
+                scn.total_workers(),
+            ),
         }
     }
 }
