@@ -242,6 +242,36 @@ fn jemalloc_counters_of_a_jemalloc_process() {
     assert_eq!(me.allocated_bytes.0, 0);
 }
 
+/// Two captures at once: a thread another tracer holds for a moment is
+/// still read once it is let go (the seize of the second one used to fail
+/// with EPERM, and its counters read as an error).
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_thread_held_by_another_tracer_is_read_once_let_go() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let tid = child.id() as i32;
+    let (seized_tx, seized_rx) = std::sync::mpsc::channel();
+    // The holder's exit detaches it from the thread.
+    let holder = std::thread::spawn(move || {
+        // SAFETY: seizes our own child; the thread's exit detaches it.
+        let ok = unsafe { libc::ptrace(libc::PTRACE_SEIZE, tid, 0, 0) } == 0;
+        seized_tx.send(ok).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    });
+    assert!(
+        seized_rx.recv().unwrap(),
+        "the holder could not seize {tid}"
+    );
+    let tp = runq_ctprof::jemalloc::thread_pointer(tid);
+    holder.join().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(tp.is_some_and(|tp| tp != 0), "thread pointer {tp:?}");
+}
+
 /// A process with a shared libjemalloc (LD_PRELOAD) is marked unavailable,
 /// so its allocator rows read `-`, not a zero that says "no jemalloc".
 #[test]

@@ -84,17 +84,59 @@ fn layout_in(elf: &elf::Elf) -> Option<JemallocLayout> {
 /// The thread pointer (`fs_base`) of `tid`, read by briefly seizing it.
 #[cfg(target_arch = "x86_64")]
 pub fn thread_pointer(tid: i32) -> Option<u64> {
-    // SAFETY: ptrace/waitpid on a tid; every path detaches after seizing.
+    if !seize(tid) {
+        return None;
+    }
+    // SAFETY: ptrace/waitpid on a tid we seized; every path detaches.
     unsafe {
-        if libc::ptrace(libc::PTRACE_SEIZE, tid, 0, 0) != 0 {
-            return None;
-        }
         let mut regs: libc::user_regs_struct = std::mem::zeroed();
         let mut ok = libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0) == 0 && wait_stopped(tid);
         ok = ok && libc::ptrace(libc::PTRACE_GETREGS, tid, 0, &mut regs as *mut _) == 0;
         libc::ptrace(libc::PTRACE_DETACH, tid, 0, 0);
         ok.then_some(regs.fs_base)
     }
+}
+
+/// How long a seize waits for another tracer to let go of a thread.
+#[cfg(target_arch = "x86_64")]
+const SEIZE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Seizes `tid` with ptrace. A thread already traced (another capture
+/// reading the same process at the same moment, or a debugger) refuses
+/// with EPERM: while `/proc` names a tracer, the seize is retried for up to
+/// [`SEIZE_PATIENCE`], since a concurrent capture holds each thread for
+/// microseconds. An EPERM without a tracer is a real refusal.
+#[cfg(target_arch = "x86_64")]
+fn seize(tid: i32) -> bool {
+    let deadline = std::time::Instant::now() + SEIZE_PATIENCE;
+    loop {
+        // SAFETY: PTRACE_SEIZE on a tid; the caller detaches.
+        if unsafe { libc::ptrace(libc::PTRACE_SEIZE, tid, 0, 0) } == 0 {
+            return true;
+        }
+        let busy = std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+            && tracer_of(tid).is_some_and(|t| t != 0);
+        if !busy || std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+}
+
+/// The `TracerPid` of a thread, from `/proc/<tid>/status`.
+#[cfg(target_arch = "x86_64")]
+fn tracer_of(tid: i32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    tracer_in_status(&status)
+}
+
+/// The `TracerPid:` field of a `/proc/<pid>/status` text.
+#[cfg(target_arch = "x86_64")]
+fn tracer_in_status(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("TracerPid:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// Waits (at most 100 ms, so a thread stuck in uninterruptible sleep cannot
@@ -320,6 +362,16 @@ mod tests {
         assert!(!stat_is_kernel_thread("garbage"));
         let me = std::fs::read_to_string("/proc/self/stat").unwrap();
         assert!(!stat_is_kernel_thread(&me));
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn tracer_pid_from_status() {
+        let status = "Name:\tapp\nState:\tS (sleeping)\nTracerPid:\t4242\nUid:\t0\n";
+        assert_eq!(tracer_in_status(status), Some(4242));
+        assert_eq!(tracer_in_status("TracerPid:\t0\n"), Some(0));
+        assert_eq!(tracer_in_status("Name:\tapp\n"), None);
+        assert_eq!(tracer_of(std::process::id() as i32), Some(0));
     }
 
     #[test]
