@@ -497,6 +497,72 @@ fn a_service_built_with_cargo_defaults_is_blamed_on_its_own_functions() {
     );
 }
 
+/// `--exact-polls` on the service built with cargo's defaults: the two
+/// 30 ms CPU-bound handlers are long polls, named by their own functions;
+/// the cooperative tasks (1 ms polls and a yield, more tasks than
+/// workers) never are, and neither are the sleeping handlers (their polls
+/// are off CPU, which a poll's length leaves out).
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn exact_polls_time_the_long_polls_and_never_the_cooperative_ones() {
+    let runq = runq_bin();
+    let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
+    let _one = shared();
+    let (child, pid) = start(service.to_str().unwrap(), 12);
+    let _child = KillOnDrop(child);
+    let (report, _) = hud(&runq, pid, 5, &[OsStr::new("--exact-polls")]);
+    assert_eq!(report["poll_timing"]["method"], "exact", "{report:#}");
+    assert!(report["poll_timing"]["instances"].as_u64().unwrap() >= 1);
+    let long = blockers(&report, "long_poll");
+    for name in [
+        "runq_demo_service::compress_orders",
+        "runq_demo_service::checksum_archive",
+    ] {
+        assert!(
+            long.iter().any(|b| b["function"] == name),
+            "{name} is no long poll: {report:#}"
+        );
+    }
+    for b in &long {
+        let f = b["function"].as_str().unwrap();
+        assert!(
+            !f.contains("cooperative_batch") && !f.contains("render_invoice"),
+            "a false long poll: {b:#}"
+        );
+        // A poll's length is at most its wall time: no poll of the
+        // service's handlers runs much past its 30 ms.
+        assert!(b["max_ns"].as_u64().unwrap() < 1_000_000_000, "{b:#}");
+    }
+}
+
+/// `--exact-polls` on runq-demo-busy, whose every poll is 1 ms of work and
+/// a yield (thousands of polls a second): no long poll, but for a rare
+/// stall of a worker that no context switch explains (on this VM, one or
+/// two of about 10 ms in some sessions; the vCPU's own preemption by the
+/// host is invisible to the guest).
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn exact_polls_find_no_long_poll_in_cooperative_code() {
+    let runq = runq_bin();
+    let busy = runq_testkit::workspace_bin("runq-demo", "runq-demo-busy");
+    let _one = shared();
+    let mut busy = Command::new(&busy);
+    busy.args(["12", "4"]);
+    let (child, pid) = start_command(busy);
+    let _child = KillOnDrop(child);
+    // The pid is printed before the runtime starts its 4 workers.
+    let tasks = format!("/proc/{pid}/task");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_dir(&tasks).map_or(0, |d| d.count()) < 5 {
+        assert!(std::time::Instant::now() < deadline, "no workers in {pid}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (report, _) = hud(&runq, pid, 4, &[OsStr::new("--exact-polls")]);
+    assert_eq!(report["poll_timing"]["method"], "exact");
+    let long = report["events"]["long_polls"].as_u64().unwrap();
+    assert!(long <= 3, "{long} false long polls: {report:#}");
+}
+
 /// The target exits mid-session: the report keeps its name and the CPU
 /// figures read while it lived, and lists only the two workers (the
 /// blocking pool's threads share their name).

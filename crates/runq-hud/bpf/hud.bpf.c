@@ -17,6 +17,20 @@
 // `runqslower -P` prints it). When that task is a thread of the target, a
 // second record (EV_HOLDER) carries the holder's own user stack.
 //
+// Exact polls (opt-in, CONFIG[3]): uprobes on the entry and the return of
+// every instance of Tokio's task poll (tokio::runtime::task::raw::poll)
+// time each poll of a worker; a poll whose time on CPU (its wall time less
+// the worker's off-CPU time inside it) reaches the threshold becomes an
+// event. A uprobe program can be preempted while it runs, and while it
+// waits the scheduler tracepoints on its CPU run no BPF program (the
+// kernel's per-CPU recursion guard), so switches can go unseen: each poll
+// compares the kernel's own count of the worker's context switches
+// (task_struct nvcsw + nivcsw, read with CO-RE) with the switches the
+// tracepoints saw, and a poll whose off-CPU time cannot be trusted is
+// counted (CNT_POLLS_UNTIMED), never reported. The uretprobe replaces the poll's return address with the
+// kernel's trampoline while the poll runs: stacks copied meanwhile get the
+// original address back (frame-pointer stacks are fixed by the kernel).
+//
 // Two ways to a user stack, chosen by user space per target (CONFIG[1]):
 // - frame pointers: bpf_get_stack walks the chain in the kernel;
 // - copy: the user registers (ip, sp, bp) and the top of the user stack
@@ -32,6 +46,13 @@
 #include <bpf/bpf_helpers.h>
 #include <stddef.h>
 
+/* The two fields of the kernel's task_struct that exact polls read; their
+ * offsets are relocated against the running kernel's BTF (CO-RE). */
+struct task_struct {
+	unsigned long nvcsw;
+	unsigned long nivcsw;
+} __attribute__((preserve_access_index));
+
 /* bpf_get_stack's limit (kernel.perf_event_max_stack defaults to 127). */
 #define MAX_FRAMES 127
 
@@ -45,6 +66,7 @@ enum event_kind {
 	EV_RUNQ = 2,    /* runnable but waiting for a CPU longer than the threshold */
 	EV_SAMPLE = 3,  /* a cpu-clock sample of a running worker */
 	EV_HOLDER = 4,  /* the stack of the target's thread that held a waiting worker's CPU */
+	EV_POLL = 5,    /* exact polls: one poll ran on CPU longer than the threshold */
 };
 
 enum event_flags {
@@ -150,7 +172,8 @@ enum config_slot {
 	CFG_THRESHOLD_NS = 0, /* blocking and run-queue threshold */
 	CFG_COPY_MODE = 1,    /* 0: frame pointers, 1: copy stacks */
 	CFG_TARGET_TGID = 2,  /* the target's pid: a holder in it gets EV_HOLDER */
-	CFG_SLOTS = 3,
+	CFG_EXACT_POLLS = 3,  /* 1: the poll uprobes are attached (count off-CPU time) */
+	CFG_SLOTS = 4,
 };
 
 /* Slots of the COUNTERS array, read by user space. */
@@ -158,7 +181,8 @@ enum counter_slot {
 	CNT_LOST = 0,       /* events dropped (ring buffer full) */
 	CNT_COPIED = 1,     /* bytes of user stack copied */
 	CNT_NO_RQ_COPY = 2, /* preemptions whose stack found no room in RQCOPY */
-	CNT_SLOTS = 3,
+	CNT_POLLS_UNTIMED = 3, /* long polls whose switches the tracepoints missed */
+	CNT_SLOTS = 4,
 };
 
 /* How much user stack an event carries at most, and the record's room
@@ -224,6 +248,39 @@ struct {
 	__type(value, __u64);
 } SWITCHES SEC(".maps");
 
+/* Exact polls: a worker's poll in progress. */
+struct poll_open {
+	__u64 start_ns;
+	__u64 off_ns;   /* the worker's OFFNS total at the poll's entry */
+	__u64 kernel_switches; /* the kernel's count of its context switches */
+	__u64 seen_switches;   /* the switch-outs and switch-ins the tracepoints saw */
+	__u64 fn_ip;    /* the instance of raw::poll (one per future type) */
+	__u64 ret_slot; /* where the return address sits on the stack */
+	__u64 ret_addr; /* the return address the uretprobe replaced */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct poll_open);
+} POLLS SEC(".maps");
+
+/* Exact polls: per worker, its time off CPU so far (ns) and how many
+ * switch-outs and switch-ins the tracepoints saw. */
+struct off_total {
+	__u64 ns;
+	__u64 outs;
+	__u64 ins;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct off_total);
+} OFFNS SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CFG_SLOTS);
@@ -264,6 +321,32 @@ static __always_inline __u64 threshold_ns(void)
 static __always_inline int copy_mode(void)
 {
 	return config(CFG_COPY_MODE, 0) != 0;
+}
+
+static __always_inline int exact_polls(void)
+{
+	return config(CFG_EXACT_POLLS, 0) != 0;
+}
+
+/* A worker's off-CPU total, created on first use. */
+static __always_inline struct off_total *off_total_of(__u32 tid)
+{
+	struct off_total *t = bpf_map_lookup_elem(&OFFNS, &tid);
+	if (t)
+		return t;
+	struct off_total zero = {};
+	bpf_map_update_elem(&OFFNS, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&OFFNS, &tid);
+}
+
+/* The kernel's count of the current task's context switches. */
+static __always_inline __u64 kernel_switches(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	unsigned long v = 0, iv = 0;
+	bpf_probe_read_kernel(&v, sizeof(v), &task->nvcsw);
+	bpf_probe_read_kernel(&iv, sizeof(iv), &task->nivcsw);
+	return v + iv;
 }
 
 static __always_inline void fill(struct event *e, __u32 kind, __u32 tid, __u64 start, __u64 dur,
@@ -363,6 +446,21 @@ static __always_inline __u32 copy_user_stack(__u8 *buf, __u64 sp)
 	return len;
 }
 
+/* Exact polls: in a stack copied (len bytes from sp) while a poll runs,
+ * put back the return address its uretprobe replaced, so the unwinder
+ * finds the poll's caller instead of the kernel's trampoline. */
+static __always_inline void restore_poll_return(__u8 *buf, __u64 sp, __u32 len)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct poll_open *p = bpf_map_lookup_elem(&POLLS, &tid);
+	if (!p || !p->ret_addr || p->ret_slot < sp)
+		return;
+	__u64 off = p->ret_slot - sp;
+	if (off + 8 > len || off > COPY_ROOM - 8)
+		return;
+	bpf_probe_read_kernel(buf + off, 8, &p->ret_addr);
+}
+
 /* What an event is about (BPF calls take at most five arguments). */
 struct span {
 	__u32 kind;
@@ -391,6 +489,8 @@ static __noinline int emit_copy(const struct span *s, const struct holder *h)
 	__u32 len = copy_user_stack((__u8 *)(e + 1), e->sp);
 	if (!len)
 		e->flags |= F_COPY_FAILED;
+	else
+		restore_poll_return((__u8 *)(e + 1), e->sp, len);
 	e->stack_len = len;
 	count(CNT_COPIED, len);
 	bpf_ringbuf_submit(e, 0);
@@ -424,6 +524,8 @@ static __noinline int keep_preempted_stack(__u32 tid)
 	c->len = copy_user_stack(c->bytes, c->sp);
 	if (!c->len)
 		c->flags = F_COPY_FAILED;
+	else
+		restore_poll_return(c->bytes, c->sp, c->len);
 	count(CNT_COPIED, c->len);
 	return 0;
 }
@@ -491,6 +593,11 @@ static __always_inline void switch_out(struct switch_args *ctx, __u32 tid, __u64
 	/* The outgoing task is still current: this is its user stack. */
 	o->stack_bytes = bpf_get_stack(ctx, o->stack, sizeof(o->stack), BPF_F_USER_STACK);
 	bpf_map_update_elem(&OFFCPU, &tid, o, BPF_ANY);
+	if (exact_polls()) {
+		struct off_total *t = off_total_of(tid);
+		if (t)
+			t->outs++;
+	}
 	/* Preempted: a wait for the CPU may follow, and the stack must be
 	 * read now, while this task is current. */
 	if ((o->state & 0xff) == 0 && copy_mode())
@@ -552,6 +659,13 @@ static __always_inline void switch_in(struct switch_args *ctx, __u32 tid, __u64 
 	if (!o)
 		return;
 	__u64 thr = threshold_ns();
+	if (exact_polls()) {
+		struct off_total *t = off_total_of(tid);
+		if (t) {
+			t->ns += now - o->out_ns;
+			t->ins++;
+		}
+	}
 	/* Preempted (state 0): runnable from switch-out to now. Asleep: blocked
 	 * until the wakeup (or now, if the wakeup was not seen), then runnable. */
 	__u64 runnable_from = o->out_ns;
@@ -643,6 +757,87 @@ int hud_sample(struct bpf_perf_event_data *ctx)
 	e->frames = n > 0 ? (__u32)((__u64)n / 8) : 0;
 	if (e->frames >= MAX_FRAMES)
 		e->flags |= F_TRUNCATED;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* Exact polls: a worker enters a task's poll. */
+SEC("uprobe")
+int hud_poll_enter(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	if (!bpf_map_lookup_elem(&WORKERS, &tid))
+		return 0;
+	/* A poll still open is replaced: its return went unseen (a panic
+	 * unwound it, or its program was skipped), or this poll runs inside
+	 * it (a LocalSet's tasks), which leaves the outer one untimed. */
+	__u64 sp = *(__u64 *)((char *)ctx + PT_RSP);
+	struct off_total *t = off_total_of(tid);
+	if (!t)
+		return 0;
+	struct poll_open p = {};
+	p.fn_ip = *(__u64 *)((char *)ctx + PT_RIP);
+	p.ret_slot = sp;
+	if (bpf_probe_read_user(&p.ret_addr, 8, (void *)sp))
+		p.ret_addr = 0;
+	p.off_ns = t->ns;
+	p.seen_switches = t->outs + t->ins;
+	p.kernel_switches = kernel_switches();
+	/* Last, so that a preemption inside this program shows in the
+	 * kernel's count rather than in the poll's length unseen. */
+	p.start_ns = bpf_ktime_get_ns();
+	bpf_map_update_elem(&POLLS, &tid, &p, BPF_ANY);
+	return 0;
+}
+
+/* Exact polls: the poll returns; its time on CPU is its wall time less
+ * the worker's time off CPU since its entry. */
+SEC("uretprobe")
+int hud_poll_exit(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct poll_open *p = bpf_map_lookup_elem(&POLLS, &tid);
+	if (!p)
+		return 0;
+	/* The return of the poll that entry saw pops its return address: any
+	 * other return (an inner poll's, or one whose entry went unseen) does
+	 * not time it. */
+	__u64 sp = *(__u64 *)((char *)ctx + PT_RSP);
+	if (sp != p->ret_slot + 8) {
+		bpf_map_delete_elem(&POLLS, &tid);
+		return 0;
+	}
+	/* First, so that a preemption inside this program shows in the
+	 * kernel's count rather than in the poll's length unseen. */
+	__u64 now = bpf_ktime_get_ns();
+	__u64 switches = kernel_switches() - p->kernel_switches;
+	struct off_total *t = bpf_map_lookup_elem(&OFFNS, &tid);
+	if (!t) {
+		bpf_map_delete_elem(&POLLS, &tid);
+		return 0;
+	}
+	__u64 wall = now - p->start_ns;
+	__u64 off = t->ns - p->off_ns;
+	__u64 seen = t->outs + t->ins - p->seen_switches;
+	__u64 on = wall > off ? wall - off : 0;
+	__u64 start = p->start_ns;
+	__u64 fn_ip = p->fn_ip;
+	bpf_map_delete_elem(&POLLS, &tid);
+	if (on < threshold_ns())
+		return 0;
+	/* Each context switch is a switch-out and a switch-in. */
+	if (seen != 2 * switches) {
+		count(CNT_POLLS_UNTIMED, 1);
+		return 0;
+	}
+	struct event *e = bpf_ringbuf_reserve(&EVENTS, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_LOST, 1);
+		return 0;
+	}
+	/* state: the poll's wall time; ip: which instance of raw::poll. */
+	fill(e, EV_POLL, tid, start, on, wall);
+	e->ip = fn_ip;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -4,13 +4,16 @@
 
 use aya::maps::{Array, HashMap, MapData, RingBuf};
 use aya::programs::perf_event::{perf_sw_ids, PerfEventScope, PerfTypeId, SamplePolicy};
-use aya::programs::{PerfEvent, TracePoint};
+use aya::programs::{PerfEvent, TracePoint, UProbe};
 use aya::Ebpf;
 
-use crate::event::config_slot::{CFG_COPY_MODE, CFG_TARGET_TGID, CFG_THRESHOLD_NS};
-use crate::event::counter_slot::{CNT_COPIED, CNT_LOST, CNT_NO_RQ_COPY};
+use crate::event::config_slot::{
+    CFG_COPY_MODE, CFG_EXACT_POLLS, CFG_TARGET_TGID, CFG_THRESHOLD_NS,
+};
+use crate::event::counter_slot::{CNT_COPIED, CNT_LOST, CNT_NO_RQ_COPY, CNT_POLLS_UNTIMED};
 use crate::event::{decode, RawEvent};
 use crate::health::StackSource;
+use crate::polls::Site;
 
 /// The compiled object, 8-byte aligned as the ELF parser wants.
 #[repr(C, align(8))]
@@ -138,6 +141,43 @@ impl Probe {
         Ok(Probe { ebpf, events })
     }
 
+    /// Exact polls: attaches the poll uprobes (entry and return) to every
+    /// instance of Tokio's task poll at `sites` in `exe`, for process
+    /// `pid` only. The scheduler programs then count each worker's time
+    /// off CPU, which a poll's time on CPU leaves out.
+    pub fn time_polls(
+        &mut self,
+        exe: &std::path::Path,
+        sites: &[Site],
+        pid: u32,
+    ) -> Result<(), BpfError> {
+        let what = "the poll uprobes (--exact-polls)";
+        // Off-CPU time is counted before the first poll is timed.
+        let map = self
+            .ebpf
+            .map_mut("CONFIG")
+            .ok_or_else(|| BpfError::Load("no CONFIG map".into()))?;
+        let mut config: Array<_, u64> = Array::try_from(map).map_err(load_err)?;
+        config.set(CFG_EXACT_POLLS, 1, 0).map_err(load_err)?;
+        // Returns first: a poll entered before its return is probed would
+        // stay open for ever.
+        for prog in ["hud_poll_exit", "hud_poll_enter"] {
+            let probe: &mut UProbe = self
+                .ebpf
+                .program_mut(prog)
+                .ok_or_else(|| BpfError::Load(format!("no program {prog}")))?
+                .try_into()
+                .map_err(attach_err(what))?;
+            probe.load().map_err(attach_err(what))?;
+            for site in sites {
+                probe
+                    .attach(None, site.file_offset, exe, Some(pid as libc::pid_t))
+                    .map_err(attach_err(what))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Adds threads to the in-kernel filter.
     pub fn watch(&mut self, tids: &[u32]) -> Result<(), BpfError> {
         let map = self
@@ -195,6 +235,13 @@ impl Probe {
     /// Bytes of user stack the kernel copied (copy mode).
     pub fn bytes_copied(&mut self) -> u64 {
         self.counter(CNT_COPIED)
+    }
+
+    /// Exact polls: long polls left out because the scheduler tracepoints
+    /// missed some of their context switches (their time off CPU is not
+    /// known).
+    pub fn polls_untimed(&mut self) -> u64 {
+        self.counter(CNT_POLLS_UNTIMED)
     }
 
     /// Preemptions whose stack could not be kept for a run-queue wait

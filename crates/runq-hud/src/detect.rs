@@ -10,6 +10,10 @@
 //!    exactly like one long poll), so samples cannot tell where a poll
 //!    ends; the report gives CPU time per culprit and says how it was
 //!    measured.
+//!    With `--exact-polls`, uprobes on Tokio's task poll time every poll,
+//!    and a poll that ran on CPU longer than the threshold is a long poll
+//!    of its own, with its real length; its culprit comes from the samples
+//!    taken during it ([`crate::poll_culprit`]).
 //! 3. Run-queue delay: a runnable worker waited for a CPU longer than the
 //!    threshold; its stack is the victim's, and it is labelled so. The
 //!    finding names what held the CPU: the task that ran just before the
@@ -23,6 +27,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::classify::{class_of, culprit, place, user_frames, Place};
 use crate::event::{Holder, Kind, RawEvent};
+use crate::poll_culprit::PollCulprits;
+use crate::polls::RuntimeSites;
 use crate::symbols::Frame;
 
 /// A finding's category.
@@ -36,6 +42,9 @@ pub enum Category {
     TaskCpuSampled,
     /// The worker waited for a CPU (it is the victim, not the culprit).
     RunQueueDelay,
+    /// One poll ran on CPU longer than the threshold, timed by uprobes on
+    /// Tokio's poll (`--exact-polls`).
+    LongPoll,
 }
 
 impl Category {
@@ -45,6 +54,7 @@ impl Category {
             Category::BlockingCall => "blocking call",
             Category::TaskCpuSampled => "on CPU (sampled)",
             Category::RunQueueDelay => "run-queue delay (victim)",
+            Category::LongPoll => "long poll (exact)",
         }
     }
 }
@@ -113,6 +123,13 @@ pub struct Tally {
     pub runqueue_events: u64,
     /// cpu-clock samples of workers.
     pub samples: u64,
+    /// Exact polls: polls that ran on CPU longer than the threshold.
+    #[serde(default)]
+    pub long_polls: u64,
+    /// Exact polls: long polls left out, their time off CPU unknown (the
+    /// scheduler tracepoints missed a switch while a uprobe program ran).
+    #[serde(default)]
+    pub untimed_polls: u64,
 }
 
 /// The detector's state.
@@ -125,6 +142,8 @@ pub struct Detector {
     pub pool_tids: BTreeSet<u32>,
     /// Threads whose stacks showed Tokio's worker loop (workers).
     pub worker_tids: BTreeSet<u32>,
+    /// Exact polls: the samples that name long polls.
+    polls: Option<PollCulprits>,
 }
 
 /// What the detector needs of a sample's stack: where the worker was, and
@@ -171,7 +190,14 @@ impl Detector {
             tally: Tally::default(),
             pool_tids: BTreeSet::new(),
             worker_tids: BTreeSet::new(),
+            polls: None,
         }
+    }
+
+    /// Exact polls are timed: long-poll events arrive, for the instances
+    /// of Tokio's poll at `sites`.
+    pub fn time_polls(&mut self, sites: RuntimeSites) {
+        self.polls = Some(PollCulprits::new(sites));
     }
 
     /// Feeds one event with its symbolized stack; returns the findings it
@@ -196,6 +222,7 @@ impl Detector {
             // A holder's stack names a culprit for a finding (the session
             // joins them); it is no finding of its own.
             Kind::Holder => return Vec::new(),
+            Kind::Poll => return self.long_poll(ev).into_iter().collect(),
             Kind::Blocked | Kind::RunQueue => {}
         }
         self.switch_event(ev, summary.place, stack)
@@ -254,14 +281,33 @@ impl Detector {
         if summary.task_key.is_none() {
             return Vec::new();
         }
+        let stack = stack();
+        if let Some(p) = self.polls.as_mut() {
+            p.note_sample(ev, &stack);
+        }
         vec![Finding {
             category: Category::TaskCpuSampled,
             tid: ev.tid,
             start_ns: ev.start_ns,
             duration_ns: self.sample_period_ns,
-            stack: stack(),
+            stack,
             holder: None,
         }]
+    }
+
+    /// Exact polls: one poll ran on CPU longer than the threshold; its
+    /// length is its time on CPU, its stack the samples' taken in it.
+    fn long_poll(&mut self, ev: &RawEvent) -> Option<Finding> {
+        let (polls, span) = (self.polls.as_ref()?, ev.poll?);
+        self.tally.long_polls += 1;
+        Some(Finding {
+            category: Category::LongPoll,
+            tid: ev.tid,
+            start_ns: ev.start_ns,
+            duration_ns: ev.duration_ns,
+            stack: polls.stack_for(ev.tid, ev.start_ns, span.wall_ns, span.fn_ip),
+            holder: None,
+        })
     }
 
     /// Nothing is held back between events (kept for the session's end).
@@ -313,6 +359,27 @@ mod tests {
             "one period each"
         );
         assert!(d.flush().is_empty());
+    }
+
+    #[test]
+    fn a_long_poll_is_named_by_the_samples_taken_in_it() {
+        let mut d = Detector::new(100, 1);
+        d.time_polls(RuntimeSites::default());
+        let s = task_stack(&["app::compress", "app::handle::{{closure}}"]);
+        d.feed(&ev(Kind::Sample, 7, 12, 0), s);
+        let mut poll = ev(Kind::Poll, 7, 10, 28);
+        poll.poll = Some(crate::event::PollSpan {
+            wall_ns: 31_000_000,
+            fn_ip: 0,
+        });
+        let out = d.feed(&poll, Vec::new());
+        assert_eq!(out[0].category, Category::LongPoll);
+        assert_eq!(out[0].duration_ns, 28_000_000, "its time on CPU");
+        assert_eq!(&*out[0].culprit().unwrap().function, "app::compress");
+        assert_eq!(d.tally.long_polls, 1);
+        // Without --exact-polls a poll record names nothing.
+        let mut plain = Detector::new(100, 1);
+        assert!(plain.feed(&poll, Vec::new()).is_empty());
     }
 
     #[test]

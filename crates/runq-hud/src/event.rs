@@ -84,6 +84,8 @@ pub mod kind {
     pub const EV_SAMPLE: u32 = 3;
     /// The stack of the target's thread that held a waiting worker's CPU.
     pub const EV_HOLDER: u32 = 4;
+    /// Exact polls: one poll ran on CPU longer than the threshold.
+    pub const EV_POLL: u32 = 5;
 }
 
 /// `enum event_flags` of the C source.
@@ -104,6 +106,8 @@ pub mod config_slot {
     pub const CFG_COPY_MODE: u32 = 1;
     /// The target's pid (a CPU holder in it gets its own stack).
     pub const CFG_TARGET_TGID: u32 = 2;
+    /// 1 when the poll uprobes are attached.
+    pub const CFG_EXACT_POLLS: u32 = 3;
 }
 
 /// Slots of the C side's COUNTERS array (`enum counter_slot`).
@@ -114,6 +118,9 @@ pub mod counter_slot {
     pub const CNT_COPIED: u32 = 1;
     /// Preemptions whose stack found no room to be kept.
     pub const CNT_NO_RQ_COPY: u32 = 2;
+    /// Exact polls: long polls left out because the tracepoints missed
+    /// some of their context switches.
+    pub const CNT_POLLS_UNTIMED: u32 = 3;
 }
 
 use flag::{F_COPY_FAILED, F_NO_REGS, F_TRUNCATED};
@@ -131,6 +138,20 @@ pub enum Kind {
     /// The stack of the target's own thread that held the CPU a worker
     /// waited for (`tid` is the waiting worker's).
     Holder,
+    /// Exact polls: one poll of a task ran on CPU longer than the
+    /// threshold (`duration_ns` is its time on CPU).
+    Poll,
+}
+
+/// Exact polls: what the uprobes saw of one long poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PollSpan {
+    /// From the poll's entry to its return, ns (its time on CPU, the
+    /// event's duration, plus the worker's time off CPU inside it).
+    pub wall_ns: u64,
+    /// The entry address of the instance of Tokio's `raw::poll` that ran
+    /// (one instance per future type).
+    pub fn_ip: u64,
 }
 
 /// The task that ran on the CPU just before a waiting worker got it back.
@@ -197,6 +218,8 @@ pub struct RawEvent {
     pub switches: u64,
     /// Run-queue waits and holder stacks: what held the CPU.
     pub holder: Option<Holder>,
+    /// Exact polls: the poll's wall time and instance.
+    pub poll: Option<PollSpan>,
 }
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
@@ -260,8 +283,17 @@ pub fn decode(b: &[u8]) -> Option<RawEvent> {
         kind::EV_RUNQ => Kind::RunQueue,
         kind::EV_SAMPLE => Kind::Sample,
         kind::EV_HOLDER => Kind::Holder,
+        kind::EV_POLL => Kind::Poll,
         _ => return None,
     };
+    let poll = (kind == Kind::Poll)
+        .then(|| {
+            Some(PollSpan {
+                wall_ns: field!(u64, b, state)?,
+                fn_ip: field!(u64, b, ip)?,
+            })
+        })
+        .flatten();
     let frames = (field!(u32, b, frames)? as usize).min(MAX_FRAMES);
     let flags = field!(u32, b, flags)?;
     let stack = (0..frames)
@@ -281,6 +313,7 @@ pub fn decode(b: &[u8]) -> Option<RawEvent> {
         copy_failed: flags & (F_COPY_FAILED | F_NO_REGS) != 0,
         switches: field!(u64, b, switches)?,
         holder: decode_holder(b),
+        poll,
     })
 }
 
@@ -383,6 +416,23 @@ pub(crate) mod tests {
         );
     }
 
+    #[test]
+    fn decodes_a_long_poll_with_its_wall_time_and_instance() {
+        let mut b = record(kind::EV_POLL, 0, &[]);
+        b[24..32].copy_from_slice(&31_000_000u64.to_ne_bytes());
+        b[40..48].copy_from_slice(&0x5555_0002_0bf0u64.to_ne_bytes());
+        let e = decode(&b).unwrap();
+        assert_eq!(e.kind, Kind::Poll);
+        assert_eq!(e.duration_ns, 7_000_000);
+        let span = e.poll.unwrap();
+        assert_eq!((span.wall_ns, span.fn_ip), (31_000_000, 0x5555_0002_0bf0));
+        assert!(e.copy.is_none());
+        assert!(decode(&record(kind::EV_SAMPLE, 0, &[]))
+            .unwrap()
+            .poll
+            .is_none());
+    }
+
     /// The value the C source gives `name` (`NAME = 3,` in an enum or
     /// `#define NAME 3`).
     fn c_value(src: &str, name: &str) -> Option<u64> {
@@ -398,18 +448,20 @@ pub(crate) mod tests {
     #[test]
     fn constants_match_the_c_source() {
         let src = include_str!("../bpf/hud.bpf.c");
-        let pairs: [(&str, u64); 13] = [
+        let pairs: [(&str, u64); 15] = [
             ("MAX_FRAMES", MAX_FRAMES as u64),
             ("EV_BLOCKED", kind::EV_BLOCKED.into()),
             ("EV_RUNQ", kind::EV_RUNQ.into()),
             ("EV_SAMPLE", kind::EV_SAMPLE.into()),
             ("EV_HOLDER", kind::EV_HOLDER.into()),
+            ("EV_POLL", kind::EV_POLL.into()),
             ("F_TRUNCATED", F_TRUNCATED.into()),
             ("F_COPY_FAILED", F_COPY_FAILED.into()),
             ("F_NO_REGS", F_NO_REGS.into()),
             ("CFG_THRESHOLD_NS", config_slot::CFG_THRESHOLD_NS.into()),
             ("CFG_COPY_MODE", config_slot::CFG_COPY_MODE.into()),
             ("CFG_TARGET_TGID", config_slot::CFG_TARGET_TGID.into()),
+            ("CFG_EXACT_POLLS", config_slot::CFG_EXACT_POLLS.into()),
             ("CNT_LOST", counter_slot::CNT_LOST.into()),
             ("CNT_COPIED", counter_slot::CNT_COPIED.into()),
         ];
@@ -423,6 +475,10 @@ pub(crate) mod tests {
         assert_eq!(
             c_value(src, "CNT_NO_RQ_COPY"),
             Some(counter_slot::CNT_NO_RQ_COPY.into())
+        );
+        assert_eq!(
+            c_value(src, "CNT_POLLS_UNTIMED"),
+            Some(counter_slot::CNT_POLLS_UNTIMED.into())
         );
         assert!(
             src.contains(&format!(

@@ -48,13 +48,17 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
 }
 
 /// Folded stacks (`outer;...;inner weight`) of the blocking calls and
-/// sampled CPU time in task code, weighted by their duration in microseconds.
+/// sampled CPU time in task code, weighted by their duration in
+/// microseconds (long polls are left out: their CPU time is in the
+/// samples already).
 pub fn folded(findings: &[Finding]) -> String {
     let mut weights: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
-    for f in findings
-        .iter()
-        .filter(|f| f.category != Category::RunQueueDelay)
-    {
+    for f in findings.iter().filter(|f| {
+        matches!(
+            f.category,
+            Category::BlockingCall | Category::TaskCpuSampled
+        )
+    }) {
         let line: Vec<String> = f
             .stack
             .iter()
@@ -127,6 +131,7 @@ mod tests {
             lost_events: 0,
             symbol_hint: None,
             stacks: Default::default(),
+            poll_timing: Default::default(),
             app_crates: Vec::new(),
         }
     }

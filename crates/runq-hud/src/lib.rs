@@ -10,7 +10,9 @@
 //! the detector ([`detect`]) names the culprit in three categories, and a
 //! session ([`session`]) turns it all into a report ([`report`]) and a
 //! Chrome trace ([`export`]); [`live`] is the ratatui view. Workers are
-//! found by [`discovery`].
+//! found by [`discovery`]. With `--exact-polls`, uprobes time every poll
+//! of Tokio's tasks ([`polls`] finds them; [`poll_culprit`] names a long
+//! one from the samples taken during it).
 //!
 //! Beside hud, [`hostwait`] measures the longest runnable wait on the whole
 //! host (for `runq run`'s host monitor).
@@ -25,6 +27,8 @@ pub mod export;
 pub mod health;
 pub mod hostwait;
 pub mod live;
+pub mod poll_culprit;
+pub mod polls;
 pub mod prep;
 pub mod report;
 pub mod session;

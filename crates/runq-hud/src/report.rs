@@ -105,6 +105,27 @@ pub struct HolderRow {
     pub total_ns: u64,
 }
 
+/// How task code's CPU time was measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PollMethod {
+    /// cpu-clock samples: CPU time per culprit, no poll lengths.
+    #[default]
+    Sampled,
+    /// uprobes on every instance of Tokio's task poll (`--exact-polls`):
+    /// long polls with their real lengths, besides the samples.
+    Exact,
+}
+
+/// The report's word on poll timing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PollTiming {
+    /// The method.
+    pub method: PollMethod,
+    /// Exact: how many instances of `raw::poll` were probed.
+    pub instances: usize,
+}
+
 /// The version of the report's JSON layout (2: `stacks` added; 3: the
 /// `cpu_bound_poll` category became `task_cpu_sampled`, blockers are one
 /// per culprit function with `locations` and `below`, `tool` added).
@@ -157,6 +178,9 @@ pub struct Report {
     /// How stacks were taken and how many were cut short.
     #[serde(default)]
     pub stacks: StackReport,
+    /// How task code's CPU time was measured.
+    #[serde(default)]
+    pub poll_timing: PollTiming,
     /// The crates taken as the program's own code (culprits are their
     /// innermost frames).
     #[serde(default)]
@@ -397,6 +421,14 @@ fn render_blockers(out: &mut String, r: &Report) {
             ]);
         }
         out.push_str(&t.render(str::to_string));
+        if r.poll_timing.method == PollMethod::Exact {
+            let _ = writeln!(
+                out,
+                "long poll (exact): one poll's time on CPU, timed by uprobes on {} instances of \
+                 tokio::runtime::task::raw::poll (--exact-polls); its culprit is from the samples taken in it",
+                r.poll_timing.instances
+            );
+        }
         if r.blockers
             .iter()
             .any(|b| b.category == Category::TaskCpuSampled)

@@ -13,15 +13,15 @@ use runq_kernel::schedstat::read_schedstat;
 use crate::bpf::{BpfError, Probe};
 use crate::classify::Place;
 use crate::culprit::AppCode;
-use crate::detect::Summary;
-use crate::detect::{Detector, Finding};
+use crate::detect::{Detector, Finding, Summary, Tally};
 use crate::discovery::{
     by_name, by_stacks, largest_group, members, threads, DiscoveryError, LoopHits, Method, Thread,
 };
 use crate::event::{Kind, RawEvent};
 use crate::health::{StackHealth, UnwindChoice};
+use crate::polls::{PollSitesError, RuntimeSites};
 use crate::prep::StackPrep;
-use crate::report::{group, run_queue_stats, Report, WorkerStats};
+use crate::report::{group, run_queue_stats, PollMethod, PollTiming, Report, WorkerStats};
 use crate::stacks::Stacks;
 use crate::symbols::{Symbols, TargetError};
 
@@ -47,6 +47,8 @@ pub struct Options {
     /// Crates to take as the program's own code, besides the crate of its
     /// `main` (`--app-crate`).
     pub app_crates: Vec<String>,
+    /// Time every poll with uprobes on Tokio's task poll (`--exact-polls`).
+    pub exact_polls: bool,
 }
 
 /// Why a session could not run.
@@ -61,6 +63,9 @@ pub enum HudError {
     /// `--debug-file` cannot stand in for the executable.
     #[error(transparent)]
     Target(#[from] TargetError),
+    /// `--exact-polls` found no poll to probe.
+    #[error(transparent)]
+    PollSites(#[from] PollSitesError),
 }
 
 /// The outcome: the report, every finding, and how quickly findings were
@@ -278,6 +283,8 @@ struct Attached {
     comm: String,
     /// Culprits of CPU holders in the target, until their wait's finding.
     holders: HolderCulprits,
+    /// How task CPU time is measured.
+    poll_timing: PollTiming,
 }
 
 /// The culprits on the stacks of the target's threads that held a waiting
@@ -337,6 +344,31 @@ pub fn app_code(opts: &Options) -> AppCode {
     }
 }
 
+/// Exact polls: finds the instances of Tokio's task poll in the target
+/// (or in the unstripped copy given), attaches the uprobes to the running
+/// executable and lets the detector name long polls.
+fn time_polls(
+    opts: &Options,
+    probe: &mut Probe,
+    detector: &mut Detector,
+) -> Result<PollTiming, HudError> {
+    let exe = crate::symbols::maps::exe_path(&opts.proc_root, opts.pid)
+        .map_err(|_| DiscoveryError::NoSuchPid(opts.pid))?;
+    let sites = crate::polls::find(opts.target_binary.as_deref().unwrap_or(&exe))?;
+    let exe_maps: Vec<_> = crate::symbols::maps::read_code_mappings(&opts.proc_root, opts.pid)
+        .map_err(|_| DiscoveryError::NoSuchPid(opts.pid))?
+        .into_iter()
+        .filter(|m| Path::new(&m.path) == exe)
+        .collect();
+    let attach_to = opts.proc_root.join(format!("{}/exe", opts.pid));
+    probe.time_polls(&attach_to, &sites, opts.pid)?;
+    detector.time_polls(RuntimeSites::place(&sites, &exe_maps));
+    Ok(PollTiming {
+        method: PollMethod::Exact,
+        instances: sites.len(),
+    })
+}
+
 impl Attached {
     /// Attaches, then discovers the workers (by name, by their stacks,
     /// or as the largest thread group) and watches them.
@@ -362,11 +394,17 @@ impl Attached {
         };
         let mut watched = Watched::new(method);
         watched.add(opts, &all, &tids, &mut probe)?;
+        let mut detector = Detector::new(opts.frequency, opts.pid);
+        let poll_timing = match opts.exact_polls {
+            true => time_polls(opts, &mut probe, &mut detector)?,
+            false => PollTiming::default(),
+        };
         Ok(Attached {
             probe,
             watched,
             stacks,
-            detector: Detector::new(opts.frequency, opts.pid),
+            detector,
+            poll_timing,
             holders: HolderCulprits::default(),
             prep,
             health: StackHealth::default(),
@@ -392,7 +430,8 @@ impl Attached {
                     .arrived((ev.tid, ev.start_ns), culprit, &mut self.findings);
                 continue;
             }
-            let health = whole.then_some(&mut self.health);
+            // A long poll carries no stack of its own.
+            let health = (whole && ev.kind != Kind::Poll).then_some(&mut self.health);
             let found = feed(&mut self.detector, &mut self.stacks, health, &ev);
             for mut f in found {
                 self.holders.claim(&mut f);
@@ -506,7 +545,10 @@ fn build_report(
         blockers: group(findings, &s.app),
         workers: worker_stats(s, findings, elapsed),
         run_queue: run_queue_stats(findings),
-        events: s.detector.tally,
+        events: Tally {
+            untimed_polls: s.probe.polls_untimed(),
+            ..s.detector.tally
+        },
         lost_events: s.probe.lost_events(),
         symbol_hint: (!s.stacks.symbols().debug_info_seen() && !seen_tids.is_empty()).then(|| {
             "the target has no debug info, so blockers have no file:line: build it with \
@@ -514,6 +556,7 @@ fn build_report(
                 .to_string()
         }),
         stacks,
+        poll_timing: s.poll_timing,
         app_crates: s.app.crates(),
     }
 }

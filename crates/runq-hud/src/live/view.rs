@@ -17,6 +17,7 @@ fn short(cat: Category) -> &'static str {
         Category::BlockingCall => "block",
         Category::TaskCpuSampled => "cpu",
         Category::RunQueueDelay => "runq",
+        Category::LongPoll => "poll",
     }
 }
 
@@ -137,6 +138,7 @@ fn timeline(f: &mut Frame<'_>, app: &App, area: Rect) {
                     Some(Category::BlockingCall) => 'B',
                     Some(Category::TaskCpuSampled) => 'C',
                     Some(Category::RunQueueDelay) => 'r',
+                    Some(Category::LongPoll) => 'P',
                     None => '.',
                 })
                 .collect();

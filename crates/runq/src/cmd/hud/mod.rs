@@ -47,6 +47,12 @@ pub struct HudArgs {
     /// not the libraries they call.
     #[arg(long = "app-crate", value_name = "NAME")]
     pub app_crates: Vec<String>,
+    /// Time every poll of the target's tasks with uprobes on Tokio's task
+    /// poll (`tokio::runtime::task::raw::poll`), and report each poll that
+    /// ran on CPU longer than the threshold with its real length. Costs
+    /// about two uprobe hits per poll; needs the target's symbol table.
+    #[arg(long)]
+    pub exact_polls: bool,
     /// Report blocking longer than this.
     #[arg(long, default_value = "5ms", value_parser = parse_threshold)]
     pub threshold: Duration,
@@ -177,6 +183,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
         target_binary: args.target.clone(),
         unwind: args.unwind.into(),
         app_crates: args.app_crates.clone(),
+        exact_polls: args.exact_polls,
     };
     let stop = runq_kernel::signal::install().context("installing signal handlers")?;
     let session = if args.headless {
