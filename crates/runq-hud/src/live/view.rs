@@ -147,7 +147,7 @@ fn timeline(f: &mut Frame<'_>, app: &App, area: Rect) {
         .collect();
     let block = Block::new()
         .borders(Borders::ALL)
-        .title(" Timeline (B blocking, C on CPU, r run-queue) ");
+        .title(" Timeline (B blocking, C on CPU, r run-queue, P long poll) ");
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 
