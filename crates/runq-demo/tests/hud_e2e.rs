@@ -53,6 +53,10 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// How long a demo runs: long enough for every hud session of a test on a
+/// loaded host (each test kills its demo when it ends).
+const DEMO_LIFETIME: u32 = 60;
+
 /// Starts a demo binary for `secs` seconds; returns it and its pid.
 fn start(exe: &str, secs: u32) -> (Child, u32) {
     let mut demo = Command::new(exe);
@@ -120,7 +124,7 @@ fn mentions(b: &Value, name: &str) -> bool {
 /// hud on a demo binary names the four blockers in their categories and
 /// none of the spawn_blocking twins; returns the report.
 fn names_the_demo_blockers(runq: &Path, demo: &str) -> Value {
-    let (mut demo, pid) = start(demo, 12);
+    let (mut demo, pid) = start(demo, DEMO_LIFETIME);
     let (report, trace) = hud(runq, pid, 4, &[]);
     let _ = demo.kill();
     let _ = demo.wait();
@@ -211,7 +215,7 @@ fn forcing_frame_pointers_on_a_binary_without_them_warns() {
     let runq = runq_bin();
     let demo = demo_without_frame_pointers("runq-demo-tokio");
     let _one = shared();
-    let (mut child, pid) = start(demo.to_str().unwrap(), 8);
+    let (mut child, pid) = start(demo.to_str().unwrap(), DEMO_LIFETIME);
     let (report, _) = hud(&runq, pid, 3, &["--unwind".as_ref(), "fp".as_ref()]);
     let _ = child.kill();
     let _ = child.wait();
@@ -226,7 +230,7 @@ fn forcing_frame_pointers_on_a_binary_without_them_warns() {
 fn a_runtime_with_a_custom_name_is_found_by_its_stacks_or_its_prefix() {
     let runq = runq_bin();
     let _one = shared();
-    let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-named"), 10);
+    let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-named"), DEMO_LIFETIME);
     let (by_stacks, _) = hud(&runq, pid, 3, &[]);
     let (by_prefix, _) = hud(&runq, pid, 2, &["--workers".as_ref(), "svc".as_ref()]);
     let _ = demo.kill();
@@ -279,7 +283,7 @@ fn hud_mounts_tracefs_when_it_is_missing() {
         return;
     }
     assert!(!tracefs_at(TRACING));
-    let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), 6);
+    let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), DEMO_LIFETIME);
     let (report, _) = hud(&runq, pid, 1, &[]);
     let _ = control.kill();
     let _ = control.wait();
@@ -297,7 +301,7 @@ fn hud_mounts_tracefs_when_it_is_missing() {
 fn hud_finds_nothing_in_the_control() {
     let runq = runq_bin();
     let _one = shared();
-    let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), 10);
+    let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), DEMO_LIFETIME);
     let (report, _) = hud(&runq, pid, 3, &[]);
     let _ = control.kill();
     let _ = control.wait();
@@ -337,7 +341,7 @@ fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
         eprintln!("skipped: needs strip (binutils)");
         return;
     }
-    let (mut demo, pid) = start(stripped.to_str().unwrap(), 12);
+    let (mut demo, pid) = start(stripped.to_str().unwrap(), DEMO_LIFETIME);
     let (plain, _) = hud(&runq, pid, 3, &[]);
     let (with_target, _) = hud(
         &runq,
@@ -387,7 +391,7 @@ fn the_live_view_shows_the_blocker_and_quits_cleanly() {
         eprintln!("skipped: needs tmux");
         return;
     }
-    let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 20);
+    let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), DEMO_LIFETIME);
     let session = format!("runq-hud-e2e-{}", std::process::id());
     let cmd = format!(
         "{} hud --pid {pid}; echo HUD-EXIT=$?; sleep 30",
@@ -457,7 +461,7 @@ fn a_service_built_with_cargo_defaults_is_blamed_on_its_own_functions() {
     let runq = runq_bin();
     let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
     let _one = shared();
-    let (mut child, pid) = start(service.to_str().unwrap(), 12);
+    let (mut child, pid) = start(service.to_str().unwrap(), DEMO_LIFETIME);
     let (report, _) = hud(&runq, pid, 5, &[]);
     let _ = child.kill();
     let _ = child.wait();
@@ -508,7 +512,7 @@ fn exact_polls_time_the_long_polls_and_never_the_cooperative_ones() {
     let runq = runq_bin();
     let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
     let _one = shared();
-    let (child, pid) = start(service.to_str().unwrap(), 12);
+    let (child, pid) = start(service.to_str().unwrap(), DEMO_LIFETIME);
     let _child = KillOnDrop(child);
     let (report, _) = hud(&runq, pid, 5, &[OsStr::new("--exact-polls")]);
     assert_eq!(report["poll_timing"]["method"], "exact", "{report:#}");
@@ -547,7 +551,7 @@ fn exact_polls_find_no_long_poll_in_cooperative_code() {
     let busy = runq_testkit::workspace_bin("runq-demo", "runq-demo-busy");
     let _one = shared();
     let mut busy = Command::new(&busy);
-    busy.args(["12", "4"]);
+    busy.args([DEMO_LIFETIME.to_string().as_str(), "4"]);
     let (child, pid) = start_command(busy);
     let _child = KillOnDrop(child);
     // The pid is printed before the runtime starts its 4 workers.
@@ -606,7 +610,10 @@ fn run_queue_waits_name_the_cpu_holder_and_the_victims_function() {
         c.args(["-c", "0"]).args(args);
         c
     };
-    let (mut child, pid) = start_command(taskset(&[service.to_str().unwrap(), "12"]));
+    let (mut child, pid) = start_command(taskset(&[
+        service.to_str().unwrap(),
+        &DEMO_LIFETIME.to_string(),
+    ]));
     let hog = KillOnDrop(
         taskset(&["nice", "-n", "-19", "yes"])
             .stdout(Stdio::null())

@@ -60,9 +60,9 @@ fn a_root_run_reports_the_host_run_queues_and_judges_them() {
 /// Two nice -19 spinners and a nice-0 one pinned to CPU 0: the nice-0
 /// one gets ~0.7% of the CPU and waits hundreds of ms at a time. The
 /// host's longest runnable wait is measured (BPF, as root), ≥ 1 ms, and
-/// names one of the run's workers, or a task that waited for the same
-/// CPU 0 (a per-CPU kernel thread queues behind the same spinners); a
-/// `max_runnable_wait_ms` of 1 FAILs naming that task and CPU.
+/// names a task (on a quiet host one of the run's workers or a CPU-0 task;
+/// on a busy one any of the host's); a `max_runnable_wait_ms` of 1 FAILs
+/// naming that task and CPU.
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_root_run_measures_the_longest_runnable_wait_behind_pinned_hogs() {
@@ -94,14 +94,14 @@ fn a_root_run_measures_the_longest_runnable_wait_behind_pinned_hogs() {
     assert!(wait["waits"].as_u64().unwrap() > 0, "{wait}");
     assert!(wait["mean_ns"].as_u64().unwrap() <= longest, "{wait}");
     assert!(wait["at_ns"].as_u64().unwrap() <= 3_000_000_000, "{wait}");
-    let tids: Vec<u64> = doc["reports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["tid"].as_u64().unwrap())
-        .collect();
+    // On a quiet host the longest wait is the victim's or a CPU-0 task's;
+    // on a busy one it may be any task of the host (a `yes` loop behind
+    // another one on CPU 1, say): the figure is host-wide.
     let (pid, cpu) = (wait["pid"].as_u64().unwrap(), wait["cpu"].as_u64().unwrap());
-    assert!(tids.contains(&pid) || cpu == 0, "{wait} (workers {tids:?})");
+    assert!(
+        pid > 0 && !wait["comm"].as_str().unwrap().is_empty(),
+        "{wait}"
+    );
     let check = doc["checks"]
         .as_array()
         .unwrap()
