@@ -1,11 +1,12 @@
-//! runq's output layer, shared by every tool: the envelope every JSON
-//! document carries (`tool`, `schema_version`), the table printer, units
-//! and human durations, medians, "did you mean" suggestions, and plain-text
-//! layout.
+//! runq's output layer, shared by every tool: stdout that ends quietly on
+//! a closed pipe, the envelope every JSON document carries (`tool`,
+//! `schema_version`), the table printer, units and human durations,
+//! medians, "did you mean" suggestions, and plain-text layout.
 
 pub mod duration;
 mod edit;
 pub mod json;
+pub mod output;
 pub mod serde_ns;
 pub mod stats;
 pub mod table;

@@ -45,7 +45,7 @@ fn parse_cli() -> Result<cli::Cli, ExitCode> {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
         let args: Vec<String> = std::env::args().skip(1).collect();
-        output::eprint_line(&format!("runq: {} (see --help)", usage_line(&e, &args)));
+        runq_common::output::eprint_line(&format!("runq: {} (see --help)", usage_line(&e, &args)));
         ExitCode::from(2)
     })
 }

@@ -1,5 +1,6 @@
 //! `runq completions SHELL`: shell completion scripts.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::CommandFactory;
@@ -19,6 +20,7 @@ pub fn execute(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut cmd = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "runq", &mut script);
-    crate::output::write_stdout_bytes(&script);
+    let mut out = runq_common::output::Stdout::new();
+    out.write_all(&script).and_then(|()| out.flush())?;
     Ok(ExitCode::SUCCESS)
 }

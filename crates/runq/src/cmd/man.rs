@@ -26,10 +26,9 @@ pub fn execute(args: ManArgs) -> anyhow::Result<ExitCode> {
     let page = page_for(&args.command)?;
     let mut roff = Vec::new();
     render(page, &mut roff)?;
-    match std::io::stdout().lock().write_all(&roff) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        other => other.map(|()| ExitCode::SUCCESS).map_err(Into::into),
-    }
+    let mut out = runq_common::output::Stdout::new();
+    out.write_all(&roff).and_then(|()| out.flush())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The command at `path` below runq, named for its page (`runq-ctprof-

@@ -157,8 +157,8 @@ pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
     let s = summarize(&snap, &args.output, bytes);
     if args.json {
         let doc = crate::json::document("runq ctprof capture", &s);
-        return super::emit(&(serde_json::to_string_pretty(&doc)? + "\n"))
-            .map(|_| ExitCode::SUCCESS);
+        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
     }
     let mut out = format!(
         "wrote {}: {} threads in {} processes, {} cgroups, {} bytes ({:.0} B/thread), captured in {:.1} ms\n",
@@ -181,6 +181,6 @@ pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    super::emit(&out)?;
+    crate::out!("{out}");
     Ok(ExitCode::SUCCESS)
 }

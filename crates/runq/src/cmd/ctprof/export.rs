@@ -104,11 +104,8 @@ pub fn execute(args: ExportArgs) -> anyhow::Result<ExitCode> {
         Some(out) => write_atomic(out, &buf, Replace::OwnFile)
             .with_context(|| format!("writing {}", out.display()))?,
         None => {
-            let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(&buf).and_then(|_| stdout.flush()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                r => r?,
-            }
+            let mut stdout = runq_common::output::Stdout::new();
+            stdout.write_all(&buf).and_then(|_| stdout.flush())?;
         }
     }
     Ok(ExitCode::SUCCESS)

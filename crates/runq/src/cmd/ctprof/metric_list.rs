@@ -57,10 +57,10 @@ pub fn execute(args: MetricListArgs) -> anyhow::Result<ExitCode> {
     let list = entries();
     if args.json {
         let doc = crate::json::listing("runq ctprof metric-list", "metrics", &list);
-        super::emit(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    super::emit(&render(&list))?;
+    crate::out!("{}", render(&list));
     Ok(ExitCode::SUCCESS)
 }
 

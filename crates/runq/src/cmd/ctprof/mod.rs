@@ -59,14 +59,3 @@ pub fn execute(args: CtprofArgs) -> anyhow::Result<ExitCode> {
         CtprofCommand::MetricList(a) => metric_list::execute(a),
     }
 }
-
-/// Writes `text` to stdout; a reader that went away (`| head`) is not an
-/// error.
-pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r?),
-    }
-}

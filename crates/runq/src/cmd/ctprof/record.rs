@@ -104,13 +104,13 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let quiet = args.json;
     let sum = record(&opts, interrupt, |path, bytes| {
         if !quiet {
-            let _ = super::emit(&format!("wrote {} ({bytes} bytes)\n", path.display()));
+            crate::outln!("wrote {} ({bytes} bytes)", path.display());
         }
     })
     .context("recording")?;
     if args.json {
         let doc = crate::json::document("runq ctprof record", &sum);
-        super::emit(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut out =
@@ -126,6 +126,6 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = &sum.exits_unavailable {
         out.push_str(&format!("exited threads not counted: {why}\n"));
     }
-    super::emit(&out)?;
+    crate::out!("{out}");
     Ok(ExitCode::SUCCESS)
 }

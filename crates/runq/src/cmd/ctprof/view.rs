@@ -150,8 +150,7 @@ pub fn print_view(
     args: &ViewArgs,
 ) -> anyhow::Result<()> {
     use std::io::Write;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(runq_common::output::Stdout::new());
     let result = if args.json {
         let tool = if compare {
             "runq ctprof compare"
@@ -165,10 +164,7 @@ pub fn print_view(
         let color = crate::style::color_enabled();
         runq_ctprof::render::render_to(view, compare, &args.columns, color, &mut out)
     };
-    match result.and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r?),
-    }
+    Ok(result.and_then(|_| out.flush())?)
 }
 
 #[cfg(test)]
