@@ -43,7 +43,7 @@ pub struct FairWorker {
     /// CPU time it got, ns.
     pub cpu_ns: u64,
     /// Its tid, for messages.
-    pub tid: i32,
+    pub tid: u32,
 }
 
 /// Everything the check needs, independent of how it was measured.
@@ -211,7 +211,7 @@ pub fn group_shares(m: &FairModel) -> Vec<FairShare> {
 
 /// Within group `g`: the worker that got least of its fair part of the
 /// group's own CPU (equal weights, capped by demand), as (tid, share).
-pub fn worst_worker(m: &FairModel, g: usize) -> Option<(i32, FairShare)> {
+pub fn worst_worker(m: &FairModel, g: usize) -> Option<(u32, FairShare)> {
     let window = m.window_ns.max(1) as f64;
     let mine: Vec<&FairWorker> = m.workers.iter().filter(|w| w.group == g).collect();
     if mine.len() < 2 {

@@ -24,7 +24,7 @@ fn workers(group: usize, entity: usize, n: usize, demand: f64, got: f64) -> Vec<
             weight: 1.0,
             demand,
             cpu_ns: (got * SEC as f64) as u64,
-            tid: (group * 100 + i) as i32,
+            tid: (group * 100 + i) as u32,
         })
         .collect()
 }

@@ -131,13 +131,8 @@ impl WorkerSetup {
         }
         if let Some(n) = self.nice {
             // SAFETY: setpriority on the calling thread.
-            let rc = unsafe {
-                libc::setpriority(
-                    libc::PRIO_PROCESS,
-                    runq_kernel::clock::gettid() as libc::id_t,
-                    n,
-                )
-            };
+            let rc =
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, runq_kernel::clock::gettid(), n) };
             if rc != 0 {
                 errors.push(format!("nice {n}: {}", std::io::Error::last_os_error()));
             }

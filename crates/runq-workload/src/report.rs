@@ -69,7 +69,7 @@ impl std::fmt::Display for WorkerExitInfo {
 #[serde(default)]
 pub struct WorkerReport {
     /// Thread id of the worker (its pid in process mode).
-    pub tid: i32,
+    pub tid: u32,
     /// Work units done (the unit depends on the work type).
     pub work_units: u64,
     /// CPU time of the worker's loop, in ns.
@@ -150,7 +150,7 @@ pub struct WorkerReport {
 
 impl WorkerReport {
     /// The report the parent synthesises for a worker that sent none.
-    pub fn sentinel(tid: i32, group_idx: usize, exit_info: WorkerExitInfo) -> Self {
+    pub fn sentinel(tid: u32, group_idx: usize, exit_info: WorkerExitInfo) -> Self {
         WorkerReport {
             tid,
             group_idx,

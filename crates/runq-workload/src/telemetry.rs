@@ -65,7 +65,7 @@ impl Telemetry {
         let start_wall_ns = monotonic_ns();
         let start_ns = now_ns();
         let cpu = current_cpu();
-        let seed = start_ns ^ (u64::from(runq_kernel::clock::gettid().unsigned_abs()) << 32);
+        let seed = start_ns ^ (u64::from(runq_kernel::clock::gettid()) << 32);
         Telemetry {
             start_wall_ns,
             start_ns,

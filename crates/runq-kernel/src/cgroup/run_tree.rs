@@ -156,7 +156,7 @@ impl RunCgroups {
     }
 
     /// Moves process `pid` into group `idx` in every hierarchy.
-    pub fn place(&self, idx: usize, pid: i32) -> Result<(), CgroupError> {
+    pub fn place(&self, idx: usize, pid: u32) -> Result<(), CgroupError> {
         for (_, dir) in &self.groups[idx].dirs {
             write_file(&dir.join("cgroup.procs"), &pid.to_string())?;
         }
@@ -165,7 +165,7 @@ impl RunCgroups {
 
     /// Moves thread `tid` into group `idx` (v2 threaded mode is not used, so
     /// this only works on v1 hierarchies and is best-effort elsewhere).
-    pub fn place_thread(&self, idx: usize, tid: i32) -> Result<(), CgroupError> {
+    pub fn place_thread(&self, idx: usize, tid: u32) -> Result<(), CgroupError> {
         for (h, dir) in &self.groups[idx].dirs {
             if !h.is_v2() {
                 write_file(&dir.join("tasks"), &tid.to_string())?;

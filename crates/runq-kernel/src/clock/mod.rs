@@ -45,9 +45,10 @@ pub fn current_cpu() -> usize {
 }
 
 /// The caller's thread id.
-pub fn gettid() -> i32 {
+pub fn gettid() -> u32 {
     // SAFETY: no preconditions.
-    unsafe { libc::gettid() }
+    let tid = unsafe { libc::gettid() };
+    tid as u32 // a tid is positive
 }
 
 #[cfg(test)]

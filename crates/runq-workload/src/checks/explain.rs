@@ -39,7 +39,7 @@ pub(super) fn explain(name: &str, o: &Observed<'_>) -> Option<String> {
 /// Which workers died or did no work, and how: one entry per way, a
 /// single worker by its tid, several as a count.
 fn stuck(o: &Observed<'_>) -> Option<String> {
-    let mut ways: Vec<(String, Vec<i32>)> = Vec::new();
+    let mut ways: Vec<(String, Vec<u32>)> = Vec::new();
     for r in o.all {
         let how = match &r.exit_info {
             Some(how) => how.to_string(),

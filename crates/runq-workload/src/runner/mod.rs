@@ -308,7 +308,7 @@ impl<'s> LiveRun<'s> {
     }
 
     /// Places one worker in its group's cgroup (if it has one).
-    fn place(&mut self, pid: i32, group_idx: usize) -> Result<(), String> {
+    fn place(&mut self, pid: u32, group_idx: usize) -> Result<(), String> {
         let (Some(run), Some(name)) = (&mut self.cgroups, &self.scn.groups[group_idx].cgroup)
         else {
             return Ok(());

@@ -143,7 +143,7 @@ pub struct SchedulerRun {
     /// The command that was started.
     pub command: String,
     /// Its pid (the watchdog's target).
-    pub pid: i32,
+    pub pid: u32,
     /// From its start until it was ready, ms.
     pub ready_ms: u64,
     /// How it ended: stopped after the run (`exited with status 0 after

@@ -54,15 +54,15 @@ pub struct SchedulerProc {
     /// When the spawn began: readiness and its delay count from here.
     spawned_at: Instant,
     /// The pid, kept after the process is reaped.
-    pid: i32,
+    pid: u32,
 }
 
 /// Runs in the forked child before exec.
-fn child_setup(parent: libc::pid_t) -> io::Result<()> {
+fn child_setup(parent: u32) -> io::Result<()> {
     // SAFETY: prctl, getppid and signal are async-signal-safe.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-        if libc::getppid() != parent {
+        if libc::getppid() != parent as libc::pid_t {
             return Err(io::Error::other("runq exited before the scheduler started"));
         }
         // Dispositions runq's own parent may have set to ignore.
@@ -99,8 +99,7 @@ impl SchedulerProc {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
+        let parent = std::process::id();
         // SAFETY: child_setup only makes async-signal-safe calls.
         unsafe { cmd.pre_exec(move || child_setup(parent)) };
         let failed = |e: io::Error| {
@@ -110,7 +109,7 @@ impl SchedulerProc {
         // first lines before spawn() returns to a busy parent.
         let spawned_at = Instant::now();
         let mut child = cmd.spawn().map_err(failed)?;
-        let pid = child.id() as i32;
+        let pid = child.id();
         let (out, err) = (child.stdout.take(), child.stderr.take());
         let mut proc = SchedulerProc {
             child: Some(child),
@@ -221,7 +220,7 @@ impl SchedulerProc {
     }
 
     /// The scheduler's pid (the watchdog's target).
-    pub fn pid(&self) -> i32 {
+    pub fn pid(&self) -> u32 {
         self.pid
     }
 
@@ -253,7 +252,7 @@ impl SchedulerProc {
     fn reap(&mut self) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         // SAFETY: signalling the process group we created.
-        unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+        unsafe { libc::killpg(child.id() as libc::pid_t, libc::SIGKILL) };
         child.wait().ok()
     }
 
@@ -289,7 +288,7 @@ impl SchedulerProc {
     /// 2 s, SIGKILL after 1 s more; reaps it and says how it ended, e.g.
     /// `exited with status 0 after runq sent SIGINT`.
     pub fn shutdown(mut self) -> String {
-        let Some(pgid) = self.child.as_ref().map(|c| c.id() as i32) else {
+        let Some(pgid) = self.child.as_ref().map(|c| c.id() as libc::pid_t) else {
             return "had already exited".into();
         };
         let mut sent = Vec::new();
@@ -355,7 +354,7 @@ mod tests {
 
     /// True when `pid` is gone or a zombie (within 1 s: SIGKILL is
     /// delivered asynchronously).
-    fn gone(pid: i32) -> bool {
+    fn gone(pid: u32) -> bool {
         let end = Instant::now() + Duration::from_secs(1);
         loop {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -379,7 +378,7 @@ mod tests {
         let t0 = Instant::now();
         assert!(s.check_death(t0).is_none());
         // SAFETY: signalling our own child.
-        unsafe { libc::kill(s.pid(), libc::SIGUSR2) };
+        unsafe { libc::kill(s.pid() as libc::pid_t, libc::SIGUSR2) };
         let death = loop {
             if let Some(d) = s.check_death(t0) {
                 break d;
@@ -416,7 +415,7 @@ mod tests {
         let cmd = "sh -c 'trap \"\" INT; sleep 1000 & echo $!; echo ready; wait'";
         let s = SchedulerProc::start(&spec(cmd, Readiness::Pattern("^ready".into())), &no).unwrap();
         let out = s.stdout.snapshot();
-        let child: i32 = out.excerpt()[0].parse().unwrap();
+        let child: u32 = out.excerpt()[0].parse().unwrap();
         let (pid, t0) = (s.pid(), Instant::now());
         assert!(std::path::Path::new(&format!("/proc/{child}")).exists());
         let how = s.shutdown();

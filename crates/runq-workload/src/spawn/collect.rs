@@ -10,7 +10,7 @@ use crate::report::{WorkerExitInfo, WorkerReport};
 /// One forked worker, seen from the parent.
 #[derive(Debug)]
 pub(super) struct ProcWorker {
-    pub(super) pid: i32,
+    pub(super) pid: u32,
     pub(super) group_idx: usize,
     /// Spawn-order index among the handle's process workers.
     pub(super) index: usize,
@@ -24,7 +24,7 @@ pub(super) struct ProcWorker {
 }
 
 impl ProcWorker {
-    pub(super) fn new(pid: i32, group_idx: usize, start_tx: OwnedFd, report_rx: OwnedFd) -> Self {
+    pub(super) fn new(pid: u32, group_idx: usize, start_tx: OwnedFd, report_rx: OwnedFd) -> Self {
         ProcWorker {
             pid,
             group_idx,
@@ -51,13 +51,13 @@ impl ProcWorker {
     /// (the collect path reaps it and reads its exit shape).
     pub(super) fn kill_and_wait_dead(&self) {
         // SAFETY: killing our own unreaped child.
-        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGKILL) };
         loop {
             // SAFETY: a zeroed siginfo_t is a valid out-buffer.
             let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
             let flags = libc::WEXITED | libc::WNOWAIT;
             // SAFETY: waitid on our own child without reaping it.
-            let rc = unsafe { libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, flags) };
+            let rc = unsafe { libc::waitid(libc::P_PID, self.pid, &mut info, flags) };
             if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
                 return;
             }
@@ -72,7 +72,7 @@ pub(super) fn stop_and_collect(
 ) -> Vec<WorkerReport> {
     for w in &workers {
         // SAFETY: signalling our own child.
-        unsafe { libc::kill(w.pid, libc::SIGUSR1) };
+        unsafe { libc::kill(w.pid as libc::pid_t, libc::SIGUSR1) };
     }
     read_reports(&mut workers, deadline);
     reap(&mut workers, deadline);
@@ -83,7 +83,7 @@ pub(super) fn stop_and_collect(
 pub(super) fn kill_and_reap(workers: &mut [ProcWorker]) {
     for w in workers.iter().filter(|w| w.status.is_none()) {
         // SAFETY: killing our own unreaped child.
-        unsafe { libc::kill(w.pid, libc::SIGKILL) };
+        unsafe { libc::kill(w.pid as libc::pid_t, libc::SIGKILL) };
     }
     for w in workers.iter_mut().filter(|w| w.status.is_none()) {
         w.status = try_wait(w.pid, true);
@@ -220,7 +220,7 @@ fn reap(workers: &mut [ProcWorker], deadline: Instant) {
     // would have to be scheduled among the others still spinning.
     for w in workers.iter().filter(|w| w.status.is_none()) {
         // SAFETY: killing our own unreaped child.
-        unsafe { libc::kill(w.pid, libc::SIGKILL) };
+        unsafe { libc::kill(w.pid as libc::pid_t, libc::SIGKILL) };
     }
     for w in workers.iter_mut().filter(|w| w.status.is_none()) {
         let _ = try_wait(w.pid, true);
@@ -231,13 +231,13 @@ fn reap(workers: &mut [ProcWorker], deadline: Instant) {
 
 /// `waitpid`: how the worker ended once it is reaped (or why it could not
 /// be waited for), `None` while it still runs (non-blocking mode).
-fn try_wait(pid: i32, block: bool) -> Option<WorkerExitInfo> {
+fn try_wait(pid: u32, block: bool) -> Option<WorkerExitInfo> {
     let mut status = 0;
     loop {
         let flags = if block { 0 } else { libc::WNOHANG };
         // SAFETY: status is a valid out-pointer.
-        let rc = unsafe { libc::waitpid(pid, &mut status, flags) };
-        if rc == pid {
+        let rc = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, flags) };
+        if rc == pid as libc::pid_t {
             return Some(exit_shape(status));
         }
         if rc == 0 {

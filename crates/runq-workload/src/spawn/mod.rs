@@ -36,7 +36,7 @@ use threads::ThreadWorkers;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkerId {
     /// pid of a process worker, tid of a thread worker.
-    pub id: i32,
+    pub id: u32,
     /// The worker's group.
     pub group_idx: usize,
     /// True for thread-mode workers.
@@ -77,7 +77,7 @@ impl WorkloadHandle {
     }
 
     /// True when the armed fault fires at `step` for process worker `pid`.
-    pub fn fault_hits(&self, step: FaultStep, pid: i32) -> bool {
+    pub fn fault_hits(&self, step: FaultStep, pid: u32) -> bool {
         self.procs
             .iter()
             .find(|w| w.pid == pid)
@@ -116,8 +116,7 @@ impl WorkloadHandle {
         if spec.clone_mode == CloneMode::Thread {
             return self.threads.spawn_group(spec, prepared);
         }
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
+        let parent = std::process::id();
         let mut forked = Ok(());
         for idx in 0..spec.workers {
             // SIGINT/SIGTERM (runq_kernel::signal) stop the forking at once:
@@ -150,7 +149,7 @@ impl WorkloadHandle {
         spec: &WorkSpec,
         prepared: Option<&mut (dyn PreparedWork + 'static)>,
         idx: usize,
-        parent: i32,
+        parent: u32,
     ) -> io::Result<()> {
         let index = self.forked;
         if Fault::hits(self.fault, FaultStep::Fork, index) {
@@ -195,6 +194,7 @@ impl WorkloadHandle {
             unsafe { libc::_exit(code) };
         }
         drop((start_rx, report_tx));
+        let pid = pid as u32; // the parent side: positive
         let mut w = ProcWorker::new(pid, spec.group_idx, start_tx, report_rx);
         w.index = index;
         self.procs.push(w);
@@ -213,7 +213,7 @@ impl WorkloadHandle {
     }
 
     /// `(pid, group_idx)` of every process worker.
-    pub fn pids(&self) -> Vec<(i32, usize)> {
+    pub fn pids(&self) -> Vec<(u32, usize)> {
         self.procs.iter().map(|w| (w.pid, w.group_idx)).collect()
     }
 
@@ -230,7 +230,7 @@ impl WorkloadHandle {
                 // Reaped with the others at collection; not waited for
                 // here, one at a time among the released workers.
                 // SAFETY: killing our own unreaped child.
-                unsafe { libc::kill(w.pid, libc::SIGKILL) };
+                unsafe { libc::kill(w.pid as libc::pid_t, libc::SIGKILL) };
                 w.start_error = Some("interrupted before the start".into());
                 continue;
             }
@@ -244,7 +244,7 @@ impl WorkloadHandle {
 
     /// Gives up on process worker `pid` before it starts: SIGKILLs it and
     /// records `why` for its sentinel report.
-    pub fn fail_worker(&mut self, pid: i32, why: String) {
+    pub fn fail_worker(&mut self, pid: u32, why: String) {
         if let Some(w) = self.procs.iter_mut().find(|w| w.pid == pid) {
             w.kill_and_wait_dead();
             w.start_error = Some(why);
@@ -312,7 +312,7 @@ struct Child {
     /// Index in its group.
     idx: usize,
     /// The runq process.
-    parent: i32,
+    parent: u32,
     /// Injected fault: die where the first iteration would begin.
     die_first: bool,
     /// SIGUSR1 and SIGINT, blocked across the fork until the handlers are
@@ -333,7 +333,7 @@ fn child_main(
     // SAFETY: prctl/getppid have no memory preconditions.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-        if libc::getppid() != parent {
+        if libc::getppid() != parent as libc::pid_t {
             return 1; // the parent died before the death signal was armed
         }
     }

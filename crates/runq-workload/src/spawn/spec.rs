@@ -85,7 +85,7 @@ impl From<WorkType> for Work {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Watchdog {
     /// The scheduler process to signal.
-    pub scheduler_pid: i32,
+    pub scheduler_pid: u32,
     /// Stall threshold, ns (2 s by default).
     pub stuck_ns: u64,
 }

@@ -26,7 +26,7 @@ unsafe impl Send for SendBody {}
 type Outcome = (usize, Result<WorkerReport, String>);
 
 struct Slot {
-    tid: i32,
+    tid: u32,
     group_idx: usize,
     start: Option<SyncSender<()>>,
     result: Option<Result<WorkerReport, String>>,
@@ -126,7 +126,7 @@ impl ThreadWorkers {
         for s in &mut self.slots {
             s.start = None; // a waiting thread sees the channel close
                             // SAFETY: as above.
-            unsafe { libc::syscall(libc::SYS_tgkill, pid, s.tid, libc::SIGUSR1) };
+            unsafe { libc::syscall(libc::SYS_tgkill, pid, s.tid as libc::pid_t, libc::SIGUSR1) };
         }
     }
 

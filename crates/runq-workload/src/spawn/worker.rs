@@ -14,7 +14,7 @@ fn worker_seed(spec: &WorkSpec, idx: usize) -> u64 {
     runq_kernel::clock::monotonic_ns()
         ^ ((spec.group_idx as u64) << 48)
         ^ ((idx as u64) << 32)
-        ^ u64::from(runq_kernel::clock::gettid().unsigned_abs())
+        ^ u64::from(runq_kernel::clock::gettid())
 }
 
 /// The iterations themselves, until STOP or a lost partner. Generic, so
@@ -33,7 +33,7 @@ pub(crate) fn iterate_until_stop<B: WorkerBody + ?Sized>(
         if let Some(w) = watchdog {
             if unplanned > w.stuck_ns {
                 // SAFETY: kill(2) with a pid we were given.
-                unsafe { libc::kill(w.scheduler_pid, libc::SIGUSR2) };
+                unsafe { libc::kill(w.scheduler_pid as libc::pid_t, libc::SIGUSR2) };
                 watchdog = None; // once per worker
             }
         }

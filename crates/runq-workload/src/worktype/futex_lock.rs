@@ -70,7 +70,7 @@ impl<'a> FutexLock<'a> {
     }
 
     fn lock_pi(&self) -> Option<u64> {
-        let tid = gettid() as u32;
+        let tid = gettid();
         if self
             .word
             .compare_exchange(0, tid, Ordering::Acquire, Ordering::Relaxed)
@@ -90,7 +90,7 @@ impl<'a> FutexLock<'a> {
     }
 
     fn unlock_pi(&self) {
-        let tid = gettid() as u32;
+        let tid = gettid();
         if self
             .word
             .compare_exchange(tid, 0, Ordering::Release, Ordering::Relaxed)

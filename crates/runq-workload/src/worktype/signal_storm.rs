@@ -92,11 +92,9 @@ impl Body {
         // SAFETY: a valid set; changes only this thread's mask.
         unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &self.set, std::ptr::null_mut()) };
         let me = self.side(self.side);
-        // SAFETY: getpid has no preconditions.
-        me.tgid()
-            .store(unsafe { libc::getpid() } as u32, Ordering::Relaxed);
+        me.tgid().store(std::process::id(), Ordering::Relaxed);
         me.tid()
-            .store(runq_kernel::clock::gettid() as u32, Ordering::Release);
+            .store(runq_kernel::clock::gettid(), Ordering::Release);
         self.ready = true;
     }
 

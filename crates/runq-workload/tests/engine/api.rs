@@ -50,7 +50,7 @@ fn custom(name: &'static str, run: fn(&CustomContext) -> WorkerReport, n: usize)
 fn custom_process_workers_report_what_their_function_returns() {
     let reports = run_for(&[custom("counter", counting_worker, 2)]);
     assert_eq!(reports.len(), 2);
-    let me = std::process::id() as i32;
+    let me = std::process::id();
     for r in &reports {
         assert!(r.completed, "{r:?}");
         assert_eq!(r.group_idx, 1);
@@ -93,8 +93,8 @@ fn thread_mode_workers_and_panics() {
     let reports = run_for(&[spin, pipes, boom]);
     assert_eq!(reports.len(), 5);
 
-    let me = std::process::id() as i32;
-    let tids: std::collections::BTreeSet<i32> = reports.iter().map(|r| r.tid).collect();
+    let me = std::process::id();
+    let tids: std::collections::BTreeSet<u32> = reports.iter().map(|r| r.tid).collect();
     assert_eq!(tids.len(), 5, "every thread has its own tid: {tids:?}");
     assert!(!tids.contains(&me));
 

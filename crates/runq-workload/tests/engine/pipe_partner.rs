@@ -8,7 +8,7 @@ use runq_workload::checks::{verdict, CheckConfig, Verdict};
 use runq_workload::{WorkSpec, WorkType, WorkerExitInfo, WorkloadHandle};
 
 /// utime + stime of `pid`, in clock ticks.
-fn cpu_ticks(pid: i32) -> Option<u64> {
+fn cpu_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_comm = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = after_comm.split_whitespace().collect();
@@ -17,7 +17,7 @@ fn cpu_ticks(pid: i32) -> Option<u64> {
 
 /// Waits until `pid` uses no CPU over a 300 ms window (it stopped
 /// working); false if it is still burning CPU after `limit`.
-fn goes_quiet(pid: i32, limit: Duration) -> bool {
+fn goes_quiet(pid: u32, limit: Duration) -> bool {
     let end = Instant::now() + limit;
     while Instant::now() < end {
         let before = cpu_ticks(pid);
@@ -38,7 +38,7 @@ fn killing_one_side_of_a_pair_fails_the_verdict_naming_it() {
     let (survivor, victim) = (pids[0].0, pids[1].0);
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: killing our own child worker.
-    unsafe { libc::kill(victim, libc::SIGKILL) };
+    unsafe { libc::kill(victim as libc::pid_t, libc::SIGKILL) };
     assert!(
         goes_quiet(survivor, Duration::from_secs(30)),
         "the survivor kept running after its partner died"

@@ -41,7 +41,7 @@ impl StandIn {
 
     fn watchdog(&self) -> Watchdog {
         Watchdog {
-            scheduler_pid: self.child.id() as i32,
+            scheduler_pid: self.child.id(),
             stuck_ns: STUCK_NS,
         }
     }
@@ -178,10 +178,10 @@ fn a_worker_stopped_for_three_seconds_signals() {
     let pid = handle.pids()[0].0;
     std::thread::sleep(Duration::from_millis(200));
     // SAFETY: signals to our own child worker.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
     std::thread::sleep(Duration::from_secs(3));
     // SAFETY: as above.
-    unsafe { libc::kill(pid, libc::SIGCONT) };
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGCONT) };
     let seen = wait_until(Duration::from_secs(20), || sched.signals() > 0);
     let reports = handle.stop_and_collect(Duration::from_secs(10));
     assert!(seen, "a 3 s stall did not signal the scheduler");

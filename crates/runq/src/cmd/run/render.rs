@@ -169,7 +169,7 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
 /// One line per way workers were lost: a single worker by its tid, several
 /// that failed the same way as a count.
 fn lost_worker_lines(reports: &[WorkerReport]) -> Vec<String> {
-    let mut ways: Vec<(String, Vec<i32>)> = Vec::new();
+    let mut ways: Vec<(String, Vec<u32>)> = Vec::new();
     for r in reports {
         let Some(info) = &r.exit_info else { continue };
         let mut how = match info {
