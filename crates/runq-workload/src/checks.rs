@@ -22,7 +22,7 @@ pub struct CheckConfig {
     /// the scenario turns this off. Default: on.
     pub setup_applied: bool,
     /// Longest scheduling gap of any worker (time runnable without a CPU,
-    /// see [`crate::gap`]), ms. Default: 2000.
+    /// see `crate::gap`), ms. Default: 2000.
     pub max_gap_ms: Option<u64>,
     /// Largest difference in off-CPU share between the workers of a group,
     /// percentage points. Default: 50.
@@ -42,7 +42,7 @@ pub struct CheckConfig {
     /// worker value). Default: off.
     pub max_numa_pages_migrated: Option<u64>,
     /// Least share of its CPU entitlement each group (and each worker
-    /// within its group) must get, 0..=1; see [`crate::fairness`].
+    /// within its group) must get, 0..=1; see `crate::fairness`.
     /// Default: 0.5.
     pub min_fair_share: Option<f64>,
     /// Largest run-queue imbalance on the host (max − min `nr_running`

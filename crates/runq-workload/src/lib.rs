@@ -2,7 +2,7 @@
 //!
 //! Workers are `fork()`ed processes, each placed in its cgroup before it
 //! starts (two-phase start), stopped by SIGUSR1, and handing back a
-//! [`WorkerReport`] of telemetry through a pipe. [`runner::run_scenario`]
+//! [`WorkerReport`] of telemetry through a pipe. [`run_scenario`]
 //! drives a whole [`Scenario`]; [`results`] turns its outcomes into the
 //! saved document and [`compare`] judges two such documents.
 
@@ -10,28 +10,28 @@ pub mod capacity;
 pub mod catalog;
 pub mod checks;
 pub mod compare;
-pub mod fair_model;
-pub mod fairness;
-pub mod fault;
+mod fair_model;
+mod fairness;
+mod fault;
 pub mod fd;
-pub mod gap;
+mod gap;
 pub mod placement;
-pub mod progress;
-pub mod report;
-pub mod reservoir;
+mod progress;
+mod report;
+mod reservoir;
 pub mod results;
-pub mod runner;
-pub mod scenario;
+mod runner;
+mod scenario;
 pub mod scenario_file;
 pub mod scheduler;
 pub mod series;
 pub mod shared;
-pub mod spawn;
+mod spawn;
 pub mod spin;
-pub mod stop;
-pub mod summary;
-pub mod telemetry;
-pub mod worktype;
+mod stop;
+mod summary;
+mod telemetry;
+mod worktype;
 
 pub use checks::{CheckConfig, CheckResult, Verdict};
 pub use fault::{Fault, FaultStep};
@@ -41,7 +41,5 @@ pub use runner::{run_scenario, CgroupMode, Placement, RunError, RunOptions, RunO
 pub use scenario::{
     CgroupSpec, GroupSpec, Scenario, ScenarioBuilder, ScenarioError, Step, StepAction,
 };
-pub use spawn::{
-    CloneMode, CustomContext, CustomWork, Watchdog, Work, WorkSpec, WorkerId, WorkloadHandle,
-};
+pub use spawn::{CloneMode, CustomContext, CustomWork, Watchdog, Work, WorkSpec, WorkloadHandle};
 pub use worktype::{WakeFigure, WorkType};

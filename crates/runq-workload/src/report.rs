@@ -86,7 +86,7 @@ pub struct WorkerReport {
     pub migrations: Vec<Migration>,
     /// The longest scheduling gap, in ms: the most time the worker spent
     /// runnable and not running within one 50 ms window (the kernel's
-    /// run delay; see [`crate::gap`]). Sleeps it planned are not gaps.
+    /// run delay; see `crate::gap`). Sleeps it planned are not gaps.
     pub max_gap_ms: u64,
     /// CPU the worker was on when the window of the longest gap closed.
     pub max_gap_cpu: usize,

@@ -85,8 +85,9 @@ impl Reservoir {
         }
     }
 
-    /// Observations offered so far, kept or not.
-    pub fn total(&self) -> u64 {
+    /// Observations offered so far, kept or not (tests read it).
+    #[cfg(test)]
+    pub(crate) fn total(&self) -> u64 {
         self.total
     }
 

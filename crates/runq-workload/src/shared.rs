@@ -47,16 +47,6 @@ impl SharedRegion {
         // SAFETY: in range, aligned, and the memory lives as long as self.
         unsafe { &*(self.0.as_ptr().add(offset) as *const std::sync::atomic::AtomicU64) }
     }
-
-    /// Length in bytes.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// True when the region is empty (never, in practice).
-    pub fn is_empty(&self) -> bool {
-        self.0.len() == 0
-    }
 }
 
 /// One shared `AtomicU32`, resolved once: the handle holds the region, so

@@ -24,7 +24,6 @@ use crate::series::sampler::Sampler;
 use crate::series::RunSeries;
 use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
 use crate::summary::GroupSummary;
-pub use host::sched_ext_ready;
 use host::{start_scheduler, stop_scheduler, watchdog_for};
 use judge::{alive_check, final_verdict, judge};
 

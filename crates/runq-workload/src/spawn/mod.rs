@@ -34,7 +34,7 @@ use threads::ThreadWorkers;
 
 /// A started (or startable) worker, as the caller sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WorkerId {
+pub(crate) struct WorkerId {
     /// pid of a process worker, tid of a thread worker.
     pub id: u32,
     /// The worker's group.
@@ -71,13 +71,13 @@ impl WorkloadHandle {
         Ok(handle)
     }
 
-    /// Arms a fault for the start-up path (see [`crate::fault`]).
-    pub fn inject_fault(&mut self, fault: Option<Fault>) {
+    /// Arms a fault for the start-up path (see `crate::fault`).
+    pub(crate) fn inject_fault(&mut self, fault: Option<Fault>) {
         self.fault = fault;
     }
 
     /// True when the armed fault fires at `step` for process worker `pid`.
-    pub fn fault_hits(&self, step: FaultStep, pid: u32) -> bool {
+    pub(crate) fn fault_hits(&self, step: FaultStep, pid: u32) -> bool {
         self.procs
             .iter()
             .find(|w| w.pid == pid)
@@ -92,7 +92,7 @@ impl WorkloadHandle {
     /// group, and a fork for another handle (another thread) in that window
     /// would copy them into a foreign child, so a dead partner's pipe
     /// would never read EOF.
-    pub fn add_group(&mut self, spec: &WorkSpec) -> io::Result<()> {
+    pub(crate) fn add_group(&mut self, spec: &WorkSpec) -> io::Result<()> {
         static ONE_GROUP_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _forking = ONE_GROUP_AT_A_TIME
             .lock()
@@ -203,7 +203,7 @@ impl WorkloadHandle {
     }
 
     /// Every worker, in spawn order (processes first, then threads).
-    pub fn workers(&self) -> Vec<WorkerId> {
+    pub(crate) fn workers(&self) -> Vec<WorkerId> {
         let procs = self.procs.iter().map(|w| WorkerId {
             id: w.pid,
             group_idx: w.group_idx,
@@ -244,7 +244,7 @@ impl WorkloadHandle {
 
     /// Gives up on process worker `pid` before it starts: SIGKILLs it and
     /// records `why` for its sentinel report.
-    pub fn fail_worker(&mut self, pid: u32, why: String) {
+    pub(crate) fn fail_worker(&mut self, pid: u32, why: String) {
         if let Some(w) = self.procs.iter_mut().find(|w| w.pid == pid) {
             w.kill_and_wait_dead();
             w.start_error = Some(why);
@@ -254,7 +254,7 @@ impl WorkloadHandle {
     /// Gives up on every process worker not yet started (an interrupt
     /// before the start): SIGKILLs them all, then reaps them, recording
     /// `why` for their sentinel reports.
-    pub fn abort_unstarted(&mut self, why: &str) {
+    pub(crate) fn abort_unstarted(&mut self, why: &str) {
         collect::kill_and_reap(&mut self.procs);
         for w in &mut self.procs {
             w.start_error = Some(why.to_string());
@@ -262,7 +262,7 @@ impl WorkloadHandle {
     }
 
     /// How many workers of group `group_idx` the handle holds.
-    pub fn group_size(&self, group_idx: usize) -> usize {
+    pub(crate) fn group_size(&self, group_idx: usize) -> usize {
         self.workers()
             .iter()
             .filter(|w| w.group_idx == group_idx)
@@ -270,7 +270,7 @@ impl WorkloadHandle {
     }
 
     /// Stops and collects only the workers of group `group_idx`.
-    pub fn stop_group(&mut self, group_idx: usize, timeout: Duration) -> Vec<WorkerReport> {
+    pub(crate) fn stop_group(&mut self, group_idx: usize, timeout: Duration) -> Vec<WorkerReport> {
         let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.procs)
             .into_iter()
             .partition(|w| w.group_idx == group_idx);

@@ -42,7 +42,6 @@ mod yield_heavy;
 
 pub use ranges::ParamRange;
 pub use registry::WorkType;
-pub use sequence::{Phase, PhaseKind};
 
 use std::path::Path;
 use std::{fmt, io};
