@@ -2,7 +2,8 @@
 //! goes away early (`runq … | head`): the first EPIPE closes stdout for
 //! the rest of the process, with no panic and no message, and later
 //! writes are no-ops, so a command still finishes its own cleanup. Any
-//! other write error closes it too and is reported once on stderr.
+//! other write error (a full disk) closes it too, is reported once on
+//! stderr, and makes the command fail ([`stdout_failed`]).
 
 use std::fmt;
 use std::io::{self, Write};
@@ -10,6 +11,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether stdout has been closed (a failed write) for this process.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a write to stdout failed with an error other than EPIPE.
+static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// True when a write to stdout failed with an error other than a closed
+/// pipe: the output is incomplete, and the command should not exit 0.
+pub fn stdout_failed() -> bool {
+    STDOUT_FAILED.load(Ordering::Relaxed)
+}
 
 /// Process stdout under the closed-pipe policy of this module. Every
 /// write and flush reports success: a failure only closes it.
@@ -24,7 +34,9 @@ impl Stdout {
 
     /// Runs `op` on the locked stdout under the policy.
     fn with(op: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
-        Quiet::new(io::stdout().lock(), &STDOUT_CLOSED, "stdout").run(op)
+        let mut quiet = Quiet::new(io::stdout().lock(), &STDOUT_CLOSED, "stdout");
+        quiet.failed = Some(&STDOUT_FAILED);
+        quiet.run(op)
     }
 }
 
@@ -62,6 +74,8 @@ struct Quiet<'a, W> {
     inner: W,
     closed: &'a AtomicBool,
     name: &'static str,
+    /// Set by an error other than EPIPE.
+    failed: Option<&'a AtomicBool>,
 }
 
 impl<'a, W: Write> Quiet<'a, W> {
@@ -70,6 +84,7 @@ impl<'a, W: Write> Quiet<'a, W> {
             inner,
             closed,
             name,
+            failed: None,
         }
     }
 
@@ -81,8 +96,13 @@ impl<'a, W: Write> Quiet<'a, W> {
         }
         if let Err(e) = op(&mut self.inner) {
             let first = !self.closed.swap(true, Ordering::Relaxed);
-            if first && e.kind() != io::ErrorKind::BrokenPipe {
-                eprint_line(&format!("runq: writing to {}: {e}", self.name));
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                if let Some(failed) = self.failed {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                if first {
+                    eprint_line(&format!("runq: writing to {}: {e}", self.name));
+                }
             }
         }
         Ok(())
@@ -108,6 +128,25 @@ mod tests {
     /// Writes `text` to `file` under the policy with `closed`.
     fn write(file: &File, closed: &AtomicBool, text: &str) -> io::Result<()> {
         Quiet::new(file, closed, "test").run(|w| w.write_all(text.as_bytes()))
+    }
+
+    #[test]
+    fn a_full_disk_fails_the_command_and_a_reader_that_left_does_not() {
+        let (failed, closed) = (AtomicBool::new(false), AtomicBool::new(false));
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        let mut quiet = Quiet::new(&full, &closed, "test");
+        quiet.failed = Some(&failed);
+        quiet
+            .run(|w| w.write_all(b"x").and_then(|()| w.flush()))
+            .unwrap();
+        assert!(failed.load(Ordering::Relaxed), "ENOSPC fails the command");
+        let (read, write_end) = pipe();
+        drop(read);
+        let (failed, closed) = (AtomicBool::new(false), AtomicBool::new(false));
+        let mut quiet = Quiet::new(&write_end, &closed, "test");
+        quiet.failed = Some(&failed);
+        quiet.run(|w| w.write_all(b"x")).unwrap();
+        assert!(!failed.load(Ordering::Relaxed), "EPIPE is a quiet end");
     }
 
     #[test]

@@ -89,8 +89,13 @@ fn main() -> ExitCode {
     };
     style::set_choice(cli.color);
     init_logging(cli.verbose);
-    match cmd::dispatch(cli) {
+    let code = match cmd::dispatch(cli) {
         Ok(code) => code,
         Err(err) => exit::report_error(&err),
+    };
+    // Output lost to a full disk (not a reader that left) is a failure.
+    if code == ExitCode::SUCCESS && runq_common::output::stdout_failed() {
+        return ExitCode::FAILURE;
     }
+    code
 }
