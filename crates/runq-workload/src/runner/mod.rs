@@ -180,11 +180,7 @@ fn setup_cgroups(
         Err(e) => return unplaced(e.to_string()),
     };
     let stale = cleanup_stale_runs(&layout);
-    let run_id = format!(
-        "{}-{}",
-        std::process::id(),
-        runq_kernel::clock::monotonic_ns() / 1_000_000
-    );
+    let run_id = next_run_id();
     let mut run = match RunCgroups::create(layout, &run_id) {
         Ok(run) => run,
         Err(e) if e.is_permission() && mode == CgroupMode::IfPermitted => {
@@ -508,4 +504,29 @@ fn drive_steps(
 
 fn elapsed_ns(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A run id unique on the host: the owner's pid (stale-run cleanup reads
+/// it), the time in ms, and the process's own count of runs, so that two
+/// runs a library user starts in the same millisecond get two trees.
+fn next_run_id() -> String {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!(
+        "{}-{}-{}",
+        std::process::id(),
+        runq_kernel::clock::monotonic_ns() / 1_000_000,
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    /// Two runs of one process in one millisecond still get two trees.
+    #[test]
+    fn run_ids_of_one_process_differ_and_lead_with_its_pid() {
+        let (a, b) = (super::next_run_id(), super::next_run_id());
+        assert_ne!(a, b);
+        let pid = std::process::id().to_string();
+        assert_eq!(a.split('-').next(), Some(pid.as_str()));
+    }
 }

