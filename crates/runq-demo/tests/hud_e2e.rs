@@ -17,18 +17,18 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use serde_json::Value;
 
 /// Held (shared) by every test that runs hud: sessions overlap, except
-/// with the ones that hold it alone ([`alone`]): the one that unmounts
-/// tracefs and the one whose CPU hog would starve the others.
+/// with the one that holds it alone ([`alone`]), whose CPU hog would
+/// starve the others.
 fn shared() -> RwLockReadGuard<'static, ()> {
-    TRACEFS.read().unwrap_or_else(|e| e.into_inner())
+    SESSIONS.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Held by a test that must run while no other session runs.
 fn alone() -> RwLockWriteGuard<'static, ()> {
-    TRACEFS.write().unwrap_or_else(|e| e.into_inner())
+    SESSIONS.write().unwrap_or_else(|e| e.into_inner())
 }
 
-static TRACEFS: RwLock<()> = RwLock::new(());
+static SESSIONS: RwLock<()> = RwLock::new(());
 
 /// The demo `bin` built without frame pointers (cargo's default for
 /// them; the workspace forces them in .cargo/config.toml), shared by the
@@ -265,34 +265,57 @@ fn tracefs_at(path: &str) -> bool {
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_mounts_tracefs_when_it_is_missing() {
-    let runq = runq_bin();
-    let _alone = alone();
+    use std::os::unix::process::CommandExt;
     const TRACING: &str = "/sys/kernel/tracing";
+    let runq = runq_bin();
+    let _one = shared();
     if tracefs_at("/sys/kernel/debug/tracing") {
         eprintln!("skipped: tracefs is also mounted under debugfs, so it cannot be made missing");
         return;
     }
-    let was_mounted = tracefs_at(TRACING);
-    let path = std::ffi::CString::new(TRACING).unwrap();
-    // SAFETY: a valid path; a lazy unmount leaves open files working.
-    if was_mounted && unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) } != 0 {
-        eprintln!(
-            "skipped: cannot unmount {TRACING}: {}",
-            std::io::Error::last_os_error()
-        );
-        return;
-    }
-    assert!(!tracefs_at(TRACING));
     let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), DEMO_LIFETIME);
-    let (report, _) = hud(&runq, pid, 1, &[]);
+    // hud runs in a mount namespace of its own where tracefs is not
+    // mounted, so the sessions of the other tests keep theirs.
+    let script = format!(
+        "test -d {TRACING}/events && exit 97
+         {} hud --pid {pid} --headless --json --duration 1s || exit
+         test -d {TRACING}/events && echo tracefs-mounted >&2",
+        runq.display()
+    );
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &script]);
+    // SAFETY: only syscalls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let root = c"/";
+            let tracing = c"/sys/kernel/tracing";
+            if libc::unshare(libc::CLONE_NEWNS) != 0
+                || libc::mount(
+                    std::ptr::null(),
+                    root.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Not mounted (EINVAL) is what the test wants.
+            libc::umount2(tracing.as_ptr(), libc::MNT_DETACH);
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("sh in a mount namespace");
     let _ = control.kill();
     let _ = control.wait();
-    let remounted = tracefs_at(TRACING);
-    if !was_mounted && remounted {
-        // SAFETY: as above.
-        unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) };
-    }
-    assert!(remounted, "hud did not mount tracefs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(97), "tracefs still mounted: {err}");
+    assert!(out.status.success(), "runq hud: {err}");
+    assert!(
+        err.contains("tracefs-mounted"),
+        "hud did not mount tracefs: {err}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report JSON");
     assert!(report["events"].is_object(), "{report:#}");
 }
 

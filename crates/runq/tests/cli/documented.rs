@@ -211,15 +211,13 @@ fn every_documented_run_example_ends_as_documented() {
     let problems = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..4 {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(ex) = examples.get(i) else { break };
-                    let out = dir.path().join(i.to_string());
-                    std::fs::create_dir_all(&out).unwrap();
-                    if let Some(p) = check(ex, &out) {
-                        problems.lock().unwrap().push(p);
-                    }
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(ex) = examples.get(i) else { break };
+                let out = dir.path().join(i.to_string());
+                std::fs::create_dir_all(&out).unwrap();
+                if let Some(p) = check(ex, &out) {
+                    problems.lock().unwrap().push(p);
                 }
             });
         }

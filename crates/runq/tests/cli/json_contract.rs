@@ -68,6 +68,10 @@ fn collatz_documents_match_their_schemas() {
     let sweep = json_of(&[
         "collatz",
         "sweep",
+        "--outer",
+        "1",
+        "--inner",
+        "2000",
         "--max-procs",
         "1",
         "--repeat",
