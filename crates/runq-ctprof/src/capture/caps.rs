@@ -79,24 +79,80 @@ pub fn host_capabilities(proc_root: &Path, snap: &CtprofSnapshot) -> Vec<HostCap
 /// host-wide map, and drops per-thread entries a host-wide one covers.
 pub fn consolidate(snap: &mut CtprofSnapshot, caps: &mut Capabilities) {
     for src in Source::ALL {
-        if caps.unavailable.contains_key(&src) || snap.threads.is_empty() {
+        if caps.unavailable.contains_key(&src) {
             continue;
         }
-        let first = snap.threads[0].unavailable.get(&src).copied();
-        if let Some(r) = first {
-            if snap
-                .threads
-                .iter()
-                .all(|t| t.unavailable.get(&src) == Some(&r))
-            {
-                caps.unavailable.insert(src, r);
-            }
+        if let Some(r) = shared_reason(snap, src) {
+            caps.unavailable.insert(src, r);
         }
     }
     for t in &mut snap.threads {
         if !t.unavailable.is_empty() {
+            // A host-wide reason covers the thread, unless it exited.
             t.unavailable
-                .retain(|s, _| !caps.unavailable.contains_key(s));
+                .retain(|s, r| !caps.unavailable.contains_key(s) || *r == Reason::ThreadGone);
         }
+    }
+}
+
+/// The reason every thread lacks `src` for, if they all share one. A
+/// thread that exited during the capture does not count: a host whose
+/// kernel lacks a source lacks it whatever its threads do meanwhile.
+fn shared_reason(snap: &CtprofSnapshot, src: Source) -> Option<Reason> {
+    let mut reasons = snap
+        .threads
+        .iter()
+        .map(|t| t.unavailable.get(&src).copied())
+        .filter(|r| *r != Some(Reason::ThreadGone));
+    let first = reasons.next()??;
+    reasons.all(|r| r == Some(first)).then_some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ThreadState;
+
+    fn thread(marks: &[(Source, Reason)]) -> ThreadState {
+        let mut t = ThreadState::default();
+        for &(s, r) in marks {
+            t.mark(s, r);
+        }
+        t
+    }
+
+    /// A thread that exited mid-capture does not hide that the kernel
+    /// lacks schedstats, and keeps its own reason.
+    #[test]
+    fn a_thread_gone_mid_capture_does_not_veto_a_host_wide_reason() {
+        let mut snap = CtprofSnapshot::default();
+        let none = (Source::Schedstats, Reason::NoSchedstats);
+        let gone = (Source::Schedstats, Reason::ThreadGone);
+        snap.threads = vec![thread(&[none]), thread(&[gone]), thread(&[none])];
+        let mut caps = Capabilities::default();
+        consolidate(&mut snap, &mut caps);
+        assert_eq!(
+            caps.unavailable.get(&Source::Schedstats),
+            Some(&Reason::NoSchedstats)
+        );
+        assert!(snap.threads[0].unavailable.is_empty());
+        assert_eq!(
+            snap.threads[1].unavailable.get(&Source::Schedstats),
+            Some(&Reason::ThreadGone)
+        );
+    }
+
+    /// Threads that disagree for another reason keep it per thread.
+    #[test]
+    fn threads_that_differ_keep_their_reasons() {
+        let mut snap = CtprofSnapshot::default();
+        snap.threads = vec![
+            thread(&[(Source::Schedstats, Reason::NoSchedstats)]),
+            thread(&[(Source::Schedstats, Reason::Eperm)]),
+        ];
+        let mut caps = Capabilities::default();
+        consolidate(&mut snap, &mut caps);
+        assert!(caps.unavailable.is_empty());
+        assert!(snap.threads.iter().all(|t| t.unavailable.len() == 1));
     }
 }

@@ -19,13 +19,23 @@ use crate::avail::{Reason, Source as Src};
 use crate::metric_types::*;
 use crate::model::ThreadState;
 
-/// Why a read failed, as an availability reason.
-fn reason(e: &ReadError) -> Reason {
+/// Why a read failed, as an availability reason: a file missing from a
+/// task that has since exited is the thread's exit, not the kernel's lack.
+fn reason(e: &ReadError, dir: &OwnedFd) -> Reason {
     match e {
+        ReadError::Missing if task_gone(dir) => Reason::ThreadGone,
         ReadError::Missing => Reason::Absent,
         ReadError::Denied => Reason::Eperm,
         ReadError::Other(_) => Reason::Error,
     }
+}
+
+/// True when the task whose procfs directory `dir` is has exited (its
+/// `stat`, which every live task has, is gone).
+fn task_gone(dir: &OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid directory fd and a NUL-terminated name.
+    unsafe { libc::faccessat(dir.as_raw_fd(), c"stat".as_ptr(), libc::F_OK, 0) != 0 }
 }
 
 /// Reused state of one capture worker.
@@ -163,7 +173,7 @@ impl Worker {
                     t.mark(Src::Schedstat, Reason::Error);
                 }
             },
-            Err(e) => t.mark(Src::Schedstat, reason(&e)),
+            Err(e) => t.mark(Src::Schedstat, reason(&e, dir)),
         }
     }
 
@@ -173,7 +183,7 @@ impl Worker {
         let text = match r {
             Ok(text) => text,
             Err(e) => {
-                let why = reason(&e);
+                let why = reason(&e, dir);
                 t.mark(Src::Sched, why);
                 t.mark(Src::Schedstats, why);
                 return self.read_status(dir, t);
@@ -240,7 +250,7 @@ impl Worker {
         let r = self.reader.read_at(dir, c"io");
         self.tally.read(Source::Io, &r);
         if let Err(e) = &r {
-            t.mark(Src::Io, reason(e));
+            t.mark(Src::Io, reason(e, dir));
         }
         if let Ok(text) = r {
             let io = parse_io(text);
