@@ -125,10 +125,12 @@ mod tests {
     /// lacks schedstats, and keeps its own reason.
     #[test]
     fn a_thread_gone_mid_capture_does_not_veto_a_host_wide_reason() {
-        let mut snap = CtprofSnapshot::default();
         let none = (Source::Schedstats, Reason::NoSchedstats);
         let gone = (Source::Schedstats, Reason::ThreadGone);
-        snap.threads = vec![thread(&[none]), thread(&[gone]), thread(&[none])];
+        let mut snap = CtprofSnapshot {
+            threads: vec![thread(&[none]), thread(&[gone]), thread(&[none])],
+            ..Default::default()
+        };
         let mut caps = Capabilities::default();
         consolidate(&mut snap, &mut caps);
         assert_eq!(
@@ -145,11 +147,13 @@ mod tests {
     /// Threads that disagree for another reason keep it per thread.
     #[test]
     fn threads_that_differ_keep_their_reasons() {
-        let mut snap = CtprofSnapshot::default();
-        snap.threads = vec![
-            thread(&[(Source::Schedstats, Reason::NoSchedstats)]),
-            thread(&[(Source::Schedstats, Reason::Eperm)]),
-        ];
+        let mut snap = CtprofSnapshot {
+            threads: vec![
+                thread(&[(Source::Schedstats, Reason::NoSchedstats)]),
+                thread(&[(Source::Schedstats, Reason::Eperm)]),
+            ],
+            ..Default::default()
+        };
         let mut caps = Capabilities::default();
         consolidate(&mut snap, &mut caps);
         assert!(caps.unavailable.is_empty());
