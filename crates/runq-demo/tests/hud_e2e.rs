@@ -591,23 +591,24 @@ fn exact_polls_find_no_long_poll_in_cooperative_code() {
 }
 
 /// The target exits mid-session: the report keeps its name and the CPU
-/// figures read while it lived, and lists only the two workers (the
-/// blocking pool's threads share their name).
+/// figures read while it lived, and lists no more than the two workers
+/// (the blocking pool's threads share their name; on a busy host hud may
+/// start after the runtime has begun to shut one down).
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_target_that_exits_mid_session_keeps_its_figures() {
     let runq = runq_bin();
     let _one = shared();
-    let (mut child, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 3);
+    let (mut child, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 5);
     // Reaped as soon as it exits, as its parent would (a zombie still has
     // its /proc entry).
     let reaper = std::thread::spawn(move || child.wait());
-    let (report, _) = hud(&runq, pid, 8, &[]);
+    let (report, _) = hud(&runq, pid, 15, &[]);
     let _ = reaper.join();
     assert_eq!(report["target_exited"], true, "{report:#}");
     assert_eq!(report["comm"], "runq-demo-tokio", "{report:#}");
     let workers = report["workers"].as_array().unwrap();
-    assert_eq!(workers.len(), 2, "{report:#}");
+    assert!((1..=2).contains(&workers.len()), "{report:#}");
     for w in workers {
         assert!(!w["comm"].as_str().unwrap().is_empty(), "{w:#}");
         assert!(
