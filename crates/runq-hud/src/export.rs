@@ -85,7 +85,7 @@ pub fn report_from_trace(doc: &Value) -> Result<Report, String> {
 mod tests {
     use super::*;
     use crate::detect::Tally;
-    use crate::report::{group, render, RunQueueStats, SCHEMA_VERSION};
+    use crate::report::{group, RunQueueStats, SCHEMA_VERSION};
     use crate::symbols::Frame;
 
     fn finding(category: Category, dur_ms: u64) -> Finding {
@@ -146,7 +146,7 @@ mod tests {
         let doc = trace_json(&r, &fs);
         let text = serde_json::to_string(&doc).unwrap();
         let back = report_from_trace(&serde_json::from_str(&text).unwrap()).unwrap();
-        assert_eq!(render(&back), render(&r));
+        assert_eq!(crate::report::text(&back), crate::report::text(&r));
         let events = doc["traceEvents"].as_array().unwrap();
         let x: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
         assert_eq!(x.len(), 2);

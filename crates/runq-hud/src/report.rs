@@ -332,8 +332,13 @@ fn render_holders(out: &mut String, q: &RunQueueStats) {
     out.push_str(&t.render(str::to_string));
 }
 
+/// Writes the report as text to `out` (the CLI hands it stdout).
+pub fn render(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    out.write_all(text(r).as_bytes())
+}
+
 /// The report as text.
-pub fn render(r: &Report) -> String {
+pub(crate) fn text(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -47,15 +47,23 @@ pub fn print_report(session: &Session, json: bool) -> anyhow::Result<()> {
     if json {
         crate::outln!("{}", serde_json::to_string_pretty(&session.report)?);
     } else {
-        crate::out!("{}", runq_hud::report::render(&session.report));
+        print_text(&session.report)?;
         if let Some(max) = session.detection_latency_ns.iter().max() {
-            eprintln!(
+            crate::errln!(
                 "detection latency: max {:.1} ms after the interval ended",
                 *max as f64 / 1e6
             );
         }
     }
     Ok(())
+}
+
+/// Prints a report as text on stdout (a closed pipe ends it quietly).
+fn print_text(report: &runq_hud::report::Report) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(runq_common::output::Stdout::new());
+    runq_hud::report::render(report, &mut out)?;
+    out.flush()
 }
 
 /// Reads an `--output` file: its JSON document.
@@ -78,7 +86,7 @@ pub fn replay_report(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
     if json {
         crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        crate::out!("{}", runq_hud::report::render(&report));
+        print_text(&report)?;
     }
     Ok(ExitCode::SUCCESS)
 }
