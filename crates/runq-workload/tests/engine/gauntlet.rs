@@ -20,46 +20,26 @@ fn workers_for(t: &WorkType) -> usize {
         .expect("a valid count")
 }
 
-/// Runs `types` side by side in one workload (group `i` is `types[i]`)
-/// and returns each type's reports. A batch this host refuses is run type
-/// by type, and a type refused alone (thread mode refuses the types that
-/// must stay processes; RtStarvation's SCHED_FIFO needs privilege) is
-/// skipped and said on stderr.
-fn run<'a>(types: &[&'a WorkType], mode: CloneMode) -> Vec<(&'a WorkType, Vec<WorkerReport>)> {
-    let specs: Vec<WorkSpec> = types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let mut spec = WorkSpec::new(i, (*t).clone(), workers_for(t));
-            spec.clone_mode = mode;
-            spec
-        })
-        .collect();
-    let mut handle = match WorkloadHandle::spawn(&specs) {
-        Err(_) if types.len() > 1 => {
-            return types.iter().flat_map(|t| run(&[*t], mode)).collect();
-        }
+/// The type's reports, or `None` (said on stderr) when this host refuses
+/// what the type needs, e.g. RtStarvation's SCHED_FIFO without privilege.
+fn run(t: &WorkType, mode: CloneMode) -> Option<Vec<WorkerReport>> {
+    let mut spec = WorkSpec::new(0, t.clone(), workers_for(t));
+    spec.clone_mode = mode;
+    let mut handle = match WorkloadHandle::spawn(&[spec]) {
+        // Thread mode refuses the types that must stay processes.
         Err(e) if mode == CloneMode::Thread && e.to_string().contains("use process mode") => {
-            eprintln!("gauntlet: skipped {} in thread mode: {e}", types[0].name());
-            return Vec::new();
+            eprintln!("gauntlet: skipped {} in thread mode: {e}", t.name());
+            return None;
         }
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            eprintln!("gauntlet: skipped {}: {e}", types[0].name());
-            return Vec::new();
+            eprintln!("gauntlet: skipped {}: {e}", t.name());
+            return None;
         }
         spawned => spawned.expect("spawn"),
     };
     handle.start();
     std::thread::sleep(RUN);
-    let reports = handle.stop_and_collect(Duration::from_secs(5));
-    types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let own = reports.iter().filter(|r| r.group_idx == i).cloned();
-            (*t, own.collect())
-        })
-        .collect()
+    Some(handle.stop_and_collect(Duration::from_secs(5)))
 }
 
 /// Everything the type promised; one line per broken promise.
@@ -136,11 +116,9 @@ fn broken_promises(t: &WorkType, reports: &[WorkerReport]) -> Vec<String> {
 }
 
 /// Runs every type allowed in `mode` and fails with every broken promise.
-/// Three types run at a time (each run lasts [`RUN`] whatever else the
-/// host runs, and a worker the host starved is not judged): in process
-/// mode as three workloads side by side, in thread mode as three groups
-/// of one workload (thread-mode workers share their process's stop flag,
-/// so two thread-mode workloads cannot overlap).
+/// Process-mode types run three at a time (each run lasts [`RUN`] whatever
+/// else the host runs, and a worker the host starved is not judged);
+/// thread-mode workloads share their process's signals, so one at a time.
 fn gauntlet(mode: CloneMode) {
     let types: Vec<WorkType> = WorkType::all_defaults()
         .into_iter()
@@ -154,26 +132,23 @@ fn gauntlet(mode: CloneMode) {
             },
         )
         .collect();
-    let (lanes, batch) = match mode {
-        CloneMode::Process => (3, 1),
-        CloneMode::Thread => (1, 3),
-    };
-    let batches: Vec<Vec<&WorkType>> = types.chunks(batch).map(|c| c.iter().collect()).collect();
+    let lanes = if mode == CloneMode::Process { 3 } else { 1 };
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
     let ran = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..lanes {
             s.spawn(|| {
-                while let Some(b) = batches.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    for (t, reports) in run(b, mode) {
-                        for e in reports.iter().filter_map(|r| r.affinity_error.as_ref()) {
-                            eprintln!("gauntlet: {} reported a setup error: {e}", t.name());
-                        }
-                        let broken = broken_promises(t, &reports);
-                        failures.lock().unwrap().extend(broken);
-                        ran.fetch_add(1, Ordering::Relaxed);
+                while let Some(t) = types.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let Some(reports) = run(t, mode) else {
+                        continue;
+                    };
+                    for e in reports.iter().filter_map(|r| r.affinity_error.as_ref()) {
+                        eprintln!("gauntlet: {} reported a setup error: {e}", t.name());
                     }
+                    let broken = broken_promises(t, &reports);
+                    failures.lock().unwrap().extend(broken);
+                    ran.fetch_add(1, Ordering::Relaxed);
                 }
             });
         }
