@@ -219,11 +219,20 @@ fn sigint_stops_collects_and_removes_cgroups() {
     assert_eq!(v["interrupted"], true);
     let reports = v["reports"].as_array().unwrap();
     assert_eq!(reports.len(), 6);
-    let short: Vec<_> = reports
+    // An interrupted run waits 300 ms for reports, then kills the rest:
+    // on a busy host a spinner may not get a CPU in that time, and is
+    // then reported as timed out, never as a silent zero.
+    let unexplained: Vec<_> = reports
         .iter()
-        .filter(|r| r["completed"] != true || r["work_units"].as_u64().unwrap() == 0)
+        .filter(|r| {
+            let collected = r["completed"] == true && r["work_units"].as_u64().unwrap() > 0;
+            !collected && r["exit_info"] != "timed_out"
+        })
         .collect();
-    assert!(short.is_empty(), "not collected or no work: {short:#?}");
+    assert!(
+        unexplained.is_empty(),
+        "neither collected with work nor timed out: {unexplained:#?}"
+    );
     assert!(
         run_dirs_of(pid).is_empty(),
         "cgroups left: {:?}",
