@@ -1,7 +1,8 @@
 //! Test support shared by runq's crates (a dev-dependency, never
-//! published): the root gate, the workspace's built binaries, and the one
-//! shared build of the demo programs without frame pointers, and the check
-//! of a JSON document against its schema in `schemas/` (by [`schema`]).
+//! published): the root gate, the workspace's built binaries, the one
+//! shared build of the demo programs without frame pointers, the
+//! jemalloc-linked demo of the slow tier, and the check of a JSON document
+//! against its schema in `schemas/` (by [`schema`]).
 //!
 //! Tests that need root are marked
 //! `#[cfg_attr(not(runq_root), ignore = "needs root")]`; the crate's
@@ -31,9 +32,25 @@ pub fn profile_dir() -> PathBuf {
 /// cargo first if it is missing or stale (a no-op when `cargo test
 /// --workspace` has just built it).
 pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
+    workspace_bin_with(package, name, &[])
+}
+
+/// The jemalloc-linked demo (`runq-demo-jemalloc`, a statically linked
+/// jemalloc with its DWARF), built on first use: jemalloc's C build takes
+/// about 150 CPU-seconds, so only the slow tier asks for it.
+pub fn jemalloc_demo() -> PathBuf {
+    workspace_bin_with("runq-demo", "runq-demo-jemalloc", &["jemalloc"])
+}
+
+/// [`workspace_bin`] with cargo `features` of the package enabled.
+fn workspace_bin_with(package: &str, name: &str, features: &[&str]) -> PathBuf {
     let dir = profile_dir();
     let release = dir.file_name().is_some_and(|n| n == "release");
+    let joined = features.join(",");
     let mut args = vec!["build", "--quiet", "-p", package, "--bin", name];
+    if !features.is_empty() {
+        args.extend(["--features", joined.as_str()]);
+    }
     if release {
         args.push("--release");
     }

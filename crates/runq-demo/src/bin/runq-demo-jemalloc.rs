@@ -1,8 +1,9 @@
-//! jemalloc-linked test program for ctprof's allocator counters.
+//! jemalloc-linked test program for ctprof's allocator counters (built
+//! only with the `jemalloc` feature).
 //!
-//! `jemalloc_threads N BYTES` starts N threads; each allocates and keeps
-//! BYTES in 4 KiB blocks (and frees half of them), prints `ready <pid>`
-//! once all are done, then waits for stdin to close.
+//! `runq-demo-jemalloc N BYTES` starts N threads; each allocates and keeps
+//! BYTES in 4 KiB blocks (and frees half of them), prints `ready <pid>
+//! <tid,tid,...>` once all are done, then waits for stdin to close.
 
 use std::io::{Read, Write};
 

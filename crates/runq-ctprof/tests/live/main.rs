@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use runq_ctprof::{capture, CaptureOptions, ThreadState};
 
+mod jemalloc;
+
 fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::gettid() as u32 }
@@ -47,7 +49,7 @@ fn busy_threads(n: usize) -> (Vec<u32>, Arc<AtomicBool>, Vec<std::thread::JoinHa
     (tids, stop, handles)
 }
 
-fn find(threads: &[ThreadState], tid: u32) -> &ThreadState {
+pub(crate) fn find(threads: &[ThreadState], tid: u32) -> &ThreadState {
     threads
         .iter()
         .find(|t| t.tid == tid)
@@ -193,55 +195,6 @@ fn cgroup_enrichment_finds_test_cgroup() {
     );
 }
 
-#[test]
-#[cfg_attr(not(runq_root), ignore = "needs root")]
-fn jemalloc_counters_of_a_jemalloc_process() {
-    let bin = runq_testkit::example_bin("jemalloc_threads");
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(bin)
-        .args(["2", "4194304"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let tids: Vec<u32> = line
-        .split_whitespace()
-        .nth(2)
-        .unwrap()
-        .split(',')
-        .map(|t| t.parse().unwrap())
-        .collect();
-    let snap = capture(&CaptureOptions {
-        taskstats: false,
-        cgroups: false,
-        ..Default::default()
-    });
-    drop(child.stdin.take());
-    let _ = child.wait();
-    assert!(snap.probe_summary.unwrap().jemalloc_processes >= 1);
-    for tid in tids {
-        let t = find(&snap.threads, tid);
-        assert!(
-            t.allocated_bytes.0 >= 4 << 20,
-            "tid {tid} allocated {}",
-            t.allocated_bytes.0
-        );
-        assert!(
-            t.deallocated_bytes.0 >= 1 << 20,
-            "tid {tid} freed {}",
-            t.deallocated_bytes.0
-        );
-        assert!(t.allocated_bytes.0 > t.deallocated_bytes.0);
-    }
-    // Processes without jemalloc read zero.
-    let me = find(&snap.threads, std::process::id());
-    assert_eq!(me.allocated_bytes.0, 0);
-}
-
 /// Two captures at once: a thread another tracer holds for a moment is
 /// still read once it is let go (the seize of the second one used to fail
 /// with EPERM, and its counters read as an error).
@@ -324,27 +277,4 @@ fn shared_libjemalloc_is_unavailable_not_zero() {
     // Processes without jemalloc still read a real zero.
     let me = find(&snap.threads, std::process::id());
     assert!(!me.unavailable.contains_key(&Source::Jemalloc));
-}
-
-/// A jemalloc-linked executable stripped of its debug info (what a
-/// default `cargo build --release` ships) or of every symbol still holds
-/// jemalloc: its counters are unavailable ("stripped"), never a zero that
-/// reads as "no jemalloc".
-#[test]
-fn a_stripped_jemalloc_executable_is_stripped_not_absent() {
-    use runq_ctprof::jemalloc::{inspect, StaticJemalloc};
-    let bin = runq_testkit::example_bin("jemalloc_threads");
-    assert!(matches!(inspect(&bin), StaticJemalloc::Readable(_)));
-    let dir = tempfile::tempdir().unwrap();
-    for how in ["--strip-debug", "--strip-all"] {
-        let out = dir.path().join(how.trim_start_matches('-'));
-        let status = std::process::Command::new("objcopy")
-            .arg(how)
-            .arg(&bin)
-            .arg(&out)
-            .status()
-            .expect("objcopy (binutils)");
-        assert!(status.success());
-        assert_eq!(inspect(&out), StaticJemalloc::Stripped, "{how}");
-    }
 }
