@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use runq_workload::spin::spin_burst;
+use runq_workload::primitives::spin_burst;
 use runq_workload::{WorkSpec, WorkType, WorkloadHandle};
 
 /// Units per second of one SpinWait worker run through the engine.
@@ -24,7 +24,7 @@ fn engine_rate(secs: f64) -> f64 {
 /// Units per second of a bare loop of the same bursts, in a forked child so
 /// both sides run as a fresh process.
 fn bare_rate(secs: f64) -> f64 {
-    let (rx, tx) = runq_workload::fd::pipe().expect("pipe");
+    let (rx, tx) = runq_workload::primitives::pipe().expect("pipe");
     // SAFETY: the child only spins, writes one number and _exits.
     let pid = unsafe { libc::fork() };
     if pid == 0 {

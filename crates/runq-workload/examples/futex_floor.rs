@@ -11,7 +11,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use runq_workload::shared::{futex_wait, futex_wake, SharedRegion};
+use runq_workload::primitives::{futex_wait, futex_wake, SharedRegion};
 
 /// The turn value that tells the partner to exit.
 const DONE: u32 = 2;

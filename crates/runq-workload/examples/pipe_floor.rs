@@ -12,7 +12,7 @@ use std::os::fd::OwnedFd;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use runq_workload::fd::{pipe, read_byte, write_byte, ReadByte};
+use runq_workload::primitives::{pipe, read_byte, write_byte, ReadByte};
 
 /// Two bare processes bouncing a byte.
 fn bare_round_trips(secs: f64) -> common::Trips {

@@ -6,16 +6,17 @@
 //! drives a whole [`Scenario`]; [`results`] turns its outcomes into the
 //! saved document and [`compare`] judges two such documents.
 
-pub mod capacity;
+mod capacity;
 pub mod catalog;
-pub mod checks;
+mod checks;
 pub mod compare;
 mod fair_model;
 mod fairness;
 mod fault;
-pub mod fd;
+mod fd;
 mod gap;
-pub mod placement;
+mod placement;
+pub mod primitives;
 mod progress;
 mod report;
 mod reservoir;
@@ -25,14 +26,15 @@ mod scenario;
 pub mod scenario_file;
 pub mod scheduler;
 pub mod series;
-pub mod shared;
+mod shared;
 mod spawn;
-pub mod spin;
+mod spin;
 mod stop;
 mod summary;
 mod telemetry;
 mod worktype;
 
+pub use capacity::DEFAULT_WORKERS_PER_CPU;
 pub use checks::{CheckConfig, CheckResult, Verdict};
 pub use fault::{Fault, FaultStep};
 pub use placement::{Affinity, MemPolicy, SchedPolicy, WorkerSetup};

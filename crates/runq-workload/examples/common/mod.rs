@@ -89,12 +89,12 @@ pub fn children_cpu_ns() -> u64 {
 /// Runs `body` in a forked child pinned to CPU 0 and returns the figures
 /// it produced (sent back through a pipe).
 pub fn in_child(body: impl FnOnce() -> Trips) -> Trips {
-    let (rx, tx) = runq_workload::fd::pipe().expect("pipe");
+    let (rx, tx) = runq_workload::primitives::pipe().expect("pipe");
     // SAFETY: the child runs `body`, writes 16 bytes and _exits.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         drop(rx);
-        runq_workload::placement::set_affinity(&BTreeSet::from([0])).expect("pin to CPU 0");
+        runq_workload::primitives::set_affinity(&BTreeSet::from([0])).expect("pin to CPU 0");
         let t = body();
         let mut bytes = [0u8; 16];
         bytes[..8].copy_from_slice(&t.per_s.to_le_bytes());

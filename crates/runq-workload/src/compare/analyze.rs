@@ -9,7 +9,7 @@ use super::load::SavedRun;
 use super::stats::shift_interval;
 
 /// The confidence level's complement (95% intervals).
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 
 /// The verdict on one figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -94,7 +94,7 @@ fn values(runs: &SavedRun, group: &str, f: &Figure) -> Vec<f64> {
 
 /// Compares one figure of one group; `None` when neither file has it
 /// (e.g. wake latency of a type that never sleeps).
-pub fn compare_figure(
+pub(crate) fn compare_figure(
     a: &SavedRun,
     b: &SavedRun,
     group: &str,
@@ -159,7 +159,7 @@ pub fn compare_figure(
 }
 
 /// The groups of a run, in first-repeat order.
-pub fn group_names(r: &SavedRun) -> Vec<String> {
+pub(crate) fn group_names(r: &SavedRun) -> Vec<String> {
     r.repeats
         .first()
         .map(|g| g.iter().map(|g| g.group.clone()).collect())
@@ -167,7 +167,12 @@ pub fn group_names(r: &SavedRun) -> Vec<String> {
 }
 
 /// Every row for the groups both runs have.
-pub fn compare_all(a: &SavedRun, b: &SavedRun, threshold: f64, mismatch: Option<&str>) -> Vec<Row> {
+pub(crate) fn compare_all(
+    a: &SavedRun,
+    b: &SavedRun,
+    threshold: f64,
+    mismatch: Option<&str>,
+) -> Vec<Row> {
     let names_b = group_names(b);
     group_names(a)
         .into_iter()

@@ -53,7 +53,7 @@ pub enum Better {
 }
 
 /// A figure compare looks at.
-pub struct Figure {
+pub(crate) struct Figure {
     /// Its name in the table and the JSON.
     pub name: &'static str,
     /// Its unit.
@@ -65,7 +65,7 @@ pub struct Figure {
 }
 
 /// Every figure, in table order.
-pub const FIGURES: [Figure; 9] = [
+pub(crate) const FIGURES: [Figure; 9] = [
     Figure {
         name: "work_rate",
         unit: Unit::PerSec,

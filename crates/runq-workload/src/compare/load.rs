@@ -124,7 +124,7 @@ fn check_head(path: &str, head: &Head) -> Result<(), LoadError> {
 }
 
 /// Parses a saved run from its text (`path` names it in errors).
-pub fn parse_saved_run(path: &str, text: &str) -> Result<SavedRun, LoadError> {
+pub(crate) fn parse_saved_run(path: &str, text: &str) -> Result<SavedRun, LoadError> {
     let head: Head = serde_json::from_str(text).map_err(|source| LoadError::NotJson {
         path: path.into(),
         source,

@@ -11,7 +11,7 @@ pub mod stats;
 use serde::Serialize;
 
 pub use analyze::{Row, Verdict};
-pub use figures::{Better, Figure, Unit, FIGURES};
+pub use figures::{Better, Unit};
 pub use load::{differences, read_saved_run, Differences, LoadError, SavedRun};
 
 /// How the interval is computed, as printed and kept in the comparison.

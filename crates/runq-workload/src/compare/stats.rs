@@ -17,7 +17,7 @@ const EXACT_MAX: usize = 30;
 
 /// A confidence interval for the shift `B - A`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ShiftInterval {
+pub(crate) struct ShiftInterval {
     /// Lower end.
     pub low: f64,
     /// Upper end.
@@ -122,7 +122,7 @@ fn normal_quantile(p: f64) -> f64 {
 /// The rank-test confidence interval (level `1 - alpha`) for the shift
 /// `B - A`; `None` when either side has too few values to reach the level
 /// (fewer than 4 per side at 95%).
-pub fn shift_interval(a: &[f64], b: &[f64], alpha: f64) -> Option<ShiftInterval> {
+pub(crate) fn shift_interval(a: &[f64], b: &[f64], alpha: f64) -> Option<ShiftInterval> {
     let (n, m) = (a.len(), b.len());
     if n == 0 || m == 0 {
         return None;

@@ -25,10 +25,10 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 /// The oldest layout `runq compare` still reads (what it reads, the host
 /// and the repeats' figures, is the same in every version since).
-pub const OLDEST_READ_VERSION: u32 = 1;
+pub(crate) const OLDEST_READ_VERSION: u32 = 1;
 
 /// Marks the document as runq's (a file from another tool lacks it).
-pub const TOOL: &str = "runq run";
+pub(crate) const TOOL: &str = "runq run";
 
 /// One repeat of the scenario.
 #[derive(Debug, Clone, Serialize)]

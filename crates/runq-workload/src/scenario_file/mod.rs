@@ -23,7 +23,8 @@ use crate::spawn::CloneMode;
 use crate::worktype::WorkType;
 use runq_common::duration::parse_duration;
 
-pub use values::{parse_affinity, parse_cpu_max, parse_mempolicy, parse_policy};
+pub(crate) use values::{parse_affinity, parse_mempolicy};
+pub use values::{parse_cpu_max, parse_policy};
 
 /// A scenario file that cannot be used, located to its line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -9,7 +9,7 @@ use runq_kernel::cpulist::parse_cpu_list;
 use crate::placement::{Affinity, MemPolicy, SchedPolicy};
 
 /// `inherit`, a CPU list (`0-3,6`), `single:N` or `random:N`.
-pub fn parse_affinity(s: &str) -> Result<Affinity, String> {
+pub(crate) fn parse_affinity(s: &str) -> Result<Affinity, String> {
     let s = s.trim();
     if s == "inherit" {
         return Ok(Affinity::Inherit);
@@ -84,7 +84,7 @@ fn nodes(list: &str) -> Result<BTreeSet<usize>, String> {
 }
 
 /// `default`, `bind:NODES`, `preferred:NODE` or `interleave:NODES`.
-pub fn parse_mempolicy(s: &str) -> Result<MemPolicy, String> {
+pub(crate) fn parse_mempolicy(s: &str) -> Result<MemPolicy, String> {
     let s = s.trim();
     if s == "default" {
         return Ok(MemPolicy::Default);

@@ -16,17 +16,16 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use output::{LineLog, EXCERPT_LINES};
-pub use process::{SchedulerProc, StartError};
+pub(crate) use process::{SchedulerProc, StartError};
 
 /// How long a scheduler may take to become ready unless told otherwise.
-pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a scheduler must stay up to count as ready when no readiness
 /// signal is named.
-pub const DEFAULT_READY_AFTER: Duration = Duration::from_millis(100);
+pub(crate) const DEFAULT_READY_AFTER: Duration = Duration::from_millis(100);
 
 /// The file whose `enabled` marks a loaded sched_ext scheduler.
-pub const SCHED_EXT_STATE: &str = "/sys/kernel/sched_ext/state";
+pub(crate) const SCHED_EXT_STATE: &str = "/sys/kernel/sched_ext/state";
 
 /// When a started scheduler counts as ready for the workers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,7 +69,7 @@ impl SchedulerSpec {
     }
 
     /// The command's words (program first); errors name what is wrong.
-    pub fn argv(&self) -> Result<Vec<String>, String> {
+    pub(crate) fn argv(&self) -> Result<Vec<String>, String> {
         let words = shlex::split(&self.command).ok_or_else(|| {
             format!(
                 "scheduler command {:?}: unbalanced quotes or a trailing backslash",
@@ -116,7 +115,7 @@ fn one_line(e: &regex::Error) -> String {
 
 /// The executable `program` names: a path as given, or a name looked up
 /// in `$PATH` as a shell would.
-pub fn resolve_program(program: &str) -> Result<PathBuf, String> {
+pub(crate) fn resolve_program(program: &str) -> Result<PathBuf, String> {
     if program.contains('/') {
         let p = PathBuf::from(program);
         return if is_executable(&p) {
@@ -165,7 +164,7 @@ pub struct SchedulerDeath {
     pub exit_code: Option<i32>,
     /// The signal that killed it, when one did.
     pub signal: Option<i32>,
-    /// At most [`EXCERPT_LINES`] lines of its stderr: lines mentioning
+    /// At most [`output::EXCERPT_LINES`] lines of its stderr: lines mentioning
     /// "error" first, then its last lines.
     pub stderr: Vec<String>,
     /// Lines it wrote to stderr in all.
@@ -183,7 +182,7 @@ impl SchedulerDeath {
 
 /// A wait status in words: `exited with status N` or
 /// `killed by signal N (SIGNAME)`.
-pub fn describe_status(code: Option<i32>, signal: Option<i32>) -> String {
+pub(crate) fn describe_status(code: Option<i32>, signal: Option<i32>) -> String {
     match (code, signal) {
         (Some(c), _) => format!("exited with status {c}"),
         (_, Some(s)) => match signal_name(s) {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Lines of stderr a report quotes at most.
-pub const EXCERPT_LINES: usize = 5;
+pub(crate) const EXCERPT_LINES: usize = 5;
 /// Longest line kept; the rest of a longer line is dropped.
 const MAX_LINE_BYTES: usize = 400;
 
@@ -18,7 +18,7 @@ const MAX_LINE_BYTES: usize = 400;
 /// mention "error" (any case) and the last [`EXCERPT_LINES`] non-blank
 /// ones, with their line numbers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LineLog {
+pub(crate) struct LineLog {
     errors: Vec<(u64, String)>,
     tail: VecDeque<(u64, String)>,
     total: u64,
@@ -127,7 +127,7 @@ impl Watched {
 
     /// Waits up to `limit` for the thread to reach EOF (a process that
     /// inherited the pipe may hold it open longer).
-    pub fn wait_done(&self, limit: Duration) {
+    pub(crate) fn wait_done(&self, limit: Duration) {
         let end = Instant::now() + limit;
         while !self.done.load(Ordering::Relaxed) && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(5));

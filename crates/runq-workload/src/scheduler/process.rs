@@ -27,7 +27,7 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// Why a scheduler could not be started or never became ready.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StartError {
+pub(crate) enum StartError {
     /// The spec is unusable (empty command, unknown program, bad pattern).
     #[error("{0}")]
     Invalid(String),
@@ -41,7 +41,7 @@ pub enum StartError {
 
 /// A started scheduler process (the leader of its own process group).
 #[derive(Debug)]
-pub struct SchedulerProc {
+pub(crate) struct SchedulerProc {
     child: Option<Child>,
     command: String,
     stdout: Watched,
@@ -258,7 +258,7 @@ impl SchedulerProc {
 
     /// `Some` once the scheduler has died (reported once): how, and what
     /// it said on stderr.
-    pub fn check_death(&mut self, run_start: Instant) -> Option<SchedulerDeath> {
+    pub(crate) fn check_death(&mut self, run_start: Instant) -> Option<SchedulerDeath> {
         let status = self.reap_if_exited()?;
         self.stderr.wait_done(Duration::from_millis(300));
         let err = self.stderr.snapshot();
@@ -287,7 +287,7 @@ impl SchedulerProc {
     /// Stops a still-running scheduler: SIGINT to its group, SIGTERM after
     /// 2 s, SIGKILL after 1 s more; reaps it and says how it ended, e.g.
     /// `exited with status 0 after runq sent SIGINT`.
-    pub fn shutdown(mut self) -> String {
+    pub(crate) fn shutdown(mut self) -> String {
         let Some(pgid) = self.child.as_ref().map(|c| c.id() as libc::pid_t) else {
             return "had already exited".into();
         };
@@ -315,7 +315,7 @@ impl SchedulerProc {
     }
 
     /// The process, the command and how long it took to become ready.
-    pub fn run_info(&self) -> SchedulerRun {
+    pub(crate) fn run_info(&self) -> SchedulerRun {
         SchedulerRun {
             command: self.command.clone(),
             pid: self.pid(),

@@ -144,7 +144,7 @@ pub(crate) const NOT_JUDGED: &str = "not judged: ";
 /// An interrupted run did not reach the windows its checks over time ask
 /// for: a check that could not be judged is then no FAIL (the run's
 /// verdict is INTERRUPTED when the rest held), and says why.
-pub fn excuse_unjudged(checks: &mut [CheckResult]) {
+pub(crate) fn excuse_unjudged(checks: &mut [CheckResult]) {
     for c in checks.iter_mut() {
         if let Some(d) = c.detail.as_mut().filter(|d| d.starts_with(NOT_JUDGED)) {
             c.pass = true;
@@ -157,7 +157,11 @@ pub fn excuse_unjudged(checks: &mut [CheckResult]) {
 type Judged = (f64, Op, f64, bool, Option<String>);
 
 /// Evaluates group `group`'s checks over time on the run's series.
-pub fn evaluate(group: &str, checks: &[SeriesCheck], series: &RunSeries) -> Vec<CheckResult> {
+pub(crate) fn evaluate(
+    group: &str,
+    checks: &[SeriesCheck],
+    series: &RunSeries,
+) -> Vec<CheckResult> {
     checks
         .iter()
         .map(|c| {

@@ -16,7 +16,7 @@ use crate::checks::{CheckResult, Op};
 
 /// How often the host monitor samples, at most: less often when a read
 /// costs more than 1% of this ([`super::host_monitor`]).
-pub const HOST_INTERVAL: Duration = Duration::from_millis(500);
+pub(crate) const HOST_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The host monitor's record of one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -164,7 +164,7 @@ pub fn summarize(at_ns: &[u64], rows: &[Vec<u32>]) -> Option<RqSummary> {
 
 /// `max_rq_imbalance`: the largest run-queue imbalance against `bound`,
 /// naming when it happened; a FAIL that says why when there was no sample.
-pub fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckResult {
+pub(crate) fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckResult {
     let result = |measured: f64, pass: bool, detail: String| CheckResult {
         name: "max_rq_imbalance".into(),
         group: "host".into(),
@@ -192,7 +192,7 @@ pub fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckResult {
 /// `max_runnable_wait_ms`: the longest runnable wait on the host against
 /// `bound_ms`, naming the task, its CPU and when; a FAIL that says why
 /// when it was not measured.
-pub fn judge_runnable_wait(bound_ms: f64, host: Option<&HostSeries>) -> CheckResult {
+pub(crate) fn judge_runnable_wait(bound_ms: f64, host: Option<&HostSeries>) -> CheckResult {
     let result = |measured: f64, pass: bool, detail: String| CheckResult {
         name: "max_runnable_wait_ms".into(),
         group: "host".into(),

@@ -14,10 +14,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use check::{evaluate, SeriesCheck, SeriesKind, Target};
+pub(crate) use check::evaluate;
+pub use check::{SeriesCheck, SeriesKind, Target};
 
 /// The default snapshot interval.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The shortest snapshot interval a scenario may ask for.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -128,7 +129,7 @@ impl GroupSeries {
 
     /// One window from the first snapshot at or after `from_ns` to the
     /// last one, when there are two.
-    pub fn span_from(&self, metric: Metric, from_ns: u64) -> Option<Window> {
+    pub(crate) fn span_from(&self, metric: Metric, from_ns: u64) -> Option<Window> {
         let v = self.values(metric)?;
         let first = self.at_ns.iter().position(|&t| t >= from_ns)?;
         let last = self.at_ns.len().min(v.len()).checked_sub(1)?;
@@ -207,7 +208,7 @@ impl RunSeries {
 
 /// Checks that `scn`'s snapshot interval is long enough, and that every
 /// check over time has snapshots to judge and sound bounds.
-pub fn validate_scenario(scn: &crate::Scenario) -> Result<(), String> {
+pub(crate) fn validate_scenario(scn: &crate::Scenario) -> Result<(), String> {
     if let Some(i) = scn.snapshot_interval.filter(|i| *i < MIN_INTERVAL) {
         return Err(format!(
             "snapshot_interval {i:?} is below the 10ms minimum (\"off\" turns snapshots off)"

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use runq_workload::placement::Affinity;
+use runq_workload::Affinity;
 use runq_workload::{
     CloneMode, CustomContext, CustomWork, WorkSpec, WorkType, WorkerExitInfo, WorkerReport,
     WorkloadHandle,

@@ -39,7 +39,7 @@ pub fn run_to_end(scn: &Scenario, cgroups: CgroupMode, stop: &AtomicBool) -> Run
             collect_timeout: Duration::from_secs(10),
             repro: false,
             fault: None,
-            max_workers_per_cpu: runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
+            max_workers_per_cpu: runq_workload::DEFAULT_WORKERS_PER_CPU,
             runnable_wait: Err("the engine tests run no probe".into()),
         },
     )

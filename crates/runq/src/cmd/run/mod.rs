@@ -128,7 +128,7 @@ pub struct RunArgs {
     /// The most workers per online CPU a run may start; a run asking for
     /// more is refused before the first fork (the host's pid, thread,
     /// process and memory limits are checked as well).
-    #[arg(long, value_name = "N", default_value_t = runq_workload::capacity::DEFAULT_WORKERS_PER_CPU,
+    #[arg(long, value_name = "N", default_value_t = runq_workload::DEFAULT_WORKERS_PER_CPU,
           value_parser = clap::value_parser!(usize))]
     pub max_workers_per_cpu: usize,
     /// Time between snapshots of every group's counters (kept in `--json`
