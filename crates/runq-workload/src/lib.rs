@@ -32,11 +32,12 @@ mod spin;
 mod stop;
 mod summary;
 mod telemetry;
-mod worktype;
+pub mod worktype;
 
 pub use capacity::DEFAULT_WORKERS_PER_CPU;
-pub use checks::{CheckConfig, CheckResult, Verdict};
+pub use checks::{CheckConfig, CheckResult, Op, Verdict};
 pub use fault::{Fault, FaultStep};
+pub use gap::GapSource;
 pub use placement::{Affinity, MemPolicy, SchedPolicy, WorkerSetup};
 pub use report::{Migration, WorkerExitInfo, WorkerReport, MAX_WAKE_SAMPLES};
 pub use runner::{run_scenario, CgroupMode, Placement, RunError, RunOptions, RunOutcome};
@@ -44,4 +45,5 @@ pub use scenario::{
     CgroupSpec, GroupSpec, Scenario, ScenarioBuilder, ScenarioError, Step, StepAction,
 };
 pub use spawn::{CloneMode, CustomContext, CustomWork, Watchdog, Work, WorkSpec, WorkloadHandle};
+pub use summary::GroupSummary;
 pub use worktype::{WakeFigure, WorkType};

@@ -5,5 +5,5 @@
 
 pub use crate::fd::{pipe, read_byte, write_byte, ReadByte};
 pub use crate::placement::set_affinity;
-pub use crate::shared::{futex_wait, futex_wake, SharedRegion};
+pub use crate::shared::{futex_wait, futex_wake, SharedRegion, SharedWord};
 pub use crate::spin::spin_burst;

@@ -114,11 +114,6 @@ impl Telemetry {
         self.progress = Some(slot);
     }
 
-    /// Work units so far.
-    pub fn work_units(&self) -> u64 {
-        self.work_units
-    }
-
     /// Declares that the current iteration intends to spend up to `ns`
     /// waiting or bursting by design (a sleep, a timed burst, a partner's
     /// planned interval). The watchdog only counts time beyond this plan.

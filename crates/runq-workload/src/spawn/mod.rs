@@ -19,6 +19,8 @@ pub(crate) mod worker;
 
 use std::io::{self, Write};
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 pub use spec::{thread_capable, CloneMode, CustomContext, CustomWork, Watchdog, Work, WorkSpec};
@@ -164,6 +166,7 @@ impl WorkloadHandle {
         // Until the child has its handlers, a stop (SIGUSR1) or a Ctrl-C
         // sent to it would kill it: both wait, blocked, until it has them.
         let mut blocked = BlockedSignals::block(&[libc::SIGUSR1, libc::SIGINT])?;
+        wrap_panic_hook_for_workers();
         // SAFETY: the child only runs worker code and always ends in _exit.
         let pid = unsafe { libc::fork() };
         if pid != 0 {
@@ -179,6 +182,7 @@ impl WorkloadHandle {
         if pid == 0 {
             // Close the parent's ends of every earlier worker's pipes.
             self.procs.clear();
+            IN_FORKED_WORKER.store(true, Ordering::Relaxed);
             drop((start_tx, report_rx));
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let mut child = Child {
@@ -318,6 +322,33 @@ struct Child {
     /// SIGUSR1 and SIGINT, blocked across the fork until the handlers are
     /// in place.
     blocked: BlockedSignals,
+}
+
+/// Set in a forked worker's own copy of memory, right after the fork.
+static IN_FORKED_WORKER: AtomicBool = AtomicBool::new(false);
+
+/// Wraps the process's panic hook once, before the first fork, so that a
+/// panic in a forked worker prints its message and location with one
+/// `write(2)` and no backtrace; elsewhere the previous hook runs as before.
+/// The default hook takes locks that another thread of the parent may have
+/// held at the fork (stderr's, the backtrace's: a thread-mode worker
+/// panicking at that moment), and the child then waits for ever; a panicking
+/// worker of the test suite did not exit within 30 s. Setting a hook in the
+/// child instead would take the hook's own lock for writing, which a thread
+/// inside the hook at the fork holds.
+fn wrap_panic_hook_for_workers() {
+    static WRAPPED: Once = Once::new();
+    WRAPPED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_FORKED_WORKER.load(Ordering::Relaxed) {
+                return previous(info);
+            }
+            let text = format!("runq: worker {} {info}\n", std::process::id());
+            // SAFETY: writing a valid buffer to fd 2.
+            unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+        }));
+    });
 }
 
 /// The child: arm the death signal, wait for start, set up, run, report.

@@ -107,7 +107,7 @@ pub struct WorkSpec {
     pub watchdog: Option<Watchdog>,
     /// Where the workers publish their progress for the run's snapshots
     /// (slot = worker index in the group); `None`: not published.
-    pub progress: Option<ProgressBoard>,
+    pub(crate) progress: Option<ProgressBoard>,
 }
 
 impl WorkSpec {

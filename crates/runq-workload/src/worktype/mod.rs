@@ -3,7 +3,9 @@
 //! Each type is a small module with a `Params` struct (serde, with the
 //! seed's defaults), a `prepare` function that builds any resource its
 //! workers share (pipes, shared memory) in the parent before fork, and a
-//! [`WorkerBody`] that runs one outer iteration in the child.
+//! [`WorkerBody`] that runs one outer iteration in the child. The public
+//! part is [`WorkType`], its parameter structs (one per variant) and its
+//! static description ([`TypeInfo`]).
 
 mod alu;
 mod bursty;
@@ -43,6 +45,30 @@ mod yield_heavy;
 pub use ranges::ParamRange;
 pub use registry::WorkType;
 
+// Each variant's parameters, under the variant's name where the module
+// calls them `Params`.
+pub use alu::{AluParams, IpcParams};
+pub use bursty::Params as BurstyParams;
+pub use cache_pipe::Params as CachePipeParams;
+pub use cache_pressure::Params as CachePressureParams;
+pub use churn::NiceSweepParams;
+pub use epoll_storm::Params as EpollStormParams;
+pub use fan_out_types::{FanOutComputeParams, ThunderingHerdParams};
+pub use fork_exit::Params as ForkExitParams;
+pub use idle_churn::Params as IdleChurnParams;
+pub use io_mix::Params as IoMixParams;
+pub use io_sync_write::Params as IoSyncWriteParams;
+pub use locks::{InversionParams, MutexParams};
+pub use numa::{ChurnParams as NumaChurnParams, SweepParams as NumaSweepParams};
+pub use page_fault_churn::Params as PageFaultChurnParams;
+pub use pipe_io::Params as PipeIoParams;
+pub use preempt::{PreemptParams, RtParams};
+pub use producer_consumer::Params as ProducerConsumerParams;
+pub use request_rate::Params as RequestRateParams;
+pub use sequence::{Params as SequenceParams, Phase, PhaseKind};
+pub use timer_latency::Params as TimerLatencyParams;
+pub use yield_heavy::Params as YieldHeavyParams;
+
 use std::path::Path;
 use std::{fmt, io};
 
@@ -52,7 +78,7 @@ use serde::{Deserialize, Serialize};
 use crate::telemetry::Telemetry;
 
 /// One outer iteration of a worker's loop, run in the child.
-pub trait WorkerBody {
+pub(crate) trait WorkerBody {
     /// Runs one iteration and returns the work units it did. Records wake
     /// latencies into `tel` where the type has a blocking step.
     ///
@@ -106,7 +132,7 @@ pub trait WorkerBody {
 }
 
 /// Resources of one group, made before fork and split between workers.
-pub trait PreparedWork {
+pub(crate) trait PreparedWork {
     /// Builds worker `idx`'s body in the child, keeping only its share of
     /// the group's resources (and closing the rest).
     fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>>;

@@ -75,7 +75,7 @@ macro_rules! work_types {
 
             /// Builds the group's shared resources for `workers` workers
             /// (parent side, before fork).
-            pub fn prepare(&self, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+            pub(crate) fn prepare(&self, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
                 match self {
                     $(WorkType::$variant(p) => {
                         let prepare: Prepare<$params> = $prepare;

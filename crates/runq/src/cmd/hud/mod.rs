@@ -92,7 +92,7 @@ pub struct HudArgs {
     /// How to get user stacks: frame pointers (fp), copied stacks unwound
     /// with DWARF CFI (dwarf), or by what the executable keeps (auto).
     #[arg(long, value_enum, default_value_t = UnwindArg::Auto)]
-    pub unwind: UnwindArg,
+    pub(crate) unwind: UnwindArg,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -100,7 +100,7 @@ pub struct HudArgs {
 
 /// `--unwind` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum UnwindArg {
+pub(crate) enum UnwindArg {
     /// Frame pointers when the executable keeps them, else DWARF.
     Auto,
     /// The kernel's frame-pointer walk.
