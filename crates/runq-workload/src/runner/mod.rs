@@ -422,14 +422,14 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         run.remove_all();
     }
     reports.sort_by_key(|r| r.group_idx);
-    let (groups, mut checks) = judge(scn, &reports, weight_file, series.as_ref());
-    if let Some(spec) = &scn.scheduler {
-        checks.push(alive_check(spec, scheduler_death.as_ref()));
-    }
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
-    if interrupted {
-        crate::series::check::excuse_unjudged(&mut checks);
-    }
+    let judged = (
+        &reports[..],
+        weight_file,
+        series.as_ref(),
+        scheduler_death.as_ref(),
+    );
+    let (groups, checks) = judge_run(scn, judged, interrupted);
     let failed = scheduler_death.is_some() || run_error.is_some();
     let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);
     Ok(RunOutcome {
@@ -449,6 +449,29 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         series,
         reports,
     })
+}
+
+/// The run's group summaries and checks: each group's own, the
+/// scheduler's liveness when one was named, and the over-time checks an
+/// interrupted run could not judge excused.
+fn judge_run(
+    scn: &Scenario,
+    (reports, weight_file, series, death): (
+        &[WorkerReport],
+        Option<&str>,
+        Option<&RunSeries>,
+        Option<&SchedulerDeath>,
+    ),
+    interrupted: bool,
+) -> (Vec<GroupSummary>, Vec<CheckResult>) {
+    let (groups, mut checks) = judge(scn, reports, weight_file, series);
+    if let Some(spec) = &scn.scheduler {
+        checks.push(alive_check(spec, death));
+    }
+    if interrupted {
+        crate::series::check::excuse_unjudged(&mut checks);
+    }
+    (groups, checks)
 }
 
 /// Waits out the duration (see [`drive_steps`]), taking a snapshot every

@@ -72,8 +72,16 @@ fn broken_promises(t: &WorkType, reports: &[WorkerReport]) -> Vec<String> {
         }
         if !r.completed || r.work_units == 0 {
             out.push(format!(
-                "{name}: worker {} completed={} work_units={} exit={:?}",
-                r.tid, r.completed, r.work_units, r.exit_info
+                "{name}: worker {} completed={} work_units={} exit={:?} \
+                 (wall {} ms, cpu {} ms, run delay {} ms, iterations {})",
+                r.tid,
+                r.completed,
+                r.work_units,
+                r.exit_info,
+                r.wall_time_ns / 1_000_000,
+                r.cpu_time_ns / 1_000_000,
+                r.schedstat_run_delay_ns / 1_000_000,
+                r.iterations
             ));
         }
     }
@@ -118,7 +126,9 @@ fn broken_promises(t: &WorkType, reports: &[WorkerReport]) -> Vec<String> {
 /// Runs every type allowed in `mode` and fails with every broken promise.
 /// Process-mode types run three at a time (each run lasts [`RUN`] whatever
 /// else the host runs, and a worker the host starved is not judged);
-/// thread-mode workloads share their process's signals, so one at a time.
+/// thread-mode workloads share their process's signals, so one at a time,
+/// and never beside the process-mode gauntlet's forks (see
+/// [`crate::thread_mode`]).
 fn gauntlet(mode: CloneMode) {
     let types: Vec<WorkType> = WorkType::all_defaults()
         .into_iter()
@@ -164,6 +174,7 @@ fn gauntlet(mode: CloneMode) {
 
 #[test]
 fn every_work_type_keeps_its_promises_as_processes() {
+    let _no_thread_workers_beside = crate::thread_mode();
     gauntlet(CloneMode::Process);
 }
 
