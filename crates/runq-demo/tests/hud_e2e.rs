@@ -493,16 +493,25 @@ fn a_service_built_with_cargo_defaults_is_blamed_on_its_own_functions() {
         serde_json::json!(["runq_demo_service"]),
         "{report:#}"
     );
-    for (category, name) in [
-        ("task_cpu_sampled", "runq_demo_service::compress_orders"),
-        ("task_cpu_sampled", "runq_demo_service::checksum_archive"),
-        ("blocking_call", "runq_demo_service::render_invoice"),
-        ("blocking_call", "runq_demo_service::update_ledger"),
+    // The contended parking_lot mutex spins with sched_yield before it
+    // parks: on a loaded host its waiters spend that time in the run queue
+    // (run_queue_delay, under the same function) more than parked.
+    for (categories, name) in [
+        (
+            &["task_cpu_sampled"][..],
+            "runq_demo_service::compress_orders",
+        ),
+        (&["task_cpu_sampled"], "runq_demo_service::checksum_archive"),
+        (&["blocking_call"], "runq_demo_service::render_invoice"),
+        (
+            &["blocking_call", "run_queue_delay"],
+            "runq_demo_service::update_ledger",
+        ),
     ] {
-        let found = blockers(&report, category)
+        let found = categories
             .iter()
-            .any(|b| b["function"] == name);
-        assert!(found, "{name} not named in {category}: {report:#}");
+            .any(|c| blockers(&report, c).iter().any(|b| b["function"] == name));
+        assert!(found, "{name} not named in {categories:?}: {report:#}");
     }
     // Blocked and CPU time is never under a placeholder.
     for category in ["blocking_call", "task_cpu_sampled"] {
