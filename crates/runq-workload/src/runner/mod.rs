@@ -423,12 +423,8 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     }
     reports.sort_by_key(|r| r.group_idx);
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
-    let judged = (
-        &reports[..],
-        weight_file,
-        series.as_ref(),
-        scheduler_death.as_ref(),
-    );
+    let died = scheduler_death.as_ref();
+    let judged = (&reports[..], weight_file, series.as_ref(), died);
     let (groups, checks) = judge_run(scn, judged, interrupted);
     let failed = scheduler_death.is_some() || run_error.is_some();
     let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);
