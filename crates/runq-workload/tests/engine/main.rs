@@ -23,11 +23,11 @@ mod watchdog;
 
 /// Held by every test that runs thread-mode workers, one at a time, and
 /// by the process-mode gauntlet. Thread workers share the process's stop
-/// flag; and each fork of this process holds its memory map for writing,
-/// so a thread worker faulting in its pages waits, blocked and not
-/// runnable, for as long as a preempted forking thread holds it: beside
-/// the gauntlet's hundreds of forks on a loaded host, a SpinWait thread
-/// did no work in its 300 ms.
+/// flag. Beside the gauntlet's hundreds of forks of this process, on a
+/// loaded host, a SpinWait thread twice did no work in its 300 ms while
+/// not waiting for a CPU: most likely held in its set-up while a forking
+/// thread held the process's memory map (a fork stalls a sibling's mmap
+/// and page faults for tens of ms, measured; the full cause is unproven).
 pub fn thread_mode() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
