@@ -26,7 +26,7 @@ pub(super) fn final_verdict(
 }
 
 /// `scheduler_alive`: the scheduler under test lived through the run.
-pub(super) fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckResult {
+fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckResult {
     CheckResult {
         name: "scheduler_alive".into(),
         group: "scheduler".into(),
@@ -41,9 +41,30 @@ pub(super) fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) 
     }
 }
 
+/// The run's group summaries and checks: each group's own, the
+/// scheduler's liveness when one was named, and the over-time checks an
+/// interrupted run could not judge excused.
+pub(super) fn judge_run(
+    scn: &Scenario,
+    reports: &[WorkerReport],
+    weight_file: Option<&str>,
+    series: Option<&RunSeries>,
+    death: Option<&SchedulerDeath>,
+    interrupted: bool,
+) -> (Vec<GroupSummary>, Vec<CheckResult>) {
+    let (groups, mut checks) = judge(scn, reports, weight_file, series);
+    if let Some(spec) = &scn.scheduler {
+        checks.push(alive_check(spec, death));
+    }
+    if interrupted {
+        crate::series::check::excuse_unjudged(&mut checks);
+    }
+    (groups, checks)
+}
+
 /// Summaries and check results for every group, then the fair-share
 /// check across groups.
-pub(super) fn judge(
+fn judge(
     scn: &Scenario,
     reports: &[WorkerReport],
     weight_file: Option<&str>,

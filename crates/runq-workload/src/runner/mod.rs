@@ -25,7 +25,7 @@ use crate::series::RunSeries;
 use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
 use crate::summary::GroupSummary;
 use host::{start_scheduler, stop_scheduler, watchdog_for};
-use judge::{alive_check, final_verdict, judge};
+use judge::{final_verdict, judge_run};
 
 /// Whether a run uses cgroups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,6 +225,19 @@ struct LiveRun<'s> {
 }
 
 impl<'s> LiveRun<'s> {
+    /// Stops every worker within `timeout` and gathers its report (after
+    /// those of groups removed earlier) and the snapshot series; hands
+    /// back the run's cgroups for removal.
+    fn collect(
+        self,
+        timeout: Duration,
+    ) -> (Option<RunCgroups>, Vec<WorkerReport>, Option<RunSeries>) {
+        let mut reports = self.reports;
+        let series = self.sampler.map(Sampler::finish);
+        reports.extend(self.handle.stop_and_collect(timeout));
+        (self.cgroups, reports, series)
+    }
+
     /// The run before its first worker: the scenario's cgroups, the
     /// watchdog and the snapshot sampler (which takes the runnable-wait
     /// probe).
@@ -403,15 +416,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     };
     let run_ns = elapsed_ns(t_run);
     let t_collect = Instant::now();
-    let LiveRun {
-        mut cgroups,
-        handle,
-        mut reports,
-        sampler,
-        ..
-    } = live;
-    let series = sampler.map(Sampler::finish);
-    reports.extend(handle.stop_and_collect(collect_timeout(&opts)));
+    let (mut cgroups, mut reports, series) = live.collect(collect_timeout(&opts));
     let collect_ns = elapsed_ns(t_collect);
     if scheduler_death.is_none() {
         // A death while the workers were being stopped counts too.
@@ -424,8 +429,14 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     reports.sort_by_key(|r| r.group_idx);
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
     let died = scheduler_death.as_ref();
-    let judged = (&reports[..], weight_file, series.as_ref(), died);
-    let (groups, checks) = judge_run(scn, judged, interrupted);
+    let (groups, checks) = judge_run(
+        scn,
+        &reports,
+        weight_file,
+        series.as_ref(),
+        died,
+        interrupted,
+    );
     let failed = scheduler_death.is_some() || run_error.is_some();
     let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);
     Ok(RunOutcome {
@@ -445,29 +456,6 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         series,
         reports,
     })
-}
-
-/// The run's group summaries and checks: each group's own, the
-/// scheduler's liveness when one was named, and the over-time checks an
-/// interrupted run could not judge excused.
-fn judge_run(
-    scn: &Scenario,
-    (reports, weight_file, series, death): (
-        &[WorkerReport],
-        Option<&str>,
-        Option<&RunSeries>,
-        Option<&SchedulerDeath>,
-    ),
-    interrupted: bool,
-) -> (Vec<GroupSummary>, Vec<CheckResult>) {
-    let (groups, mut checks) = judge(scn, reports, weight_file, series);
-    if let Some(spec) = &scn.scheduler {
-        checks.push(alive_check(spec, death));
-    }
-    if interrupted {
-        crate::series::check::excuse_unjudged(&mut checks);
-    }
-    (groups, checks)
 }
 
 /// Waits out the duration (see [`drive_steps`]), taking a snapshot every
