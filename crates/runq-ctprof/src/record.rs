@@ -145,6 +145,18 @@ fn write_one(
     Ok((path, bytes))
 }
 
+/// The host's exit notifications belong to a capture of the live `/proc`
+/// only: a recording of another procfs tree (a fixture) does not mix them in.
+fn start_exit_listener(capture: &CaptureOptions) -> Result<ExitListener, String> {
+    if capture.proc_root != Path::new("/proc") {
+        return Err(format!(
+            "the capture reads {}, not the live /proc",
+            capture.proc_root.display()
+        ));
+    }
+    ExitListener::start()
+}
+
 /// Records until `opts.stop` or until `interrupt` is set. Each snapshot is
 /// written whole or not at all; `progress` sees each file and its size.
 pub fn record(
@@ -153,7 +165,7 @@ pub fn record(
     mut progress: impl FnMut(&Path, u64),
 ) -> Result<RecordSummary, FormatError> {
     let mut sum = RecordSummary::default();
-    let listener = ExitListener::start()
+    let listener = start_exit_listener(&opts.capture)
         .map_err(|e| sum.exits_unavailable = Some(e))
         .ok();
     let (mut steady, mut seg) = (Steady::new(&opts.capture), Segment::default());

@@ -38,6 +38,11 @@ fn count_writes_loadable_time_named_snapshots() {
     let o = opts(root.path(), out.path(), Stop::Count(3), None);
     let sum = record(&o, &stop, |p, _| seen.push(p.to_path_buf())).unwrap();
     assert_eq!(sum.snapshots, 3);
+    assert_eq!(sum.exited_threads, 0, "a fixture tree counts no host exits");
+    assert!(sum
+        .exits_unavailable
+        .unwrap()
+        .contains("not the live /proc"));
     let files = list_snapshots(out.path()).unwrap();
     assert_eq!(files.len(), 3);
     for (p, _) in &files {
