@@ -98,7 +98,8 @@ impl HostWait {
     }
 
     fn load_and_attach() -> Result<HostWait, HostWaitError> {
-        let mut ebpf = Ebpf::load(object()).map_err(|e| HostWaitError::Load(e.to_string()))?;
+        let mut ebpf =
+            crate::bpf::load_object(object()).map_err(|e| HostWaitError::Load(e.to_string()))?;
         runq_kernel::tracefs::ensure_mounted()?;
         for (prog, tracepoint) in TRACEPOINTS {
             let attach_err = |e: aya::programs::ProgramError| HostWaitError::Attach {
