@@ -1,33 +1,90 @@
-//! The worker side of the stop protocol: SIGUSR1 sets an atomic flag that
+//! The worker side of the stop protocol: SIGUSR1 sets a stop flag that
 //! the work loop checks every iteration. The handler is installed without
 //! `SA_RESTART`, so a worker blocked in `read`/`futex` returns `EINTR` and
 //! sees the flag.
+//!
+//! A process worker obeys its process's flag. A thread worker obeys the
+//! flag of its own workload ([`StopFlag`]), so thread-mode workloads of one
+//! process stop independently of each other.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use runq_kernel::signal::install_handler;
 
-static STOP: AtomicBool = AtomicBool::new(false);
+static PROCESS_STOP: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// The flag this thread obeys: [`PROCESS_STOP`], or the flag of the
+    /// thread-mode workload it works for (see [`StopFlag::obey`]).
+    static OBEYED: Cell<*const AtomicBool> = const { Cell::new(&PROCESS_STOP) };
+}
+
+/// The flag the calling thread obeys.
+#[inline]
+fn obeyed() -> &'static AtomicBool {
+    // SAFETY: the pointer is PROCESS_STOP, or a StopFlag's allocation that
+    // the thread keeps alive for as long as it points there (`obey`).
+    OBEYED.with(|f| unsafe { &*f.get() })
+}
 
 extern "C" fn on_sigusr1(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
+    // A const-initialised thread-local without a destructor is a plain TLS
+    // access: nothing here allocates or locks.
+    obeyed().store(true, Ordering::Relaxed);
 }
 
 /// True once the worker has been told to stop.
 #[inline]
 pub fn stop_requested() -> bool {
-    STOP.load(Ordering::Relaxed)
+    obeyed().load(Ordering::Relaxed)
 }
 
-/// Sets the flag from inside the worker (e.g. its partner went away).
+/// Sets the flag from inside the worker (e.g. its partner went away): the
+/// worker's whole workload stops.
 pub fn request_stop() {
-    STOP.store(true, Ordering::Relaxed);
+    obeyed().store(true, Ordering::Relaxed);
 }
 
-/// Clears the flag (before a new run of thread-mode workers in this
-/// process).
+/// Clears the process's flag (in a forked worker: the parent's may have
+/// been set by a thread-mode run of its own that is ending).
 pub fn reset_stop() {
-    STOP.store(false, Ordering::Relaxed);
+    PROCESS_STOP.store(false, Ordering::Relaxed);
+}
+
+/// The stop flag of one thread-mode workload, shared by its threads.
+#[derive(Debug, Clone, Default)]
+pub struct StopFlag(Arc<AtomicBool>);
+
+impl StopFlag {
+    /// Tells every thread that obeys this flag to stop.
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Makes the calling thread obey this flag until the returned guard
+    /// is dropped (then it obeys the process's flag again).
+    #[must_use = "the thread obeys the flag only while the guard lives"]
+    pub fn obey(&self) -> Obeying {
+        let kept = self.clone();
+        OBEYED.with(|f| f.set(Arc::as_ptr(&kept.0)));
+        Obeying { _kept: kept }
+    }
+}
+
+/// A thread's obedience to a [`StopFlag`]; it keeps the flag alive.
+#[derive(Debug)]
+pub struct Obeying {
+    _kept: StopFlag,
+}
+
+impl Drop for Obeying {
+    fn drop(&mut self) {
+        // Point away before the flag can be freed: a late SIGUSR1 then
+        // lands on the process's flag.
+        OBEYED.with(|f| f.set(&PROCESS_STOP));
+    }
 }
 
 /// Sleeps for `d` unless told to stop: a stop signal (SIGUSR1, installed
@@ -68,7 +125,7 @@ mod tests {
     #[test]
     fn a_stop_ends_a_long_sleep_at_once() {
         install_stop_handler().unwrap();
-        reset_stop();
+        let _kept = StopFlag::default().obey();
         let me = unsafe { libc::pthread_self() };
         let sender = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
@@ -79,7 +136,31 @@ mod tests {
         assert!(!sleep_unless_stopped(Duration::from_secs(30)));
         assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
         sender.join().unwrap();
-        reset_stop();
-        assert!(sleep_unless_stopped(Duration::from_millis(1)));
+        assert!(
+            !PROCESS_STOP.load(Ordering::Relaxed),
+            "only this thread's flag"
+        );
+    }
+
+    #[test]
+    fn each_thread_workload_obeys_its_own_flag() {
+        let (a, b) = (StopFlag::default(), StopFlag::default());
+        let watch = |flag: &StopFlag| {
+            let flag = flag.clone();
+            std::thread::spawn(move || {
+                let _kept = flag.obey();
+                while !stop_requested() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+        };
+        let (ta, tb) = (watch(&a), watch(&b));
+        a.set();
+        ta.join().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!tb.is_finished(), "b stopped with a");
+        b.set();
+        tb.join().unwrap();
+        assert!(!stop_requested(), "the process's flag is untouched");
     }
 }

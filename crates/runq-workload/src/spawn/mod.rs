@@ -368,8 +368,9 @@ fn child_main(
             return 1; // the parent died before the death signal was armed
         }
     }
-    // The parent's STOP flag may be set by a thread-mode run of its own
-    // that is ending: this worker's run has not been told to stop.
+    // The parent's own stop flag may have been set by a SIGUSR1 it received
+    // (its handler is installed for thread workers): this worker's run has
+    // not been told to stop.
     reset_stop();
     if install_stop_handler().is_err() {
         return 2;

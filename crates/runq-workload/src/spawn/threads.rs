@@ -1,8 +1,8 @@
 //! Thread-mode workers: the same two phases as process workers, inside
 //! the runq process. Each thread reports its tid, waits for the start
 //! signal, applies its setup and runs; a panic becomes a sentinel with
-//! `Panicked`. STOP is the process-wide flag, and each thread also gets a
-//! SIGUSR1 (tgkill) so blocking calls return.
+//! `Panicked`. The threads of a handle obey its own stop flag, and each
+//! also gets a SIGUSR1 (tgkill) so blocking calls return.
 
 use std::io;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
@@ -13,7 +13,7 @@ use super::spec::WorkSpec;
 use super::worker::{apply_setup, build_body, run_worker};
 use super::WorkerId;
 use crate::report::{WorkerExitInfo, WorkerReport};
-use crate::stop::{install_stop_handler, request_stop, reset_stop};
+use crate::stop::{install_stop_handler, StopFlag};
 use crate::worktype::{PreparedWork, WorkerBody};
 
 /// A body moved into its thread. Only types listed by
@@ -41,6 +41,7 @@ pub(super) const DROP_JOIN_BOUND: Duration = Duration::from_secs(5);
 pub(super) struct ThreadWorkers {
     slots: Vec<Slot>,
     results: Option<(Sender<Outcome>, Receiver<Outcome>)>,
+    stop: StopFlag,
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -58,9 +59,6 @@ impl ThreadWorkers {
         spec: &WorkSpec,
         mut prepared: Option<Box<dyn PreparedWork>>,
     ) -> io::Result<()> {
-        if self.slots.is_empty() {
-            reset_stop();
-        }
         install_stop_handler()?;
         let results_tx = self.results.get_or_insert_with(channel).0.clone();
         for idx in 0..spec.workers {
@@ -68,9 +66,11 @@ impl ThreadWorkers {
             let (tid_tx, tid_rx) = sync_channel(1);
             let (start_tx, start_rx) = sync_channel::<()>(1);
             let (spec_c, tx, slot) = (spec.clone(), results_tx.clone(), self.slots.len());
+            let stop = self.stop.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("runq-w{}-{idx}", spec.group_idx))
                 .spawn(move || {
+                    let _obeyed = stop.obey();
                     let _ = tid_tx.send(runq_kernel::clock::gettid());
                     if start_rx.recv().is_err() {
                         return; // the handle was dropped before start
@@ -117,10 +117,10 @@ impl ThreadWorkers {
         }
     }
 
-    /// Sets STOP and interrupts every thread's blocking call; threads
-    /// never started are released to return at once.
+    /// Sets the handle's stop flag and interrupts every thread's blocking
+    /// call; threads never started are released to return at once.
     fn signal_stop(&mut self) {
-        request_stop();
+        self.stop.set();
         // SAFETY: getpid/tgkill on our own threads.
         let pid = unsafe { libc::getpid() };
         for s in &mut self.slots {
@@ -150,9 +150,6 @@ impl ThreadWorkers {
                 running += 1;
             }
         }
-        if running == 0 {
-            reset_stop();
-        }
         running
     }
 
@@ -176,10 +173,6 @@ impl ThreadWorkers {
             if let Some(t) = s.thread.take() {
                 let _ = t.join(); // it returns right after sending
             }
-        }
-        let all_done = self.slots.iter().all(|s| s.result.is_some());
-        if all_done {
-            reset_stop();
         }
         self.slots.into_iter().map(slot_report).collect()
     }

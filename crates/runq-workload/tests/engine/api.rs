@@ -85,7 +85,7 @@ fn impossible_affinity_is_recorded_and_the_worker_still_runs() {
 
 #[test]
 fn thread_mode_workers_and_panics() {
-    let _one = crate::thread_mode();
+    let _threads = crate::thread_mode();
     let mut spin = WorkSpec::new(0, WorkType::from_name("SpinWait").unwrap(), 2);
     spin.clone_mode = CloneMode::Thread;
     let mut pipes = WorkSpec::new(1, WorkType::from_name("PipeIo").unwrap(), 2);

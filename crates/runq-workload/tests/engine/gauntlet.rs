@@ -12,6 +12,9 @@ use runq_workload::{CloneMode, WorkSpec, WorkType, WorkerReport, WorkloadHandle}
 
 const RUN: Duration = Duration::from_millis(300);
 
+/// Work types run side by side.
+const LANES: usize = 3;
+
 /// The smallest worker count of at least 3 that the type accepts, so
 /// fan-outs have two receivers and PriorityInversion one triple.
 fn workers_for(t: &WorkType) -> usize {
@@ -124,11 +127,10 @@ fn broken_promises(t: &WorkType, reports: &[WorkerReport]) -> Vec<String> {
 }
 
 /// Runs every type allowed in `mode` and fails with every broken promise.
-/// Process-mode types run three at a time (each run lasts [`RUN`] whatever
-/// else the host runs, and a worker the host starved is not judged);
-/// thread-mode workloads share their process's signals, so one at a time,
-/// and never beside the process-mode gauntlet's forks (see
-/// [`crate::thread_mode`]).
+/// Types run three at a time: each run lasts [`RUN`] whatever else the
+/// host runs, a worker the host starved is not judged, and each
+/// thread-mode workload obeys its own stop flag. Thread workers never run
+/// beside the process-mode gauntlet's forks (see [`crate::threads_alone`]).
 fn gauntlet(mode: CloneMode) {
     let types: Vec<WorkType> = WorkType::all_defaults()
         .into_iter()
@@ -142,12 +144,11 @@ fn gauntlet(mode: CloneMode) {
             },
         )
         .collect();
-    let lanes = if mode == CloneMode::Process { 3 } else { 1 };
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
     let ran = AtomicUsize::new(0);
     std::thread::scope(|s| {
-        for _ in 0..lanes {
+        for _ in 0..LANES {
             s.spawn(|| {
                 while let Some(t) = types.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let Some(reports) = run(t, mode) else {
@@ -174,12 +175,12 @@ fn gauntlet(mode: CloneMode) {
 
 #[test]
 fn every_work_type_keeps_its_promises_as_processes() {
-    let _no_thread_workers_beside = crate::thread_mode();
+    let _no_thread_workers_beside = crate::threads_alone();
     gauntlet(CloneMode::Process);
 }
 
 #[test]
 fn every_thread_capable_work_type_keeps_its_promises_as_threads() {
-    let _one = crate::thread_mode();
+    let _threads = crate::thread_mode();
     gauntlet(CloneMode::Thread);
 }

@@ -3,11 +3,12 @@
 //! the watchdog, partner loss, dropping a handle, scenarios with custom
 //! groups, workers that move between cgroups.
 //!
-//! Thread-mode workers share the process-wide STOP flag and appear among
-//! this process's threads, so tests that run them hold [`thread_mode`].
+//! Thread-mode workers appear among this process's threads, so tests that
+//! run them hold [`thread_mode`], and a test that counts them holds
+//! [`threads_alone`].
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use runq_workload::{run_scenario, CgroupMode, Placement, RunOptions, RunOutcome, Scenario};
@@ -21,17 +22,24 @@ mod series;
 mod thread_drop;
 mod watchdog;
 
-/// Held by every test that runs thread-mode workers, one at a time, and
-/// by the process-mode gauntlet. Thread workers share the process's stop
-/// flag. Beside the gauntlet's hundreds of forks of this process, on a
-/// loaded host, a SpinWait thread twice did no work in its 300 ms while
+/// Held (shared) by every test that runs thread-mode workers: each
+/// workload obeys its own stop flag, so they run side by side.
+pub fn thread_mode() -> RwLockReadGuard<'static, ()> {
+    THREAD_WORKERS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held by a test that must have no other test's thread workers beside
+/// it: one that counts this process's worker threads, and the
+/// process-mode gauntlet. Beside its hundreds of forks of this process, on
+/// a loaded host, a SpinWait thread twice did no work in its 300 ms while
 /// not waiting for a CPU: most likely held in its set-up while a forking
 /// thread held the process's memory map (a fork stalls a sibling's mmap
 /// and page faults for tens of ms, measured; the full cause is unproven).
-pub fn thread_mode() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+pub fn threads_alone() -> RwLockWriteGuard<'static, ()> {
+    THREAD_WORKERS.write().unwrap_or_else(|e| e.into_inner())
 }
+
+static THREAD_WORKERS: RwLock<()> = RwLock::new(());
 
 /// Runs `scn` to its end (or until `stop` is set) with the defaults of a
 /// plain `runq run`: no fault, the default worker cap, 10 s to collect.

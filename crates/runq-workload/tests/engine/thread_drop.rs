@@ -1,6 +1,6 @@
 //! Dropping a handle with live thread workers stops and joins them, both
-//! after start and before it. One test function: thread workers share the
-//! process-wide STOP flag.
+//! after start and before it. It counts this process's worker threads, so
+//! no other test's run beside it.
 
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ fn thread_spec(group: usize, name: &str, workers: usize) -> WorkSpec {
 
 #[test]
 fn dropping_the_handle_stops_and_joins_thread_workers() {
-    let _one = crate::thread_mode();
+    let _alone = crate::threads_alone();
     let specs = [
         thread_spec(0, "SpinWait", 2),
         thread_spec(1, "PipeIo", 2),
@@ -44,7 +44,7 @@ fn dropping_the_handle_stops_and_joins_thread_workers() {
     drop(handle);
     assert_eq!(worker_threads(), 0);
 
-    // STOP was cleared: a new handle's workers run and report work.
+    // A new handle's workers obey a new flag: they run and report work.
     let mut handle = WorkloadHandle::spawn(&specs[..1]).expect("spawn");
     handle.start();
     std::thread::sleep(Duration::from_millis(100));
