@@ -5,30 +5,17 @@
 //! no blocker; with tracefs unmounted it mounts it and works.
 //!
 //! The runq binary is taken from the same target directory (built by
-//! `cargo test --workspace`). hud sessions overlap, except with the one
-//! test that unmounts tracefs.
+//! `cargo test --workspace`). Each test runs its own demo and sessions,
+//! side by side with the others: the test that needs tracefs missing runs
+//! hud in a mount namespace of its own, and the run-queue test's hog is a
+//! plain `yes` pinned beside its service.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde_json::Value;
-
-/// Held (shared) by every test that runs hud: sessions overlap, except
-/// with the one that holds it alone ([`alone`]), whose CPU hog would
-/// starve the others.
-fn shared() -> RwLockReadGuard<'static, ()> {
-    SESSIONS.read().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Held by a test that must run while no other session runs.
-fn alone() -> RwLockWriteGuard<'static, ()> {
-    SESSIONS.write().unwrap_or_else(|e| e.into_inner())
-}
-
-static SESSIONS: RwLock<()> = RwLock::new(());
 
 /// The demo `bin` built without frame pointers (cargo's default for
 /// them; the workspace forces them in .cargo/config.toml), shared by the
@@ -177,7 +164,6 @@ fn names_the_demo_blockers(runq: &Path, demo: &str) -> Value {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_names_the_demo_blockers_and_not_the_twins() {
     let runq = runq_bin();
-    let _one = shared();
     let report = names_the_demo_blockers(&runq, env!("CARGO_BIN_EXE_runq-demo-tokio"));
     assert_eq!(report["stacks"]["source"], "frame_pointers", "{report:#}");
 }
@@ -187,7 +173,6 @@ fn hud_names_the_demo_blockers_and_not_the_twins() {
 fn without_frame_pointers_hud_unwinds_copied_stacks_by_dwarf() {
     let runq = runq_bin();
     let demo = demo_without_frame_pointers("runq-demo-tokio");
-    let _one = shared();
     let report = names_the_demo_blockers(&runq, demo.to_str().unwrap());
     let stacks = &report["stacks"];
     assert_eq!(stacks["source"], "dwarf", "{report:#}");
@@ -214,7 +199,6 @@ fn without_frame_pointers_hud_unwinds_copied_stacks_by_dwarf() {
 fn forcing_frame_pointers_on_a_binary_without_them_warns() {
     let runq = runq_bin();
     let demo = demo_without_frame_pointers("runq-demo-tokio");
-    let _one = shared();
     let (mut child, pid) = start(demo.to_str().unwrap(), DEMO_LIFETIME);
     let (report, _) = hud(&runq, pid, 3, &["--unwind".as_ref(), "fp".as_ref()]);
     let _ = child.kill();
@@ -229,7 +213,6 @@ fn forcing_frame_pointers_on_a_binary_without_them_warns() {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_runtime_with_a_custom_name_is_found_by_its_stacks_or_its_prefix() {
     let runq = runq_bin();
-    let _one = shared();
     let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-named"), DEMO_LIFETIME);
     let (by_stacks, _) = hud(&runq, pid, 3, &[]);
     let (by_prefix, _) = hud(&runq, pid, 2, &["--workers".as_ref(), "svc".as_ref()]);
@@ -268,7 +251,6 @@ fn hud_mounts_tracefs_when_it_is_missing() {
     use std::os::unix::process::CommandExt;
     const TRACING: &str = "/sys/kernel/tracing";
     let runq = runq_bin();
-    let _one = shared();
     if tracefs_at("/sys/kernel/debug/tracing") {
         eprintln!("skipped: tracefs is also mounted under debugfs, so it cannot be made missing");
         return;
@@ -323,7 +305,6 @@ fn hud_mounts_tracefs_when_it_is_missing() {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_finds_nothing_in_the_control() {
     let runq = runq_bin();
-    let _one = shared();
     let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), DEMO_LIFETIME);
     let (report, _) = hud(&runq, pid, 3, &[]);
     let _ = control.kill();
@@ -350,7 +331,6 @@ fn located(report: &Value, name: &str) -> bool {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
     let runq = runq_bin();
-    let _one = shared();
     let dir = tempfile::tempdir().unwrap();
     let stripped = dir.path().join("runq-demo-tokio");
     let unstripped = env!("CARGO_BIN_EXE_runq-demo-tokio");
@@ -409,7 +389,6 @@ fn tmux(args: &[&str]) -> std::process::Output {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn the_live_view_shows_the_blocker_and_quits_cleanly() {
     let runq = runq_bin();
-    let _one = shared();
     if Command::new("tmux").arg("-V").output().is_err() {
         eprintln!("skipped: needs tmux");
         return;
@@ -483,7 +462,6 @@ fn the_live_view_shows_the_blocker_and_quits_cleanly() {
 fn a_service_built_with_cargo_defaults_is_blamed_on_its_own_functions() {
     let runq = runq_bin();
     let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
-    let _one = shared();
     let (mut child, pid) = start(service.to_str().unwrap(), DEMO_LIFETIME);
     let (report, _) = hud(&runq, pid, 5, &[]);
     let _ = child.kill();
@@ -543,7 +521,6 @@ fn a_service_built_with_cargo_defaults_is_blamed_on_its_own_functions() {
 fn exact_polls_time_the_long_polls_and_never_the_cooperative_ones() {
     let runq = runq_bin();
     let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
-    let _one = shared();
     let (child, pid) = start(service.to_str().unwrap(), DEMO_LIFETIME);
     let _child = KillOnDrop(child);
     let (report, _) = hud(&runq, pid, 5, &[OsStr::new("--exact-polls")]);
@@ -581,7 +558,6 @@ fn exact_polls_time_the_long_polls_and_never_the_cooperative_ones() {
 fn exact_polls_find_no_long_poll_in_cooperative_code() {
     let runq = runq_bin();
     let busy = runq_testkit::workspace_bin("runq-demo", "runq-demo-busy");
-    let _one = shared();
     let mut busy = Command::new(&busy);
     busy.args([DEMO_LIFETIME.to_string().as_str(), "4"]);
     let (child, pid) = start_command(busy);
@@ -607,7 +583,6 @@ fn exact_polls_find_no_long_poll_in_cooperative_code() {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_target_that_exits_mid_session_keeps_its_figures() {
     let runq = runq_bin();
-    let _one = shared();
     let (mut child, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 5);
     // Reaped as soon as it exits, as its parent would (a zombie still has
     // its /proc entry).
@@ -627,7 +602,7 @@ fn a_target_that_exits_mid_session_keeps_its_figures() {
     }
 }
 
-/// A CPU hog at nice -19 shares CPU 0 with the service (built with cargo's
+/// A CPU hog shares CPU 0 with the service (built with cargo's
 /// defaults): the workers' run-queue waits name the hog as the task that
 /// held the CPU, and the victims carry whole stacks (copied at their
 /// preemption), so their rows name the service's functions, not a leaf.
@@ -636,8 +611,6 @@ fn a_target_that_exits_mid_session_keeps_its_figures() {
 fn run_queue_waits_name_the_cpu_holder_and_the_victims_function() {
     let runq = runq_bin();
     let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
-    // Alone: its nice -19 hog on CPU 0 would starve the other sessions.
-    let _alone = alone();
     let taskset = |args: &[&str]| {
         let mut c = Command::new("taskset");
         c.args(["-c", "0"]).args(args);
@@ -648,7 +621,7 @@ fn run_queue_waits_name_the_cpu_holder_and_the_victims_function() {
         &DEMO_LIFETIME.to_string(),
     ]));
     let hog = KillOnDrop(
-        taskset(&["nice", "-n", "-19", "yes"])
+        taskset(&["yes"])
             .stdout(Stdio::null())
             .spawn()
             .expect("yes (coreutils)"),
@@ -682,7 +655,7 @@ fn run_queue_waits_name_the_cpu_holder_and_the_victims_function() {
         .sum();
     assert!(
         total > 0,
-        "no run-queue wait under a nice -19 hog: {report:#}"
+        "no run-queue wait behind a hog on the same CPU: {report:#}"
     );
     assert!(cut * 2 < total, "victims' stacks cut short: {report:#}");
     assert!(
