@@ -67,24 +67,45 @@ fn start_command(mut cmd: Command) -> (Child, u32) {
 /// and checks that replaying the export gives the same report and that the
 /// folded export names the blockers.
 fn hud(runq: &Path, pid: u32, secs: u32, extra: &[&OsStr]) -> (Value, Value) {
+    hud_then(runq, pid, secs, extra, || {})
+}
+
+/// [`hud`], calling `reported` as soon as the report is out, while hud is
+/// still detaching its probes (about 3 s with `--exact-polls`).
+fn hud_then(
+    runq: &Path,
+    pid: u32,
+    secs: u32,
+    extra: &[&OsStr],
+    reported: impl FnOnce(),
+) -> (Value, Value) {
     let dir = tempfile::tempdir().unwrap();
     let export = dir.path().join("hud.json");
     let folded = dir.path().join("hud.folded");
-    let out = Command::new(runq)
+    let mut child = Command::new(runq)
         .args(["hud", "--pid", &pid.to_string(), "--headless", "--json"])
         .args(["--duration", &format!("{secs}s"), "--output"])
         .arg(&export)
         .arg("--output-folded")
         .arg(&folded)
         .args(extra)
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    // The first JSON value is whole once its last byte is read, before EOF.
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let report = serde_json::Deserializer::from_reader(stdout)
+        .into_iter::<Value>()
+        .next();
+    reported();
+    let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
         "runq hud: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report = serde_json::from_slice(&out.stdout).expect("report JSON");
+    let report = report.expect("a report").expect("report JSON");
     runq_testkit::assert_matches_schema("hud", &report);
     let trace =
         serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).expect("export JSON");
@@ -522,8 +543,10 @@ fn exact_polls_time_the_long_polls_and_never_the_cooperative_ones() {
     let runq = runq_bin();
     let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
     let (child, pid) = start(service.to_str().unwrap(), DEMO_LIFETIME);
-    let _child = KillOnDrop(child);
-    let (report, _) = hud(&runq, pid, 5, &[OsStr::new("--exact-polls")]);
+    let mut child = KillOnDrop(child);
+    // The service stops once the report is out, not after the detach.
+    let stop = || drop(child.0.kill());
+    let (report, _) = hud_then(&runq, pid, 5, &[OsStr::new("--exact-polls")], stop);
     assert_eq!(report["poll_timing"]["method"], "exact", "{report:#}");
     assert!(report["poll_timing"]["instances"].as_u64().unwrap() >= 1);
     let long = blockers(&report, "long_poll");
@@ -561,7 +584,7 @@ fn exact_polls_find_no_long_poll_in_cooperative_code() {
     let mut busy = Command::new(&busy);
     busy.args([DEMO_LIFETIME.to_string().as_str(), "4"]);
     let (child, pid) = start_command(busy);
-    let _child = KillOnDrop(child);
+    let mut child = KillOnDrop(child);
     // The pid is printed before the runtime starts its 4 workers.
     let tasks = format!("/proc/{pid}/task");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -569,7 +592,8 @@ fn exact_polls_find_no_long_poll_in_cooperative_code() {
         assert!(std::time::Instant::now() < deadline, "no workers in {pid}");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let (report, _) = hud(&runq, pid, 4, &[OsStr::new("--exact-polls")]);
+    let stop = || drop(child.0.kill());
+    let (report, _) = hud_then(&runq, pid, 4, &[OsStr::new("--exact-polls")], stop);
     assert_eq!(report["poll_timing"]["method"], "exact");
     let long = report["events"]["long_polls"].as_u64().unwrap();
     assert!(long <= 3, "{long} false long polls: {report:#}");

@@ -77,6 +77,16 @@ pub struct Session {
     pub findings: Vec<Finding>,
     /// Per finding: ns from the end of its interval to its detection.
     pub detection_latency_ns: Vec<u64>,
+    /// The probes, attached until the session is dropped, so that its
+    /// report can be written first: removing a uprobe waits for a kernel
+    /// grace period (about 0.1 s each; `--exact-polls` attaches two per
+    /// poll function).
+    pub probes: AttachedProbes,
+}
+
+/// The session's BPF programs, detached when dropped.
+pub struct AttachedProbes {
+    _probe: Probe,
 }
 
 /// On-CPU ns of a thread, from /proc/PID/task/TID/schedstat.
@@ -490,6 +500,7 @@ pub fn run(
         report,
         findings,
         detection_latency_ns: s.latency,
+        probes: AttachedProbes { _probe: s.probe },
     })
 }
 

@@ -2,8 +2,9 @@
 //! and ends as documented: a usage, privilege or run error is exactly the
 //! exit code the README shows after it; a verdict (0 PASS, 1 FAIL) is the
 //! host's, and every FAIL carries a line saying what was measured.
-//! Durations above 2 s run for 1 s and `--repeat` runs twice, so the
-//! suite stays short; outputs go to a temporary directory.
+//! Every run lasts at most half a second (a scenario file's too) and
+//! `--repeat` runs twice, so the suite stays short; outputs go to a
+//! temporary directory.
 
 use std::path::{Path, PathBuf};
 
@@ -98,6 +99,9 @@ fn split(cmd: &str) -> Option<Vec<String>> {
     words.get(1..end).map(<[String]>::to_vec)
 }
 
+/// The longest an example runs.
+const SHORT: &str = "500ms";
+
 /// The example made short and self-contained (see the module doc), or
 /// why it cannot run on this host.
 fn adapt(ex: &Example, out: &Path) -> Result<Vec<String>, String> {
@@ -120,9 +124,9 @@ fn adapt(ex: &Example, out: &Path) -> Result<Vec<String>, String> {
         let new = match args[i].as_str() {
             "--duration"
                 if runq_common::duration::parse_duration(&next)
-                    .is_ok_and(|d| d.as_secs_f64() > 2.0) =>
+                    .is_ok_and(|d| d.as_secs_f64() > 0.5) =>
             {
-                Some("1s".to_string())
+                Some(SHORT.to_string())
             }
             "--repeat" => Some("2".to_string()),
             "--output" | "-o" | "--junit" => Some(out.join(&next).to_string_lossy().into_owned()),
@@ -140,9 +144,8 @@ fn adapt(ex: &Example, out: &Path) -> Result<Vec<String>, String> {
         "--print-scenario",
     ];
     let runs = !args.iter().any(|a| listings.contains(&a.as_str()));
-    let has_file = args.get(1).is_some_and(|a| a.ends_with(".toml"));
-    if runs && !has_file && !args.iter().any(|a| a == "--duration") {
-        args.extend(["--duration".into(), "1s".into()]);
+    if runs && !args.iter().any(|a| a == "--duration") {
+        args.extend(["--duration".into(), SHORT.into()]);
     }
     Ok(args)
 }

@@ -193,6 +193,8 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     };
     output::write_exports(&args, &session)?;
     output::print_report(&session, args.json)?;
+    // The probes detach only now, after the report is out.
+    drop(session);
     Ok(ExitCode::SUCCESS)
 }
 
