@@ -10,6 +10,8 @@
 //! blocks in poll, waitpid or short sleeps), so the workers get every
 //! CPU cycle it does not need. Workers were forked before and do not
 //! inherit it. The host monitor's thread holds one for its life too.
+//! While it collects, it also lifts stopped workers out of SCHED_IDLE
+//! ([`IdleLifter`]) so that they can report.
 
 /// The fallback: low enough to be scheduled ahead of a crowd of nice-0
 /// workers, far from the real-time range.
@@ -81,5 +83,90 @@ impl Drop for Boost {
             },
             Before::Unchanged => {}
         }
+    }
+}
+
+/// How often a collecting parent lifts stopped workers out of SCHED_IDLE.
+pub(crate) const LIFT_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Moves stopped workers from SCHED_IDLE back to SCHED_OTHER, so that they
+/// get the CPU to finish and write their reports: on a busy host an
+/// idle-class worker (PolicyChurn cycles through that class) got none
+/// within the 5 s collect deadline. A collector calls [`Self::lift`] on
+/// the workers that have not reported, again and again, because a
+/// worker's last iteration may enter the class again; it acts at most
+/// every [`LIFT_EVERY`]. Other classes are left alone, and so are workers
+/// it lacks the privilege to move.
+#[derive(Debug, Default)]
+pub(crate) struct IdleLifter {
+    last: Option<std::time::Instant>,
+}
+
+impl IdleLifter {
+    /// Lifts every idle-class thread of `tids`, unless it did so less than
+    /// [`LIFT_EVERY`] ago.
+    pub(crate) fn lift(&mut self, tids: impl Iterator<Item = u32>) {
+        if self.last.is_some_and(|t| t.elapsed() < LIFT_EVERY) {
+            return;
+        }
+        self.last = Some(std::time::Instant::now());
+        let param = libc::sched_param { sched_priority: 0 };
+        for tid in tids {
+            // SAFETY: querying and setting the policy of our own worker.
+            unsafe {
+                if libc::sched_getscheduler(tid as libc::pid_t) == libc::SCHED_IDLE {
+                    libc::sched_setscheduler(tid as libc::pid_t, libc::SCHED_OTHER, &param);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::channel;
+
+    fn policy(tid: u32) -> libc::c_int {
+        // SAFETY: querying a thread of this process.
+        unsafe { libc::sched_getscheduler(tid as libc::pid_t) }
+    }
+
+    /// A thread that enters `class`, reports its tid and waits for `done`.
+    fn thread_in(class: libc::c_int) -> (u32, std::sync::mpsc::Sender<()>) {
+        let (tid_tx, tid_rx) = channel();
+        let (done_tx, done_rx) = channel::<()>();
+        std::thread::spawn(move || {
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: changing the calling thread's own policy.
+            unsafe { libc::sched_setscheduler(0, class, &param) };
+            tid_tx.send(runq_kernel::clock::gettid()).unwrap();
+            let _ = done_rx.recv();
+        });
+        (tid_rx.recv().unwrap(), done_tx)
+    }
+
+    #[test]
+    fn other_classes_are_left_alone() {
+        let (batch, _b) = thread_in(libc::SCHED_BATCH);
+        IdleLifter::default().lift(std::iter::once(batch));
+        assert_eq!(policy(batch), libc::SCHED_BATCH);
+    }
+
+    #[test]
+    #[cfg_attr(not(runq_root), ignore = "needs root")]
+    fn idle_class_workers_are_lifted_at_most_every_lift_every() {
+        let (idle, _a) = thread_in(libc::SCHED_IDLE);
+        assert_eq!(policy(idle), libc::SCHED_IDLE);
+        let mut lifter = IdleLifter::default();
+        lifter.lift(std::iter::once(idle));
+        assert_eq!(policy(idle), libc::SCHED_OTHER);
+        // Within LIFT_EVERY of the last lift, nothing is done.
+        let (again, _c) = thread_in(libc::SCHED_IDLE);
+        lifter.lift(std::iter::once(again));
+        assert_eq!(policy(again), libc::SCHED_IDLE);
+        std::thread::sleep(LIFT_EVERY);
+        lifter.lift(std::iter::once(again));
+        assert_eq!(policy(again), libc::SCHED_OTHER);
     }
 }

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use super::boost::{IdleLifter, LIFT_EVERY};
 use crate::report::{WorkerExitInfo, WorkerReport};
 
 /// One forked worker, seen from the parent.
@@ -103,12 +104,19 @@ fn read_reports(workers: &mut [ProcWorker], deadline: Instant) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut open = workers.iter().filter(|w| w.report_rx.is_some()).count();
+    let mut lifter = IdleLifter::default();
     while open > 0 {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return;
         }
-        let ms = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
+        lifter.lift(
+            workers
+                .iter()
+                .filter(|w| w.report_rx.is_some())
+                .map(|w| w.pid),
+        );
+        let ms = i32::try_from(left.min(LIFT_EVERY).as_millis().max(1)).unwrap_or(i32::MAX);
         let n = set.wait(&mut events, ms);
         for ev in &events[..n] {
             let w = &mut workers[ev.u64 as usize];

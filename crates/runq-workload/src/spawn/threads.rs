@@ -5,10 +5,11 @@
 //! also gets a SIGUSR1 (tgkill) so blocking calls return.
 
 use std::io;
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::boost::{IdleLifter, LIFT_EVERY};
 use super::spec::WorkSpec;
 use super::worker::{apply_setup, build_body, run_worker};
 use super::WorkerId;
@@ -161,11 +162,18 @@ impl ThreadWorkers {
         self.signal_stop();
         if let Some((tx, rx)) = self.results.take() {
             drop(tx);
+            let mut lifter = IdleLifter::default();
             while self.slots.iter().any(|s| s.result.is_none()) {
                 let left = deadline.saturating_duration_since(Instant::now());
-                match rx.recv_timeout(left) {
+                if left.is_zero() {
+                    break;
+                }
+                let waiting = self.slots.iter().filter(|s| s.result.is_none());
+                lifter.lift(waiting.map(|s| s.tid));
+                match rx.recv_timeout(left.min(LIFT_EVERY)) {
                     Ok((slot, r)) => self.slots[slot].result = Some(r),
-                    Err(_) => break,
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
                 }
             }
         }
