@@ -28,36 +28,40 @@ pub fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// A workspace binary `name` in the test's profile directory, built by
-/// cargo first if it is missing or stale (a no-op when `cargo test
-/// --workspace` has just built it).
-pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
-    workspace_bin_with(package, name, &[])
+/// The demo program `name` of runq-demo in the test's profile directory.
+/// The first call builds every demo with one cargo call (a no-op when
+/// `cargo test --workspace` has built them for runq-demo's own tests).
+pub fn demo_bin(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| build_in_profile(&["-p", "runq-demo", "--bins"]));
+    built(name)
 }
 
 /// The jemalloc-linked demo (`runq-demo-jemalloc`, a statically linked
 /// jemalloc with its DWARF), built on first use: jemalloc's C build takes
 /// about 150 CPU-seconds, so only the slow tier asks for it.
 pub fn jemalloc_demo() -> PathBuf {
-    workspace_bin_with("runq-demo", "runq-demo-jemalloc", &["jemalloc"])
+    let name = "runq-demo-jemalloc";
+    build_in_profile(&["-p", "runq-demo", "--bin", name, "--features", "jemalloc"]);
+    built(name)
 }
 
-/// [`workspace_bin`] with cargo `features` of the package enabled.
-fn workspace_bin_with(package: &str, name: &str, features: &[&str]) -> PathBuf {
-    let dir = profile_dir();
-    let release = dir.file_name().is_some_and(|n| n == "release");
-    let joined = features.join(",");
-    let mut args = vec!["build", "--quiet", "-p", package, "--bin", name];
-    if !features.is_empty() {
-        args.extend(["--features", joined.as_str()]);
-    }
+/// The binary `name` in the test's profile directory, which must exist.
+fn built(name: &str) -> PathBuf {
+    let bin = profile_dir().join(name);
+    assert!(bin.exists(), "{} was not built", bin.display());
+    bin
+}
+
+/// Runs `cargo build` with `selection` in the running test's profile.
+fn build_in_profile(selection: &[&str]) {
+    let release = profile_dir().file_name().is_some_and(|n| n == "release");
+    let mut args = vec!["build", "--quiet"];
+    args.extend_from_slice(selection);
     if release {
         args.push("--release");
     }
     cargo(&args, |_| ());
-    let bin = dir.join(name);
-    assert!(bin.exists(), "{} was not built", bin.display());
-    bin
 }
 
 /// An example `name` of the package under test, in the profile's

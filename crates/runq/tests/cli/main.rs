@@ -20,6 +20,7 @@ mod ctprof_export;
 mod ctprof_record;
 mod documented;
 mod host_monitor;
+mod hud;
 mod json_contract;
 mod man;
 mod readme_console;

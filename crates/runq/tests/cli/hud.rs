@@ -1,14 +1,14 @@
-//! End to end (root): `runq hud` attached to the demo finds each known
-//! blocker with its category and file:line and none of the spawn_blocking
-//! twins, both in the workspace's frame-pointer build and in a build with
-//! cargo's defaults (no frame pointers); attached to the control it finds
-//! no blocker; with tracefs unmounted it mounts it and works.
+//! `runq hud` end to end (root), on the demo programs of runq-demo: it
+//! finds each known blocker with its category and file:line and none of
+//! the spawn_blocking twins, both in the workspace's frame-pointer build
+//! and in a build with cargo's defaults (no frame pointers); attached to
+//! the control it finds no blocker; with tracefs unmounted it mounts it
+//! and works.
 //!
-//! The runq binary is taken from the same target directory (built by
-//! `cargo test --workspace`). Each test runs its own demo and sessions,
-//! side by side with the others: the test that needs tracefs missing runs
-//! hud in a mount namespace of its own, and the run-queue test's hog is a
-//! plain `yes` pinned beside its service.
+//! Each test runs its own demo and sessions, side by side with the others
+//! (and with the other commands' tests): the test that needs tracefs
+//! missing runs hud in a mount namespace of its own, and the run-queue
+//! test's hog is a plain `yes` pinned beside its service.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
@@ -24,9 +24,14 @@ fn demo_without_frame_pointers(bin: &str) -> PathBuf {
     runq_testkit::demos_without_frame_pointers().join(bin)
 }
 
-/// The runq binary of this workspace (built by cargo if needed).
+/// The runq binary under test.
 fn runq_bin() -> PathBuf {
-    runq_testkit::workspace_bin("runq", "runq")
+    PathBuf::from(env!("CARGO_BIN_EXE_runq"))
+}
+
+/// The demo program `name` of runq-demo, as the workspace builds it.
+fn demo_bin(name: &str) -> PathBuf {
+    runq_testkit::demo_bin(name)
 }
 
 /// A child killed and reaped when the test ends, even by a panic (a CPU
@@ -45,7 +50,7 @@ impl Drop for KillOnDrop {
 const DEMO_LIFETIME: u32 = 60;
 
 /// Starts a demo binary for `secs` seconds; returns it and its pid.
-fn start(exe: &str, secs: u32) -> (Child, u32) {
+fn start(exe: impl AsRef<OsStr>, secs: u32) -> (Child, u32) {
     let mut demo = Command::new(exe);
     demo.arg(secs.to_string());
     start_command(demo)
@@ -131,7 +136,7 @@ fn mentions(b: &Value, name: &str) -> bool {
 
 /// hud on a demo binary names the four blockers in their categories and
 /// none of the spawn_blocking twins; returns the report.
-fn names_the_demo_blockers(runq: &Path, demo: &str) -> Value {
+fn names_the_demo_blockers(runq: &Path, demo: impl AsRef<OsStr>) -> Value {
     let (mut demo, pid) = start(demo, DEMO_LIFETIME);
     let (report, trace) = hud(runq, pid, 4, &[]);
     let _ = demo.kill();
@@ -185,7 +190,7 @@ fn names_the_demo_blockers(runq: &Path, demo: &str) -> Value {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_names_the_demo_blockers_and_not_the_twins() {
     let runq = runq_bin();
-    let report = names_the_demo_blockers(&runq, env!("CARGO_BIN_EXE_runq-demo-tokio"));
+    let report = names_the_demo_blockers(&runq, demo_bin("runq-demo-tokio"));
     assert_eq!(report["stacks"]["source"], "frame_pointers", "{report:#}");
 }
 
@@ -234,7 +239,7 @@ fn forcing_frame_pointers_on_a_binary_without_them_warns() {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_runtime_with_a_custom_name_is_found_by_its_stacks_or_its_prefix() {
     let runq = runq_bin();
-    let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-named"), DEMO_LIFETIME);
+    let (mut demo, pid) = start(demo_bin("runq-demo-named"), DEMO_LIFETIME);
     let (by_stacks, _) = hud(&runq, pid, 3, &[]);
     let (by_prefix, _) = hud(&runq, pid, 2, &["--workers".as_ref(), "svc".as_ref()]);
     let _ = demo.kill();
@@ -276,7 +281,7 @@ fn hud_mounts_tracefs_when_it_is_missing() {
         eprintln!("skipped: tracefs is also mounted under debugfs, so it cannot be made missing");
         return;
     }
-    let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), DEMO_LIFETIME);
+    let (mut control, pid) = start(demo_bin("runq-demo-control"), DEMO_LIFETIME);
     // hud runs in a mount namespace of its own where tracefs is not
     // mounted, so the sessions of the other tests keep theirs.
     let script = format!(
@@ -326,7 +331,7 @@ fn hud_mounts_tracefs_when_it_is_missing() {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn hud_finds_nothing_in_the_control() {
     let runq = runq_bin();
-    let (mut control, pid) = start(env!("CARGO_BIN_EXE_runq-demo-control"), DEMO_LIFETIME);
+    let (mut control, pid) = start(demo_bin("runq-demo-control"), DEMO_LIFETIME);
     let (report, _) = hud(&runq, pid, 3, &[]);
     let _ = control.kill();
     let _ = control.wait();
@@ -354,12 +359,12 @@ fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
     let runq = runq_bin();
     let dir = tempfile::tempdir().unwrap();
     let stripped = dir.path().join("runq-demo-tokio");
-    let unstripped = env!("CARGO_BIN_EXE_runq-demo-tokio");
+    let unstripped = demo_bin("runq-demo-tokio");
     let strip = Command::new("strip")
         .arg("--strip-debug")
         .arg("-o")
         .arg(&stripped)
-        .arg(unstripped)
+        .arg(&unstripped)
         .status();
     if !strip.is_ok_and(|s| s.success()) {
         eprintln!("skipped: needs strip (binutils)");
@@ -383,7 +388,7 @@ fn an_unstripped_copy_gives_a_stripped_target_its_lines() {
             "1s",
         ])
         .arg("--debug-file")
-        .arg(env!("CARGO_BIN_EXE_runq-demo-control"))
+        .arg(demo_bin("runq-demo-control"))
         .output()
         .unwrap();
     let _ = demo.kill();
@@ -414,7 +419,7 @@ fn the_live_view_shows_the_blocker_and_quits_cleanly() {
         eprintln!("skipped: needs tmux");
         return;
     }
-    let (mut demo, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), DEMO_LIFETIME);
+    let (mut demo, pid) = start(demo_bin("runq-demo-tokio"), DEMO_LIFETIME);
     let session = format!("runq-hud-e2e-{}", std::process::id());
     let cmd = format!(
         "{} hud --pid {pid}; echo HUD-EXIT=$?; sleep 30",
@@ -580,7 +585,7 @@ fn exact_polls_time_the_long_polls_and_never_the_cooperative_ones() {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn exact_polls_find_no_long_poll_in_cooperative_code() {
     let runq = runq_bin();
-    let busy = runq_testkit::workspace_bin("runq-demo", "runq-demo-busy");
+    let busy = demo_bin("runq-demo-busy");
     let mut busy = Command::new(&busy);
     busy.args([DEMO_LIFETIME.to_string().as_str(), "4"]);
     let (child, pid) = start_command(busy);
@@ -602,12 +607,13 @@ fn exact_polls_find_no_long_poll_in_cooperative_code() {
 /// The target exits mid-session: the report keeps its name and the CPU
 /// figures read while it lived, and lists no more than the two workers
 /// (the blocking pool's threads share their name; on a busy host hud may
-/// start after the runtime has begun to shut one down).
+/// start after the runtime has begun to shut one down, and a worker the
+/// host starved may have had no CPU while hud watched).
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_target_that_exits_mid_session_keeps_its_figures() {
     let runq = runq_bin();
-    let (mut child, pid) = start(env!("CARGO_BIN_EXE_runq-demo-tokio"), 5);
+    let (mut child, pid) = start(demo_bin("runq-demo-tokio"), 8);
     // Reaped as soon as it exits, as its parent would (a zombie still has
     // its /proc entry).
     let reaper = std::thread::spawn(move || child.wait());
@@ -619,11 +625,11 @@ fn a_target_that_exits_mid_session_keeps_its_figures() {
     assert!((1..=2).contains(&workers.len()), "{report:#}");
     for w in workers {
         assert!(!w["comm"].as_str().unwrap().is_empty(), "{w:#}");
-        assert!(
-            w["cpu_ns"].as_u64().unwrap() > 0,
-            "CPU read while it lived: {w:#}"
-        );
     }
+    assert!(
+        workers.iter().any(|w| w["cpu_ns"].as_u64().unwrap() > 0),
+        "CPU read while it lived: {report:#}"
+    );
 }
 
 /// A CPU hog shares CPU 0 with the service (built with cargo's
