@@ -239,10 +239,13 @@ fn shared_libjemalloc_is_unavailable_not_zero() {
         eprintln!("skipped: needs libjemalloc.so.2 (apt-get install libjemalloc2)");
         return;
     };
-    // A copy of sleep under a name no other process on the host has.
+    // sleep under a name no other process on the host has: a symlink, as
+    // the name comes from the path executed. (A copy written by this
+    // process could not be executed while another test's fork held the
+    // copy's descriptor: ETXTBSY.)
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("jemalloc-shared");
-    std::fs::copy("/bin/sleep", &bin).unwrap();
+    std::os::unix::fs::symlink("/bin/sleep", &bin).unwrap();
     let mut child = std::process::Command::new(&bin)
         .arg("30")
         .env("LD_PRELOAD", lib)
