@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use runq_common::safefile::{write_atomic, Replace};
 use serde_json::{json, Value};
 
 use crate::runner::RunResult;
@@ -83,14 +84,15 @@ pub fn write_sweep(dir: &Path, s: &SweepResult) -> io::Result<[PathBuf; 3]> {
         dir.join("sweep.json"),
         dir.join("sweep.svg"),
     ];
-    std::fs::write(&paths[0], sweep_csv(s))?;
+    write_atomic(&paths[0], sweep_csv(s).as_bytes(), Replace::OwnFile)?;
     let doc = runq_common::json::Document {
         tool: "runq collatz sweep",
         schema_version: SCHEMA_VERSION,
         body: s,
     };
     let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)?;
-    std::fs::write(&paths[1], json + "\n")?;
-    crate::plot::write_svg(&paths[2], s).map_err(io::Error::other)?;
+    write_atomic(&paths[1], (json + "\n").as_bytes(), Replace::OwnFile)?;
+    let svg = crate::plot::render_svg(s).map_err(io::Error::other)?;
+    write_atomic(&paths[2], svg.as_bytes(), Replace::OwnFile)?;
     Ok(paths)
 }

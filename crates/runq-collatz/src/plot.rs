@@ -2,8 +2,6 @@
 //! point, the fitted curve of the baseline and of each profiler, and their
 //! elbows marked.
 
-use std::path::Path;
-
 use plotters::prelude::*;
 
 use crate::sweep::{Curve, SweepResult};
@@ -18,9 +16,15 @@ const PROF_COLORS: [RGBColor; 5] = [
     RGBColor(140, 86, 75),
 ];
 
-/// Renders the plot to `path`.
-pub fn write_svg(path: &Path, s: &SweepResult) -> Result<(), String> {
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+/// Renders the plot as an SVG document.
+pub fn render_svg(s: &SweepResult) -> Result<String, String> {
+    let mut svg = String::new();
+    draw(&mut svg, s)?;
+    Ok(svg)
+}
+
+fn draw(svg: &mut String, s: &SweepResult) -> Result<(), String> {
+    let root = SVGBackend::with_string(svg, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let max_x = s.points.iter().map(|p| p.procs).max().unwrap_or(1) as f64 + 0.5;
     let ys = s.points.iter().map(|p| p.result.ticks_per_call);

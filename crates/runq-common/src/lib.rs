@@ -1,12 +1,14 @@
 //! runq's output layer, shared by every tool: stdout that ends quietly on
 //! a closed pipe, the envelope every JSON document carries (`tool`,
 //! `schema_version`), the table printer, units and human durations,
-//! medians, "did you mean" suggestions, and plain-text layout.
+//! medians, "did you mean" suggestions, plain-text layout, and the one
+//! safe way to write an output file.
 
 pub mod duration;
 mod edit;
 pub mod json;
 pub mod output;
+pub mod safefile;
 pub mod serde_ns;
 pub mod stats;
 pub mod table;

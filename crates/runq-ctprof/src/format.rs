@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::avail::{Capabilities, Reason, Source};
 use crate::model::{CtprofSnapshot, FORMAT_NAME, SCHEMA_VERSION};
 use crate::record::delta::{DeltaFile, DELTA_FORMAT};
-use crate::safefile::Replace;
+use runq_common::safefile::Replace;
 
 /// The zstd level snapshots are written with.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -65,7 +65,7 @@ pub fn encode<T: serde::Serialize>(snapshot: &T) -> std::io::Result<Vec<u8>> {
 
 /// Writes a snapshot to `path` safely: a fresh temporary file renamed into
 /// place in the same directory, never through a symlink, never over another
-/// user's file (see [`crate::safefile`]). Returns the bytes written.
+/// user's file (see `runq_common::safefile`). Returns the bytes written.
 pub fn save(snapshot: &CtprofSnapshot, path: &Path) -> Result<u64, FormatError> {
     save_with(snapshot, path, Replace::OwnFile)
 }
@@ -81,7 +81,7 @@ pub fn save_with<T: serde::Serialize>(
         source,
     };
     let bytes = encode(snapshot).map_err(io)?;
-    crate::safefile::write_atomic(path, &bytes, replace).map_err(io)?;
+    runq_common::safefile::write_atomic(path, &bytes, replace).map_err(io)?;
     Ok(bytes.len() as u64)
 }
 

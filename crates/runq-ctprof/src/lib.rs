@@ -13,8 +13,8 @@
 //! - [`model`]: the snapshot types ([`model::CtprofSnapshot`],
 //!   [`model::ThreadState`]), built from [`metric_types`] newtypes;
 //! - [`format`]: the `.ctprof.zst` file (zstd level 3 JSON, versioned),
-//!   written through [`safefile`] (no symlink races in shared
-//!   directories).
+//!   written through `runq_common::safefile` (no symlink races in
+//!   shared directories).
 //!
 //! Modelling a view:
 //! - [`registry`]: every per-thread metric with its aggregation rule and
@@ -46,7 +46,6 @@ pub mod model;
 pub mod record;
 pub mod registry;
 pub mod render;
-pub mod safefile;
 pub mod sections;
 pub mod view;
 

@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::capture::CaptureOptions;
 use crate::format::{save_with, FormatError};
 use crate::model::CtprofSnapshot;
-use crate::safefile::Replace;
+use runq_common::safefile::Replace;
 
 pub use exits::ExitListener;
 pub use files::{enforce_max_bytes, list_snapshots, select, snapshot_name};

@@ -4,6 +4,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use runq_common::safefile::{write_atomic, Replace};
+
 use anyhow::Context;
 
 use runq_workload::results::RunDocument;
@@ -115,7 +117,8 @@ pub fn render(suite: &Suite) -> String {
 
 /// Writes the suite to `path`.
 pub fn write(suite: &Suite, path: &Path) -> anyhow::Result<()> {
-    std::fs::write(path, render(suite))
+    let text = render(suite);
+    write_atomic(path, text.as_bytes(), Replace::OwnFile)
         .with_context(|| format!("--junit: writing {}", path.display()))
 }
 

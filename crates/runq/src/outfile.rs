@@ -4,19 +4,33 @@
 
 use std::path::Path;
 
+use runq_common::safefile::{check_destination, same_destination, Replace};
+
 use crate::exit;
 
-/// Checks that `path` (given with `flag`) can be created or replaced: not
-/// a directory, in an existing directory, writable by this process. A file
-/// created by the check is removed again, so nothing is left behind if the
-/// run ends early.
-pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
-    let shown = path.display();
-    if path.is_dir() {
-        return Err(exit::run_error(format!(
-            "{flag} {shown}: is a directory; give a file path"
+/// Checks every output a command was given, before its work: each can be
+/// written (see [`check_writable`]), and no two name one file.
+pub fn check_outputs(outputs: &[(&str, Option<&Path>)]) -> anyhow::Result<()> {
+    let given: Vec<(&str, &Path)> = outputs
+        .iter()
+        .filter_map(|(flag, p)| p.map(|p| (*flag, p)))
+        .collect();
+    for (flag, path) in &given {
+        check_writable(flag, path)?;
+    }
+    if let Some((a, b)) = same_destination(&given) {
+        return Err(exit::usage(format!(
+            "{a} and {b} name the same file; give each output its own path"
         )));
     }
+    Ok(())
+}
+
+/// Checks that `path` (given with `flag`) can be created or replaced: not
+/// a directory or a symlink (root never writes through one), in an
+/// existing directory that this process can write. Creates nothing.
+pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
+    let shown = path.display();
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(dir) = parent.filter(|d| !d.is_dir()) {
         return Err(exit::run_error(format!(
@@ -24,17 +38,15 @@ pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
             dir.display()
         )));
     }
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| exit::run_error(format!("{flag} {shown}: cannot write: {e}")))?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
-    }
-    Ok(())
+    check_destination(path, Replace::OwnFile).map_err(|e| {
+        let text = e.to_string();
+        // The safe writer's own messages already name the path.
+        if text.starts_with(&shown.to_string()) {
+            exit::run_error(format!("{flag} {text}"))
+        } else {
+            exit::run_error(format!("{flag} {shown}: cannot write: {text}"))
+        }
+    })
 }
 
 #[cfg(test)]
@@ -58,5 +70,36 @@ mod tests {
         std::fs::write(&fresh, "keep").unwrap();
         check_writable("--output", &fresh).unwrap();
         assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "keep");
+    }
+
+    #[test]
+    fn symlinks_are_refused_before_the_work() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let link = d.path().join("out.json");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let e = check_writable("--output", &link).unwrap_err();
+        assert!(code(&e).contains("is a symlink"), "{e}");
+        let dangling = d.path().join("dangling.xml");
+        std::os::unix::fs::symlink(d.path().join("nowhere"), &dangling).unwrap();
+        let e = check_writable("--junit", &dangling).unwrap_err();
+        assert!(code(&e).starts_with("--junit "), "{e}");
+        assert!(!d.path().join("nowhere").exists());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    #[test]
+    fn two_outputs_on_one_path_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("x");
+        let b = d.path().join(".").join("x");
+        let e = check_outputs(&[("--output", Some(&a)), ("--junit", Some(&b))]).unwrap_err();
+        assert!(
+            code(&e).contains("--output and --junit name the same file"),
+            "{e}"
+        );
+        let c = d.path().join("y");
+        check_outputs(&[("--output", Some(&a)), ("--junit", Some(&c)), ("--x", None)]).unwrap();
     }
 }

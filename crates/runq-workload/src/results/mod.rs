@@ -175,13 +175,17 @@ impl RunDocument {
         serde_json::to_string_pretty(self)
     }
 
-    /// Writes the document to `path` (pretty JSON and a newline),
-    /// creating or truncating it.
+    /// Writes the document to `path` (pretty JSON and a newline) through
+    /// `runq_common::safefile`: a new file or one of ours replaced whole,
+    /// never through a symlink.
     pub fn write(&self, path: &Path) -> Result<(), WriteError> {
-        let text = self.to_json()?;
-        std::fs::write(path, text + "\n").map_err(|source| WriteError::Io {
-            path: path.to_path_buf(),
-            source,
+        let text = self.to_json()? + "\n";
+        let replace = runq_common::safefile::Replace::OwnFile;
+        runq_common::safefile::write_atomic(path, text.as_bytes(), replace).map_err(|source| {
+            WriteError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
         })
     }
 }

@@ -137,6 +137,55 @@ fn bad_input_is_one_line_and_exit_2() {
 }
 
 #[test]
+fn outputs_through_symlinks_or_on_one_path_are_refused_before_the_run() {
+    let d = tempfile::tempdir().unwrap();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let link = d.path().join("out.json");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let dangling = d.path().join("dangling.xml");
+    std::os::unix::fs::symlink(d.path().join("created"), &dangling).unwrap();
+    let same = d.path().join("same");
+    let cases: Vec<(Vec<&std::ffi::OsStr>, &str, i32)> = vec![
+        (
+            vec!["--output".as_ref(), link.as_os_str()],
+            "is a symlink",
+            3,
+        ),
+        (
+            vec!["--junit".as_ref(), dangling.as_os_str()],
+            "is a symlink",
+            3,
+        ),
+        (
+            vec![
+                "--output".as_ref(),
+                same.as_os_str(),
+                "--junit".as_ref(),
+                same.as_os_str(),
+            ],
+            "--output and --junit name the same file",
+            2,
+        ),
+    ];
+    for (flags, needle, code) in cases {
+        let out = runq()
+            .args(["run", "--duration", "300ms", "--no-cgroups"])
+            .args(&flags)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{flags:?}: {err}");
+        assert!(err.contains(needle), "{flags:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{flags:?}: {err}");
+        assert!(out.stdout.is_empty(), "refused before the run: no report");
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(!d.path().join("created").exists());
+    assert!(!same.exists());
+}
+
+#[test]
 fn sigkill_of_runq_leaves_no_worker_alive() {
     let mut child = spawn(&["run", "--duration", "30", "--no-cgroups"]);
     let pid = child.id();

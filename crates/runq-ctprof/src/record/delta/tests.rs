@@ -4,7 +4,7 @@ use super::*;
 use crate::capture::{capture, CaptureOptions};
 use crate::record::files::{delta_name, snapshot_name};
 use crate::record::steady::Steady;
-use crate::safefile::Replace;
+use runq_common::safefile::Replace;
 
 const STAT: &str = "TID (COMM) S 1 1 0 0 -1 4194304 11 0 2 0 UT 40 0 0 20 0 NT 0 START 3133440 410 18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 1 1 1 1 1 1 1 0\n";
 

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use runq_common::safefile::{write_atomic, Replace};
 use runq_ctprof::export::{write_csv, write_metrics, Dialect, ExportGroup};
 use runq_ctprof::group::{GroupBy, Grouping};
-use runq_ctprof::safefile::{write_atomic, Replace};
 
 use super::view::load;
 use crate::exit;

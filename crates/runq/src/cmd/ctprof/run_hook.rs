@@ -101,11 +101,11 @@ impl Recorder {
         if let Some(prefix) = &filter {
             view.rows.retain(|r| r.group.contains(prefix.as_str()));
         }
-        std::fs::write(
-            self.dir.join("compare.json"),
-            serde_json::to_vec_pretty(&crate::json::document("runq ctprof compare", &view))?,
-        )
-        .context("writing compare.json")?;
+        let compare_json =
+            serde_json::to_vec_pretty(&crate::json::document("runq ctprof compare", &view))?;
+        let replace = runq_common::safefile::Replace::OwnFile;
+        runq_common::safefile::write_atomic(&self.dir.join("compare.json"), &compare_json, replace)
+            .context("writing compare.json")?;
         let mut out = format!("\nctprof: wrote {} and {}\n", bp.display(), ap.display());
         match &filter {
             Some(p) => out.push_str(&format!("ctprof: compare of the run's cgroups ({p}/...), grouped by cgroup\n\n")),

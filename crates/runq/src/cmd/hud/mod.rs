@@ -158,6 +158,11 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
             live::replay_screen(path, &args)
         };
     }
+    crate::outfile::check_outputs(&[
+        ("--output", args.export.as_deref()),
+        ("--output-folded", args.export_folded.as_deref()),
+        ("--flamegraph", args.flamegraph.as_deref()),
+    ])?;
     if let Some(binary) = &args.target {
         if !binary.is_file() {
             return Err(exit::usage(format!(

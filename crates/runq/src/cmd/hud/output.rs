@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use runq_common::safefile::{write_atomic, AtomicFile, Replace};
 use runq_hud::session::Session;
 
 use super::HudArgs;
@@ -14,19 +15,21 @@ use crate::exit;
 pub fn write_exports(args: &HudArgs, session: &Session) -> anyhow::Result<()> {
     if let Some(path) = &args.export {
         let doc = runq_hud::export::trace_json(&session.report, &session.findings);
-        std::fs::write(path, serde_json::to_string(&doc)? + "\n")
+        let text = serde_json::to_string(&doc)? + "\n";
+        write_atomic(path, text.as_bytes(), Replace::OwnFile)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let folded = runq_hud::export::folded(&session.findings);
     if let Some(path) = &args.export_folded {
-        std::fs::write(path, &folded).with_context(|| format!("writing {}", path.display()))?;
+        write_atomic(path, folded.as_bytes(), Replace::OwnFile)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.flamegraph {
         let mut options = inferno::flamegraph::Options::default();
         options.title = format!("runq hud: blocked time in pid {}", session.report.pid);
         options.count_name = "µs blocked".into();
-        let file =
-            std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+        let mut file = AtomicFile::create(path, Replace::OwnFile)
+            .with_context(|| format!("writing {}", path.display()))?;
         if folded.is_empty() {
             // inferno refuses empty input; an empty graph says "nothing found".
             options.title.push_str(" (no blockers)");
@@ -36,8 +39,10 @@ pub fn write_exports(args: &HudArgs, session: &Session) -> anyhow::Result<()> {
         } else {
             folded.lines().collect()
         };
-        inferno::flamegraph::from_lines(&mut options, lines, std::io::BufWriter::new(file))
+        inferno::flamegraph::from_lines(&mut options, lines, std::io::BufWriter::new(&mut file))
             .with_context(|| format!("rendering {}", path.display()))?;
+        file.commit()
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

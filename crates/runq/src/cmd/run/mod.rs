@@ -438,12 +438,10 @@ fn check_outputs(args: &RunArgs) -> anyhow::Result<()> {
             "--ctprof takes snapshots around one run; drop it or use --repeat 1",
         ));
     }
-    for (flag, path) in [("--output", &args.output), ("--junit", &args.junit)] {
-        if let Some(p) = path {
-            crate::outfile::check_writable(flag, p)?;
-        }
-    }
-    Ok(())
+    crate::outfile::check_outputs(&[
+        ("--output", args.output.as_deref()),
+        ("--junit", args.junit.as_deref()),
+    ])
 }
 
 fn exit_code(outcome: &runq_workload::RunOutcome) -> ExitCode {
