@@ -298,13 +298,14 @@ pub const CHECK_NAMES: [&str; CHECKS.len()] = {
     names
 };
 
-/// `not_stuck`: workers that died, or (with framework telemetry) did no
-/// work.
+/// `not_stuck`: workers that died, or did no work for a reason that is
+/// not the work's own (see [`stuck`]).
 fn stuck_workers(o: &Observed) -> Option<f64> {
+    let group_did_work = stuck::group_did_work(o.all);
     let stuck = o
         .all
         .iter()
-        .filter(|r| r.exit_info.is_some() || (!o.is_custom && r.work_units == 0))
+        .filter(|r| stuck::stuck_reason(r, o.is_custom, group_did_work).is_some())
         .count();
     Some(stuck as f64)
 }
@@ -552,6 +553,7 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
 }
 
 mod explain;
+mod stuck;
 
 #[cfg(test)]
 mod tests;

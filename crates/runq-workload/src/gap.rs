@@ -100,6 +100,12 @@ impl GapMeter {
         }
     }
 
+    /// The longest gap of the windows closed so far, ns.
+    #[inline(always)]
+    pub fn longest_ns(&self) -> u64 {
+        self.max.ns
+    }
+
     /// Closes the last window and returns the longest gap.
     pub fn finish(mut self, now: u64) -> Gap {
         if self.schedstat.is_some() {

@@ -39,7 +39,7 @@ pub use checks::{CheckConfig, CheckResult, Op, Verdict};
 pub use fault::{Fault, FaultStep};
 pub use gap::GapSource;
 pub use placement::{Affinity, MemPolicy, SchedPolicy, WorkerSetup};
-pub use report::{Migration, WorkerExitInfo, WorkerReport, MAX_WAKE_SAMPLES};
+pub use report::{Migration, WatchdogFiring, WorkerExitInfo, WorkerReport, MAX_WAKE_SAMPLES};
 pub use runner::{run_scenario, CgroupMode, Placement, RunError, RunOptions, RunOutcome};
 pub use scenario::{
     CgroupSpec, GroupSpec, Scenario, ScenarioBuilder, ScenarioError, Step, StepAction,

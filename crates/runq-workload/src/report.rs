@@ -146,6 +146,25 @@ pub struct WorkerReport {
     /// Why the worker could not be started as planned: its cgroup
     /// placement or its start byte failed (sentinels only).
     pub start_error: Option<String>,
+    /// The waits the worker declared as planned (sleeps, timed bursts, a
+    /// partner's planned interval), ns, as declared: a sleep cut short by
+    /// the stop counts whole. Tells planned idleness from being stuck.
+    pub planned_wait_ns: u64,
+    /// When this worker's watchdog signalled the scheduler, and the stall
+    /// it saw (`None`: it never fired).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watchdog: Option<WatchdogFiring>,
+}
+
+/// A watchdog's firing: the worker went `stall_ms` without running while
+/// runnable (or, without schedstat, without finishing an iteration),
+/// and sent SIGUSR2 to the scheduler `at_ms` into its loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchdogFiring {
+    /// When it fired, ms since the worker's loop started.
+    pub at_ms: u64,
+    /// The stall it saw, ms.
+    pub stall_ms: u64,
 }
 
 impl WorkerReport {

@@ -22,23 +22,13 @@ pub fn spin_burst(units: u64) -> u64 {
     units
 }
 
-/// One turn's spin of `units` work units, counted as at least one unit: a
-/// legal zero (`spin_iters = 0`, `burst_iters = 0`: a ping-pong of pure
-/// hand-overs) still does a turn of work, and the report counts it instead
-/// of showing a worker that ran and did nothing.
-#[inline(always)]
-pub fn spin_turn(units: u64) -> u64 {
-    spin_burst(units).max(1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_turn_without_spin_still_counts_one_unit() {
-        assert_eq!(spin_turn(0), 1);
-        assert_eq!(spin_turn(5), 5);
+    fn a_burst_counts_its_units() {
         assert_eq!(spin_burst(0), 0);
+        assert_eq!(spin_burst(5), 5);
     }
 }

@@ -15,13 +15,21 @@ use runq_kernel::{numa_maps, vmstat};
 
 use crate::gap::GapMeter;
 use crate::progress::ProgressSlot;
-use crate::report::{Migration, WorkerReport, MAX_WAKE_SAMPLES};
+use crate::report::{Migration, WatchdogFiring, WorkerReport, MAX_WAKE_SAMPLES};
+use crate::spawn::Watchdog;
+use crate::stop::stop_requested;
 use crate::reservoir::Reservoir;
 use runq_kernel::clock::fast::now_ns;
 use runq_kernel::clock::{current_cpu, monotonic_ns, thread_cpu_ns};
 
 /// Work units between migration/gap checkpoints.
 pub const CHECK_PERIOD_UNITS: u64 = 1024;
+/// The most spin units a long iteration does between two progress points
+/// ([`Telemetry::work_in_chunks`]): 65,536 take about 0.3 ms, and a
+/// cache-missing read-modify-write step about 0.1 µs, so a stop is seen
+/// within a few ms whatever the parameters. Types whose unit costs more
+/// pass a smaller chunk.
+pub const CHUNK_UNITS: u64 = 1 << 16;
 /// Most migrations kept in the report's list (the count is exact).
 pub const MAX_MIGRATIONS_KEPT: usize = 10_000;
 
@@ -37,9 +45,16 @@ pub struct Telemetry {
     /// the iteration's end reuses it instead of reading the clock again.
     wake_end_ns: u64,
     last_iteration_end_ns: u64,
+    /// The last progress point: an iteration's end or a chunk of a long
+    /// iteration ([`Self::progress_within`]).
+    last_point_ns: u64,
     planned_ns: u64,
     iterations: u64,
     work_units: u64,
+    /// Every plan declared so far, for the report.
+    planned_total_ns: u64,
+    /// The watchdog's stall bound (`u64::MAX`: disarmed).
+    watchdog_stuck_ns: u64,
     /// Where the counters are published for the run loop's snapshots.
     progress: Option<ProgressSlot>,
     wakes: Reservoir,
@@ -57,6 +72,8 @@ pub struct Telemetry {
     migrations: Vec<Migration>,
     migration_count: u64,
     gaps: GapMeter,
+    watchdog: Option<Watchdog>,
+    watchdog_fired: Option<WatchdogFiring>,
 }
 
 impl Telemetry {
@@ -76,7 +93,12 @@ impl Telemetry {
             iterations: 0,
             progress: None,
             last_iteration_end_ns: start_ns,
+            last_point_ns: start_ns,
             planned_ns: 0,
+            planned_total_ns: 0,
+            watchdog_stuck_ns: u64::MAX,
+            watchdog: None,
+            watchdog_fired: None,
             last_check_ns: start_ns,
             last_cpu: cpu,
             cpus_used: BTreeSet::from([cpu]),
@@ -114,12 +136,112 @@ impl Telemetry {
         self.progress = Some(slot);
     }
 
+    /// Arms the watchdog: once the worker's longest gap (see
+    /// [`crate::gap`]) passes `w.stuck_ns` before the stop, SIGUSR2 goes
+    /// to the scheduler, once, and the report says when and why.
+    pub fn arm_watchdog(&mut self, w: Watchdog) {
+        self.watchdog_stuck_ns = w.stuck_ns;
+        self.watchdog = Some(w);
+    }
+
+    /// Does `units` units of `step` (which does the units it is asked for
+    /// and returns them): in one call when they fit in `chunk`, else in
+    /// chunks with a progress point after each (see
+    /// [`Self::progress_within`]), ending early at the stop. Returns the
+    /// units done.
+    #[inline(always)]
+    pub fn work_in_chunks(
+        &mut self,
+        units: u64,
+        chunk: u64,
+        mut step: impl FnMut(u64) -> u64,
+    ) -> u64 {
+        if units <= chunk {
+            return step(units);
+        }
+        self.long_work(units, chunk.max(1), &mut step)
+    }
+
+    /// A turn of `units` spin units ([`crate::spin::spin_burst`] through
+    /// [`Self::work_in_chunks`]), counted as at least one: a legal zero
+    /// (`spin_iters = 0`: a ping-pong of pure hand-overs) still does a
+    /// turn, and the report counts it.
+    #[inline(always)]
+    pub fn spin(&mut self, units: u64) -> u64 {
+        self.work_in_chunks(units, CHUNK_UNITS, crate::spin::spin_burst)
+            .max(1)
+    }
+
+    #[inline(never)]
+    fn long_work(&mut self, units: u64, chunk: u64, step: &mut dyn FnMut(u64) -> u64) -> u64 {
+        let mut done = 0u64;
+        while done < units {
+            done += step((units - done).min(chunk)).max(1);
+            if stop_requested() {
+                break;
+            }
+            self.progress_within(done);
+        }
+        done
+    }
+
+    /// A progress point inside a long iteration that has done `done`
+    /// units so far: publishes them (the run loop's snapshots and stall
+    /// checks see a long burst advance), feeds the gap meter the time
+    /// since the last point, and runs the watchdog.
+    #[inline]
+    pub fn progress_within(&mut self, done: u64) {
+        let now = now_ns();
+        let unplanned = self.unplanned_since_point(now);
+        self.gaps.after_iteration(now, unplanned);
+        self.check_watchdog(now);
+        if let Some(p) = &self.progress {
+            p.publish(self.work_units.wrapping_add(done), self.iterations);
+        }
+    }
+
+    /// Time since the last progress point beyond what was planned; the
+    /// plan is used up as the time passes.
+    #[inline(always)]
+    fn unplanned_since_point(&mut self, now: u64) -> u64 {
+        let since = now.saturating_sub(self.last_point_ns);
+        self.last_point_ns = now;
+        let covered = since.min(self.planned_ns);
+        self.planned_ns -= covered;
+        since - covered
+    }
+
+    #[inline(always)]
+    fn check_watchdog(&mut self, now: u64) {
+        if self.gaps.longest_ns() > self.watchdog_stuck_ns {
+            self.fire_watchdog(now);
+        }
+    }
+
+    /// Signals the scheduler once, unless the run is already stopping
+    /// (what happens after the stop is not the scheduler's doing).
+    #[cold]
+    fn fire_watchdog(&mut self, now: u64) {
+        if stop_requested() {
+            return;
+        }
+        let Some(w) = self.watchdog.take() else { return };
+        self.watchdog_stuck_ns = u64::MAX;
+        // SAFETY: kill(2) with a pid we were given.
+        unsafe { libc::kill(w.scheduler_pid as libc::pid_t, libc::SIGUSR2) };
+        self.watchdog_fired = Some(WatchdogFiring {
+            at_ms: now.saturating_sub(self.start_ns) / 1_000_000,
+            stall_ms: self.gaps.longest_ns() / 1_000_000,
+        });
+    }
+
     /// Declares that the current iteration intends to spend up to `ns`
     /// waiting or bursting by design (a sleep, a timed burst, a partner's
     /// planned interval). The watchdog only counts time beyond this plan.
     #[inline]
     pub fn plan(&mut self, ns: u64) {
         self.planned_ns = self.planned_ns.saturating_add(ns);
+        self.planned_total_ns = self.planned_total_ns.saturating_add(ns);
     }
 
     /// Closes one outer iteration that did `units` work units: samples its
@@ -139,8 +261,10 @@ impl Telemetry {
         self.costs.record(cost);
         self.last_iteration_end_ns = now;
         self.iterations += 1;
-        let unplanned = cost.saturating_sub(std::mem::take(&mut self.planned_ns));
+        let unplanned = self.unplanned_since_point(now);
+        self.planned_ns = 0;
         self.gaps.after_iteration(now, unplanned);
+        self.check_watchdog(now);
         if units == 0 {
             self.publish();
             return unplanned;
@@ -224,6 +348,8 @@ impl Telemetry {
             group_idx,
             affinity_error: None,
             start_error: None,
+            planned_wait_ns: self.planned_total_ns,
+            watchdog: self.watchdog_fired,
         }
     }
 }

@@ -40,15 +40,10 @@ pub(super) fn explain(name: &str, o: &Observed<'_>) -> Option<String> {
 /// single worker by its tid, several as a count.
 fn stuck(o: &Observed<'_>) -> Option<String> {
     let mut ways: Vec<(String, Vec<u32>)> = Vec::new();
+    let group_did_work = super::stuck::group_did_work(o.all);
     for r in o.all {
-        let how = match &r.exit_info {
-            Some(how) => how.to_string(),
-            None if !o.is_custom && r.work_units == 0 => format!(
-                "completed no work unit in {:.1} s ({} iterations)",
-                r.wall_time_ns as f64 / 1e9,
-                r.iterations
-            ),
-            None => continue,
+        let Some(how) = super::stuck::stuck_reason(r, o.is_custom, group_did_work) else {
+            continue;
         };
         match ways.iter_mut().find(|(k, _)| *k == how) {
             Some((_, tids)) => tids.push(r.tid),

@@ -165,6 +165,8 @@ fn every_failed_group_check_says_what_was_measured() {
     let mut a = report(0, 3_000_000_000, 2_900_000_000, 3_001);
     a.tid = 41;
     a.max_gap_at_ms = 1200;
+    a.cpu_time_ns = 100_000_000;
+    a.schedstat_run_delay_ns = 2_900_000_000;
     let mut b = report(1_000_000, 3_000_000_000, 0, 2);
     b.tid = 42;
     let cfg = CheckConfig {

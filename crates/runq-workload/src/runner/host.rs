@@ -88,12 +88,18 @@ pub(super) fn stop_scheduler(
     Some(run)
 }
 
-/// The watchdog on the scheduler under test (none in repro mode).
-pub(super) fn watchdog_for(scheduler: Option<&SchedulerProc>, repro: bool) -> Option<Watchdog> {
+/// The watchdog on the scheduler under test (none in repro mode), with
+/// the stall bound its spec gives.
+pub(super) fn watchdog_for(
+    scn: &Scenario,
+    scheduler: Option<&SchedulerProc>,
+    repro: bool,
+) -> Option<Watchdog> {
+    let spec = scn.scheduler.as_ref()?;
     match (scheduler, repro) {
         (Some(s), false) => Some(Watchdog {
             scheduler_pid: s.pid(),
-            stuck_ns: 2_000_000_000,
+            stuck_ns: u64::try_from(spec.watchdog.as_nanos()).unwrap_or(u64::MAX),
         }),
         _ => None,
     }

@@ -399,7 +399,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = start_scheduler(scn, opts.interrupt)?;
-    let watchdog = watchdog_for(scheduler.as_ref(), opts.repro);
+    let watchdog = watchdog_for(scn, scheduler.as_ref(), opts.repro);
     let mut live = LiveRun::new(scn, cgroups, watchdog, &mut opts);
     let t_spawn = Instant::now();
     let first: Vec<usize> = (0..scn.groups.len())

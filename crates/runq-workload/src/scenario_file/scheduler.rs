@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::scheduler::{Readiness, SchedulerSpec};
 use runq_common::duration::parse_duration;
 
-const KEYS: &str = "command, ready_after, ready_pattern, ready_sched_ext, ready_timeout";
+const KEYS: &str = "command, ready_after, ready_pattern, ready_sched_ext, ready_timeout, watchdog";
 
 /// A duration written as text ("500ms") or plain seconds (0.5).
 fn duration_of(key: &str, v: &toml::Value) -> Result<Duration, String> {
@@ -76,6 +76,12 @@ pub(super) fn parse_scheduler(v: &toml::Value) -> Result<SchedulerSpec, String> 
     if let Some(v) = t.get("ready_timeout") {
         spec.ready_timeout = duration_of("ready_timeout", v)?;
     }
+    if let Some(v) = t.get("watchdog") {
+        spec.watchdog = duration_of("watchdog", v)?;
+        if spec.watchdog < std::time::Duration::from_millis(100) {
+            return Err("watchdog: give a stall bound of at least 100ms".into());
+        }
+    }
     Ok(spec)
 }
 
@@ -101,6 +107,9 @@ mod tests {
         .unwrap();
         assert_eq!(s.ready, Readiness::Pattern("^ready".into()));
         assert_eq!(s.ready_timeout, Duration::from_secs(3));
+        let s = parse_scheduler(&table("command = \"x\"\nwatchdog = \"500ms\"")).unwrap();
+        assert_eq!(s.watchdog, Duration::from_millis(500));
+        assert!(parse_scheduler(&table("command = \"x\"\nwatchdog = \"1ms\"")).is_err());
         let s = parse_scheduler(&table("command = \"x\"\nready_after = 0.25")).unwrap();
         assert_eq!(s.ready, Readiness::After(Duration::from_millis(250)));
         let s = parse_scheduler(&table("command = \"x\"\nready_sched_ext = true")).unwrap();

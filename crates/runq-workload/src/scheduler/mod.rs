@@ -55,6 +55,21 @@ pub struct SchedulerSpec {
         with = "runq_common::serde_ns"
     )]
     pub ready_timeout: Duration,
+    /// The watchdog's stall bound: a worker runnable and not run for
+    /// longer sends SIGUSR2 to the scheduler (2 s by default).
+    #[serde(
+        rename = "watchdog_ns",
+        default = "default_watchdog",
+        with = "runq_common::serde_ns"
+    )]
+    pub watchdog: Duration,
+}
+
+/// The watchdog's default stall bound, as in ktstr.
+pub(crate) const DEFAULT_WATCHDOG: Duration = Duration::from_secs(2);
+
+fn default_watchdog() -> Duration {
+    DEFAULT_WATCHDOG
 }
 
 impl SchedulerSpec {
@@ -65,6 +80,7 @@ impl SchedulerSpec {
             command: command.to_string(),
             ready: Readiness::After(DEFAULT_READY_AFTER),
             ready_timeout: DEFAULT_READY_TIMEOUT,
+            watchdog: DEFAULT_WATCHDOG,
         }
     }
 

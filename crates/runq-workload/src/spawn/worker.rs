@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::spec::{CustomContext, Watchdog, Work, WorkSpec};
+use super::spec::{CustomContext, Work, WorkSpec};
 use crate::report::WorkerReport;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
@@ -17,26 +17,15 @@ fn worker_seed(spec: &WorkSpec, idx: usize) -> u64 {
         ^ u64::from(runq_kernel::clock::gettid())
 }
 
-/// The iterations themselves, until STOP or a lost partner. Generic, so
-/// each work type gets its own copy with `iterate` inlined (see
-/// [`WorkerBody::run_until_stop`]): no indirect call and no return to
-/// mispredict per iteration.
+/// The iterations themselves, until STOP or a lost partner (the watchdog
+/// runs inside [`Telemetry`]). Generic, so each work type gets its own
+/// copy with `iterate` inlined (see [`WorkerBody::run_until_stop`]): no
+/// indirect call and no return to mispredict per iteration.
 #[inline(always)]
-pub(crate) fn iterate_until_stop<B: WorkerBody + ?Sized>(
-    body: &mut B,
-    tel: &mut Telemetry,
-    mut watchdog: Option<Watchdog>,
-) {
+pub(crate) fn iterate_until_stop<B: WorkerBody + ?Sized>(body: &mut B, tel: &mut Telemetry) {
     while !stop_requested() {
         let units = body.iterate(tel);
-        let unplanned = tel.end_iteration(units);
-        if let Some(w) = watchdog {
-            if unplanned > w.stuck_ns {
-                // SAFETY: kill(2) with a pid we were given.
-                unsafe { libc::kill(w.scheduler_pid as libc::pid_t, libc::SIGUSR2) };
-                watchdog = None; // once per worker
-            }
-        }
+        tel.end_iteration(units);
         if body.partner_lost().is_some() {
             break;
         }
@@ -93,17 +82,19 @@ pub(super) fn apply_setup(spec: &WorkSpec, idx: usize) -> Option<String> {
     spec.setup.apply(worker_seed(spec, idx))
 }
 
-/// The framework loop: iterate until STOP, with the watchdog check. The
-/// watchdog looks at an iteration's unplanned time only (its cost minus
-/// the sleeps and bursts the work type declared), so a long planned sleep
-/// never signals the scheduler, while a stall of the worker itself (not
-/// run, stopped, starved) does.
+/// The framework loop: iterate until STOP, with the watchdog armed. The
+/// watchdog looks at the worker's gaps (see [`crate::gap`]): time it was
+/// runnable and not run, so a planned sleep or a wait for a partner never
+/// signals the scheduler, while starvation does.
 fn work_loop(spec: &WorkSpec, idx: usize, body: &mut dyn WorkerBody) -> WorkerReport {
     let mut tel = Telemetry::start();
     if let Some(slot) = spec.progress.as_ref().and_then(|b| b.slot(idx)) {
         tel.publish_to(slot);
     }
-    body.run_until_stop(&mut tel, spec.watchdog);
+    if let Some(w) = spec.watchdog {
+        tel.arm_watchdog(w);
+    }
+    body.run_until_stop(&mut tel);
     let mut report = tel.finish(spec.group_idx, body.is_messenger());
     report.partner_lost = body.partner_lost();
     report.role = body.role();

@@ -63,14 +63,18 @@ fn alu_rounds(rounds: u64) -> u64 {
     rounds
 }
 
+/// Rounds per progress point (16 dependent operations each: a few tens
+/// of µs per thousand).
+const ROUND_CHUNK: u64 = 1 << 14;
+
 struct AluBody {
     rounds: u64,
 }
 
 impl WorkerBody for AluBody {
     #[inline(always)]
-    fn iterate(&mut self, _: &mut Telemetry) -> u64 {
-        alu_rounds(self.rounds)
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        tel.work_in_chunks(self.rounds, ROUND_CHUNK, alu_rounds)
     }
 }
 

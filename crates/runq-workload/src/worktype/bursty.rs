@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{independent, since, PreparedWork, TypeInfo, WorkerBody};
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{Telemetry, CHUNK_UNITS};
 use runq_kernel::clock::fast::now_ns;
 
 /// Bursty parameters.
@@ -58,6 +58,10 @@ impl WorkerBody for Body {
         let mut units = 0;
         while since(start) < self.burst_ns && !stop_requested() {
             units += spin_burst(1024);
+            if units % CHUNK_UNITS == 0 {
+                // Progress inside a long burst, for the stall checks.
+                tel.progress_within(units);
+            }
         }
         if self.sleep.is_zero() || stop_requested() {
             return units;

@@ -5,7 +5,7 @@ use std::hint::black_box;
 use serde::{Deserialize, Serialize};
 
 use super::{independent, PreparedWork, TypeInfo, WorkerBody};
-use crate::telemetry::Telemetry;
+use crate::telemetry::{Telemetry, CHUNK_UNITS};
 
 /// CachePressure parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,7 +58,7 @@ impl StridedBuffer {
         // Reduced modulo the length so one subtraction keeps `pos` in range.
         let stride = usize::try_from(p.stride % len as u64).unwrap_or(0);
         StridedBuffer {
-            buf: vec![1; len],
+            buf: vec![0; len],
             stride,
             pos: 0,
         }
@@ -82,8 +82,8 @@ impl StridedBuffer {
 
 impl WorkerBody for StridedBuffer {
     #[inline(always)]
-    fn iterate(&mut self, _: &mut Telemetry) -> u64 {
-        self.walk(STEPS)
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        tel.work_in_chunks(STEPS, CHUNK_UNITS, |k| self.walk(k))
     }
 }
 

@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use runq_kernel::cgroup::{create_child_cgroup, CgroupLayout, Hierarchy, RUNQ_PARENT};
 
 use super::{independent, PreparedWork, SpinParams, TypeInfo, WorkerBody};
-use crate::spin::spin_turn;
 use crate::telemetry::Telemetry;
 
 /// Description for `--list`.
@@ -142,9 +141,9 @@ impl Body {
 
 impl WorkerBody for Body {
     #[inline(always)]
-    fn iterate(&mut self, _tel: &mut Telemetry) -> u64 {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         self.move_on();
-        spin_turn(self.spin)
+        tel.spin(self.spin)
     }
 
     fn setup_error(&self) -> Option<String> {

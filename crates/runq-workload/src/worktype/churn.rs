@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{independent, timed_yield, PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::placement::{current_affinity, set_affinity};
-use crate::spin::{spin_burst, spin_turn};
+use crate::spin::spin_burst;
 use crate::telemetry::Telemetry;
 
 /// AffinityChurn description.
@@ -61,7 +61,7 @@ impl WorkerBody for AffinityBody {
         if self.allowed.is_empty() {
             self.refresh_allowed();
         }
-        let units = spin_turn(self.spin);
+        let units = tel.spin(self.spin);
         if let Some(cpu) = self.next_cpu() {
             if set_affinity(&BTreeSet::from([cpu])).is_err() {
                 // The cgroup's cpuset shrank: forget the stale set.
@@ -111,7 +111,7 @@ struct PolicyBody {
 impl WorkerBody for PolicyBody {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        let units = spin_turn(self.spin);
+        let units = tel.spin(self.spin);
         let param = libc::sched_param { sched_priority: 0 };
         // SAFETY: sched_setscheduler on the calling thread with a valid
         // param. Leaving SCHED_IDLE needs RLIMIT_NICE or CAP_SYS_NICE;

@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 
 use super::{independent, timed_yield, PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::placement::set_affinity;
-use crate::spin::spin_turn;
 use crate::telemetry::Telemetry;
 
 /// CrossAffinityChurn description.
@@ -50,7 +49,7 @@ struct Body {
 impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        let units = spin_turn(self.spin);
+        let units = tel.spin(self.spin);
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;

@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 use super::ranges::{ParamRange, MAX_ITERS};
 use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
-use crate::spin::spin_turn;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -224,6 +223,6 @@ impl WorkerBody for Consumer {
         if total as usize >= self.fds.len() {
             futex_wake(drained, 1);
         }
-        u64::from(got) + spin_turn(self.spin)
+        u64::from(got) + tel.spin(self.spin)
     }
 }

@@ -14,9 +14,8 @@ use std::time::Duration;
 
 use super::{PreparedWork, WorkerBody};
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
-use crate::spin::spin_turn;
 use crate::stop::stop_requested;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{Telemetry, CHUNK_UNITS};
 use runq_kernel::clock::fast::now_ns;
 
 const GEN: usize = 0;
@@ -28,7 +27,7 @@ const WAIT_SLICE_NS: u64 = 10_000_000;
 /// What the messenger does before each fan-out.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum MessengerStep {
-    /// `spin_turn(n)`; reports `n` units.
+    /// `tel.spin(n)`; reports `n` units.
     Spin(u64),
     /// Sleep this long; reports one unit per herd released.
     Sleep(Duration),
@@ -37,7 +36,7 @@ pub(super) enum MessengerStep {
 /// What a receiver does after each wake.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum ReceiverStep {
-    /// `spin_turn(n)` before waiting (FutexFanOut's shared first step).
+    /// `tel.spin(n)` before waiting (FutexFanOut's shared first step).
     SpinFirst(u64),
     /// `ops` multiplies of `size` x `size` matrices after waking.
     Matmul {
@@ -46,9 +45,9 @@ pub(super) enum ReceiverStep {
         /// Matrix dimension.
         size: usize,
     },
-    /// `spin_turn(n)` after waking.
+    /// `tel.spin(n)` after waking.
     SpinAfter(u64),
-    /// `spin_turn(i * n)` after waking, for receiver `i` (AsymmetricWaker:
+    /// `i * n` spin units after waking, for receiver `i` (AsymmetricWaker:
     /// unequal work per receiver, each its own role).
     SpinScaled(u64),
 }
@@ -150,7 +149,7 @@ impl WorkerBody for Messenger {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let units = match self.step {
-            MessengerStep::Spin(n) => spin_turn(n),
+            MessengerStep::Spin(n) => tel.spin(n),
             MessengerStep::Sleep(d) => {
                 tel.plan(d.as_nanos().try_into().unwrap_or(u64::MAX));
                 crate::stop::sleep_unless_stopped(d);
@@ -211,7 +210,7 @@ impl WorkerBody for Receiver {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let mut units = match self.spec.receiver {
-            ReceiverStep::SpinFirst(n) => spin_turn(n),
+            ReceiverStep::SpinFirst(n) => tel.spin(n),
             _ => 0,
         };
         if let MessengerStep::Sleep(d) = self.spec.messenger {
@@ -230,9 +229,9 @@ impl WorkerBody for Receiver {
             }
         }
         units += match (self.spec.receiver, self.matrices.as_mut()) {
-            (ReceiverStep::Matmul { ops, .. }, Some(m)) => (0..ops).map(|_| m.multiply()).sum(),
-            (ReceiverStep::SpinAfter(n), _) => spin_turn(n),
-            (ReceiverStep::SpinScaled(n), _) => spin_turn(n.saturating_mul(self.idx)),
+            (ReceiverStep::Matmul { ops, .. }, Some(m)) => m.multiply_ops(ops, tel),
+            (ReceiverStep::SpinAfter(n), _) => tel.spin(n),
+            (ReceiverStep::SpinScaled(n), _) => tel.spin(n.saturating_mul(self.idx)),
             _ => 0,
         };
         self.acknowledge();
@@ -268,20 +267,35 @@ impl Matrices {
         }
     }
 
-    /// `c = a * b`; one work unit.
-    fn multiply(&mut self) -> u64 {
-        let n = self.size;
-        for i in 0..n {
-            for j in 0..n {
-                let mut sum = 0.0;
-                for k in 0..n {
-                    sum += self.a[i * n + k] * self.b[k * n + j];
-                }
-                self.c[i * n + j] = sum;
+    /// `ops` products `c = a * b`, one work unit each, done row by row
+    /// in chunks of about [`CHUNK_UNITS`] multiply-adds, so a stop is seen
+    /// within ms even for 1024 x 1024 matrices; a product cut short by the
+    /// stop is not counted.
+    fn multiply_ops(&mut self, ops: u64, tel: &mut Telemetry) -> u64 {
+        let n = self.size as u64;
+        let rows_per_chunk = (CHUNK_UNITS / (n * n)).max(1);
+        let mut row = 0u64;
+        let rows = tel.work_in_chunks(ops.saturating_mul(n), rows_per_chunk, |count| {
+            for _ in 0..count {
+                self.multiply_row((row % n) as usize);
+                row += 1;
             }
-        }
+            count
+        });
         std::hint::black_box(&self.c);
-        1
+        rows / n
+    }
+
+    /// Row `i` of `c = a * b`.
+    fn multiply_row(&mut self, i: usize) {
+        let n = self.size;
+        for j in 0..n {
+            let mut sum = 0.0;
+            for k in 0..n {
+                sum += self.a[i * n + k] * self.b[k * n + j];
+            }
+            self.c[i * n + j] = sum;
+        }
     }
 }
 
@@ -294,7 +308,8 @@ mod tests {
         let mut m = Matrices::new(2);
         m.a = vec![1.0, 2.0, 3.0, 4.0];
         m.b = vec![5.0, 6.0, 7.0, 8.0];
-        assert_eq!(m.multiply(), 1);
+        let mut tel = Telemetry::start();
+        assert_eq!(m.multiply_ops(1, &mut tel), 1);
         assert_eq!(m.c, vec![19.0, 22.0, 43.0, 50.0]);
     }
 }

@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 
 use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::shared::{SharedRegion, SharedWord};
-use crate::spin::spin_turn;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -57,7 +56,7 @@ impl WorkerBody for Body {
         if let Some(t0) = slept_since {
             tel.record_wake_since(t0);
         }
-        let units = spin_turn(self.spin);
+        let units = tel.spin(self.spin);
         word.store(1 - self.side, Ordering::Release);
         crate::shared::futex_wake(word, 1);
         units

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::futex_lock::FutexLock;
 use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::shared::SharedRegion;
-use crate::spin::{spin_burst, spin_turn};
+use crate::spin::spin_burst;
 use crate::telemetry::Telemetry;
 
 /// Bytes between lock words (one cache line).
@@ -60,14 +60,14 @@ struct MutexBody {
 impl WorkerBody for MutexBody {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        let mut units = spin_turn(self.work);
+        let mut units = tel.spin(self.work);
         let lock = FutexLock::new(self.region.atomic_u32(0), false);
         match lock.lock() {
             Some(0) => {}
             Some(waited) => tel.record_wake(waited),
             None => return units,
         }
-        units += spin_turn(self.hold);
+        units += tel.spin(self.hold);
         lock.unlock();
         units
     }
@@ -193,12 +193,12 @@ impl WorkerBody for InversionBody {
         let lock = FutexLock::new(self.region.atomic_u32(self.offset), self.params.pi);
         let p = &self.params;
         match self.role {
-            Role::Medium => spin_turn(p.work_iters),
+            Role::Medium => tel.spin(p.work_iters),
             Role::Low => {
                 let Some(_) = lock.lock() else { return 0 };
-                let units = spin_turn(p.hold_iters);
+                let units = tel.spin(p.hold_iters);
                 lock.unlock();
-                units + spin_turn(p.work_iters)
+                units + tel.spin(p.work_iters)
             }
             Role::High => {
                 tel.plan(p.high_sleep_us.saturating_mul(1000));

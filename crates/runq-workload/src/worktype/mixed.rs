@@ -1,7 +1,6 @@
 //! Mixed: a spin burst then a yield, each iteration.
 
 use super::{independent, PreparedWork, SpinParams, TypeInfo, WorkerBody};
-use crate::spin::spin_turn;
 use crate::telemetry::Telemetry;
 
 /// Description for `--list`.
@@ -20,8 +19,8 @@ struct Body(u64);
 
 impl WorkerBody for Body {
     #[inline(always)]
-    fn iterate(&mut self, _: &mut Telemetry) -> u64 {
-        let units = spin_turn(self.0);
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        let units = tel.spin(self.0);
         // SAFETY: no preconditions.
         unsafe { libc::sched_yield() };
         units

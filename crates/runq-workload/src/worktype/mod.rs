@@ -123,11 +123,11 @@ pub(crate) trait WorkerBody {
     }
 
     /// The framework loop for this type: [`Self::iterate`] until STOP or
-    /// a lost partner, with the watchdog. Not to be overridden; being a
+    /// a lost partner. Not to be overridden; being a
     /// provided method, it is compiled once per work type, with that
     /// type's `iterate` (and [`Telemetry::end_iteration`]) inlined.
-    fn run_until_stop(&mut self, tel: &mut Telemetry, watchdog: Option<crate::Watchdog>) {
-        crate::spawn::worker::iterate_until_stop(self, tel, watchdog);
+    fn run_until_stop(&mut self, tel: &mut Telemetry) {
+        crate::spawn::worker::iterate_until_stop(self, tel);
     }
 }
 

@@ -9,7 +9,6 @@ use runq_kernel::mapping::AnonMapping;
 use serde::{Deserialize, Serialize};
 
 use super::{independent, PreparedWork, TypeInfo, WorkerBody};
-use crate::spin::spin_turn;
 use crate::telemetry::Telemetry;
 
 /// PageFaultChurn parameters.
@@ -58,9 +57,22 @@ struct Body {
 
 impl WorkerBody for Body {
     #[inline(always)]
-    fn iterate(&mut self, _: &mut Telemetry) -> u64 {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         self.region.discard_pages();
-        for _ in 0..self.touches {
+        let touches = self.touches;
+        tel.work_in_chunks(touches, TOUCH_CHUNK, |n| self.touch(n)) + tel.spin(self.spin)
+    }
+}
+
+/// Touches per progress point: each one can fault (about 1-2 µs), so
+/// 4,096 take a few ms.
+const TOUCH_CHUNK: u64 = 4096;
+
+impl Body {
+    /// Writes one byte to each of `n` random pages of the region.
+    #[inline(always)]
+    fn touch(&mut self, n: u64) -> u64 {
+        for _ in 0..n {
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
@@ -68,7 +80,7 @@ impl WorkerBody for Body {
             // SAFETY: page < pages = len / PAGE, so the write is in range.
             unsafe { std::ptr::write_volatile(self.region.as_ptr().add(page * PAGE), page as u8) };
         }
-        self.touches + spin_turn(self.spin)
+        n
     }
 }
 

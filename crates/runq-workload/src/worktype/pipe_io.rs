@@ -13,9 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::cache_pressure::{self, StridedBuffer};
 use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::fd::{pipe, read_byte, write_byte, ReadByte};
-use crate::spin::spin_turn;
 use crate::stop::{request_stop, stop_requested};
-use crate::telemetry::Telemetry;
+use crate::telemetry::{Telemetry, CHUNK_UNITS};
 use runq_kernel::clock::fast::now_ns;
 
 /// PipeIo parameters.
@@ -56,7 +55,7 @@ struct PairFds {
 /// What a worker does between round trips.
 #[derive(Clone)]
 pub(super) enum BurstSpec {
-    /// `spin_turn(n)`.
+    /// `n` spin units (at least one).
     Spin(u64),
     /// `n` strided RMW steps over a private buffer.
     Cache(cache_pressure::Params, u64),
@@ -75,10 +74,11 @@ impl Burst {
         }
     }
 
-    fn run(&mut self) -> u64 {
+    #[inline(always)]
+    fn run(&mut self, tel: &mut Telemetry) -> u64 {
         match self {
-            Burst::Spin(n) => spin_turn(*n),
-            Burst::Cache(buf, n) => buf.walk(*n),
+            Burst::Spin(n) => tel.spin(*n),
+            Burst::Cache(buf, n) => tel.work_in_chunks(*n, CHUNK_UNITS, |k| buf.walk(k)),
         }
     }
 }
@@ -135,7 +135,7 @@ impl Body {
 impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        let units = self.burst.run();
+        let units = self.burst.run(tel);
         if self.writes_first {
             if self.write() {
                 self.timed_read(tel);

@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use super::ranges::{ParamRange, MAX_ITERS, MAX_US};
 use super::{independent, since, PreparedWork, TypeInfo, WorkerBody};
 use crate::placement::{current_affinity, set_affinity};
-use crate::spin::spin_turn;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
 
@@ -97,7 +96,7 @@ impl WorkerBody for PreemptBody {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         if !self.waker {
-            return spin_turn(self.params.hog_iters);
+            return tel.spin(self.params.hog_iters);
         }
         if !self.boosted {
             self.boost();
@@ -109,7 +108,7 @@ impl WorkerBody for PreemptBody {
             return 0;
         }
         tel.record_wake(since(before).saturating_sub(requested));
-        spin_turn(self.params.waker_iters)
+        tel.spin(self.params.waker_iters)
     }
 
     fn role(&self) -> u8 {
@@ -198,11 +197,11 @@ impl RtBody {
 
 impl WorkerBody for RtBody {
     #[inline(always)]
-    fn iterate(&mut self, _: &mut Telemetry) -> u64 {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         if !self.placed {
             self.place();
         }
-        spin_turn(self.spin)
+        tel.spin(self.spin)
     }
 
     fn role(&self) -> u8 {

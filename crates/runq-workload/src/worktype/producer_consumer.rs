@@ -13,7 +13,6 @@ use super::futex_lock::FutexLock;
 use super::ranges::{ParamRange, MAX_ITERS};
 use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
-use crate::spin::spin_turn;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -176,14 +175,14 @@ impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         if self.producer {
-            let units = spin_turn(self.iters);
+            let units = tel.spin(self.iters);
             return if self.queue.push() { units } else { 0 };
         }
         let Some(stamp) = self.queue.pop() else {
             return 0;
         };
         tel.record_wake_since(stamp);
-        spin_turn(self.iters)
+        tel.spin(self.iters)
     }
 
     fn role(&self) -> u8 {

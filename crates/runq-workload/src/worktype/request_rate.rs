@@ -26,7 +26,7 @@ use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{Telemetry, CHUNK_UNITS};
 use runq_kernel::clock::monotonic_ns;
 
 /// RequestRate parameters.
@@ -284,7 +284,7 @@ impl WorkerBody for Body {
         s.advance(self.arrivals);
         self.clock.store(s);
         self.clock.hand_over();
-        spin_burst(self.service_iters);
+        tel.work_in_chunks(self.service_iters, CHUNK_UNITS, spin_burst);
         tel.record_wake(request_latency_ns(intended, monotonic_ns()));
         if stop_requested() {
             self.count_backlog_if_clock_free();

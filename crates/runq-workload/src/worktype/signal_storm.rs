@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::shared::SharedRegion;
-use crate::spin::spin_turn;
 use crate::stop::sleep_unless_stopped;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -140,7 +139,7 @@ impl WorkerBody for Body {
             return 0; // a slice passed or STOP came: the loop checks
         }
         tel.record_wake_since(self.side(1 - self.side).stamp().load(Ordering::Acquire));
-        let units = spin_turn(self.spin);
+        let units = tel.spin(self.spin);
         self.must_send = !self.send();
         units
     }

@@ -7,7 +7,6 @@ use std::path::Path;
 
 use super::{independent, PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::placement::set_affinity;
-use crate::spin::spin_turn;
 use crate::telemetry::Telemetry;
 
 /// Description for `--list`.
@@ -42,7 +41,7 @@ struct Body {
 
 impl WorkerBody for Body {
     #[inline(always)]
-    fn iterate(&mut self, _: &mut Telemetry) -> u64 {
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         if !self.pinned {
             // In the worker's own thread; a refusal (the cpuset excludes
             // the sibling) leaves the worker where its setup put it.
@@ -51,7 +50,7 @@ impl WorkerBody for Body {
                 let _ = set_affinity(&BTreeSet::from([cpu]));
             }
         }
-        spin_turn(self.spin)
+        tel.spin(self.spin)
     }
 }
 

@@ -1,7 +1,6 @@
 //! SpinWait: pure CPU, `spin_iters` units per iteration, no blocking.
 
 use super::{independent, PreparedWork, SpinParams, TypeInfo, WorkerBody};
-use crate::spin::spin_turn;
 use crate::telemetry::Telemetry;
 
 /// Description for `--list`.
@@ -20,8 +19,8 @@ struct Body(u64);
 
 impl WorkerBody for Body {
     #[inline(always)]
-    fn iterate(&mut self, _: &mut Telemetry) -> u64 {
-        spin_turn(self.0)
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        tel.spin(self.0)
     }
 }
 

@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering;
 
 use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
-use crate::spin::spin_turn;
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -92,7 +91,7 @@ impl WorkerBody for Link {
         if stamp != 0 {
             tel.record_wake_since(stamp);
         }
-        let units = spin_turn(self.spin);
+        let units = tel.spin(self.spin);
         self.region
             .atomic_u64(self.next + 8)
             .store(now_ns(), Ordering::Release);

@@ -143,8 +143,9 @@ fn impossible_bound_fails_with_exit_1() {
     );
 }
 
-/// Starts the watchdog scenario, freezes its worker for 2.5 s, and returns
-/// the exit code and JSON.
+/// Starts the watchdog scenario, starves its worker for 2 s with a
+/// SCHED_FIFO hog pinned to the worker's CPU, and returns the exit code
+/// and JSON.
 fn run_watchdog(extra: &[&str]) -> (Option<i32>, Value) {
     let path = scenario("tests/watchdog.toml");
     let mut args = vec!["run", path.as_str(), "--json"];
@@ -168,9 +169,7 @@ fn run_watchdog(extra: &[&str]) -> (Option<i32>, Value) {
         },
     );
     std::thread::sleep(Duration::from_millis(200));
-    signal(worker, libc::SIGSTOP);
-    std::thread::sleep(Duration::from_millis(2500));
-    signal(worker, libc::SIGCONT);
+    starve_for(worker, Duration::from_secs(2));
     let out = child.wait_with_output().unwrap();
     (
         out.status.code(),
@@ -178,8 +177,31 @@ fn run_watchdog(extra: &[&str]) -> (Option<i32>, Value) {
     )
 }
 
+/// Pins `pid` to CPU 0 and runs a SCHED_FIFO busy loop there for `how_long`.
+fn starve_for(pid: i32, how_long: Duration) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
+    // sched_setaffinity take it by pointer with its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set),
+            0,
+            "pinning the worker"
+        );
+    }
+    let mut hog = std::process::Command::new("chrt")
+        .args(["-f", "1", "taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("chrt and taskset (util-linux)");
+    std::thread::sleep(how_long);
+    let _ = hog.kill();
+    let _ = hog.wait();
+}
+
 #[test]
-fn stuck_worker_kills_the_scheduler_and_fails_the_run() {
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn starved_worker_kills_the_scheduler_and_fails_the_run() {
     let (code, v) = run_watchdog(&[]);
     assert_eq!(code, Some(1));
     assert_eq!(v["verdict"], "fail");
@@ -190,8 +212,11 @@ fn stuck_worker_kills_the_scheduler_and_fails_the_run() {
         format!("killed by signal {} (SIGUSR2)", libc::SIGUSR2)
     );
     assert_eq!(death["signal"], libc::SIGUSR2);
-    // The death comes about 2.7 s in (later on a loaded host); a run that
-    // went on to its end would last the scenario's 10 s.
+    // The worker that fired says when and what it saw.
+    let fired = &v["reports"][0]["watchdog"];
+    assert!(fired["stall_ms"].as_u64().unwrap() > 500, "{fired}");
+    // The death comes within the hog's 2 s (later on a loaded host); a
+    // run that went on to its end would last the scenario's 10 s.
     assert!(
         v["run_ns"].as_u64().unwrap() < 9_000_000_000,
         "the run should stop at the death"
@@ -199,11 +224,36 @@ fn stuck_worker_kills_the_scheduler_and_fails_the_run() {
 }
 
 #[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
 fn repro_mode_keeps_the_scheduler_alive() {
     let (code, v) = run_watchdog(&["--repro", "--duration", "4s"]);
     assert!(v["scheduler_death"].is_null(), "{}", v["scheduler_death"]);
+    assert!(v["reports"][0]["watchdog"].is_null());
     assert_eq!(v["verdict"], "pass", "{:?}", failed_checks(&v));
     assert_eq!(code, Some(0));
+}
+
+#[test]
+fn a_long_partner_turn_does_not_fire_the_watchdog() {
+    // Each turn spins about 3 s: the waiting partner is blocked, not
+    // starved, and the spinner makes progress in every chunk.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pingpong.toml");
+    std::fs::write(
+        &path,
+        "duration = \"2s\"\n[scheduler]\ncommand = \"sleep 600\"\nwatchdog = \"1s\"\n\
+         [[group]]\nname = \"pp\"\nwork_type = \"FutexPingPong\"\nworkers = 2\n\
+         params = { spin_iters = 700000000 }\n",
+    )
+    .unwrap();
+    let (_, v, _) = run_json(&["run", path.to_str().unwrap(), "--no-cgroups"]);
+    assert!(v["scheduler_death"].is_null(), "{}", v["scheduler_death"]);
+    // Only a true stall may fire it: one the kernel saw as run delay (a
+    // loaded host can starve a spinner for a second).
+    for r in v["reports"].as_array().unwrap() {
+        let delay = r["schedstat_run_delay_ns"].as_u64().unwrap();
+        assert!(r["watchdog"].is_null() || delay >= 1_000_000_000, "{r}");
+    }
 }
 
 #[test]

@@ -207,6 +207,17 @@ fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
     if let Some(d) = &o.scheduler_death {
         let line = format!("the scheduler died at {}ms: {}", d.at_ms, d.status);
         let _ = writeln!(out, "{}", paint(&line, 31, color));
+        for r in o.reports.iter().filter(|r| r.watchdog.is_some()) {
+            let w = r.watchdog.unwrap_or_default();
+            let group = o.groups.iter().find(|g| g.group_idx == r.group_idx);
+            let name = group.map_or("?", |g| g.name.as_str());
+            let _ = writeln!(
+                out,
+                "  watchdog: worker {} ({name}) was kept from running for {} ms and signalled \
+                 the scheduler {} ms into its loop",
+                r.tid, w.stall_ms, w.at_ms
+            );
+        }
         for l in &d.stderr {
             let _ = writeln!(out, "  stderr: {l}");
         }
