@@ -24,6 +24,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
+    if t.starts_with('-') {
+        return Err(err("negative; a duration is greater than zero"));
+    }
     if number.is_empty() {
         return Err(err("missing number"));
     }
@@ -66,5 +69,7 @@ mod tests {
         for bad in ["0", "0s", "-1", "abc", "", "5 parsecs", "1.2.3", "1e400"] {
             assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
         }
+        let e = parse_duration("-1s").unwrap_err().to_string();
+        assert!(e.contains("negative"), "{e}");
     }
 }

@@ -16,9 +16,9 @@ use runq_kernel::{numa_maps, vmstat};
 use crate::gap::GapMeter;
 use crate::progress::ProgressSlot;
 use crate::report::{Migration, WatchdogFiring, WorkerReport, MAX_WAKE_SAMPLES};
+use crate::reservoir::Reservoir;
 use crate::spawn::Watchdog;
 use crate::stop::stop_requested;
-use crate::reservoir::Reservoir;
 use runq_kernel::clock::fast::now_ns;
 use runq_kernel::clock::{current_cpu, monotonic_ns, thread_cpu_ns};
 
@@ -225,7 +225,9 @@ impl Telemetry {
         if stop_requested() {
             return;
         }
-        let Some(w) = self.watchdog.take() else { return };
+        let Some(w) = self.watchdog.take() else {
+            return;
+        };
         self.watchdog_stuck_ns = u64::MAX;
         // SAFETY: kill(2) with a pid we were given.
         unsafe { libc::kill(w.scheduler_pid as libc::pid_t, libc::SIGUSR2) };

@@ -82,7 +82,10 @@ mod tests {
     #[test]
     fn planned_idleness_is_not_stuck() {
         // A one-hour timer period: asleep the whole run, as planned.
-        assert_eq!(stuck_reason(&worker(1, 0, 3_600_000, 0), false, false), None);
+        assert_eq!(
+            stuck_reason(&worker(1, 0, 3_600_000, 0), false, false),
+            None
+        );
     }
 
     #[test]

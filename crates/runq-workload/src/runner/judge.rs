@@ -9,9 +9,10 @@ use crate::scheduler::{SchedulerDeath, SchedulerSpec};
 use crate::series::RunSeries;
 use crate::summary::{summarize_group, GroupSummary};
 
-/// The run's verdict. Interrupted, it is INTERRUPTED when what ran held
-/// every check, or when no worker was ever started (nothing ran to be
-/// judged).
+/// The run's verdict. An interrupted run is INTERRUPTED whatever its
+/// checks said (they are reported as reached: a run cut short cannot
+/// PASS or FAIL as a whole), and so is one whose workers were never
+/// started for want of anything but a failure.
 pub(super) fn final_verdict(
     checks: &[CheckResult],
     failed: bool,
@@ -19,7 +20,7 @@ pub(super) fn final_verdict(
     aborted_at_start: bool,
 ) -> Verdict {
     match verdict(checks, failed) {
-        Verdict::Pass if interrupted => Verdict::Interrupted,
+        _ if interrupted => Verdict::Interrupted,
         Verdict::Fail if aborted_at_start && !failed => Verdict::Interrupted,
         v => v,
     }
@@ -106,4 +107,51 @@ fn judge(
         checks.extend(fair_share_checks(&model, bound));
     }
     (groups, checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(pass: bool) -> CheckResult {
+        CheckResult {
+            name: "max_gap_ms".into(),
+            group: "g".into(),
+            measured: 1.0,
+            op: Op::AtMost,
+            bound: 1.0,
+            pass,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn an_interrupted_run_is_interrupted_whatever_its_checks_reached() {
+        for (checks, failed) in [
+            (vec![check(true)], false),
+            (vec![check(false)], false),
+            (vec![check(true)], true),
+        ] {
+            assert_eq!(
+                final_verdict(&checks, failed, true, false),
+                Verdict::Interrupted
+            );
+        }
+        assert_eq!(
+            final_verdict(&[check(false)], false, false, false),
+            Verdict::Fail
+        );
+        assert_eq!(
+            final_verdict(&[check(true)], false, false, false),
+            Verdict::Pass
+        );
+        assert_eq!(
+            final_verdict(&[check(false)], false, false, true),
+            Verdict::Interrupted
+        );
+        assert_eq!(
+            final_verdict(&[check(false)], true, false, true),
+            Verdict::Fail
+        );
+    }
 }

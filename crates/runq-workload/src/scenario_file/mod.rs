@@ -381,15 +381,44 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileE
     Ok(scn)
 }
 
-/// Reads and parses a scenario file.
+/// The largest scenario file read (a real one is a few KiB).
+pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+
+/// Reads and parses a scenario file: a regular file of at most
+/// [`MAX_SCENARIO_BYTES`] (a FIFO would block and a device never end).
 pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioFileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioFileError {
+    let fail = |message: String| ScenarioFileError {
         path: path.to_path_buf(),
         line: 0,
         key: None,
-        message: format!("cannot read the scenario file: {e}"),
-    })?;
+        message,
+    };
+    let text = read_bounded(path).map_err(fail)?;
     parse_scenario(path, &text)
+}
+
+/// The file's text, refusing anything but a regular file of at most
+/// [`MAX_SCENARIO_BYTES`].
+fn read_bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read the scenario file: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file; give a scenario file (or - for stdin)".into());
+    }
+    let mut text = String::new();
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read the scenario file: {e}"))?;
+    file.take(MAX_SCENARIO_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the scenario file: {e}"))?;
+    if text.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(format!(
+            "larger than {} KiB; a scenario file is a few KiB of TOML",
+            MAX_SCENARIO_BYTES / 1024
+        ));
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

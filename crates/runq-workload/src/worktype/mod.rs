@@ -404,11 +404,38 @@ impl WorkType {
             }
             let parsed = serde_json::from_str(raw)
                 .unwrap_or_else(|_| serde_json::Value::String(raw.clone()));
+            if let Some(why) = self.value_mismatch(key, &obj[key], &parsed) {
+                return Err(bad(format!("{key}={raw}: {why}")));
+            }
             obj.insert(key.clone(), parsed);
         }
         let out: WorkType = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
         out.validate_params().map_err(bad)?;
         Ok(out)
+    }
+
+    /// Why `given` cannot replace the parameter `key` whose default is
+    /// `default`: a number where a number is expected, in its range.
+    fn value_mismatch(
+        &self,
+        key: &str,
+        default: &serde_json::Value,
+        given: &serde_json::Value,
+    ) -> Option<String> {
+        let range = self.info().params.iter().find(|r| r.name == key);
+        let span = range.map_or(String::new(), |r| format!(" from {} to {}", r.min, r.max));
+        match default {
+            serde_json::Value::Number(_) if default.is_u64() && !given.is_u64() => {
+                Some(format!("expected a whole number{span}"))
+            }
+            serde_json::Value::Number(_) if !given.is_number() => {
+                Some(format!("expected a number{span}"))
+            }
+            serde_json::Value::Bool(_) if !given.is_boolean() => {
+                Some("expected true or false".into())
+            }
+            _ => None,
+        }
     }
 
     /// Checks that `workers` suits this type.
@@ -479,9 +506,22 @@ mod tests {
         assert_eq!(t2, WorkType::PipeIo(pipe_io::Params { burst_iters: 0 }));
         let err = t.with_params(&[("burst".into(), "0".into())]).unwrap_err();
         assert!(err.to_string().contains("burst_iters"), "{err}");
-        assert!(t
+        let err = t
             .with_params(&[("burst_iters".into(), "-1".into())])
-            .is_err());
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("burst_iters=-1: expected a whole number from 0 to"),
+            "{err}"
+        );
+        let err = t
+            .with_params(&[("burst_iters".into(), "abc".into())])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("burst_iters=abc: expected a whole number"),
+            "{err}"
+        );
     }
 
     #[test]

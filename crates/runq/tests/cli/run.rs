@@ -126,6 +126,12 @@ fn bad_input_is_one_line_and_exit_2() {
             &["run", "--work-type", "PipeIo", "--param", "nope=1"],
             "unknown parameter",
         ),
+        (
+            &["run", "--param", "spin_iters=abc"],
+            "spin_iters=abc: expected a whole number",
+        ),
+        (&["run", "--duration=-1s"], "negative"),
+        (&["run", "/dev/zero"], "not a regular file"),
     ];
     for (args, needle) in cases {
         let out = runq().args(*args).output().unwrap();

@@ -191,7 +191,16 @@ fn starve_for(pid: i32, how_long: Duration) {
         );
     }
     let mut hog = std::process::Command::new("chrt")
-        .args(["-f", "1", "taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
+        .args([
+            "-f",
+            "1",
+            "taskset",
+            "-c",
+            "0",
+            "sh",
+            "-c",
+            "while :; do :; done",
+        ])
         .spawn()
         .expect("chrt and taskset (util-linux)");
     std::thread::sleep(how_long);

@@ -102,28 +102,49 @@ pub fn render_explain(work: &WorkType, json: bool) -> anyhow::Result<String> {
         return Ok(serde_json::to_string_pretty(&as_json(work))? + "\n");
     }
     let info = work.info();
+    let workers = info
+        .workers
+        .describe()
+        .unwrap_or_else(|| "any number, at least 1".into());
     let mut out = String::new();
-    let _ = writeln!(out, "{}: {}", info.name, info.summary);
-    let _ = writeln!(out, "  work units:   {}", info.units);
-    let _ = writeln!(
-        out,
-        "  wake latency: {}",
-        info.wakes.unwrap_or("not sampled (no blocking step)")
-    );
-    let _ = writeln!(
-        out,
-        "  workers:      {}",
-        info.workers
-            .describe()
-            .unwrap_or_else(|| "any number, at least 1".into())
-    );
-    let _ = writeln!(out, "  parameters:   {}", params_text(work));
+    let title = wrap(&format!("{}: {}", info.name, info.summary), LIST_WIDTH);
+    out.push_str(&hanging(&title[0], &title[1..], 2));
+    for (label, text) in [
+        ("work units:", info.units),
+        (
+            "wake latency:",
+            info.wakes.unwrap_or("not sampled (no blocking step)"),
+        ),
+        ("workers:", &workers),
+        ("parameters:", &params_text(work)),
+    ] {
+        out.push_str(&explain_row(label, text));
+    }
     Ok(out)
+}
+
+/// One `--explain` row: the label in a column of its own, the text
+/// wrapped within [`LIST_WIDTH`] under itself.
+fn explain_row(label: &str, text: &str) -> String {
+    const INDENT: usize = 16;
+    let lines = wrap(text, LIST_WIDTH - INDENT);
+    let first = format!("  {label:<13} {}", lines[0]);
+    hanging(&first, &lines[1..], INDENT)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn explain_keeps_within_the_list_width() {
+        for t in WorkType::all_defaults() {
+            let text = render_explain(&t, false).unwrap();
+            for line in text.lines() {
+                assert!(line.chars().count() <= LIST_WIDTH, "{}: {line}", t.name());
+            }
+        }
+    }
 
     #[test]
     fn list_has_every_type_with_defaults() {

@@ -287,8 +287,18 @@ fn read_scenario(name: &str) -> anyhow::Result<Scenario> {
         return load_scenario(path).map_err(|e| exit::usage(e.to_string()));
     }
     let mut text = String::new();
-    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-        .map_err(|e| exit::usage(format!("reading the scenario from stdin: {e}")))?;
+    let limit = runq_workload::scenario_file::MAX_SCENARIO_BYTES;
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(std::io::stdin(), limit + 1),
+        &mut text,
+    )
+    .map_err(|e| exit::usage(format!("reading the scenario from stdin: {e}")))?;
+    if text.len() as u64 > limit {
+        return Err(exit::usage(format!(
+            "the scenario on stdin is larger than {} KiB; a scenario file is a few KiB of TOML",
+            limit / 1024
+        )));
+    }
     runq_workload::scenario_file::parse_scenario(Path::new("<stdin>"), &text)
         .map_err(|e| exit::usage(e.to_string()))
 }
