@@ -29,7 +29,13 @@ fn a_root_run_reports_the_host_run_queues_and_judges_them() {
     .unwrap();
     let mounted_before = debugfs_mounted();
     let out = runq()
-        .args(["run", scn.to_str().unwrap(), "--no-cgroups", "--json"])
+        .args([
+            "run",
+            scn.to_str().unwrap(),
+            "--no-cgroups",
+            "--json",
+            "--runnable-wait",
+        ])
         .output()
         .unwrap();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
@@ -114,4 +120,19 @@ fn a_root_run_measures_the_longest_runnable_wait_behind_pinned_hogs() {
         detail.starts_with(&format!("pid {pid} (")) && detail.contains(&format!("cpu {cpu}")),
         "{detail}"
     );
+}
+
+#[test]
+fn without_asking_no_probe_runs_on_the_context_switches() {
+    let out = runq()
+        .args(["run", "--duration", "300ms", "--no-cgroups", "--json"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let host = &doc["series"]["host"];
+    assert!(host["runnable_wait"].is_null(), "{host}");
+    let why = host["longest_runnable_wait_unavailable"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("--runnable-wait"), "{host}");
 }

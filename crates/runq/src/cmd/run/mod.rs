@@ -136,6 +136,12 @@ pub struct RunArgs {
     /// 100ms by default, at least 10ms, or `off`.
     #[arg(long, value_name = "DURATION|off", value_parser = parse_interval)]
     pub snapshot_interval: Option<SnapshotInterval>,
+    /// Measure the longest time any task on the host waited runnable for a
+    /// CPU, with BPF on the scheduler tracepoints (root; about 0.5 µs per
+    /// context switch, so off unless asked for here or by the scenario's
+    /// `max_runnable_wait_ms` check).
+    #[arg(long)]
+    pub runnable_wait: bool,
     /// Write a JUnit XML report to FILE: one testcase per group and check.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,
@@ -146,7 +152,7 @@ pub struct RunArgs {
 
 /// The flags that shape a run, which the listings refuse (only `--json`
 /// goes with them).
-const RUN_ONLY: [&str; 13] = [
+const RUN_ONLY: [&str; 14] = [
     "scenario",
     "work_type",
     "params",
@@ -160,6 +166,7 @@ const RUN_ONLY: [&str; 13] = [
     "output",
     "junit",
     "snapshot_interval",
+    "runnable_wait",
 ];
 
 /// `--snapshot-interval`: a duration, or `None` for `off`.
@@ -370,6 +377,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         repro: args.repro,
         max_workers_per_cpu: args.max_workers_per_cpu,
         repeats: args.repeat,
+        runnable_wait: args.runnable_wait,
     };
     check_outputs(&args)?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;

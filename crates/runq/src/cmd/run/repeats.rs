@@ -29,6 +29,9 @@ pub struct RunPlan {
     pub max_workers_per_cpu: usize,
     /// How many times to run the scenario (`--repeat`).
     pub repeats: u32,
+    /// Measure the host's runnable waits (`--runnable-wait`; also on when
+    /// the scenario checks them).
+    pub runnable_wait: bool,
 }
 
 impl RunPlan {
@@ -50,6 +53,7 @@ impl RunPlan {
             max_workers_per_cpu: self.max_workers_per_cpu,
             runnable_wait: super::hostwait::runnable_wait_probe(
                 scn.snapshot_interval.is_some(),
+                self.runnable_wait || scn.checks.max_runnable_wait_ms.is_some(),
                 scn.total_workers(),
             ),
         }
