@@ -215,7 +215,11 @@ impl Locator<'_> {
         Ok(limits)
     }
 
-    fn group(&self, g: &RawGroup) -> Result<GroupSpec, ScenarioFileError> {
+    fn group(
+        &self,
+        g: &RawGroup,
+        online: &BTreeSet<usize>,
+    ) -> Result<GroupSpec, ScenarioFileError> {
         let mut work = WorkType::from_name(g.work_type.get_ref())
             .or_else(|e| self.err(g.work_type.span(), "work_type", e.to_string()))?;
         if let Some(p) = &g.params {
@@ -237,6 +241,8 @@ impl Locator<'_> {
         if let Some(a) = &g.affinity {
             setup.affinity =
                 parse_affinity(a.get_ref()).or_else(|e| self.err(a.span(), "affinity", e))?;
+            values::check_affinity_online(&setup.affinity, online)
+                .or_else(|e| self.err(a.span(), "affinity", e))?;
         }
         if let Some(p) = &g.policy {
             setup.policy =
@@ -333,7 +339,7 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileE
     let mut groups = raw
         .group
         .iter()
-        .map(|g| loc.group(g))
+        .map(|g| loc.group(g, &online))
         .collect::<Result<Vec<_>, _>>()?;
     for (g, r) in groups.iter_mut().zip(&raw.group) {
         g.series_checks = series::checks(&loc, &r.series_check, duration)?;

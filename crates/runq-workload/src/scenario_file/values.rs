@@ -33,6 +33,27 @@ pub(crate) fn parse_affinity(s: &str) -> Result<Affinity, String> {
     Ok(Affinity::Cpus(cpus))
 }
 
+/// Refuses an affinity this host cannot give: a CPU that is not online,
+/// or more random CPUs than are online.
+pub(crate) fn check_affinity_online(a: &Affinity, online: &BTreeSet<usize>) -> Result<(), String> {
+    let shown = runq_kernel::cpulist::CpuListDisplay(online);
+    match a {
+        Affinity::Inherit => Ok(()),
+        Affinity::Single(cpu) if !online.contains(cpu) => {
+            Err(format!("CPU {cpu} is not online (online: {shown})"))
+        }
+        Affinity::Cpus(cpus) if cpus.is_empty() || !cpus.is_subset(online) => {
+            let cpus = runq_kernel::cpulist::CpuListDisplay(cpus);
+            Err(format!("CPUs {cpus} are not all online (online: {shown})"))
+        }
+        Affinity::Random(n) if *n == 0 || *n > online.len() => Err(format!(
+            "random:{n} needs 1 to {} CPUs (online: {shown})",
+            online.len()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `normal`, `batch`, `idle`, `ext` (SCHED_EXT), `fifo:PRIO`, `rr:PRIO`
 /// or `deadline:RUNTIME_US/DEADLINE_US/PERIOD_US`.
 pub fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
@@ -150,6 +171,13 @@ mod tests {
             Affinity::Cpus([0, 1].into())
         );
         assert_eq!(parse_affinity("single:1").unwrap(), Affinity::Single(1));
+        let online: BTreeSet<usize> = [0, 1].into();
+        assert!(check_affinity_online(&Affinity::Single(1), &online).is_ok());
+        let e = check_affinity_online(&Affinity::Single(5), &online).unwrap_err();
+        assert!(e.contains("CPU 5 is not online (online: 0-1)"), "{e}");
+        assert!(check_affinity_online(&parse_affinity("0,5").unwrap(), &online).is_err());
+        assert!(check_affinity_online(&Affinity::Random(3), &online).is_err());
+        assert!(check_affinity_online(&Affinity::Random(2), &online).is_ok());
         assert_eq!(parse_affinity("random:2").unwrap(), Affinity::Random(2));
         assert!(parse_affinity("single:x").is_err());
         assert!(parse_affinity("everywhere").is_err());

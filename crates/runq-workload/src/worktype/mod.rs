@@ -439,16 +439,25 @@ impl WorkType {
     }
 
     /// Checks that `workers` suits this type.
+    /// The rules between the worker count and the parameters are checked
+    /// too (ProducerConsumerImbalance needs a consumer), before the run.
     pub fn validate_workers(&self, workers: usize) -> Result<(), WorkTypeError> {
         let info = self.info();
-        if info.workers.allows(workers) {
-            return Ok(());
+        if !info.workers.allows(workers) {
+            return Err(WorkTypeError::BadWorkerCount {
+                work_type: info.name.to_string(),
+                rule: info.workers,
+                workers,
+            });
         }
-        Err(WorkTypeError::BadWorkerCount {
-            work_type: info.name.to_string(),
-            rule: info.workers,
-            workers,
-        })
+        match self {
+            WorkType::ProducerConsumerImbalance(p) => producer_consumer::check_workers(p, workers)
+                .map_err(|reason| WorkTypeError::BadParam {
+                    work_type: info.name.to_string(),
+                    reason,
+                }),
+            _ => Ok(()),
+        }
     }
 }
 

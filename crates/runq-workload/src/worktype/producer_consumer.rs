@@ -210,18 +210,21 @@ impl PreparedWork for Group {
     }
 }
 
-/// Maps the group's queue; refuses a group without a consumer.
-pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+/// Refuses a group without a consumer (checked before the run).
+pub(super) fn check_workers(p: &Params, workers: usize) -> Result<(), String> {
     if p.producers >= workers as u64 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "ProducerConsumerImbalance: producers={} leaves no consumer among {workers} \
-                 workers; use more workers or fewer producers",
-                p.producers
-            ),
+        return Err(format!(
+            "producers={} leaves no consumer among {workers} workers; use more workers or \
+             fewer producers",
+            p.producers
         ));
     }
+    Ok(())
+}
+
+/// Maps the group's queue; refuses a group without a consumer.
+pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+    check_workers(p, workers).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let depth = u32::try_from(p.queue_depth).map_err(io::Error::other)?;
     Ok(Box::new(Group {
         queue: Queue {
