@@ -99,6 +99,78 @@ impl HostLimits {
     }
 }
 
+/// Checks that every group's buffers (see
+/// [`crate::WorkType::buffer_bytes`]) fit in MemAvailable together; the
+/// error names the largest group and the parameter to lower.
+pub fn check_buffers(
+    groups: &[(String, crate::WorkType, usize)],
+    mem_available: Option<u64>,
+) -> Result<(), String> {
+    let Some(available) = mem_available else {
+        return Ok(());
+    };
+    let needs: Vec<(u64, &str, &str)> = groups
+        .iter()
+        .map(|(name, work, workers)| {
+            let (bytes, param) = work.buffer_bytes(*workers);
+            (bytes, name.as_str(), param)
+        })
+        .collect();
+    let total: u64 = needs.iter().map(|n| n.0).fold(0, u64::saturating_add);
+    if total <= available {
+        return Ok(());
+    }
+    let (bytes, name, param) = needs
+        .iter()
+        .copied()
+        .max_by_key(|n| n.0)
+        .unwrap_or((0, "", ""));
+    Err(format!(
+        "the groups' buffers need {} MiB and MemAvailable is {} MiB (group {name}: {} MiB); \
+         lower {param}",
+        total >> 20,
+        available >> 20,
+        bytes >> 20
+    ))
+}
+
+/// Checks that the groups' files (see [`crate::WorkType::file_bytes`])
+/// fit in the free space of `dir`, where they are made.
+pub fn check_files(groups: &[(String, crate::WorkType, usize)], dir: &Path) -> Result<(), String> {
+    let total: u64 = groups
+        .iter()
+        .map(|(_, work, workers)| work.file_bytes(*workers))
+        .fold(0, u64::saturating_add);
+    if total == 0 {
+        return Ok(());
+    }
+    let Some(free) = free_bytes(dir) else {
+        return Ok(());
+    };
+    if total <= free {
+        return Ok(());
+    }
+    Err(format!(
+        "the groups' files need {} MiB and {} has {} MiB free; lower file_kb or set TMPDIR",
+        total >> 20,
+        dir.display(),
+        free >> 20
+    ))
+}
+
+/// Free bytes for an unprivileged writer on the file system of `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain data filled by the call.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and out-pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
 /// RLIMIT_NPROC's soft limit, `None` when unlimited.
 fn nproc_soft_limit() -> Option<u64> {
     let mut lim = libc::rlimit {
@@ -113,6 +185,43 @@ fn nproc_soft_limit() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_past_the_free_space_are_refused() {
+        let big = crate::WorkType::from_name("IoRandRead")
+            .unwrap()
+            .with_params(&[("file_kb".into(), "16777216".into())])
+            .unwrap();
+        let groups = vec![("io".to_string(), big, 1 << 20)];
+        let e = check_files(&groups, Path::new("/tmp")).unwrap_err();
+        assert!(e.contains("lower file_kb or set TMPDIR"), "{e}");
+        let small = crate::WorkType::from_name("IoRandRead").unwrap();
+        assert!(check_files(&[("io".to_string(), small, 2)], Path::new("/tmp")).is_ok());
+    }
+
+    #[test]
+    fn buffers_past_mem_available_are_refused_with_the_parameter() {
+        let big = crate::WorkType::from_name("CachePressure")
+            .unwrap()
+            .with_params(&[("size_kb".into(), "16777216".into())])
+            .unwrap();
+        let spin = crate::WorkType::from_name("SpinWait").unwrap();
+        let groups = vec![
+            ("cache".to_string(), big, 2),
+            ("spin".to_string(), spin, 64),
+        ];
+        let e = check_buffers(&groups, Some(6 << 30)).unwrap_err();
+        assert!(
+            e.contains("need 32768 MiB and MemAvailable is 6144 MiB"),
+            "{e}"
+        );
+        assert!(
+            e.contains("group cache") && e.ends_with("lower size_kb"),
+            "{e}"
+        );
+        assert!(check_buffers(&groups, Some(40 << 30)).is_ok());
+        assert!(check_buffers(&groups, None).is_ok());
+    }
 
     fn host() -> HostLimits {
         HostLimits {

@@ -393,9 +393,17 @@ const INTERRUPTED_COLLECT: Duration = Duration::from_millis(300);
 pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
     scn.validate()?;
     let workers = scn.groups.iter().map(|g| g.workers).sum();
-    crate::capacity::HostLimits::read(Path::new("/proc"))
+    let limits = crate::capacity::HostLimits::read(Path::new("/proc"));
+    limits
         .check(workers, opts.max_workers_per_cpu)
         .map_err(RunError::Capacity)?;
+    let buffers: Vec<_> = scn
+        .groups
+        .iter()
+        .map(|g| (g.name.clone(), g.work.clone(), g.workers))
+        .collect();
+    crate::capacity::check_buffers(&buffers, limits.mem_available).map_err(RunError::Capacity)?;
+    crate::capacity::check_files(&buffers, &std::env::temp_dir()).map_err(RunError::Capacity)?;
     let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = start_scheduler(scn, opts.interrupt)?;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::ranges::{ParamRange, MAX_ITERS, MAX_KB, MAX_MS};
+use super::ranges::{ParamRange, MAX_ITERS, MAX_MS};
 use super::{independent, since, PreparedWork, TypeInfo, WorkerBody};
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -116,27 +116,43 @@ pub const IPC_VARIANCE: TypeInfo = TypeInfo {
     wake_figure: super::WakeFigure::Latency,
     params: &[
         ParamRange::new("phase_ms", 1, MAX_MS),
-        ParamRange::new("buffer_kb", 1, MAX_KB),
+        ParamRange::new("buffer_kb", 1, MAX_CHASE_KB),
     ],
     needs: super::HostNeed::Nothing,
 };
 
+/// The largest chase buffer, KiB: 1 GiB, several times the largest
+/// caches a worker's loads can reach, built in about a second.
+const MAX_CHASE_KB: i64 = 1 << 20;
+
 /// Units of work per IpcVariance iteration.
 const CHUNK: u64 = 1024;
 
-/// A single random cycle through `len` slots (Sattolo's algorithm): from
-/// any slot, following `next[i]` visits every slot before returning.
+/// A single random cycle through the cache lines of `len` words
+/// (Sattolo's algorithm): from any line's first word, following `next[i]`
+/// visits every line before returning.
 fn random_cycle(len: usize, mut rng: u64) -> Vec<usize> {
-    let mut next: Vec<usize> = (0..len).collect();
-    for i in (1..len).rev() {
+    // One link per cache line (the line's first word), so that every load
+    // of the chase misses a line of its own and the build shuffles an
+    // eighth of the words: a 1 GiB buffer is 16 M links, not 128 M.
+    let lines = len.div_ceil(LINE_WORDS).max(1);
+    let mut next = vec![0usize; len.max(1)];
+    for l in 0..lines {
+        next[l * LINE_WORDS] = l * LINE_WORDS;
+    }
+    // Sattolo's shuffle over the links: one cycle through every line.
+    for i in (1..lines).rev() {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let j = (rng % i as u64) as usize;
-        next.swap(i, j);
+        next.swap(i * LINE_WORDS, j * LINE_WORDS);
     }
     next
 }
+
+/// Words per 64-byte cache line.
+const LINE_WORDS: usize = 64 / std::mem::size_of::<usize>();
 
 struct IpcBody {
     phase_ns: u64,
@@ -188,7 +204,7 @@ pub fn prepare_ipc(p: &IpcParams, workers: usize) -> std::io::Result<Box<dyn Pre
             phase_start: now_ns(),
             chasing: false,
             next: Arc::clone(&next),
-            at: idx * len / workers.max(1) % len,
+            at: (idx * len / workers.max(1) % len) / LINE_WORDS * LINE_WORDS,
         }))
     }))
 }
@@ -198,13 +214,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_chase_is_one_cycle_through_every_slot() {
-        for len in [1, 2, 7, 1000] {
+    fn the_chase_is_one_cycle_through_every_line() {
+        for len in [1, 2, 7, 8, 9, 1000] {
             let next = random_cycle(len, 0x1234_5678_9ABC_DEF1);
-            let (mut at, mut seen) = (0, vec![false; len]);
-            for _ in 0..len {
-                assert!(!seen[at], "slot {at} visited twice (len {len})");
-                seen[at] = true;
+            let lines = len.div_ceil(LINE_WORDS);
+            let (mut at, mut seen) = (0, vec![false; lines]);
+            for _ in 0..lines {
+                assert_eq!(at % LINE_WORDS, 0, "a link starts a line");
+                assert!(
+                    !seen[at / LINE_WORDS],
+                    "line {at} visited twice (len {len})"
+                );
+                seen[at / LINE_WORDS] = true;
                 at = next[at];
             }
             assert_eq!(at, 0);

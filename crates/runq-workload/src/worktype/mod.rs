@@ -439,6 +439,39 @@ impl WorkType {
     }
 
     /// Checks that `workers` suits this type.
+    /// The memory a group of `workers` of this type maps for its buffers,
+    /// with the parameter that sets it: per-worker cache buffers, and
+    /// IpcVariance's one shared chase buffer (0 for the other types).
+    pub fn buffer_bytes(&self, workers: usize) -> (u64, &'static str) {
+        let per_worker = |kb: u64| kb.saturating_mul(1024).saturating_mul(workers as u64);
+        match self {
+            WorkType::CachePressure(p) | WorkType::CacheYield(p) => {
+                (per_worker(p.size_kb), "size_kb")
+            }
+            WorkType::CachePipe(p) => (per_worker(p.size_kb), "size_kb"),
+            WorkType::IpcVariance(p) => (p.buffer_kb.saturating_mul(1024), "buffer_kb"),
+            _ => (0, ""),
+        }
+    }
+
+    /// The disk space a group of `workers` of this type fills in the
+    /// temporary directory: IoRandRead's file per worker, filled before
+    /// the start, IoSyncWrite's per worker and IoConvoy's shared one.
+    pub fn file_bytes(&self, workers: usize) -> u64 {
+        match self {
+            WorkType::IoRandRead(p) => p
+                .file_kb
+                .saturating_mul(1024)
+                .saturating_mul(workers as u64),
+            WorkType::IoConvoy(p) => p.file_kb.saturating_mul(1024),
+            WorkType::IoSyncWrite(p) => p
+                .file_kb
+                .saturating_mul(1024)
+                .saturating_mul(workers as u64),
+            _ => 0,
+        }
+    }
+
     /// The rules between the worker count and the parameters are checked
     /// too (ProducerConsumerImbalance needs a consumer), before the run.
     pub fn validate_workers(&self, workers: usize) -> Result<(), WorkTypeError> {
