@@ -9,8 +9,12 @@
 //! never gets more than it can use, which is the least of its `cpu.max`
 //! quota, the size of its cpuset and the demand of its workers. An entity's
 //! CPU is divided the same way among its workers. A worker's demand is the
-//! share of a CPU it would have used without waiting for one: `(CPU time +
-//! runnable-but-waiting time) / wall time`, so its own sleeps lower it.
+//! share of a CPU it would have used without waiting for one: its CPU time
+//! over the time it was not kept waiting runnable, `CPU time / (wall time
+//! − run delay)`, at most 1. A spinner kept off the CPU still wants all of
+//! one; a sleeper's own sleeps lower its demand, and so does nothing of
+//! its wake latency (a timer worker that used 1.2% of a CPU and waited
+//! 8% of the run for one wanted 1.3%, not 9.2%).
 //!
 //! Assumptions: run cgroups are treated as siblings (nesting is ignored);
 //! real-time and deadline groups are not judged; scenarios with timed steps are not judged
