@@ -8,6 +8,7 @@ pub mod cgroup;
 pub mod cgroup_stats;
 pub mod clock;
 pub mod cpulist;
+pub mod cpustat;
 pub mod host;
 pub mod kmsg;
 pub mod mapping;

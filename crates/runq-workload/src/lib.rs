@@ -40,6 +40,7 @@ pub use fault::{Fault, FaultStep};
 pub use gap::GapSource;
 pub use placement::{Affinity, MemPolicy, SchedPolicy, WorkerSetup};
 pub use report::{Migration, WatchdogFiring, WorkerExitInfo, WorkerReport, MAX_WAKE_SAMPLES};
+pub use runner::host_load::HostLoad;
 pub use runner::{run_scenario, CgroupMode, Placement, RunError, RunOptions, RunOutcome};
 pub use scenario::{
     CgroupSpec, GroupSpec, Scenario, ScenarioBuilder, ScenarioError, Step, StepAction,

@@ -18,6 +18,11 @@ pub fn unix_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// CPU time of the calling process (every thread) in ns.
+pub fn process_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
 /// CPU time of the calling thread in ns.
 pub fn thread_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)

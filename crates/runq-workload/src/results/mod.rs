@@ -238,6 +238,7 @@ mod tests {
             )],
             checks: vec![check],
             series: None,
+            host_load: None,
             verdict,
             reports,
         }

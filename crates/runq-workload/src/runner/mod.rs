@@ -5,6 +5,7 @@
 //! the reports.
 
 mod host;
+pub mod host_load;
 mod judge;
 
 use std::path::Path;
@@ -25,6 +26,7 @@ use crate::series::RunSeries;
 use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
 use crate::summary::GroupSummary;
 use host::{start_scheduler, stop_scheduler, watchdog_for};
+use host_load::HostLoad;
 use judge::{final_verdict, judge_run};
 
 /// Whether a run uses cgroups.
@@ -111,6 +113,9 @@ pub struct RunOutcome {
     pub series: Option<RunSeries>,
     /// PASS or FAIL.
     pub verdict: Verdict,
+    /// How busy the host was beside the run, when `/proc/stat` was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_load: Option<HostLoad>,
     /// Every worker's report.
     pub reports: Vec<WorkerReport>,
 }
@@ -416,6 +421,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     let launched = live.launch(&first);
     let spawn_ns = elapsed_ns(t_spawn);
     let t_run = Instant::now();
+    let mut load = host_load::HostLoadMeter::start();
     let aborted_at_start = matches!(launched, Err(RunError::Interrupted(_)));
     let (mut scheduler_death, run_error) = match launched {
         Ok(()) => drive(&mut live, scheduler.as_mut(), opts.interrupt, opts.on_tick),
@@ -423,8 +429,10 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         Err(e) => (None, Some(e.to_string())),
     };
     let run_ns = elapsed_ns(t_run);
+    load.stop();
     let t_collect = Instant::now();
     let (mut cgroups, mut reports, series) = live.collect(collect_timeout(&opts));
+    let host_load = load.finish(run_ns, &reports);
     let collect_ns = elapsed_ns(t_collect);
     if scheduler_death.is_none() {
         // A death while the workers were being stopped counts too.
@@ -462,6 +470,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         verdict,
         checks,
         series,
+        host_load,
         reports,
     })
 }

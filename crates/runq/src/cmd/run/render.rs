@@ -262,6 +262,11 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
         runq_workload::Verdict::Fail => ("FAIL", 31),
         runq_workload::Verdict::Interrupted => ("INTERRUPTED", 33),
     };
+    if o.verdict == runq_workload::Verdict::Fail {
+        if let Some(load) = o.host_load.filter(|l| l.busy()) {
+            let _ = writeln!(out, "{}", paint(&load.describe(), 33, color));
+        }
+    }
     let _ = writeln!(out, "verdict: {}", paint(word, code, color));
 }
 
