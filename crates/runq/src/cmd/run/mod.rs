@@ -472,7 +472,7 @@ fn exit_code(outcome: &runq_workload::RunOutcome) -> ExitCode {
     }
     match outcome.verdict {
         runq_workload::Verdict::Pass => ExitCode::SUCCESS,
-        runq_workload::Verdict::Fail => ExitCode::from(1),
+        runq_workload::Verdict::Fail => ExitCode::from(crate::exit::CHECK_FAILED),
         // Only when not flagged as interrupted above, which cannot happen.
         runq_workload::Verdict::Interrupted => ExitCode::from(exit::RUN_ERROR),
     }
