@@ -398,18 +398,9 @@ const INTERRUPTED_COLLECT: Duration = Duration::from_millis(300);
 pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
     scn.validate()?;
     let workers = scn.groups.iter().map(|g| g.workers).sum();
-    let limits = crate::capacity::HostLimits::read(Path::new("/proc"));
-    limits
-        .check(workers, opts.max_workers_per_cpu)
-        .map_err(RunError::Capacity)?;
-    let buffers: Vec<_> = scn
-        .groups
-        .iter()
-        .map(|g| (g.name.clone(), g.work.clone(), g.workers))
-        .collect();
-    crate::capacity::check_buffers(&buffers, limits.mem_available).map_err(RunError::Capacity)?;
-    crate::capacity::check_files(&buffers, &std::env::temp_dir()).map_err(RunError::Capacity)?;
+    check_capacity(scn, workers, opts.max_workers_per_cpu)?;
     let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
+    log::info!("placement: {placement:?}; {stale} stale run cgroups removed");
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = start_scheduler(scn, opts.interrupt)?;
     let watchdog = watchdog_for(scn, scheduler.as_ref(), opts.repro);
@@ -433,6 +424,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     let t_collect = Instant::now();
     let (mut cgroups, mut reports, series) = live.collect(collect_timeout(&opts));
     let host_load = load.finish(run_ns, &reports);
+    log::debug!("host load over the run: {host_load:?}");
     let collect_ns = elapsed_ns(t_collect);
     if scheduler_death.is_none() {
         // A death while the workers were being stopped counts too.
@@ -473,6 +465,30 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         host_load,
         reports,
     })
+}
+
+/// Refuses, before any fork, a run the host cannot hold: too many
+/// workers, buffers past MemAvailable, files past the temporary
+/// directory's free space.
+fn check_capacity(scn: &Scenario, workers: usize, per_cpu: usize) -> Result<(), RunError> {
+    let limits = crate::capacity::HostLimits::read(Path::new("/proc"));
+    limits.check(workers, per_cpu).map_err(RunError::Capacity)?;
+    let buffers: Vec<_> = scn
+        .groups
+        .iter()
+        .map(|g| (g.name.clone(), g.work.clone(), g.workers))
+        .collect();
+    crate::capacity::check_buffers(&buffers, limits.mem_available).map_err(RunError::Capacity)?;
+    crate::capacity::check_files(&buffers, &std::env::temp_dir()).map_err(RunError::Capacity)?;
+    log::info!(
+        "run {}: {workers} workers in {} groups for {:?} (capacity: {} CPUs, MemAvailable {} MiB)",
+        scn.name,
+        scn.groups.len(),
+        scn.duration,
+        limits.cpus,
+        limits.mem_available.unwrap_or(0) >> 20
+    );
+    Ok(())
 }
 
 /// Waits out the duration (see [`drive_steps`]), taking a snapshot every
