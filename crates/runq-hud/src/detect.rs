@@ -20,15 +20,16 @@
 //!    worker got it back (as `runqslower -P` does), with its own culprit
 //!    when it is a thread of the target.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{class_of, culprit, place, user_frames, Place};
+use crate::classify::{class_of, culprit, flavor_of_stack, place_of, place_of_cut, Flavor};
+use crate::classify::{FrameClass, Place};
 use crate::event::{Holder, Kind, RawEvent};
 use crate::poll_culprit::PollCulprits;
 use crate::polls::RuntimeSites;
+use crate::roles::{Role, Roles};
 use crate::symbols::Frame;
 
 /// A finding's category.
@@ -45,6 +46,10 @@ pub enum Category {
     /// One poll ran on CPU longer than the threshold, timed by uprobes on
     /// Tokio's poll (`--exact-polls`).
     LongPoll,
+    /// Time in Tokio's `block_in_place`: the worker handed its core to
+    /// another thread first, so the runtime kept running; shown apart from
+    /// the blockers (sleeps over the threshold and sampled CPU inside it).
+    BlockInPlace,
 }
 
 impl Category {
@@ -55,6 +60,7 @@ impl Category {
             Category::TaskCpuSampled => "on CPU (sampled)",
             Category::RunQueueDelay => "run-queue delay (victim)",
             Category::LongPoll => "long poll (exact)",
+            Category::BlockInPlace => "block_in_place",
         }
     }
 }
@@ -117,8 +123,13 @@ pub struct Tally {
     pub blocked_events: u64,
     /// Of those, Tokio parking (idle).
     pub idle_parks: u64,
-    /// Events on blocking-pool threads (ignored).
+    /// Events on blocking-pool threads (ignored): threads whose stack
+    /// showed the pool's loop and no worker's at the time.
     pub blocking_pool_events: u64,
+    /// Findings of stacks cut short, reported under the deepest frame
+    /// known (the innermost program frame, else the last frame unwound).
+    #[serde(default)]
+    pub cut_findings: u64,
     /// Run-queue waits above the threshold.
     pub runqueue_events: u64,
     /// cpu-clock samples of workers.
@@ -138,44 +149,80 @@ pub struct Detector {
     target_pid: u32,
     /// What it saw.
     pub tally: Tally,
-    /// Threads whose stacks showed the blocking pool (not workers).
-    pub pool_tids: BTreeSet<u32>,
-    /// Threads whose stacks showed Tokio's worker loop (workers).
-    pub worker_tids: BTreeSet<u32>,
+    /// Each thread's role at the time of each event.
+    pub roles: Roles,
     /// Exact polls: the samples that name long polls.
     polls: Option<PollCulprits>,
 }
 
-/// What the detector needs of a sample's stack: where the worker was, and
-/// for task code, which task (the outermost program frame below the
-/// runtime's poll).
+/// What the detector needs of a stack: where the worker was, for task
+/// code which task (the outermost program frame below the runtime's
+/// poll), and the thread's role at that moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summary {
     /// Where the worker was.
     pub place: Place,
     /// The task's identity, for task code.
     pub task_key: Option<Arc<str>>,
-    /// The stack reaches the runtime's worker or blocking-pool loop (it
-    /// was not cut short).
+    /// The stack reaches a runtime's task loop or the blocking pool's
+    /// loop (it was not cut short).
     pub reached_loop: bool,
-    /// The stack shows the worker loop: the thread is a worker.
+    /// The stack shows a loop that runs a runtime's tasks: the thread is
+    /// a worker at this moment.
     pub worker_loop: bool,
+    /// That loop's flavor (the outermost one).
+    pub flavor: Option<Flavor>,
+    /// The stack is inside Tokio's `block_in_place`.
+    pub block_in_place: bool,
+    /// Every frame is std's or the system's: no program and no tokio frame.
+    pub bare: bool,
 }
 
 impl Summary {
     /// The summary of a symbolized stack.
     pub fn of(frames: &[Frame]) -> Self {
-        let place = place(frames);
-        let task_key = (place == Place::TaskCode)
-            .then(|| user_frames(frames).last().map(|f| f.function.clone()))
-            .flatten();
-        let classes: Vec<_> = frames.iter().map(class_of).collect();
+        let classes: Vec<FrameClass> = frames.iter().map(class_of).collect();
+        Self::from_classes(&classes, |i| frames[i].function.clone())
+    }
+
+    /// The summary of a stack by its frames' classes (innermost first);
+    /// `name(i)` is the function of frame `i`, asked for the task key only.
+    pub fn from_classes(classes: &[FrameClass], name: impl FnOnce(usize) -> Arc<str>) -> Self {
+        let reached_loop = classes.iter().any(|c| c.worker_loop || c.pool_loop);
+        let place = match reached_loop {
+            true => place_of(classes),
+            false => place_of_cut(classes),
+        };
+        let task_key = match place {
+            Place::TaskCode => classes.iter().rposition(|c| !c.runtime).map(name),
+            _ => None,
+        };
         Summary {
             place,
             task_key,
-            reached_loop: classes.iter().any(|c| c.worker_loop || c.pool_loop),
+            reached_loop,
             worker_loop: classes.iter().any(|c| c.worker_loop),
+            flavor: flavor_of_stack(classes),
+            block_in_place: classes.iter().any(|c| c.block_in_place),
+            bare: classes.iter().all(|c| c.runtime && !c.tokio),
         }
+    }
+
+    /// The thread's role, when the stack shows one (a stack cut short
+    /// shows none).
+    pub fn role(&self) -> Option<Role> {
+        if self.place == Place::BlockingPool {
+            return Some(Role::Pool);
+        }
+        self.flavor.map(Role::Worker)
+    }
+
+    /// True when an event with this stack is a finding of its own: task
+    /// code, or a stack cut short by the copy's or the walk's limit that
+    /// holds only the system's frames (its time goes under its deepest
+    /// frame rather than nowhere).
+    fn names_code(&self, ev: &RawEvent) -> bool {
+        self.place == Place::TaskCode || (!self.reached_loop && self.bare && ev.cut_short)
     }
 }
 
@@ -188,8 +235,7 @@ impl Detector {
             sample_period_ns: 1_000_000_000 / frequency_hz.max(1),
             target_pid,
             tally: Tally::default(),
-            pool_tids: BTreeSet::new(),
-            worker_tids: BTreeSet::new(),
+            roles: Roles::default(),
             polls: None,
         }
     }
@@ -207,57 +253,88 @@ impl Detector {
     }
 
     /// Feeds one event by the summary of its stack; `stack` is called only
-    /// when a finding keeps the frames.
+    /// when a finding keeps the frames. A finding takes the role its
+    /// thread had at the time; one whose stack was cut short before any
+    /// loop takes the role the thread showed last, or waits for one.
     pub fn feed_summarized(
         &mut self,
         ev: &RawEvent,
         summary: Summary,
         stack: impl FnOnce() -> Vec<Frame>,
     ) -> Vec<Finding> {
-        if summary.worker_loop && summary.place != Place::BlockingPool {
-            self.worker_tids.insert(ev.tid);
-        }
         match ev.kind {
-            Kind::Sample => return self.sample(ev, summary, stack),
             // A holder's stack names a culprit for a finding (the session
-            // joins them); it is no finding of its own.
+            // joins them); it is no finding of its own, and says nothing
+            // of the waiting worker's role (`tid` is the worker's).
             Kind::Holder => return Vec::new(),
             Kind::Poll => return self.long_poll(ev).into_iter().collect(),
-            Kind::Blocked | Kind::RunQueue => {}
+            Kind::Blocked | Kind::RunQueue | Kind::Sample => {}
         }
-        self.switch_event(ev, summary.place, stack)
-            .into_iter()
-            .collect()
+        let mut out = Vec::new();
+        let seen = summary.role();
+        if let Some(role) = seen {
+            let released = self.roles.observe(ev.tid, role);
+            self.tally.blocking_pool_events += released.pool_events;
+            out.extend(released.findings);
+        }
+        let role = seen.or_else(|| self.roles.current(ev.tid));
+        if role == Some(Role::Pool) {
+            self.pool_event(ev);
+            return out;
+        }
+        let Some(f) = self.worker_event(ev, &summary, stack) else {
+            return out;
+        };
+        if !summary.reached_loop {
+            self.tally.cut_findings += 1;
+        }
+        match role {
+            Some(_) => out.push(f),
+            None => self.roles.hold(f),
+        }
+        out
     }
 
-    fn switch_event(
+    /// An event of a thread in the blocking pool at the time: counted,
+    /// never a finding.
+    fn pool_event(&mut self, ev: &RawEvent) {
+        match ev.kind {
+            Kind::Sample => self.tally.samples += 1,
+            _ => self.tally.blocking_pool_events += 1,
+        }
+    }
+
+    /// An event of a worker (or of a thread whose role is not known yet).
+    fn worker_event(
         &mut self,
         ev: &RawEvent,
-        where_: Place,
+        summary: &Summary,
         stack: impl FnOnce() -> Vec<Frame>,
     ) -> Option<Finding> {
-        if where_ == Place::BlockingPool {
-            self.tally.blocking_pool_events += 1;
-            self.pool_tids.insert(ev.tid);
-            return None;
-        }
         let mut holder = None;
-        let category = if ev.kind == Kind::Blocked {
-            self.tally.blocked_events += 1;
-            if where_ == Place::RuntimeIdle {
-                self.tally.idle_parks += 1;
+        let category = match ev.kind {
+            Kind::Sample => return self.sample(ev, summary, stack),
+            Kind::Blocked => {
+                self.tally.blocked_events += 1;
+                if summary.place == Place::RuntimeIdle {
+                    self.tally.idle_parks += 1;
+                }
+                if !summary.names_code(ev) {
+                    return None;
+                }
+                match summary.block_in_place {
+                    true => Category::BlockInPlace,
+                    false => Category::BlockingCall,
+                }
             }
-            if where_ != Place::TaskCode {
-                return None;
+            _ => {
+                self.tally.runqueue_events += 1;
+                holder = ev
+                    .holder
+                    .as_ref()
+                    .map(|h| CpuHolder::of(h, self.target_pid));
+                Category::RunQueueDelay
             }
-            Category::BlockingCall
-        } else {
-            self.tally.runqueue_events += 1;
-            holder = ev
-                .holder
-                .as_ref()
-                .map(|h| CpuHolder::of(h, self.target_pid));
-            Category::RunQueueDelay
         };
         Some(Finding {
             category,
@@ -270,29 +347,32 @@ impl Detector {
     }
 
     /// A cpu-clock sample: in task code, one sampling period of CPU for
-    /// its culprit.
+    /// its culprit (inside `block_in_place`, for that row).
     fn sample(
         &mut self,
         ev: &RawEvent,
-        summary: Summary,
+        summary: &Summary,
         stack: impl FnOnce() -> Vec<Frame>,
-    ) -> Vec<Finding> {
+    ) -> Option<Finding> {
         self.tally.samples += 1;
-        if summary.task_key.is_none() {
-            return Vec::new();
+        if !summary.names_code(ev) {
+            return None;
         }
         let stack = stack();
         if let Some(p) = self.polls.as_mut() {
             p.note_sample(ev, &stack);
         }
-        vec![Finding {
-            category: Category::TaskCpuSampled,
+        Some(Finding {
+            category: match summary.block_in_place {
+                true => Category::BlockInPlace,
+                false => Category::TaskCpuSampled,
+            },
             tid: ev.tid,
             start_ns: ev.start_ns,
             duration_ns: self.sample_period_ns,
             stack,
             holder: None,
-        }]
+        })
     }
 
     /// Exact polls: one poll ran on CPU longer than the threshold; its
@@ -310,9 +390,10 @@ impl Detector {
         })
     }
 
-    /// Nothing is held back between events (kept for the session's end).
+    /// The session ends: findings of cut stacks still waiting for their
+    /// thread's role (see [`Roles::flush`]).
     pub fn flush(&mut self) -> Vec<Finding> {
-        Vec::new()
+        self.roles.flush()
     }
 }
 
@@ -431,5 +512,108 @@ mod tests {
         assert!(!out[0].holder.as_ref().unwrap().same_process);
         let held = ev(Kind::Holder, 3, 0, 12);
         assert!(d.feed(&held, task_stack(&["app::hog"])).is_empty());
+    }
+
+    fn pool_stack(user: &[&str]) -> Vec<Frame> {
+        let mut v: Vec<Frame> = user.iter().map(|n| frame(n)).collect();
+        v.push(frame("tokio::runtime::blocking::pool::Inner::run"));
+        v
+    }
+
+    #[test]
+    fn a_worker_that_later_joins_the_pool_keeps_its_worker_findings() {
+        let mut d = Detector::new(99, 1);
+        let before = d.feed(&ev(Kind::Blocked, 3, 0, 20), task_stack(&["app::hash"]));
+        assert_eq!(before[0].category, Category::BlockingCall);
+        // After block_in_place the thread runs spawn_blocking work.
+        let later = d.feed(&ev(Kind::Blocked, 3, 50, 20), pool_stack(&["app::slow"]));
+        assert!(later.is_empty());
+        // And a pool thread that takes a worker's core is a worker from then on.
+        let mut taken = pool_stack(&[]);
+        taken.splice(0..0, task_stack(&["app::other"]));
+        let out = d.feed(&ev(Kind::Blocked, 4, 60, 20), taken);
+        assert_eq!(out[0].category, Category::BlockingCall);
+        assert_eq!(d.tally.blocking_pool_events, 1);
+        assert!(!d.roles.only_pool(3) && d.roles.workers().contains_key(&4));
+    }
+
+    #[test]
+    fn block_in_place_is_its_own_category_with_its_culprit() {
+        let mut d = Detector::new(100, 1);
+        let s = task_stack(&[
+            "app::verify_password",
+            "tokio::runtime::scheduler::multi_thread::worker::block_in_place",
+            "app::login::{{closure}}",
+        ]);
+        let slept = d.feed(&ev(Kind::Blocked, 3, 0, 40), s.clone());
+        let ran = d.feed(&ev(Kind::Sample, 3, 45, 0), s);
+        for f in slept.iter().chain(&ran) {
+            assert_eq!(f.category, Category::BlockInPlace);
+            assert_eq!(&*f.culprit().unwrap().function, "app::verify_password");
+        }
+        assert_eq!(
+            (slept[0].duration_ns, ran[0].duration_ns),
+            (40_000_000, 10_000_000)
+        );
+    }
+
+    #[test]
+    fn a_stack_cut_short_keeps_its_time_under_the_deepest_frame_known() {
+        let mut d = Detector::new(100, 1);
+        // The thread showed it is a worker; then a sleep under a stack
+        // deeper than the copy: the handler is known, the loop is not.
+        d.feed(&ev(Kind::Sample, 3, 0, 0), task_stack(&["app::x"]));
+        let cut = vec![frame("std::thread::sleep"), frame("app::report")];
+        let out = d.feed(&ev(Kind::Blocked, 3, 10, 30), cut);
+        assert_eq!(&*out[0].culprit().unwrap().function, "app::report");
+        // Only the system's frames, cut by the copy's end: still reported.
+        let mut deep = ev(Kind::Blocked, 3, 50, 30);
+        deep.cut_short = true;
+        let libc = vec![frame("std::sys::net::recv"), frame("std::sys::net::gaih")];
+        assert_eq!(d.feed(&deep, libc.clone()).len(), 1);
+        assert_eq!(d.tally.cut_findings, 2);
+        // A leaf cut for another reason (a failed copy) names nothing.
+        assert!(d.feed(&ev(Kind::Blocked, 3, 90, 30), libc).is_empty());
+    }
+
+    #[test]
+    fn a_cut_stack_waits_for_its_threads_role() {
+        let mut d = Detector::new(100, 1);
+        let cut = vec![frame("std::thread::sleep"), frame("app::report")];
+        assert!(d.feed(&ev(Kind::Blocked, 3, 0, 30), cut.clone()).is_empty());
+        assert!(d.feed(&ev(Kind::Blocked, 4, 0, 30), cut).is_empty());
+        let released = d.feed(&ev(Kind::Sample, 3, 40, 0), task_stack(&["app::x"]));
+        assert_eq!(released.len(), 2, "the held sleep and the sample");
+        assert!(d
+            .feed(&ev(Kind::Blocked, 4, 50, 9), pool_stack(&["app::y"]))
+            .is_empty());
+        assert!(d.flush().is_empty(), "thread 4 was in the pool");
+    }
+
+    #[test]
+    fn a_current_thread_runtime_is_a_worker() {
+        let mut d = Detector::new(100, 1);
+        let s = vec![
+            frame("std::thread::sleep"),
+            frame("app::audit::flush"),
+            frame("tokio::runtime::scheduler::current_thread::CoreGuard::block_on"),
+            frame("tokio::runtime::runtime::Runtime::block_on"),
+            frame("app::metrics_thread"),
+        ];
+        let out = d.feed(&ev(Kind::Blocked, 9, 0, 20), s);
+        assert_eq!(out[0].category, Category::BlockingCall);
+        assert_eq!(d.roles.workers().get(&9), Some(&Flavor::CurrentThread));
+        let local = vec![
+            frame("app::tick"),
+            frame("tokio::task::local::LocalSet::run_until::{{closure}}"),
+            frame("app::main"),
+        ];
+        assert_eq!(Summary::of(&local).flavor, Some(Flavor::LocalSet));
+        let holder = ev(Kind::Holder, 11, 0, 20);
+        assert!(d.feed(&holder, task_stack(&["app::hog"])).is_empty());
+        assert!(
+            !d.roles.workers().contains_key(&11),
+            "a holder's stack is not its victim's"
+        );
     }
 }

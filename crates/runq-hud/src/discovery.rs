@@ -134,15 +134,15 @@ pub struct LoopHits {
     pub pool: u32,
 }
 
-/// Step 3: the threads whose sampled stacks ran Tokio's worker loop and
-/// never the blocking pool's.
+/// Step 3: the threads whose own sampled stacks ran a runtime's task
+/// loop (a multi-thread worker's, a `current_thread` runtime's `block_on`,
+/// a `LocalSet`'s), whatever else they ran: after `block_in_place` a
+/// worker's thread serves the blocking pool for a while, and a pool thread
+/// takes over the worker's core.
 pub fn by_stacks(threads: &[Thread], hits: &BTreeMap<u32, LoopHits>) -> Option<(Method, Vec<u32>)> {
     let workers: Vec<&Thread> = threads
         .iter()
-        .filter(|t| {
-            hits.get(&t.tid)
-                .is_some_and(|h| h.worker > 0 && h.pool == 0)
-        })
+        .filter(|t| hits.get(&t.tid).is_some_and(|h| h.worker > 0))
         .collect();
     if workers.is_empty() {
         return None;
@@ -270,7 +270,7 @@ mod tests {
         let hits = BTreeMap::from([
             (1, hit(3, 0)),
             (2, hit(1, 0)),
-            (3, hit(2, 4)), // the blocking pool, under the workers' name
+            (3, hit(0, 4)), // the blocking pool, under the workers' name
             (4, hit(0, 0)),
         ]);
         assert!(select_workers(&ts, None).unwrap().0 == Method::LargestGroup("io".into()));
@@ -279,6 +279,9 @@ mod tests {
         assert_eq!(tids, vec![1, 2]);
         assert!(m.matches("svc") && !m.matches("io-0"));
         assert!(by_stacks(&ts, &BTreeMap::new()).is_none());
+        // A worker that ran block_in_place served the pool for a while.
+        let moved = BTreeMap::from([(1, hit(3, 0)), (2, hit(1, 5))]);
+        assert_eq!(by_stacks(&ts, &moved).unwrap().1, vec![1, 2]);
     }
 
     #[test]

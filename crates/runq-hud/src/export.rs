@@ -125,6 +125,7 @@ mod tests {
             duration_s: 2.0,
             target_exited: false,
             blockers: group(findings, &crate::culprit::AppCode::default()),
+            block_in_place: Vec::new(),
             workers: vec![],
             run_queue: RunQueueStats::default(),
             events: Tally::default(),

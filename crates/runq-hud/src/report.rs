@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::user_frames;
+use crate::classify::{user_frames, Flavor};
 use crate::culprit::AppCode;
 use crate::detect::{Category, Finding, Tally};
 use crate::health::StackReport;
@@ -65,6 +65,10 @@ pub struct WorkerStats {
     pub tid: u32,
     /// Thread name.
     pub comm: String,
+    /// The kind of runtime loop it ran tasks in (absent when none of its
+    /// stacks showed one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Flavor>,
     /// On-CPU time during the session, ns (from /proc schedstat).
     pub cpu_ns: u64,
     /// `cpu_ns` over the session's length.
@@ -165,6 +169,11 @@ pub struct Report {
     pub target_exited: bool,
     /// Blockers, largest total first.
     pub blockers: Vec<Blocker>,
+    /// Time in Tokio's `block_in_place` (sleeps over the threshold and
+    /// sampled CPU), per culprit: no blocker, since the worker handed its
+    /// core to another thread first, but time a request waited.
+    #[serde(default)]
+    pub block_in_place: Vec<Blocker>,
     /// Workers.
     pub workers: Vec<WorkerStats>,
     /// Run-queue delays.
@@ -248,15 +257,16 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
 
 /// The name of a row whose stack holds no program frame: `[runtime]` when
 /// the stack reaches Tokio's loops (it really is the runtime), otherwise
-/// the stack was cut short (a run-queue victim's often holds only the
-/// preempted leaf), and the row says so with that leaf.
+/// the stack was cut short (deeper than the copy, or a run-queue victim's
+/// that holds only the preempted leaf), and the row says so with the
+/// deepest frame known (the last one unwound).
 fn no_culprit(stack: &[Frame]) -> String {
     let whole = stack
         .iter()
         .map(crate::classify::class_of)
         .any(|c| c.worker_loop || c.pool_loop);
-    match stack.first() {
-        Some(leaf) if !whole => format!("[stack cut short at {}]", leaf.function),
+    match stack.last() {
+        Some(deepest) if !whole => format!("[stack cut short at {}]", deepest.function),
         _ => "[runtime]".to_string(),
     }
 }
@@ -360,6 +370,7 @@ pub(crate) fn text(r: &Report) -> String {
         let _ = writeln!(out, "WARNING: {w}");
     }
     render_blockers(&mut out, r);
+    render_block_in_place(&mut out, r);
     render_holders(&mut out, &r.run_queue);
     for w in &r.workers {
         let finds: Vec<String> = w
@@ -367,11 +378,13 @@ pub(crate) fn text(r: &Report) -> String {
             .iter()
             .map(|(c, n)| format!("{} {n}", c.label()))
             .collect();
+        let runtime = w.runtime.map_or("", |f| f.label());
         let _ = writeln!(
             out,
-            "worker {:>7} {:<16} {:>5.1}% busy  {}",
+            "worker {:>7} {:<16} {:<14} {:>5.1}% busy  {}",
             w.tid,
             w.comm,
+            runtime,
             w.utilization * 100.0,
             if finds.is_empty() {
                 "-".to_string()
@@ -448,6 +461,33 @@ fn render_blockers(out: &mut String, r: &Report) {
     }
 }
 
+/// Time in `block_in_place`, apart from the blockers.
+fn render_block_in_place(out: &mut String, r: &Report) {
+    if r.block_in_place.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "block_in_place: each worker handed its core to another thread first, so the runtime \
+         kept running (no blocker); the time its request waited, by culprit:"
+    );
+    let mut t = Table::new(&[
+        ("sleeps+samples", Align::Right),
+        ("total", Align::Right),
+        ("longest sleep", Align::Right),
+        ("culprit", Align::Left),
+    ]);
+    for b in &r.block_in_place {
+        t.row(vec![
+            b.count.to_string(),
+            fmt_ms(b.total_ns),
+            fmt_ms(b.max_ns),
+            culprit_cell(b),
+        ]);
+    }
+    out.push_str(&t.render(str::to_string));
+}
+
 /// The culprit column: the function, where it is, and the way below it
 /// into library code.
 fn culprit_cell(b: &Blocker) -> String {
@@ -471,11 +511,12 @@ fn culprit_cell(b: &Blocker) -> String {
 fn render_stacks(out: &mut String, s: &StackReport) {
     let _ = write!(
         out,
-        "stacks: {} ({}); {} stacks, {} short",
+        "stacks: {} ({}); {} stacks, {} cut short ({:.0}%; their time is under the deepest frame known)",
         s.source.label(),
         s.reason,
         s.stacks,
-        s.short
+        s.short,
+        s.short as f64 * 100.0 / s.stacks.max(1) as f64
     );
     if s.truncated > 0 {
         let _ = write!(out, ", {} cut at the kernel's frame limit", s.truncated);

@@ -11,9 +11,8 @@ use runq_kernel::clock::monotonic_ns;
 use runq_kernel::schedstat::read_schedstat;
 
 use crate::bpf::{BpfError, Probe};
-use crate::classify::Place;
 use crate::culprit::AppCode;
-use crate::detect::{Detector, Finding, Summary, Tally};
+use crate::detect::{Category, Detector, Finding, Tally};
 use crate::discovery::{
     by_name, by_stacks, largest_group, members, threads, DiscoveryError, LoopHits, Method, Thread,
 };
@@ -22,6 +21,7 @@ use crate::health::{StackHealth, UnwindChoice};
 use crate::polls::{PollSitesError, RuntimeSites};
 use crate::prep::StackPrep;
 use crate::report::{group, run_queue_stats, PollMethod, PollTiming, Report, WorkerStats};
+use crate::roles::Role;
 use crate::stacks::Stacks;
 use crate::symbols::{Symbols, TargetError};
 
@@ -220,20 +220,18 @@ fn add_hits(total: &mut BTreeMap<u32, LoopHits>, slice: BTreeMap<u32, LoopHits>)
     }
 }
 
-/// Per thread, how many sampled stacks ran the worker or the pool loop.
+/// Per thread, how many of its own stacks ran a runtime's task loop or
+/// the pool's loop. A holder's record carries another thread's stack
+/// (the one that held a waiting thread's CPU), so it credits no one.
 fn loop_hits(events: &[RawEvent], stacks: &mut Stacks) -> BTreeMap<u32, LoopHits> {
     let mut hits: BTreeMap<u32, LoopHits> = BTreeMap::new();
-    for ev in events {
-        let Summary {
-            place,
-            reached_loop,
-            ..
-        } = stacks.summary(&ev.stack);
+    for ev in events.iter().filter(|e| e.kind != Kind::Holder) {
+        let role = stacks.summary(&ev.stack).role();
         let h = hits.entry(ev.tid).or_default();
-        if place == Place::BlockingPool {
-            h.pool += 1;
-        } else if reached_loop {
-            h.worker += 1;
+        match role {
+            Some(Role::Pool) => h.pool += 1,
+            Some(Role::Worker(_)) => h.worker += 1,
+            None => {}
         }
     }
     hits
@@ -490,10 +488,10 @@ pub fn run(
     }
     s.watched.read_cpu(opts);
     let mut findings = std::mem::take(&mut s.findings);
+    // Each finding took its thread's role at the time it happened (a
+    // worker that later joined the pool keeps its findings); these are the
+    // cut stacks of threads that never showed a role.
     findings.extend(s.detector.flush());
-    // Blocking-pool threads share the workers' name; once a thread showed
-    // the pool's frames, none of its findings count.
-    findings.retain(|f| !s.detector.pool_tids.contains(&f.tid));
     let elapsed = started.elapsed().as_secs_f64();
     let report = build_report(opts, &mut s, &findings, elapsed, target_exited);
     Ok(Session {
@@ -505,15 +503,17 @@ pub fn run(
 }
 
 fn worker_stats(s: &Attached, findings: &[Finding], elapsed: f64) -> Vec<WorkerStats> {
-    // A worker is a thread whose stacks showed the worker loop: the
-    // blocking pool shares the workers' name and may join later. Without
-    // any such stack (none was seen), every watched thread is listed.
-    let shown = &s.detector.worker_tids;
+    // A worker is a thread whose stacks showed a runtime's task loop at
+    // some point: the blocking pool shares the workers' name, and a thread
+    // moves between the two (block_in_place). Without any such stack
+    // (none was seen), every watched thread not seen in the pool is listed.
+    let roles = &s.detector.roles;
+    let shown = roles.workers();
     s.watched
         .comms
         .iter()
-        .filter(|(tid, _)| !s.detector.pool_tids.contains(tid))
-        .filter(|(tid, _)| shown.is_empty() || shown.contains(tid))
+        .filter(|(tid, _)| !roles.only_pool(**tid))
+        .filter(|(tid, _)| shown.is_empty() || shown.contains_key(tid))
         .map(|(tid, comm)| {
             let cpu = s.watched.cpu_last[tid].saturating_sub(s.watched.cpu_start[tid]);
             let mut by_cat = BTreeMap::new();
@@ -523,6 +523,7 @@ fn worker_stats(s: &Attached, findings: &[Finding], elapsed: f64) -> Vec<WorkerS
             WorkerStats {
                 tid: *tid,
                 comm: comm.clone(),
+                runtime: shown.get(tid).copied(),
                 cpu_ns: cpu,
                 utilization: cpu as f64 / 1e9 / elapsed.max(1e-9),
                 findings: by_cat,
@@ -539,6 +540,9 @@ fn build_report(
     target_exited: bool,
 ) -> Report {
     let comm = s.comm.clone();
+    let (block_in_place, blockers) = group(findings, &s.app)
+        .into_iter()
+        .partition(|b| b.category == Category::BlockInPlace);
     let seen_tids: BTreeSet<u32> = findings.iter().map(|f| f.tid).collect();
     let mut stacks = s.prep.report(&s.health, elapsed);
     // The kernel's own count covers copies the ring buffer dropped too.
@@ -553,7 +557,8 @@ fn build_report(
         frequency_hz: opts.frequency,
         duration_s: elapsed,
         target_exited,
-        blockers: group(findings, &s.app),
+        blockers,
+        block_in_place,
         workers: worker_stats(s, findings, elapsed),
         run_queue: run_queue_stats(findings),
         events: Tally {

@@ -1,0 +1,160 @@
+//! A thread's role at the time of each event: Tokio moves threads between
+//! roles. After `block_in_place` the old worker finishes its blocking code
+//! and joins the blocking pool, while a pool thread takes over the
+//! worker's core; the same thread can later run a worker again. So a
+//! finding belongs to the role its own stack shows at that moment, never
+//! to what the thread became later.
+//!
+//! A stack cut short (deeper than the copy, or through code the walk
+//! cannot cross) shows no loop, so no role: it takes the role the thread
+//! last showed, and when the thread has shown none yet, its finding waits
+//! for the first stack that does (or for the session's end, where the
+//! thread counts as the worker discovery took it for).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::classify::Flavor;
+use crate::detect::Finding;
+
+/// What a thread was doing when an event happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Running a runtime's tasks, in a loop of this flavor.
+    Worker(Flavor),
+    /// A blocking-pool thread (`spawn_blocking` work, or idle in the pool).
+    Pool,
+}
+
+/// Findings of cut stacks waiting for their thread's role are not kept
+/// without bound (a target whose every stack is cut).
+const MAX_PENDING: usize = 100_000;
+
+/// The roles of the watched threads over the session.
+#[derive(Debug, Default)]
+pub struct Roles {
+    last: BTreeMap<u32, Role>,
+    workers: BTreeMap<u32, Flavor>,
+    pool: BTreeSet<u32>,
+    pending: BTreeMap<u32, Vec<Finding>>,
+    pending_len: usize,
+    dropped: u64,
+}
+
+/// What observing a role released.
+#[derive(Debug, Default)]
+pub struct Released {
+    /// Held findings of a thread now known to be a worker.
+    pub findings: Vec<Finding>,
+    /// Held findings dropped: their thread turned out to be in the pool.
+    pub pool_events: u64,
+}
+
+impl Roles {
+    /// The thread `tid` showed `role` on a whole stack; findings held for
+    /// it take that role.
+    pub fn observe(&mut self, tid: u32, role: Role) -> Released {
+        self.last.insert(tid, role);
+        match role {
+            Role::Worker(flavor) => {
+                self.workers.entry(tid).or_insert(flavor);
+            }
+            Role::Pool => {
+                self.pool.insert(tid);
+            }
+        }
+        let mut out = Released::default();
+        if let Some(held) = self.pending.remove(&tid) {
+            self.pending_len -= held.len();
+            match role {
+                Role::Worker(_) => out.findings = held,
+                Role::Pool => out.pool_events = held.len() as u64,
+            }
+        }
+        out
+    }
+
+    /// The role `tid` showed last, if any.
+    pub fn current(&self, tid: u32) -> Option<Role> {
+        self.last.get(&tid).copied()
+    }
+
+    /// Holds a finding of a thread whose role is not known yet.
+    pub fn hold(&mut self, f: Finding) {
+        if self.pending_len >= MAX_PENDING {
+            self.dropped += 1;
+            return;
+        }
+        self.pending_len += 1;
+        self.pending.entry(f.tid).or_default().push(f);
+    }
+
+    /// The session ends: findings still held belong to threads that never
+    /// showed a role, which discovery took for workers.
+    pub fn flush(&mut self) -> Vec<Finding> {
+        self.pending_len = 0;
+        std::mem::take(&mut self.pending)
+            .into_values()
+            .flatten()
+            .collect()
+    }
+
+    /// Threads that ran a runtime's tasks at some point, with the flavor
+    /// of the loop they were first seen in.
+    pub fn workers(&self) -> &BTreeMap<u32, Flavor> {
+        &self.workers
+    }
+
+    /// True for a thread seen in the blocking pool and never as a worker.
+    pub fn only_pool(&self, tid: u32) -> bool {
+        self.pool.contains(&tid) && !self.workers.contains_key(&tid)
+    }
+
+    /// Held findings dropped for lack of room.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::Category;
+
+    fn finding(tid: u32, start_ns: u64) -> Finding {
+        Finding {
+            category: Category::BlockingCall,
+            tid,
+            start_ns,
+            duration_ns: 10,
+            stack: Vec::new(),
+            holder: None,
+        }
+    }
+
+    #[test]
+    fn held_findings_take_the_next_role_seen() {
+        let mut r = Roles::default();
+        r.hold(finding(7, 1));
+        r.hold(finding(8, 2));
+        let w = r.observe(7, Role::Worker(Flavor::MultiThread));
+        assert_eq!(w.findings.len(), 1);
+        let p = r.observe(8, Role::Pool);
+        assert!(p.findings.is_empty());
+        assert_eq!(p.pool_events, 1);
+        assert!(r.flush().is_empty());
+    }
+
+    #[test]
+    fn a_worker_that_joins_the_pool_stays_a_worker_of_the_report() {
+        let mut r = Roles::default();
+        r.observe(7, Role::Worker(Flavor::MultiThread));
+        r.observe(7, Role::Pool);
+        assert_eq!(r.current(7), Some(Role::Pool));
+        assert!(!r.only_pool(7));
+        assert_eq!(r.workers().get(&7), Some(&Flavor::MultiThread));
+        r.observe(9, Role::Pool);
+        assert!(r.only_pool(9));
+        r.hold(finding(5, 3));
+        assert_eq!(r.flush().len(), 1, "unknown threads stay workers");
+    }
+}
