@@ -146,7 +146,7 @@ impl StackHealth {
                 "the target has no frame pointers and no unwind info (.eh_frame): rebuild it with -C force-frame-pointers=yes"
             }
             (StackSource::Dwarf, _) if unwind.copy_too_short * 2 > unwind.stacks => {
-                "the stacks are deeper than the 16 KiB hud copies: rebuild the target with -C force-frame-pointers=yes for whole stacks"
+                "the stacks are deeper than the 32 KiB hud copies: rebuild the target with -C force-frame-pointers=yes for whole stacks"
             }
             _ => "they do not reach a Tokio multi-thread worker loop: check the workers (--workers PREFIX) or rebuild the target with -C force-frame-pointers=yes",
         };
@@ -240,7 +240,7 @@ mod tests {
             ..Default::default()
         };
         let w = h.warning(StackSource::Dwarf, Some(UnwindMethod::DwarfCfi), &short);
-        assert!(w.unwrap().contains("deeper than the 16 KiB"));
+        assert!(w.unwrap().contains("deeper than the 32 KiB"));
     }
 
     #[test]
