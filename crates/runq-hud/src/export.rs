@@ -131,6 +131,7 @@ mod tests {
             events: Tally::default(),
             lost_events: 0,
             symbol_hint: None,
+            debug_file: None,
             stacks: Default::default(),
             poll_timing: Default::default(),
             app_crates: Vec::new(),

@@ -184,6 +184,10 @@ pub struct Report {
     pub lost_events: u64,
     /// Set when the binary has no debug info: how to get file:line.
     pub symbol_hint: Option<String>,
+    /// The executable's separate debug info in use, and how it was found
+    /// (`--debug-file`, its build-id path, its `.gnu_debuglink`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_file: Option<String>,
     /// How stacks were taken and how many were cut short.
     #[serde(default)]
     pub stacks: StackReport,
@@ -400,6 +404,9 @@ pub(crate) fn text(r: &Report) -> String {
         e.blocked_events, e.idle_parks, e.runqueue_events, e.samples, e.blocking_pool_events, r.lost_events
     );
     render_stacks(&mut out, &r.stacks);
+    if let Some(d) = &r.debug_file {
+        let _ = writeln!(out, "symbols: {d}");
+    }
     if let Some(h) = &r.symbol_hint {
         let _ = writeln!(out, "note: {h}");
     }

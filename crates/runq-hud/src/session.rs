@@ -14,7 +14,8 @@ use crate::bpf::{BpfError, Probe};
 use crate::culprit::AppCode;
 use crate::detect::{Category, Detector, Finding, Tally};
 use crate::discovery::{
-    by_name, by_stacks, largest_group, members, threads, DiscoveryError, LoopHits, Method, Thread,
+    by_name, by_stacks, largest_group, members, name_summary, threads, DiscoveryError, LoopHits,
+    Method, Thread,
 };
 use crate::event::{Kind, RawEvent};
 use crate::health::{StackHealth, UnwindChoice};
@@ -23,6 +24,7 @@ use crate::prep::StackPrep;
 use crate::report::{group, run_queue_stats, PollMethod, PollTiming, Report, WorkerStats};
 use crate::roles::Role;
 use crate::stacks::Stacks;
+use crate::symbols::debugfile::DEBUG_DIRS;
 use crate::symbols::{Symbols, TargetError};
 
 /// What to watch and how.
@@ -377,13 +379,60 @@ fn time_polls(
     })
 }
 
+/// Chooses the workers: by name, by their stacks (when the executable
+/// has symbols to show Tokio's loops), or as the largest thread group.
+fn discover(
+    opts: &Options,
+    all: &[Thread],
+    probe: &mut Probe,
+    prep: &mut StackPrep,
+    stacks: &mut Stacks,
+) -> Result<(Method, Vec<u32>), HudError> {
+    let names = || name_summary(all);
+    if let Some(found) = by_name(all, opts.worker_prefix.as_deref()) {
+        return Ok(found);
+    }
+    if let Some(prefix) = &opts.worker_prefix {
+        let (pid, prefix) = (opts.pid, prefix.clone());
+        return Err(DiscoveryError::NoMatch {
+            pid,
+            prefix,
+            names: names(),
+        }
+        .into());
+    }
+    let stripped = stacks.symbols().executable_stripped();
+    let by_stacks = match stripped {
+        true => None,
+        false => discover_by_stacks(all, probe, prep, stacks)?,
+    };
+    if let Some(found) = by_stacks.or_else(|| largest_group(all)) {
+        return Ok(found);
+    }
+    Err(match stripped {
+        true => DiscoveryError::NoWorkersStripped {
+            pid: opts.pid,
+            exe: crate::symbols::maps::exe_path(&opts.proc_root, opts.pid)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            names: names(),
+        },
+        false => DiscoveryError::NoWorkers(opts.pid),
+    }
+    .into())
+}
+
 impl Attached {
     /// Attaches, then discovers the workers (by name, by their stacks,
     /// or as the largest thread group) and watches them.
     fn start(opts: &Options) -> Result<Self, HudError> {
         let mut symbols = Symbols::new(&opts.proc_root, opts.pid);
-        if let Some(binary) = &opts.target_binary {
-            symbols.use_target_binary(binary)?;
+        match &opts.target_binary {
+            Some(binary) => symbols.use_target_binary(binary)?,
+            None => {
+                let dirs: Vec<PathBuf> = DEBUG_DIRS.iter().map(PathBuf::from).collect();
+                symbols.find_debug_file(&dirs);
+            }
         }
         let all = threads(&opts.proc_root, opts.pid)?;
         let mut prep = StackPrep::new(opts);
@@ -392,14 +441,7 @@ impl Attached {
         // measured part of a target's life.
         symbols.prewarm();
         let mut stacks = Stacks::new(symbols);
-        let named = by_name(&all, opts.worker_prefix.as_deref());
-        let (method, tids) = match (named, &opts.worker_prefix) {
-            (Some(found), _) => found,
-            (None, Some(_)) => return Err(DiscoveryError::NoWorkers(opts.pid).into()),
-            (None, None) => discover_by_stacks(&all, &mut probe, &mut prep, &mut stacks)?
-                .or_else(|| largest_group(&all))
-                .ok_or(DiscoveryError::NoWorkers(opts.pid))?,
-        };
+        let (method, tids) = discover(opts, &all, &mut probe, &mut prep, &mut stacks)?;
         let mut watched = Watched::new(method);
         watched.add(opts, &all, &tids, &mut probe)?;
         let mut detector = Detector::new(opts.frequency, opts.pid);
@@ -532,6 +574,31 @@ fn worker_stats(s: &Attached, findings: &[Finding], elapsed: f64) -> Vec<WorkerS
         .collect()
 }
 
+/// What the report says about the target's symbols, when they fall
+/// short: a stripped executable (and how to give hud its symbols), or no
+/// debug info (no file:line).
+fn symbol_hint(opts: &Options, s: &Attached, seen: &BTreeSet<u32>) -> Option<String> {
+    let symbols = s.stacks.symbols();
+    if symbols.executable_stripped() {
+        let exe = crate::symbols::maps::exe_path(&opts.proc_root, opts.pid)
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        return Some(format!(
+            "{exe} is stripped (no symbol table, no debug info) and no separate debug info was \
+             found (not at its build-id path under /usr/lib/debug/.build-id/, nor by a \
+             .gnu_debuglink): its functions show as offsets and its workers are known by name \
+             only; pass --debug-file with the file `objcopy --only-keep-debug` made (or an \
+             unstripped copy), or install it at that build-id path"
+        ));
+    }
+    (!symbols.debug_info_seen() && !seen.is_empty()).then(|| {
+        "the target has no debug info, so blockers have no file:line: build it with \
+         `debug = \"line-tables-only\"` (or pass --debug-file with its debug file or an \
+         unstripped copy)"
+            .to_string()
+    })
+}
+
 fn build_report(
     opts: &Options,
     s: &mut Attached,
@@ -545,6 +612,15 @@ fn build_report(
         .partition(|b| b.category == Category::BlockInPlace);
     let seen_tids: BTreeSet<u32> = findings.iter().map(|f| f.tid).collect();
     let mut stacks = s.prep.report(&s.health, elapsed);
+    if s.stacks.symbols().executable_stripped() && stacks.warning.is_some() {
+        // Rebuilding with frame pointers would not help: without symbols
+        // no stack can show Tokio's loops.
+        stacks.warning = Some(format!(
+            "stacks stop before a Tokio loop in {:.0}% of events: the executable is stripped, \
+             so hud cannot recognise the runtime's frames: give it its symbols (see the note)",
+            s.health.short_share() * 100.0
+        ));
+    }
     // The kernel's own count covers copies the ring buffer dropped too.
     stacks.bytes_copied_per_s = s.probe.bytes_copied() as f64 / elapsed.max(1e-9);
     Report {
@@ -566,11 +642,12 @@ fn build_report(
             ..s.detector.tally
         },
         lost_events: s.probe.lost_events(),
-        symbol_hint: (!s.stacks.symbols().debug_info_seen() && !seen_tids.is_empty()).then(|| {
-            "the target has no debug info, so blockers have no file:line: build it with \
-             `debug = \"line-tables-only\"` (or pass --debug-file with an unstripped copy)"
-                .to_string()
-        }),
+        symbol_hint: symbol_hint(opts, s, &seen_tids),
+        debug_file: s
+            .stacks
+            .symbols()
+            .debug_file()
+            .map(|(p, by)| format!("{} (by {})", p.display(), by.label())),
         stacks,
         poll_timing: s.poll_timing,
         app_crates: s.app.crates(),

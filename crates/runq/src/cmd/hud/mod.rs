@@ -38,8 +38,11 @@ pub struct HudArgs {
     /// The target, by pid.
     #[arg(long)]
     pub pid: Option<u32>,
-    /// An unstripped copy of the target's binary, for symbols (`--target`,
-    /// the old spelling, is still accepted).
+    /// The target's debug info: the file `objcopy --only-keep-debug` made,
+    /// or an unstripped copy of its binary (`--target`, the old spelling,
+    /// is still accepted). Without it hud looks where gdb does: the
+    /// build-id path under /usr/lib/debug/.build-id/ and the binary's
+    /// .gnu_debuglink.
     #[arg(long = "debug-file", alias = "target", value_name = "BINARY")]
     pub target: Option<PathBuf>,
     /// A crate of the program's own code, besides the crate of its `main`
@@ -161,7 +164,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     if let Some(binary) = &args.target {
         if !binary.is_file() {
             return Err(exit::usage(format!(
-                "--debug-file {}: no such file; pass an unstripped copy of the target's executable",
+                "--debug-file {}: no such file; pass the target's debug file or an unstripped copy of its executable",
                 binary.display()
             )));
         }
