@@ -273,11 +273,12 @@ impl Detector {
         let mut out = Vec::new();
         let seen = summary.role();
         if let Some(role) = seen {
+            self.roles.learn(&ev.stack, role);
             let released = self.roles.observe(ev.tid, role);
             self.tally.blocking_pool_events += released.pool_events;
             out.extend(released.findings);
         }
-        let role = seen.or_else(|| self.roles.current(ev.tid));
+        let role = seen.or_else(|| self.roles.of_cut_stack(ev.tid, &ev.stack));
         if role == Some(Role::Pool) {
             self.pool_event(ev);
             return out;

@@ -203,7 +203,11 @@ impl std::fmt::Display for Method {
             Method::ExplicitPrefix(p) => write!(f, "explicit prefix {p:?}"),
             Method::TokioDefaults => f.write_str("Tokio default thread names"),
             Method::Stacks(names) => {
-                write!(f, "stacks in Tokio's worker loop ({})", names.join(", "))
+                write!(
+                    f,
+                    "stacks in a Tokio runtime's task loop ({})",
+                    names.join(", ")
+                )
             }
             Method::LargestGroup(p) => write!(f, "largest {p}-N thread group"),
             Method::SameName(p) => write!(f, "largest group of threads named {p}"),

@@ -6,12 +6,18 @@
 //! to what the thread became later.
 //!
 //! A stack cut short (deeper than the copy, or through code the walk
-//! cannot cross) shows no loop, so no role: it takes the role the thread
-//! last showed, and when the thread has shown none yet, its finding waits
-//! for the first stack that does (or for the session's end, where the
-//! thread counts as the worker discovery took it for).
+//! cannot cross) shows no loop, so no role. It takes the role of the whole
+//! stacks that passed through its deepest known frame (the same return
+//! address: the same code path, which whole stacks of the same handler
+//! show when the stack pointer sat a little higher). Failing that, a
+//! thread last seen as a worker is one still; otherwise its finding waits
+//! for the next stack that shows a role: a thread last seen idle in the
+//! pool that runs deep code has most often just taken over a worker's core
+//! (after another worker's `block_in_place`), which its next stacks show.
+//! At the session's end, findings still waiting count as the workers'
+//! that discovery took their threads for.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::classify::Flavor;
 use crate::detect::Finding;
@@ -38,6 +44,9 @@ pub struct Roles {
     pending: BTreeMap<u32, Vec<Finding>>,
     pending_len: usize,
     dropped: u64,
+    /// Per return address of whole stacks: the role they showed (`None`
+    /// once both roles went through it).
+    by_address: HashMap<u64, Option<Role>>,
 }
 
 /// What observing a role released.
@@ -71,6 +80,35 @@ impl Roles {
             }
         }
         out
+    }
+
+    /// Notes the role a whole stack showed, for each of its addresses.
+    pub fn learn(&mut self, addrs: &[u64], role: Role) {
+        let kind = |r: Role| matches!(r, Role::Pool);
+        for a in addrs {
+            self.by_address
+                .entry(*a)
+                .and_modify(|known| {
+                    if known.is_some_and(|k| kind(k) != kind(role)) {
+                        *known = None;
+                    }
+                })
+                .or_insert(Some(role));
+        }
+    }
+
+    /// The role of a stack cut short (innermost first), by the whole
+    /// stacks that went through its deepest known address; else a worker
+    /// when its thread was last seen as one; else not known yet (the next
+    /// role the thread shows decides).
+    pub fn of_cut_stack(&self, tid: u32, addrs: &[u64]) -> Option<Role> {
+        let by_path = addrs
+            .iter()
+            .rev()
+            .find_map(|a| self.by_address.get(a))
+            .copied()
+            .flatten();
+        by_path.or_else(|| self.current(tid).filter(|r| *r != Role::Pool))
     }
 
     /// The role `tid` showed last, if any.
@@ -142,6 +180,25 @@ mod tests {
         assert!(p.findings.is_empty());
         assert_eq!(p.pool_events, 1);
         assert!(r.flush().is_empty());
+    }
+
+    #[test]
+    fn a_cut_stack_takes_the_role_of_whole_stacks_through_its_deepest_frame() {
+        let mut r = Roles::default();
+        let worker = Role::Worker(Flavor::MultiThread);
+        r.learn(&[1, 20, 30, 900], worker);
+        r.learn(&[1, 40, 901], Role::Pool);
+        // The thread was last seen idle in the pool, then took a worker's
+        // core: the path through 30 says it is a worker now.
+        r.observe(7, Role::Pool);
+        assert_eq!(r.of_cut_stack(7, &[1, 20, 30]), Some(worker));
+        assert_eq!(r.of_cut_stack(7, &[1, 40]), Some(Role::Pool));
+        // 1 went through both roles: no verdict by path; the thread was
+        // last in the pool, so its next role decides.
+        assert_eq!(r.of_cut_stack(7, &[1]), None);
+        r.observe(7, worker);
+        assert_eq!(r.of_cut_stack(7, &[1]), Some(worker));
+        assert_eq!(r.of_cut_stack(8, &[5]), None);
     }
 
     #[test]

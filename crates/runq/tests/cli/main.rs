@@ -21,6 +21,7 @@ mod ctprof_record;
 mod documented;
 mod host_monitor;
 mod hud;
+mod hud_gateway;
 mod json_contract;
 mod man;
 mod readme_console;

@@ -1,0 +1,166 @@
+//! A gateway with two runtimes, the shape of many services: a
+//! multi-thread runtime (threads named `gw-rt`, the blocking pool's too)
+//! serves the handlers, and a `current_thread` runtime on a thread of its
+//! own (`gw-audit`) flushes an audit log. The tests build it with cargo's
+//! defaults (no frame pointers). Each handler blocks in a known way:
+//!
+//! - `verify_login`: `block_in_place` around a slow password check (the
+//!   worker hands its core off first: not a blocker);
+//! - `render_report_page`: a sleep under a stack at least 24 KiB deep (pages
+//!   of a report rendered recursively, 1 KiB of locals each);
+//! - `archive_batch`: the same sleep in `spawn_blocking` (never a
+//!   blocker);
+//! - `flush_audit_log`: a sleep in the `current_thread` runtime's task.
+//!
+//! `runq-demo-gateway [SECONDS]`; prints its pid first, and at the end the
+//! time each call spent in its blocking part as it measured it
+//! (`truth NAME CALLS TOTAL_NS`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long each blocking part lasts.
+const BLOCK: Duration = Duration::from_millis(25);
+/// Pause between two calls of a handler.
+const PERIOD: Duration = Duration::from_millis(100);
+/// Nesting of the recursive renderer (1 KiB of locals per level).
+const DEPTH: u32 = 24;
+
+/// Calls and total ns of one blocking part, as the service measured them.
+struct Truth {
+    name: &'static str,
+    calls: AtomicU64,
+    ns: AtomicU64,
+}
+
+impl Truth {
+    const fn new(name: &'static str) -> Self {
+        Truth {
+            name,
+            calls: AtomicU64::new(0),
+            ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs `f`, adding its wall time.
+    fn time<R>(&self, f: impl FnOnce() -> R) -> R {
+        let t = Instant::now();
+        let r = f();
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        r
+    }
+}
+
+static LOGIN: Truth = Truth::new("verify_login");
+static REPORT: Truth = Truth::new("render_report_page");
+static ARCHIVE: Truth = Truth::new("archive_batch");
+static AUDIT: Truth = Truth::new("flush_audit_log");
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("gw-rt")
+        .enable_time()
+        .build()
+        .expect("tokio runtime");
+    println!("{}", std::process::id());
+    std::thread::Builder::new()
+        .name("gw-audit".into())
+        .spawn(audit_runtime)
+        .expect("audit thread");
+    runtime.block_on(serve());
+    for t in [&LOGIN, &REPORT, &ARCHIVE, &AUDIT] {
+        let (calls, ns) = (
+            t.calls.load(Ordering::Relaxed),
+            t.ns.load(Ordering::Relaxed),
+        );
+        println!("truth {} {calls} {ns}", t.name);
+    }
+    // Exits with the handlers still running: shutting the runtime down
+    // under a block_in_place would fail its timers.
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    std::process::exit(0);
+}
+
+async fn serve() {
+    tokio::spawn(every(|| {
+        LOGIN.time(|| tokio::task::block_in_place(verify_login));
+    }));
+    tokio::spawn(every(|| {
+        REPORT.time(|| render_report_page(DEPTH));
+    }));
+    tokio::spawn(async {
+        loop {
+            let archived = tokio::task::spawn_blocking(|| ARCHIVE.time(archive_batch));
+            let _ = archived.await;
+            tokio::time::sleep(PERIOD).await;
+        }
+    });
+    match runq_demo::duration_from_args() {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// Calls `handler` every [`PERIOD`], in task code.
+async fn every(mut handler: impl FnMut()) {
+    loop {
+        handler();
+        tokio::time::sleep(PERIOD).await;
+    }
+}
+
+/// The `current_thread` runtime: its `block_on` runs the audit task on
+/// this thread until the service's time is up.
+fn audit_runtime() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("audit runtime");
+    let lifetime = runq_demo::duration_from_args().unwrap_or(Duration::MAX);
+    rt.block_on(async move {
+        let until = Instant::now() + lifetime;
+        while Instant::now() < until {
+            AUDIT.time(flush_audit_log);
+            tokio::time::sleep(PERIOD).await;
+        }
+    });
+}
+
+/// A slow password check, run inside `block_in_place`.
+#[inline(never)]
+fn verify_login() -> u64 {
+    std::thread::sleep(BLOCK);
+    std::hint::black_box(1)
+}
+
+/// Renders a page of a report, one nested section per level, each with
+/// 1 KiB of locals, and waits for the data at the deepest one.
+#[inline(never)]
+fn render_report_page(depth: u32) -> u64 {
+    let mut section = [0u8; 1024];
+    section[depth as usize % 1024] = depth as u8;
+    let section = std::hint::black_box(&mut section);
+    if depth == 0 {
+        std::thread::sleep(BLOCK);
+        return u64::from(section[0]) + 1;
+    }
+    render_report_page(depth - 1) + u64::from(section[depth as usize % 1024])
+}
+
+/// The same wait, run on the blocking pool.
+#[inline(never)]
+fn archive_batch() -> u64 {
+    std::thread::sleep(BLOCK);
+    std::hint::black_box(2)
+}
+
+/// Writes the audit log out, blocking the `current_thread` runtime.
+#[inline(never)]
+fn flush_audit_log() -> u64 {
+    std::thread::sleep(BLOCK);
+    std::hint::black_box(3)
+}
