@@ -2,30 +2,32 @@
 //! detector until the deadline, a stop request or the target's exit, and
 //! build the report.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod build;
+mod discover;
+mod watched;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use runq_kernel::clock::monotonic_ns;
-use runq_kernel::schedstat::read_schedstat;
 
 use crate::bpf::{BpfError, Probe};
 use crate::culprit::AppCode;
-use crate::detect::{Category, Detector, Finding, Tally};
-use crate::discovery::{
-    by_name, by_stacks, largest_group, members, name_summary, threads, DiscoveryError, LoopHits,
-    Method, Thread,
-};
+use crate::detect::{Detector, Finding};
+use crate::discovery::{threads, DiscoveryError};
 use crate::event::{Kind, RawEvent};
 use crate::health::{StackHealth, UnwindChoice};
 use crate::polls::{PollSitesError, RuntimeSites};
 use crate::prep::StackPrep;
-use crate::report::{group, run_queue_stats, PollMethod, PollTiming, Report, WorkerStats};
-use crate::roles::Role;
+use crate::report::{PollMethod, PollTiming, Report};
 use crate::stacks::Stacks;
 use crate::symbols::debugfile::DEBUG_DIRS;
 use crate::symbols::{Symbols, TargetError};
+use build::build_report;
+use discover::discover;
+use watched::Watched;
 
 /// What to watch and how.
 #[derive(Debug, Clone)]
@@ -89,154 +91,6 @@ pub struct Session {
 /// The session's BPF programs, detached when dropped.
 pub struct AttachedProbes {
     _probe: Probe,
-}
-
-/// On-CPU ns of a thread, from /proc/PID/task/TID/schedstat.
-fn cpu_ns(proc_root: &Path, pid: u32, tid: u32) -> u64 {
-    read_schedstat(&proc_root.join(format!("{pid}/task/{tid}/schedstat")))
-        .map_or(0, |s| s.cpu_time_ns)
-}
-
-struct Watched {
-    method: Method,
-    comms: BTreeMap<u32, String>,
-    cpu_start: BTreeMap<u32, u64>,
-    /// The last on-CPU reading of each thread while the target lived (the
-    /// report keeps it when the target exits).
-    cpu_last: BTreeMap<u32, u64>,
-}
-
-impl Watched {
-    fn new(method: Method) -> Self {
-        Watched {
-            method,
-            comms: BTreeMap::new(),
-            cpu_start: BTreeMap::new(),
-            cpu_last: BTreeMap::new(),
-        }
-    }
-
-    /// Reads every watched thread's on-CPU time now (a thread that has
-    /// gone keeps its last reading).
-    fn read_cpu(&mut self, opts: &Options) {
-        for tid in self.comms.keys() {
-            let path = opts
-                .proc_root
-                .join(format!("{}/task/{tid}/schedstat", opts.pid));
-            if let Some(s) = read_schedstat(&path) {
-                self.cpu_last.insert(*tid, s.cpu_time_ns);
-            }
-        }
-    }
-
-    /// The watched threads.
-    fn tids(&self) -> Vec<u32> {
-        self.comms.keys().copied().collect()
-    }
-
-    /// Adds threads to the set and to the probe's filter.
-    fn add(
-        &mut self,
-        opts: &Options,
-        all: &[Thread],
-        tids: &[u32],
-        probe: &mut Probe,
-    ) -> Result<(), HudError> {
-        let new: Vec<u32> = tids
-            .iter()
-            .copied()
-            .filter(|t| !self.comms.contains_key(t))
-            .collect();
-        for t in &new {
-            let comm = all
-                .iter()
-                .find(|x| x.tid == *t)
-                .map(|x| x.comm.clone())
-                .unwrap_or_default();
-            self.comms.insert(*t, comm);
-            let now = cpu_ns(&opts.proc_root, opts.pid, *t);
-            self.cpu_start.insert(*t, now);
-            self.cpu_last.insert(*t, now);
-        }
-        probe.watch(&new)?;
-        Ok(())
-    }
-
-    /// Finds new threads that match the discovery method (a growing
-    /// runtime) and adds them.
-    fn refresh(&mut self, opts: &Options, probe: &mut Probe) -> Result<(), HudError> {
-        let all = threads(&opts.proc_root, opts.pid)?;
-        let tids = members(&all, &self.method);
-        self.add(opts, &all, &tids, probe)
-    }
-}
-
-/// How long every thread is sampled, at a time, when the workers must be
-/// found by their stacks.
-const DISCOVERY_SAMPLING: Duration = Duration::from_millis(500);
-
-/// How long discovery keeps sampling a target whose threads have shown no
-/// worker loop yet: a target starved on a busy host runs too little in one
-/// [`DISCOVERY_SAMPLING`] to be sampled at all.
-const DISCOVERY_LIMIT: Duration = Duration::from_secs(5);
-
-/// Step 3 of discovery: watches every thread, in slices of
-/// [`DISCOVERY_SAMPLING`] up to [`DISCOVERY_LIMIT`], until stacks show
-/// Tokio's worker loop, and keeps those threads; the others leave the
-/// filter.
-fn discover_by_stacks(
-    all: &[Thread],
-    probe: &mut Probe,
-    prep: &mut StackPrep,
-    stacks: &mut Stacks,
-) -> Result<Option<(Method, Vec<u32>)>, HudError> {
-    let every: Vec<u32> = all.iter().map(|t| t.tid).collect();
-    probe.watch(&every)?;
-    let started = std::time::Instant::now();
-    let mut hits = BTreeMap::new();
-    let found = loop {
-        std::thread::sleep(DISCOVERY_SAMPLING);
-        let mut events = probe.drain();
-        for ev in &mut events {
-            prep.prepare(ev);
-        }
-        stacks.prefetch(events.iter().flat_map(|e| &e.stack));
-        add_hits(&mut hits, loop_hits(&events, stacks));
-        let found = by_stacks(all, &hits);
-        if found.is_some() || started.elapsed() >= DISCOVERY_LIMIT {
-            break found;
-        }
-    };
-    let keep = found.as_ref().map_or(&[][..], |(_, tids)| tids.as_slice());
-    let others: Vec<u32> = every.into_iter().filter(|t| !keep.contains(t)).collect();
-    probe.unwatch(&others)?;
-    Ok(found)
-}
-
-/// Adds one slice's loop hits to the totals.
-fn add_hits(total: &mut BTreeMap<u32, LoopHits>, slice: BTreeMap<u32, LoopHits>) {
-    for (tid, h) in slice {
-        let t = total.entry(tid).or_default();
-        t.worker += h.worker;
-        t.pool += h.pool;
-    }
-}
-
-/// Per thread, how many of its own stacks ran a runtime's task loop or
-/// the pool's loop. A holder's record carries another thread's stack
-/// (the one that held a waiting thread's CPU), so it credits no one.
-fn loop_hits(events: &[RawEvent], stacks: &mut Stacks) -> BTreeMap<u32, LoopHits> {
-    let mut hits: BTreeMap<u32, LoopHits> = BTreeMap::new();
-    for ev in events.iter().filter(|e| e.kind != Kind::Holder) {
-        let role = stacks.summary(&ev.stack).role();
-        let h = hits.entry(ev.tid).or_default();
-        match role {
-            Some(Role::Pool) => h.pool += 1,
-            Some(Role::Worker(_)) => h.worker += 1,
-            None => {}
-        }
-    }
-    hits
 }
 
 /// How often the ring buffer is drained: findings reach the report or the
@@ -379,49 +233,6 @@ fn time_polls(
     })
 }
 
-/// Chooses the workers: by name, by their stacks (when the executable
-/// has symbols to show Tokio's loops), or as the largest thread group.
-fn discover(
-    opts: &Options,
-    all: &[Thread],
-    probe: &mut Probe,
-    prep: &mut StackPrep,
-    stacks: &mut Stacks,
-) -> Result<(Method, Vec<u32>), HudError> {
-    let names = || name_summary(all);
-    if let Some(found) = by_name(all, opts.worker_prefix.as_deref()) {
-        return Ok(found);
-    }
-    if let Some(prefix) = &opts.worker_prefix {
-        let (pid, prefix) = (opts.pid, prefix.clone());
-        return Err(DiscoveryError::NoMatch {
-            pid,
-            prefix,
-            names: names(),
-        }
-        .into());
-    }
-    let stripped = stacks.symbols().executable_stripped();
-    let by_stacks = match stripped {
-        true => None,
-        false => discover_by_stacks(all, probe, prep, stacks)?,
-    };
-    if let Some(found) = by_stacks.or_else(|| largest_group(all)) {
-        return Ok(found);
-    }
-    Err(match stripped {
-        true => DiscoveryError::NoWorkersStripped {
-            pid: opts.pid,
-            exe: crate::symbols::maps::exe_path(&opts.proc_root, opts.pid)
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            names: names(),
-        },
-        false => DiscoveryError::NoWorkers(opts.pid),
-    }
-    .into())
-}
-
 impl Attached {
     /// Attaches, then discovers the workers (by name, by their stacks,
     /// or as the largest thread group) and watches them.
@@ -542,114 +353,4 @@ pub fn run(
         detection_latency_ns: s.latency,
         probes: AttachedProbes { _probe: s.probe },
     })
-}
-
-fn worker_stats(s: &Attached, findings: &[Finding], elapsed: f64) -> Vec<WorkerStats> {
-    // A worker is a thread whose stacks showed a runtime's task loop at
-    // some point: the blocking pool shares the workers' name, and a thread
-    // moves between the two (block_in_place). Without any such stack
-    // (none was seen), every watched thread not seen in the pool is listed.
-    let roles = &s.detector.roles;
-    let shown = roles.workers();
-    s.watched
-        .comms
-        .iter()
-        .filter(|(tid, _)| !roles.only_pool(**tid))
-        .filter(|(tid, _)| shown.is_empty() || shown.contains_key(tid))
-        .map(|(tid, comm)| {
-            let cpu = s.watched.cpu_last[tid].saturating_sub(s.watched.cpu_start[tid]);
-            let mut by_cat = BTreeMap::new();
-            for f in findings.iter().filter(|f| f.tid == *tid) {
-                *by_cat.entry(f.category).or_insert(0) += 1;
-            }
-            WorkerStats {
-                tid: *tid,
-                comm: comm.clone(),
-                runtime: shown.get(tid).copied(),
-                cpu_ns: cpu,
-                utilization: cpu as f64 / 1e9 / elapsed.max(1e-9),
-                findings: by_cat,
-            }
-        })
-        .collect()
-}
-
-/// What the report says about the target's symbols, when they fall
-/// short: a stripped executable (and how to give hud its symbols), or no
-/// debug info (no file:line).
-fn symbol_hint(opts: &Options, s: &Attached, seen: &BTreeSet<u32>) -> Option<String> {
-    let symbols = s.stacks.symbols();
-    if symbols.executable_stripped() {
-        let exe = crate::symbols::maps::exe_path(&opts.proc_root, opts.pid)
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        return Some(format!(
-            "{exe} is stripped (no symbol table, no debug info) and no separate debug info was \
-             found (not at its build-id path under /usr/lib/debug/.build-id/, nor by a \
-             .gnu_debuglink): its functions show as offsets and its workers are known by name \
-             only; pass --debug-file with the file `objcopy --only-keep-debug` made (or an \
-             unstripped copy), or install it at that build-id path"
-        ));
-    }
-    (!symbols.debug_info_seen() && !seen.is_empty()).then(|| {
-        "the target has no debug info, so blockers have no file:line: build it with \
-         `debug = \"line-tables-only\"` (or pass --debug-file with its debug file or an \
-         unstripped copy)"
-            .to_string()
-    })
-}
-
-fn build_report(
-    opts: &Options,
-    s: &mut Attached,
-    findings: &[Finding],
-    elapsed: f64,
-    target_exited: bool,
-) -> Report {
-    let comm = s.comm.clone();
-    let (block_in_place, blockers) = group(findings, &s.app)
-        .into_iter()
-        .partition(|b| b.category == Category::BlockInPlace);
-    let seen_tids: BTreeSet<u32> = findings.iter().map(|f| f.tid).collect();
-    let mut stacks = s.prep.report(&s.health, elapsed);
-    if s.stacks.symbols().executable_stripped() && stacks.warning.is_some() {
-        // Rebuilding with frame pointers would not help: without symbols
-        // no stack can show Tokio's loops.
-        stacks.warning = Some(format!(
-            "stacks stop before a Tokio loop in {:.0}% of events: the executable is stripped, \
-             so hud cannot recognise the runtime's frames: give it its symbols (see the note)",
-            s.health.short_share() * 100.0
-        ));
-    }
-    // The kernel's own count covers copies the ring buffer dropped too.
-    stacks.bytes_copied_per_s = s.probe.bytes_copied() as f64 / elapsed.max(1e-9);
-    Report {
-        tool: "runq hud".into(),
-        schema_version: crate::report::SCHEMA_VERSION,
-        pid: opts.pid,
-        comm,
-        discovery: s.watched.method.to_string(),
-        threshold_ns: opts.threshold_ns,
-        frequency_hz: opts.frequency,
-        duration_s: elapsed,
-        target_exited,
-        blockers,
-        block_in_place,
-        workers: worker_stats(s, findings, elapsed),
-        run_queue: run_queue_stats(findings),
-        events: Tally {
-            untimed_polls: s.probe.polls_untimed(),
-            ..s.detector.tally
-        },
-        lost_events: s.probe.lost_events(),
-        symbol_hint: symbol_hint(opts, s, &seen_tids),
-        debug_file: s
-            .stacks
-            .symbols()
-            .debug_file()
-            .map(|(p, by)| format!("{} (by {})", p.display(), by.label())),
-        stacks,
-        poll_timing: s.poll_timing,
-        app_crates: s.app.crates(),
-    }
 }
