@@ -126,6 +126,10 @@ pub struct Tally {
     /// Events on blocking-pool threads (ignored): threads whose stack
     /// showed the pool's loop and no worker's at the time.
     pub blocking_pool_events: u64,
+    /// Sleeps and run-queue waits left out because they began before
+    /// their thread was watched (no finding without a seen start).
+    #[serde(default)]
+    pub before_watch: u64,
     /// Findings of stacks cut short, reported under the deepest frame
     /// known (the innermost program frame, else the last frame unwound).
     #[serde(default)]

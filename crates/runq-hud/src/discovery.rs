@@ -139,6 +139,10 @@ pub enum Method {
     ExplicitPrefix(String),
     /// Tokio's default thread names.
     TokioDefaults,
+    /// Tokio's default thread names, and threads of these names seen
+    /// running another runtime's tasks (a `current_thread` runtime, a
+    /// `LocalSet`).
+    TokioDefaultsAnd(Vec<String>),
     /// Threads seen in Tokio's worker loop; their names.
     Stacks(Vec<String>),
     /// The largest `{name}-{N}` group.
@@ -155,6 +159,9 @@ impl Method {
         match self {
             Method::ExplicitPrefix(p) => comm.starts_with(p.as_str()),
             Method::TokioDefaults => TOKIO_PREFIXES.iter().any(|p| comm.starts_with(p)),
+            Method::TokioDefaultsAnd(names) => {
+                Method::TokioDefaults.matches(comm) || names.iter().any(|n| n == comm)
+            }
             Method::Stacks(names) => names.iter().any(|n| n == comm),
             Method::LargestGroup(name) => group_name(comm) == Some(name.as_str()),
             Method::SameName(name) => comm == name,
@@ -202,6 +209,11 @@ impl std::fmt::Display for Method {
         match self {
             Method::ExplicitPrefix(p) => write!(f, "explicit prefix {p:?}"),
             Method::TokioDefaults => f.write_str("Tokio default thread names"),
+            Method::TokioDefaultsAnd(names) => write!(
+                f,
+                "Tokio default thread names, and stacks in a Tokio runtime's task loop ({})",
+                names.join(", ")
+            ),
             Method::Stacks(names) => {
                 write!(
                     f,

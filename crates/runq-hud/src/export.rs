@@ -2,7 +2,9 @@
 //! chrome://tracing) with one complete event per finding, its stack in
 //! `args`, thread names for the workers, and the report under `runq_hud`
 //! (which `--replay` reads back). `--output-folded FILE`: folded stacks of
-//! the blockers weighted by blocked time, for flame graph tools.
+//! the findings weighted by their time in µs, under a root frame that
+//! names what the time was (blocked, on CPU, waiting for a CPU, in
+//! `block_in_place`), for flame graph tools.
 
 use serde_json::{json, Value};
 
@@ -47,23 +49,30 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
     json!({"traceEvents": events, "displayTimeUnit": "ms", "runq_hud": report})
 }
 
-/// Folded stacks (`outer;...;inner weight`) of the blocking calls and
-/// sampled CPU time in task code, weighted by their duration in
-/// microseconds (long polls are left out: their CPU time is in the
-/// samples already).
+/// The root frame of a category's stacks in folded output: what its
+/// time was (`None`: left out; a long poll's CPU time is in the samples
+/// already).
+fn folded_root(c: Category) -> Option<&'static str> {
+    match c {
+        Category::BlockingCall => Some("[blocked: blocking call]"),
+        Category::TaskCpuSampled => Some("[on CPU: sampled]"),
+        Category::RunQueueDelay => Some("[waiting for a CPU: run-queue delay]"),
+        Category::BlockInPlace => Some("[block_in_place]"),
+        Category::LongPoll => None,
+    }
+}
+
+/// Folded stacks (`root;outer;...;inner weight`) of the findings,
+/// weighted by their duration in microseconds, each under a root frame
+/// that says what the time was.
 pub fn folded(findings: &[Finding]) -> String {
     let mut weights: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
-    for f in findings.iter().filter(|f| {
-        matches!(
-            f.category,
-            Category::BlockingCall | Category::TaskCpuSampled
-        )
-    }) {
-        let line: Vec<String> = f
-            .stack
-            .iter()
-            .rev()
-            .map(|fr| fr.function.replace(';', ":"))
+    for f in findings {
+        let Some(root) = folded_root(f.category) else {
+            continue;
+        };
+        let line: Vec<String> = std::iter::once(root.to_string())
+            .chain(f.stack.iter().rev().map(|fr| fr.function.replace(';', ":")))
             .collect();
         *weights.entry(line.join(";")).or_default() += f.duration_ns / 1000;
     }
@@ -163,10 +172,15 @@ mod tests {
             finding(Category::BlockingCall, 20),
             finding(Category::BlockingCall, 5),
             finding(Category::RunQueueDelay, 9),
+            finding(Category::LongPoll, 30),
         ];
+        let stack = "app::main::{{closure}};app::load;std::thread::sleep";
         assert_eq!(
             folded(&fs),
-            "app::main::{{closure}};app::load;std::thread::sleep 25000\n"
+            format!(
+                "[blocked: blocking call];{stack} 25000\n\
+                 [waiting for a CPU: run-queue delay];{stack} 9000\n"
+            )
         );
     }
 }

@@ -12,9 +12,10 @@
 //!   blocker);
 //! - `flush_audit_log`: a sleep in the `current_thread` runtime's task.
 //!
-//! `runq-demo-gateway [SECONDS]`; prints its pid first, and at the end the
-//! time each call spent in its blocking part as it measured it
-//! (`truth NAME CALLS TOTAL_NS`).
+//! `runq-demo-gateway [SECONDS] [tokio-names]`; prints its pid first, and
+//! at the end the time each call spent in its blocking part as it
+//! measured it (`truth NAME CALLS TOTAL_NS`). With `tokio-names` the
+//! multi-thread runtime keeps Tokio's default thread names.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -59,12 +60,12 @@ static ARCHIVE: Truth = Truth::new("archive_batch");
 static AUDIT: Truth = Truth::new("flush_audit_log");
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("gw-rt")
-        .enable_time()
-        .build()
-        .expect("tokio runtime");
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(2).enable_time();
+    if std::env::args().nth(2).as_deref() != Some("tokio-names") {
+        builder.thread_name("gw-rt");
+    }
+    let runtime = builder.build().expect("tokio runtime");
     println!("{}", std::process::id());
     std::thread::Builder::new()
         .name("gw-audit".into())

@@ -23,15 +23,15 @@ const DISCOVERY_SAMPLING: Duration = Duration::from_millis(500);
 /// [`DISCOVERY_SAMPLING`] to be sampled at all.
 const DISCOVERY_LIMIT: Duration = Duration::from_secs(5);
 
-/// Step 3 of discovery: watches every thread, in slices of
-/// [`DISCOVERY_SAMPLING`] up to [`DISCOVERY_LIMIT`], until stacks show
-/// Tokio's worker loop, and keeps those threads; the others leave the
-/// filter.
+/// Step 3 of discovery: watches every thread of `all`, in slices of
+/// [`DISCOVERY_SAMPLING`] up to `limit`, until stacks show a runtime's
+/// task loop, and keeps those threads; the others leave the filter.
 fn discover_by_stacks(
     all: &[Thread],
     probe: &mut Probe,
     prep: &mut StackPrep,
     stacks: &mut Stacks,
+    limit: Duration,
 ) -> Result<Option<(Method, Vec<u32>)>, HudError> {
     let every: Vec<u32> = all.iter().map(|t| t.tid).collect();
     probe.watch(&every)?;
@@ -46,7 +46,7 @@ fn discover_by_stacks(
         stacks.prefetch(events.iter().flat_map(|e| &e.stack));
         add_hits(&mut hits, loop_hits(&events, stacks));
         let found = by_stacks(all, &hits);
-        if found.is_some() || started.elapsed() >= DISCOVERY_LIMIT {
+        if found.is_some() || started.elapsed() >= limit {
             break found;
         }
     };
@@ -92,8 +92,12 @@ pub(super) fn discover(
     stacks: &mut Stacks,
 ) -> Result<(Method, Vec<u32>), HudError> {
     let names = || name_summary(all);
+    let stripped = stacks.symbols().executable_stripped();
     if let Some(found) = by_name(all, opts.worker_prefix.as_deref()) {
-        return Ok(found);
+        if opts.worker_prefix.is_some() || stripped {
+            return Ok(found);
+        }
+        return other_runtimes(found, all, probe, prep, stacks);
     }
     if let Some(prefix) = &opts.worker_prefix {
         let (pid, prefix) = (opts.pid, prefix.clone());
@@ -104,10 +108,9 @@ pub(super) fn discover(
         }
         .into());
     }
-    let stripped = stacks.symbols().executable_stripped();
     let by_stacks = match stripped {
         true => None,
-        false => discover_by_stacks(all, probe, prep, stacks)?,
+        false => discover_by_stacks(all, probe, prep, stacks, DISCOVERY_LIMIT)?,
     };
     if let Some(found) = by_stacks.or_else(|| largest_group(all)) {
         return Ok(found);
@@ -123,4 +126,31 @@ pub(super) fn discover(
         false => DiscoveryError::NoWorkers(opts.pid),
     }
     .into())
+}
+
+/// Tokio's default names found the multi-thread workers; one slice of
+/// sampling looks among the other threads for other runtimes (a
+/// `current_thread` runtime's `block_on`, a `LocalSet`) and adds them.
+fn other_runtimes(
+    (method, mut tids): (Method, Vec<u32>),
+    all: &[Thread],
+    probe: &mut Probe,
+    prep: &mut StackPrep,
+    stacks: &mut Stacks,
+) -> Result<(Method, Vec<u32>), HudError> {
+    let others: Vec<Thread> = all
+        .iter()
+        .filter(|t| !method.matches(&t.comm))
+        .cloned()
+        .collect();
+    if others.is_empty() {
+        return Ok((method, tids));
+    }
+    let Some((Method::Stacks(names), more)) =
+        discover_by_stacks(&others, probe, prep, stacks, DISCOVERY_SAMPLING)?
+    else {
+        return Ok((method, tids));
+    };
+    tids.extend(more);
+    Ok((Method::TokioDefaultsAnd(names), tids))
 }

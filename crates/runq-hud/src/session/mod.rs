@@ -278,12 +278,29 @@ impl Attached {
         })
     }
 
+    /// The watched threads the live view lists, as the report does:
+    /// those seen running a runtime's tasks (blocking-pool threads share
+    /// the workers' name); before any was, those not seen in the pool.
+    fn shown_workers(&self) -> Vec<u32> {
+        let roles = &self.detector.roles;
+        let seen = roles.workers();
+        let tids = self.watched.tids().into_iter();
+        tids.filter(|t| !roles.only_pool(*t))
+            .filter(|t| seen.is_empty() || seen.contains_key(t))
+            .collect()
+    }
+
     /// Takes every queued event through unwinding and detection.
     fn drain(&mut self, on_update: &mut impl FnMut(Update<'_>)) {
         let mut events = self.probe.drain();
         let whole: Vec<bool> = events.iter_mut().map(|ev| self.prep.prepare(ev)).collect();
         self.stacks.prefetch(events.iter().flat_map(|e| &e.stack));
         for (ev, whole) in events.into_iter().zip(whole) {
+            let interval = matches!(ev.kind, Kind::Blocked | Kind::RunQueue | Kind::Holder);
+            if interval && self.watched.began_unwatched(ev.tid, ev.start_ns) {
+                self.detector.tally.before_watch += 1;
+                continue;
+            }
             if ev.kind == Kind::Holder {
                 let frames = self.stacks.frames(&ev.stack);
                 let culprit = crate::report::holder_culprit(&frames, &self.app);
@@ -316,7 +333,7 @@ pub fn run(
 ) -> Result<Session, HudError> {
     let mut s = Attached::start(opts)?;
     on_update(Update::Discovery(&s.watched.method.to_string()));
-    on_update(Update::Workers(&s.watched.tids()));
+    on_update(Update::Workers(&s.shown_workers()));
     let started = Instant::now();
     let mut last_refresh = Instant::now();
     let mut target_exited = false;
@@ -335,7 +352,7 @@ pub fn run(
             }
             // Threads that appear later (a growing runtime) join the filter.
             let _ = s.watched.refresh(opts, &mut s.probe);
-            on_update(Update::Workers(&s.watched.tids()));
+            on_update(Update::Workers(&s.shown_workers()));
             last_refresh = Instant::now();
         }
     }

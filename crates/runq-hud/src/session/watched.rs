@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use runq_kernel::clock::monotonic_ns;
 use runq_kernel::schedstat::read_schedstat;
 
 use super::{HudError, Options};
@@ -23,6 +24,8 @@ pub(super) struct Watched {
     /// The last on-CPU reading of each thread while the target lived (the
     /// report keeps it when the target exits).
     pub(super) cpu_last: BTreeMap<u32, u64>,
+    /// When each thread joined the probe's filter (CLOCK_MONOTONIC ns).
+    since: BTreeMap<u32, u64>,
 }
 
 impl Watched {
@@ -32,6 +35,7 @@ impl Watched {
             comms: BTreeMap::new(),
             cpu_start: BTreeMap::new(),
             cpu_last: BTreeMap::new(),
+            since: BTreeMap::new(),
         }
     }
 
@@ -46,6 +50,14 @@ impl Watched {
                 self.cpu_last.insert(*tid, s.cpu_time_ns);
             }
         }
+    }
+
+    /// True when an interval that began at `start_ns` on `tid` began
+    /// before the thread was watched: the probe cannot have seen where it
+    /// started (a switch-out kept from discovery's sampling, or one before
+    /// the probes were attached), so it is no finding.
+    pub(super) fn began_unwatched(&self, tid: u32, start_ns: u64) -> bool {
+        self.since.get(&tid).is_none_or(|t| start_ns < *t)
     }
 
     /// The watched threads.
@@ -76,6 +88,7 @@ impl Watched {
             let now = cpu_ns(&opts.proc_root, opts.pid, *t);
             self.cpu_start.insert(*t, now);
             self.cpu_last.insert(*t, now);
+            self.since.insert(*t, monotonic_ns());
         }
         probe.watch(&new)?;
         Ok(())

@@ -34,8 +34,14 @@ struct Gateway {
 type Truths = BTreeMap<String, (u64, u64)>;
 
 fn start_gateway(exe: &Path) -> Gateway {
+    start_gateway_with(exe, &[])
+}
+
+/// [`start_gateway`] with more arguments after its lifetime.
+fn start_gateway_with(exe: &Path, args: &[&str]) -> Gateway {
     let mut child = Command::new(exe)
         .arg(LIFETIME.to_string())
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the gateway");
@@ -178,6 +184,22 @@ static BUILD_ID_PATH: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// usable).
 fn build_id_path() -> std::sync::MutexGuard<'static, ()> {
     BUILD_ID_PATH.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// With Tokio's default names on the multi-thread workers, discovery
+/// still looks for other runtimes by their stacks and finds the
+/// `current_thread` one.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_current_thread_runtime_beside_default_named_workers_is_found() {
+    let gw = start_gateway_with(&demo_bin("runq-demo-gateway"), &["tokio-names"]);
+    let (report, _) = hud(&runq_bin(), gw.pid, SESSION, &[]);
+    let discovery = report["discovery"].as_str().unwrap();
+    assert!(
+        discovery.contains("Tokio default thread names") && discovery.contains("gw-audit"),
+        "{report:#}"
+    );
+    judge(&report, &gw.truths());
 }
 
 /// `objcopy` with `args`, false when binutils is missing or it fails.

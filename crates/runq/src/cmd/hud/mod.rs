@@ -68,7 +68,9 @@ pub struct HudArgs {
     /// How much history the live view keeps.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub window: Duration,
-    /// Write a flame graph (SVG) of the blockers, weighted by blocked time.
+    /// Write a flame graph (SVG) of the findings, weighted by their time
+    /// (µs), under a root frame per kind: blocked, on CPU (sampled),
+    /// waiting for a CPU, in block_in_place.
     #[arg(long, value_name = "FILE.svg")]
     pub flamegraph: Option<PathBuf>,
     /// Stop after this long (default: until Ctrl-C or the target exits).
@@ -78,8 +80,9 @@ pub struct HudArgs {
     /// old spelling).
     #[arg(long = "output", alias = "export", value_name = "FILE.json")]
     pub export: Option<PathBuf>,
-    /// Write folded stacks of the blockers, weighted by blocked time (µs),
-    /// for flamegraph.pl or inferno.
+    /// Write folded stacks of the findings, weighted by their time (µs),
+    /// under a root frame per kind (as --flamegraph), for flamegraph.pl or
+    /// inferno.
     #[arg(long = "output-folded", alias = "export-folded", value_name = "FILE")]
     pub export_folded: Option<PathBuf>,
     /// Show the report saved in an `--output` file instead of attaching.
