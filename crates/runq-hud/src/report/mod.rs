@@ -46,6 +46,10 @@ pub struct Blocker {
     pub max_ns: u64,
     /// Intervals per worker tid.
     pub workers: BTreeMap<u32, u64>,
+    /// Intervals per kind of runtime of their workers (absent when no
+    /// worker showed its runtime).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub runtimes: BTreeMap<Flavor, u64>,
     /// One full stack (function and location per frame).
     pub sample_stack: Vec<Frame>,
 }
@@ -236,6 +240,7 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
                 total_ns: 0,
                 max_ns: 0,
                 workers: BTreeMap::new(),
+                runtimes: BTreeMap::new(),
                 sample_stack: f.stack.clone(),
             });
         if let Some(loc) = culprit.and_then(Frame::location) {
@@ -259,6 +264,33 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
     }
     out.sort_by_key(|b| std::cmp::Reverse(b.total_ns));
     out
+}
+
+impl Blocker {
+    /// The runtime most of its intervals ran in.
+    pub fn main_runtime(&self) -> Option<Flavor> {
+        self.runtimes
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(f, _)| *f)
+    }
+}
+
+/// Counts each row's intervals per runtime of their workers, and orders
+/// the rows by runtime (multi-thread first), then by total, when the
+/// workers ran more than one kind of runtime.
+pub fn group_by_runtime(rows: &mut [Blocker], flavors: &BTreeMap<u32, Flavor>) {
+    for b in rows.iter_mut() {
+        for (tid, n) in &b.workers {
+            if let Some(f) = flavors.get(tid) {
+                *b.runtimes.entry(*f).or_default() += n;
+            }
+        }
+    }
+    let kinds: std::collections::BTreeSet<Flavor> = flavors.values().copied().collect();
+    if kinds.len() > 1 {
+        rows.sort_by_key(|b| (b.main_runtime(), std::cmp::Reverse(b.total_ns)));
+    }
 }
 
 /// The name of a row whose stack holds no program frame: `[runtime]` when
@@ -308,4 +340,43 @@ pub fn run_queue_stats(findings: &[Finding]) -> RunQueueStats {
     stats.holders = holders.into_values().collect();
     stats.holders.sort_by_key(|h| std::cmp::Reverse(h.total_ns));
     stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbols::fixtures::frame;
+
+    fn finding(tid: u32, name: &str, ms: u64) -> Finding {
+        Finding {
+            category: Category::BlockingCall,
+            tid,
+            start_ns: 0,
+            duration_ns: ms * 1_000_000,
+            stack: vec![frame("std::thread::sleep"), frame(name)],
+            holder: None,
+        }
+    }
+
+    #[test]
+    fn blockers_are_grouped_by_the_runtime_of_their_workers() {
+        let fs = [
+            finding(1, "app::render", 30),
+            finding(2, "app::render", 30),
+            finding(9, "app::audit", 90),
+        ];
+        let mut rows = group(&fs, &AppCode::default());
+        assert_eq!(rows[0].function, "app::audit", "largest first");
+        let flavors = BTreeMap::from([
+            (1, Flavor::MultiThread),
+            (2, Flavor::MultiThread),
+            (9, Flavor::CurrentThread),
+        ]);
+        group_by_runtime(&mut rows, &flavors);
+        assert_eq!(rows[0].function, "app::render", "multi-thread first");
+        assert_eq!(rows[0].runtimes, BTreeMap::from([(Flavor::MultiThread, 2)]));
+        assert_eq!(rows[1].main_runtime(), Some(Flavor::CurrentThread));
+        let cell = text::culprit_cell(&rows[1]);
+        assert!(cell.starts_with("[current_thread] app::audit"), "{cell}");
+    }
 }

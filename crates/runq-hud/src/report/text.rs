@@ -7,6 +7,7 @@ use runq_common::table::{Align, Table};
 use runq_common::units::fmt_ms;
 
 use super::{Blocker, PollMethod, Report, RunQueueStats};
+use crate::classify::Flavor;
 use crate::detect::Category;
 use crate::health::StackReport;
 
@@ -199,8 +200,12 @@ fn render_block_in_place(out: &mut String, r: &Report) {
 
 /// The culprit column: the function, where it is, and the way below it
 /// into library code.
-fn culprit_cell(b: &Blocker) -> String {
+pub(super) fn culprit_cell(b: &Blocker) -> String {
     let mut cell = b.function.clone();
+    // Rows of another runtime than the multi-thread one say which.
+    if let Some(f) = b.main_runtime().filter(|f| *f != Flavor::MultiThread) {
+        cell = format!("[{}] {cell}", f.label());
+    }
     match (&b.location, b.locations.len()) {
         (Some(l), n) if n > 1 => {
             let _ = write!(cell, " ({l} +{} more)", n - 1);

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Attached, Options};
 use crate::detect::{Category, Finding, Tally};
-use crate::report::{group, run_queue_stats, Report, WorkerStats};
+use crate::report::{group, group_by_runtime, run_queue_stats, Report, WorkerStats};
 
 fn worker_stats(s: &Attached, findings: &[Finding], elapsed: f64) -> Vec<WorkerStats> {
     // A worker is a thread whose stacks showed a runtime's task loop at
@@ -69,9 +69,12 @@ pub(super) fn build_report(
     target_exited: bool,
 ) -> Report {
     let comm = s.comm.clone();
-    let (block_in_place, blockers) = group(findings, &s.app)
+    let (mut block_in_place, mut blockers): (Vec<_>, Vec<_>) = group(findings, &s.app)
         .into_iter()
         .partition(|b| b.category == Category::BlockInPlace);
+    let flavors = s.detector.roles.workers();
+    group_by_runtime(&mut blockers, flavors);
+    group_by_runtime(&mut block_in_place, flavors);
     let seen_tids: BTreeSet<u32> = findings.iter().map(|f| f.tid).collect();
     let mut stacks = s.prep.report(&s.health, elapsed);
     if s.stacks.symbols().executable_stripped() && stacks.warning.is_some() {

@@ -111,6 +111,11 @@ fn judge(report: &Value, truths: &Truths) {
         let b = row(&calls, name).unwrap_or_else(|| panic!("no blocking call {name}: {report:#}"));
         check_mean(b, truths, name);
     }
+    let audit = row(&calls, "flush_audit_log").unwrap();
+    assert!(
+        audit["runtimes"]["current_thread"].as_u64() > Some(0),
+        "the audit blocker is not the current_thread runtime's: {audit:#}"
+    );
     let in_place: Vec<&Value> = report["block_in_place"]
         .as_array()
         .unwrap()
