@@ -42,8 +42,27 @@ pub enum UnwindChoice {
 }
 
 /// Picks the stack source for a target whose executable is walked by
-/// `exe` (`None`: unreadable), and says why.
-pub fn choose_source(choice: UnwindChoice, exe: Option<UnwindMethod>) -> (StackSource, String) {
+/// `exe` (`None`: unreadable) and whose other objects `without_fp` (file
+/// names, the C runtime left out) keep no frame pointers, and says why:
+/// auto walks frame pointers only when every object of the program
+/// keeps them.
+pub fn choose_source(
+    choice: UnwindChoice,
+    exe: Option<UnwindMethod>,
+    without_fp: &[String],
+) -> (StackSource, String) {
+    if choice == UnwindChoice::Auto
+        && exe == Some(UnwindMethod::FramePointers)
+        && !without_fp.is_empty()
+    {
+        return (
+            StackSource::Dwarf,
+            format!(
+                "the executable keeps frame pointers, {} does not; .eh_frame is used",
+                without_fp.join(", ")
+            ),
+        );
+    }
     match (choice, exe) {
         (UnwindChoice::FramePointers, _) => (StackSource::FramePointers, "--unwind fp".into()),
         (UnwindChoice::Dwarf, _) => (StackSource::Dwarf, "--unwind dwarf".into()),
@@ -191,14 +210,23 @@ mod tests {
         use UnwindChoice::*;
         let fp = Some(UnwindMethod::FramePointers);
         let cfi = Some(UnwindMethod::DwarfCfi);
-        assert_eq!(choose_source(Auto, fp).0, StackSource::FramePointers);
-        assert_eq!(choose_source(Auto, cfi).0, StackSource::Dwarf);
-        assert_eq!(choose_source(Auto, None).0, StackSource::Dwarf);
+        assert_eq!(choose_source(Auto, fp, &[]).0, StackSource::FramePointers);
+        assert_eq!(choose_source(Auto, cfi, &[]).0, StackSource::Dwarf);
+        assert_eq!(choose_source(Auto, None, &[]).0, StackSource::Dwarf);
         assert_eq!(
-            choose_source(FramePointers, cfi).0,
+            choose_source(FramePointers, cfi, &[]).0,
             StackSource::FramePointers
         );
-        assert_eq!(choose_source(Dwarf, fp).0, StackSource::Dwarf);
+        assert_eq!(choose_source(Dwarf, fp, &[]).0, StackSource::Dwarf);
+        // A library without frame pointers (libz): per object, DWARF.
+        let libz = ["libz.so.1".to_string()];
+        let (source, why) = choose_source(Auto, fp, &libz);
+        assert_eq!(source, StackSource::Dwarf);
+        assert!(why.contains("libz.so.1 does not"), "{why}");
+        assert_eq!(
+            choose_source(FramePointers, fp, &libz).0,
+            StackSource::FramePointers
+        );
     }
 
     fn health(short: u32, whole: u32, depth: usize) -> StackHealth {

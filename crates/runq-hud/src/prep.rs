@@ -25,7 +25,8 @@ impl StackPrep {
     pub fn new(opts: &Options) -> Self {
         let mut unwinder = Unwinder::new(&opts.proc_root, opts.pid);
         let exe = unwinder.executable_method();
-        let (source, reason) = choose_source(opts.unwind, exe);
+        let without_fp = unwinder.objects_without_frame_pointers();
+        let (source, reason) = choose_source(opts.unwind, exe, &without_fp);
         StackPrep {
             source,
             reason,
