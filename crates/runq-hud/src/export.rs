@@ -43,6 +43,9 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
                     Some(l) => format!("{} ({l})", fr.function),
                     None => fr.function.to_string(),
                 }).collect::<Vec<_>>(),
+                // Whole frames (with their objects), so that a replay
+                // names culprits exactly as the saved report did.
+                "frames": f.stack,
             },
         }));
     }
@@ -164,6 +167,32 @@ mod tests {
         assert_eq!(x[0]["dur"], 20_000.0);
         assert_eq!(x[0]["name"], "app::load");
         assert!(report_from_trace(&serde_json::json!({"traceEvents": []})).is_err());
+    }
+
+    #[test]
+    fn a_replay_groups_findings_as_the_saved_report_did() {
+        // A stack of only the system's frames: its culprit is chosen by
+        // the frames' objects, which the replay must keep.
+        let libc = Frame {
+            function: "clock_nanosleep".into(),
+            file: None,
+            line: None,
+            module: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
+            inlined: false,
+        };
+        let mut bare = finding(Category::BlockingCall, 7);
+        bare.stack = vec![libc, Frame::unknown(0x10)];
+        let fs = [finding(Category::BlockingCall, 20), bare];
+        let doc = trace_json(&report(&fs), &fs);
+        let back = crate::live::replay::findings(&doc);
+        let app = crate::culprit::AppCode::default();
+        let rows = |f: &[Finding]| -> Vec<(String, u64, u64)> {
+            group(f, &app)
+                .into_iter()
+                .map(|b| (b.function, b.count, b.total_ns))
+                .collect()
+        };
+        assert_eq!(rows(&back), rows(&fs));
     }
 
     #[test]
