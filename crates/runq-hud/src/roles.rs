@@ -14,7 +14,8 @@
 //! for the next stack that shows a role: a thread last seen idle in the
 //! pool that runs deep code has most often just taken over a worker's core
 //! (after another worker's `block_in_place`), which its next stacks show.
-//! At the session's end, findings still waiting count as the workers'
+//! At the session's end, findings still waiting stay in the pool when
+//! their thread was last seen there, and otherwise count as the workers'
 //! that discovery took their threads for.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -126,14 +127,21 @@ impl Roles {
         self.pending.entry(f.tid).or_default().push(f);
     }
 
-    /// The session ends: findings still held belong to threads that never
-    /// showed a role, which discovery took for workers.
-    pub fn flush(&mut self) -> Vec<Finding> {
+    /// The session ends: findings still held belong to threads whose
+    /// next role was never seen. Those of a thread last seen in the pool
+    /// stay there (counted in `Released::pool_events`); the others
+    /// belong to threads that never showed a role, which discovery took
+    /// for workers.
+    pub fn flush(&mut self) -> Released {
         self.pending_len = 0;
-        std::mem::take(&mut self.pending)
-            .into_values()
-            .flatten()
-            .collect()
+        let mut out = Released::default();
+        for (tid, held) in std::mem::take(&mut self.pending) {
+            match self.last.get(&tid) {
+                Some(Role::Pool) => out.pool_events += held.len() as u64,
+                _ => out.findings.extend(held),
+            }
+        }
+        out
     }
 
     /// Threads that ran a runtime's tasks at some point, with the flavor
@@ -179,7 +187,7 @@ mod tests {
         let p = r.observe(8, Role::Pool);
         assert!(p.findings.is_empty());
         assert_eq!(p.pool_events, 1);
-        assert!(r.flush().is_empty());
+        assert!(r.flush().findings.is_empty());
     }
 
     #[test]
@@ -212,6 +220,9 @@ mod tests {
         r.observe(9, Role::Pool);
         assert!(r.only_pool(9));
         r.hold(finding(5, 3));
-        assert_eq!(r.flush().len(), 1, "unknown threads stay workers");
+        r.hold(finding(9, 4));
+        let end = r.flush();
+        assert_eq!(end.findings.len(), 1, "unknown threads stay workers");
+        assert_eq!(end.pool_events, 1, "thread 9 was last in the pool");
     }
 }

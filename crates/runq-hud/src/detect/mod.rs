@@ -398,7 +398,9 @@ impl Detector {
     /// The session ends: findings of cut stacks still waiting for their
     /// thread's role (see [`Roles::flush`]).
     pub fn flush(&mut self) -> Vec<Finding> {
-        self.roles.flush()
+        let end = self.roles.flush();
+        self.tally.blocking_pool_events += end.pool_events;
+        end.findings
     }
 }
 
