@@ -303,8 +303,17 @@ fn no_culprit(stack: &[Frame]) -> String {
         .iter()
         .map(crate::classify::class_of)
         .any(|c| c.worker_loop || c.pool_loop);
+    // As `place_of` decides: std code right under the frame that polls a
+    // task's future is that future's.
+    let classes: Vec<_> = stack.iter().map(crate::classify::class_of).collect();
+    let first_tokio = classes.iter().position(|c| c.tokio);
+    let inlined = first_tokio.is_some_and(|i| i > 0 && classes[i].task_poll);
     match stack.last() {
         Some(deepest) if !whole => format!("[stack cut short at {}]", deepest.function),
+        _ if inlined => match crate::classify::inlined_task(stack) {
+            Some(task) => format!("{task} (inlined into Tokio's poll)"),
+            None => "[a task's code, inlined into Tokio's poll]".to_string(),
+        },
         _ => "[runtime]".to_string(),
     }
 }
