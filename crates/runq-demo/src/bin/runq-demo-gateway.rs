@@ -12,10 +12,14 @@
 //!   blocker);
 //! - `flush_audit_log`: a sleep in the `current_thread` runtime's task.
 //!
-//! `runq-demo-gateway [SECONDS] [tokio-names]`; prints its pid first, and
-//! at the end the time each call spent in its blocking part as it
-//! measured it (`truth NAME CALLS TOTAL_NS`). With `tokio-names` the
-//! multi-thread runtime keeps Tokio's default thread names.
+//! `runq-demo-gateway [SECONDS] [tokio-names|calm|cooperative]`; prints
+//! its pid first, and at the end the time each call spent in its blocking
+//! part as it measured it (`truth NAME CALLS TOTAL_NS`). With
+//! `tokio-names` the multi-thread runtime keeps Tokio's default thread
+//! names. `calm` and `cooperative` replace each blocking part of the
+//! handlers and of the audit flush by what well-behaved code does: a
+//! Tokio timer of the same length, or that long of work in 1 ms slices
+//! with a `yield_now` between them (no blocker either way).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -47,10 +51,56 @@ impl Truth {
     fn time<R>(&self, f: impl FnOnce() -> R) -> R {
         let t = Instant::now();
         let r = f();
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.ns
-            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.add(t.elapsed());
         r
+    }
+
+    /// Adds one call of length `d`.
+    fn add(&self, d: Duration) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.ns.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// How the handlers wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// They block, each in its own way.
+    Blocking,
+    /// A Tokio timer instead.
+    Calm,
+    /// Work in 1 ms slices with a `yield_now` between them instead.
+    Cooperative,
+}
+
+/// The mode the second argument names.
+fn mode() -> Mode {
+    match std::env::args().nth(2).as_deref() {
+        Some("calm") => Mode::Calm,
+        Some("cooperative") => Mode::Cooperative,
+        _ => Mode::Blocking,
+    }
+}
+
+/// Spends [`BLOCK`] as well-behaved async code does.
+async fn wait_well(mode: Mode) {
+    if mode == Mode::Calm {
+        tokio::time::sleep(BLOCK).await;
+        return;
+    }
+    for _ in 0..BLOCK.as_millis() {
+        std::hint::black_box(runq_demo::burn(Duration::from_millis(1)));
+        tokio::task::yield_now().await;
+    }
+}
+
+/// A handler that waits well every [`PERIOD`], timed into `truth`.
+async fn well_behaved(truth: &'static Truth, mode: Mode) {
+    loop {
+        let t = Instant::now();
+        wait_well(mode).await;
+        truth.add(t.elapsed());
+        tokio::time::sleep(PERIOD).await;
     }
 }
 
@@ -87,12 +137,20 @@ fn main() {
 }
 
 async fn serve() {
-    tokio::spawn(every(|| {
-        LOGIN.time(|| tokio::task::block_in_place(verify_login));
-    }));
-    tokio::spawn(every(|| {
-        REPORT.time(|| render_report_page(DEPTH));
-    }));
+    match mode() {
+        Mode::Blocking => {
+            tokio::spawn(every(|| {
+                LOGIN.time(|| tokio::task::block_in_place(verify_login));
+            }));
+            tokio::spawn(every(|| {
+                REPORT.time(|| render_report_page(DEPTH));
+            }));
+        }
+        well => {
+            tokio::spawn(well_behaved(&LOGIN, well));
+            tokio::spawn(well_behaved(&REPORT, well));
+        }
+    }
     tokio::spawn(async {
         loop {
             let archived = tokio::task::spawn_blocking(|| ARCHIVE.time(archive_batch));
@@ -124,8 +182,18 @@ fn audit_runtime() {
     let lifetime = runq_demo::duration_from_args().unwrap_or(Duration::MAX);
     rt.block_on(async move {
         let until = Instant::now() + lifetime;
+        let mode = mode();
         while Instant::now() < until {
-            AUDIT.time(flush_audit_log);
+            match mode {
+                Mode::Blocking => {
+                    AUDIT.time(flush_audit_log);
+                }
+                well => {
+                    let t = Instant::now();
+                    wait_well(well).await;
+                    AUDIT.add(t.elapsed());
+                }
+            }
             tokio::time::sleep(PERIOD).await;
         }
     });

@@ -207,6 +207,35 @@ fn a_current_thread_runtime_beside_default_named_workers_is_found() {
     judge(&report, &gw.truths());
 }
 
+/// The same gateway waiting well (a Tokio timer, or work in 1 ms slices
+/// with a `yield_now`): no blocking call and no `block_in_place` row,
+/// while its handlers ran.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_calm_or_cooperative_gateway_has_no_blocker() {
+    let exe = runq_testkit::demos_without_frame_pointers().join("runq-demo-gateway");
+    for mode in ["calm", "cooperative"] {
+        let gw = start_gateway_with(&exe, &[mode]);
+        let (report, _) = hud(&runq_bin(), gw.pid, SESSION, &[]);
+        let truths = gw.truths();
+        assert!(truths["flush_audit_log"].0 > 0 && truths["render_report_page"].0 > 0);
+        assert!(
+            blockers(&report, "blocking_call").is_empty(),
+            "{mode}: {report:#}"
+        );
+        let in_place = report["block_in_place"].as_array().unwrap();
+        assert!(in_place.is_empty(), "{mode}: {report:#}");
+        assert!(
+            report["workers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["runtime"] == "current_thread"),
+            "{mode}: {report:#}"
+        );
+    }
+}
+
 /// `objcopy` with `args`, false when binutils is missing or it fails.
 fn objcopy(args: &[&OsStr]) -> bool {
     Command::new("objcopy")
