@@ -22,6 +22,7 @@ mod documented;
 mod host_monitor;
 mod hud;
 mod hud_gateway;
+mod hud_objects;
 mod json_contract;
 mod man;
 mod readme_console;
