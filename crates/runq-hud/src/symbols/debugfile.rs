@@ -127,13 +127,11 @@ pub fn candidates(exe: &Path, info: &ElfInfo, debug_dirs: &[PathBuf]) -> Vec<(Pa
     out
 }
 
-/// The separate debug info of the executable at `exe` (readable at
-/// `readable`, e.g. /proc/PID/exe): the first candidate that exists, is
-/// not the executable itself, has DWARF or a symbol table, and carries
-/// the same build ID.
-pub fn find(exe: &Path, readable: &Path, debug_dirs: &[PathBuf]) -> Option<(PathBuf, FoundBy)> {
-    let info = ElfInfo::read(readable)?;
-    candidates(exe, &info, debug_dirs)
+/// The separate debug info of the executable at `exe`, which holds
+/// `info`: the first candidate that exists, is not the executable itself,
+/// has DWARF or a symbol table, and carries the same build ID.
+pub fn find(exe: &Path, info: &ElfInfo, debug_dirs: &[PathBuf]) -> Option<(PathBuf, FoundBy)> {
+    candidates(exe, info, debug_dirs)
         .into_iter()
         .filter(|(p, _)| p != exe && p.is_file())
         .find(|(p, _)| {
@@ -212,7 +210,7 @@ mod tests {
         let kept = ElfInfo::read(&debug).unwrap();
         assert!(kept.dwarf && kept.build_id == stripped.build_id);
         assert_eq!(
-            find(&exe, &exe, &[]),
+            find(&exe, &stripped, &[]),
             Some((debug.clone(), FoundBy::DebugLink))
         );
         // The same file under a debug directory's build-id path.
@@ -224,8 +222,15 @@ mod tests {
         std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
         std::fs::rename(&debug, &by_id).unwrap();
         let dirs = [dir.path().join("lib")];
-        assert_eq!(find(&exe, &exe, &dirs), Some((by_id, FoundBy::BuildId)));
-        assert_eq!(find(&exe, &exe, &[]), None, "the link's target is gone");
+        assert_eq!(
+            find(&exe, &stripped, &dirs),
+            Some((by_id, FoundBy::BuildId))
+        );
+        assert_eq!(
+            find(&exe, &stripped, &[]),
+            None,
+            "the link's target is gone"
+        );
     }
 
     #[test]

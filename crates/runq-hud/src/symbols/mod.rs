@@ -97,6 +97,8 @@ pub struct Symbols {
     /// lookup could name, by object path.
     exports: HashMap<PathBuf, Option<Exports>>,
     debug_info_seen: bool,
+    /// What the executable's ELF holds, read once.
+    exe_elf: std::cell::OnceCell<Option<ElfInfo>>,
 }
 
 /// The debug info of the target's executable, in a file of its own: an
@@ -167,6 +169,7 @@ impl Symbols {
             cache: HashMap::new(),
             exports: HashMap::new(),
             debug_info_seen: false,
+            exe_elf: std::cell::OnceCell::new(),
         };
         s.refresh_mappings();
         s
@@ -183,14 +186,19 @@ impl Symbols {
     /// `.gnu_debuglink`) when the executable has no DWARF of its own, and
     /// uses it; returns how it was found.
     pub fn find_debug_file(&mut self, debug_dirs: &[PathBuf]) -> Option<FoundBy> {
-        let readable = self.proc_root.join(format!("{}/exe", self.pid));
-        if ElfInfo::read(&readable).is_none_or(|i| i.dwarf) {
-            return None;
-        }
+        let info = self.exe_elf().filter(|i| !i.dwarf)?;
         let exe = maps::exe_path(&self.proc_root, self.pid).ok()?;
-        let (path, by) = debugfile::find(&exe, &readable, debug_dirs)?;
+        let (path, by) = debugfile::find(&exe, info, debug_dirs)?;
         self.use_debug_file(&path, by).ok()?;
         Some(by)
+    }
+
+    /// What the running executable's ELF holds (read once, through
+    /// /proc/PID/exe).
+    fn exe_elf(&self) -> Option<&ElfInfo> {
+        self.exe_elf
+            .get_or_init(|| ElfInfo::read(&self.proc_root.join(format!("{}/exe", self.pid))))
+            .as_ref()
     }
 
     /// The debug file in use and how it was found.
@@ -201,9 +209,7 @@ impl Symbols {
     /// True when the executable is stripped (no symbol table, no DWARF)
     /// and no debug file stands in for it.
     pub fn executable_stripped(&self) -> bool {
-        self.target.is_none()
-            && ElfInfo::read(&self.proc_root.join(format!("{}/exe", self.pid)))
-                .is_some_and(|i| i.stripped())
+        self.target.is_none() && self.exe_elf().is_some_and(ElfInfo::stripped)
     }
 
     fn use_debug_file(&mut self, binary: &Path, found_by: FoundBy) -> Result<(), TargetError> {
@@ -231,7 +237,7 @@ impl Symbols {
             path: binary.to_path_buf(),
             exe,
             found_by,
-            exe_info: ElfInfo::read(&exe_file),
+            exe_info: self.exe_elf().cloned(),
         });
         self.cache.clear();
         Ok(())
