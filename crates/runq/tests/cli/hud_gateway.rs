@@ -280,12 +280,19 @@ fn a_stripped_gateway_finds_its_debug_file_by_its_debuglink_or_the_flag() {
         .contains("--debug-file"));
 }
 
-/// A file under /usr/lib/debug for the test's length.
-struct Installed(PathBuf);
+/// A file under /usr/lib/debug for the test's length, and the directory
+/// made for it, if any (removed when empty).
+struct Installed {
+    file: PathBuf,
+    made_dir: Option<PathBuf>,
+}
 
 impl Drop for Installed {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(&self.file);
+        if let Some(dir) = &self.made_dir {
+            let _ = std::fs::remove_dir(dir);
+        }
     }
 }
 
@@ -312,9 +319,14 @@ fn a_stripped_gateway_finds_its_debug_file_by_build_id() {
         &id[..2],
         &id[2..]
     ));
-    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    let dir = at.parent().unwrap().to_path_buf();
+    let made_dir = (!dir.exists()).then(|| dir.clone());
+    std::fs::create_dir_all(&dir).unwrap();
+    let _installed = Installed {
+        file: at.clone(),
+        made_dir,
+    };
     std::fs::copy(&debug, &at).unwrap();
-    let _installed = Installed(at);
     let report = gateway_session(&exe, &[]);
     let found = report["debug_file"].as_str().unwrap_or_default();
     assert!(found.contains("build-id"), "{report:#}");
