@@ -12,11 +12,12 @@
 //!   blocker);
 //! - `flush_audit_log`: a sleep in the `current_thread` runtime's task.
 //!
-//! `runq-demo-gateway [SECONDS] [tokio-names|calm|cooperative]`; prints
+//! `runq-demo-gateway [SECONDS] [tokio-names|deep|calm|cooperative]`; prints
 //! its pid first, and at the end the time each call spent in its blocking
 //! part as it measured it (`truth NAME CALLS TOTAL_NS`). With
 //! `tokio-names` the multi-thread runtime keeps Tokio's default thread
-//! names. `calm` and `cooperative` replace each blocking part of the
+//! names. `deep` renders twice as deep (48 KiB of sections: deeper than
+//! the stack hud copies). `calm` and `cooperative` replace each blocking part of the
 //! handlers and of the audit flush by what well-behaved code does: a
 //! Tokio timer of the same length, or that long of work in 1 ms slices
 //! with a `yield_now` between them (no blocker either way).
@@ -30,6 +31,8 @@ const BLOCK: Duration = Duration::from_millis(25);
 const PERIOD: Duration = Duration::from_millis(100);
 /// Nesting of the recursive renderer (1 KiB of locals per level).
 const DEPTH: u32 = 24;
+/// The same with `deep`.
+const DEEP: u32 = 48;
 
 /// Calls and total ns of one blocking part, as the service measured them.
 struct Truth {
@@ -142,8 +145,12 @@ async fn serve() {
             tokio::spawn(every(|| {
                 LOGIN.time(|| tokio::task::block_in_place(verify_login));
             }));
-            tokio::spawn(every(|| {
-                REPORT.time(|| render_report_page(DEPTH));
+            let depth = match std::env::args().nth(2).as_deref() {
+                Some("deep") => DEEP,
+                _ => DEPTH,
+            };
+            tokio::spawn(every(move || {
+                REPORT.time(|| render_report_page(depth));
             }));
         }
         well => {

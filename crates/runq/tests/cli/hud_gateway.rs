@@ -207,6 +207,29 @@ fn a_current_thread_runtime_beside_default_named_workers_is_found() {
     judge(&report, &gw.truths());
 }
 
+/// Rendering 48 KiB deep, deeper than hud copies: the render's stacks
+/// are cut short, and their time is still the render's, in full.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_stack_deeper_than_the_copy_keeps_its_time() {
+    let exe = runq_testkit::demos_without_frame_pointers().join("runq-demo-gateway");
+    let gw = start_gateway_with(&exe, &["deep"]);
+    let (report, _) = hud(&runq_bin(), gw.pid, SESSION, &[]);
+    judge(&report, &gw.truths());
+    let stacks = &report["stacks"];
+    assert!(stacks["short"].as_u64().unwrap() > 0, "{stacks:#}");
+    assert!(report["events"]["cut_findings"].as_u64().unwrap() > 0);
+    // None of the cut ones dropped: the render runs as often as the audit
+    // flush (both every 100 ms after their 25 ms).
+    let calls = blockers(&report, "blocking_call");
+    let count = |name| row(&calls, name).unwrap()["count"].as_u64().unwrap();
+    let (render, audit) = (count("render_report_page"), count("flush_audit_log"));
+    assert!(
+        render * 5 >= audit * 4,
+        "{render} renders, {audit} flushes: {report:#}"
+    );
+}
+
 /// The same gateway waiting well (a Tokio timer, or work in 1 ms slices
 /// with a `yield_now`): no blocking call and no `block_in_place` row,
 /// while its handlers ran.
