@@ -86,9 +86,16 @@ pub fn demos_without_frame_pointers() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let profile = [("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")];
-        // The two demos the tests run this way (each other bin would cost a
+        // The demos the tests run this way (each other bin would cost a
         // release build and link of its own).
-        let bins = ["--bin", "runq-demo-tokio", "--bin", "runq-demo-service"];
+        let bins = [
+            "--bin",
+            "runq-demo-tokio",
+            "--bin",
+            "runq-demo-service",
+            "--bin",
+            "runq-demo-gateway",
+        ];
         release_demos("nofp", &bins, &profile)
     })
 }

@@ -21,6 +21,8 @@ mod ctprof_record;
 mod documented;
 mod host_monitor;
 mod hud;
+mod hud_gateway;
+mod hud_objects;
 mod json_contract;
 mod man;
 mod readme_console;
