@@ -6,6 +6,7 @@
 
 mod host;
 mod judge;
+mod rt;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -222,6 +223,9 @@ struct LiveRun<'s> {
     reports: Vec<WorkerReport>,
     collect_timeout: Duration,
     sampler: Option<Sampler>,
+    /// Per group, whether its workers stay out of runq's v1 cpu cgroup
+    /// (RT workers under v1 RT group scheduling, see `rt.rs`).
+    outside_v1_cpu: Vec<bool>,
 }
 
 impl<'s> LiveRun<'s> {
@@ -256,6 +260,7 @@ impl<'s> LiveRun<'s> {
             handle,
             watchdog,
             reports: Vec::new(),
+            outside_v1_cpu: vec![false; scn.groups.len()],
             collect_timeout: opts.collect_timeout,
             sampler: scn
                 .snapshot_interval
@@ -324,9 +329,10 @@ impl<'s> LiveRun<'s> {
         if self.handle.fault_hits(FaultStep::Place, pid) {
             return Err(format!("placement in {name}: injected fault"));
         }
+        let outside = self.outside_v1_cpu[group_idx];
         let placed = run
             .add_group(name, &Default::default())
-            .and_then(|cg| run.place(cg, pid));
+            .and_then(|cg| run.place_except_v1_cpu(cg, pid, outside));
         placed.map_err(|e| format!("placement in {name}: {e}"))
     }
 
@@ -396,11 +402,13 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     crate::capacity::HostLimits::read(Path::new("/proc"))
         .check(workers, opts.max_workers_per_cpu)
         .map_err(RunError::Capacity)?;
-    let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
+    let (mut cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
+    let outside_v1_cpu = rt::plan_groups(scn, cgroups.as_mut())?;
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = start_scheduler(scn, opts.interrupt)?;
     let watchdog = watchdog_for(scheduler.as_ref(), opts.repro);
     let mut live = LiveRun::new(scn, cgroups, watchdog, &mut opts);
+    live.outside_v1_cpu = outside_v1_cpu;
     let t_spawn = Instant::now();
     let first: Vec<usize> = (0..scn.groups.len())
         .filter(|&i| !scn.groups[i].deferred)
