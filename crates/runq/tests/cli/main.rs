@@ -28,3 +28,4 @@ mod run;
 mod scenarios;
 mod scheduler;
 mod usage;
+mod vm;

@@ -8,6 +8,7 @@ mod repeats;
 mod scenarios;
 mod scheduler_args;
 mod summary;
+pub mod vm;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -144,6 +145,9 @@ pub struct RunArgs {
     /// The scheduler under test.
     #[command(flatten)]
     pub sched: scheduler_args::SchedulerArgs,
+    /// The run inside a VM.
+    #[command(flatten)]
+    pub vm: Box<vm::VmArgs>,
 }
 
 /// The flags that shape a run, which the listings refuse (only `--json`
@@ -357,6 +361,10 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let (mut scn, cgroups) = scenario_from_args(&args)?;
+    if args.vm.vm {
+        check_outputs(&args)?;
+        return vm::run_in_vm(&args, scn.duration * args.repeat.max(1));
+    }
     args.sched.apply(&mut scn)?;
     if let Some(SnapshotInterval(i)) = args.snapshot_interval {
         scn.snapshot_interval = i;
