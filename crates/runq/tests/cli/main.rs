@@ -29,3 +29,4 @@ mod scenarios;
 mod scheduler;
 mod usage;
 mod vm;
+mod vm_tier;
