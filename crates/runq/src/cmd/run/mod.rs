@@ -361,7 +361,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let (mut scn, cgroups) = scenario_from_args(&args)?;
-    if args.vm.vm {
+    if args.vm.wanted()? {
         check_outputs(&args)?;
         return vm::run_in_vm(&args, scn.duration * args.repeat.max(1));
     }

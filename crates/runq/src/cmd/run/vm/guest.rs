@@ -58,7 +58,7 @@ pub fn guest_args(host: &[String], dir: &Path) -> GuestArgs {
         };
         let mut value = || inline.clone().or_else(|| it.next().cloned());
         match flag {
-            "--vm" => {}
+            "--vm" | "--vm-matrix" => {}
             f if VM_VALUE_FLAGS.contains(&f) => {
                 value();
             }

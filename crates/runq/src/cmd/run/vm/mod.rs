@@ -5,6 +5,7 @@
 
 mod guest;
 mod launch;
+mod matrix;
 pub mod topology;
 
 use std::path::{Path, PathBuf};
@@ -30,21 +31,27 @@ pub struct VmArgs {
     pub vm: bool,
     /// The kernel the VM boots (default: /boot/vmlinuz-$(uname -r), else
     /// the newest /boot/vmlinuz-*)
-    #[arg(long, value_name = "PATH", requires = "vm")]
+    #[arg(long, value_name = "PATH")]
     pub kernel: Option<PathBuf>,
     /// The VM's topology: NUMA nodes (n), LLCs per node (l), cores per LLC
     /// (c), threads per core (t), e.g. 2n2c2t (8 vCPUs, SMT siblings), 4c
-    #[arg(long, value_name = "PRESET", default_value = "1n2c1t", requires = "vm")]
-    pub topology: String,
+    /// [default: 1n2c1t]; with --vm-matrix, a comma-separated list
+    #[arg(long, value_name = "PRESET")]
+    pub topology: Option<String>,
+    /// Run the scenario in one VM per topology (--topology's list, or
+    /// 1n2c1t,1n1c2t,2n1c1t,1n2l1c1t,2n2c2t) and print one table:
+    /// topology, verdict, failed checks; --junit gets one testcase each
+    #[arg(long)]
+    pub vm_matrix: bool,
     /// The VM's memory (split evenly over its NUMA nodes): 2G, 512M
-    #[arg(long, value_name = "SIZE", default_value = "2G", requires = "vm")]
+    #[arg(long, value_name = "SIZE", default_value = "2G")]
     pub memory: String,
     /// How long the VM may take to boot to runq before it is killed and the
     /// run fails (exit 3)
-    #[arg(long, value_name = "DURATION", default_value = "180s", value_parser = parse_duration, requires = "vm")]
+    #[arg(long, value_name = "DURATION", default_value = "180s", value_parser = parse_duration)]
     pub vm_boot_timeout: Duration,
     /// The accelerator: auto (KVM when /dev/kvm works, else TCG), kvm, tcg
-    #[arg(long, value_name = "ACCEL", default_value = "auto", value_parser = ["auto", "kvm", "tcg"], requires = "vm")]
+    #[arg(long, value_name = "ACCEL", default_value = "auto", value_parser = ["auto", "kvm", "tcg"])]
     pub vm_accel: String,
 }
 
@@ -80,11 +87,29 @@ struct Plan {
     vng: PathBuf,
 }
 
-/// Checks the flags and finds virtme-ng, qemu and a kernel.
-fn plan(args: &super::RunArgs) -> anyhow::Result<Plan> {
+/// The default topology of `--vm`.
+const DEFAULT_TOPOLOGY: &str = "1n2c1t";
+
+impl VmArgs {
+    /// Whether the run goes into a VM (`--vm` or `--vm-matrix`); a usage
+    /// error for a VM flag given without either.
+    pub fn wanted(&self) -> anyhow::Result<bool> {
+        let wanted = self.vm || self.vm_matrix;
+        let stray = self.kernel.is_some() || self.topology.is_some();
+        if stray && !wanted {
+            return Err(exit::usage(
+                "--kernel and --topology shape a VM: add --vm (or --vm-matrix)",
+            ));
+        }
+        Ok(wanted)
+    }
+}
+
+/// Checks the flags for the VM of `preset` and finds virtme-ng, qemu and
+/// a kernel.
+fn plan(args: &super::RunArgs, preset: &str) -> anyhow::Result<Plan> {
     let vm = &args.vm;
-    let topo =
-        Topology::parse(&vm.topology).map_err(|e| exit::usage(format!("--topology: {e}")))?;
+    let topo = Topology::parse(preset).map_err(|e| exit::usage(format!("--topology: {e}")))?;
     let memory_mib = topology::parse_memory(&vm.memory).map_err(exit::usage)?;
     topo.vng_args(memory_mib, true).map_err(exit::usage)?;
     if args.scenario.as_deref() == Some("-") {
@@ -135,15 +160,59 @@ fn plan(args: &super::RunArgs) -> anyhow::Result<Plan> {
 
 /// Runs the whole `runq run` inside a VM and brings its results out.
 pub fn run_in_vm(args: &super::RunArgs, run_for: Duration) -> anyhow::Result<ExitCode> {
-    let plan = plan(args)?;
+    if args.vm.vm_matrix {
+        return matrix::run_matrix(args, run_for);
+    }
+    let preset = args.vm.topology.as_deref().unwrap_or(DEFAULT_TOPOLOGY);
+    let plan = plan(args, preset)?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let dir = SharedDir::create()?;
     let host_args: Vec<String> = std::env::args().skip(1).collect();
     let g = guest::guest_args(&host_args, &dir.0);
+    let run = boot_and_run(args, &plan, &g.args, dir, run_for, interrupt)?;
+    bring_out(args, &g, &run)
+}
+
+/// A run that reached the guest: its exit code and outputs.
+struct GuestRun {
+    dir: SharedDir,
+    console: PathBuf,
+    facts: VmFacts,
+}
+
+impl GuestRun {
+    fn read(&self, name: &str) -> std::io::Result<String> {
+        std::fs::read_to_string(self.dir.0.join(name))
+    }
+
+    /// The guest runq's exit code; an error when it left none.
+    fn rc(&self) -> anyhow::Result<u8> {
+        let Ok(rc) = self.read("rc") else {
+            self.dir.keep();
+            return Err(exit::run_error(format!(
+                "--vm: runq in the VM ended without a result ({}); console {}",
+                launch::console_tail(&self.console, 3),
+                self.console.display()
+            )));
+        };
+        Ok(rc.trim().parse().unwrap_or(exit::RUN_ERROR))
+    }
+}
+
+/// Boots the VM of `plan` (KVM first when `auto` finds it, then TCG) to
+/// run runq with `guest_args`, its files in `dir`.
+fn boot_and_run(
+    args: &super::RunArgs,
+    plan: &Plan,
+    guest_args: &[String],
+    dir: SharedDir,
+    run_for: Duration,
+    interrupt: &AtomicBool,
+) -> anyhow::Result<GuestRun> {
     let runq = std::env::current_exe().context("finding runq's own binary")?;
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let script = dir.0.join("run.sh");
-    std::fs::write(&script, guest::script(&dir.0, &runq, &cwd, &g.args))
+    std::fs::write(&script, guest::script(&dir.0, &runq, &cwd, guest_args))
         .with_context(|| format!("writing {}", script.display()))?;
     let deadlines = Deadlines {
         boot: args.vm.vm_boot_timeout,
@@ -155,14 +224,14 @@ pub fn run_in_vm(args: &super::RunArgs, run_for: Duration) -> anyhow::Result<Exi
     };
     let mut kvm_failed = None;
     let mut accel = if try_kvm { "kvm" } else { "tcg" };
-    let mut ended = boot_once(&plan, &dir.0, &script, accel, deadlines, interrupt)?;
+    let mut ended = boot_once(plan, &dir.0, &script, accel, deadlines, interrupt)?;
     if try_kvm
         && args.vm.vm_accel == "auto"
         && !matches!(ended, Ended::Ran { .. } | Ended::Interrupted)
     {
         kvm_failed = Some(launch::console_tail(&dir.0.join("console.kvm"), 1));
         accel = "tcg";
-        ended = boot_once(&plan, &dir.0, &script, accel, deadlines, interrupt)?;
+        ended = boot_once(plan, &dir.0, &script, accel, deadlines, interrupt)?;
     }
     let console = dir.0.join(format!("console.{accel}"));
     let boot = match ended {
@@ -180,7 +249,11 @@ pub fn run_in_vm(args: &super::RunArgs, run_for: Duration) -> anyhow::Result<Exi
         kernel_image: plan.kernel.display().to_string(),
         boot_ms: boot.as_millis() as u64,
     };
-    bring_out(args, &g, &dir, &console, &facts)
+    Ok(GuestRun {
+        dir,
+        console,
+        facts,
+    })
 }
 
 /// One boot with `accel`, its console in `dir/console.<accel>`.
@@ -254,25 +327,15 @@ fn boot_error(
 fn bring_out(
     args: &super::RunArgs,
     g: &guest::GuestArgs,
-    dir: &SharedDir,
-    console: &Path,
-    facts: &VmFacts,
+    run: &GuestRun,
 ) -> anyhow::Result<ExitCode> {
-    let read = |name: &str| std::fs::read_to_string(dir.0.join(name));
-    let Ok(rc) = read("rc") else {
-        dir.keep();
-        return Err(exit::run_error(format!(
-            "--vm: runq in the VM ended without a result ({}); console {}",
-            launch::console_tail(console, 3),
-            console.display()
-        )));
-    };
-    let rc: u8 = rc.trim().parse().unwrap_or(exit::RUN_ERROR);
-    let stdout = read("stdout").unwrap_or_default();
-    let stderr = read("stderr").unwrap_or_default();
+    let rc = run.rc()?;
+    let stdout = run.read("stdout").unwrap_or_default();
+    let stderr = run.read("stderr").unwrap_or_default();
     if !stderr.trim().is_empty() {
         crate::errln!("{}", stderr.trim_end());
     }
+    let facts = &run.facts;
     if args.json && !stdout.trim().is_empty() {
         crate::outln!("{}", with_vm_facts(&stdout, facts)?);
     } else {
@@ -281,15 +344,13 @@ fn bring_out(
             crate::outln!("{}", vm_line(facts));
         }
     }
-    if let (Some(path), Ok(text)) = (
-        &g.output,
-        std::fs::read_to_string(guest::guest_output(&dir.0)),
-    ) {
+    let saved = std::fs::read_to_string(guest::guest_output(&run.dir.0));
+    if let (Some(path), Ok(text)) = (&g.output, saved) {
         std::fs::write(path, with_vm_facts(&text, facts)? + "\n")
             .map_err(|e| exit::run_error(format!("--output {}: {e}", path.display())))?;
     }
     if let Some(path) = &g.junit {
-        let _ = std::fs::copy(guest::guest_junit(&dir.0), path)
+        std::fs::copy(guest::guest_junit(&run.dir.0), path)
             .map_err(|e| exit::run_error(format!("--junit {}: {e}", path.display())))?;
     }
     Ok(ExitCode::from(rc))
