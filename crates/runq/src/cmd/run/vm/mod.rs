@@ -209,7 +209,7 @@ fn boot_and_run(
     run_for: Duration,
     interrupt: &AtomicBool,
 ) -> anyhow::Result<GuestRun> {
-    let runq = std::env::current_exe().context("finding runq's own binary")?;
+    let runq = own_binary()?;
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let script = dir.0.join("run.sh");
     std::fs::write(&script, guest::script(&dir.0, &runq, &cwd, guest_args))
@@ -254,6 +254,14 @@ fn boot_and_run(
         console,
         facts,
     })
+}
+
+/// The runq binary the guest runs: this one, or, when it was replaced
+/// on disk since it started (a rebuild), the new file at its path.
+fn own_binary() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("finding runq's own binary")?;
+    let text = exe.display().to_string();
+    Ok(text.strip_suffix(" (deleted)").map_or(exe, PathBuf::from))
 }
 
 /// One boot with `accel`, its console in `dir/console.<accel>`.
