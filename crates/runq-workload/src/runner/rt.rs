@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use runq_kernel::cgroup::rt::{self, RtFacts, RtPlan, RtRefusal};
-use runq_kernel::cgroup::RunCgroups;
+use runq_kernel::cgroup::{CgroupLayout, RunCgroups};
 
 use super::RunError;
 use crate::placement::SchedPolicy;
@@ -39,8 +39,12 @@ pub(super) fn plan_groups(
         let Some(priority) = rt_priority(g) else {
             continue;
         };
-        let facts =
-            facts.get_or_insert_with(|| RtFacts::read(cgroups.as_deref().map(|r| r.layout())));
+        let facts = facts.get_or_insert_with(|| {
+            // Without runq's cgroups the workers stay where runq runs,
+            // whose cpu cgroup decides all the same.
+            let detected = CgroupLayout::detect().ok();
+            RtFacts::read(cgroups.as_deref().map(|r| r.layout()).or(detected.as_ref()))
+        });
         let name = g.cgroup.as_deref().filter(|_| cgroups.is_some());
         let refuse = |why: RtRefusal| {
             let line = format!("group {}: {why}", g.name);

@@ -24,6 +24,7 @@ mod hud;
 mod json_contract;
 mod man;
 mod readme_console;
+mod rt;
 mod run;
 mod scenarios;
 mod scheduler;
