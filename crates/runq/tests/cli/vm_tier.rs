@@ -123,8 +123,8 @@ fn judge(dir: &Path, key: &str) -> (String, Option<String>) {
 }
 
 #[test]
-#[ignore = "vm tier: every scenario and work type in a 2n1c2t cgroup-v2 VM (about 20 min under \
-            TCG); needs qemu-system-x86, virtme-ng and a kernel in /boot (`.ci/run` installs \
+#[ignore = "vm tier: every scenario and work type in a 2n1c2t cgroup-v2 VM (20 to 50 min under \
+            TCG on 2 cores); needs qemu-system-x86, virtme-ng and a kernel in /boot (`.ci/run` installs \
             them): cargo test -p runq --test cli -- --ignored vm_tier::"]
 fn vm_tier_every_scenario_and_work_type_in_a_2n1c2t_vm() {
     let dir = tempfile::tempdir().unwrap();
