@@ -19,14 +19,16 @@ use crate::common::runq;
 
 /// The guest: cgroup v2 with the controllers systemd would give, then
 /// each run with its JSON, stderr and exit code left in the shared dir.
+/// Each run may take 5 minutes (exit 124 past them: one stalled run must
+/// not take the whole tier).
 const GUEST: &str = r#"#!/bin/sh
-O="$1"; R="$2"
+O="$1"; R="$2"; T="timeout -k 10 300"
 for c in cpu cpuset; do echo "+$c" > /sys/fs/cgroup/cgroup.subtree_control; done
 for s in $(cat "$O/scenarios"); do
-  NO_COLOR=1 "$R" run "$s" --json > "$O/S-$s.json" 2> "$O/S-$s.err"; echo $? > "$O/S-$s.rc"
+  NO_COLOR=1 $T "$R" run "$s" --json > "$O/S-$s.json" 2> "$O/S-$s.err"; echo $? > "$O/S-$s.rc"
 done
 for t in $(cat "$O/types"); do
-  NO_COLOR=1 "$R" run --work-type "$t" --duration 2s --json > "$O/T-$t.json" 2> "$O/T-$t.err"
+  NO_COLOR=1 $T "$R" run --work-type "$t" --duration 1s --json > "$O/T-$t.json" 2> "$O/T-$t.err"
   echo $? > "$O/T-$t.rc"
 done
 find /sys/fs/cgroup/runq -mindepth 1 -type d > "$O/leftover-cgroups"
@@ -176,11 +178,15 @@ fn vm_tier_every_scenario_and_work_type_in_a_2n1c2t_vm() {
             // SAFETY: killing the process group this test made (vng, qemu).
             unsafe { libc::kill(-(vm.id() as i32), libc::SIGKILL) };
             let _ = vm.wait();
-            panic!("the VM did not finish within {limit:?}");
+            break;
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    assert!(d.join("done").exists(), "the guest did not finish its runs");
+    let mut problems = Vec::new();
+    if !d.join("done").exists() {
+        problems
+            .push("the guest did not finish its runs (the lines below are those it did)".into());
+    }
     println!(
         "vm-tier: {} runs in {:.0} s",
         scenarios.len() + types.len(),
@@ -190,8 +196,7 @@ fn vm_tier_every_scenario_and_work_type_in_a_2n1c2t_vm() {
         .iter()
         .map(|s| format!("S-{s}"))
         .chain(types.iter().map(|t| format!("T-{t}")));
-    let mut problems = Vec::new();
-    for key in keys {
+    for key in keys.filter(|k| d.join(format!("{k}.rc")).exists()) {
         let (line, bad) = judge(d, &key);
         println!("vm-tier: {line}");
         problems.extend(bad);
