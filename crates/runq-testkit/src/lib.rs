@@ -11,6 +11,7 @@
 
 mod root_cfg;
 pub mod schema;
+pub mod starve;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -168,10 +168,9 @@ fn planned_three_second_sleeps_and_bursts_never_signal() {
     );
 }
 
-#[test]
-#[cfg_attr(not(runq_root), ignore = "needs root (a SCHED_FIFO hog)")]
-fn a_worker_starved_on_its_cpu_signals_once_and_says_so() {
-    let sched = StandIn::start();
+/// One SpinWait worker whose watchdog has a 500 ms bound, started; its
+/// pid.
+fn spinner_watched_by(sched: &StandIn) -> (WorkloadHandle, i32) {
     let mut spec = WorkSpec::new(0, WorkType::from_name("SpinWait").unwrap(), 1);
     spec.watchdog = Some(Watchdog {
         stuck_ns: 500_000_000,
@@ -179,32 +178,19 @@ fn a_worker_starved_on_its_cpu_signals_once_and_says_so() {
     });
     let mut handle = WorkloadHandle::spawn(&[spec]).expect("spawn");
     handle.start();
-    let pid = handle.pids()[0].0;
+    let pid = handle.pids()[0].0 as i32;
+    (handle, pid)
+}
+
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root (a SCHED_FIFO hog)")]
+fn a_worker_starved_on_its_cpu_signals_once_and_says_so() {
+    let sched = StandIn::start();
+    let (handle, pid) = spinner_watched_by(&sched);
     std::thread::sleep(Duration::from_millis(200));
-    // The worker runnable and not run: a SCHED_FIFO hog on its one CPU
-    // (the kernel leaves it about 50 ms a second there).
-    // SAFETY: a zeroed cpu_set_t is an empty set, filled by CPU_SET.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(0, &mut set);
-        libc::sched_setaffinity(pid as libc::pid_t, std::mem::size_of_val(&set), &set);
-    }
-    let mut hog = Command::new("chrt")
-        .args([
-            "-f",
-            "1",
-            "taskset",
-            "-c",
-            "0",
-            "sh",
-            "-c",
-            "while :; do :; done",
-        ])
-        .spawn()
-        .expect("chrt and taskset (util-linux)");
+    let hog = runq_testkit::starve::RtHog::starve(pid);
     let seen = wait_until(Duration::from_secs(10), || sched.signals() > 0);
-    let _ = hog.kill();
-    let _ = hog.wait();
+    drop(hog);
     let reports = handle.stop_and_collect(Duration::from_secs(10));
     assert!(seen, "a starved worker did not signal the scheduler");
     assert_eq!(sched.signals(), 1, "the watchdog signals once per worker");
@@ -218,20 +204,13 @@ fn a_stopped_worker_is_not_starved_and_does_not_signal() {
     // SIGSTOP takes the worker off the run queue: no run delay, nothing
     // the scheduler under test did.
     let sched = StandIn::start();
-    let mut spec = WorkSpec::new(0, WorkType::from_name("SpinWait").unwrap(), 1);
-    spec.watchdog = Some(Watchdog {
-        stuck_ns: 500_000_000,
-        ..sched.watchdog()
-    });
-    let mut handle = WorkloadHandle::spawn(&[spec]).expect("spawn");
-    handle.start();
-    let pid = handle.pids()[0].0;
+    let (handle, pid) = spinner_watched_by(&sched);
     std::thread::sleep(Duration::from_millis(100));
     // SAFETY: signals to our own child worker.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: as above.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGCONT) };
+    unsafe { libc::kill(pid, libc::SIGCONT) };
     std::thread::sleep(Duration::from_millis(300));
     let reports = handle.stop_and_collect(Duration::from_secs(10));
     std::thread::sleep(Duration::from_millis(300));
