@@ -1,6 +1,7 @@
 /* The bare floor of a futex ping-pong: two processes take turns on one
- * shared word (FUTEX_WAIT / FUTEX_WAKE), as runq's FutexPingPong does,
- * with no telemetry. Prints round trips per second.
+ * shared word (FUTEX_WAIT with a 100 ms timeout / FUTEX_WAKE), the same
+ * system calls as runq's FutexPingPong, with no telemetry. Prints round
+ * trips per second.
  * Usage: futex_pingpong SECONDS */
 #include <linux/futex.h>
 #include <stdatomic.h>
@@ -54,8 +55,10 @@ int main(int argc, char **argv)
 		/* The parent plays side 0 in bursts, checking the time. */
 		for (int i = 0; i < 1000 && !atomic_load(&s->stop); i++) {
 			unsigned turn;
-			while ((turn = atomic_load(&s->word)) != 0)
-				syscall(SYS_futex, &s->word, FUTEX_WAIT, turn, NULL, NULL, 0);
+			while ((turn = atomic_load(&s->word)) != 0) {
+				struct timespec t = { 0, 100000000 };
+				syscall(SYS_futex, &s->word, FUTEX_WAIT, turn, &t, NULL, 0);
+			}
 			atomic_store(&s->word, 1);
 			syscall(SYS_futex, &s->word, FUTEX_WAKE, 1, NULL, NULL, 0);
 			count++;
