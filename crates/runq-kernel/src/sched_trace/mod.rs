@@ -1,0 +1,200 @@
+//! A flight recorder of scheduler events: a tracefs instance of its own
+//! (`instances/runq-<pid>-<n>`) with `sched_switch`, `sched_wakeup`,
+//! `sched_wakeup_new` and `sched_migrate_task` on, clock `mono`, limited
+//! to the CPUs of interest (`tracing_cpumask`) and to a fixed buffer per
+//! CPU in overwrite mode: the kernel keeps the newest events, nothing runs
+//! in user space while recording, and [`Recorder::stop`] reads the buffer
+//! once. The instance is removed when the [`Recorder`] is dropped.
+
+mod event;
+
+pub use event::{parse_line, SchedEvent, Task};
+
+use std::fs;
+use std::io::{self, BufRead};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::tracefs::{ensure_mounted, Tracefs, TracefsError};
+
+/// The events recorded.
+pub const EVENTS: [&str; 4] = [
+    "sched_switch",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_migrate_task",
+];
+
+/// Why the recorder could not start or be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecorderError {
+    /// tracefs is missing and could not be mounted.
+    #[error(transparent)]
+    Tracefs(#[from] TracefsError),
+    /// A tracefs file could not be written or read.
+    #[error("tracefs {}: {source}{}", path.display(), hint(source))]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+fn hint(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::PermissionDenied => " (tracing needs root)",
+        _ => "",
+    }
+}
+
+/// What the recorder kept.
+#[derive(Debug, Clone, Default)]
+pub struct Recording {
+    /// The events, oldest first.
+    pub events: Vec<SchedEvent>,
+    /// Events the kernel wrote during the recording (more than kept when
+    /// the buffer wrapped).
+    pub written: u64,
+}
+
+/// A running recording (see the module doc).
+#[derive(Debug)]
+pub struct Recorder {
+    dir: PathBuf,
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+impl Recorder {
+    /// Creates the instance and starts recording the `cpus` (all online
+    /// CPUs when empty) into `kib_per_cpu` KiB per CPU.
+    pub fn start(cpus: &[u32], kib_per_cpu: u64) -> Result<Recorder, RecorderError> {
+        let root = match ensure_mounted()? {
+            Tracefs::Mounted(p) | Tracefs::MountedNow(p) => p,
+        };
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = root
+            .join("instances")
+            .join(format!("runq-{}-{n}", std::process::id()));
+        fs::create_dir(&dir).map_err(|source| RecorderError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let rec = Recorder { dir };
+        rec.write("tracing_on", "0")?;
+        rec.write("trace_clock", "mono")?;
+        rec.write("buffer_size_kb", &kib_per_cpu.max(64).to_string())?;
+        if !cpus.is_empty() {
+            rec.write("tracing_cpumask", &cpumask(cpus))?;
+        }
+        for e in EVENTS {
+            rec.write(&format!("events/sched/{e}/enable"), "1")?;
+        }
+        rec.write("tracing_on", "1")?;
+        Ok(rec)
+    }
+
+    fn write(&self, file: &str, value: &str) -> Result<(), RecorderError> {
+        let path = self.dir.join(file);
+        fs::write(&path, value).map_err(|source| RecorderError::Io { path, source })
+    }
+
+    /// Stops recording and reads what the buffer kept.
+    pub fn stop(&self) -> Result<Recording, RecorderError> {
+        self.write("tracing_on", "0")?;
+        let path = self.dir.join("trace");
+        let file = fs::File::open(&path).map_err(|source| RecorderError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        read_trace(io::BufReader::with_capacity(1 << 20, file))
+            .map_err(|source| RecorderError::Io { path, source })
+    }
+
+    /// The instance's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        let _ = fs::write(self.dir.join("tracing_on"), "0");
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// Reads a `trace` file: its events, and the header's
+/// `entries-in-buffer/entries-written: K/W`.
+pub fn read_trace(input: impl BufRead) -> io::Result<Recording> {
+    let mut rec = Recording::default();
+    for line in input.lines() {
+        let line = line?;
+        if let Some(counts) = line.strip_prefix("# entries-in-buffer/entries-written: ") {
+            let written = counts.split_whitespace().next().unwrap_or("");
+            rec.written = written
+                .split('/')
+                .nth(1)
+                .and_then(|w| w.parse().ok())
+                .unwrap_or(0);
+            continue;
+        }
+        if let Some(e) = parse_line(&line) {
+            rec.events.push(e);
+        }
+    }
+    rec.events.sort_by_key(SchedEvent::ts_ns);
+    Ok(rec)
+}
+
+/// `tracing_cpumask`'s hex mask of `cpus` (32-bit words, comma-separated,
+/// most significant first).
+pub fn cpumask(cpus: &[u32]) -> String {
+    let top = cpus.iter().copied().max().unwrap_or(0);
+    let mut words = vec![0u32; top as usize / 32 + 1];
+    for &c in cpus {
+        words[c as usize / 32] |= 1 << (c % 32);
+    }
+    let hex: Vec<String> = words.iter().rev().map(|w| format!("{w:08x}")).collect();
+    hex.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_and_headers() {
+        assert_eq!(cpumask(&[0, 1]), "00000003");
+        assert_eq!(cpumask(&[33]), "00000002,00000000");
+        let text = "# entries-in-buffer/entries-written: 2/90   #P:2\n\
+            a-1 [000] d..2. 2.000001: sched_migrate_task: comm=a pid=1 prio=120 orig_cpu=0 dest_cpu=1\n\
+            a-1 [001] d..2. 1.000001: sched_migrate_task: comm=a pid=1 prio=120 orig_cpu=1 dest_cpu=0\n";
+        let rec = read_trace(text.as_bytes()).unwrap();
+        assert_eq!(rec.written, 90);
+        assert_eq!(rec.events.len(), 2);
+        assert_eq!(rec.events[0].ts_ns(), 1_000_001_000, "sorted by time");
+    }
+
+    /// As root: a recording sees this thread being switched and woken.
+    #[test]
+    #[cfg_attr(not(runq_root), ignore = "needs root")]
+    fn records_switches_of_this_thread() {
+        let rec = Recorder::start(&[], 256).expect("tracefs instance as root");
+        let dir = rec.dir().to_path_buf();
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let got = rec.stop().unwrap();
+        drop(rec);
+        assert!(!dir.exists(), "the instance is removed");
+        let me = i32::try_from(std::process::id()).unwrap();
+        let tid = unsafe { libc::gettid() };
+        let mine = got.events.iter().filter(|e| match e {
+            SchedEvent::Switch { prev, .. } => prev.pid == tid || prev.pid == me,
+            _ => false,
+        });
+        assert!(mine.count() >= 10, "{} events", got.events.len());
+    }
+}
