@@ -181,10 +181,10 @@ impl Names<'_> {
             return "idle".into();
         }
         let mut s = format!("`{}` {}", t.comm, t.pid);
-        if (self.is_runq)(t.pid) {
-            s.push_str(" (runq itself)");
-        } else if let Some(g) = (self.group_of)(t.pid) {
+        if let Some(g) = (self.group_of)(t.pid) {
             let _ = write!(s, " ({g})");
+        } else if (self.is_runq)(t.pid) {
+            s.push_str(" (runq itself)");
         }
         s
     }

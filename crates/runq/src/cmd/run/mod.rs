@@ -1,6 +1,7 @@
 //! `runq run`: drive a scheduler scenario and report on it.
 
 mod catalog;
+mod evidence;
 mod host_lines;
 mod hostwait;
 mod render;
@@ -142,6 +143,17 @@ pub struct RunArgs {
     /// `max_runnable_wait_ms` check).
     #[arg(long)]
     pub runnable_wait: bool,
+    /// Record the scheduler's events on the run's CPUs (switches, wakeups
+    /// with their waker, migrations; a tracefs instance with a buffer of
+    /// up to 16 MiB per CPU that keeps the newest events, read only after
+    /// a FAIL) so that each failed check comes with its evidence: who held
+    /// the CPU, a Perfetto trace of the moment. Root; COST.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub flight_recorder: String,
+    /// Where a FAIL's evidence traces go (default: the system's temporary
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub evidence_dir: Option<std::path::PathBuf>,
     /// Write a JUnit XML report to FILE: one testcase per group and check.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,
@@ -152,7 +164,7 @@ pub struct RunArgs {
 
 /// The flags that shape a run, which the listings refuse (only `--json`
 /// goes with them).
-const RUN_ONLY: [&str; 14] = [
+const RUN_ONLY: [&str; 16] = [
     "scenario",
     "work_type",
     "params",
@@ -167,6 +179,8 @@ const RUN_ONLY: [&str; 14] = [
     "junit",
     "snapshot_interval",
     "runnable_wait",
+    "flight_recorder",
+    "evidence_dir",
 ];
 
 /// `--snapshot-interval`: a duration, or `None` for `off`.
@@ -378,6 +392,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         max_workers_per_cpu: args.max_workers_per_cpu,
         repeats: args.repeat,
         runnable_wait: args.runnable_wait,
+        flight_recorder: args.flight_recorder == "on",
     };
     check_outputs(&args)?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
@@ -386,14 +401,26 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(crate::cmd::ctprof::run_hook::Recorder::new)
         .transpose()?;
-    let outcomes = repeats::run_repeats(&plan, &scn, args.json, interrupt, &mut ctprof)?;
+    let evidence_dir = evidence::dir(args.evidence_dir.as_deref());
+    let ran = repeats::run_repeats(
+        &plan,
+        &scn,
+        args.json,
+        interrupt,
+        &mut ctprof,
+        &evidence_dir,
+    )?;
     let raw = if args.raw {
         RawSamples::Keep
     } else {
         RawSamples::Drop
     };
-    let doc = RunDocument::from_outcomes(&scn, outcomes, raw);
+    let mut doc = RunDocument::from_outcomes(&scn, ran.outcomes, raw);
+    doc.evidence = ran.evidence;
     let outcome = &doc.last;
+    if let Some(line) = evidence::headline(outcome, doc.evidence.as_ref()) {
+        crate::errln!("{line}");
+    }
     if let Placement::Unplaced { reason } = &outcome.placement {
         if scn.wants_cgroups() && !args.json && cgroups != CgroupMode::Off {
             crate::errln!("runq: running workers without cgroups ({reason})");
@@ -431,6 +458,9 @@ fn print_report(doc: &RunDocument, json: bool) -> anyhow::Result<()> {
         );
         if let Some(s) = &doc.repeat_summary {
             crate::out!("{}", summary::render(s));
+        }
+        if let Some(e) = &doc.evidence {
+            crate::out!("{}", evidence::render(e));
         }
     }
     Ok(())

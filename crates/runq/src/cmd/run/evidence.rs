@@ -1,0 +1,207 @@
+//! The run's flight recorder (runq-kernel's `sched_trace`: a tracefs
+//! instance of its own recording the scheduler events of the run's CPUs
+//! into a fixed buffer per CPU) and, after a FAIL, the evidence of each
+//! failed check read from it (runq-workload's `evidence`): a sentence in
+//! the report, a Chrome/Perfetto trace file per check, and the headline
+//! that starts stderr.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use runq_kernel::sched_trace::{Recorder, EVENTS};
+use runq_workload::evidence::{self, window::Names, EvidenceReport};
+use runq_workload::{RunOutcome, Verdict};
+
+/// The recorder's buffer over all CPUs, KiB; each CPU gets its share,
+/// between [`MIN_KIB_PER_CPU`] and [`MAX_KIB_PER_CPU`].
+const TOTAL_KIB: u64 = 256 * 1024;
+const MIN_KIB_PER_CPU: u64 = 1024;
+const MAX_KIB_PER_CPU: u64 = 16 * 1024;
+
+/// One run's recorder, or why there is none, and the run's start on its
+/// clock (CLOCK_MONOTONIC, ns), learnt from the first tick.
+pub struct Flight {
+    recorder: Result<Recorder, String>,
+    base_ns: Option<u64>,
+    own: HashSet<i32>,
+}
+
+impl Flight {
+    /// Starts recording, when `on`; otherwise notes why not.
+    pub fn start(on: bool) -> Flight {
+        let recorder = if on {
+            let cpus = runq_kernel::cpulist::online_cpus();
+            let n = cpus.len().max(1) as u64;
+            let kib = (TOTAL_KIB / n).clamp(MIN_KIB_PER_CPU, MAX_KIB_PER_CPU);
+            let cpus: Vec<u32> = cpus.iter().filter_map(|&c| u32::try_from(c).ok()).collect();
+            Recorder::start(&cpus, kib).map_err(|e| e.to_string())
+        } else {
+            Err("the flight recorder is off (--flight-recorder off)".into())
+        };
+        Flight {
+            recorder,
+            base_ns: None,
+            own: HashSet::new(),
+        }
+    }
+
+    /// On each tick of the run: the first gives the run's start; each
+    /// notes runq's own threads (the sampler's, the host monitor's), which
+    /// are gone when the evidence is read.
+    pub fn tick(&mut self, elapsed: Duration) {
+        if self.recorder.is_err() {
+            return;
+        }
+        add_own_tids(&mut self.own);
+        if self.base_ns.is_none() {
+            let e = u64::try_from(elapsed.as_nanos()).unwrap_or(0);
+            self.base_ns = Some(monotonic_ns().saturating_sub(e));
+        }
+    }
+
+    /// Stops recording; after a FAIL, reads the recording and writes the
+    /// evidence of each failed check (its trace files under `dir`, named
+    /// after `tag`).
+    pub fn finish(self, o: &RunOutcome, dir: &Path, tag: &str) -> Option<EvidenceReport> {
+        if o.verdict != Verdict::Fail {
+            return None;
+        }
+        let mut report = EvidenceReport::default();
+        let (rec, base) = match (self.recorder, self.base_ns) {
+            (Ok(r), Some(b)) => (r, b),
+            (Err(why), _) => return Some(unavailable(o, report, format!("no recording: {why}"))),
+            (Ok(_), None) => {
+                let why = "no recording: the run never started".to_string();
+                return Some(unavailable(o, report, why));
+            }
+        };
+        let recording = match rec.stop() {
+            Ok(r) => r,
+            Err(e) => return Some(unavailable(o, report, format!("no recording: {e}"))),
+        };
+        drop(rec);
+        let events = recording.events;
+        report.source = Some(format!("tracefs instance: {}", EVENTS.join(", ")));
+        report.events = events.len() as u64;
+        report.events_written = recording.written;
+        let s = |ns: u64| (ns as f64 - base as f64) / 1e9;
+        if let (Some(a), Some(b)) = (events.first(), events.last()) {
+            report.recorded_s = Some([s(a.ts_ns()), s(b.ts_ns())]);
+        }
+        let own = self.own;
+        let group_of = |tid: i32| evidence::group_of(o, tid);
+        let is_runq = |tid: i32| own.contains(&tid);
+        let names = Names {
+            group_of: &group_of,
+            is_runq: &is_runq,
+        };
+        let moments = evidence::moments(o);
+        for c in o.checks.iter().filter(|c| !c.pass) {
+            let Some(m) = moments
+                .iter()
+                .find(|m| m.check == c.name && m.group == c.group)
+            else {
+                report.checks.push(evidence::without_moment(c));
+                continue;
+            };
+            let (mut ev, trace) = evidence::examine(&events, base, m, &names);
+            let file = dir.join(format!("runq-evidence-{tag}-{}-{}.json", c.name, c.group));
+            match std::fs::write(&file, trace.to_string()) {
+                Ok(()) => ev.trace_file = Some(file.display().to_string()),
+                Err(e) => ev.summary.push_str(&format!(
+                    " (the trace could not be written to {}: {e})",
+                    file.display()
+                )),
+            }
+            report.checks.push(ev);
+        }
+        Some(report)
+    }
+}
+
+/// The report of a FAIL without a recording: every failed check says why.
+fn unavailable(o: &RunOutcome, mut report: EvidenceReport, why: String) -> EvidenceReport {
+    for c in o.checks.iter().filter(|c| !c.pass) {
+        let mut e = evidence::without_moment(c);
+        e.summary = format!("no evidence: {why}");
+        report.checks.push(e);
+    }
+    report.unavailable = Some(why);
+    report
+}
+
+/// The directory evidence files go to: `--evidence-dir`, or the system's
+/// temporary directory.
+pub fn dir(arg: Option<&Path>) -> PathBuf {
+    arg.map_or_else(std::env::temp_dir, Path::to_path_buf)
+}
+
+/// A name for this run's files: the pid and the time, and the repeat.
+pub fn tag(repeat: u32) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{}-{secs}-{repeat}", std::process::id())
+}
+
+/// The headline of a FAIL: `runq: FAIL <check>: ...; evidence: <file>`.
+pub fn headline(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<String> {
+    let worst = evidence::headline::worst(o)?;
+    let mut line = format!("runq: {}", evidence::headline::line(o, worst));
+    let ev = report.and_then(|r| {
+        r.checks
+            .iter()
+            .find(|e| e.check == worst.name && e.group == worst.group)
+    });
+    match ev {
+        Some(e) => match &e.trace_file {
+            Some(f) => line.push_str(&format!("; evidence: {f}")),
+            None => line.push_str(&format!("; {}", e.summary)),
+        },
+        None => line.push_str("; no evidence recorded"),
+    }
+    Some(line)
+}
+
+/// The evidence section of the text report.
+pub fn render(r: &EvidenceReport) -> String {
+    let mut out = String::from("\nevidence");
+    match (&r.source, r.recorded_s) {
+        (Some(src), Some([a, b])) => out.push_str(&format!(
+            " ({src}; {} events kept of {} written, {a:.2} s to {b:.2} s):\n",
+            r.events, r.events_written
+        )),
+        _ => out.push_str(":\n"),
+    }
+    for e in &r.checks {
+        out.push_str(&format!("  {} {}: {}\n", e.check, e.group, e.summary));
+        if let Some(f) = &e.trace_file {
+            out.push_str(&format!("    trace: {f}\n"));
+        }
+    }
+    out
+}
+
+/// Adds runq's own threads (the sampler, the host monitor, the main
+/// thread) to `tids`.
+fn add_own_tids(tids: &mut HashSet<i32>) {
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for e in dir.flatten() {
+            if let Some(t) = e.file_name().to_str().and_then(|s| s.parse().ok()) {
+                tids.insert(t);
+            }
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC (the recorder's `mono` trace clock), ns.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
+}
