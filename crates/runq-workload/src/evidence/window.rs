@@ -112,9 +112,9 @@ pub fn longest_wait(events: &[SchedEvent], tid: i32, from: u64, to: u64) -> Opti
     best
 }
 
-/// Who ran on `cpu` during `[from, to]` (absolute ns), longest first (the
-/// task running before the CPU's first switch in the window is the one that
-/// switch takes off it).
+/// Who ran on `cpu` during `[from, to]` (absolute ns), longest first: each
+/// stretch is the task the switch that ends it takes off the CPU; the last
+/// one, the task the last switch put on.
 pub fn holders(events: &[SchedEvent], cpu: u32, from: u64, to: u64) -> Vec<Holder> {
     let mut time: BTreeMap<(i32, String), u64> = BTreeMap::new();
     let mut current: Option<&Task> = None;
@@ -137,9 +137,9 @@ pub fn holders(events: &[SchedEvent], cpu: u32, from: u64, to: u64) -> Vec<Holde
             current = Some(next);
             continue;
         }
-        // Before the CPU's first switch in the recording, whoever switched
-        // out first was running.
-        let running = current.unwrap_or(prev);
+        // The task switched out is the one that ran (with its comm as of
+        // now: a task that exec'd while it ran has its new name).
+        let running = prev;
         let end = (*ts_ns).min(to);
         *time.entry((running.pid, running.comm.clone())).or_default() += end - since;
         since = end;
