@@ -161,16 +161,19 @@ fn host_wait_moment(h: Option<&HostSeries>, c: &CheckResult, o: &RunOutcome) -> 
 }
 
 /// One failed check's evidence from `events` (absolute ns; `base` is the
-/// run's start on the same clock), and the trace of its window.
+/// run's start on the same clock), and the trace of its window when the
+/// recording reaches it (a buffer that wrapped past it has none).
 pub fn examine(
     events: &[runq_kernel::sched_trace::SchedEvent],
     base: u64,
     m: &Moment,
     names: &window::Names,
-) -> (Evidence, serde_json::Value) {
+) -> (Evidence, Option<serde_json::Value>) {
     let (summary, from, to) = window::summarize(events, base, m, names);
     let wait = window::longest_wait(events, m.tid, base + m.from_ns, base + m.to_ns);
-    let trace = chrome::trace(events, base, (from, to), m.tid, wait.as_ref(), names);
+    let reached = events.first().is_some_and(|e| e.ts_ns() <= to);
+    let trace =
+        reached.then(|| chrome::trace(events, base, (from, to), m.tid, wait.as_ref(), names));
     let s = |ns: u64| ns.saturating_sub(base) as f64 / 1e9;
     let evidence = Evidence {
         check: m.check.clone(),

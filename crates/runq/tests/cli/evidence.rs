@@ -25,7 +25,14 @@ fn a_fail_starts_stderr_with_its_worst_check() {
     let dir = tempfile::tempdir().unwrap();
     let path = scenario("tests/impossible-bound.toml");
     let d = dir.path().to_str().unwrap();
-    let (code, v, stderr) = run_json(&["run", &path, "--json", "--evidence-dir", d]);
+    let (code, v, stderr) = run_json(&[
+        "run",
+        &path,
+        "--json",
+        "--flight-recorder",
+        "--evidence-dir",
+        d,
+    ]);
     assert_eq!(code, Some(1), "{stderr}");
     let first = stderr.lines().next().unwrap_or_default();
     assert!(
@@ -37,6 +44,7 @@ fn a_fail_starts_stderr_with_its_worst_check() {
         first.contains("; evidence: ") || first.contains("; no evidence: "),
         "{first}"
     );
+    runq_testkit::assert_matches_schema("run", &v);
     let ev = &v["evidence"]["checks"][0];
     assert_eq!(ev["check"], "min_work_rate", "{v}");
     assert!(!ev["summary"].as_str().unwrap().is_empty(), "{ev}");
@@ -62,7 +70,14 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
     )
     .unwrap();
     let d = dir.path().to_str().unwrap();
-    let child = spawn(&["run", scn.to_str().unwrap(), "--json", "--evidence-dir", d]);
+    let child = spawn(&[
+        "run",
+        scn.to_str().unwrap(),
+        "--json",
+        "--flight-recorder",
+        "--evidence-dir",
+        d,
+    ]);
     let pid = child.id();
     let worker = wait_for(Duration::from_secs(10), "the worker", || {
         let kids = children(pid);
@@ -90,6 +105,7 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
+    runq_testkit::assert_matches_schema("run", &v);
     let first = stderr.lines().next().unwrap_or_default();
     assert!(
         first.starts_with(&format!(

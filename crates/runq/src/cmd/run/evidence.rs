@@ -13,12 +13,6 @@ use runq_kernel::sched_trace::{Recorder, EVENTS};
 use runq_workload::evidence::{self, window::Names, EvidenceReport};
 use runq_workload::{RunOutcome, Verdict};
 
-/// The recorder's buffer over all CPUs, KiB; each CPU gets its share,
-/// between [`MIN_KIB_PER_CPU`] and [`MAX_KIB_PER_CPU`].
-const TOTAL_KIB: u64 = 256 * 1024;
-const MIN_KIB_PER_CPU: u64 = 1024;
-const MAX_KIB_PER_CPU: u64 = 16 * 1024;
-
 /// One run's recorder, or why there is none, and the run's start on its
 /// clock (CLOCK_MONOTONIC, ns), learnt from the first tick.
 pub struct Flight {
@@ -28,16 +22,20 @@ pub struct Flight {
 }
 
 impl Flight {
-    /// Starts recording, when `on`; otherwise notes why not.
-    pub fn start(on: bool) -> Flight {
-        let recorder = if on {
-            let cpus = runq_kernel::cpulist::online_cpus();
-            let n = cpus.len().max(1) as u64;
-            let kib = (TOTAL_KIB / n).clamp(MIN_KIB_PER_CPU, MAX_KIB_PER_CPU);
-            let cpus: Vec<u32> = cpus.iter().filter_map(|&c| u32::try_from(c).ok()).collect();
-            Recorder::start(&cpus, kib).map_err(|e| e.to_string())
-        } else {
-            Err("the flight recorder is off (--flight-recorder off)".into())
+    /// Starts recording into `mib_per_cpu` MiB per online CPU, when
+    /// given; otherwise notes why not.
+    pub fn start(mib_per_cpu: Option<u64>) -> Flight {
+        let recorder = match mib_per_cpu {
+            Some(mib) => {
+                let cpus = runq_kernel::cpulist::online_cpus();
+                let cpus: Vec<u32> = cpus.iter().filter_map(|&c| u32::try_from(c).ok()).collect();
+                Recorder::start(&cpus, mib * 1024).map_err(|e| e.to_string())
+            }
+            None => Err(
+                "the flight recorder is off (pass --flight-recorder to record the \
+                 scheduler's events; about 0.45 µs each)"
+                    .into(),
+            ),
         };
         Flight {
             recorder,
@@ -106,6 +104,10 @@ impl Flight {
                 continue;
             };
             let (mut ev, trace) = evidence::examine(&events, base, m, &names);
+            let Some(trace) = trace else {
+                report.checks.push(ev);
+                continue;
+            };
             let file = dir.join(format!("runq-evidence-{tag}-{}-{}.json", c.name, c.group));
             match std::fs::write(&file, trace.to_string()) {
                 Ok(()) => ev.trace_file = Some(file.display().to_string()),
@@ -166,6 +168,9 @@ pub fn headline(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<Strin
 
 /// The evidence section of the text report.
 pub fn render(r: &EvidenceReport) -> String {
+    if let Some(why) = &r.unavailable {
+        return format!("\nevidence: none ({why})\n");
+    }
     let mut out = String::from("\nevidence");
     match (&r.source, r.recorded_s) {
         (Some(src), Some([a, b])) => out.push_str(&format!(

@@ -33,9 +33,9 @@ pub struct RunPlan {
     /// Measure the host's runnable waits (`--runnable-wait`; also on when
     /// the scenario checks them).
     pub runnable_wait: bool,
-    /// Record the scheduler's events for the evidence of a FAIL
-    /// (`--flight-recorder`).
-    pub flight_recorder: bool,
+    /// Record the scheduler's events for the evidence of a FAIL into this
+    /// many MiB per CPU (`--flight-recorder`), or not at all.
+    pub flight_recorder: Option<u64>,
 }
 
 impl RunPlan {
