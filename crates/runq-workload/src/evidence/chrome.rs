@@ -14,6 +14,10 @@ use super::window::{Names, Wait};
 const CPUS_PID: i32 = 1;
 /// The process id of the waiting task's track.
 const TASK_PID: i32 = 2;
+/// The most CPU stretches a trace keeps (about 150 bytes each): past it,
+/// the shortest are left out, and the trace says how many and below what
+/// length.
+pub const MAX_SLICES: usize = 50_000;
 
 /// The trace of `[from, to]` (absolute ns), `base` being the run's start.
 pub fn trace(
@@ -31,6 +35,7 @@ pub fn trace(
         json!({"ph": "M", "name": "thread_name", "pid": TASK_PID, "tid": tid,
                "args": {"name": format!("{tid}")}}),
     ];
+    let mut slices: Vec<(u32, u64, u64, &runq_kernel::sched_trace::Task)> = Vec::new();
     let mut running: std::collections::BTreeMap<u32, (u64, &runq_kernel::sched_trace::Task)> =
         Default::default();
     for e in events.iter().filter(|e| e.ts_ns() <= to) {
@@ -46,9 +51,8 @@ pub fn trace(
                     .get(cpu)
                     .map_or(from.max(events[0].ts_ns()), |r| r.0);
                 if *ts_ns > from && prev.pid != 0 {
-                    out.push(json!({"ph": "X", "cat": "run", "pid": CPUS_PID, "tid": cpu,
-                        "name": names.task(prev), "ts": us(start.max(from)),
-                        "dur": (ts_ns - start.max(from)) as f64 / 1000.0}));
+                    let start = start.max(from);
+                    slices.push((*cpu, start, ts_ns - start, prev));
                 }
                 running.insert(*cpu, (*ts_ns, next));
             }
@@ -83,9 +87,13 @@ pub fn trace(
     for (cpu, (start, task)) in &running {
         let start = (*start).max(from);
         if task.pid != 0 && start < to {
-            out.push(json!({"ph": "X", "cat": "run", "pid": CPUS_PID, "tid": cpu,
-                "name": names.task(task), "ts": us(start), "dur": (to - start) as f64 / 1000.0}));
+            slices.push((*cpu, start, to - start, task));
         }
+    }
+    let (cutoff, left_out) = shortest_kept(&mut slices);
+    for (cpu, start, dur, task) in slices {
+        out.push(json!({"ph": "X", "cat": "run", "pid": CPUS_PID, "tid": cpu,
+            "name": names.task(task), "ts": us(start), "dur": dur as f64 / 1000.0}));
     }
     for cpu in running.keys() {
         out.push(
@@ -100,5 +108,20 @@ pub fn trace(
             "ts": us(w.from_ns), "dur": w.ns() as f64 / 1000.0}),
         );
     }
-    json!({"traceEvents": out, "displayTimeUnit": "ms"})
+    json!({"traceEvents": out, "displayTimeUnit": "ms",
+           "runq_evidence": {"slices_left_out": left_out, "left_out_shorter_than_us": cutoff as f64 / 1000.0}})
+}
+
+/// Leaves out all but the [`MAX_SLICES`] longest stretches; returns the
+/// length the kept ones reach (0 when none was left out) and how many went.
+fn shortest_kept<T>(slices: &mut Vec<(u32, u64, u64, T)>) -> (u64, usize) {
+    if slices.len() <= MAX_SLICES {
+        return (0, 0);
+    }
+    let mut lens: Vec<u64> = slices.iter().map(|s| s.2).collect();
+    lens.sort_unstable_by(|a, b| b.cmp(a));
+    let cutoff = lens[MAX_SLICES - 1];
+    let before = slices.len();
+    slices.retain(|s| s.2 > cutoff);
+    (cutoff, before - slices.len())
 }

@@ -116,7 +116,11 @@ fn moment_of(o: &RunOutcome, c: &CheckResult) -> Option<Moment> {
             let what = format!("waited {} ms runnable without a CPU", w.max_gap_ms);
             (w, what)
         }
-        "min_work_rate" | "min_fair_share" | "not_stuck" | "max_offcpu_spread_pct" => {
+        "min_work_rate"
+        | "min_fair_share"
+        | "min_fair_share_worker"
+        | "not_stuck"
+        | "max_offcpu_spread_pct" => {
             let w = live().min_by_key(|r| r.cpu_time_ns)?;
             let what = format!(
                 "is the most starved worker: {} ms on a CPU in {} ms, longest wait {} ms",

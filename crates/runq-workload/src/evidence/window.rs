@@ -166,6 +166,39 @@ pub fn holders(events: &[SchedEvent], cpu: u32, from: u64, to: u64) -> Vec<Holde
     out
 }
 
+/// Who ran on the CPUs `w` was queued on while it waited (the CPU it was
+/// queued on, then each migration's destination), summed; and those CPUs,
+/// each once, in order.
+pub fn holders_along(events: &[SchedEvent], w: &Wait) -> (Vec<Holder>, Vec<u32>) {
+    let mut stops: Vec<(u64, u32)> = vec![(w.from_ns, w.queued_cpu)];
+    stops.extend(w.migrations.iter().map(|&(ts, _, to)| (ts, to)));
+    let mut sum: BTreeMap<(i32, String), u64> = BTreeMap::new();
+    let mut cpus: Vec<u32> = Vec::new();
+    for (i, &(from, cpu)) in stops.iter().enumerate() {
+        let to = stops.get(i + 1).map_or(w.to_ns, |s| s.0);
+        if !cpus.contains(&cpu) {
+            cpus.push(cpu);
+        }
+        for h in holders(events, cpu, from, to.max(from)) {
+            *sum.entry((h.task.pid, h.task.comm)).or_default() += h.ns;
+        }
+    }
+    let mut out: Vec<Holder> = sum
+        .into_iter()
+        .map(|((pid, comm), ns)| Holder {
+            task: Task { pid, comm },
+            ns,
+        })
+        .collect();
+    out.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.task.pid.cmp(&b.task.pid)));
+    (out, cpus)
+}
+
+fn join_cpus(cpus: &[u32]) -> String {
+    let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
+    list.join(", ")
+}
+
 /// How the summary names the tasks it mentions.
 pub struct Names<'a> {
     /// A run worker's group, by tid.
@@ -226,15 +259,19 @@ pub fn summarize(
         }
         return (s, from, to);
     };
-    let h = holders(events, w.queued_cpu, w.from_ns, w.to_ns);
+    let (h, cpus) = holders_along(events, &w);
+    let place = match cpus.as_slice() {
+        [one] => format!("CPU {one}"),
+        many => format!("CPUs {}", join_cpus(many)),
+    };
     let mut s = format!(
-        "{who} {}: in the recording it waited {} ms on CPU {} from {:.3} s",
+        "{who} {}: in the recording it waited {} ms on {place} from {:.3} s: {} ran {}",
         m.what,
         group_thousands(w.ns() / 1_000_000),
-        w.queued_cpu,
-        (w.from_ns as f64 - base as f64) / 1e9
+        (w.from_ns as f64 - base as f64) / 1e9,
+        if cpus.len() == 1 { &place } else { "they" },
+        holder_list(&h, names)
     );
-    let _ = write!(s, ": CPU {} ran {}", w.queued_cpu, holder_list(&h, names));
     if let Some(k) = &w.waker {
         let _ = write!(s, "; woken by {}", names.task(k));
     }
@@ -244,7 +281,11 @@ pub fn summarize(
             let _ = write!(s, "; then ran on CPU {}", w.ran_cpu);
         }
         n => {
-            let _ = write!(s, "; {n} migration(s), then ran on CPU {}", w.ran_cpu);
+            let _ = write!(
+                s,
+                "; moved {n} times while it waited, then ran on CPU {}",
+                w.ran_cpu
+            );
         }
     }
     let margin = (w.ns() / 10).max(50_000_000);
@@ -269,13 +310,18 @@ fn holder_list(h: &[Holder], names: &Names) -> String {
         .collect();
     let rest: u64 = h.iter().skip(3).map(|x| x.ns).sum();
     if h.len() > 3 {
-        parts.push(format!(
-            "{} others {} ms",
-            h.len() - 3,
-            group_thousands(rest / 1_000_000)
-        ));
+        parts.push(format!("{} others {}", h.len() - 3, fmt_ms(rest)));
     }
     parts.join(", ")
+}
+
+/// ns as ms: `3,011 ms`, or `0.4 ms` below 10 ms.
+fn fmt_ms(ns: u64) -> String {
+    if ns < 10_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{} ms", group_thousands(ns / 1_000_000))
+    }
 }
 
 /// 3011 as `3,011`.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use runq_kernel::sched_trace::{Recorder, EVENTS};
-use runq_workload::evidence::{self, window::Names, EvidenceReport};
+use runq_workload::evidence::{self, window::Names, Evidence, EvidenceReport};
 use runq_workload::{RunOutcome, Verdict};
 
 /// One run's recorder, or why there is none, and the run's start on its
@@ -87,39 +87,65 @@ impl Flight {
         if let (Some(a), Some(b)) = (events.first(), events.last()) {
             report.recorded_s = Some([s(a.ts_ns()), s(b.ts_ns())]);
         }
-        let own = self.own;
-        let group_of = |tid: i32| evidence::group_of(o, tid);
-        let is_runq = |tid: i32| own.contains(&tid);
-        let names = Names {
-            group_of: &group_of,
-            is_runq: &is_runq,
-        };
-        let moments = evidence::moments(o);
-        for c in o.checks.iter().filter(|c| !c.pass) {
-            let Some(m) = moments
-                .iter()
-                .find(|m| m.check == c.name && m.group == c.group)
-            else {
-                report.checks.push(evidence::without_moment(c));
-                continue;
-            };
-            let (mut ev, trace) = evidence::examine(&events, base, m, &names);
-            let Some(trace) = trace else {
-                report.checks.push(ev);
-                continue;
-            };
-            let file = dir.join(format!("runq-evidence-{tag}-{}-{}.json", c.name, c.group));
-            match std::fs::write(&file, trace.to_string()) {
-                Ok(()) => ev.trace_file = Some(file.display().to_string()),
-                Err(e) => ev.summary.push_str(&format!(
-                    " (the trace could not be written to {}: {e})",
-                    file.display()
-                )),
-            }
-            report.checks.push(ev);
-        }
+        report.checks = examine_all(
+            o,
+            &events,
+            base,
+            &self.own,
+            &dir.join(format!("runq-evidence-{tag}")),
+        );
         Some(report)
     }
+}
+
+/// Each failed check's evidence in `events`, its trace written to
+/// `<prefix>-<check>-<group>.json` (checks that point at the same moment
+/// share one file).
+fn examine_all(
+    o: &RunOutcome,
+    events: &[runq_kernel::sched_trace::SchedEvent],
+    base: u64,
+    own: &HashSet<i32>,
+    prefix: &Path,
+) -> Vec<Evidence> {
+    let group_of = |tid: i32| evidence::group_of(o, tid);
+    let is_runq = |tid: i32| own.contains(&tid);
+    let names = Names {
+        group_of: &group_of,
+        is_runq: &is_runq,
+    };
+    let moments = evidence::moments(o);
+    let mut written: Vec<(&evidence::Moment, String)> = Vec::new();
+    let mut out = Vec::new();
+    for c in o.checks.iter().filter(|c| !c.pass) {
+        let Some(m) = moments
+            .iter()
+            .find(|m| m.check == c.name && m.group == c.group)
+        else {
+            out.push(evidence::without_moment(c));
+            continue;
+        };
+        let same = |w: &&(&evidence::Moment, String)| {
+            (w.0.tid, w.0.from_ns, w.0.to_ns) == (m.tid, m.from_ns, m.to_ns)
+        };
+        let (mut ev, trace) = evidence::examine(events, base, m, &names);
+        if let Some(w) = written.iter().find(same) {
+            ev.trace_file = Some(w.1.clone());
+        } else if let Some(trace) = trace {
+            let file = format!("{}-{}-{}.json", prefix.display(), c.name, c.group);
+            match std::fs::write(&file, trace.to_string()) {
+                Ok(()) => {
+                    written.push((m, file.clone()));
+                    ev.trace_file = Some(file);
+                }
+                Err(e) => ev
+                    .summary
+                    .push_str(&format!(" (the trace could not be written to {file}: {e})")),
+            }
+        }
+        out.push(ev);
+    }
+    out
 }
 
 /// The report of a FAIL without a recording: every failed check says why.
