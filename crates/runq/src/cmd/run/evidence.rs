@@ -192,19 +192,28 @@ pub fn headline(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<Strin
     Some(line)
 }
 
+/// The text report with the evidence section just above its verdict line
+/// (which stays last, for `| tail -1`). A report without a recording gets
+/// none: the first line on stderr says why.
+pub fn with_report(mut text: String, r: Option<&EvidenceReport>) -> String {
+    let Some(r) = r.filter(|r| r.unavailable.is_none()) else {
+        return text;
+    };
+    let at = text.rfind("verdict: ").unwrap_or(text.len());
+    text.insert_str(at, &render(r));
+    text
+}
+
 /// The evidence section of the text report.
-pub fn render(r: &EvidenceReport) -> String {
-    if let Some(why) = &r.unavailable {
-        return format!("\nevidence: none ({why})\n");
-    }
-    let mut out = String::from("\nevidence");
-    match (&r.source, r.recorded_s) {
-        (Some(src), Some([a, b])) => out.push_str(&format!(
-            " ({src}; {} events kept of {} written, {a:.2} s to {b:.2} s):\n",
+fn render(r: &EvidenceReport) -> String {
+    let mut out = String::from("evidence");
+    if let (Some(src), Some([a, b])) = (&r.source, r.recorded_s) {
+        out.push_str(&format!(
+            " ({src}; {} events kept of {} written, {a:.2} s to {b:.2} s)",
             r.events, r.events_written
-        )),
-        _ => out.push_str(":\n"),
+        ));
     }
+    out.push_str(":\n");
     for e in &r.checks {
         out.push_str(&format!("  {} {}: {}\n", e.check, e.group, e.summary));
         if let Some(f) = &e.trace_file {
@@ -235,4 +244,37 @@ fn monotonic_ns() -> u64 {
     // SAFETY: a valid timespec to fill.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runq_workload::evidence::Evidence;
+
+    #[test]
+    fn the_section_goes_above_the_verdict() {
+        let report = EvidenceReport {
+            checks: vec![Evidence {
+                check: "max_gap_ms".into(),
+                group: "g".into(),
+                summary: "worker 1 (g) waited".into(),
+                window_s: None,
+                trace_file: Some("/tmp/t.json".into()),
+            }],
+            ..EvidenceReport::default()
+        };
+        let text = with_report("FAIL x\nverdict: FAIL\n".into(), Some(&report));
+        assert_eq!(
+            text,
+            "FAIL x\nevidence:\n  max_gap_ms g: worker 1 (g) waited\n    trace: /tmp/t.json\nverdict: FAIL\n"
+        );
+        let off = EvidenceReport {
+            unavailable: Some("off".into()),
+            ..report
+        };
+        assert_eq!(
+            with_report("verdict: FAIL\n".into(), Some(&off)),
+            "verdict: FAIL\n"
+        );
+    }
 }

@@ -456,15 +456,10 @@ fn print_report(doc: &RunDocument, json: bool) -> anyhow::Result<()> {
             crate::errln!("runq: run ended early: {e}");
         }
     } else {
-        crate::out!(
-            "{}",
-            render::render_outcome(&doc.last, crate::style::color_enabled())
-        );
+        let text = render::render_outcome(&doc.last, crate::style::color_enabled());
+        crate::out!("{}", evidence::with_report(text, doc.evidence.as_ref()));
         if let Some(s) = &doc.repeat_summary {
             crate::out!("{}", summary::render(s));
-        }
-        if let Some(e) = &doc.evidence {
-            crate::out!("{}", evidence::render(e));
         }
     }
     Ok(())
