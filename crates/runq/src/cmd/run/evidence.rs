@@ -24,12 +24,12 @@ pub struct Flight {
 impl Flight {
     /// Starts recording into `mib_per_cpu` MiB per online CPU, when
     /// given; otherwise notes why not.
-    pub fn start(mib_per_cpu: Option<u64>) -> Flight {
+    pub fn start(mib_per_cpu: Option<u32>) -> Flight {
         let recorder = match mib_per_cpu {
             Some(mib) => {
                 let cpus = runq_kernel::cpulist::online_cpus();
                 let cpus: Vec<u32> = cpus.iter().filter_map(|&c| u32::try_from(c).ok()).collect();
-                Recorder::start(&cpus, mib * 1024).map_err(|e| e.to_string())
+                Recorder::start(&cpus, u64::from(mib) * 1024).map_err(|e| e.to_string())
             }
             None => Err(
                 "the flight recorder is off (pass --flight-recorder to record the \

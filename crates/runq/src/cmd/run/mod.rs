@@ -152,8 +152,8 @@ pub struct RunArgs {
     /// the default scenario (170,000 events/s, whose 16 MiB hold ~2 s).
     #[arg(long, value_name = "MIB_PER_CPU", num_args = 0..=1, require_equals = true,
           default_missing_value = "16",
-          value_parser = clap::value_parser!(u64).range(1..=1024))]
-    pub flight_recorder: Option<u64>,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub flight_recorder: Option<u32>,
     /// Where a FAIL's evidence traces go (default: the system's temporary
     /// directory).
     #[arg(long, value_name = "DIR")]

@@ -35,7 +35,7 @@ pub struct RunPlan {
     pub runnable_wait: bool,
     /// Record the scheduler's events for the evidence of a FAIL into this
     /// many MiB per CPU (`--flight-recorder`), or not at all.
-    pub flight_recorder: Option<u64>,
+    pub flight_recorder: Option<u32>,
 }
 
 impl RunPlan {
