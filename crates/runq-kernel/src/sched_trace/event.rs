@@ -27,6 +27,9 @@ pub enum SchedEvent {
         prev: Task,
         /// Whether it left still runnable (preempted: state `R` or `R+`).
         prev_runnable: bool,
+        /// Its state as the kernel prints it (`S` sleeping, `D` in
+        /// uninterruptible wait, `T` stopped, `R+` preempted, ...).
+        prev_state: String,
         /// The task that got the CPU.
         next: Task,
     },
@@ -147,6 +150,7 @@ fn parse_switch(ts_ns: u64, cpu: u32, body: &str) -> Option<SchedEvent> {
             comm: field(prev_part, "prev_comm", "prev_pid")?.to_string(),
         },
         prev_runnable: state.starts_with('R'),
+        prev_state: state.to_string(),
         next: Task {
             pid: num(next_part, "next_pid", "next_prio")?,
             comm: field(next_part, "next_comm", "next_pid")?.to_string(),
@@ -188,6 +192,7 @@ mod tests {
                 cpu: 1,
                 prev: task(25552, "tokio rt worker"),
                 prev_runnable: true,
+                prev_state: "R+".into(),
                 next: task(25538, "pool-5"),
             })
         );

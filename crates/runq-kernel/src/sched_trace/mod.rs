@@ -145,7 +145,28 @@ pub fn read_trace(input: impl BufRead) -> io::Result<Recording> {
         }
     }
     rec.events.sort_by_key(SchedEvent::ts_ns);
+    if rec.written > rec.events.len() as u64 {
+        trim_to_complete(&mut rec.events);
+    }
     Ok(rec)
+}
+
+/// Each CPU's buffer wraps on its own: a busy CPU's oldest events are
+/// gone while a quiet one's reach further back. Keeps the span every CPU
+/// still holds (from the latest of the CPUs' first events), so that no
+/// CPU looks idle where its events were lost.
+fn trim_to_complete(events: &mut Vec<SchedEvent>) {
+    let mut first: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+    for e in events.iter() {
+        let cpu = match e {
+            SchedEvent::Switch { cpu, .. } | SchedEvent::Wakeup { cpu, .. } => *cpu,
+            SchedEvent::Migrate { .. } => continue,
+        };
+        first.entry(cpu).or_insert_with(|| e.ts_ns());
+    }
+    if let Some(&start) = first.values().max() {
+        events.retain(|e| e.ts_ns() >= start);
+    }
 }
 
 /// `tracing_cpumask`'s hex mask of `cpus` (32-bit words, comma-separated,
@@ -168,13 +189,22 @@ mod tests {
     fn masks_and_headers() {
         assert_eq!(cpumask(&[0, 1]), "00000003");
         assert_eq!(cpumask(&[33]), "00000002,00000000");
-        let text = "# entries-in-buffer/entries-written: 2/90   #P:2\n\
+        let text = "# entries-in-buffer/entries-written: 2/2   #P:2\n\
             a-1 [000] d..2. 2.000001: sched_migrate_task: comm=a pid=1 prio=120 orig_cpu=0 dest_cpu=1\n\
             a-1 [001] d..2. 1.000001: sched_migrate_task: comm=a pid=1 prio=120 orig_cpu=1 dest_cpu=0\n";
         let rec = read_trace(text.as_bytes()).unwrap();
-        assert_eq!(rec.written, 90);
+        assert_eq!(rec.written, 2);
         assert_eq!(rec.events.len(), 2);
         assert_eq!(rec.events[0].ts_ns(), 1_000_001_000, "sorted by time");
+        // A buffer that wrapped keeps the span every CPU still holds: CPU
+        // 1's events start at 3 s, so CPU 0's older ones go.
+        let wrapped = "# entries-in-buffer/entries-written: 3/90   #P:2\n\
+            a-1 [000] d..2. 1.000000: sched_wakeup: comm=b pid=2 prio=120 target_cpu=000\n\
+            a-1 [001] d..2. 3.000000: sched_wakeup: comm=b pid=2 prio=120 target_cpu=001\n\
+            a-1 [000] d..2. 4.000000: sched_wakeup: comm=b pid=2 prio=120 target_cpu=000\n";
+        let rec = read_trace(wrapped.as_bytes()).unwrap();
+        let ts: Vec<u64> = rec.events.iter().map(SchedEvent::ts_ns).collect();
+        assert_eq!(ts, vec![3_000_000_000, 4_000_000_000]);
     }
 
     /// As root: a recording sees this thread being switched and woken.

@@ -9,6 +9,7 @@
 
 pub mod chrome;
 pub mod headline;
+pub mod series;
 pub mod window;
 
 use serde::{Deserialize, Serialize};
@@ -187,6 +188,23 @@ pub fn examine(
         trace_file: None,
     };
     (evidence, trace)
+}
+
+/// The evidence of a failed series check (a stall, a rate out of bounds):
+/// each worker of its group in the window its FAIL names, and the trace of
+/// that window around the worker off a CPU longest; `None` when it names
+/// no window. The key (task, from, to) tells checks that share a trace.
+pub fn examine_series(
+    o: &RunOutcome,
+    c: &CheckResult,
+    events: &[runq_kernel::sched_trace::SchedEvent],
+    base: u64,
+    names: &window::Names,
+) -> Option<(Evidence, Option<serde_json::Value>, (i32, u64, u64))> {
+    let (evidence, (from, to), tid) = series::examine(o, c, events, base)?;
+    let reached = events.first().is_some_and(|e| e.ts_ns() <= to);
+    let trace = reached.then(|| chrome::trace(events, base, (from, to), tid, None, names));
+    Some((evidence, trace, (tid, from, to)))
 }
 
 /// The evidence of a failed check that names no moment (a wake-latency

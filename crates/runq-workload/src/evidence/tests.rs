@@ -244,3 +244,29 @@ fn moments_are_the_worst_instances_of_the_failed_checks() {
         .summary
         .starts_with("no evidence"));
 }
+
+#[test]
+fn a_series_window_shows_each_workers_time_by_state() {
+    // Worker 601 leaves CPU 1 stopped (T) at 10.2 s and is switched in again
+    // at 12.0 s; in 10.5-11.5 s it was stopped throughout.
+    let mut text = RECORDING.replace(
+        "prev_comm=pp prev_pid=601 prev_prio=120 prev_state=S",
+        "prev_comm=pp prev_pid=601 prev_prio=120 prev_state=T",
+    );
+    text.push('\n');
+    let ev = read_trace(text.as_bytes()).unwrap().events;
+    let t = series::task_time(&ev, 601, 10_500 * MS, 11_500 * MS);
+    assert_eq!((t.running_ns, t.runnable_ns), (0, 0));
+    assert_eq!(t.blocked_ns.get("T"), Some(&(1_000 * MS)));
+    // 602 ran from 10.2 s to 12.0 s.
+    let t = series::task_time(&ev, 602, 10_500 * MS, 11_500 * MS);
+    assert_eq!(t.running_ns, 1_000 * MS);
+    // 500: running until 10.1 s, then runnable.
+    let t = series::task_time(&ev, 500, 10 * S, 11 * S);
+    assert_eq!((t.running_ns, t.runnable_ns), (100 * MS, 900 * MS));
+    assert_eq!(
+        series::named_window("work_units did not move in 2.01–3.45 s: no progress"),
+        Some((2.01, 3.45))
+    );
+    assert_eq!(series::named_window("no window"), None);
+}

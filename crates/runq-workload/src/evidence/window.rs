@@ -80,6 +80,7 @@ pub fn longest_wait(events: &[SchedEvent], tid: i32, from: u64, to: u64) -> Opti
                 prev,
                 prev_runnable,
                 next,
+                ..
             } => {
                 if prev.pid == tid {
                     open = prev_runnable.then(|| start(*ts_ns, *cpu, None));

@@ -115,27 +115,35 @@ fn examine_all(
         is_runq: &is_runq,
     };
     let moments = evidence::moments(o);
-    let mut written: Vec<(&evidence::Moment, String)> = Vec::new();
+    let mut written: Vec<((i32, u64, u64), String)> = Vec::new();
     let mut out = Vec::new();
     for c in o.checks.iter().filter(|c| !c.pass) {
-        let Some(m) = moments
+        let found = match moments
             .iter()
             .find(|m| m.check == c.name && m.group == c.group)
-        else {
+        {
+            Some(m) => {
+                let (ev, trace) = evidence::examine(events, base, m, &names);
+                Some((ev, trace, (m.tid, m.from_ns, m.to_ns)))
+            }
+            None => evidence::examine_series(o, c, events, base, &names),
+        };
+        let Some((mut ev, trace, key)) = found else {
             out.push(evidence::without_moment(c));
             continue;
         };
-        let same = |w: &&(&evidence::Moment, String)| {
-            (w.0.tid, w.0.from_ns, w.0.to_ns) == (m.tid, m.from_ns, m.to_ns)
-        };
-        let (mut ev, trace) = evidence::examine(events, base, m, &names);
-        if let Some(w) = written.iter().find(same) {
+        if let Some(w) = written.iter().find(|w| w.0 == key) {
             ev.trace_file = Some(w.1.clone());
         } else if let Some(trace) = trace {
-            let file = format!("{}-{}-{}.json", prefix.display(), c.name, c.group);
+            let file = format!(
+                "{}-{}-{}.json",
+                prefix.display(),
+                file_word(&c.name),
+                file_word(&c.group)
+            );
             match std::fs::write(&file, trace.to_string()) {
                 Ok(()) => {
-                    written.push((m, file.clone()));
+                    written.push((key, file.clone()));
                     ev.trace_file = Some(file);
                 }
                 Err(e) => ev
@@ -146,6 +154,20 @@ fn examine_all(
         out.push(ev);
     }
     out
+}
+
+/// `name` with anything but letters, digits, `-` and `_` as `_` (a check
+/// `stall(work_units)`, a group `a/b`).
+fn file_word(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// The report of a FAIL without a recording: every failed check says why.
