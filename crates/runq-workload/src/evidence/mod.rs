@@ -190,6 +190,10 @@ pub fn examine(
     (evidence, trace)
 }
 
+/// A moment as (task, from, to), absolute ns: checks with the same key
+/// share a trace file.
+pub type MomentKey = (i32, u64, u64);
+
 /// The evidence of a failed series check (a stall, a rate out of bounds):
 /// each worker of its group in the window its FAIL names, and the trace of
 /// that window around the worker off a CPU longest; `None` when it names
@@ -200,7 +204,7 @@ pub fn examine_series(
     events: &[runq_kernel::sched_trace::SchedEvent],
     base: u64,
     names: &window::Names,
-) -> Option<(Evidence, Option<serde_json::Value>, (i32, u64, u64))> {
+) -> Option<(Evidence, Option<serde_json::Value>, MomentKey)> {
     let (evidence, (from, to), tid) = series::examine(o, c, events, base)?;
     let reached = events.first().is_some_and(|e| e.ts_ns() <= to);
     let trace = reached.then(|| chrome::trace(events, base, (from, to), tid, None, names));
