@@ -422,7 +422,9 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut doc = RunDocument::from_outcomes(&scn, ran.outcomes, raw);
     doc.evidence = ran.evidence;
     let outcome = &doc.last;
-    if let Some(line) = evidence::headline(outcome, doc.evidence.as_ref()) {
+    // A FAIL's first line (a run error or an interrupt has its own).
+    let plain_fail = outcome.run_error.is_none() && !outcome.interrupted;
+    if let Some(line) = evidence::headline(outcome, doc.evidence.as_ref()).filter(|_| plain_fail) {
         crate::errln!("{line}");
     }
     if let Placement::Unplaced { reason } = &outcome.placement {
