@@ -89,32 +89,29 @@ pub enum ConfigError {
         /// What was given.
         value: String,
     },
-    /// A negative or zero loop count.
-    #[error("{what} must be at least 1, got {value}")]
+    /// A negative loop count.
+    #[error("{what} must be at least 1 (or 0 for the default), got {value}")]
     NotPositive {
         /// Which argument.
         what: &'static str,
         /// What was given.
         value: i64,
     },
-    /// CPUS below -1.
-    #[error("CPUS {0} is not valid: use a count, 0 for 1 + ncpu/2, or -1 for all CPUs")]
-    BadCpus(i64),
     /// A target that is neither a number nor A..J.
     #[error("TARGET {0:?} is not valid: use 0 (each index), a number, or a letter A to J")]
     BadTarget(String),
 }
 
-/// Resolves CPUS: 0 is 1 + ncpu/2, -1 is every CPU, others as given;
-/// capped at [`MAX_PROCS`]. Returns the count and whether it was capped.
-pub fn resolve_cpus(cpus: i64, ncpu: usize) -> Result<(usize, bool), ConfigError> {
+/// Resolves CPUS as the original collatz does: 0 is 1 + ncpu/2, any
+/// negative count every CPU, others as given; capped at [`MAX_PROCS`].
+/// Returns the count and whether it was capped.
+pub fn resolve_cpus(cpus: i64, ncpu: usize) -> (usize, bool) {
     let n = match cpus {
         0 => 1 + ncpu / 2,
-        -1 => ncpu,
-        c if c < -1 => return Err(ConfigError::BadCpus(c)),
+        c if c < 0 => ncpu,
         c => usize::try_from(c).unwrap_or(usize::MAX),
     };
-    Ok((n.clamp(1, MAX_PROCS), n > MAX_PROCS))
+    (n.clamp(1, MAX_PROCS), n > MAX_PROCS)
 }
 
 /// Parses an integer argument.
@@ -125,13 +122,15 @@ pub fn parse_int(what: &'static str, s: &str) -> Result<i64, ConfigError> {
     })
 }
 
-/// Parses a loop count (OUTER or INNER): an integer of at least 1.
-pub fn parse_loops(what: &'static str, s: &str) -> Result<u64, ConfigError> {
+/// Parses a loop count (OUTER or INNER): an integer of at least 1, or 0
+/// for `default` (as the original collatz takes it).
+pub fn parse_loops(what: &'static str, s: &str, default: u64) -> Result<u64, ConfigError> {
     let v = parse_int(what, s)?;
-    u64::try_from(v)
-        .ok()
-        .filter(|v| *v >= 1)
-        .ok_or(ConfigError::NotPositive { what, value: v })
+    match u64::try_from(v) {
+        Ok(0) => Ok(default),
+        Ok(v) => Ok(v),
+        Err(_) => Err(ConfigError::NotPositive { what, value: v }),
+    }
 }
 
 /// Parses TARGET: 0, a positive number, or a letter A..J (any case).
@@ -159,11 +158,15 @@ mod tests {
 
     #[test]
     fn cpus_rules() {
-        assert_eq!(resolve_cpus(0, 8), Ok((5, false)));
-        assert_eq!(resolve_cpus(-1, 8), Ok((8, false)));
-        assert_eq!(resolve_cpus(3, 8), Ok((3, false)));
-        assert_eq!(resolve_cpus(5000, 8), Ok((1000, true)));
-        assert_eq!(resolve_cpus(-2, 8), Err(ConfigError::BadCpus(-2)));
+        assert_eq!(resolve_cpus(0, 8), (5, false));
+        assert_eq!(resolve_cpus(-1, 8), (8, false));
+        assert_eq!(resolve_cpus(3, 8), (3, false));
+        assert_eq!(resolve_cpus(5000, 8), (1000, true));
+        assert_eq!(
+            resolve_cpus(-2, 8),
+            (8, false),
+            "any negative count: every CPU"
+        );
     }
 
     #[test]
@@ -183,17 +186,14 @@ mod tests {
 
     #[test]
     fn loops() {
-        assert_eq!(parse_loops("OUTER", "10"), Ok(10));
+        assert_eq!(parse_loops("OUTER", "10", 7), Ok(10));
         assert!(matches!(
-            parse_loops("OUTER", "-1"),
+            parse_loops("OUTER", "-1", 7),
             Err(ConfigError::NotPositive { .. })
         ));
+        assert_eq!(parse_loops("INNER", "0", 7), Ok(7), "0: the default");
         assert!(matches!(
-            parse_loops("INNER", "0"),
-            Err(ConfigError::NotPositive { .. })
-        ));
-        assert!(matches!(
-            parse_loops("INNER", "ten"),
+            parse_loops("INNER", "ten", 7),
             Err(ConfigError::NotANumber { .. })
         ));
     }

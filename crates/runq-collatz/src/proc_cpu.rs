@@ -99,9 +99,11 @@ mod tests {
 
     #[test]
     fn sees_cpu_burned_by_this_process() {
-        let t0 = std::time::Instant::now();
+        // Burn 150 ms of this thread's own CPU (not of wall time, which a
+        // busy host stretches: 150 ms of wall once gave 20 ms of CPU).
+        let t0 = runq_kernel::clock::thread_cpu_ns();
         let mut x = 1u64;
-        while t0.elapsed() < std::time::Duration::from_millis(150) {
+        while runq_kernel::clock::thread_cpu_ns() - t0 < 150_000_000 {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
         let secs = tree_cpu_seconds(Path::new("/proc"), std::process::id() as i32);

@@ -143,7 +143,7 @@ fn cgroup_readings(section: Section, r: &mut Readings, group: &str, st: &CgroupS
             st.memory
                 .stat
                 .iter()
-                .map(|(k, v)| (k.as_str(), memory_stat_unit(k), num(Some(*v))))
+                .map(|(k, v)| (k.as_str(), memory_stat_unit(k), memory_stat_cell(k, *v)))
                 .collect(),
         ),
         Section::MemoryEvents => (
@@ -162,8 +162,26 @@ fn cgroup_readings(section: Section, r: &mut Readings, group: &str, st: &CgroupS
     }
 }
 
+/// v1's `hierarchical_memory_limit` and `hierarchical_memsw_limit`: byte
+/// limits, not counters.
+fn is_v1_stat_limit(k: &str) -> bool {
+    k.starts_with("hierarchical_") && k.ends_with("_limit")
+}
+
+/// A memory.stat value's cell: v1's limits read "unlimited" when they are
+/// (the kernel writes its page-aligned maximum, 9223372036854771712).
+fn memory_stat_cell(k: &str, v: u64) -> Cell {
+    if is_v1_stat_limit(k) && v >= 1u64 << 62 {
+        return limit(Some(runq_kernel::cgroup_stats::UNLIMITED));
+    }
+    num(Some(v))
+}
+
 /// memory.stat keys that count events or pages rather than bytes.
 fn memory_stat_unit(k: &str) -> Unit {
+    if is_v1_stat_limit(k) {
+        return Unit::Bytes;
+    }
     // v1 prefixes hierarchical totals with `total_`.
     let base = k.strip_prefix("total_").unwrap_or(k);
     let counted = ["pg", "workingset_", "thp_", "zswp", "hierarchical_"]
@@ -322,9 +340,10 @@ fn join(s: Section, b: &SideReadings, c: Option<&SideReadings>, rows: &mut Vec<R
     }
 }
 
-/// Rows of every requested secondary section, with `--metrics` and
-/// `--limit` applied to each section as to the metric tables; also how
-/// many rows the limit left out, by section name.
+/// Rows of every requested secondary section, with `--limit` applied to
+/// each section as to the metric tables (`--metrics` picks rows of the
+/// primary and derived tables only: the secondary ones keep their fixed
+/// shape); also how many rows the limit left out, by section name.
 pub fn secondary_rows(
     base: &CtprofSnapshot,
     cand: Option<&CtprofSnapshot>,
@@ -344,9 +363,6 @@ pub fn secondary_rows(
         let c = cand.map(|c| side_readings(s, c, opts, names));
         let mut section = Vec::new();
         join(s, &b, c.as_ref(), &mut section);
-        if !opts.metrics.is_empty() {
-            section.retain(|r| opts.metrics.contains(&r.metric));
-        }
         // Flagged rows after the comparable ones, order otherwise kept.
         section.sort_by_key(|r| r.incomparable.is_some());
         if let Some(limit) = opts.limit.filter(|l| *l > 0 && section.len() > *l) {

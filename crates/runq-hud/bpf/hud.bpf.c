@@ -34,7 +34,8 @@
 // Two ways to a user stack, chosen by user space per target (CONFIG[1]):
 // - frame pointers: bpf_get_stack walks the chain in the kernel;
 // - copy: the user registers (ip, sp, bp) and the top of the user stack
-//   (up to 16 KiB, to the end of its mapping) are copied into the event,
+//   (at least 32 KiB, as perf-based profilers copy, or to the end of its
+//   mapping) are copied into the event,
 //   and user space unwinds them with the
 //   objects' DWARF CFI (.eh_frame). Samples copy at the sample; a sleep
 //   above the threshold copies at the worker's next syscall exit, when the
@@ -185,9 +186,12 @@ enum counter_slot {
 	CNT_SLOTS = 4,
 };
 
-/* How much user stack an event carries at most, and the record's room
- * for it (one page more, so the verifier can see every page read fit). */
-#define COPY_MAX 16384
+/* How much user stack an event carries at most (the rest of sp's page and
+ * eight whole pages: never less than 32 KiB unless the stack ends first),
+ * and the record's room for it (one page more, so the verifier can see
+ * every page read fit). */
+#define COPY_PAGES 8
+#define COPY_MAX (4096 * (COPY_PAGES + 1))
 #define COPY_ROOM (COPY_MAX + 4096)
 
 /* Copy mode: a preempted worker's registers and user stack, taken when it
@@ -223,9 +227,11 @@ struct {
 	__type(value, struct offcpu);
 } SCRATCH SEC(".maps");
 
-/* A zeroed stack_copy to create RQCOPY entries from. */
+/* A zeroed stack_copy to create RQCOPY entries from (a plain array: a
+ * per-CPU value is limited to 32 KiB, less than a stack_copy; it is only
+ * read, and its len only ever set to 0). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct stack_copy);
@@ -297,7 +303,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 23);
+	__uint(max_entries, 1 << 24);
 } EVENTS SEC(".maps");
 
 static __always_inline void count(__u32 slot, __u64 n)
@@ -435,7 +441,7 @@ static __always_inline __u32 copy_user_stack(__u8 *buf, __u64 sp)
 	if (bpf_probe_read_user(buf, len, (void *)sp))
 		return 0;
 #pragma unroll
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < COPY_PAGES; i++) {
 		__u32 at = len;
 		if (at > COPY_MAX - 4096)
 			break;

@@ -5,6 +5,8 @@
 //! runtime frames come from std/core/alloc, libc, tokio, parking_lot and
 //! futures; the culprit is the innermost frame outside them.
 
+use serde::{Deserialize, Serialize};
+
 use crate::symbols::Frame;
 
 /// Where a worker was when the event happened.
@@ -103,13 +105,56 @@ fn in_file_or_name(f: &Frame, file_part: &str, name_part: &str) -> bool {
     f.file.as_deref().is_some_and(|p| p.contains(file_part)) || f.function.contains(name_part)
 }
 
-/// A frame of a worker's own scheduler loop.
+/// A frame of a multi-thread worker's own scheduler loop.
 fn is_worker_loop_frame(f: &Frame) -> bool {
     in_file_or_name(
         f,
         "scheduler/multi_thread/worker.rs",
         "multi_thread::worker",
     )
+}
+
+/// A frame of a `current_thread` runtime's scheduler: a thread inside
+/// its `block_on` runs the runtime's tasks itself.
+fn is_current_thread_frame(f: &Frame) -> bool {
+    in_file_or_name(f, "scheduler/current_thread/", "current_thread::")
+}
+
+/// A frame of a `LocalSet` running its tasks (`run_until`, or the
+/// `LocalSet` polled as a future).
+fn is_local_set_frame(f: &Frame) -> bool {
+    let name = &*f.function;
+    let in_local_rs = f
+        .file
+        .as_deref()
+        .is_some_and(|p| p.ends_with("src/task/local.rs"));
+    [
+        "RunUntil",
+        "run_until",
+        "LocalSet::tick",
+        "LocalSet as core::future",
+    ]
+    .iter()
+    .any(|p| name.contains(p))
+        || (in_local_rs && (name.starts_with("tick") || name.starts_with("poll")))
+}
+
+/// Tokio's `Core::poll` (or its closure), the frame a task's future is
+/// polled from, and inlined into when the future's `poll` is.
+fn is_task_poll_frame(f: &Frame) -> bool {
+    f.file
+        .as_deref()
+        .is_some_and(|p| p.ends_with("runtime/task/core.rs"))
+        || (f.function.contains("task::core::Core") && f.function.contains("::poll"))
+}
+
+/// A frame of Tokio's `block_in_place`: the worker handed its core to
+/// another thread and runs blocking code in place.
+fn is_block_in_place_frame(f: &Frame) -> bool {
+    f.function.contains("block_in_place")
+        || f.file
+            .as_deref()
+            .is_some_and(|p| p.ends_with("scheduler/block_in_place.rs"))
 }
 
 /// A frame of the blocking pool's thread loop.
@@ -151,22 +196,76 @@ pub struct FrameClass {
     pub tokio: bool,
     /// A tokio frame that parks or drives I/O and timers.
     pub idle: bool,
-    /// The multi-thread scheduler's worker loop.
+    /// A loop that runs a runtime's tasks: a multi-thread worker's, a
+    /// `current_thread` runtime's `block_on`, or a `LocalSet`'s.
     pub worker_loop: bool,
+    /// Which of those it is (`None` for any other frame).
+    pub flavor: Option<Flavor>,
     /// The blocking pool's thread loop.
     pub pool_loop: bool,
+    /// Tokio's `block_in_place`.
+    pub block_in_place: bool,
+    /// Tokio's `Core::poll`, which polls a task's future: without debug
+    /// info for its inlined frames, the future's code is this frame.
+    pub task_poll: bool,
+}
+
+/// The kind of loop that runs a worker's tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flavor {
+    /// A worker of a multi-thread runtime.
+    MultiThread,
+    /// A thread inside a `current_thread` runtime's `block_on`.
+    CurrentThread,
+    /// A `LocalSet` (its tasks run on the thread that polls it).
+    LocalSet,
+}
+
+impl Flavor {
+    /// The name the report prints.
+    pub fn label(self) -> &'static str {
+        match self {
+            Flavor::MultiThread => "multi_thread",
+            Flavor::CurrentThread => "current_thread",
+            Flavor::LocalSet => "LocalSet",
+        }
+    }
+}
+
+/// The flavor of a runtime loop frame.
+fn flavor_of(f: &Frame, tokio: bool) -> Option<Flavor> {
+    if is_worker_loop_frame(f) {
+        Some(Flavor::MultiThread)
+    } else if tokio && is_local_set_frame(f) {
+        Some(Flavor::LocalSet)
+    } else if tokio && is_current_thread_frame(f) {
+        Some(Flavor::CurrentThread)
+    } else {
+        None
+    }
 }
 
 /// Classifies one frame.
 pub fn class_of(f: &Frame) -> FrameClass {
     let tokio = is_tokio_frame(f);
+    let flavor = flavor_of(f, tokio);
     FrameClass {
         runtime: is_runtime_frame(f),
         tokio,
         idle: tokio && is_idle_frame(f),
-        worker_loop: is_worker_loop_frame(f),
+        worker_loop: flavor.is_some(),
+        flavor,
         pool_loop: is_pool_loop_frame(f),
+        block_in_place: tokio && is_block_in_place_frame(f),
+        task_poll: tokio && is_task_poll_frame(f),
     }
+}
+
+/// The flavor of the outermost task-running loop on a stack (innermost
+/// first): a `LocalSet` inside a multi-thread worker is the worker's.
+pub fn flavor_of_stack(classes: &[FrameClass]) -> Option<Flavor> {
+    classes.iter().rev().find_map(|c| c.flavor)
 }
 
 /// Classifies a stack (innermost first).
@@ -182,14 +281,65 @@ pub fn place_of(classes: &[FrameClass]) -> Place {
         return Place::BlockingPool;
     }
     // The innermost frame that is not std/libc decides: program code, or a
-    // tokio frame that is (or is not) idle parking.
-    for c in classes {
+    // tokio frame that is (or is not) idle parking. std code called right
+    // from the frame that polls a task's future is the future's own (its
+    // code was inlined there, or it tail-called std: a `thread::sleep` as
+    // its last statement leaves no frame of its own).
+    for (i, c) in classes.iter().enumerate() {
         if !c.runtime {
             return if worker {
                 Place::TaskCode
             } else {
                 Place::Other
             };
+        }
+        if c.tokio {
+            return match (c.idle, c.task_poll && worker && i > 0) {
+                (true, _) => Place::RuntimeIdle,
+                (false, true) => Place::TaskCode,
+                (false, false) => Place::Other,
+            };
+        }
+    }
+    Place::Other
+}
+
+/// The task whose future was inlined into Tokio's poll on `frames`
+/// (innermost first): the program's type in the poll frame's generic
+/// parameters, which debug info names (`poll<app::handler::{async_fn_env#0}>`
+/// gives `app::handler`).
+pub fn inlined_task(frames: &[Frame]) -> Option<String> {
+    frames
+        .iter()
+        .filter(|f| class_of(f).task_poll)
+        .find_map(|f| task_in_generics(&f.function))
+}
+
+/// The first program path among a name's generic parameters, without its
+/// closure or async environment suffix.
+fn task_in_generics(name: &str) -> Option<String> {
+    let (_, params) = name.split_once('<')?;
+    let first = params.split([',', '<', '>']).next()?.trim();
+    let krate = first.split("::").next()?;
+    if ["std", "core", "alloc", "tokio"].contains(&krate) || !first.contains("::") {
+        return None;
+    }
+    let path = first
+        .split("::")
+        .take_while(|seg| !seg.starts_with('{'))
+        .collect::<Vec<_>>()
+        .join("::");
+    Some(path)
+}
+
+/// Where a worker was, from a stack cut short before any loop: the
+/// innermost frame outside std and the system decides (program code, or a
+/// tokio frame that is or is not idle parking); a stack of only std and
+/// system frames is `Other`.
+pub fn place_of_cut(classes: &[FrameClass]) -> Place {
+    for c in classes {
+        if !c.runtime {
+            return Place::TaskCode;
         }
         if c.tokio {
             return if c.idle {
@@ -321,5 +471,36 @@ mod tests {
             "not on a worker"
         );
         assert!(culprit(&[Frame::unknown(1)]).is_none());
+    }
+
+    #[test]
+    fn a_sleep_tail_called_from_a_future_inlined_into_tokios_poll_is_task_code() {
+        // No frame of the program: its async fn was inlined into Tokio's
+        // poll, and its last call (the sleep) was a tail call.
+        let mut s = stack(&[
+            "clock_nanosleep",
+            "std::thread::sleep",
+            "tokio::runtime::task::core::Core<T,S>::poll::{{closure}}",
+            "tokio::runtime::task::harness::Harness<T,S>::poll",
+        ]);
+        s.extend(stack(&WORKER_TAIL[1..]));
+        s[0].module = Some("/lib/x86_64-linux-gnu/libc.so.6".into());
+        assert_eq!(place(&s), Place::TaskCode);
+        assert!(culprit(&s).is_none());
+        // With debug info, the poll frame's generic parameter names the task.
+        s[2].function =
+            "poll<app::handlers::report::{async_fn_env#0}<u8>, alloc::sync::Arc<x>>".into();
+        s[2].file = Some(
+            "/root/.cargo/registry/src/index.crates.io-1/tokio-1.54.1/src/runtime/task/core.rs"
+                .into(),
+        );
+        assert_eq!(inlined_task(&s).as_deref(), Some("app::handlers::report"));
+        // Tokio's own frames elsewhere are not task code.
+        let timer = stack(&[
+            "std::sync::Mutex::lock",
+            "tokio::runtime::time::entry::TimerEntry::reset",
+            "tokio::runtime::scheduler::multi_thread::worker::Context::run",
+        ]);
+        assert_eq!(place(&timer), Place::Other);
     }
 }

@@ -44,8 +44,29 @@ pub enum DiscoveryError {
     #[error("no process with pid {0}")]
     NoSuchPid(u32),
     /// No thread looks like a runtime worker.
-    #[error("found no worker threads in process {0}: no tokio-runtime-worker / tokio-rt-worker threads and no {{name}}-{{N}} thread group; pass --worker-prefix")]
+    #[error("found no worker threads in process {0}: no tokio-runtime-worker / tokio-rt-worker threads, no stack in a Tokio runtime's loop and no group of threads sharing a name; pass --workers PREFIX (thread names: ps -T -p {0})")]
     NoWorkers(u32),
+    /// No thread looks like a runtime worker, and the executable has no
+    /// symbols to tell them by their stacks.
+    #[error("found no worker threads in process {pid}: {exe} is stripped (no symbol table, no debug info), so its stacks cannot show Tokio's loops; pass --debug-file with its debug info (objcopy --only-keep-debug) or an unstripped copy, or name the workers with --workers PREFIX (its threads: {names})")]
+    NoWorkersStripped {
+        /// The target.
+        pid: u32,
+        /// Its executable.
+        exe: String,
+        /// Its thread names, with counts.
+        names: String,
+    },
+    /// `--workers PREFIX` matched no thread.
+    #[error("no thread of process {pid} has a name starting with {prefix:?} (its threads: {names}); check the prefix, or leave --workers out to find the workers by their stacks")]
+    NoMatch {
+        /// The target.
+        pid: u32,
+        /// The prefix given.
+        prefix: String,
+        /// Its thread names, with counts.
+        names: String,
+    },
 }
 
 /// Processes whose comm or executable basename is `name` (not this one).
@@ -93,6 +114,24 @@ pub fn threads(proc_root: &Path, pid: u32) -> Result<Vec<Thread>, DiscoveryError
         .collect())
 }
 
+/// The threads' names with their counts, most frequent first
+/// (`orders-rt ×6, main, ledger-audit`).
+pub fn name_summary(threads: &[Thread]) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for t in threads {
+        *counts.entry(t.comm.as_str()).or_default() += 1;
+    }
+    let mut v: Vec<(&str, usize)> = counts.into_iter().collect();
+    v.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    v.iter()
+        .map(|(name, n)| match n {
+            1 => (*name).to_string(),
+            n => format!("{name} ×{n}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// How the workers were chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Method {
@@ -100,10 +139,17 @@ pub enum Method {
     ExplicitPrefix(String),
     /// Tokio's default thread names.
     TokioDefaults,
+    /// Tokio's default thread names, and threads of these names seen
+    /// running another runtime's tasks (a `current_thread` runtime, a
+    /// `LocalSet`).
+    TokioDefaultsAnd(Vec<String>),
     /// Threads seen in Tokio's worker loop; their names.
     Stacks(Vec<String>),
     /// The largest `{name}-{N}` group.
     LargestGroup(String),
+    /// The largest group of threads of the same name (a runtime named
+    /// without a number, its blocking pool included).
+    SameName(String),
 }
 
 impl Method {
@@ -113,8 +159,12 @@ impl Method {
         match self {
             Method::ExplicitPrefix(p) => comm.starts_with(p.as_str()),
             Method::TokioDefaults => TOKIO_PREFIXES.iter().any(|p| comm.starts_with(p)),
+            Method::TokioDefaultsAnd(names) => {
+                Method::TokioDefaults.matches(comm) || names.iter().any(|n| n == comm)
+            }
             Method::Stacks(names) => names.iter().any(|n| n == comm),
             Method::LargestGroup(name) => group_name(comm) == Some(name.as_str()),
+            Method::SameName(name) => comm == name,
         }
     }
 }
@@ -134,15 +184,15 @@ pub struct LoopHits {
     pub pool: u32,
 }
 
-/// Step 3: the threads whose sampled stacks ran Tokio's worker loop and
-/// never the blocking pool's.
+/// Step 3: the threads whose own sampled stacks ran a runtime's task
+/// loop (a multi-thread worker's, a `current_thread` runtime's `block_on`,
+/// a `LocalSet`'s), whatever else they ran: after `block_in_place` a
+/// worker's thread serves the blocking pool for a while, and a pool thread
+/// takes over the worker's core.
 pub fn by_stacks(threads: &[Thread], hits: &BTreeMap<u32, LoopHits>) -> Option<(Method, Vec<u32>)> {
     let workers: Vec<&Thread> = threads
         .iter()
-        .filter(|t| {
-            hits.get(&t.tid)
-                .is_some_and(|h| h.worker > 0 && h.pool == 0)
-        })
+        .filter(|t| hits.get(&t.tid).is_some_and(|h| h.worker > 0))
         .collect();
     if workers.is_empty() {
         return None;
@@ -159,10 +209,20 @@ impl std::fmt::Display for Method {
         match self {
             Method::ExplicitPrefix(p) => write!(f, "explicit prefix {p:?}"),
             Method::TokioDefaults => f.write_str("Tokio default thread names"),
+            Method::TokioDefaultsAnd(names) => write!(
+                f,
+                "Tokio default thread names, and stacks in a Tokio runtime's task loop ({})",
+                names.join(", ")
+            ),
             Method::Stacks(names) => {
-                write!(f, "stacks in Tokio's worker loop ({})", names.join(", "))
+                write!(
+                    f,
+                    "stacks in a Tokio runtime's task loop ({})",
+                    names.join(", ")
+                )
             }
             Method::LargestGroup(p) => write!(f, "largest {p}-N thread group"),
+            Method::SameName(p) => write!(f, "largest group of threads named {p}"),
         }
     }
 }
@@ -195,11 +255,33 @@ pub fn largest_group(threads: &[Thread]) -> Option<(Method, Vec<u32>)> {
             groups.entry(name).or_default().push(t.tid);
         }
     }
+    let numbered = groups
+        .into_iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .max_by_key(|(_, v)| v.len());
+    if let Some((name, tids)) = numbered {
+        return Some((Method::LargestGroup(name.to_string()), tids));
+    }
+    same_name(threads)
+}
+
+/// The largest group of at least two threads of one name, other than the
+/// process's main thread's.
+fn same_name(threads: &[Thread]) -> Option<(Method, Vec<u32>)> {
+    let main = threads.first().map(|t| t.comm.as_str());
+    let mut groups: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for t in threads
+        .iter()
+        .skip(1)
+        .filter(|t| Some(t.comm.as_str()) != main)
+    {
+        groups.entry(t.comm.as_str()).or_default().push(t.tid);
+    }
     let (name, tids) = groups
         .into_iter()
         .filter(|(_, v)| v.len() >= 2)
         .max_by_key(|(_, v)| v.len())?;
-    Some((Method::LargestGroup(name.to_string()), tids))
+    Some((Method::SameName(name.to_string()), tids))
 }
 
 /// Chooses the worker threads by name alone (steps 1, 2 and 4; the
@@ -251,6 +333,22 @@ mod tests {
         assert_eq!(m, Method::LargestGroup("io".into()));
         assert_eq!(tids, vec![4, 5, 6]);
         assert!(select_workers(&[t(1, "svc")], None).is_none());
+        // A runtime named without a number: the largest same-name group.
+        let plain = [
+            t(1, "svc"),
+            t(2, "orders-rt"),
+            t(3, "orders-rt"),
+            t(4, "audit"),
+        ];
+        let (m, tids) = select_workers(&plain, None).unwrap();
+        assert_eq!(
+            (m.to_string(), tids),
+            (
+                "largest group of threads named orders-rt".into(),
+                vec![2, 3]
+            )
+        );
+        assert_eq!(name_summary(&plain), "orders-rt ×2, audit, svc");
         assert!(select_workers(&ts, Some("nope")).is_none());
     }
 
@@ -270,7 +368,7 @@ mod tests {
         let hits = BTreeMap::from([
             (1, hit(3, 0)),
             (2, hit(1, 0)),
-            (3, hit(2, 4)), // the blocking pool, under the workers' name
+            (3, hit(0, 4)), // the blocking pool, under the workers' name
             (4, hit(0, 0)),
         ]);
         assert!(select_workers(&ts, None).unwrap().0 == Method::LargestGroup("io".into()));
@@ -279,6 +377,9 @@ mod tests {
         assert_eq!(tids, vec![1, 2]);
         assert!(m.matches("svc") && !m.matches("io-0"));
         assert!(by_stacks(&ts, &BTreeMap::new()).is_none());
+        // A worker that ran block_in_place served the pool for a while.
+        let moved = BTreeMap::from([(1, hit(3, 0)), (2, hit(1, 5))]);
+        assert_eq!(by_stacks(&ts, &moved).unwrap().1, vec![1, 2]);
     }
 
     #[test]

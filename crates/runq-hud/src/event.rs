@@ -210,6 +210,10 @@ pub struct RawEvent {
     pub stack: Vec<u64>,
     /// The frame-pointer walk filled all [`MAX_FRAMES`].
     pub truncated: bool,
+    /// The stack was cut short by a limit rather than its end: the
+    /// unwinder ran past the copied bytes (set by [`crate::prep`]), or the
+    /// kernel's walk filled its frame limit.
+    pub cut_short: bool,
     /// Copy mode: registers and stack bytes to unwind.
     pub copy: Option<StackCopy>,
     /// Copy mode: the kernel could not copy the stack or read the registers.
@@ -309,6 +313,7 @@ pub fn decode(b: &[u8]) -> Option<RawEvent> {
         cpu: field!(u32, b, cpu)?,
         stack,
         truncated: flags & F_TRUNCATED != 0,
+        cut_short: flags & F_TRUNCATED != 0,
         copy: decode_copy(b, flags),
         copy_failed: flags & (F_COPY_FAILED | F_NO_REGS) != 0,
         switches: field!(u64, b, switches)?,

@@ -2,7 +2,9 @@
 //! chrome://tracing) with one complete event per finding, its stack in
 //! `args`, thread names for the workers, and the report under `runq_hud`
 //! (which `--replay` reads back). `--output-folded FILE`: folded stacks of
-//! the blockers weighted by blocked time, for flame graph tools.
+//! the findings weighted by their time in µs, under a root frame that
+//! names what the time was (blocked, on CPU, waiting for a CPU, in
+//! `block_in_place`), for flame graph tools.
 
 use serde_json::{json, Value};
 
@@ -41,29 +43,39 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
                     Some(l) => format!("{} ({l})", fr.function),
                     None => fr.function.to_string(),
                 }).collect::<Vec<_>>(),
+                // Whole frames (with their objects), so that a replay
+                // names culprits exactly as the saved report did.
+                "frames": f.stack,
             },
         }));
     }
     json!({"traceEvents": events, "displayTimeUnit": "ms", "runq_hud": report})
 }
 
-/// Folded stacks (`outer;...;inner weight`) of the blocking calls and
-/// sampled CPU time in task code, weighted by their duration in
-/// microseconds (long polls are left out: their CPU time is in the
-/// samples already).
+/// The root frame of a category's stacks in folded output: what its
+/// time was (`None`: left out; a long poll's CPU time is in the samples
+/// already).
+fn folded_root(c: Category) -> Option<&'static str> {
+    match c {
+        Category::BlockingCall => Some("[blocked: blocking call]"),
+        Category::TaskCpuSampled => Some("[on CPU: sampled]"),
+        Category::RunQueueDelay => Some("[waiting for a CPU: run-queue delay]"),
+        Category::BlockInPlace => Some("[block_in_place]"),
+        Category::LongPoll => None,
+    }
+}
+
+/// Folded stacks (`root;outer;...;inner weight`) of the findings,
+/// weighted by their duration in microseconds, each under a root frame
+/// that says what the time was.
 pub fn folded(findings: &[Finding]) -> String {
     let mut weights: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
-    for f in findings.iter().filter(|f| {
-        matches!(
-            f.category,
-            Category::BlockingCall | Category::TaskCpuSampled
-        )
-    }) {
-        let line: Vec<String> = f
-            .stack
-            .iter()
-            .rev()
-            .map(|fr| fr.function.replace(';', ":"))
+    for f in findings {
+        let Some(root) = folded_root(f.category) else {
+            continue;
+        };
+        let line: Vec<String> = std::iter::once(root.to_string())
+            .chain(f.stack.iter().rev().map(|fr| fr.function.replace(';', ":")))
             .collect();
         *weights.entry(line.join(";")).or_default() += f.duration_ns / 1000;
     }
@@ -125,11 +137,13 @@ mod tests {
             duration_s: 2.0,
             target_exited: false,
             blockers: group(findings, &crate::culprit::AppCode::default()),
+            block_in_place: Vec::new(),
             workers: vec![],
             run_queue: RunQueueStats::default(),
             events: Tally::default(),
             lost_events: 0,
             symbol_hint: None,
+            debug_file: None,
             stacks: Default::default(),
             poll_timing: Default::default(),
             app_crates: Vec::new(),
@@ -156,15 +170,46 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_groups_findings_as_the_saved_report_did() {
+        // A stack of only the system's frames: its culprit is chosen by
+        // the frames' objects, which the replay must keep.
+        let libc = Frame {
+            function: "clock_nanosleep".into(),
+            file: None,
+            line: None,
+            module: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
+            inlined: false,
+        };
+        let mut bare = finding(Category::BlockingCall, 7);
+        bare.stack = vec![libc, Frame::unknown(0x10)];
+        let fs = [finding(Category::BlockingCall, 20), bare];
+        let doc = trace_json(&report(&fs), &fs);
+        let back = crate::live::replay::findings(&doc);
+        let app = crate::culprit::AppCode::default();
+        let rows = |f: &[Finding]| -> Vec<(String, u64, u64)> {
+            group(f, &app)
+                .into_iter()
+                .map(|b| (b.function, b.count, b.total_ns))
+                .collect()
+        };
+        assert_eq!(rows(&back), rows(&fs));
+    }
+
+    #[test]
     fn folded_stacks_are_outermost_first_and_weighted() {
         let fs = [
             finding(Category::BlockingCall, 20),
             finding(Category::BlockingCall, 5),
             finding(Category::RunQueueDelay, 9),
+            finding(Category::LongPoll, 30),
         ];
+        let stack = "app::main::{{closure}};app::load;std::thread::sleep";
         assert_eq!(
             folded(&fs),
-            "app::main::{{closure}};app::load;std::thread::sleep 25000\n"
+            format!(
+                "[blocked: blocking call];{stack} 25000\n\
+                 [waiting for a CPU: run-queue delay];{stack} 9000\n"
+            )
         );
     }
 }

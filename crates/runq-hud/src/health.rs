@@ -42,8 +42,27 @@ pub enum UnwindChoice {
 }
 
 /// Picks the stack source for a target whose executable is walked by
-/// `exe` (`None`: unreadable), and says why.
-pub fn choose_source(choice: UnwindChoice, exe: Option<UnwindMethod>) -> (StackSource, String) {
+/// `exe` (`None`: unreadable) and whose other objects `without_fp` (file
+/// names, the C runtime left out) keep no frame pointers, and says why:
+/// auto walks frame pointers only when every object of the program
+/// keeps them.
+pub fn choose_source(
+    choice: UnwindChoice,
+    exe: Option<UnwindMethod>,
+    without_fp: &[String],
+) -> (StackSource, String) {
+    if choice == UnwindChoice::Auto
+        && exe == Some(UnwindMethod::FramePointers)
+        && !without_fp.is_empty()
+    {
+        return (
+            StackSource::Dwarf,
+            format!(
+                "the executable keeps frame pointers, {} does not; .eh_frame is used",
+                without_fp.join(", ")
+            ),
+        );
+    }
     match (choice, exe) {
         (UnwindChoice::FramePointers, _) => (StackSource::FramePointers, "--unwind fp".into()),
         (UnwindChoice::Dwarf, _) => (StackSource::Dwarf, "--unwind dwarf".into()),
@@ -146,7 +165,7 @@ impl StackHealth {
                 "the target has no frame pointers and no unwind info (.eh_frame): rebuild it with -C force-frame-pointers=yes"
             }
             (StackSource::Dwarf, _) if unwind.copy_too_short * 2 > unwind.stacks => {
-                "the stacks are deeper than the 16 KiB hud copies: rebuild the target with -C force-frame-pointers=yes for whole stacks"
+                "the stacks are deeper than the 32 KiB hud copies: rebuild the target with -C force-frame-pointers=yes for whole stacks"
             }
             _ => "they do not reach a Tokio multi-thread worker loop: check the workers (--workers PREFIX) or rebuild the target with -C force-frame-pointers=yes",
         };
@@ -191,14 +210,23 @@ mod tests {
         use UnwindChoice::*;
         let fp = Some(UnwindMethod::FramePointers);
         let cfi = Some(UnwindMethod::DwarfCfi);
-        assert_eq!(choose_source(Auto, fp).0, StackSource::FramePointers);
-        assert_eq!(choose_source(Auto, cfi).0, StackSource::Dwarf);
-        assert_eq!(choose_source(Auto, None).0, StackSource::Dwarf);
+        assert_eq!(choose_source(Auto, fp, &[]).0, StackSource::FramePointers);
+        assert_eq!(choose_source(Auto, cfi, &[]).0, StackSource::Dwarf);
+        assert_eq!(choose_source(Auto, None, &[]).0, StackSource::Dwarf);
         assert_eq!(
-            choose_source(FramePointers, cfi).0,
+            choose_source(FramePointers, cfi, &[]).0,
             StackSource::FramePointers
         );
-        assert_eq!(choose_source(Dwarf, fp).0, StackSource::Dwarf);
+        assert_eq!(choose_source(Dwarf, fp, &[]).0, StackSource::Dwarf);
+        // A library without frame pointers (libz): per object, DWARF.
+        let libz = ["libz.so.1".to_string()];
+        let (source, why) = choose_source(Auto, fp, &libz);
+        assert_eq!(source, StackSource::Dwarf);
+        assert!(why.contains("libz.so.1 does not"), "{why}");
+        assert_eq!(
+            choose_source(FramePointers, fp, &libz).0,
+            StackSource::FramePointers
+        );
     }
 
     fn health(short: u32, whole: u32, depth: usize) -> StackHealth {
@@ -240,7 +268,7 @@ mod tests {
             ..Default::default()
         };
         let w = h.warning(StackSource::Dwarf, Some(UnwindMethod::DwarfCfi), &short);
-        assert!(w.unwrap().contains("deeper than the 16 KiB"));
+        assert!(w.unwrap().contains("deeper than the 32 KiB"));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use crate::event::RawEvent;
 use crate::health::{choose_source, StackHealth, StackReport, StackSource};
 use crate::session::Options;
-use crate::unwind::{UnwindMethod, Unwinder};
+use crate::unwind::{UnwindEnd, UnwindMethod, Unwinder};
 
 /// Turns what the kernel sent into stacks of addresses: copied stacks are
 /// unwound; in DWARF mode, frame-pointer walks are cut where they leave
@@ -25,7 +25,8 @@ impl StackPrep {
     pub fn new(opts: &Options) -> Self {
         let mut unwinder = Unwinder::new(&opts.proc_root, opts.pid);
         let exe = unwinder.executable_method();
-        let (source, reason) = choose_source(opts.unwind, exe);
+        let without_fp = unwinder.objects_without_frame_pointers();
+        let (source, reason) = choose_source(opts.unwind, exe, &without_fp);
         StackPrep {
             source,
             reason,
@@ -46,7 +47,11 @@ impl StackPrep {
         }
         let meant_whole = ev.copy.is_some();
         match ev.copy.take() {
-            Some(copy) if !ev.copy_failed => ev.stack = self.unwinder.unwind(&copy).0,
+            Some(copy) if !ev.copy_failed => {
+                let (stack, end) = self.unwinder.unwind(&copy);
+                ev.stack = stack;
+                ev.cut_short = end == UnwindEnd::CopyTooShort;
+            }
             copy => {
                 if ev.copy_failed {
                     self.unwinder.count_copy_failure(copy.as_ref());

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::classify::{class_of, place_of, FrameClass, Place};
+use crate::classify::{class_of, FrameClass};
 use crate::detect::Summary;
 use crate::symbols::{Frame, Symbols};
 
@@ -49,27 +49,19 @@ impl Stacks {
     /// The summary of a stack; equal to [`Summary::of`] its frames.
     pub fn summary(&mut self, addrs: &[u64]) -> Summary {
         let mut all = Vec::with_capacity(addrs.len() * 2);
-        // The outermost program frame, by address and index among its frames.
-        let mut task: Option<(u64, usize)> = None;
+        // Each class's frame: its address and index among its frames.
+        let mut at = Vec::with_capacity(addrs.len() * 2);
         for a in addrs {
             for (i, c) in self.classes_of(*a).iter().enumerate() {
-                if !c.runtime {
-                    task = Some((*a, i));
-                }
                 all.push(*c);
+                at.push((*a, i));
             }
         }
-        let place = place_of(&all);
-        let task_key = match (place, task) {
-            (Place::TaskCode, Some((a, i))) => Some(self.symbols.frames_of(a)[i].function.clone()),
-            _ => None,
-        };
-        Summary {
-            place,
-            task_key,
-            reached_loop: all.iter().any(|c| c.worker_loop || c.pool_loop),
-            worker_loop: all.iter().any(|c| c.worker_loop),
-        }
+        let symbols = &mut self.symbols;
+        Summary::from_classes(&all, |k| {
+            let (a, i) = at[k];
+            symbols.frames_of(a)[i].function.clone()
+        })
     }
 }
 

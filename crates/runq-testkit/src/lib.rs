@@ -11,6 +11,7 @@
 
 mod root_cfg;
 pub mod schema;
+pub mod starve;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -86,9 +87,16 @@ pub fn demos_without_frame_pointers() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let profile = [("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")];
-        // The two demos the tests run this way (each other bin would cost a
+        // The demos the tests run this way (each other bin would cost a
         // release build and link of its own).
-        let bins = ["--bin", "runq-demo-tokio", "--bin", "runq-demo-service"];
+        let bins = [
+            "--bin",
+            "runq-demo-tokio",
+            "--bin",
+            "runq-demo-service",
+            "--bin",
+            "runq-demo-gateway",
+        ];
         release_demos("nofp", &bins, &profile)
     })
 }

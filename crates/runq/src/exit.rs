@@ -1,14 +1,18 @@
 //! Exit codes and the one-line error report.
 //!
-//! 0 ok, 1 check failed or runtime error, 2 usage error, 3 run error
-//! (`runq run` could not go as planned), 77 skipped: a missing privilege
-//! or a host feature the run needs (the autotools "skip" code). Library
+//! 0 ok, 1 a check failed (a FAIL verdict, a regression, a profiler over
+//! its bound), 2 usage error, 3 run error (the work could not be carried
+//! out; every error without a code of its own), 77 skipped: a missing
+//! privilege or a host feature the run needs (the autotools "skip" code),
+//! 128+N interrupted by signal N. Library
 //! errors travel as `anyhow::Error`; a [`Fail`] anywhere in the chain
 //! chooses the code.
 
 use std::fmt;
 use std::process::ExitCode;
 
+/// A check failed: a FAIL verdict, a regression, a bound passed.
+pub const CHECK_FAILED: u8 = 1;
 /// Usage error (bad flag value, unknown name).
 pub const USAGE: u8 = 2;
 /// `runq run` could not go as planned (fork, cgroup or scheduler failure).

@@ -40,12 +40,17 @@ pub fn findings(doc: &Value) -> Vec<Finding> {
         .filter(|e| e["ph"] == "X")
         .filter_map(|e| {
             let category: Category = serde_json::from_value(e["args"]["category"].clone()).ok()?;
-            let stack = e["args"]["stack"]
-                .as_array()?
-                .iter()
-                .filter_map(Value::as_str)
-                .map(frame_from)
-                .collect();
+            // Whole frames where the export has them (their objects name
+            // culprits), else the printed stack.
+            let stack = match serde_json::from_value(e["args"]["frames"].clone()) {
+                Ok(frames) => frames,
+                Err(_) => e["args"]["stack"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(frame_from)
+                    .collect(),
+            };
             Some(Finding {
                 category,
                 tid: e["tid"].as_u64()? as u32,

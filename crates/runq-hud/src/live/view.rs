@@ -18,6 +18,7 @@ fn short(cat: Category) -> &'static str {
         Category::TaskCpuSampled => "cpu",
         Category::RunQueueDelay => "runq",
         Category::LongPoll => "poll",
+        Category::BlockInPlace => "bip",
     }
 }
 
@@ -139,6 +140,7 @@ fn timeline(f: &mut Frame<'_>, app: &App, area: Rect) {
                     Some(Category::TaskCpuSampled) => 'C',
                     Some(Category::RunQueueDelay) => 'r',
                     Some(Category::LongPoll) => 'P',
+                    Some(Category::BlockInPlace) => 'i',
                     None => '.',
                 })
                 .collect();

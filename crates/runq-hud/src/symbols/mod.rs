@@ -15,9 +15,13 @@ use blazesym::symbolize::{Input, Reason, Symbolized, Symbolizer};
 use blazesym::Pid;
 use serde::{Deserialize, Serialize};
 
+pub mod debugfile;
 mod exports;
+mod frames;
 pub mod maps;
+use debugfile::{ElfInfo, FoundBy};
 use exports::Exports;
+use frames::{dwarf_frames, merge_names};
 use maps::CodeMapping;
 
 /// One frame of a symbolized stack.
@@ -93,13 +97,20 @@ pub struct Symbols {
     /// lookup could name, by object path.
     exports: HashMap<PathBuf, Option<Exports>>,
     debug_info_seen: bool,
+    /// What the executable's ELF holds, read once.
+    exe_elf: std::cell::OnceCell<Option<ElfInfo>>,
 }
 
-/// `--target`: an unstripped copy of the target's executable, used for the
-/// addresses that fall in the executable's mappings.
+/// The debug info of the target's executable, in a file of its own: an
+/// unstripped copy or a debug-only file (`--debug-file`, or found by
+/// build ID or `.gnu_debuglink`), used for the addresses that fall in the
+/// executable's mappings. They are looked up by virtual address, which
+/// the running executable's segments give.
 struct TargetBinary {
     path: PathBuf,
     exe: String,
+    found_by: FoundBy,
+    exe_info: Option<ElfInfo>,
 }
 
 /// Why `--target` cannot stand in for the target's executable.
@@ -158,14 +169,50 @@ impl Symbols {
             cache: HashMap::new(),
             exports: HashMap::new(),
             debug_info_seen: false,
+            exe_elf: std::cell::OnceCell::new(),
         };
         s.refresh_mappings();
         s
     }
 
-    /// Uses `binary` (an unstripped copy of the target's executable) for
-    /// the executable's own addresses; its build ID must match.
+    /// Uses `binary` (an unstripped copy of the target's executable, or
+    /// its debug-only file) for the executable's own addresses; its build
+    /// ID must match.
     pub fn use_target_binary(&mut self, binary: &Path) -> Result<(), TargetError> {
+        self.use_debug_file(binary, FoundBy::Given)
+    }
+
+    /// Looks for the executable's separate debug info (build-id path,
+    /// `.gnu_debuglink`) when the executable has no DWARF of its own, and
+    /// uses it; returns how it was found.
+    pub fn find_debug_file(&mut self, debug_dirs: &[PathBuf]) -> Option<FoundBy> {
+        let info = self.exe_elf().filter(|i| !i.dwarf)?;
+        let exe = maps::exe_path(&self.proc_root, self.pid).ok()?;
+        let (path, by) = debugfile::find(&exe, info, debug_dirs)?;
+        self.use_debug_file(&path, by).ok()?;
+        Some(by)
+    }
+
+    /// What the running executable's ELF holds (read once, through
+    /// /proc/PID/exe).
+    fn exe_elf(&self) -> Option<&ElfInfo> {
+        self.exe_elf
+            .get_or_init(|| ElfInfo::read(&self.proc_root.join(format!("{}/exe", self.pid))))
+            .as_ref()
+    }
+
+    /// The debug file in use and how it was found.
+    pub fn debug_file(&self) -> Option<(&Path, FoundBy)> {
+        self.target.as_ref().map(|t| (t.path.as_path(), t.found_by))
+    }
+
+    /// True when the executable is stripped (no symbol table, no DWARF)
+    /// and no debug file stands in for it.
+    pub fn executable_stripped(&self) -> bool {
+        self.target.is_none() && self.exe_elf().is_some_and(ElfInfo::stripped)
+    }
+
+    fn use_debug_file(&mut self, binary: &Path, found_by: FoundBy) -> Result<(), TargetError> {
         let exe = maps::exe_path(&self.proc_root, self.pid)
             .map(|p| p.display().to_string())
             .unwrap_or_default();
@@ -189,6 +236,8 @@ impl Symbols {
         self.target = Some(TargetBinary {
             path: binary.to_path_buf(),
             exe,
+            found_by,
+            exe_info: self.exe_elf().cloned(),
         });
         self.cache.clear();
         Ok(())
@@ -285,6 +334,15 @@ impl Symbols {
         }
     }
 
+    /// For the executable's mapping when a debug file stands in for it:
+    /// the virtual addresses of `offsets`, by the running executable's
+    /// segments (a debug-only file's own file offsets mean nothing).
+    fn virt_offsets(&self, m: &CodeMapping, offsets: &[u64]) -> Option<Vec<u64>> {
+        let t = self.target.as_ref().filter(|t| t.exe == m.path)?;
+        let info = t.exe_info.as_ref()?;
+        offsets.iter().map(|o| info.virt_offset(*o)).collect()
+    }
+
     /// The module name shown for `addr`.
     fn module_of(&self, addr: u64) -> Option<Arc<str>> {
         let m = self.mappings.iter().find(|m| m.contains(addr))?;
@@ -312,7 +370,10 @@ impl Symbols {
                     let mut elf = Elf::new(self.object_path(m));
                     elf.debug_syms = debug;
                     let offsets: Vec<u64> = idx.iter().map(|i| m.file_offset(lookup[*i])).collect();
-                    self.batch(&Source::Elf(elf), Input::FileOffset(&offsets))
+                    match self.virt_offsets(m, &offsets) {
+                        Some(virt) => self.batch(&Source::Elf(elf), Input::VirtOffset(&virt)),
+                        None => self.batch(&Source::Elf(elf), Input::FileOffset(&offsets)),
+                    }
                 }
                 None => {
                     let mut src = Process::new(Pid::from(self.pid));
@@ -418,78 +479,6 @@ impl Symbols {
             frame.function = format!("{name} ({base})").into();
         }
     }
-}
-
-/// Puts the symbol table's qualified name on the outermost DWARF frame (or
-/// makes a frame of it when DWARF had nothing).
-fn merge_names(
-    mut frames: Vec<Frame>,
-    elf_name: Option<Arc<str>>,
-    elf_module: Option<Arc<str>>,
-    addr: u64,
-    file_offset: Option<u64>,
-) -> Vec<Frame> {
-    match (frames.last_mut(), elf_name) {
-        (Some(outer), Some(name)) => outer.function = name,
-        (None, Some(name)) => frames.push(Frame {
-            function: name,
-            file: None,
-            line: None,
-            module: elf_module,
-            inlined: false,
-        }),
-        (Some(_), None) => {}
-        (None, None) => frames.push(match (elf_module, file_offset) {
-            (Some(m), Some(off)) => Frame::in_object(m, off),
-            _ => Frame::unknown(addr),
-        }),
-    }
-    frames
-}
-
-/// `file:line` of a DWARF code location.
-fn code_location(
-    ci: Option<&blazesym::symbolize::CodeInfo<'_>>,
-) -> (Option<Arc<str>>, Option<u32>) {
-    match ci {
-        Some(ci) => {
-            let file = match &ci.dir {
-                Some(d) => d.join(&*ci.file).display().to_string(),
-                None => ci.file.to_string_lossy().into_owned(),
-            };
-            (Some(file.into()), ci.line)
-        }
-        None => (None, None),
-    }
-}
-
-/// Frames of one DWARF result: inlined callees (innermost first), then the
-/// function they were inlined into.
-fn dwarf_frames(sym: &blazesym::symbolize::Sym<'_>, module: Option<Arc<str>>) -> Vec<Frame> {
-    let mut frames: Vec<Frame> = sym
-        .inlined
-        .iter()
-        .rev()
-        .map(|f| {
-            let (file, line) = code_location(f.code_info.as_ref());
-            Frame {
-                function: Arc::from(&*f.name),
-                file,
-                line,
-                module: module.clone(),
-                inlined: true,
-            }
-        })
-        .collect();
-    let (file, line) = code_location(sym.code_info.as_deref());
-    frames.push(Frame {
-        function: Arc::from(&*sym.name),
-        file,
-        line,
-        module,
-        inlined: false,
-    });
-    frames
 }
 
 /// Fixture frames for the classification and detection tests.

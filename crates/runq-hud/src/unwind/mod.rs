@@ -94,6 +94,26 @@ pub struct Unwinder {
     pub stats: UnwindStats,
 }
 
+/// The C runtime's objects and the vDSO: their frames on a worker's stack
+/// are leaf system-call wrappers (or unwinding itself, libgcc_s), which a
+/// frame-pointer walk crosses.
+fn is_c_runtime(name: &str) -> bool {
+    [
+        "libc.so",
+        "libc-",
+        "libm.so",
+        "libpthread",
+        "libdl",
+        "librt",
+        "libgcc_s",
+        "ld-linux",
+        "linux-vdso",
+        "[vdso]",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+}
+
 impl Unwinder {
     /// An unwinder for `pid`, with every code object mapped now.
     pub fn new(proc_root: &Path, pid: u32) -> Self {
@@ -119,6 +139,26 @@ impl Unwinder {
         let exe = exe.to_string_lossy();
         let exe = exe.trim_end_matches(" (deleted)");
         self.objects.get(exe)?.as_ref().map(ObjectInfo::method)
+    }
+
+    /// The mapped objects, other than the C runtime's, that keep no frame
+    /// pointers but have unwind info (file names, sorted): a frame-pointer
+    /// walk through them stops there (libz's deflate, say), while the C
+    /// runtime's leaf system-call wrappers leave the chain intact.
+    pub fn objects_without_frame_pointers(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .objects
+            .iter()
+            .filter(|(_, info)| {
+                info.as_ref()
+                    .is_some_and(|i| i.method() == UnwindMethod::DwarfCfi)
+            })
+            .map(|(path, _)| path.rsplit('/').next().unwrap_or(path).to_string())
+            .filter(|name| !is_c_runtime(name))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Re-reads the memory map and places objects not yet known.

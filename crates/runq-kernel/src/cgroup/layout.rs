@@ -18,9 +18,12 @@ pub const LIMIT_CONTROLLERS: [&str; 2] = ["cpu", "cpuset"];
 /// What kind of hierarchy a directory lives in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HierarchyKind {
-    /// The unified hierarchy; `controllers` are those enabled at its root.
+    /// The unified hierarchy; `controllers` are those its root gives its
+    /// children.
     V2 {
-        /// Controllers listed in the root's `cgroup.controllers`.
+        /// Controllers enabled in the root's `cgroup.subtree_control` (a
+        /// controller the root has but does not enable there, as on a host
+        /// without systemd, cannot limit runq's cgroups).
         controllers: BTreeSet<String>,
     },
     /// A v1 hierarchy carrying one limit controller (`cpu` or `cpuset`).
@@ -68,12 +71,12 @@ impl CgroupLayout {
         let text = std::fs::read_to_string(path)
             .map_err(|e| CgroupError::from_io(path.to_path_buf(), e))?;
         Self::from_mounts(&parse_mountinfo(&text), |root| {
-            std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default()
+            std::fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default()
         })
     }
 
     /// Builds a layout from parsed mounts; `read_controllers` returns the
-    /// text of a v2 root's `cgroup.controllers`.
+    /// text of a v2 root's `cgroup.subtree_control`.
     pub fn from_mounts(
         mounts: &[CgroupMount],
         read_controllers: impl Fn(&Path) -> String,

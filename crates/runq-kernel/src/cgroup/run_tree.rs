@@ -83,8 +83,8 @@ impl RunCgroups {
         let hierarchies = run.layout.hierarchies.clone();
         for h in &hierarchies {
             let parent = h.root.join(RUNQ_PARENT);
-            run.make_dir(h, &parent, false)?;
-            run.make_dir(h, &parent.join(run_id), true)?;
+            run.make_dir(h, &parent, false, true)?;
+            run.make_dir(h, &parent.join(run_id), true, true)?;
         }
         Ok(run)
     }
@@ -99,16 +99,27 @@ impl RunCgroups {
         &self.layout
     }
 
-    /// Creates a directory (and, on v2, enables the limit controllers for
-    /// its children; on v1 cpuset, copies the parent's CPUs and memory
-    /// nodes). `track` records it for removal.
-    fn make_dir(&mut self, h: &Hierarchy, dir: &Path, track: bool) -> Result<(), CgroupError> {
+    /// Creates a directory (on v1 cpuset, copying the parent's CPUs and
+    /// memory nodes). `track` records it for removal. `interior` marks a
+    /// directory that only holds other cgroups: on v2 it enables the limit
+    /// controllers for its children. A group's own directory, which holds
+    /// workers, never does: a v2 cgroup with processes and threaded
+    /// controllers (cpu, cpuset) in its `cgroup.subtree_control` becomes
+    /// a thread root, and a child made in it (CgroupChurn's `churn-a`) is
+    /// then an invalid domain that refuses processes with EOPNOTSUPP.
+    fn make_dir(
+        &mut self,
+        h: &Hierarchy,
+        dir: &Path,
+        track: bool,
+        interior: bool,
+    ) -> Result<(), CgroupError> {
         let new = !dir.exists();
         create_child_cgroup(h, dir)?;
         if track && new {
             self.created.push(dir.to_path_buf());
         }
-        if h.is_v2() {
+        if h.is_v2() && interior {
             enable_subtree_controllers(dir);
         }
         Ok(())
@@ -125,9 +136,11 @@ impl RunCgroups {
         let mut dirs = Vec::new();
         for h in self.layout.hierarchies.clone() {
             let mut dir = h.root.join(RUNQ_PARENT).join(&self.run_id);
-            for part in rel.split('/') {
+            let parts: Vec<&str> = rel.split('/').collect();
+            for (i, part) in parts.iter().enumerate() {
                 dir.push(part);
-                self.make_dir(&h, &dir, true)?;
+                let interior = i + 1 < parts.len() && !self.is_group_dir(&dir);
+                self.make_dir(&h, &dir, true, interior)?;
             }
             dirs.push((h, dir));
         }
@@ -138,6 +151,13 @@ impl RunCgroups {
         let idx = self.groups.len() - 1;
         self.set_limits(idx, limits)?;
         Ok(idx)
+    }
+
+    /// True when `dir` is the directory of a group already added.
+    fn is_group_dir(&self, dir: &Path) -> bool {
+        self.groups
+            .iter()
+            .any(|g| g.dirs.iter().any(|(_, d)| d == dir))
     }
 
     /// The group at `idx`.
@@ -157,7 +177,22 @@ impl RunCgroups {
 
     /// Moves process `pid` into group `idx` in every hierarchy.
     pub fn place(&self, idx: usize, pid: u32) -> Result<(), CgroupError> {
-        for (_, dir) in &self.groups[idx].dirs {
+        self.place_except_v1_cpu(idx, pid, false)
+    }
+
+    /// Moves process `pid` into group `idx` in every hierarchy but, when
+    /// `skip_v1_cpu`, a v1 one carrying cpu (the process stays in the cpu
+    /// cgroup it has: see [`super::rt`] for RT workers).
+    pub fn place_except_v1_cpu(
+        &self,
+        idx: usize,
+        pid: u32,
+        skip_v1_cpu: bool,
+    ) -> Result<(), CgroupError> {
+        for (h, dir) in &self.groups[idx].dirs {
+            if skip_v1_cpu && !h.is_v2() && h.has_controller("cpu") {
+                continue;
+            }
             write_file(&dir.join("cgroup.procs"), &pid.to_string())?;
         }
         Ok(())
@@ -226,12 +261,27 @@ fn copy_cpuset_from_parent(dir: &Path) -> Result<(), CgroupError> {
 }
 
 /// On v2, lets children use the cpu and cpuset controllers when this
-/// directory has them. Best-effort: a host may not delegate them.
+/// directory has them (its parent enables them in its
+/// `cgroup.subtree_control`). Best-effort: a host may not delegate them.
 fn enable_subtree_controllers(dir: &Path) {
-    let available = fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
-    for controller in super::layout::LIMIT_CONTROLLERS {
-        if available.split_ascii_whitespace().any(|c| c == controller) {
-            let _ = fs::write(dir.join("cgroup.subtree_control"), format!("+{controller}"));
+    let Some(parent) = dir.parent() else { return };
+    let given = fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
+    let wanted: Vec<String> = super::layout::LIMIT_CONTROLLERS
+        .iter()
+        .filter(|c| {
+            given
+                .split_ascii_whitespace()
+                .any(|g| g.trim_start_matches('+') == **c)
+        })
+        .map(|c| format!("+{c}"))
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let file = dir.join("cgroup.subtree_control");
+    if fs::write(&file, wanted.join(" ")).is_err() {
+        for one in &wanted {
+            let _ = fs::write(&file, one);
         }
     }
 }
@@ -391,6 +441,44 @@ mod tests {
             }],
         };
         (dir, layout)
+    }
+
+    #[test]
+    fn v2_controllers_go_to_interior_directories_only() {
+        let (dir, layout) = fake_v2_root();
+        fs::write(
+            dir.path().join("cgroup.subtree_control"),
+            "cpuset cpu io memory\n",
+        )
+        .unwrap();
+        let mut run = RunCgroups::create(layout, "78-1").unwrap();
+        run.add_group("outer/churn", &CgroupLimits::default())
+            .unwrap();
+        run.add_group("flat", &CgroupLimits::default()).unwrap();
+        let subtree = |rel: &str| {
+            fs::read_to_string(dir.path().join(rel).join("cgroup.subtree_control")).ok()
+        };
+        for interior in ["runq", "runq/78-1", "runq/78-1/outer"] {
+            assert_eq!(
+                subtree(interior).as_deref(),
+                Some("+cpu +cpuset"),
+                "{interior}"
+            );
+        }
+        for group in ["runq/78-1/outer/churn", "runq/78-1/flat"] {
+            assert_eq!(
+                subtree(group),
+                None,
+                "{group} holds workers: no controllers below it"
+            );
+        }
+        run.add_group("flat/inner", &CgroupLimits::default())
+            .unwrap();
+        assert_eq!(
+            subtree("runq/78-1/flat"),
+            None,
+            "a group's directory stays a leaf domain"
+        );
     }
 
     #[test]

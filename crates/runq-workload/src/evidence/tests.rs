@@ -10,7 +10,7 @@ use super::*;
 /// which holds CPU 0 until 13.000 s but for a kworker's 12 ms; 500 runs
 /// again at 13.000 s. On CPU 1 a pipe pair ping-pongs throughout.
 const RECORDING: &str = "\
-# entries-in-buffer/entries-written: 9/12   #P:2
+# entries-in-buffer/entries-written: 9/9   #P:2
  spin-500 [000] d..2. 10.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=spin next_pid=500 next_prio=120
  yes-900  [001] d..2. 10.050000: sched_migrate_task: comm=yes pid=900 prio=100 orig_cpu=1 dest_cpu=0
  spin-500 [000] d..2. 10.100000: sched_switch: prev_comm=spin prev_pid=500 prev_prio=120 prev_state=R+ ==> next_comm=yes next_pid=900 next_prio=100

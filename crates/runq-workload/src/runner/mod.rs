@@ -7,6 +7,7 @@
 mod host;
 pub mod host_load;
 mod judge;
+mod rt;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -227,6 +228,9 @@ struct LiveRun<'s> {
     reports: Vec<WorkerReport>,
     collect_timeout: Duration,
     sampler: Option<Sampler>,
+    /// Per group, whether its workers stay out of runq's v1 cpu cgroup
+    /// (RT workers under v1 RT group scheduling, see `rt.rs`).
+    outside_v1_cpu: Vec<bool>,
 }
 
 impl<'s> LiveRun<'s> {
@@ -261,6 +265,7 @@ impl<'s> LiveRun<'s> {
             handle,
             watchdog,
             reports: Vec::new(),
+            outside_v1_cpu: vec![false; scn.groups.len()],
             collect_timeout: opts.collect_timeout,
             sampler: scn
                 .snapshot_interval
@@ -329,9 +334,10 @@ impl<'s> LiveRun<'s> {
         if self.handle.fault_hits(FaultStep::Place, pid) {
             return Err(format!("placement in {name}: injected fault"));
         }
+        let outside = self.outside_v1_cpu[group_idx];
         let placed = run
             .add_group(name, &Default::default())
-            .and_then(|cg| run.place(cg, pid));
+            .and_then(|cg| run.place_except_v1_cpu(cg, pid, outside));
         placed.map_err(|e| format!("placement in {name}: {e}"))
     }
 
@@ -398,22 +404,15 @@ const INTERRUPTED_COLLECT: Duration = Duration::from_millis(300);
 pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
     scn.validate()?;
     let workers = scn.groups.iter().map(|g| g.workers).sum();
-    let limits = crate::capacity::HostLimits::read(Path::new("/proc"));
-    limits
-        .check(workers, opts.max_workers_per_cpu)
-        .map_err(RunError::Capacity)?;
-    let buffers: Vec<_> = scn
-        .groups
-        .iter()
-        .map(|g| (g.name.clone(), g.work.clone(), g.workers))
-        .collect();
-    crate::capacity::check_buffers(&buffers, limits.mem_available).map_err(RunError::Capacity)?;
-    crate::capacity::check_files(&buffers, &std::env::temp_dir()).map_err(RunError::Capacity)?;
-    let (cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
+    check_capacity(scn, workers, opts.max_workers_per_cpu)?;
+    let (mut cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
+    log::info!("placement: {placement:?}; {stale} stale run cgroups removed");
+    let outside_v1_cpu = rt::plan_groups(scn, cgroups.as_mut())?;
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = start_scheduler(scn, opts.interrupt)?;
     let watchdog = watchdog_for(scn, scheduler.as_ref(), opts.repro);
     let mut live = LiveRun::new(scn, cgroups, watchdog, &mut opts);
+    live.outside_v1_cpu = outside_v1_cpu;
     let t_spawn = Instant::now();
     let first: Vec<usize> = (0..scn.groups.len())
         .filter(|&i| !scn.groups[i].deferred)
@@ -433,6 +432,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     let t_collect = Instant::now();
     let (mut cgroups, mut reports, series) = live.collect(collect_timeout(&opts));
     let host_load = load.finish(run_ns, &reports);
+    log::debug!("host load over the run: {host_load:?}");
     let collect_ns = elapsed_ns(t_collect);
     if scheduler_death.is_none() {
         // A death while the workers were being stopped counts too.
@@ -473,6 +473,30 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         host_load,
         reports,
     })
+}
+
+/// Refuses, before any fork, a run the host cannot hold: too many
+/// workers, buffers past MemAvailable, files past the temporary
+/// directory's free space.
+fn check_capacity(scn: &Scenario, workers: usize, per_cpu: usize) -> Result<(), RunError> {
+    let limits = crate::capacity::HostLimits::read(Path::new("/proc"));
+    limits.check(workers, per_cpu).map_err(RunError::Capacity)?;
+    let buffers: Vec<_> = scn
+        .groups
+        .iter()
+        .map(|g| (g.name.clone(), g.work.clone(), g.workers))
+        .collect();
+    crate::capacity::check_buffers(&buffers, limits.mem_available).map_err(RunError::Capacity)?;
+    crate::capacity::check_files(&buffers, &std::env::temp_dir()).map_err(RunError::Capacity)?;
+    log::info!(
+        "run {}: {workers} workers in {} groups for {:?} (capacity: {} CPUs, MemAvailable {} MiB)",
+        scn.name,
+        scn.groups.len(),
+        scn.duration,
+        limits.cpus,
+        limits.mem_available.unwrap_or(0) >> 20
+    );
+    Ok(())
 }
 
 /// Waits out the duration (see [`drive_steps`]), taking a snapshot every

@@ -313,6 +313,20 @@ fn toml_value_text(v: &toml::Value) -> String {
     }
 }
 
+/// The key of the `key = value` line holding byte `at`, when it is one
+/// (a type error's span is the value; its message does not name the key).
+fn key_at(text: &str, at: usize) -> Option<String> {
+    let start = text[..at.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next()?;
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim();
+    let simple = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    simple.then(|| key.to_string())
+}
+
 /// Parses scenario text; `path` is only used in messages. Named
 /// references and semantic rules are checked by [`Scenario::validate`].
 pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileError> {
@@ -320,7 +334,7 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<Scenario, ScenarioFileE
     let raw: RawScenario = toml::from_str(text).map_err(|e| ScenarioFileError {
         path: path.to_path_buf(),
         line: e.span().map_or(0, |s| loc.line(s)),
-        key: None,
+        key: e.span().and_then(|s| key_at(text, s.start)),
         message: e.message().trim().to_string(),
     })?;
     references::check(&loc, &raw)?;

@@ -301,3 +301,13 @@ fn a_bad_check_over_time_is_an_error_at_its_line() {
     let e = err_of(&SERIES.replace("kind = \"stall\"", "kind = \"stall\"\nspeed = 1"));
     assert!(e.to_string().contains("unknown field `speed`"), "{e}");
 }
+
+#[test]
+fn a_type_error_names_its_key_and_line() {
+    let e = parse("duration = \"1s\"\n\n[[group]]\nname = \"a\"\nwork_type = \"SpinWait\"\nworkers = \"two\"\n")
+        .unwrap_err();
+    assert_eq!((e.line, e.key.as_deref()), (6, Some("workers")), "{e}");
+    let e = parse("duration = \"1s\"\n[checks]\nmax_gap_ms = \"x\"\n").unwrap_err();
+    assert_eq!((e.line, e.key.as_deref()), (3, Some("max_gap_ms")), "{e}");
+    assert_eq!(key_at("[[group]]\n", 3), None, "a table header is no key");
+}

@@ -81,11 +81,16 @@ impl HostMonitor {
                 self.wait = Err(why);
             }
         }
+        match &self.wait {
+            Ok(probe) => log::info!("host monitor: runnable waits from {}", probe.source()),
+            Err(why) => log::info!("host monitor: no runnable-wait figures: {why}"),
+        }
         let shared = Arc::clone(&self.shared);
         let spawned = std::thread::Builder::new()
             .name("runq-host".into())
             .spawn(move || match runq_kernel::sched_debug::open() {
                 Ok(debug) => {
+                    log::info!("host monitor: sampling debugfs sched/debug");
                     // Ahead of any crowd of workers, as the parent is while
                     // it starts them: it never spins, and its reads are
                     // held to 1% of a CPU.
@@ -93,7 +98,10 @@ impl HostMonitor {
                     lock(&shared).source = Some("debugfs sched/debug".into());
                     sample_until_stopped(debug, &shared, start);
                 }
-                Err(why) => lock(&shared).unavailable = Some(why),
+                Err(why) => {
+                    log::info!("host monitor: no run-queue samples: {why}");
+                    lock(&shared).unavailable = Some(why);
+                }
             });
         if let Err(e) = spawned {
             self.lock().unavailable = Some(format!("no monitor thread: {e}"));

@@ -179,6 +179,8 @@ struct RtBody {
     fifo: Option<i32>,
     placed: bool,
     spin: u64,
+    /// The kernel's refusal of SCHED_FIFO, reported as a setup error.
+    error: Option<String>,
 }
 
 impl RtBody {
@@ -190,7 +192,9 @@ impl RtBody {
             let _ = set_affinity(&BTreeSet::from([cpu]));
         }
         if let Some(priority) = self.fifo {
-            let _ = set_fifo(priority);
+            if let Err(e) = set_fifo(priority) {
+                self.error = Some(format!("SCHED_FIFO priority {priority}: {e}"));
+            }
         }
     }
 }
@@ -206,6 +210,10 @@ impl WorkerBody for RtBody {
 
     fn role(&self) -> u8 {
         u8::from(self.fifo.is_none())
+    }
+
+    fn setup_error(&self) -> Option<String> {
+        self.error.clone()
     }
 }
 
@@ -233,6 +241,7 @@ pub fn prepare_rt(p: &RtParams) -> io::Result<Box<dyn PreparedWork>> {
             fifo: (idx % 3 == 0).then_some(priority),
             placed: false,
             spin,
+            error: None,
         }))
     }))
 }

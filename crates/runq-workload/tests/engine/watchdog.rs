@@ -168,23 +168,56 @@ fn planned_three_second_sleeps_and_bursts_never_signal() {
     );
 }
 
-#[test]
-fn a_worker_stopped_for_three_seconds_signals() {
-    let sched = StandIn::start();
+/// One SpinWait worker whose watchdog has a 500 ms bound, started; its
+/// pid.
+fn spinner_watched_by(sched: &StandIn) -> (WorkloadHandle, i32) {
     let mut spec = WorkSpec::new(0, WorkType::from_name("SpinWait").unwrap(), 1);
-    spec.watchdog = Some(sched.watchdog());
+    spec.watchdog = Some(Watchdog {
+        stuck_ns: 500_000_000,
+        ..sched.watchdog()
+    });
     let mut handle = WorkloadHandle::spawn(&[spec]).expect("spawn");
     handle.start();
-    let pid = handle.pids()[0].0;
+    let pid = handle.pids()[0].0 as i32;
+    (handle, pid)
+}
+
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root (a SCHED_FIFO hog)")]
+fn a_worker_starved_on_its_cpu_signals_once_and_says_so() {
+    let sched = StandIn::start();
+    let (handle, pid) = spinner_watched_by(&sched);
     std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: signals to our own child worker.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
-    std::thread::sleep(Duration::from_secs(3));
-    // SAFETY: as above.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGCONT) };
-    let seen = wait_until(Duration::from_secs(20), || sched.signals() > 0);
+    let hog = runq_testkit::starve::RtHog::starve(pid);
+    let seen = wait_until(Duration::from_secs(10), || sched.signals() > 0);
+    drop(hog);
     let reports = handle.stop_and_collect(Duration::from_secs(10));
-    assert!(seen, "a 3 s stall did not signal the scheduler");
+    assert!(seen, "a starved worker did not signal the scheduler");
     assert_eq!(sched.signals(), 1, "the watchdog signals once per worker");
+    let fired = reports[0].watchdog.expect("the report says it fired");
+    assert!(fired.stall_ms >= 500, "{fired:?}");
     assert!(reports[0].completed, "{reports:?}");
+}
+
+#[test]
+fn a_stopped_worker_is_not_starved_and_does_not_signal() {
+    // SIGSTOP takes the worker off the run queue: no run delay, nothing
+    // the scheduler under test did.
+    let sched = StandIn::start();
+    let (handle, pid) = spinner_watched_by(&sched);
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: signals to our own child worker.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    std::thread::sleep(Duration::from_millis(300));
+    let reports = handle.stop_and_collect(Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(300));
+    let r = &reports[0];
+    // Unless the host itself kept it waiting that long after the resume.
+    if r.schedstat_run_delay_ns < 500_000_000 {
+        assert_eq!(sched.signals(), 0, "{r:?}");
+        assert!(r.watchdog.is_none(), "{r:?}");
+    }
 }

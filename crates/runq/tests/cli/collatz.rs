@@ -44,6 +44,8 @@ fn cpus_zero_minus_one_and_too_many() {
         (1 + ncpu / 2).to_string()
     );
     assert_eq!(first(&["collatz", "-1", "1", "10", "A"]), ncpu.to_string());
+    // As the original: any negative CPUS is every CPU.
+    assert_eq!(first(&["collatz", "-7", "1", "10", "A"]), ncpu.to_string());
     let (out, err) = run_ok(&["collatz", "1001", "1", "1", "A"]);
     assert_eq!(csv_fields(&out)[0], "1000");
     assert!(err.contains("using 1000"), "{err}");
@@ -65,7 +67,7 @@ fn bad_arguments_are_one_line_usage_errors() {
         ["collatz", "1", "-3", "10", "A"],
         ["collatz", "1", "1", "ten", "A"],
         ["collatz", "1", "1", "10", "Q"],
-        ["collatz", "-7", "1", "10", "A"],
+        ["collatz", "1.5", "1", "10", "A"],
         ["collatz", "x", "1", "10", "A"],
     ] {
         let out = runq().args(args).output().unwrap();

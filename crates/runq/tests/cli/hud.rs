@@ -25,18 +25,18 @@ fn demo_without_frame_pointers(bin: &str) -> PathBuf {
 }
 
 /// The runq binary under test.
-fn runq_bin() -> PathBuf {
+pub(super) fn runq_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_runq"))
 }
 
 /// The demo program `name` of runq-demo, as the workspace builds it.
-fn demo_bin(name: &str) -> PathBuf {
+pub(super) fn demo_bin(name: &str) -> PathBuf {
     runq_testkit::demo_bin(name)
 }
 
 /// A child killed and reaped when the test ends, even by a panic (a CPU
 /// hog left behind would load every later test).
-struct KillOnDrop(Child);
+pub(super) struct KillOnDrop(pub(super) Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
@@ -47,7 +47,7 @@ impl Drop for KillOnDrop {
 
 /// How long a demo runs: long enough for every hud session of a test on a
 /// loaded host (each test kills its demo when it ends).
-const DEMO_LIFETIME: u32 = 60;
+pub(super) const DEMO_LIFETIME: u32 = 60;
 
 /// Starts a demo binary for `secs` seconds; returns it and its pid.
 fn start(exe: impl AsRef<OsStr>, secs: u32) -> (Child, u32) {
@@ -58,7 +58,7 @@ fn start(exe: impl AsRef<OsStr>, secs: u32) -> (Child, u32) {
 
 /// Starts `cmd` (a demo, perhaps under a wrapper); returns it and the pid
 /// the demo prints first.
-fn start_command(mut cmd: Command) -> (Child, u32) {
+pub(super) fn start_command(mut cmd: Command) -> (Child, u32) {
     let mut child = cmd.stdout(Stdio::piped()).spawn().expect("start the demo");
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
@@ -71,7 +71,7 @@ fn start_command(mut cmd: Command) -> (Child, u32) {
 /// Runs `runq hud` headless on `pid`; returns the JSON report and export,
 /// and checks that replaying the export gives the same report and that the
 /// folded export names the blockers.
-fn hud(runq: &Path, pid: u32, secs: u32, extra: &[&OsStr]) -> (Value, Value) {
+pub(super) fn hud(runq: &Path, pid: u32, secs: u32, extra: &[&OsStr]) -> (Value, Value) {
     hud_then(runq, pid, secs, extra, || {})
 }
 
@@ -117,7 +117,7 @@ fn hud_then(
     (report, trace)
 }
 
-fn blockers<'a>(report: &'a Value, category: &str) -> Vec<&'a Value> {
+pub(super) fn blockers<'a>(report: &'a Value, category: &str) -> Vec<&'a Value> {
     report["blockers"]
         .as_array()
         .unwrap()
@@ -126,7 +126,7 @@ fn blockers<'a>(report: &'a Value, category: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-fn mentions(b: &Value, name: &str) -> bool {
+pub(super) fn mentions(b: &Value, name: &str) -> bool {
     b["user_frames"]
         .as_array()
         .unwrap()

@@ -169,43 +169,12 @@ fn run_watchdog(extra: &[&str]) -> (Option<i32>, Value) {
         },
     );
     std::thread::sleep(Duration::from_millis(200));
-    starve_for(worker, Duration::from_secs(2));
+    runq_testkit::starve::RtHog::starve_for(worker, Duration::from_secs(2));
     let out = child.wait_with_output().unwrap();
     (
         out.status.code(),
         serde_json::from_slice(&out.stdout).unwrap(),
     )
-}
-
-/// Pins `pid` to CPU 0 and runs a SCHED_FIFO busy loop there for `how_long`.
-fn starve_for(pid: i32, how_long: Duration) {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
-    // sched_setaffinity take it by pointer with its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(0, &mut set);
-        assert_eq!(
-            libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set),
-            0,
-            "pinning the worker"
-        );
-    }
-    let mut hog = std::process::Command::new("chrt")
-        .args([
-            "-f",
-            "1",
-            "taskset",
-            "-c",
-            "0",
-            "sh",
-            "-c",
-            "while :; do :; done",
-        ])
-        .spawn()
-        .expect("chrt and taskset (util-linux)");
-    std::thread::sleep(how_long);
-    let _ = hog.kill();
-    let _ = hog.wait();
 }
 
 #[test]

@@ -37,13 +37,14 @@ pub struct CollatzArgs {
     /// `search`: deep start values; `depth-report`: profilers' stack depths.
     #[command(subcommand)]
     pub command: Option<CollatzCommand>,
-    /// Processes: a count, 0 for 1 + ncpu/2, -1 for every CPU (at most 1000).
+    /// Processes: a count, 0 for 1 + ncpu/2, a negative count for every
+    /// CPU (at most 1000).
     #[arg(value_name = "CPUS")]
     pub cpus: Option<String>,
-    /// Outer iterations (default 10).
+    /// Outer iterations (default 10; 0 for the default).
     #[arg(value_name = "OUTER")]
     pub outer: Option<String>,
-    /// Inner iterations per outer one (default 1000000).
+    /// Inner iterations per outer one (default 1000000; 0 for the default).
     #[arg(value_name = "INNER")]
     pub inner: Option<String>,
     /// 0: each inner index is its argument; a number; or a letter A to J.
@@ -93,7 +94,7 @@ fn config_from(args: &CollatzArgs) -> anyhow::Result<Config> {
         .as_deref()
         .map_or(Ok(0), |s| parse_int("CPUS", s))
         .map_err(usage)?;
-    let (procs, capped) = resolve_cpus(cpus, ncpu).map_err(usage)?;
+    let (procs, capped) = resolve_cpus(cpus, ncpu);
     if capped {
         crate::errln!(
             "runq: CPUS {cpus} is more than {}; using {procs}",
@@ -102,7 +103,7 @@ fn config_from(args: &CollatzArgs) -> anyhow::Result<Config> {
     }
     let loops = |s: &Option<String>, what, default| {
         s.as_deref()
-            .map_or(Ok(default), |s| parse_loops(what, s))
+            .map_or(Ok(default), |s| parse_loops(what, s, default))
             .map_err(usage)
     };
     Ok(Config {

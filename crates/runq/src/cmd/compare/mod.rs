@@ -76,7 +76,7 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
         crate::junit::write(&junit(&report), path)?;
     }
     Ok(if report.regressed > 0 {
-        ExitCode::from(1)
+        ExitCode::from(crate::exit::CHECK_FAILED)
     } else {
         ExitCode::SUCCESS
     })

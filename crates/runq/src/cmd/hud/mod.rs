@@ -38,8 +38,11 @@ pub struct HudArgs {
     /// The target, by pid.
     #[arg(long)]
     pub pid: Option<u32>,
-    /// An unstripped copy of the target's binary, for symbols (`--target`,
-    /// the old spelling, is still accepted).
+    /// The target's debug info: the file `objcopy --only-keep-debug` made,
+    /// or an unstripped copy of its binary (`--target`, the old spelling,
+    /// is still accepted). Without it hud looks where gdb does: the
+    /// build-id path under /usr/lib/debug/.build-id/ and the binary's
+    /// .gnu_debuglink.
     #[arg(long = "debug-file", alias = "target", value_name = "BINARY")]
     pub target: Option<PathBuf>,
     /// A crate of the program's own code, besides the crate of its `main`
@@ -65,7 +68,9 @@ pub struct HudArgs {
     /// How much history the live view keeps.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub window: Duration,
-    /// Write a flame graph (SVG) of the blockers, weighted by blocked time.
+    /// Write a flame graph (SVG) of the findings, weighted by their time
+    /// (µs), under a root frame per kind: blocked, on CPU (sampled),
+    /// waiting for a CPU, in block_in_place.
     #[arg(long, value_name = "FILE.svg")]
     pub flamegraph: Option<PathBuf>,
     /// Stop after this long (default: until Ctrl-C or the target exits).
@@ -75,8 +80,9 @@ pub struct HudArgs {
     /// old spelling).
     #[arg(long = "output", alias = "export", value_name = "FILE.json")]
     pub export: Option<PathBuf>,
-    /// Write folded stacks of the blockers, weighted by blocked time (µs),
-    /// for flamegraph.pl or inferno.
+    /// Write folded stacks of the findings, weighted by their time (µs),
+    /// under a root frame per kind (as --flamegraph), for flamegraph.pl or
+    /// inferno.
     #[arg(long = "output-folded", alias = "export-folded", value_name = "FILE")]
     pub export_folded: Option<PathBuf>,
     /// Show the report saved in an `--output` file instead of attaching.
@@ -166,7 +172,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     if let Some(binary) = &args.target {
         if !binary.is_file() {
             return Err(exit::usage(format!(
-                "--debug-file {}: no such file; pass an unstripped copy of the target's executable",
+                "--debug-file {}: no such file; pass the target's debug file or an unstripped copy of its executable",
                 binary.display()
             )));
         }

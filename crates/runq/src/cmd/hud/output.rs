@@ -26,8 +26,11 @@ pub fn write_exports(args: &HudArgs, session: &Session) -> anyhow::Result<()> {
     }
     if let Some(path) = &args.flamegraph {
         let mut options = inferno::flamegraph::Options::default();
-        options.title = format!("runq hud: blocked time in pid {}", session.report.pid);
-        options.count_name = "µs blocked".into();
+        options.title = format!(
+            "runq hud: time blocked, on CPU (sampled) and waiting for a CPU in pid {}",
+            session.report.pid
+        );
+        options.count_name = "µs".into();
         let mut file = AtomicFile::create(path, Replace::OwnFile)
             .with_context(|| format!("writing {}", path.display()))?;
         if folded.is_empty() {

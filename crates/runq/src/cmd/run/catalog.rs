@@ -65,15 +65,16 @@ fn as_json(work: &WorkType) -> Value {
     })
 }
 
-/// Every work type (or a JSON array): its name, whether it samples wake
-/// latency, and its summary wrapped within 100 columns, then its
-/// parameters with their defaults and valid ranges on the lines below.
+/// Every work type (or, with `json`, a document listing them under
+/// `work_types`): its name, whether it samples wake latency, and its
+/// summary wrapped within 100 columns, then its parameters with their
+/// defaults and valid ranges on the lines below.
 pub fn render_list(json: bool) -> anyhow::Result<String> {
     let all = WorkType::all_defaults();
     if json {
-        return Ok(
-            serde_json::to_string_pretty(&all.iter().map(as_json).collect::<Vec<_>>())? + "\n",
-        );
+        let items: Vec<Value> = all.iter().map(as_json).collect();
+        let doc = crate::json::listing("runq run --list", "work_types", &items);
+        return Ok(serde_json::to_string_pretty(&doc)? + "\n");
     }
     let name_width = all.iter().map(|t| t.name().len()).max().unwrap_or(4);
     let indent = name_width + 2 + "wakes".len() + 2;
@@ -99,7 +100,9 @@ pub fn render_list(json: bool) -> anyhow::Result<String> {
 /// One work type in detail.
 pub fn render_explain(work: &WorkType, json: bool) -> anyhow::Result<String> {
     if json {
-        return Ok(serde_json::to_string_pretty(&as_json(work))? + "\n");
+        let body = as_json(work);
+        let doc = crate::json::document("runq run --explain", &body);
+        return Ok(serde_json::to_string_pretty(&doc)? + "\n");
     }
     let info = work.info();
     let workers = info
@@ -160,7 +163,10 @@ mod tests {
         let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
         assert!(widest <= LIST_WIDTH, "{widest} columns:\n{text}");
         let v: Value = serde_json::from_str(&render_list(true).unwrap()).unwrap();
-        assert_eq!(v.as_array().unwrap().len(), WorkType::all_defaults().len());
+        assert_eq!(v["tool"], "runq run --list");
+        assert!(v["schema_version"].is_u64());
+        let types = v["work_types"].as_array().unwrap();
+        assert_eq!(types.len(), WorkType::all_defaults().len());
     }
 
     #[test]
@@ -168,5 +174,11 @@ mod tests {
         let text = render_explain(&WorkType::from_name("PipeIo").unwrap(), false).unwrap();
         assert!(text.contains("pipe read"), "{text}");
         assert!(text.contains("even number"), "{text}");
+        let json = render_explain(&WorkType::from_name("PipeIo").unwrap(), true).unwrap();
+        let v: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (v["tool"].as_str(), v["name"].as_str()),
+            (Some("runq run --explain"), Some("PipeIo"))
+        );
     }
 }

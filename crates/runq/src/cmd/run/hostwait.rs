@@ -46,9 +46,7 @@ pub fn runnable_wait_probe(
         return Err("the host monitor is off (snapshot interval off)".into());
     }
     if !asked {
-        return Err("not measured: pass --runnable-wait or set [checks] \
-             max_runnable_wait_ms (a BPF probe on every context switch)"
-            .into());
+        return Err("off; --runnable-wait measures it".into());
     }
     if workers > MAX_PROBED_WORKERS {
         return Err(format!(

@@ -9,6 +9,7 @@ mod repeats;
 mod scenarios;
 mod scheduler_args;
 mod summary;
+pub mod vm;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -91,6 +92,8 @@ pub struct RunArgs {
     pub duration: Option<Duration>,
     /// Place the group in this cgroup, relative to runq's own parent
     /// (`runq/<run-id>/PATH`). Needs root; exits 77 without it.
+    /// CgroupChurn, which moves between children of its group's cgroup,
+    /// gets one named after it when root, unless `--no-cgroups`.
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<String>,
     /// Never create cgroups, even when permitted.
@@ -164,6 +167,9 @@ pub struct RunArgs {
     /// The scheduler under test.
     #[command(flatten)]
     pub sched: scheduler_args::SchedulerArgs,
+    /// The run inside a VM.
+    #[command(flatten)]
+    pub vm: Box<vm::VmArgs>,
 }
 
 /// The flags that shape a run, which the listings refuse (only `--json`
@@ -278,12 +284,18 @@ fn single_group_scenario(
         .map(runq_workload::scenario_file::parse_policy)
         .transpose()
         .map_err(|e| exit::usage(format!("--policy: {e}")))?;
+    // A type that works on its own cgroup (CgroupChurn) gets one named
+    // after it unless told otherwise.
+    let cgroup = args.cgroup.clone().or_else(|| {
+        (matches!(work, WorkType::CgroupChurn(_)) && !args.no_cgroups)
+            .then(|| work.name().to_string())
+    });
     let mut builder = ScenarioBuilder::new(work.name()).duration(duration);
-    if let Some(cg) = &args.cgroup {
+    if let Some(cg) = &cgroup {
         builder = builder.cgroup(cg, Default::default());
     }
     let mut scn = builder
-        .group(work.name(), work, workers, args.cgroup.as_deref())
+        .group(work.name(), work, workers, cgroup.as_deref())
         .build();
     if let Some(p) = policy {
         scn.groups[0].setup.policy = p;
@@ -384,6 +396,10 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let (mut scn, cgroups) = scenario_from_args(&args)?;
+    if args.vm.wanted()? {
+        check_outputs(&args)?;
+        return vm::run_in_vm(&args, scn.duration * args.repeat.max(1));
+    }
     args.sched.apply(&mut scn)?;
     if let Some(SnapshotInterval(i)) = args.snapshot_interval {
         scn.snapshot_interval = i;
@@ -503,7 +519,7 @@ fn exit_code(outcome: &runq_workload::RunOutcome) -> ExitCode {
     }
     match outcome.verdict {
         runq_workload::Verdict::Pass => ExitCode::SUCCESS,
-        runq_workload::Verdict::Fail => ExitCode::from(1),
+        runq_workload::Verdict::Fail => ExitCode::from(crate::exit::CHECK_FAILED),
         // Only when not flagged as interrupted above, which cannot happen.
         runq_workload::Verdict::Interrupted => ExitCode::from(exit::RUN_ERROR),
     }

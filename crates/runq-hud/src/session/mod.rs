@@ -2,28 +2,32 @@
 //! detector until the deadline, a stop request or the target's exit, and
 //! build the report.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod build;
+mod discover;
+mod watched;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use runq_kernel::clock::monotonic_ns;
-use runq_kernel::schedstat::read_schedstat;
 
 use crate::bpf::{BpfError, Probe};
-use crate::classify::Place;
 use crate::culprit::AppCode;
-use crate::detect::{Detector, Finding, Summary, Tally};
-use crate::discovery::{
-    by_name, by_stacks, largest_group, members, threads, DiscoveryError, LoopHits, Method, Thread,
-};
+use crate::detect::{Detector, Finding};
+use crate::discovery::{threads, DiscoveryError};
 use crate::event::{Kind, RawEvent};
 use crate::health::{StackHealth, UnwindChoice};
 use crate::polls::{PollSitesError, RuntimeSites};
 use crate::prep::StackPrep;
-use crate::report::{group, run_queue_stats, PollMethod, PollTiming, Report, WorkerStats};
+use crate::report::{PollMethod, PollTiming, Report};
 use crate::stacks::Stacks;
+use crate::symbols::debugfile::DEBUG_DIRS;
 use crate::symbols::{Symbols, TargetError};
+use build::build_report;
+use discover::discover;
+use watched::Watched;
 
 /// What to watch and how.
 #[derive(Debug, Clone)]
@@ -87,156 +91,6 @@ pub struct Session {
 /// The session's BPF programs, detached when dropped.
 pub struct AttachedProbes {
     _probe: Probe,
-}
-
-/// On-CPU ns of a thread, from /proc/PID/task/TID/schedstat.
-fn cpu_ns(proc_root: &Path, pid: u32, tid: u32) -> u64 {
-    read_schedstat(&proc_root.join(format!("{pid}/task/{tid}/schedstat")))
-        .map_or(0, |s| s.cpu_time_ns)
-}
-
-struct Watched {
-    method: Method,
-    comms: BTreeMap<u32, String>,
-    cpu_start: BTreeMap<u32, u64>,
-    /// The last on-CPU reading of each thread while the target lived (the
-    /// report keeps it when the target exits).
-    cpu_last: BTreeMap<u32, u64>,
-}
-
-impl Watched {
-    fn new(method: Method) -> Self {
-        Watched {
-            method,
-            comms: BTreeMap::new(),
-            cpu_start: BTreeMap::new(),
-            cpu_last: BTreeMap::new(),
-        }
-    }
-
-    /// Reads every watched thread's on-CPU time now (a thread that has
-    /// gone keeps its last reading).
-    fn read_cpu(&mut self, opts: &Options) {
-        for tid in self.comms.keys() {
-            let path = opts
-                .proc_root
-                .join(format!("{}/task/{tid}/schedstat", opts.pid));
-            if let Some(s) = read_schedstat(&path) {
-                self.cpu_last.insert(*tid, s.cpu_time_ns);
-            }
-        }
-    }
-
-    /// The watched threads.
-    fn tids(&self) -> Vec<u32> {
-        self.comms.keys().copied().collect()
-    }
-
-    /// Adds threads to the set and to the probe's filter.
-    fn add(
-        &mut self,
-        opts: &Options,
-        all: &[Thread],
-        tids: &[u32],
-        probe: &mut Probe,
-    ) -> Result<(), HudError> {
-        let new: Vec<u32> = tids
-            .iter()
-            .copied()
-            .filter(|t| !self.comms.contains_key(t))
-            .collect();
-        for t in &new {
-            let comm = all
-                .iter()
-                .find(|x| x.tid == *t)
-                .map(|x| x.comm.clone())
-                .unwrap_or_default();
-            self.comms.insert(*t, comm);
-            let now = cpu_ns(&opts.proc_root, opts.pid, *t);
-            self.cpu_start.insert(*t, now);
-            self.cpu_last.insert(*t, now);
-        }
-        probe.watch(&new)?;
-        Ok(())
-    }
-
-    /// Finds new threads that match the discovery method (a growing
-    /// runtime) and adds them.
-    fn refresh(&mut self, opts: &Options, probe: &mut Probe) -> Result<(), HudError> {
-        let all = threads(&opts.proc_root, opts.pid)?;
-        let tids = members(&all, &self.method);
-        self.add(opts, &all, &tids, probe)
-    }
-}
-
-/// How long every thread is sampled, at a time, when the workers must be
-/// found by their stacks.
-const DISCOVERY_SAMPLING: Duration = Duration::from_millis(500);
-
-/// How long discovery keeps sampling a target whose threads have shown no
-/// worker loop yet: a target starved on a busy host runs too little in one
-/// [`DISCOVERY_SAMPLING`] to be sampled at all.
-const DISCOVERY_LIMIT: Duration = Duration::from_secs(5);
-
-/// Step 3 of discovery: watches every thread, in slices of
-/// [`DISCOVERY_SAMPLING`] up to [`DISCOVERY_LIMIT`], until stacks show
-/// Tokio's worker loop, and keeps those threads; the others leave the
-/// filter.
-fn discover_by_stacks(
-    all: &[Thread],
-    probe: &mut Probe,
-    prep: &mut StackPrep,
-    stacks: &mut Stacks,
-) -> Result<Option<(Method, Vec<u32>)>, HudError> {
-    let every: Vec<u32> = all.iter().map(|t| t.tid).collect();
-    probe.watch(&every)?;
-    let started = std::time::Instant::now();
-    let mut hits = BTreeMap::new();
-    let found = loop {
-        std::thread::sleep(DISCOVERY_SAMPLING);
-        let mut events = probe.drain();
-        for ev in &mut events {
-            prep.prepare(ev);
-        }
-        stacks.prefetch(events.iter().flat_map(|e| &e.stack));
-        add_hits(&mut hits, loop_hits(&events, stacks));
-        let found = by_stacks(all, &hits);
-        if found.is_some() || started.elapsed() >= DISCOVERY_LIMIT {
-            break found;
-        }
-    };
-    let keep = found.as_ref().map_or(&[][..], |(_, tids)| tids.as_slice());
-    let others: Vec<u32> = every.into_iter().filter(|t| !keep.contains(t)).collect();
-    probe.unwatch(&others)?;
-    Ok(found)
-}
-
-/// Adds one slice's loop hits to the totals.
-fn add_hits(total: &mut BTreeMap<u32, LoopHits>, slice: BTreeMap<u32, LoopHits>) {
-    for (tid, h) in slice {
-        let t = total.entry(tid).or_default();
-        t.worker += h.worker;
-        t.pool += h.pool;
-    }
-}
-
-/// Per thread, how many sampled stacks ran the worker or the pool loop.
-fn loop_hits(events: &[RawEvent], stacks: &mut Stacks) -> BTreeMap<u32, LoopHits> {
-    let mut hits: BTreeMap<u32, LoopHits> = BTreeMap::new();
-    for ev in events {
-        let Summary {
-            place,
-            reached_loop,
-            ..
-        } = stacks.summary(&ev.stack);
-        let h = hits.entry(ev.tid).or_default();
-        if place == Place::BlockingPool {
-            h.pool += 1;
-        } else if reached_loop {
-            h.worker += 1;
-        }
-    }
-    hits
 }
 
 /// How often the ring buffer is drained: findings reach the report or the
@@ -384,8 +238,12 @@ impl Attached {
     /// or as the largest thread group) and watches them.
     fn start(opts: &Options) -> Result<Self, HudError> {
         let mut symbols = Symbols::new(&opts.proc_root, opts.pid);
-        if let Some(binary) = &opts.target_binary {
-            symbols.use_target_binary(binary)?;
+        match &opts.target_binary {
+            Some(binary) => symbols.use_target_binary(binary)?,
+            None => {
+                let dirs: Vec<PathBuf> = DEBUG_DIRS.iter().map(PathBuf::from).collect();
+                symbols.find_debug_file(&dirs);
+            }
         }
         let all = threads(&opts.proc_root, opts.pid)?;
         let mut prep = StackPrep::new(opts);
@@ -394,14 +252,7 @@ impl Attached {
         // measured part of a target's life.
         symbols.prewarm();
         let mut stacks = Stacks::new(symbols);
-        let named = by_name(&all, opts.worker_prefix.as_deref());
-        let (method, tids) = match (named, &opts.worker_prefix) {
-            (Some(found), _) => found,
-            (None, Some(_)) => return Err(DiscoveryError::NoWorkers(opts.pid).into()),
-            (None, None) => discover_by_stacks(&all, &mut probe, &mut prep, &mut stacks)?
-                .or_else(|| largest_group(&all))
-                .ok_or(DiscoveryError::NoWorkers(opts.pid))?,
-        };
+        let (method, tids) = discover(opts, &all, &mut probe, &mut prep, &mut stacks)?;
         let mut watched = Watched::new(method);
         watched.add(opts, &all, &tids, &mut probe)?;
         let mut detector = Detector::new(opts.frequency, opts.pid);
@@ -427,12 +278,29 @@ impl Attached {
         })
     }
 
+    /// The watched threads the live view lists, as the report does:
+    /// those seen running a runtime's tasks (blocking-pool threads share
+    /// the workers' name); before any was, those not seen in the pool.
+    fn shown_workers(&self) -> Vec<u32> {
+        let roles = &self.detector.roles;
+        let seen = roles.workers();
+        let tids = self.watched.tids().into_iter();
+        tids.filter(|t| !roles.only_pool(*t))
+            .filter(|t| seen.is_empty() || seen.contains_key(t))
+            .collect()
+    }
+
     /// Takes every queued event through unwinding and detection.
     fn drain(&mut self, on_update: &mut impl FnMut(Update<'_>)) {
         let mut events = self.probe.drain();
         let whole: Vec<bool> = events.iter_mut().map(|ev| self.prep.prepare(ev)).collect();
         self.stacks.prefetch(events.iter().flat_map(|e| &e.stack));
         for (ev, whole) in events.into_iter().zip(whole) {
+            let interval = matches!(ev.kind, Kind::Blocked | Kind::RunQueue | Kind::Holder);
+            if interval && self.watched.began_unwatched(ev.tid, ev.start_ns) {
+                self.detector.tally.before_watch += 1;
+                continue;
+            }
             if ev.kind == Kind::Holder {
                 let frames = self.stacks.frames(&ev.stack);
                 let culprit = crate::report::holder_culprit(&frames, &self.app);
@@ -465,7 +333,7 @@ pub fn run(
 ) -> Result<Session, HudError> {
     let mut s = Attached::start(opts)?;
     on_update(Update::Discovery(&s.watched.method.to_string()));
-    on_update(Update::Workers(&s.watched.tids()));
+    on_update(Update::Workers(&s.shown_workers()));
     let started = Instant::now();
     let mut last_refresh = Instant::now();
     let mut target_exited = false;
@@ -484,16 +352,16 @@ pub fn run(
             }
             // Threads that appear later (a growing runtime) join the filter.
             let _ = s.watched.refresh(opts, &mut s.probe);
-            on_update(Update::Workers(&s.watched.tids()));
+            on_update(Update::Workers(&s.shown_workers()));
             last_refresh = Instant::now();
         }
     }
     s.watched.read_cpu(opts);
     let mut findings = std::mem::take(&mut s.findings);
+    // Each finding took its thread's role at the time it happened (a
+    // worker that later joined the pool keeps its findings); these are the
+    // cut stacks of threads that never showed a role.
     findings.extend(s.detector.flush());
-    // Blocking-pool threads share the workers' name; once a thread showed
-    // the pool's frames, none of its findings count.
-    findings.retain(|f| !s.detector.pool_tids.contains(&f.tid));
     let elapsed = started.elapsed().as_secs_f64();
     let report = build_report(opts, &mut s, &findings, elapsed, target_exited);
     Ok(Session {
@@ -502,72 +370,4 @@ pub fn run(
         detection_latency_ns: s.latency,
         probes: AttachedProbes { _probe: s.probe },
     })
-}
-
-fn worker_stats(s: &Attached, findings: &[Finding], elapsed: f64) -> Vec<WorkerStats> {
-    // A worker is a thread whose stacks showed the worker loop: the
-    // blocking pool shares the workers' name and may join later. Without
-    // any such stack (none was seen), every watched thread is listed.
-    let shown = &s.detector.worker_tids;
-    s.watched
-        .comms
-        .iter()
-        .filter(|(tid, _)| !s.detector.pool_tids.contains(tid))
-        .filter(|(tid, _)| shown.is_empty() || shown.contains(tid))
-        .map(|(tid, comm)| {
-            let cpu = s.watched.cpu_last[tid].saturating_sub(s.watched.cpu_start[tid]);
-            let mut by_cat = BTreeMap::new();
-            for f in findings.iter().filter(|f| f.tid == *tid) {
-                *by_cat.entry(f.category).or_insert(0) += 1;
-            }
-            WorkerStats {
-                tid: *tid,
-                comm: comm.clone(),
-                cpu_ns: cpu,
-                utilization: cpu as f64 / 1e9 / elapsed.max(1e-9),
-                findings: by_cat,
-            }
-        })
-        .collect()
-}
-
-fn build_report(
-    opts: &Options,
-    s: &mut Attached,
-    findings: &[Finding],
-    elapsed: f64,
-    target_exited: bool,
-) -> Report {
-    let comm = s.comm.clone();
-    let seen_tids: BTreeSet<u32> = findings.iter().map(|f| f.tid).collect();
-    let mut stacks = s.prep.report(&s.health, elapsed);
-    // The kernel's own count covers copies the ring buffer dropped too.
-    stacks.bytes_copied_per_s = s.probe.bytes_copied() as f64 / elapsed.max(1e-9);
-    Report {
-        tool: "runq hud".into(),
-        schema_version: crate::report::SCHEMA_VERSION,
-        pid: opts.pid,
-        comm,
-        discovery: s.watched.method.to_string(),
-        threshold_ns: opts.threshold_ns,
-        frequency_hz: opts.frequency,
-        duration_s: elapsed,
-        target_exited,
-        blockers: group(findings, &s.app),
-        workers: worker_stats(s, findings, elapsed),
-        run_queue: run_queue_stats(findings),
-        events: Tally {
-            untimed_polls: s.probe.polls_untimed(),
-            ..s.detector.tally
-        },
-        lost_events: s.probe.lost_events(),
-        symbol_hint: (!s.stacks.symbols().debug_info_seen() && !seen_tids.is_empty()).then(|| {
-            "the target has no debug info, so blockers have no file:line: build it with \
-             `debug = \"line-tables-only\"` (or pass --debug-file with an unstripped copy)"
-                .to_string()
-        }),
-        stacks,
-        poll_timing: s.poll_timing,
-        app_crates: s.app.crates(),
-    }
 }

@@ -2,18 +2,20 @@
 //! function, file:line), per-worker utilization and event counts,
 //! run-queue statistics, the discovery method and lost events.
 
-use runq_common::table::{Align, Table};
-use runq_common::units::fmt_ms;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::user_frames;
+use crate::classify::{user_frames, Flavor};
 use crate::culprit::AppCode;
 use crate::detect::{Category, Finding, Tally};
 use crate::health::StackReport;
 use crate::symbols::Frame;
+
+mod text;
+pub use text::render;
+#[cfg(test)]
+pub(crate) use text::text;
 
 /// Findings of one culprit: one row per (category, culprit function),
 /// whatever file:line and library leaf each finding had.
@@ -44,6 +46,10 @@ pub struct Blocker {
     pub max_ns: u64,
     /// Intervals per worker tid.
     pub workers: BTreeMap<u32, u64>,
+    /// Intervals per kind of runtime of their workers (absent when no
+    /// worker showed its runtime).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub runtimes: BTreeMap<Flavor, u64>,
     /// One full stack (function and location per frame).
     pub sample_stack: Vec<Frame>,
 }
@@ -65,6 +71,10 @@ pub struct WorkerStats {
     pub tid: u32,
     /// Thread name.
     pub comm: String,
+    /// The kind of runtime loop it ran tasks in (absent when none of its
+    /// stacks showed one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Flavor>,
     /// On-CPU time during the session, ns (from /proc schedstat).
     pub cpu_ns: u64,
     /// `cpu_ns` over the session's length.
@@ -165,6 +175,11 @@ pub struct Report {
     pub target_exited: bool,
     /// Blockers, largest total first.
     pub blockers: Vec<Blocker>,
+    /// Time in Tokio's `block_in_place` (sleeps over the threshold and
+    /// sampled CPU), per culprit: no blocker, since the worker handed its
+    /// core to another thread first, but time a request waited.
+    #[serde(default)]
+    pub block_in_place: Vec<Blocker>,
     /// Workers.
     pub workers: Vec<WorkerStats>,
     /// Run-queue delays.
@@ -175,6 +190,10 @@ pub struct Report {
     pub lost_events: u64,
     /// Set when the binary has no debug info: how to get file:line.
     pub symbol_hint: Option<String>,
+    /// The executable's separate debug info in use, and how it was found
+    /// (`--debug-file`, its build-id path, its `.gnu_debuglink`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_file: Option<String>,
     /// How stacks were taken and how many were cut short.
     #[serde(default)]
     pub stacks: StackReport,
@@ -221,6 +240,7 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
                 total_ns: 0,
                 max_ns: 0,
                 workers: BTreeMap::new(),
+                runtimes: BTreeMap::new(),
                 sample_stack: f.stack.clone(),
             });
         if let Some(loc) = culprit.and_then(Frame::location) {
@@ -246,17 +266,54 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
     out
 }
 
+impl Blocker {
+    /// The runtime most of its intervals ran in.
+    pub fn main_runtime(&self) -> Option<Flavor> {
+        self.runtimes
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(f, _)| *f)
+    }
+}
+
+/// Counts each row's intervals per runtime of their workers, and orders
+/// the rows by runtime (multi-thread first), then by total, when the
+/// workers ran more than one kind of runtime.
+pub fn group_by_runtime(rows: &mut [Blocker], flavors: &BTreeMap<u32, Flavor>) {
+    for b in rows.iter_mut() {
+        for (tid, n) in &b.workers {
+            if let Some(f) = flavors.get(tid) {
+                *b.runtimes.entry(*f).or_default() += n;
+            }
+        }
+    }
+    let kinds: std::collections::BTreeSet<Flavor> = flavors.values().copied().collect();
+    if kinds.len() > 1 {
+        rows.sort_by_key(|b| (b.main_runtime(), std::cmp::Reverse(b.total_ns)));
+    }
+}
+
 /// The name of a row whose stack holds no program frame: `[runtime]` when
 /// the stack reaches Tokio's loops (it really is the runtime), otherwise
-/// the stack was cut short (a run-queue victim's often holds only the
-/// preempted leaf), and the row says so with that leaf.
+/// the stack was cut short (deeper than the copy, or a run-queue victim's
+/// that holds only the preempted leaf), and the row says so with the
+/// deepest frame known (the last one unwound).
 fn no_culprit(stack: &[Frame]) -> String {
     let whole = stack
         .iter()
         .map(crate::classify::class_of)
         .any(|c| c.worker_loop || c.pool_loop);
-    match stack.first() {
-        Some(leaf) if !whole => format!("[stack cut short at {}]", leaf.function),
+    // As `place_of` decides: std code right under the frame that polls a
+    // task's future is that future's.
+    let classes: Vec<_> = stack.iter().map(crate::classify::class_of).collect();
+    let first_tokio = classes.iter().position(|c| c.tokio);
+    let inlined = first_tokio.is_some_and(|i| i > 0 && classes[i].task_poll);
+    match stack.last() {
+        Some(deepest) if !whole => format!("[stack cut short at {}]", deepest.function),
+        _ if inlined => match crate::classify::inlined_task(stack) {
+            Some(task) => format!("{task} (inlined into Tokio's poll)"),
+            None => "[a task's code, inlined into Tokio's poll]".to_string(),
+        },
         _ => "[runtime]".to_string(),
     }
 }
@@ -294,215 +351,41 @@ pub fn run_queue_stats(findings: &[Finding]) -> RunQueueStats {
     stats
 }
 
-/// Who held the CPU while workers waited, one row per holder.
-fn render_holders(out: &mut String, q: &RunQueueStats) {
-    if q.holders.is_empty() {
-        return;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbols::fixtures::frame;
+
+    fn finding(tid: u32, name: &str, ms: u64) -> Finding {
+        Finding {
+            category: Category::BlockingCall,
+            tid,
+            start_ns: 0,
+            duration_ns: ms * 1_000_000,
+            stack: vec![frame("std::thread::sleep"), frame(name)],
+            holder: None,
+        }
     }
-    let _ = writeln!(
-        out,
-        "run-queue delay: {} waits, {} in all, max {}; the CPU was held by (the task that ran just before the worker got it back):",
-        q.count,
-        fmt_ms(q.total_ns),
-        fmt_ms(q.max_ns)
-    );
-    let mut t = Table::new(&[
-        ("holder", Align::Left),
-        ("waits", Align::Right),
-        ("total", Align::Right),
-        ("", Align::Left),
-    ]);
-    for h in &q.holders {
-        let whose = match (h.same_process, &h.culprit) {
-            (true, Some(c)) => format!("this process: {c}"),
-            (true, None) => "this process".to_string(),
-            (false, _) => "another process".to_string(),
-        };
-        let tids = match h.tids.as_slice() {
-            [one] => format!("tid {one}"),
-            many => format!("{} threads", many.len()),
-        };
-        t.row(vec![
-            format!("{} ({tids})", h.comm),
-            h.count.to_string(),
-            fmt_ms(h.total_ns),
-            whose,
+
+    #[test]
+    fn blockers_are_grouped_by_the_runtime_of_their_workers() {
+        let fs = [
+            finding(1, "app::render", 30),
+            finding(2, "app::render", 30),
+            finding(9, "app::audit", 90),
+        ];
+        let mut rows = group(&fs, &AppCode::default());
+        assert_eq!(rows[0].function, "app::audit", "largest first");
+        let flavors = BTreeMap::from([
+            (1, Flavor::MultiThread),
+            (2, Flavor::MultiThread),
+            (9, Flavor::CurrentThread),
         ]);
-    }
-    out.push_str(&t.render(str::to_string));
-}
-
-/// Writes the report as text to `out` (the CLI hands it stdout).
-pub fn render(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    out.write_all(text(r).as_bytes())
-}
-
-/// The report as text.
-pub(crate) fn text(r: &Report) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "hud: pid {} ({}), {} workers by {}, threshold {}, {} Hz, {:.1}s{}",
-        r.pid,
-        r.comm,
-        r.workers.len(),
-        r.discovery,
-        fmt_ms(r.threshold_ns),
-        r.frequency_hz,
-        r.duration_s,
-        if r.target_exited {
-            " (target exited)"
-        } else {
-            ""
-        }
-    );
-    if let Some(w) = &r.stacks.warning {
-        let _ = writeln!(out, "WARNING: {w}");
-    }
-    render_blockers(&mut out, r);
-    render_holders(&mut out, &r.run_queue);
-    for w in &r.workers {
-        let finds: Vec<String> = w
-            .findings
-            .iter()
-            .map(|(c, n)| format!("{} {n}", c.label()))
-            .collect();
-        let _ = writeln!(
-            out,
-            "worker {:>7} {:<16} {:>5.1}% busy  {}",
-            w.tid,
-            w.comm,
-            w.utilization * 100.0,
-            if finds.is_empty() {
-                "-".to_string()
-            } else {
-                finds.join(", ")
-            }
-        );
-    }
-    let e = &r.events;
-    let _ = writeln!(
-        out,
-        "events: {} sleeps over threshold ({} idle parks), {} run-queue waits, {} samples, {} blocking-pool events ignored, {} lost",
-        e.blocked_events, e.idle_parks, e.runqueue_events, e.samples, e.blocking_pool_events, r.lost_events
-    );
-    render_stacks(&mut out, &r.stacks);
-    if let Some(h) = &r.symbol_hint {
-        let _ = writeln!(out, "note: {h}");
-    }
-    out
-}
-
-/// The blockers table, or why there is none.
-fn render_blockers(out: &mut String, r: &Report) {
-    if r.blockers.is_empty() && r.stacks.warning.is_some() {
-        let _ = writeln!(
-            out,
-            "no blockers named: the stacks cannot show them (see the warning)"
-        );
-    } else if r.blockers.is_empty() {
-        let _ = writeln!(out, "no blockers above the threshold");
-    } else {
-        let mut t = Table::new(&[
-            ("category", Align::Left),
-            ("count", Align::Right),
-            ("total", Align::Right),
-            ("max", Align::Right),
-            ("culprit", Align::Left),
-        ]);
-        for b in &r.blockers {
-            // A sampled row's findings are sampling periods, not polls: it
-            // has no longest interval to show.
-            let max = match b.category {
-                Category::TaskCpuSampled => "-".to_string(),
-                _ => fmt_ms(b.max_ns),
-            };
-            t.row(vec![
-                b.category.label().to_string(),
-                b.count.to_string(),
-                fmt_ms(b.total_ns),
-                max,
-                culprit_cell(b),
-            ]);
-        }
-        out.push_str(&t.render(str::to_string));
-        if r.poll_timing.method == PollMethod::Exact {
-            let _ = writeln!(
-                out,
-                "long poll (exact): one poll's time on CPU, timed by uprobes on {} instances of \
-                 tokio::runtime::task::raw::poll (--exact-polls); its culprit is from the samples taken in it",
-                r.poll_timing.instances
-            );
-        }
-        if r.blockers
-            .iter()
-            .any(|b| b.category == Category::TaskCpuSampled)
-        {
-            let _ = writeln!(
-                out,
-                "on CPU (sampled): task code's CPU time from {} Hz cpu-clock samples (count = samples); \
-                 Tokio switches tasks without the kernel seeing it, so no poll length is claimed",
-                r.frequency_hz
-            );
-        }
-    }
-}
-
-/// The culprit column: the function, where it is, and the way below it
-/// into library code.
-fn culprit_cell(b: &Blocker) -> String {
-    let mut cell = b.function.clone();
-    match (&b.location, b.locations.len()) {
-        (Some(l), n) if n > 1 => {
-            let _ = write!(cell, " ({l} +{} more)", n - 1);
-        }
-        (Some(l), _) => {
-            let _ = write!(cell, " ({l})");
-        }
-        (None, _) => {}
-    }
-    if let Some(p) = b.main_path_below() {
-        let _ = write!(cell, " → {p}");
-    }
-    cell
-}
-
-/// The stacks line: source, per-object methods, shortfalls, bytes copied.
-fn render_stacks(out: &mut String, s: &StackReport) {
-    let _ = write!(
-        out,
-        "stacks: {} ({}); {} stacks, {} short",
-        s.source.label(),
-        s.reason,
-        s.stacks,
-        s.short
-    );
-    if s.truncated > 0 {
-        let _ = write!(out, ", {} cut at the kernel's frame limit", s.truncated);
-    }
-    let u = &s.unwind;
-    if u.stacks > 0 || u.copy_failed > 0 {
-        let _ = write!(
-            out,
-            "; unwound {} copies ({} to the root, {} past the copy, {} stopped, {} not copied), {:.1} KiB/s copied",
-            u.stacks,
-            u.complete,
-            u.copy_too_short,
-            u.stopped,
-            u.copy_failed,
-            s.bytes_copied_per_s / 1024.0
-        );
-    }
-    let _ = writeln!(out);
-    if !s.objects.is_empty() {
-        let objects: Vec<String> = s
-            .objects
-            .iter()
-            .map(|o| {
-                let name = o.path.rsplit('/').next().unwrap_or(&o.path);
-                format!("{name}: {}", o.method.label())
-            })
-            .collect();
-        let _ = writeln!(out, "objects: {}", objects.join(", "));
+        group_by_runtime(&mut rows, &flavors);
+        assert_eq!(rows[0].function, "app::render", "multi-thread first");
+        assert_eq!(rows[0].runtimes, BTreeMap::from([(Flavor::MultiThread, 2)]));
+        assert_eq!(rows[1].main_runtime(), Some(Flavor::CurrentThread));
+        let cell = text::culprit_cell(&rows[1]);
+        assert!(cell.starts_with("[current_thread] app::audit"), "{cell}");
     }
 }

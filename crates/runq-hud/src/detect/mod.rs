@@ -20,15 +20,16 @@
 //!    worker got it back (as `runqslower -P` does), with its own culprit
 //!    when it is a thread of the target.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{class_of, culprit, place, user_frames, Place};
+use crate::classify::{class_of, culprit, flavor_of_stack, place_of, place_of_cut, Flavor};
+use crate::classify::{FrameClass, Place};
 use crate::event::{Holder, Kind, RawEvent};
 use crate::poll_culprit::PollCulprits;
 use crate::polls::RuntimeSites;
+use crate::roles::{Role, Roles};
 use crate::symbols::Frame;
 
 /// A finding's category.
@@ -45,6 +46,10 @@ pub enum Category {
     /// One poll ran on CPU longer than the threshold, timed by uprobes on
     /// Tokio's poll (`--exact-polls`).
     LongPoll,
+    /// Time in Tokio's `block_in_place`: the worker handed its core to
+    /// another thread first, so the runtime kept running; shown apart from
+    /// the blockers (sleeps over the threshold and sampled CPU inside it).
+    BlockInPlace,
 }
 
 impl Category {
@@ -55,6 +60,7 @@ impl Category {
             Category::TaskCpuSampled => "on CPU (sampled)",
             Category::RunQueueDelay => "run-queue delay (victim)",
             Category::LongPoll => "long poll (exact)",
+            Category::BlockInPlace => "block_in_place",
         }
     }
 }
@@ -117,8 +123,17 @@ pub struct Tally {
     pub blocked_events: u64,
     /// Of those, Tokio parking (idle).
     pub idle_parks: u64,
-    /// Events on blocking-pool threads (ignored).
+    /// Events on blocking-pool threads (ignored): threads whose stack
+    /// showed the pool's loop and no worker's at the time.
     pub blocking_pool_events: u64,
+    /// Sleeps and run-queue waits left out because they began before
+    /// their thread was watched (no finding without a seen start).
+    #[serde(default)]
+    pub before_watch: u64,
+    /// Findings of stacks cut short, reported under the deepest frame
+    /// known (the innermost program frame, else the last frame unwound).
+    #[serde(default)]
+    pub cut_findings: u64,
     /// Run-queue waits above the threshold.
     pub runqueue_events: u64,
     /// cpu-clock samples of workers.
@@ -138,44 +153,80 @@ pub struct Detector {
     target_pid: u32,
     /// What it saw.
     pub tally: Tally,
-    /// Threads whose stacks showed the blocking pool (not workers).
-    pub pool_tids: BTreeSet<u32>,
-    /// Threads whose stacks showed Tokio's worker loop (workers).
-    pub worker_tids: BTreeSet<u32>,
+    /// Each thread's role at the time of each event.
+    pub roles: Roles,
     /// Exact polls: the samples that name long polls.
     polls: Option<PollCulprits>,
 }
 
-/// What the detector needs of a sample's stack: where the worker was, and
-/// for task code, which task (the outermost program frame below the
-/// runtime's poll).
+/// What the detector needs of a stack: where the worker was, for task
+/// code which task (the outermost program frame below the runtime's
+/// poll), and the thread's role at that moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summary {
     /// Where the worker was.
     pub place: Place,
     /// The task's identity, for task code.
     pub task_key: Option<Arc<str>>,
-    /// The stack reaches the runtime's worker or blocking-pool loop (it
-    /// was not cut short).
+    /// The stack reaches a runtime's task loop or the blocking pool's
+    /// loop (it was not cut short).
     pub reached_loop: bool,
-    /// The stack shows the worker loop: the thread is a worker.
+    /// The stack shows a loop that runs a runtime's tasks: the thread is
+    /// a worker at this moment.
     pub worker_loop: bool,
+    /// That loop's flavor (the outermost one).
+    pub flavor: Option<Flavor>,
+    /// The stack is inside Tokio's `block_in_place`.
+    pub block_in_place: bool,
+    /// Every frame is std's or the system's: no program and no tokio frame.
+    pub bare: bool,
 }
 
 impl Summary {
     /// The summary of a symbolized stack.
     pub fn of(frames: &[Frame]) -> Self {
-        let place = place(frames);
-        let task_key = (place == Place::TaskCode)
-            .then(|| user_frames(frames).last().map(|f| f.function.clone()))
-            .flatten();
-        let classes: Vec<_> = frames.iter().map(class_of).collect();
+        let classes: Vec<FrameClass> = frames.iter().map(class_of).collect();
+        Self::from_classes(&classes, |i| frames[i].function.clone())
+    }
+
+    /// The summary of a stack by its frames' classes (innermost first);
+    /// `name(i)` is the function of frame `i`, asked for the task key only.
+    pub fn from_classes(classes: &[FrameClass], name: impl FnOnce(usize) -> Arc<str>) -> Self {
+        let reached_loop = classes.iter().any(|c| c.worker_loop || c.pool_loop);
+        let place = match reached_loop {
+            true => place_of(classes),
+            false => place_of_cut(classes),
+        };
+        let task_key = match place {
+            Place::TaskCode => classes.iter().rposition(|c| !c.runtime).map(name),
+            _ => None,
+        };
         Summary {
             place,
             task_key,
-            reached_loop: classes.iter().any(|c| c.worker_loop || c.pool_loop),
+            reached_loop,
             worker_loop: classes.iter().any(|c| c.worker_loop),
+            flavor: flavor_of_stack(classes),
+            block_in_place: classes.iter().any(|c| c.block_in_place),
+            bare: classes.iter().all(|c| c.runtime && !c.tokio),
         }
+    }
+
+    /// The thread's role, when the stack shows one (a stack cut short
+    /// shows none).
+    pub fn role(&self) -> Option<Role> {
+        if self.place == Place::BlockingPool {
+            return Some(Role::Pool);
+        }
+        self.flavor.map(Role::Worker)
+    }
+
+    /// True when an event with this stack is a finding of its own: task
+    /// code, or a stack cut short by the copy's or the walk's limit that
+    /// holds only the system's frames (its time goes under its deepest
+    /// frame rather than nowhere).
+    fn names_code(&self, ev: &RawEvent) -> bool {
+        self.place == Place::TaskCode || (!self.reached_loop && self.bare && ev.cut_short)
     }
 }
 
@@ -188,8 +239,7 @@ impl Detector {
             sample_period_ns: 1_000_000_000 / frequency_hz.max(1),
             target_pid,
             tally: Tally::default(),
-            pool_tids: BTreeSet::new(),
-            worker_tids: BTreeSet::new(),
+            roles: Roles::default(),
             polls: None,
         }
     }
@@ -207,57 +257,89 @@ impl Detector {
     }
 
     /// Feeds one event by the summary of its stack; `stack` is called only
-    /// when a finding keeps the frames.
+    /// when a finding keeps the frames. A finding takes the role its
+    /// thread had at the time; one whose stack was cut short before any
+    /// loop takes the role the thread showed last, or waits for one.
     pub fn feed_summarized(
         &mut self,
         ev: &RawEvent,
         summary: Summary,
         stack: impl FnOnce() -> Vec<Frame>,
     ) -> Vec<Finding> {
-        if summary.worker_loop && summary.place != Place::BlockingPool {
-            self.worker_tids.insert(ev.tid);
-        }
         match ev.kind {
-            Kind::Sample => return self.sample(ev, summary, stack),
             // A holder's stack names a culprit for a finding (the session
-            // joins them); it is no finding of its own.
+            // joins them); it is no finding of its own, and says nothing
+            // of the waiting worker's role (`tid` is the worker's).
             Kind::Holder => return Vec::new(),
             Kind::Poll => return self.long_poll(ev).into_iter().collect(),
-            Kind::Blocked | Kind::RunQueue => {}
+            Kind::Blocked | Kind::RunQueue | Kind::Sample => {}
         }
-        self.switch_event(ev, summary.place, stack)
-            .into_iter()
-            .collect()
+        let mut out = Vec::new();
+        let seen = summary.role();
+        if let Some(role) = seen {
+            self.roles.learn(&ev.stack, role);
+            let released = self.roles.observe(ev.tid, role);
+            self.tally.blocking_pool_events += released.pool_events;
+            out.extend(released.findings);
+        }
+        let role = seen.or_else(|| self.roles.of_cut_stack(ev.tid, &ev.stack));
+        if role == Some(Role::Pool) {
+            self.pool_event(ev);
+            return out;
+        }
+        let Some(f) = self.worker_event(ev, &summary, stack) else {
+            return out;
+        };
+        if !summary.reached_loop {
+            self.tally.cut_findings += 1;
+        }
+        match role {
+            Some(_) => out.push(f),
+            None => self.roles.hold(f),
+        }
+        out
     }
 
-    fn switch_event(
+    /// An event of a thread in the blocking pool at the time: counted,
+    /// never a finding.
+    fn pool_event(&mut self, ev: &RawEvent) {
+        match ev.kind {
+            Kind::Sample => self.tally.samples += 1,
+            _ => self.tally.blocking_pool_events += 1,
+        }
+    }
+
+    /// An event of a worker (or of a thread whose role is not known yet).
+    fn worker_event(
         &mut self,
         ev: &RawEvent,
-        where_: Place,
+        summary: &Summary,
         stack: impl FnOnce() -> Vec<Frame>,
     ) -> Option<Finding> {
-        if where_ == Place::BlockingPool {
-            self.tally.blocking_pool_events += 1;
-            self.pool_tids.insert(ev.tid);
-            return None;
-        }
         let mut holder = None;
-        let category = if ev.kind == Kind::Blocked {
-            self.tally.blocked_events += 1;
-            if where_ == Place::RuntimeIdle {
-                self.tally.idle_parks += 1;
+        let category = match ev.kind {
+            Kind::Sample => return self.sample(ev, summary, stack),
+            Kind::Blocked => {
+                self.tally.blocked_events += 1;
+                if summary.place == Place::RuntimeIdle {
+                    self.tally.idle_parks += 1;
+                }
+                if !summary.names_code(ev) {
+                    return None;
+                }
+                match summary.block_in_place {
+                    true => Category::BlockInPlace,
+                    false => Category::BlockingCall,
+                }
             }
-            if where_ != Place::TaskCode {
-                return None;
+            _ => {
+                self.tally.runqueue_events += 1;
+                holder = ev
+                    .holder
+                    .as_ref()
+                    .map(|h| CpuHolder::of(h, self.target_pid));
+                Category::RunQueueDelay
             }
-            Category::BlockingCall
-        } else {
-            self.tally.runqueue_events += 1;
-            holder = ev
-                .holder
-                .as_ref()
-                .map(|h| CpuHolder::of(h, self.target_pid));
-            Category::RunQueueDelay
         };
         Some(Finding {
             category,
@@ -270,29 +352,32 @@ impl Detector {
     }
 
     /// A cpu-clock sample: in task code, one sampling period of CPU for
-    /// its culprit.
+    /// its culprit (inside `block_in_place`, for that row).
     fn sample(
         &mut self,
         ev: &RawEvent,
-        summary: Summary,
+        summary: &Summary,
         stack: impl FnOnce() -> Vec<Frame>,
-    ) -> Vec<Finding> {
+    ) -> Option<Finding> {
         self.tally.samples += 1;
-        if summary.task_key.is_none() {
-            return Vec::new();
+        if !summary.names_code(ev) {
+            return None;
         }
         let stack = stack();
         if let Some(p) = self.polls.as_mut() {
             p.note_sample(ev, &stack);
         }
-        vec![Finding {
-            category: Category::TaskCpuSampled,
+        Some(Finding {
+            category: match summary.block_in_place {
+                true => Category::BlockInPlace,
+                false => Category::TaskCpuSampled,
+            },
             tid: ev.tid,
             start_ns: ev.start_ns,
             duration_ns: self.sample_period_ns,
             stack,
             holder: None,
-        }]
+        })
     }
 
     /// Exact polls: one poll ran on CPU longer than the threshold; its
@@ -310,126 +395,14 @@ impl Detector {
         })
     }
 
-    /// Nothing is held back between events (kept for the session's end).
+    /// The session ends: findings of cut stacks still waiting for their
+    /// thread's role (see [`Roles::flush`]).
     pub fn flush(&mut self) -> Vec<Finding> {
-        Vec::new()
+        let end = self.roles.flush();
+        self.tally.blocking_pool_events += end.pool_events;
+        end.findings
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::symbols::fixtures::frame;
-
-    fn task_stack(user: &[&str]) -> Vec<Frame> {
-        let mut v: Vec<Frame> = user.iter().map(|n| frame(n)).collect();
-        v.push(frame("tokio::runtime::task::harness::Harness<T,S>::poll"));
-        v.push(frame(
-            "tokio::runtime::scheduler::multi_thread::worker::Context::run_task",
-        ));
-        v
-    }
-
-    fn ev(kind: Kind, tid: u32, start_ms: u64, dur_ms: u64) -> RawEvent {
-        RawEvent {
-            kind,
-            tid,
-            start_ns: start_ms * 1_000_000,
-            duration_ns: dur_ms * 1_000_000,
-            state: 1,
-            ..RawEvent::default()
-        }
-    }
-
-    #[test]
-    fn task_samples_count_cpu_and_claim_no_poll_length() {
-        // 1 ms polls and a yield_now: the same task on every sample, no OS
-        // switch in between. Each sample is one period of CPU, never a
-        // 20 ms "poll".
-        let mut d = Detector::new(100, 1);
-        let s = task_stack(&["app::spin", "app::task::{{closure}}"]);
-        let mut found = Vec::new();
-        for ms in [0, 10, 20] {
-            found.extend(d.feed(&ev(Kind::Sample, 7, ms, 0), s.clone()));
-        }
-        assert_eq!(found.len(), 3);
-        assert!(found.iter().all(|f| f.category == Category::TaskCpuSampled));
-        assert!(
-            found.iter().all(|f| f.duration_ns == 10_000_000),
-            "one period each"
-        );
-        assert!(d.flush().is_empty());
-    }
-
-    #[test]
-    fn a_long_poll_is_named_by_the_samples_taken_in_it() {
-        let mut d = Detector::new(100, 1);
-        d.time_polls(RuntimeSites::default());
-        let s = task_stack(&["app::compress", "app::handle::{{closure}}"]);
-        d.feed(&ev(Kind::Sample, 7, 12, 0), s);
-        let mut poll = ev(Kind::Poll, 7, 10, 28);
-        poll.poll = Some(crate::event::PollSpan {
-            wall_ns: 31_000_000,
-            fn_ip: 0,
-        });
-        let out = d.feed(&poll, Vec::new());
-        assert_eq!(out[0].category, Category::LongPoll);
-        assert_eq!(out[0].duration_ns, 28_000_000, "its time on CPU");
-        assert_eq!(&*out[0].culprit().unwrap().function, "app::compress");
-        assert_eq!(d.tally.long_polls, 1);
-        // Without --exact-polls a poll record names nothing.
-        let mut plain = Detector::new(100, 1);
-        assert!(plain.feed(&poll, Vec::new()).is_empty());
-    }
-
-    #[test]
-    fn samples_outside_task_code_count_nothing() {
-        let mut d = Detector::new(100, 1);
-        let idle = vec![frame(
-            "tokio::runtime::scheduler::multi_thread::park::Parker::park",
-        )];
-        assert!(d.feed(&ev(Kind::Sample, 7, 0, 0), idle).is_empty());
-        assert_eq!(d.tally.samples, 1);
-    }
-
-    #[test]
-    fn blocked_task_code_is_reported_and_pool_and_runqueue_are_labelled() {
-        let mut d = Detector::new(99, 1);
-        let out = d.feed(
-            &ev(Kind::Blocked, 3, 0, 20),
-            task_stack(&["app::read_config"]),
-        );
-        assert_eq!(out[0].category, Category::BlockingCall);
-        let pool = vec![
-            frame("app::slow"),
-            frame("tokio::runtime::blocking::pool::Inner::run"),
-        ];
-        assert!(d.feed(&ev(Kind::Blocked, 4, 0, 20), pool).is_empty());
-        let out = d.feed(&ev(Kind::RunQueue, 3, 30, 9), task_stack(&["app::x"]));
-        assert_eq!(out[0].category, Category::RunQueueDelay);
-        assert_eq!(d.tally.blocking_pool_events, 1);
-        assert_eq!(d.tally.runqueue_events, 1);
-    }
-
-    #[test]
-    fn a_run_queue_wait_names_its_holder_and_a_holder_stack_is_no_finding() {
-        let mut d = Detector::new(99, 500);
-        let mut wait = ev(Kind::RunQueue, 3, 0, 12);
-        wait.holder = Some(Holder {
-            tid: 501,
-            tgid: 500,
-            comm: "svc-rt".into(),
-        });
-        let out = d.feed(&wait, task_stack(&["app::x"]));
-        let h = out[0].holder.as_ref().unwrap();
-        assert_eq!(
-            (h.tid, h.comm.as_str(), h.same_process),
-            (501, "svc-rt", true)
-        );
-        wait.holder.as_mut().unwrap().tgid = 900;
-        let out = d.feed(&wait, task_stack(&["app::x"]));
-        assert!(!out[0].holder.as_ref().unwrap().same_process);
-        let held = ev(Kind::Holder, 3, 0, 12);
-        assert!(d.feed(&held, task_stack(&["app::hog"])).is_empty());
-    }
-}
+mod tests;

@@ -1,0 +1,228 @@
+//! A thread's role at the time of each event: Tokio moves threads between
+//! roles. After `block_in_place` the old worker finishes its blocking code
+//! and joins the blocking pool, while a pool thread takes over the
+//! worker's core; the same thread can later run a worker again. So a
+//! finding belongs to the role its own stack shows at that moment, never
+//! to what the thread became later.
+//!
+//! A stack cut short (deeper than the copy, or through code the walk
+//! cannot cross) shows no loop, so no role. It takes the role of the whole
+//! stacks that passed through its deepest known frame (the same return
+//! address: the same code path, which whole stacks of the same handler
+//! show when the stack pointer sat a little higher). Failing that, a
+//! thread last seen as a worker is one still; otherwise its finding waits
+//! for the next stack that shows a role: a thread last seen idle in the
+//! pool that runs deep code has most often just taken over a worker's core
+//! (after another worker's `block_in_place`), which its next stacks show.
+//! At the session's end, findings still waiting stay in the pool when
+//! their thread was last seen there, and otherwise count as the workers'
+//! that discovery took their threads for.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::classify::Flavor;
+use crate::detect::Finding;
+
+/// What a thread was doing when an event happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Running a runtime's tasks, in a loop of this flavor.
+    Worker(Flavor),
+    /// A blocking-pool thread (`spawn_blocking` work, or idle in the pool).
+    Pool,
+}
+
+/// Findings of cut stacks waiting for their thread's role are not kept
+/// without bound (a target whose every stack is cut).
+const MAX_PENDING: usize = 100_000;
+
+/// The roles of the watched threads over the session.
+#[derive(Debug, Default)]
+pub struct Roles {
+    last: BTreeMap<u32, Role>,
+    workers: BTreeMap<u32, Flavor>,
+    pool: BTreeSet<u32>,
+    pending: BTreeMap<u32, Vec<Finding>>,
+    pending_len: usize,
+    dropped: u64,
+    /// Per return address of whole stacks: the role they showed (`None`
+    /// once both roles went through it).
+    by_address: HashMap<u64, Option<Role>>,
+}
+
+/// What observing a role released.
+#[derive(Debug, Default)]
+pub struct Released {
+    /// Held findings of a thread now known to be a worker.
+    pub findings: Vec<Finding>,
+    /// Held findings dropped: their thread turned out to be in the pool.
+    pub pool_events: u64,
+}
+
+impl Roles {
+    /// The thread `tid` showed `role` on a whole stack; findings held for
+    /// it take that role.
+    pub fn observe(&mut self, tid: u32, role: Role) -> Released {
+        self.last.insert(tid, role);
+        match role {
+            Role::Worker(flavor) => {
+                self.workers.entry(tid).or_insert(flavor);
+            }
+            Role::Pool => {
+                self.pool.insert(tid);
+            }
+        }
+        let mut out = Released::default();
+        if let Some(held) = self.pending.remove(&tid) {
+            self.pending_len -= held.len();
+            match role {
+                Role::Worker(_) => out.findings = held,
+                Role::Pool => out.pool_events = held.len() as u64,
+            }
+        }
+        out
+    }
+
+    /// Notes the role a whole stack showed, for each of its addresses.
+    pub fn learn(&mut self, addrs: &[u64], role: Role) {
+        let kind = |r: Role| matches!(r, Role::Pool);
+        for a in addrs {
+            self.by_address
+                .entry(*a)
+                .and_modify(|known| {
+                    if known.is_some_and(|k| kind(k) != kind(role)) {
+                        *known = None;
+                    }
+                })
+                .or_insert(Some(role));
+        }
+    }
+
+    /// The role of a stack cut short (innermost first), by the whole
+    /// stacks that went through its deepest known address; else a worker
+    /// when its thread was last seen as one; else not known yet (the next
+    /// role the thread shows decides).
+    pub fn of_cut_stack(&self, tid: u32, addrs: &[u64]) -> Option<Role> {
+        let by_path = addrs
+            .iter()
+            .rev()
+            .find_map(|a| self.by_address.get(a))
+            .copied()
+            .flatten();
+        by_path.or_else(|| self.current(tid).filter(|r| *r != Role::Pool))
+    }
+
+    /// The role `tid` showed last, if any.
+    pub fn current(&self, tid: u32) -> Option<Role> {
+        self.last.get(&tid).copied()
+    }
+
+    /// Holds a finding of a thread whose role is not known yet.
+    pub fn hold(&mut self, f: Finding) {
+        if self.pending_len >= MAX_PENDING {
+            self.dropped += 1;
+            return;
+        }
+        self.pending_len += 1;
+        self.pending.entry(f.tid).or_default().push(f);
+    }
+
+    /// The session ends: findings still held belong to threads whose
+    /// next role was never seen. Those of a thread last seen in the pool
+    /// stay there (counted in `Released::pool_events`); the others
+    /// belong to threads that never showed a role, which discovery took
+    /// for workers.
+    pub fn flush(&mut self) -> Released {
+        self.pending_len = 0;
+        let mut out = Released::default();
+        for (tid, held) in std::mem::take(&mut self.pending) {
+            match self.last.get(&tid) {
+                Some(Role::Pool) => out.pool_events += held.len() as u64,
+                _ => out.findings.extend(held),
+            }
+        }
+        out
+    }
+
+    /// Threads that ran a runtime's tasks at some point, with the flavor
+    /// of the loop they were first seen in.
+    pub fn workers(&self) -> &BTreeMap<u32, Flavor> {
+        &self.workers
+    }
+
+    /// True for a thread seen in the blocking pool and never as a worker.
+    pub fn only_pool(&self, tid: u32) -> bool {
+        self.pool.contains(&tid) && !self.workers.contains_key(&tid)
+    }
+
+    /// Held findings dropped for lack of room.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::Category;
+
+    fn finding(tid: u32, start_ns: u64) -> Finding {
+        Finding {
+            category: Category::BlockingCall,
+            tid,
+            start_ns,
+            duration_ns: 10,
+            stack: Vec::new(),
+            holder: None,
+        }
+    }
+
+    #[test]
+    fn held_findings_take_the_next_role_seen() {
+        let mut r = Roles::default();
+        r.hold(finding(7, 1));
+        r.hold(finding(8, 2));
+        let w = r.observe(7, Role::Worker(Flavor::MultiThread));
+        assert_eq!(w.findings.len(), 1);
+        let p = r.observe(8, Role::Pool);
+        assert!(p.findings.is_empty());
+        assert_eq!(p.pool_events, 1);
+        assert!(r.flush().findings.is_empty());
+    }
+
+    #[test]
+    fn a_cut_stack_takes_the_role_of_whole_stacks_through_its_deepest_frame() {
+        let mut r = Roles::default();
+        let worker = Role::Worker(Flavor::MultiThread);
+        r.learn(&[1, 20, 30, 900], worker);
+        r.learn(&[1, 40, 901], Role::Pool);
+        // The thread was last seen idle in the pool, then took a worker's
+        // core: the path through 30 says it is a worker now.
+        r.observe(7, Role::Pool);
+        assert_eq!(r.of_cut_stack(7, &[1, 20, 30]), Some(worker));
+        assert_eq!(r.of_cut_stack(7, &[1, 40]), Some(Role::Pool));
+        // 1 went through both roles: no verdict by path; the thread was
+        // last in the pool, so its next role decides.
+        assert_eq!(r.of_cut_stack(7, &[1]), None);
+        r.observe(7, worker);
+        assert_eq!(r.of_cut_stack(7, &[1]), Some(worker));
+        assert_eq!(r.of_cut_stack(8, &[5]), None);
+    }
+
+    #[test]
+    fn a_worker_that_joins_the_pool_stays_a_worker_of_the_report() {
+        let mut r = Roles::default();
+        r.observe(7, Role::Worker(Flavor::MultiThread));
+        r.observe(7, Role::Pool);
+        assert_eq!(r.current(7), Some(Role::Pool));
+        assert!(!r.only_pool(7));
+        assert_eq!(r.workers().get(&7), Some(&Flavor::MultiThread));
+        r.observe(9, Role::Pool);
+        assert!(r.only_pool(9));
+        r.hold(finding(5, 3));
+        r.hold(finding(9, 4));
+        let end = r.flush();
+        assert_eq!(end.findings.len(), 1, "unknown threads stay workers");
+        assert_eq!(end.pool_events, 1, "thread 9 was last in the pool");
+    }
+}

@@ -1,0 +1,159 @@
+//! The guest's side of `runq run --vm`: the same runq binary with the
+//! same arguments, less the VM's own flags, its files written into the
+//! run's shared directory, started by a small shell script.
+
+use std::path::{Path, PathBuf};
+
+/// Flags of the host side only, which take a value.
+const VM_VALUE_FLAGS: [&str; 5] = [
+    "--kernel",
+    "--topology",
+    "--memory",
+    "--vm-boot-timeout",
+    "--vm-accel",
+];
+
+/// The guest's command line and where its files land.
+#[derive(Debug, PartialEq, Eq)]
+pub struct GuestArgs {
+    /// runq's arguments in the guest (after the program name).
+    pub args: Vec<String>,
+    /// The host path the user gave `--output`, written from the guest's.
+    pub output: Option<PathBuf>,
+    /// The host path the user gave `--junit`, copied from the guest's.
+    pub junit: Option<PathBuf>,
+}
+
+/// The guest's file for `--output`, in the shared directory `dir`.
+pub fn guest_output(dir: &Path) -> PathBuf {
+    dir.join("output.json")
+}
+
+/// The guest's file for `--junit`, in the shared directory `dir`.
+pub fn guest_junit(dir: &Path) -> PathBuf {
+    dir.join("junit.xml")
+}
+
+/// Rewrites the host's arguments (after the program name) for the guest:
+/// drops `--vm` and the VM's flags, and points `--output`/`-o` and
+/// `--junit` into `dir`.
+pub fn guest_args(host: &[String], dir: &Path) -> GuestArgs {
+    let mut out = GuestArgs {
+        args: Vec::new(),
+        output: None,
+        junit: None,
+    };
+    let mut it = host.iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let (flag, inline) = match flag
+            .strip_prefix("-o")
+            .filter(|v| !v.is_empty() && !flag.starts_with("--"))
+        {
+            Some(v) => ("-o", Some(v.to_string())),
+            None => (flag, inline),
+        };
+        let mut value = || inline.clone().or_else(|| it.next().cloned());
+        match flag {
+            "--vm" | "--vm-matrix" => {}
+            f if VM_VALUE_FLAGS.contains(&f) => {
+                value();
+            }
+            "--output" | "-o" => {
+                out.output = value().map(PathBuf::from);
+                out.args.push("--output".into());
+                out.args.push(guest_output(dir).display().to_string());
+            }
+            "--junit" => {
+                out.junit = value().map(PathBuf::from);
+                out.args.push("--junit".into());
+                out.args.push(guest_junit(dir).display().to_string());
+            }
+            _ => out.args.push(arg.clone()),
+        }
+    }
+    out
+}
+
+/// Quotes `s` for a POSIX shell.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The script the guest runs: marks its start (the host times the boot
+/// by it), gives the root's children the cpu and cpuset controllers as
+/// systemd does on a production cgroup v2 host, runs runq in the host's
+/// working directory, and leaves its stdout, stderr and exit code in `dir`.
+pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String]) -> String {
+    let d = |name: &str| quote(&dir.join(name).display().to_string());
+    let argv: Vec<String> = args.iter().map(|a| quote(a)).collect();
+    format!(
+        "#!/bin/sh\n\
+         # runq run --vm: the guest side of one run\n\
+         : > {started}\n\
+         for c in cpu cpuset; do echo \"+$c\" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done\n\
+         cd {cwd} || exit 1\n\
+         NO_COLOR=1 {runq} {argv} > {stdout} 2> {stderr}\n\
+         echo $? > {rc}\n",
+        started = d("started"),
+        cwd = quote(&cwd.display().to_string()),
+        runq = quote(&runq.display().to_string()),
+        argv = argv.join(" "),
+        stdout = d("stdout"),
+        stderr = d("stderr"),
+        rc = d("rc"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn vm_flags_go_and_outputs_point_into_the_shared_dir() {
+        let dir = Path::new("/tmp/runq-vm-1");
+        let got = guest_args(
+            &args(
+                "-v run oversubscribed --vm --kernel /boot/k --topology=2n2c2t --memory 2G \
+                 --json -o out.json --junit=j.xml --vm-accel tcg --duration 1s",
+            ),
+            dir,
+        );
+        assert_eq!(
+            got.args,
+            args(
+                "-v run oversubscribed --json --output /tmp/runq-vm-1/output.json --junit \
+                 /tmp/runq-vm-1/junit.xml --duration 1s"
+            )
+        );
+        assert_eq!(got.output, Some(PathBuf::from("out.json")));
+        assert_eq!(got.junit, Some(PathBuf::from("j.xml")));
+        let short = guest_args(&args("run -oresult.json --vm"), dir);
+        assert_eq!(short.output, Some(PathBuf::from("result.json")));
+        assert_eq!(short.args[1], "--output");
+    }
+
+    #[test]
+    fn the_script_quotes_every_argument() {
+        let s = script(
+            Path::new("/tmp/d"),
+            Path::new("/usr/bin/runq"),
+            Path::new("/home/a b"),
+            &args("run --param it's=1"),
+        );
+        assert!(s.contains("cd '/home/a b'"), "{s}");
+        assert!(
+            s.contains(r"'/usr/bin/runq' 'run' '--param' 'it'\''s=1' > '/tmp/d/stdout'"),
+            "{s}"
+        );
+        assert!(s.contains("echo $? > '/tmp/d/rc'"), "{s}");
+        assert!(s.find("/tmp/d/started") < s.find("/usr/bin/runq"));
+    }
+}

@@ -1,0 +1,217 @@
+//! The VM tier: every catalog scenario and every work type, once each, in
+//! one cgroup-v2 VM with 2 NUMA nodes of one core of 2 threads (2n1c2t:
+//! NUMA and SMT siblings at half the vCPUs of 2n2c2t, as TCG emulates
+//! every vCPU on the host's cores; virtme-ng, TCG). Software emulation is no scheduler's
+//! speed, so only what does not depend on it is judged: a verdict was
+//! reached (or the run was skipped, exit 77, with its reason), the group
+//! setup applied, every worker ran and reported, and nothing was left
+//! behind (no runq cgroup, no runq process). Every run's verdict and
+//! failed checks are printed as `vm-tier:` lines.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::runq;
+
+/// The guest: cgroup v2 with the controllers systemd would give, then
+/// each run with its JSON, stderr and exit code left in the shared dir.
+/// Each run may take 5 minutes (exit 124 past them: one stalled run must
+/// not take the whole tier).
+const GUEST: &str = r#"#!/bin/sh
+O="$1"; R="$2"; T="timeout -k 10 300"
+for c in cpu cpuset; do echo "+$c" > /sys/fs/cgroup/cgroup.subtree_control; done
+for s in $(cat "$O/scenarios"); do
+  NO_COLOR=1 $T "$R" run "$s" --json > "$O/S-$s.json" 2> "$O/S-$s.err"; echo $? > "$O/S-$s.rc"
+done
+for t in $(cat "$O/types"); do
+  NO_COLOR=1 $T "$R" run --work-type "$t" --duration 1s --json > "$O/T-$t.json" 2> "$O/T-$t.err"
+  echo $? > "$O/T-$t.rc"
+done
+find /sys/fs/cgroup/runq -mindepth 1 -type d > "$O/leftover-cgroups"
+for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = runq ] && echo "${p#/proc/}"; done > "$O/runq-procs"
+: > "$O/done"
+"#;
+
+/// Names from a listing of the runq binary.
+fn names(args: &[&str], pick: impl Fn(&Value) -> Vec<String>) -> Vec<String> {
+    let out = runq().args(args).output().expect("run runq");
+    pick(&serde_json::from_slice(&out.stdout).expect("listing JSON"))
+}
+
+fn kernel() -> PathBuf {
+    std::fs::read_dir("/boot")
+        .expect("/boot")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("vmlinuz-"))
+        .expect("the vm tier needs a kernel image in /boot (apt-get install linux-image-amd64)")
+}
+
+/// What is wrong with one run, judged without timings; its line.
+fn judge(dir: &Path, key: &str) -> (String, Option<String>) {
+    let read = |ext: &str| std::fs::read_to_string(dir.join(format!("{key}.{ext}")));
+    let rc: i32 = read("rc").map_or(-1, |t| t.trim().parse().unwrap_or(-1));
+    let err = read("err").unwrap_or_default();
+    if rc == 77 {
+        let why = err.lines().last().unwrap_or_default().to_string();
+        let bad = (!why.contains("skipped")).then(|| format!("{key}: exit 77 without a reason"));
+        return (format!("{key}: SKIP ({why})"), bad);
+    }
+    let Ok(doc) = read("json").map(|t| serde_json::from_str::<Value>(&t)) else {
+        return (
+            format!("{key}: exit {rc}"),
+            Some(format!("{key}: exit {rc}: {err}")),
+        );
+    };
+    let Ok(doc) = doc else {
+        return (
+            format!("{key}: exit {rc}"),
+            Some(format!("{key}: exit {rc}, no JSON: {err}")),
+        );
+    };
+    let failed: Vec<String> = doc["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["pass"] == false)
+        .map(|c| {
+            format!(
+                "{}[{}]",
+                c["name"].as_str().unwrap_or("?"),
+                c["group"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    let line = format!(
+        "{key}: {} exit {rc} failed: {}",
+        doc["verdict"],
+        failed.join(" ")
+    );
+    let mut bad = Vec::new();
+    if !matches!(rc, 0 | 1) || !doc["run_error"].is_null() {
+        bad.push(format!("exit {rc}, run_error {}", doc["run_error"]));
+    }
+    bad.extend(
+        failed
+            .iter()
+            .filter(|f| f.starts_with("setup_applied"))
+            .cloned(),
+    );
+    for r in doc["reports"].as_array().into_iter().flatten() {
+        if !r["exit_info"].is_null() || !r["start_error"].is_null() {
+            bad.push(format!(
+                "worker {} did not run: {} {}",
+                r["tid"], r["exit_info"], r["start_error"]
+            ));
+        }
+    }
+    let units: u64 = doc["reports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["work_units"].as_u64())
+        .sum();
+    if units == 0 {
+        bad.push("no work unit at all".into());
+    }
+    (
+        line,
+        (!bad.is_empty()).then(|| format!("{key}: {}", bad.join("; "))),
+    )
+}
+
+#[test]
+#[ignore = "vm tier: every scenario and work type in a 2n1c2t cgroup-v2 VM (20 to 50 min under \
+            TCG on 2 cores); needs qemu-system-x86, virtme-ng and a kernel in /boot (`.ci/run` installs \
+            them): cargo test -p runq --test cli -- --ignored vm_tier::"]
+fn vm_tier_every_scenario_and_work_type_in_a_2n1c2t_vm() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let scenarios = names(&["run", "--list-scenarios", "--json"], |v| {
+        v["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
+    });
+    let types = names(&["run", "--list", "--json"], |v| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    });
+    std::fs::write(d.join("scenarios"), scenarios.join("\n")).unwrap();
+    std::fs::write(d.join("types"), types.join("\n")).unwrap();
+    std::fs::write(d.join("guest.sh"), GUEST).unwrap();
+    let t0 = Instant::now();
+    let mut vm = Command::new("vng")
+        .args(["--disable-kvm", "-r"])
+        .arg(kernel())
+        .args([
+            "--cpus",
+            "8,sockets=2,cores=2,threads=2",
+            "--memory",
+            "2048M",
+        ])
+        .args(["--numa", "1024M,cpus=0-3", "--numa", "1024M,cpus=4-7"])
+        .arg("--qemu-opts=-cpu max,vendor=GenuineIntel")
+        .arg(format!("--rwdir={}", d.display()))
+        .args(["--", "/bin/sh"])
+        .arg(d.join("guest.sh"))
+        .arg(d)
+        .arg(env!("CARGO_BIN_EXE_runq"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("the vm tier needs virtme-ng's vng (pip install virtme-ng)");
+    let limit = Duration::from_secs(45 * 60);
+    while vm.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            // SAFETY: killing the process group this test made (vng, qemu).
+            unsafe { libc::kill(-(vm.id() as i32), libc::SIGKILL) };
+            let _ = vm.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let mut problems = Vec::new();
+    if !d.join("done").exists() {
+        problems
+            .push("the guest did not finish its runs (the lines below are those it did)".into());
+    }
+    println!(
+        "vm-tier: {} runs in {:.0} s",
+        scenarios.len() + types.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    let keys = scenarios
+        .iter()
+        .map(|s| format!("S-{s}"))
+        .chain(types.iter().map(|t| format!("T-{t}")));
+    for key in keys.filter(|k| d.join(format!("{k}.rc")).exists()) {
+        let (line, bad) = judge(d, &key);
+        println!("vm-tier: {line}");
+        problems.extend(bad);
+    }
+    for (file, what) in [
+        ("leftover-cgroups", "runq cgroups left"),
+        ("runq-procs", "runq processes left"),
+    ] {
+        let left = std::fs::read_to_string(d.join(file)).unwrap_or_default();
+        if !left.trim().is_empty() {
+            problems.push(format!(
+                "{what}: {}",
+                left.split_whitespace().collect::<Vec<_>>().join(" ")
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "vm tier:\n{}", problems.join("\n"));
+}
