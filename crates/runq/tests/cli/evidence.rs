@@ -1,7 +1,6 @@
 //! A FAIL's first line and its evidence: the flight recorder's account of
 //! who held the CPU a starved worker waited on.
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -84,23 +83,10 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
         (kids.len() == 1).then(|| kids[0])
     });
     std::thread::sleep(Duration::from_millis(300));
-    let mut hog = Command::new("chrt")
-        .args([
-            "-f",
-            "1",
-            "taskset",
-            "-c",
-            "0",
-            "sh",
-            "-c",
-            "while :; do :; done",
-        ])
-        .spawn()
-        .expect("chrt and taskset (util-linux)");
-    let hog_pid = hog.id();
+    let hog = runq_testkit::starve::RtHog::starve(worker);
+    let hog_pid = hog.pid();
     std::thread::sleep(Duration::from_millis(1500));
-    let _ = hog.kill();
-    let _ = hog.wait();
+    drop(hog);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
