@@ -73,6 +73,7 @@ impl Recorder {
         let root = match ensure_mounted()? {
             Tracefs::Mounted(p) | Tracefs::MountedNow(p) => p,
         };
+        remove_stale(&root.join("instances"));
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = root
             .join("instances")
@@ -123,6 +124,31 @@ impl Drop for Recorder {
         let _ = fs::write(self.dir.join("tracing_on"), "0");
         let _ = fs::remove_dir(&self.dir);
     }
+}
+
+/// Removes the instances of runq processes that are gone (killed before
+/// they could remove their own), which would otherwise keep tracing.
+fn remove_stale(instances: &Path) {
+    let Ok(dir) = fs::read_dir(instances) else {
+        return;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(pid) = owner_pid(&name.to_string_lossy()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::write(e.path().join("tracing_on"), "0");
+            let _ = fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// The pid in an instance name `runq-<pid>-<n>`.
+fn owner_pid(name: &str) -> Option<u32> {
+    let (pid, n) = name.strip_prefix("runq-")?.split_once('-')?;
+    n.parse::<u32>().ok()?;
+    pid.parse().ok()
 }
 
 /// Reads a `trace` file: its events, and the header's
@@ -186,6 +212,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stale_instances_are_named_by_their_owner() {
+        assert_eq!(owner_pid("runq-123-0"), Some(123));
+        assert_eq!(owner_pid("runq-123"), None);
+        assert_eq!(owner_pid("other-123-0"), None);
+    }
+
+    #[test]
     fn masks_and_headers() {
         assert_eq!(cpumask(&[0, 1]), "00000003");
         assert_eq!(cpumask(&[33]), "00000002,00000000");
@@ -211,7 +244,12 @@ mod tests {
     #[test]
     #[cfg_attr(not(runq_root), ignore = "needs root")]
     fn records_switches_of_this_thread() {
+        // A dead runq's instance (no pid is above 2^22) is removed.
+        let root = crate::tracefs::find().expect("tracefs mounted as root");
+        let stale = root.join("instances").join("runq-4194305-0");
+        fs::create_dir(&stale).unwrap();
         let rec = Recorder::start(&[], 256).expect("tracefs instance as root");
+        assert!(!stale.exists(), "the stale instance is removed");
         let dir = rec.dir().to_path_buf();
         for _ in 0..20 {
             std::thread::sleep(std::time::Duration::from_millis(1));
