@@ -56,6 +56,10 @@ pub struct Recording {
     /// Events the kernel wrote during the recording (more than kept when
     /// the buffer wrapped).
     pub written: u64,
+    /// The CPUs whose buffer wrapped (each wraps on its own), with the
+    /// time of the oldest event each still holds: what ran on such a CPU
+    /// before then is unknown.
+    pub wrapped_from_ns: std::collections::BTreeMap<u32, u64>,
 }
 
 /// A running recording (see the module doc).
@@ -109,8 +113,10 @@ impl Recorder {
             path: path.clone(),
             source,
         })?;
-        read_trace(io::BufReader::with_capacity(1 << 20, file))
-            .map_err(|source| RecorderError::Io { path, source })
+        let mut rec = read_trace(io::BufReader::with_capacity(1 << 20, file))
+            .map_err(|source| RecorderError::Io { path, source })?;
+        rec.wrapped_from_ns = first_event_of(&rec.events, &overrun_cpus(&self.dir));
+        Ok(rec)
     }
 
     /// The instance's directory.
@@ -171,28 +177,50 @@ pub fn read_trace(input: impl BufRead) -> io::Result<Recording> {
         }
     }
     rec.events.sort_by_key(SchedEvent::ts_ns);
-    if rec.written > rec.events.len() as u64 {
-        trim_to_complete(&mut rec.events);
-    }
     Ok(rec)
 }
 
-/// Each CPU's buffer wraps on its own: a busy CPU's oldest events are
-/// gone while a quiet one's reach further back. Keeps the span every CPU
-/// still holds (from the latest of the CPUs' first events), so that no
-/// CPU looks idle where its events were lost.
-fn trim_to_complete(events: &mut Vec<SchedEvent>) {
-    let mut first: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
-    for e in events.iter() {
+/// The time of each CPU's oldest event in `events` (sorted), for the
+/// `cpus` given.
+pub fn first_event_of(events: &[SchedEvent], cpus: &[u32]) -> std::collections::BTreeMap<u32, u64> {
+    let mut first = std::collections::BTreeMap::new();
+    for e in events {
         let cpu = match e {
             SchedEvent::Switch { cpu, .. } | SchedEvent::Wakeup { cpu, .. } => *cpu,
             SchedEvent::Migrate { .. } => continue,
         };
-        first.entry(cpu).or_insert_with(|| e.ts_ns());
+        if cpus.contains(&cpu) {
+            first.entry(cpu).or_insert_with(|| e.ts_ns());
+        }
     }
-    if let Some(&start) = first.values().max() {
-        events.retain(|e| e.ts_ns() >= start);
+    first
+}
+
+/// The CPUs of the instance at `dir` whose buffer lost events
+/// (`per_cpu/cpuN/stats`: `overrun` above 0).
+fn overrun_cpus(dir: &Path) -> Vec<u32> {
+    let Ok(list) = fs::read_dir(dir.join("per_cpu")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in list.flatten() {
+        let name = e.file_name();
+        let Some(cpu) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("cpu")?.parse().ok())
+        else {
+            continue;
+        };
+        let stats = fs::read_to_string(e.path().join("stats")).unwrap_or_default();
+        let overrun = stats
+            .lines()
+            .find_map(|l| l.strip_prefix("overrun:"))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if overrun.is_some_and(|n| n > 0) {
+            out.push(cpu);
+        }
     }
+    out
 }
 
 /// `tracing_cpumask`'s hex mask of `cpus` (32-bit words, comma-separated,
@@ -223,21 +251,15 @@ mod tests {
         assert_eq!(cpumask(&[0, 1]), "00000003");
         assert_eq!(cpumask(&[33]), "00000002,00000000");
         let text = "# entries-in-buffer/entries-written: 2/2   #P:2\n\
-            a-1 [000] d..2. 2.000001: sched_migrate_task: comm=a pid=1 prio=120 orig_cpu=0 dest_cpu=1\n\
-            a-1 [001] d..2. 1.000001: sched_migrate_task: comm=a pid=1 prio=120 orig_cpu=1 dest_cpu=0\n";
+            a-1 [000] d..2. 2.000001: sched_wakeup: comm=b pid=2 prio=120 target_cpu=000\n\
+            a-1 [001] d..2. 1.000001: sched_wakeup: comm=b pid=2 prio=120 target_cpu=001\n";
         let rec = read_trace(text.as_bytes()).unwrap();
         assert_eq!(rec.written, 2);
         assert_eq!(rec.events.len(), 2);
         assert_eq!(rec.events[0].ts_ns(), 1_000_001_000, "sorted by time");
-        // A buffer that wrapped keeps the span every CPU still holds: CPU
-        // 1's events start at 3 s, so CPU 0's older ones go.
-        let wrapped = "# entries-in-buffer/entries-written: 3/90   #P:2\n\
-            a-1 [000] d..2. 1.000000: sched_wakeup: comm=b pid=2 prio=120 target_cpu=000\n\
-            a-1 [001] d..2. 3.000000: sched_wakeup: comm=b pid=2 prio=120 target_cpu=001\n\
-            a-1 [000] d..2. 4.000000: sched_wakeup: comm=b pid=2 prio=120 target_cpu=000\n";
-        let rec = read_trace(wrapped.as_bytes()).unwrap();
-        let ts: Vec<u64> = rec.events.iter().map(SchedEvent::ts_ns).collect();
-        assert_eq!(ts, vec![3_000_000_000, 4_000_000_000]);
+        let first = first_event_of(&rec.events, &[0, 1]);
+        assert_eq!(first.get(&1), Some(&1_000_001_000));
+        assert_eq!(first.get(&0), Some(&2_000_001_000));
     }
 
     /// As root: a recording sees this thread being switched and woken.

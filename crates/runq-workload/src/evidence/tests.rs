@@ -32,9 +32,11 @@ const MS: u64 = 1_000_000;
 fn names_test(f: impl FnOnce(&Names)) {
     let group_of = |pid: i32| (pid == 500).then(|| "spinners".to_string());
     let is_runq = |pid: i32| pid == 602;
+    let wrapped = std::collections::BTreeMap::new();
     f(&Names {
         group_of: &group_of,
         is_runq: &is_runq,
+        wrapped: &wrapped,
     });
 }
 
@@ -269,4 +271,28 @@ fn a_series_window_shows_each_workers_time_by_state() {
         Some((2.01, 3.45))
     );
     assert_eq!(series::named_window("no window"), None);
+}
+
+#[test]
+fn a_cpu_whose_buffer_wrapped_is_attributed_only_from_its_oldest_event() {
+    let group_of = |pid: i32| (pid == 500).then(|| "spinners".to_string());
+    let is_runq = |_| false;
+    let wrapped = std::collections::BTreeMap::from([(0, 10_500 * MS)]);
+    let names = Names {
+        group_of: &group_of,
+        is_runq: &is_runq,
+        wrapped: &wrapped,
+    };
+    let (s, _, _) = summarize(&events(), 10 * S, &moment(0, 3_100), &names);
+    // 10.5-13.0 s only: `yes` 2,488 ms, the kworker 12 ms.
+    assert!(
+        s.contains("CPU 0 ran `yes` 900 2,488 ms, `kworker/0:1` 40 12 ms"),
+        "{s}"
+    );
+    assert!(
+        s.contains(
+            "(CPU 0's events before 0.500 s were overwritten: who ran there before is unknown)"
+        ),
+        "{s}"
+    );
 }

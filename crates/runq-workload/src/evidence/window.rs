@@ -170,7 +170,11 @@ pub fn holders(events: &[SchedEvent], cpu: u32, from: u64, to: u64) -> Vec<Holde
 /// Who ran on the CPUs `w` was queued on while it waited (the CPU it was
 /// queued on, then each migration's destination), summed; and those CPUs,
 /// each once, in order.
-pub fn holders_along(events: &[SchedEvent], w: &Wait) -> (Vec<Holder>, Vec<u32>) {
+pub fn holders_along(
+    events: &[SchedEvent],
+    w: &Wait,
+    wrapped: &BTreeMap<u32, u64>,
+) -> (Vec<Holder>, Vec<u32>) {
     let mut stops: Vec<(u64, u32)> = vec![(w.from_ns, w.queued_cpu)];
     stops.extend(w.migrations.iter().map(|&(ts, _, to)| (ts, to)));
     let mut sum: BTreeMap<(i32, String), u64> = BTreeMap::new();
@@ -180,6 +184,7 @@ pub fn holders_along(events: &[SchedEvent], w: &Wait) -> (Vec<Holder>, Vec<u32>)
         if !cpus.contains(&cpu) {
             cpus.push(cpu);
         }
+        let from = from.max(wrapped.get(&cpu).copied().unwrap_or(0));
         for h in holders(events, cpu, from, to.max(from)) {
             *sum.entry((h.task.pid, h.task.comm)).or_default() += h.ns;
         }
@@ -206,6 +211,8 @@ pub struct Names<'a> {
     pub group_of: &'a dyn Fn(i32) -> Option<String>,
     /// Whether a tid is one of runq's own threads.
     pub is_runq: &'a dyn Fn(i32) -> bool,
+    /// The CPUs whose buffer wrapped, with the oldest time each holds.
+    pub wrapped: &'a BTreeMap<u32, u64>,
 }
 
 impl Names<'_> {
@@ -245,12 +252,17 @@ pub fn summarize(
             m.from_ns as f64 / 1e9,
             m.to_ns as f64 / 1e9,
         );
-        match events.first() {
-            Some(e) if e.ts_ns() > from => {
+        let start = names
+            .wrapped
+            .get(&cpu)
+            .copied()
+            .or(events.first().map(SchedEvent::ts_ns));
+        match start {
+            Some(t) if t > from => {
                 let _ = write!(
                     s,
-                    " (the recording starts at {:.3} s: the buffer wrapped)",
-                    e.ts_ns().saturating_sub(base) as f64 / 1e9
+                    " (CPU {cpu}'s recording starts at {:.3} s: the buffer wrapped)",
+                    t.saturating_sub(base) as f64 / 1e9
                 );
             }
             _ => {
@@ -260,7 +272,7 @@ pub fn summarize(
         }
         return (s, from, to);
     };
-    let (h, cpus) = holders_along(events, &w);
+    let (h, cpus) = holders_along(events, &w, names.wrapped);
     let place = match cpus.as_slice() {
         [one] => format!("CPU {one}"),
         many => format!("CPUs {}", join_cpus(many)),
@@ -273,6 +285,15 @@ pub fn summarize(
         if cpus.len() == 1 { &place } else { "they" },
         holder_list(&h, names)
     );
+    for cpu in &cpus {
+        if let Some(&since) = names.wrapped.get(cpu).filter(|&&t| t > w.from_ns) {
+            let _ = write!(
+                s,
+                " (CPU {cpu}'s events before {:.3} s were overwritten: who ran there before is unknown)",
+                (since as f64 - base as f64) / 1e9
+            );
+        }
+    }
     if let Some(k) = &w.waker {
         let _ = write!(s, "; woken by {}", names.task(k));
     }

@@ -87,11 +87,13 @@ impl Flight {
         if let (Some(a), Some(b)) = (events.first(), events.last()) {
             report.recorded_s = Some([s(a.ts_ns()), s(b.ts_ns())]);
         }
+        let wrapped = recording.wrapped_from_ns;
         report.checks = examine_all(
             o,
             &events,
             base,
             &self.own,
+            &wrapped,
             &dir.join(format!("runq-evidence-{tag}")),
         );
         Some(report)
@@ -106,6 +108,7 @@ fn examine_all(
     events: &[runq_kernel::sched_trace::SchedEvent],
     base: u64,
     own: &HashSet<i32>,
+    wrapped: &std::collections::BTreeMap<u32, u64>,
     prefix: &Path,
 ) -> Vec<Evidence> {
     let group_of = |tid: i32| evidence::group_of(o, tid);
@@ -113,6 +116,7 @@ fn examine_all(
     let names = Names {
         group_of: &group_of,
         is_runq: &is_runq,
+        wrapped,
     };
     let moments = evidence::moments(o);
     let mut written: Vec<((i32, u64, u64), String)> = Vec::new();

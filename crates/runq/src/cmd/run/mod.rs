@@ -148,11 +148,12 @@ pub struct RunArgs {
     pub runnable_wait: bool,
     /// Record the scheduler's events on every CPU (switches, wakeups with
     /// their waker, migrations) into a kernel buffer of MIB_PER_CPU
-    /// (`--flight-recorder=64`; 16 by default) that keeps the newest, read once after a FAIL, so that
-    /// each failed check comes with its evidence: who held the CPU its
-    /// worker waited on, and a Perfetto trace of the moment. Root. Off
-    /// unless asked for: about 0.45 µs per scheduler event, 8% of a CPU in
-    /// the default scenario (170,000 events/s, whose 16 MiB hold ~2 s).
+    /// (`--flight-recorder=64`; 16 by default) that keeps the newest,
+    /// read once after a FAIL, so that each failed check comes with its
+    /// evidence: who held the CPU its worker waited on, and a Perfetto
+    /// trace of the moment. Root. Off unless asked for: about 0.45 µs per
+    /// scheduler event, 8-30% of a CPU in the default scenario (170,000 to
+    /// 660,000 events/s; 16 MiB per CPU hold its last 1-2 s).
     #[arg(long, value_name = "MIB_PER_CPU", num_args = 0..=1, require_equals = true,
           default_missing_value = "16",
           value_parser = clap::value_parser!(u32).range(1..=1024))]
