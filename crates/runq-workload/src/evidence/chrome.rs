@@ -56,32 +56,7 @@ pub fn trace(
                 }
                 running.insert(*cpu, (*ts_ns, next));
             }
-            SchedEvent::Wakeup {
-                ts_ns,
-                task,
-                waker,
-                target_cpu,
-                ..
-            } if task.pid == tid && *ts_ns >= from => {
-                out.push(
-                    json!({"ph": "i", "s": "t", "cat": "wakeup", "pid": TASK_PID,
-                    "tid": tid, "name": "woken", "ts": us(*ts_ns),
-                    "args": {"waker": names.task(waker), "target_cpu": target_cpu}}),
-                );
-            }
-            SchedEvent::Migrate {
-                ts_ns,
-                task,
-                orig_cpu,
-                dest_cpu,
-            } if task.pid == tid && *ts_ns >= from => {
-                out.push(
-                    json!({"ph": "i", "s": "t", "cat": "migrate", "pid": TASK_PID,
-                    "tid": tid, "name": format!("migrated {orig_cpu} -> {dest_cpu}"),
-                    "ts": us(*ts_ns)}),
-                );
-            }
-            _ => {}
+            e => out.extend(task_instant(e, tid, from, base, names)),
         }
     }
     for (cpu, (start, task)) in &running {
@@ -110,6 +85,36 @@ pub fn trace(
     }
     json!({"traceEvents": out, "displayTimeUnit": "ms",
            "runq_evidence": {"slices_left_out": left_out, "left_out_shorter_than_us": cutoff as f64 / 1000.0}})
+}
+
+/// A wakeup or a migration of `tid` at or after `from`, as an instant
+/// event on its track.
+fn task_instant(e: &SchedEvent, tid: i32, from: u64, base: u64, names: &Names) -> Option<Value> {
+    let us = |ns: u64| ns.saturating_sub(base) as f64 / 1000.0;
+    match e {
+        SchedEvent::Wakeup {
+            ts_ns,
+            task,
+            waker,
+            target_cpu,
+            ..
+        } if task.pid == tid && *ts_ns >= from => Some(
+            json!({"ph": "i", "s": "t", "cat": "wakeup", "pid": TASK_PID,
+            "tid": tid, "name": "woken", "ts": us(*ts_ns),
+            "args": {"waker": names.task(waker), "target_cpu": target_cpu}}),
+        ),
+        SchedEvent::Migrate {
+            ts_ns,
+            task,
+            orig_cpu,
+            dest_cpu,
+        } if task.pid == tid && *ts_ns >= from => Some(
+            json!({"ph": "i", "s": "t", "cat": "migrate", "pid": TASK_PID,
+            "tid": tid, "name": format!("migrated {orig_cpu} -> {dest_cpu}"),
+            "ts": us(*ts_ns)}),
+        ),
+        _ => None,
+    }
 }
 
 /// Leaves out all but the [`MAX_SLICES`] longest stretches; returns the
