@@ -36,6 +36,11 @@ impl RtHog {
         RtHog(hog)
     }
 
+    /// The hog's pid (a trace names it as the task that held CPU 0).
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
     /// Starves `pid` for `how_long`, then ends the hog.
     pub fn starve_for(pid: i32, how_long: Duration) {
         let _hog = RtHog::starve(pid);

@@ -10,6 +10,7 @@ mod capacity;
 pub mod catalog;
 mod checks;
 pub mod compare;
+pub mod evidence;
 mod fair_model;
 mod fairness;
 mod fault;

@@ -36,7 +36,7 @@ pub enum Command {
     /// ping-pong pairs, in two cgroups, for 3 s) and prints a per-group
     /// summary. Needs root for cgroups; without it the default scenario runs
     /// its workers unplaced and says so.
-    Run(cmd::run::RunArgs),
+    Run(Box<cmd::run::RunArgs>),
     /// Compare two saved runs (`runq run --repeat N --output FILE.json`):
     /// per group and figure, medians, the difference, a 95% rank-test
     /// interval and a verdict; exits 1 when something regressed.

@@ -99,6 +99,10 @@ pub struct RunDocument {
     /// reservoirs, up to 100,000 values each. Without it they are empty
     /// and the figures above summarize them.
     pub raw_samples: bool,
+    /// The evidence of the last failed repeat's failed checks (the
+    /// flight recorder's reading; set by the caller that recorded it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::EvidenceReport>,
     /// The last repeat's outcome.
     #[serde(flatten)]
     pub last: RunOutcome,
@@ -151,6 +155,7 @@ impl RunDocument {
             repeats,
             repeat_summary,
             raw_samples: true,
+            evidence: None,
             last,
         };
         if raw == RawSamples::Drop {

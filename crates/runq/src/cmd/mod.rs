@@ -15,7 +15,7 @@ use crate::cli::{Cli, Command};
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run(args) => run::execute(args),
+        Command::Run(args) => run::execute(*args),
         Command::Compare(args) => compare::execute(args),
         Command::Ctprof(args) => ctprof::execute(args),
         Command::Collatz(args) => collatz::execute(args),

@@ -19,6 +19,7 @@ mod ctprof_exited;
 mod ctprof_export;
 mod ctprof_record;
 mod documented;
+mod evidence;
 mod host_monitor;
 mod hud;
 mod hud_gateway;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use runq_workload::{run_scenario, CgroupMode, Fault, RunError, RunOptions, RunOutcome, Scenario};
 
+use super::evidence::{self, Flight};
 use super::render;
 use crate::cmd::ctprof::run_hook::Recorder;
 use crate::exit;
@@ -32,6 +33,9 @@ pub struct RunPlan {
     /// Measure the host's runnable waits (`--runnable-wait`; also on when
     /// the scenario checks them).
     pub runnable_wait: bool,
+    /// Record the scheduler's events for the evidence of a FAIL into this
+    /// many MiB per CPU (`--flight-recorder`), or not at all.
+    pub flight_recorder: Option<u32>,
 }
 
 impl RunPlan {
@@ -74,23 +78,37 @@ fn refusal(e: RunError) -> anyhow::Error {
     }
 }
 
+/// What the repeats produced: every outcome, and the evidence of the last
+/// failed one.
+pub struct Repeats {
+    /// Every repeat's outcome, in order.
+    pub outcomes: Vec<RunOutcome>,
+    /// The evidence of the last repeat that failed, if one did.
+    pub evidence: Option<runq_workload::evidence::EvidenceReport>,
+}
+
 /// Runs the scenario `plan.repeats` times, stopping early on an interrupt
 /// or a run error; prints every repeat's report but the last unless
-/// `json`.
+/// `json`. Each repeat has its own flight recorder; a failed one writes
+/// its evidence under `evidence_dir`.
 pub fn run_repeats(
     plan: &RunPlan,
     scn: &Scenario,
     json: bool,
     interrupt: &AtomicBool,
     ctprof: &mut Option<Recorder>,
-) -> anyhow::Result<Vec<RunOutcome>> {
+    evidence_dir: &std::path::Path,
+) -> anyhow::Result<Repeats> {
     let mut outcomes = Vec::new();
+    let mut last_evidence = None;
     for n in 1..=plan.repeats {
         if plan.repeats > 1 && !json {
             crate::errln!("runq: repeat {n}/{}", plan.repeats);
         }
         let mut progress = render::Progress::new(scn.duration, json);
+        let mut flight = Flight::start(plan.flight_recorder);
         let mut on_tick = |e, t| {
+            flight.tick(e);
             progress.tick(e, t);
             if let Some(r) = ctprof.as_mut() {
                 r.tick(e, t);
@@ -99,6 +117,9 @@ pub fn run_repeats(
         let outcome = run_scenario(scn, plan.options(scn, interrupt, &mut on_tick));
         progress.finish();
         let outcome = outcome.map_err(refusal)?;
+        if let Some(ev) = flight.finish(&outcome, evidence_dir, &evidence::tag(n)) {
+            last_evidence = Some(ev);
+        }
         let stop = outcome.interrupted || outcome.run_error.is_some();
         if !json && n < plan.repeats && !stop {
             crate::out!(
@@ -111,5 +132,8 @@ pub fn run_repeats(
             break;
         }
     }
-    Ok(outcomes)
+    Ok(Repeats {
+        outcomes,
+        evidence: last_evidence,
+    })
 }

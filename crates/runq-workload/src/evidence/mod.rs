@@ -1,0 +1,230 @@
+//! Evidence for a FAIL: for the worst instance of each failed check (the
+//! longest gap, the most starved worker, the host's longest runnable
+//! wait), the [`Moment`] it points at, what a recording of the scheduler's
+//! events shows about it (who held the CPU the worker waited on, who woke
+//! it, whether it migrated: [`window`]), a Chrome/Perfetto trace of the
+//! window ([`chrome`]), and the one line a FAIL starts with
+//! ([`headline`]). The events come from runq-kernel's `sched_trace`
+//! recorder, which the binary starts; this module only reads them.
+
+pub mod chrome;
+pub mod headline;
+pub mod series;
+pub mod window;
+
+use serde::{Deserialize, Serialize};
+
+use crate::checks::CheckResult;
+use crate::runner::RunOutcome;
+use crate::series::host::HostSeries;
+
+/// Slack before a gap's window in the report (a gap lies somewhere in the
+/// 50 ms window that closed at `max_gap_at_ms`, or the iteration that
+/// held it), ns.
+const BEFORE_NS: u64 = 100_000_000;
+/// Slack after it (ms rounding, the loop's start after the release), ns.
+const AFTER_NS: u64 = 20_000_000;
+
+/// The moment a failed check points at, ns from the run's start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moment {
+    /// The check.
+    pub check: String,
+    /// Its group (`host` for host-wide checks).
+    pub group: String,
+    /// The task it is about (a worker's tid, or the host's waiting task).
+    pub tid: i32,
+    /// The task's group, when it is one of the run's workers.
+    pub task_group: Option<String>,
+    /// The CPU the report names, when it names one.
+    pub cpu: Option<u32>,
+    /// From, ns since the run started.
+    pub from_ns: u64,
+    /// To, ns since the run started.
+    pub to_ns: u64,
+    /// What the report says happened there.
+    pub what: String,
+}
+
+/// The evidence of one failed check, as the report carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The check.
+    pub check: String,
+    /// Its group.
+    pub group: String,
+    /// What the recording shows, in one sentence (or why it shows
+    /// nothing).
+    pub summary: String,
+    /// The window written to the trace, seconds from the run's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_s: Option<[f64; 2]>,
+    /// The Chrome/Perfetto trace of the window, when one was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_file: Option<String>,
+}
+
+/// Every failed check's evidence, and where it came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceReport {
+    /// The recorder (`tracefs instance: sched_switch, ...`), when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Why there is no recording, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// Events kept in the recorder's buffer.
+    pub events: u64,
+    /// Events the kernel wrote (more than kept when the buffer wrapped).
+    pub events_written: u64,
+    /// The span the kept events cover, seconds from the run's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_s: Option<[f64; 2]>,
+    /// One entry per failed check.
+    pub checks: Vec<Evidence>,
+}
+
+/// The moment each failed check of `o` points at, worst instance first
+/// within each check; checks that name no moment are left out.
+pub fn moments(o: &RunOutcome) -> Vec<Moment> {
+    o.checks
+        .iter()
+        .filter(|c| !c.pass)
+        .filter_map(|c| moment_of(o, c))
+        .collect()
+}
+
+/// The group name of worker `tid`, if it is one.
+pub fn group_of(o: &RunOutcome, tid: i32) -> Option<String> {
+    let r = o.reports.iter().find(|r| r.tid as i32 == tid)?;
+    let g = o.groups.iter().find(|g| g.group_idx == r.group_idx)?;
+    Some(g.name.clone())
+}
+
+fn moment_of(o: &RunOutcome, c: &CheckResult) -> Option<Moment> {
+    if c.name == "max_runnable_wait_ms" {
+        return host_wait_moment(o.series.as_ref().and_then(|s| s.host.as_ref()), c, o);
+    }
+    let idx = o.groups.iter().find(|g| g.name == c.group)?.group_idx;
+    let live = || {
+        o.reports
+            .iter()
+            .filter(move |r| r.group_idx == idx && r.exit_info.is_none())
+    };
+    let (worker, what) = match c.name.as_str() {
+        "max_gap_ms" => {
+            let w = live().max_by_key(|r| r.max_gap_ms)?;
+            let what = format!("waited {} ms runnable without a CPU", w.max_gap_ms);
+            (w, what)
+        }
+        "min_work_rate"
+        | "min_fair_share"
+        | "min_fair_share_worker"
+        | "not_stuck"
+        | "max_offcpu_spread_pct" => {
+            let w = live().min_by_key(|r| r.cpu_time_ns)?;
+            let what = format!(
+                "is the most starved worker: {} ms on a CPU in {} ms, longest wait {} ms",
+                w.cpu_time_ns / 1_000_000,
+                w.wall_time_ns / 1_000_000,
+                w.max_gap_ms
+            );
+            (w, what)
+        }
+        _ => return None,
+    };
+    let gap_end = worker.max_gap_at_ms * 1_000_000;
+    let gap_start = gap_end.saturating_sub(worker.max_gap_ms * 1_000_000);
+    Some(Moment {
+        check: c.name.clone(),
+        group: c.group.clone(),
+        tid: worker.tid as i32,
+        task_group: Some(c.group.clone()),
+        cpu: u32::try_from(worker.max_gap_cpu).ok(),
+        from_ns: gap_start.saturating_sub(BEFORE_NS),
+        to_ns: gap_end + AFTER_NS,
+        what,
+    })
+}
+
+fn host_wait_moment(h: Option<&HostSeries>, c: &CheckResult, o: &RunOutcome) -> Option<Moment> {
+    let f = &h?.runnable_wait.as_ref()?.figures;
+    let start = f.at_ns.saturating_sub(f.longest_ns);
+    Some(Moment {
+        check: c.name.clone(),
+        group: c.group.clone(),
+        tid: f.pid as i32,
+        task_group: group_of(o, f.pid as i32),
+        cpu: Some(f.cpu),
+        from_ns: start.saturating_sub(AFTER_NS),
+        to_ns: f.at_ns + AFTER_NS,
+        what: format!(
+            "waited {:.1} ms runnable (the host's longest)",
+            f.longest_ns as f64 / 1e6
+        ),
+    })
+}
+
+/// One failed check's evidence from `events` (absolute ns; `base` is the
+/// run's start on the same clock), and the trace of its window when the
+/// recording reaches it (a buffer that wrapped past it has none).
+pub fn examine(
+    events: &[runq_kernel::sched_trace::SchedEvent],
+    base: u64,
+    m: &Moment,
+    names: &window::Names,
+) -> (Evidence, Option<serde_json::Value>) {
+    let (summary, from, to) = window::summarize(events, base, m, names);
+    let wait = window::longest_wait(events, m.tid, base + m.from_ns, base + m.to_ns);
+    let reached = events.first().is_some_and(|e| e.ts_ns() <= to);
+    let trace =
+        reached.then(|| chrome::trace(events, base, (from, to), m.tid, wait.as_ref(), names));
+    let s = |ns: u64| ns.saturating_sub(base) as f64 / 1e9;
+    let evidence = Evidence {
+        check: m.check.clone(),
+        group: m.group.clone(),
+        summary,
+        window_s: Some([s(from), s(to)]),
+        trace_file: None,
+    };
+    (evidence, trace)
+}
+
+/// A moment as (task, from, to), absolute ns: checks with the same key
+/// share a trace file.
+pub type MomentKey = (i32, u64, u64);
+
+/// The evidence of a failed series check (a stall, a rate out of bounds):
+/// each worker of its group in the window its FAIL names, and the trace of
+/// that window around the worker off a CPU longest; `None` when it names
+/// no window. The key (task, from, to) tells checks that share a trace.
+pub fn examine_series(
+    o: &RunOutcome,
+    c: &CheckResult,
+    events: &[runq_kernel::sched_trace::SchedEvent],
+    base: u64,
+    names: &window::Names,
+) -> Option<(Evidence, Option<serde_json::Value>, MomentKey)> {
+    let (evidence, (from, to), tid) = series::examine(o, c, events, base)?;
+    let reached = events.first().is_some_and(|e| e.ts_ns() <= to);
+    let trace = reached.then(|| chrome::trace(events, base, (from, to), tid, None, names));
+    Some((evidence, trace, (tid, from, to)))
+}
+
+/// The evidence of a failed check that names no moment (a wake-latency
+/// percentile, a series check): why there is none.
+pub fn without_moment(c: &CheckResult) -> Evidence {
+    Evidence {
+        check: c.name.clone(),
+        group: c.group.clone(),
+        summary: format!(
+            "no evidence: {} names no worker and moment to look at in the recording",
+            c.name
+        ),
+        window_s: None,
+        trace_file: None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

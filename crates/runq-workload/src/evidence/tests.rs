@@ -1,0 +1,298 @@
+//! Window selection and summaries on recorded event streams.
+
+use runq_kernel::sched_trace::{read_trace, SchedEvent};
+
+use super::window::{holders, longest_wait, summarize, Names};
+use super::*;
+
+/// A recording as tracefs prints it (trace_clock mono, seconds): worker
+/// 500 (spinners) runs on CPU 0, is preempted at 10.100 s by `yes` 900,
+/// which holds CPU 0 until 13.000 s but for a kworker's 12 ms; 500 runs
+/// again at 13.000 s. On CPU 1 a pipe pair ping-pongs throughout.
+const RECORDING: &str = "\
+# entries-in-buffer/entries-written: 9/9   #P:2
+ spin-500 [000] d..2. 10.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=spin next_pid=500 next_prio=120
+ yes-900  [001] d..2. 10.050000: sched_migrate_task: comm=yes pid=900 prio=100 orig_cpu=1 dest_cpu=0
+ spin-500 [000] d..2. 10.100000: sched_switch: prev_comm=spin prev_pid=500 prev_prio=120 prev_state=R+ ==> next_comm=yes next_pid=900 next_prio=100
+ pp-601   [001] d..2. 10.200000: sched_switch: prev_comm=pp prev_pid=601 prev_prio=120 prev_state=S ==> next_comm=pp next_pid=602 next_prio=120
+ yes-900  [000] d..2. 11.000000: sched_switch: prev_comm=yes prev_pid=900 prev_prio=100 prev_state=R+ ==> next_comm=kworker/0:1 next_pid=40 next_prio=120
+ kworker/0:1-40 [000] d..2. 11.012000: sched_switch: prev_comm=kworker/0:1 prev_pid=40 prev_prio=120 prev_state=I ==> next_comm=yes next_pid=900 next_prio=100
+ pp-602   [001] d..2. 12.000000: sched_switch: prev_comm=pp prev_pid=602 prev_prio=120 prev_state=S ==> next_comm=pp next_pid=601 next_prio=120
+ yes-900  [000] d..2. 13.000000: sched_switch: prev_comm=yes prev_pid=900 prev_prio=100 prev_state=S ==> next_comm=spin next_pid=500 next_prio=120
+ spin-500 [000] d..2. 13.500000: sched_switch: prev_comm=spin prev_pid=500 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+
+fn events() -> Vec<SchedEvent> {
+    read_trace(RECORDING.as_bytes()).unwrap().events
+}
+
+const S: u64 = 1_000_000_000;
+const MS: u64 = 1_000_000;
+
+fn names_test(f: impl FnOnce(&Names)) {
+    let group_of = |pid: i32| (pid == 500).then(|| "spinners".to_string());
+    let is_runq = |pid: i32| pid == 602;
+    let wrapped = std::collections::BTreeMap::new();
+    f(&Names {
+        group_of: &group_of,
+        is_runq: &is_runq,
+        wrapped: &wrapped,
+    });
+}
+
+fn moment(from_ms: u64, to_ms: u64) -> Moment {
+    Moment {
+        check: "max_gap_ms".into(),
+        group: "spinners".into(),
+        tid: 500,
+        task_group: Some("spinners".into()),
+        cpu: Some(0),
+        from_ns: from_ms * MS,
+        to_ns: to_ms * MS,
+        what: "waited 2900 ms runnable without a CPU".into(),
+    }
+}
+
+#[test]
+fn the_longest_wait_is_from_preemption_to_switch_in() {
+    let ev = events();
+    let w = longest_wait(&ev, 500, 10 * S, 14 * S).unwrap();
+    assert_eq!((w.from_ns, w.to_ns), (10_100 * MS, 13 * S));
+    assert_eq!((w.queued_cpu, w.ran_cpu), (0, 0));
+    assert!(w.waker.is_none() && w.migrations.is_empty());
+    // A window that ends before the wait began has none.
+    assert_eq!(longest_wait(&ev, 500, 9 * S, 10 * S), None);
+    assert_eq!(longest_wait(&ev, 777, 0, 20 * S), None);
+}
+
+#[test]
+fn holders_are_who_ran_on_the_cpu_longest_first() {
+    let ev = events();
+    let h = holders(&ev, 0, 10_100 * MS, 13 * S);
+    let got: Vec<(i32, u64)> = h.iter().map(|x| (x.task.pid, x.ns / MS)).collect();
+    assert_eq!(got, vec![(900, 2_888), (40, 12)]);
+    // Clipped to the window; the task before the first switch in it is
+    // the one that switch takes off.
+    let h = holders(&ev, 1, 11 * S, 12_500 * MS);
+    let got: Vec<(i32, u64)> = h.iter().map(|x| (x.task.pid, x.ns / MS)).collect();
+    assert_eq!(got, vec![(602, 1_000), (601, 500)]);
+}
+
+#[test]
+fn the_summary_names_the_holder_and_the_window() {
+    names_test(|names| {
+        let base = 10 * S;
+        let (s, from, to) = summarize(&events(), base, &moment(0, 3_100), names);
+        assert!(
+            s.starts_with(
+                "worker 500 (spinners) waited 2900 ms runnable without a CPU: in the recording \
+                 it waited 2,900 ms on CPU 0 from 0.100 s: CPU 0 ran `yes` 900 2,888 ms, \
+                 `kworker/0:1` 40 12 ms; no migration"
+            ),
+            "{s}"
+        );
+        assert!(from < 10_100 * MS && to > 13 * S);
+        // A moment the recording has no wait for says so, with the CPU's
+        // holders; runq's own threads are marked.
+        let mut m = moment(1_100, 1_400);
+        m.tid = 601;
+        m.cpu = Some(1);
+        let (s, _, _) = summarize(&events(), base, &m, names);
+        assert!(s.contains("holds no runnable wait"), "{s}");
+        assert!(
+            s.ends_with("CPU 1 ran `pp` 602 (runq itself) 300 ms"),
+            "{s}"
+        );
+    });
+}
+
+#[test]
+fn a_wrapped_buffer_is_named() {
+    names_test(|names| {
+        // A window inside the wait finds the whole wait.
+        let (s, _, _) = summarize(&events(), 11 * S, &moment(0, 100), names);
+        assert!(s.contains("waited 2,900 ms on CPU 0 from -0.900 s"), "{s}");
+        let (s, _, _) = summarize(&events(), 5 * S, &moment(0, 100), names);
+        assert!(s.contains("the buffer wrapped"), "{s}");
+    });
+}
+
+#[test]
+fn the_trace_has_cpu_tracks_and_the_wait() {
+    names_test(|names| {
+        let ev = events();
+        let w = longest_wait(&ev, 500, 10 * S, 14 * S);
+        let t = chrome::trace(&ev, 10 * S, (10 * S, 14 * S), 500, w.as_ref(), names);
+        let list = t["traceEvents"].as_array().unwrap();
+        let named = |n: &str| list.iter().filter(|e| e["name"] == n).count();
+        assert_eq!(named("`yes` 900"), 2, "{t}");
+        assert_eq!(named("runnable, queued on CPU 0"), 1, "{t}");
+        let wait = list.iter().find(|e| e["cat"] == "wait").unwrap();
+        assert_eq!(wait["dur"].as_f64(), Some(2_900_000.0));
+        assert!(list
+            .iter()
+            .all(|e| e["ts"].as_f64().is_none_or(|ts| ts >= 0.0)));
+    });
+}
+
+#[test]
+fn the_worst_check_leads_the_headline() {
+    use crate::checks::{CheckResult, Op};
+    let c = |name: &str, measured: f64, op, bound: f64| CheckResult {
+        name: name.into(),
+        group: "g".into(),
+        measured,
+        op,
+        bound,
+        pass: false,
+        detail: Some("slowest worker 3 units/s; see the table (and more)".into()),
+    };
+    let rate = c("min_work_rate", 10.0, Op::AtLeast, 1e12);
+    let gap = c("max_offcpu_spread_pct", 80.0, Op::AtMost, 50.0);
+    assert!(headline::severity(&rate) > headline::severity(&gap));
+    assert_eq!(
+        headline::severity(&c("x", 0.0, Op::AtLeast, 1.0)),
+        f64::INFINITY
+    );
+    let mut o = outcome();
+    o.checks = vec![gap, rate];
+    let worst = headline::worst(&o).unwrap();
+    assert_eq!(worst.name, "min_work_rate");
+    assert_eq!(
+        headline::line(&o, worst),
+        "FAIL min_work_rate (g): measured 10 (bound >= 1000000000000): slowest worker 3 units/s"
+    );
+}
+
+/// Two spinners of group `g`: 500 with a 2.9 s gap closing 3.0 s into its
+/// loop on CPU 0, 501 with a 10 ms one; 500 also ran least.
+fn outcome() -> RunOutcome {
+    use crate::report::WorkerReport;
+    let w = |tid, gap, at, cpu_ms| WorkerReport {
+        tid,
+        max_gap_ms: gap,
+        max_gap_at_ms: at,
+        max_gap_cpu: 0,
+        cpu_time_ns: cpu_ms * MS,
+        wall_time_ns: 3 * S,
+        work_units: 10,
+        ..Default::default()
+    };
+    let reports = vec![w(500, 2_900, 3_000, 50), w(501, 10, 1_000, 2_900)];
+    RunOutcome {
+        scenario: "s".into(),
+        placement: crate::runner::Placement::Unplaced {
+            reason: "test".into(),
+        },
+        interrupted: false,
+        spawn_ns: 0,
+        run_ns: 3 * S,
+        collect_ns: 0,
+        stale_cgroups_removed: 0,
+        scheduler: None,
+        scheduler_death: None,
+        run_error: None,
+        groups: vec![crate::summary::summarize_group(
+            0,
+            "g",
+            "SpinWait",
+            crate::worktype::WakeFigure::Latency,
+            &reports,
+        )],
+        checks: Vec::new(),
+        series: None,
+        host_load: None,
+        verdict: crate::checks::Verdict::Fail,
+        reports,
+    }
+}
+
+#[test]
+fn moments_are_the_worst_instances_of_the_failed_checks() {
+    use crate::checks::{CheckResult, Op};
+    let mut o = outcome();
+    let c = |name: &str, pass| CheckResult {
+        name: name.into(),
+        group: "g".into(),
+        measured: 2_900.0,
+        op: Op::AtMost,
+        bound: 2_000.0,
+        pass,
+        detail: None,
+    };
+    o.checks = vec![
+        c("max_gap_ms", false),
+        c("min_fair_share", false),
+        c("max_p99_wake_latency_us", false),
+        c("max_offcpu_spread_pct", true),
+    ];
+    let m = moments(&o);
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert_eq!((m[0].tid, m[0].cpu), (500, Some(0)));
+    assert!(m[0].from_ns <= 100 * MS && m[0].to_ns >= 3 * S, "{m:?}");
+    assert_eq!(m[0].what, "waited 2900 ms runnable without a CPU");
+    assert_eq!(m[1].tid, 500, "the most starved worker");
+    assert!(
+        m[1].what.starts_with("is the most starved worker: 50 ms"),
+        "{m:?}"
+    );
+    let line = headline::line(&o, &o.checks[0]);
+    assert_eq!(
+        line,
+        "FAIL max_gap_ms: worker 500 (g) waited 2900 ms runnable without a CPU on CPU 0 at \
+         3.00 s (bound 2000 ms)"
+    );
+    assert!(without_moment(&o.checks[2])
+        .summary
+        .starts_with("no evidence"));
+}
+
+#[test]
+fn a_series_window_shows_each_workers_time_by_state() {
+    // Worker 601 leaves CPU 1 stopped (T) at 10.2 s and is switched in again
+    // at 12.0 s; in 10.5-11.5 s it was stopped throughout.
+    let mut text = RECORDING.replace(
+        "prev_comm=pp prev_pid=601 prev_prio=120 prev_state=S",
+        "prev_comm=pp prev_pid=601 prev_prio=120 prev_state=T",
+    );
+    text.push('\n');
+    let ev = read_trace(text.as_bytes()).unwrap().events;
+    let t = series::task_time(&ev, 601, 10_500 * MS, 11_500 * MS);
+    assert_eq!((t.running_ns, t.runnable_ns), (0, 0));
+    assert_eq!(t.blocked_ns.get("T"), Some(&(1_000 * MS)));
+    // 602 ran from 10.2 s to 12.0 s.
+    let t = series::task_time(&ev, 602, 10_500 * MS, 11_500 * MS);
+    assert_eq!(t.running_ns, 1_000 * MS);
+    // 500: running until 10.1 s, then runnable.
+    let t = series::task_time(&ev, 500, 10 * S, 11 * S);
+    assert_eq!((t.running_ns, t.runnable_ns), (100 * MS, 900 * MS));
+    assert_eq!(
+        series::named_window("work_units did not move in 2.01–3.45 s: no progress"),
+        Some((2.01, 3.45))
+    );
+    assert_eq!(series::named_window("no window"), None);
+}
+
+#[test]
+fn a_cpu_whose_buffer_wrapped_is_attributed_only_from_its_oldest_event() {
+    let group_of = |pid: i32| (pid == 500).then(|| "spinners".to_string());
+    let is_runq = |_| false;
+    let wrapped = std::collections::BTreeMap::from([(0, 10_500 * MS)]);
+    let names = Names {
+        group_of: &group_of,
+        is_runq: &is_runq,
+        wrapped: &wrapped,
+    };
+    let (s, _, _) = summarize(&events(), 10 * S, &moment(0, 3_100), &names);
+    // 10.5-13.0 s only: `yes` 2,488 ms, the kworker 12 ms.
+    assert!(
+        s.contains("CPU 0 ran `yes` 900 2,488 ms, `kworker/0:1` 40 12 ms"),
+        "{s}"
+    );
+    assert!(
+        s.contains(
+            "(CPU 0's events before 0.500 s were overwritten: who ran there before is unknown)"
+        ),
+        "{s}"
+    );
+}

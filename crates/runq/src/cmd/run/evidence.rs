@@ -1,0 +1,306 @@
+//! The run's flight recorder (runq-kernel's `sched_trace`: a tracefs
+//! instance of its own recording the scheduler events of the run's CPUs
+//! into a fixed buffer per CPU) and, after a FAIL, the evidence of each
+//! failed check read from it (runq-workload's `evidence`): a sentence in
+//! the report, a Chrome/Perfetto trace file per check, and the headline
+//! that starts stderr.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use runq_kernel::sched_trace::{Recorder, EVENTS};
+use runq_workload::evidence::{self, window::Names, Evidence, EvidenceReport};
+use runq_workload::{RunOutcome, Verdict};
+
+/// One run's recorder, or why there is none, and the run's start on its
+/// clock (CLOCK_MONOTONIC, ns), learnt from the first tick.
+pub struct Flight {
+    recorder: Result<Recorder, String>,
+    base_ns: Option<u64>,
+    own: HashSet<i32>,
+}
+
+impl Flight {
+    /// Starts recording into `mib_per_cpu` MiB per online CPU, when
+    /// given; otherwise notes why not.
+    pub fn start(mib_per_cpu: Option<u32>) -> Flight {
+        let recorder = match mib_per_cpu {
+            Some(mib) => {
+                let cpus = runq_kernel::cpulist::online_cpus();
+                let cpus: Vec<u32> = cpus.iter().filter_map(|&c| u32::try_from(c).ok()).collect();
+                Recorder::start(&cpus, u64::from(mib) * 1024).map_err(|e| e.to_string())
+            }
+            None => Err(
+                "the flight recorder is off (pass --flight-recorder to record the \
+                 scheduler's events; about 0.45 µs each)"
+                    .into(),
+            ),
+        };
+        Flight {
+            recorder,
+            base_ns: None,
+            own: HashSet::new(),
+        }
+    }
+
+    /// On each tick of the run: the first gives the run's start; each
+    /// notes runq's own threads (the sampler's, the host monitor's), which
+    /// are gone when the evidence is read.
+    pub fn tick(&mut self, elapsed: Duration) {
+        if self.recorder.is_err() {
+            return;
+        }
+        add_own_tids(&mut self.own);
+        if self.base_ns.is_none() {
+            let e = u64::try_from(elapsed.as_nanos()).unwrap_or(0);
+            self.base_ns = Some(monotonic_ns().saturating_sub(e));
+        }
+    }
+
+    /// Stops recording; after a FAIL, reads the recording and writes the
+    /// evidence of each failed check (its trace files under `dir`, named
+    /// after `tag`).
+    pub fn finish(self, o: &RunOutcome, dir: &Path, tag: &str) -> Option<EvidenceReport> {
+        if o.verdict != Verdict::Fail {
+            return None;
+        }
+        let mut report = EvidenceReport::default();
+        let (rec, base) = match (self.recorder, self.base_ns) {
+            (Ok(r), Some(b)) => (r, b),
+            (Err(why), _) => return Some(unavailable(o, report, format!("no recording: {why}"))),
+            (Ok(_), None) => {
+                let why = "no recording: the run never started".to_string();
+                return Some(unavailable(o, report, why));
+            }
+        };
+        let recording = match rec.stop() {
+            Ok(r) => r,
+            Err(e) => return Some(unavailable(o, report, format!("no recording: {e}"))),
+        };
+        drop(rec);
+        let events = recording.events;
+        report.source = Some(format!("tracefs instance: {}", EVENTS.join(", ")));
+        report.events = events.len() as u64;
+        report.events_written = recording.written;
+        let s = |ns: u64| (ns as f64 - base as f64) / 1e9;
+        if let (Some(a), Some(b)) = (events.first(), events.last()) {
+            report.recorded_s = Some([s(a.ts_ns()), s(b.ts_ns())]);
+        }
+        let wrapped = recording.wrapped_from_ns;
+        report.checks = examine_all(
+            o,
+            &events,
+            base,
+            &self.own,
+            &wrapped,
+            &dir.join(format!("runq-evidence-{tag}")),
+        );
+        Some(report)
+    }
+}
+
+/// Each failed check's evidence in `events`, its trace written to
+/// `<prefix>-<check>-<group>.json` (checks that point at the same moment
+/// share one file).
+fn examine_all(
+    o: &RunOutcome,
+    events: &[runq_kernel::sched_trace::SchedEvent],
+    base: u64,
+    own: &HashSet<i32>,
+    wrapped: &std::collections::BTreeMap<u32, u64>,
+    prefix: &Path,
+) -> Vec<Evidence> {
+    let group_of = |tid: i32| evidence::group_of(o, tid);
+    let is_runq = |tid: i32| own.contains(&tid);
+    let names = Names {
+        group_of: &group_of,
+        is_runq: &is_runq,
+        wrapped,
+    };
+    let moments = evidence::moments(o);
+    let mut written: Vec<((i32, u64, u64), String)> = Vec::new();
+    let mut out = Vec::new();
+    for c in o.checks.iter().filter(|c| !c.pass) {
+        let found = match moments
+            .iter()
+            .find(|m| m.check == c.name && m.group == c.group)
+        {
+            Some(m) => {
+                let (ev, trace) = evidence::examine(events, base, m, &names);
+                Some((ev, trace, (m.tid, m.from_ns, m.to_ns)))
+            }
+            None => evidence::examine_series(o, c, events, base, &names),
+        };
+        let Some((mut ev, trace, key)) = found else {
+            out.push(evidence::without_moment(c));
+            continue;
+        };
+        if let Some(w) = written.iter().find(|w| w.0 == key) {
+            ev.trace_file = Some(w.1.clone());
+        } else if let Some(trace) = trace {
+            let file = format!(
+                "{}-{}-{}.json",
+                prefix.display(),
+                file_word(&c.name),
+                file_word(&c.group)
+            );
+            match std::fs::write(&file, trace.to_string()) {
+                Ok(()) => {
+                    written.push((key, file.clone()));
+                    ev.trace_file = Some(file);
+                }
+                Err(e) => ev
+                    .summary
+                    .push_str(&format!(" (the trace could not be written to {file}: {e})")),
+            }
+        }
+        out.push(ev);
+    }
+    out
+}
+
+/// `name` with anything but letters, digits, `-` and `_` as `_` (a check
+/// `stall(work_units)`, a group `a/b`).
+fn file_word(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The report of a FAIL without a recording: every failed check says why.
+fn unavailable(o: &RunOutcome, mut report: EvidenceReport, why: String) -> EvidenceReport {
+    for c in o.checks.iter().filter(|c| !c.pass) {
+        let mut e = evidence::without_moment(c);
+        e.summary = format!("no evidence: {why}");
+        report.checks.push(e);
+    }
+    report.unavailable = Some(why);
+    report
+}
+
+/// The directory evidence files go to: `--evidence-dir`, or the system's
+/// temporary directory.
+pub fn dir(arg: Option<&Path>) -> PathBuf {
+    arg.map_or_else(std::env::temp_dir, Path::to_path_buf)
+}
+
+/// A name for this run's files: the pid and the time, and the repeat.
+pub fn tag(repeat: u32) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{}-{secs}-{repeat}", std::process::id())
+}
+
+/// The headline of a FAIL: `runq: FAIL <check>: ...; evidence: <file>`.
+pub fn headline(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<String> {
+    let worst = evidence::headline::worst(o)?;
+    let mut line = format!("runq: {}", evidence::headline::line(o, worst));
+    let ev = report.and_then(|r| {
+        r.checks
+            .iter()
+            .find(|e| e.check == worst.name && e.group == worst.group)
+    });
+    match ev {
+        Some(e) => match &e.trace_file {
+            Some(f) => line.push_str(&format!("; evidence: {f}")),
+            None => line.push_str(&format!("; {}", e.summary)),
+        },
+        None => line.push_str("; no evidence recorded"),
+    }
+    Some(line)
+}
+
+/// The text report with the evidence section just above its verdict line
+/// (which stays last, for `| tail -1`). A report without a recording gets
+/// none: the first line on stderr says why.
+pub fn with_report(mut text: String, r: Option<&EvidenceReport>) -> String {
+    let Some(r) = r.filter(|r| r.unavailable.is_none()) else {
+        return text;
+    };
+    let at = text.rfind("verdict: ").unwrap_or(text.len());
+    text.insert_str(at, &render(r));
+    text
+}
+
+/// The evidence section of the text report.
+fn render(r: &EvidenceReport) -> String {
+    let mut out = String::from("evidence");
+    if let (Some(src), Some([a, b])) = (&r.source, r.recorded_s) {
+        out.push_str(&format!(
+            " ({src}; {} events kept of {} written, {a:.2} s to {b:.2} s)",
+            r.events, r.events_written
+        ));
+    }
+    out.push_str(":\n");
+    for e in &r.checks {
+        out.push_str(&format!("  {} {}: {}\n", e.check, e.group, e.summary));
+        if let Some(f) = &e.trace_file {
+            out.push_str(&format!("    trace: {f}\n"));
+        }
+    }
+    out
+}
+
+/// Adds runq's own threads (the sampler, the host monitor, the main
+/// thread) to `tids`.
+fn add_own_tids(tids: &mut HashSet<i32>) {
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for e in dir.flatten() {
+            if let Some(t) = e.file_name().to_str().and_then(|s| s.parse().ok()) {
+                tids.insert(t);
+            }
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC (the recorder's `mono` trace clock), ns.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runq_workload::evidence::Evidence;
+
+    #[test]
+    fn the_section_goes_above_the_verdict() {
+        let report = EvidenceReport {
+            checks: vec![Evidence {
+                check: "max_gap_ms".into(),
+                group: "g".into(),
+                summary: "worker 1 (g) waited".into(),
+                window_s: None,
+                trace_file: Some("/tmp/t.json".into()),
+            }],
+            ..EvidenceReport::default()
+        };
+        let text = with_report("FAIL x\nverdict: FAIL\n".into(), Some(&report));
+        assert_eq!(
+            text,
+            "FAIL x\nevidence:\n  max_gap_ms g: worker 1 (g) waited\n    trace: /tmp/t.json\nverdict: FAIL\n"
+        );
+        let off = EvidenceReport {
+            unavailable: Some("off".into()),
+            ..report
+        };
+        assert_eq!(
+            with_report("verdict: FAIL\n".into(), Some(&off)),
+            "verdict: FAIL\n"
+        );
+    }
+}

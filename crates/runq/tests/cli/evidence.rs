@@ -1,0 +1,125 @@
+//! A FAIL's first line and its evidence: the flight recorder's account of
+//! who held the CPU a starved worker waited on.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{children, spawn, wait_for};
+use crate::scenarios::scenario;
+
+/// Stdout and stderr of a run of `args`.
+fn run_json(args: &[&str]) -> (Option<i32>, Value, String) {
+    let out = spawn(args).wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = serde_json::from_slice(&out.stdout).expect("stdout is pure JSON");
+    (out.status.code(), v, stderr)
+}
+
+/// With or without root: stderr starts with the worst failed check, its
+/// figure and bound, and its evidence or why there is none; stdout stays
+/// one JSON document, which carries the evidence.
+#[test]
+fn a_fail_starts_stderr_with_its_worst_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario("tests/impossible-bound.toml");
+    let d = dir.path().to_str().unwrap();
+    let (code, v, stderr) = run_json(&[
+        "run",
+        &path,
+        "--json",
+        "--flight-recorder",
+        "--evidence-dir",
+        d,
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("runq: FAIL min_work_rate (spin): measured ")
+            && first.contains("(bound >= 1000000000000)"),
+        "{stderr}"
+    );
+    assert!(
+        first.contains("; evidence: ") || first.contains("; no evidence: "),
+        "{first}"
+    );
+    runq_testkit::assert_matches_schema("run", &v);
+    let ev = &v["evidence"]["checks"][0];
+    assert_eq!(ev["check"], "min_work_rate", "{v}");
+    assert!(!ev["summary"].as_str().unwrap().is_empty(), "{ev}");
+    if let Some(f) = ev["trace_file"].as_str() {
+        assert!(first.ends_with(&format!("; evidence: {f}")), "{first}");
+        let trace: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        assert!(!trace["traceEvents"].as_array().unwrap().is_empty());
+    }
+}
+
+/// As root: a spinner pinned to CPU 0 is starved by a SCHED_FIFO busy loop
+/// pinned there; the run FAILs max_gap_ms, and its evidence names the hog
+/// as the task that held CPU 0 while the worker waited.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn the_evidence_of_a_starved_worker_names_the_hog() {
+    let dir = tempfile::tempdir().unwrap();
+    let scn = dir.path().join("pinned.toml");
+    std::fs::write(
+        &scn,
+        "duration = \"4s\"\n[checks]\nmax_gap_ms = 300\n\
+         [[group]]\nname = \"pinned\"\nwork_type = \"SpinWait\"\nworkers = 1\naffinity = \"0\"\n",
+    )
+    .unwrap();
+    let d = dir.path().to_str().unwrap();
+    let child = spawn(&[
+        "run",
+        scn.to_str().unwrap(),
+        "--json",
+        "--flight-recorder",
+        "--evidence-dir",
+        d,
+    ]);
+    let pid = child.id();
+    let worker = wait_for(Duration::from_secs(10), "the worker", || {
+        let kids = children(pid);
+        (kids.len() == 1).then(|| kids[0])
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let hog = runq_testkit::starve::RtHog::starve(worker);
+    let hog_pid = hog.pid();
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(hog);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    runq_testkit::assert_matches_schema("run", &v);
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!(
+            "runq: FAIL max_gap_ms: worker {worker} (pinned) waited "
+        )),
+        "{stderr}"
+    );
+    let checks = v["evidence"]["checks"].as_array().unwrap();
+    let ev = checks
+        .iter()
+        .find(|e| e["check"] == "max_gap_ms")
+        .unwrap_or_else(|| panic!("{checks:?}"));
+    let summary = ev["summary"].as_str().unwrap();
+    // The hog holds CPU 0 for most of the wait: it is the first holder
+    // (named by its comm when it left the CPU: `sh`, or `chrt` before the
+    // exec).
+    let (_, holders) = summary.split_once(": CPU 0 ran `").expect(summary);
+    assert!(
+        holders
+            .split_once("` ")
+            .is_some_and(|(_, rest)| rest.starts_with(&format!("{hog_pid} "))),
+        "{summary}"
+    );
+    let file = ev["trace_file"].as_str().unwrap();
+    assert!(first.ends_with(&format!("; evidence: {file}")), "{first}");
+    let trace = std::fs::read_to_string(file).unwrap();
+    assert!(
+        trace.contains(&format!("`sh` {hog_pid}")),
+        "the trace shows the hog"
+    );
+}
