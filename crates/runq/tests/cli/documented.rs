@@ -112,6 +112,10 @@ fn adapt(ex: &Example, out: &Path) -> Result<Vec<String>, String> {
     {
         return Err(format!("its scenario {f} is the user's own"));
     }
+    if args.iter().any(|a| a == "--vm" || a == "--vm-matrix") {
+        // A VM boots in 30-50 s under TCG: the VM tier runs these.
+        return Err("it boots a VM (the vm tier runs --vm)".into());
+    }
     let scheduler = args.iter().position(|a| a == "--scheduler");
     let program = scheduler.and_then(|i| shlex::split(args.get(i + 1)?)?.into_iter().next());
     if let Some(p) = program.filter(|p| !on_path(p)) {
