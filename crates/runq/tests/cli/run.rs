@@ -611,3 +611,42 @@ fn json_carries_raw_samples_only_when_asked() {
     );
     assert!(out.stdout.len() < 200_000, "{} bytes", out.stdout.len());
 }
+
+/// Parameters at the top of their ranges cannot outlast the stop: a spin
+/// of 10^12 units, an ALU loop of 10^12 rounds and a 1024 x 1024 matrix
+/// product each stop within their run, well before the 5 s deadline at
+/// which runq kills a worker that has not reported.
+#[test]
+fn the_largest_parameters_still_stop_in_time() {
+    for (work, param, workers) in [
+        ("SpinWait", "spin_iters=1000000000000", "2"),
+        ("AluHot", "rounds=1000000000000", "2"),
+        ("FanOutCompute", "matrix_size=1024", "3"),
+        ("FutexPingPong", "spin_iters=1000000000000", "2"),
+    ] {
+        let out = runq()
+            .args([
+                "run",
+                "--work-type",
+                work,
+                "--param",
+                param,
+                "--workers",
+                workers,
+            ])
+            .args(["--duration", "300ms", "--no-cgroups", "--json"])
+            .output()
+            .unwrap();
+        let doc = json_of(&out);
+        for r in doc["reports"].as_array().unwrap() {
+            assert!(r["exit_info"].is_null(), "{work} {param}: {r}");
+            assert_eq!(r["completed"], true, "{work} {param}: {r}");
+        }
+        // Collected long before the deadline (a loaded host may still
+        // starve a worker, which not_stuck then rightly reports).
+        assert!(
+            doc["collect_ns"].as_u64().unwrap() < 4_000_000_000,
+            "{work} {param}"
+        );
+    }
+}
