@@ -120,7 +120,8 @@ impl HostWait {
     /// Keeps the waits that end from now on (the run's start); waits that
     /// ended before are not counted. Calling it again starts over.
     pub fn begin(&mut self) -> Result<(), HostWaitError> {
-        let now = monotonic_ns();
+        // CLOCK_MONOTONIC is the clock of bpf_ktime_get_ns.
+        let now = runq_kernel::clock::monotonic_ns();
         let map_err = |e: aya::maps::MapError| HostWaitError::Map {
             map: "CONFIG",
             reason: e.to_string(),
@@ -170,17 +171,6 @@ fn combine(per_cpu: &[RawStats], begun_ns: u64) -> WaitFigures {
         }
     }
     out
-}
-
-/// CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns, in ns.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -54,7 +54,8 @@ impl Flight {
         add_own_tids(&mut self.own);
         if self.base_ns.is_none() {
             let e = u64::try_from(elapsed.as_nanos()).unwrap_or(0);
-            self.base_ns = Some(monotonic_ns().saturating_sub(e));
+            // CLOCK_MONOTONIC is the recorder's `mono` trace clock.
+            self.base_ns = Some(runq_kernel::clock::monotonic_ns().saturating_sub(e));
         }
     }
 
@@ -259,17 +260,6 @@ fn add_own_tids(tids: &mut HashSet<i32>) {
             }
         }
     }
-}
-
-/// CLOCK_MONOTONIC (the recorder's `mono` trace clock), ns.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
 }
 
 #[cfg(test)]
