@@ -132,6 +132,10 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (&["run", "--duration=-1s"], "negative"),
         (&["run", "/dev/zero"], "not a regular file"),
+        (
+            &["run", "--work-type", "CgroupChurn", "--no-cgroups"],
+            "needs one of its own",
+        ),
     ];
     for (args, needle) in cases {
         let out = runq().args(*args).output().unwrap();

@@ -390,6 +390,24 @@ fn listing(args: &RunArgs) -> anyhow::Result<Option<String>> {
         .transpose()
 }
 
+/// CgroupChurn moves its workers between cgroups of its own group's
+/// cgroup: without cgroups it cannot do what it is for, so the run is
+/// refused before it starts (it used to run its whole duration and FAIL
+/// `setup_applied`).
+fn refuse_churn_without_cgroups(scn: &Scenario, mode: CgroupMode) -> anyhow::Result<()> {
+    let churn = scn.groups.iter().find(|g| {
+        g.work.name() == "CgroupChurn" && (mode == CgroupMode::Off || g.cgroup.is_none())
+    });
+    match churn {
+        Some(g) => Err(exit::usage(format!(
+            "group {}: CgroupChurn moves its workers between cgroups and needs one of its own; \
+             drop --no-cgroups, or give the group a cgroup in the scenario",
+            g.name
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Runs the scenario and prints its report.
 pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(text) = listing(&args)? {
@@ -402,6 +420,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         return vm::run_in_vm(&args, scn.duration * args.repeat.max(1));
     }
     args.sched.apply(&mut scn)?;
+    refuse_churn_without_cgroups(&scn, cgroups)?;
     if let Some(SnapshotInterval(i)) = args.snapshot_interval {
         scn.snapshot_interval = i;
     }
