@@ -605,10 +605,13 @@ fn exact_polls_find_no_long_poll_in_cooperative_code() {
 }
 
 /// The target exits mid-session: the report keeps its name and the CPU
-/// figures read while it lived, and lists no more than the two workers
-/// (the blocking pool's threads share their name; on a busy host hud may
-/// start after the runtime has begun to shut one down, and a worker the
-/// host starved may have had no CPU while hud watched).
+/// figures read while it lived, and lists the two workers (the blocking
+/// pool's threads share their name; on a busy host hud may start after
+/// the runtime has begun to shut one down, and a worker the host starved
+/// may have had no CPU while hud watched). A third thread is listed only
+/// when hud saw a worker's loop on it (Tokio runs its workers on
+/// blocking-pool threads; a clean-clone CI run listed one), never a
+/// thread seen only in the pool.
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_target_that_exits_mid_session_keeps_its_figures() {
@@ -622,9 +625,15 @@ fn a_target_that_exits_mid_session_keeps_its_figures() {
     assert_eq!(report["target_exited"], true, "{report:#}");
     assert_eq!(report["comm"], "runq-demo-tokio", "{report:#}");
     let workers = report["workers"].as_array().unwrap();
-    assert!((1..=2).contains(&workers.len()), "{report:#}");
+    assert!((1..=3).contains(&workers.len()), "{report:#}");
     for w in workers {
         assert!(!w["comm"].as_str().unwrap().is_empty(), "{w:#}");
+    }
+    if workers.len() == 3 {
+        assert!(
+            workers.iter().all(|w| w["runtime"].is_string()),
+            "a third thread must have shown a worker's loop: {report:#}"
+        );
     }
     assert!(
         workers.iter().any(|w| w["cpu_ns"].as_u64().unwrap() > 0),
