@@ -119,7 +119,8 @@ fn demand_of(r: &WorkerReport) -> f64 {
     (r.cpu_time_ns as f64 / not_waiting as f64).min(1.0)
 }
 
-/// A run cgroup as an entity: its weight, cpuset and quota.
+/// A run cgroup as an entity: its weight, quota, and the CPUs its cpuset
+/// and its groups' affinities leave its workers.
 fn cgroup_entity_of(scn: &Scenario, name: &str, online: &BTreeSet<usize>) -> FairEntity {
     let limits = scn
         .cgroups
@@ -127,10 +128,20 @@ fn cgroup_entity_of(scn: &Scenario, name: &str, online: &BTreeSet<usize>) -> Fai
         .find(|c| c.name == name)
         .map(|c| c.limits.clone())
         .unwrap_or_default();
-    let cpus = match &limits.cpuset {
+    let allowed = match &limits.cpuset {
         Some(set) => set.intersection(online).copied().collect(),
         None => online.clone(),
     };
+    // Its workers run only where both the cpuset and their affinity let
+    // them: two spinners pinned to one CPU can use one CPU, whatever the
+    // cgroup allows.
+    let usable: BTreeSet<usize> = scn
+        .groups
+        .iter()
+        .filter(|g| g.cgroup.as_deref() == Some(name))
+        .flat_map(|g| affinity_cpus(&g.setup.affinity, &allowed))
+        .collect();
+    let cpus = usable.intersection(&allowed).copied().collect();
     FairEntity {
         weight: limits.weight.unwrap_or(100) as f64 / 100.0,
         cpus,
@@ -145,13 +156,14 @@ fn cgroup_entity_of(scn: &Scenario, name: &str, online: &BTreeSet<usize>) -> Fai
 fn affinity_cpus(a: &Affinity, online: &BTreeSet<usize>) -> BTreeSet<usize> {
     match a {
         Affinity::Cpus(set) => set.intersection(online).copied().collect(),
-        Affinity::Single(c) => BTreeSet::from([*c]),
+        Affinity::Single(c) => online.iter().copied().filter(|o| o == c).collect(),
         Affinity::Inherit | Affinity::Random(_) => online.clone(),
     }
 }
 
 /// How the entitlements were set, for the message: "equal cpu.shares",
-/// "cpu.weight 1:4", with ", cpu.max" / ", cpusets" when they apply.
+/// "cpu.weight 1:4", with ", cpu.max" / ", CPU sets" when cpusets or affinities
+/// differ.
 fn basis(entities: &[FairEntity], cgroups: usize, weight_file: Option<&str>) -> String {
     let mut text = match weight_file.filter(|_| cgroups > 0) {
         None => "no cgroups: one share per runnable worker".to_string(),
@@ -172,7 +184,7 @@ fn basis(entities: &[FairEntity], cgroups: usize, weight_file: Option<&str>) -> 
         text.push_str(", cpu.max");
     }
     if entities.windows(2).any(|p| p[0].cpus != p[1].cpus) {
-        text.push_str(", cpusets");
+        text.push_str(", CPU sets");
     }
     text
 }
@@ -271,6 +283,25 @@ mod tests {
         let m = model_from_run(&scn, &reports, None, &online).unwrap();
         assert_eq!(m.basis, "no cgroups: one share per runnable worker");
         assert_eq!(m.entities.len(), 2);
+    }
+
+    #[test]
+    fn a_cgroups_cpus_are_those_its_workers_may_run_on() {
+        let mut scn = ScenarioBuilder::new("s")
+            .cgroup("p", weighted(100))
+            .cgroup("f", weighted(100))
+            .group("pinned", spin(), 2, Some("p"))
+            .group("free", spin(), 4, Some("f"))
+            .build();
+        scn.groups[0].setup.affinity = Affinity::Single(0);
+        let mut reports = vec![report(0, 470, 530), report(0, 470, 530)];
+        reports.extend((0..4).map(|_| report(1, 760, 240)));
+        let online = BTreeSet::from([0, 1, 2, 3]);
+        let m = model_from_run(&scn, &reports, Some("cpu.weight"), &online).unwrap();
+        assert_eq!(m.entities[0].cpus, BTreeSet::from([0]));
+        assert_eq!(m.basis, "equal cpu.weight, CPU sets");
+        let res = fair_share_checks(&m, 0.5);
+        assert!(res.iter().all(|c| c.pass), "{res:?}");
     }
 
     #[test]

@@ -3,11 +3,14 @@
 //!
 //! The model is CFS/EEVDF's for SCHED_OTHER tasks. The CPU time that the
 //! judged workers of a pool got in total (so load from outside the run
-//! does not count against a group) is divided among the pool's entities (a run cgroup, or a worker outside any
-//! cgroup) in proportion to their weights (`cpu.weight`/`cpu.shares`, or
-//! the nice weight of a lone task), by weighted max-min fairness: an entity
-//! never gets more than it can use, which is the least of its `cpu.max`
-//! quota, the size of its cpuset and the demand of its workers. An entity's
+//! does not count against a group) is divided among the pool's entities
+//! (a run cgroup, or a worker outside any cgroup) in proportion to their
+//! weights (`cpu.weight`/`cpu.shares`, or the nice weight of a lone task),
+//! by weighted max-min fairness: an entity never gets more than it can
+//! use, which is the least of its `cpu.max` quota, the number of CPUs its
+//! workers may run on (cpuset and affinity) and the demand of its
+//! workers, and entities that can run only on the same few CPUs share
+//! them (two pinned to one CPU get one CPU between them). An entity's
 //! CPU is divided the same way among its workers. A worker's demand is the
 //! share of a CPU it would have used without waiting for one: its CPU time
 //! over the time it was not kept waiting runnable, `CPU time / (wall time
@@ -91,31 +94,66 @@ impl FairShare {
 
 /// Weighted max-min fair division of `capacity` among `(weight, cap)`.
 pub fn water_fill(capacity: f64, items: &[(f64, f64)]) -> Vec<f64> {
+    fill_within_limits(capacity, items, &[])
+}
+
+/// A limit on what several items get together: the entities that can run
+/// only on a set of CPUs get at most that many CPUs between them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedLimit {
+    /// Indices of the items it binds.
+    pub members: Vec<usize>,
+    /// What they get together, at most.
+    pub limit: f64,
+}
+
+/// Weighted max-min fair division of `capacity` among `(weight, cap)`,
+/// under `shared` limits too, by progressive filling: every open item
+/// grows in proportion to its weight until a limit it is bound by (its
+/// cap, a shared limit or the capacity) is reached; the items of that
+/// limit stop there and the rest go on.
+pub fn fill_within_limits(capacity: f64, items: &[(f64, f64)], shared: &[SharedLimit]) -> Vec<f64> {
+    let mut limits: Vec<SharedLimit> = shared.to_vec();
+    limits.push(SharedLimit {
+        members: (0..items.len()).collect(),
+        limit: capacity.max(0.0),
+    });
+    limits.extend(items.iter().enumerate().map(|(i, &(_, cap))| SharedLimit {
+        members: vec![i],
+        limit: cap,
+    }));
     let mut alloc = vec![0.0; items.len()];
-    let mut open: Vec<usize> = (0..items.len())
-        .filter(|&i| items[i].0 > 0.0 && items[i].1 > 0.0)
-        .collect();
-    let mut left = capacity.max(0.0);
-    while !open.is_empty() && left > 1e-12 {
-        let wsum: f64 = open.iter().map(|&i| items[i].0).sum();
-        let full: Vec<usize> = open
+    let mut open: Vec<bool> = items.iter().map(|&(w, cap)| w > 0.0 && cap > 0.0).collect();
+    while open.iter().any(|&o| o) {
+        let steps: Vec<f64> = limits
             .iter()
-            .copied()
-            .filter(|&i| left * items[i].0 / wsum >= items[i].1 - alloc[i])
+            .map(|l| step_to_limit(l, items, &alloc, &open))
             .collect();
-        if full.is_empty() {
-            for &i in &open {
-                alloc[i] += left * items[i].0 / wsum;
-            }
+        let step = steps.iter().copied().fold(f64::INFINITY, f64::min);
+        if !step.is_finite() {
             break;
         }
-        for i in full {
-            left -= items[i].1 - alloc[i];
-            alloc[i] = items[i].1;
-            open.retain(|&j| j != i);
+        for i in (0..items.len()).filter(|&i| open[i]) {
+            alloc[i] += step * items[i].0;
+        }
+        for (l, _) in limits.iter().zip(&steps).filter(|(_, &s)| s <= step + 1e-12) {
+            for &i in &l.members {
+                open[i] = false;
+            }
         }
     }
     alloc
+}
+
+/// How far the open members of `l` can still grow (in units of weight)
+/// before `l` is reached; infinite when none of them is open.
+fn step_to_limit(l: &SharedLimit, items: &[(f64, f64)], alloc: &[f64], open: &[bool]) -> f64 {
+    let rate: f64 = l.members.iter().filter(|&&i| open[i]).map(|&i| items[i].0).sum();
+    if rate <= 0.0 {
+        return f64::INFINITY;
+    }
+    let used: f64 = l.members.iter().map(|&i| alloc[i]).sum();
+    (l.limit - used).max(0.0) / rate
 }
 
 /// Groups of entities that compete for the same CPUs: entities whose
@@ -147,6 +185,24 @@ fn pools(entities: &[FairEntity]) -> Vec<(Vec<usize>, BTreeSet<usize>)> {
         .collect()
 }
 
+/// One shared limit per distinct CPU set among `members` (indices into
+/// `entities`): the members that can run only inside a set get at most
+/// that many CPUs between them (two lone workers pinned to one CPU share
+/// it). The limits bind positions in `members`.
+fn cpu_set_limits(entities: &[FairEntity], members: &[usize]) -> Vec<SharedLimit> {
+    let mut sets: Vec<&BTreeSet<usize>> = members.iter().map(|&e| &entities[e].cpus).collect();
+    sets.sort();
+    sets.dedup();
+    sets.into_iter()
+        .map(|set| SharedLimit {
+            members: (0..members.len())
+                .filter(|&k| entities[members[k]].cpus.is_subset(set))
+                .collect(),
+            limit: set.len() as f64,
+        })
+        .collect()
+}
+
 /// CPUs each worker is entitled to, and what its pool got in total.
 pub fn expected_per_worker(m: &FairModel) -> Vec<(f64, f64)> {
     let mut out = vec![(0.0, 0.0); m.workers.len()];
@@ -172,7 +228,7 @@ pub fn expected_per_worker(m: &FairModel) -> Vec<(f64, f64)> {
                 (ent.weight, demand.min(ent.cpus.len() as f64).min(cap))
             })
             .collect();
-        let alloc = water_fill(capacity, &caps);
+        let alloc = fill_within_limits(capacity, &caps, &cpu_set_limits(&m.entities, &members));
         for (&e, &got) in members.iter().zip(&alloc) {
             let mine: Vec<usize> = (0..m.workers.len())
                 .filter(|&i| m.workers[i].entity == e)

@@ -163,3 +163,40 @@ fn worst_worker_in_a_group() {
     );
     assert!(worst_worker(&one, 0).is_none());
 }
+
+#[test]
+fn items_bound_to_the_same_cpus_share_them() {
+    // Two pinned to CPU 0 beside one free on CPUs 0-3: the pinned get one
+    // CPU between them, the free one what it can use.
+    let limits = [SharedLimit {
+        members: vec![0, 1],
+        limit: 1.0,
+    }];
+    let a = fill_within_limits(4.0, &[(1.0, 1.0), (1.0, 1.0), (1.0, 4.0)], &limits);
+    assert!(close(a[0], 0.5) && close(a[1], 0.5) && close(a[2], 3.0), "{a:?}");
+    // Without the shared limit, the same items split the capacity evenly.
+    let a = fill_within_limits(3.0, &[(1.0, 1.0), (1.0, 1.0), (1.0, 4.0)], &[]);
+    assert!(a.iter().all(|&x| close(x, 1.0)), "{a:?}");
+}
+
+#[test]
+fn a_group_pinned_to_one_cpu_is_owed_one_cpu() {
+    // affinity_pinned on 16 CPUs: a cgroup of 2 spinners pinned to CPU 0
+    // beside a cgroup of 16 free spinners, equal weights. The pinned got
+    // 0.94 CPU: all a CPU can give them, not half of the machine.
+    let m = model(
+        vec![entity(1.0, cpus(0..1), None), entity(1.0, cpus(0..16), None)],
+        vec![workers(0, 0, 2, 1.0, 0.47), workers(1, 1, 16, 1.0, 0.94)],
+        "equal cpu.weight, CPU sets",
+    );
+    let shares = group_shares(&m);
+    assert!(close(shares[0].expected_cpus, 1.0), "{shares:?}");
+    assert!(shares[0].ratio() > 0.9, "{shares:?}");
+    // Lone workers pinned to one CPU share it too.
+    let m = model(
+        vec![entity(1.0, cpus(0..1), None), entity(1.0, cpus(0..1), None)],
+        vec![workers(0, 0, 1, 1.0, 0.5), workers(1, 1, 1, 1.0, 0.5)],
+        "no cgroups: one share per runnable worker, CPU sets",
+    );
+    assert!(group_shares(&m).iter().all(|s| close(s.ratio(), 1.0)));
+}
