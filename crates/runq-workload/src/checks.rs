@@ -123,10 +123,28 @@ struct Observed<'a> {
     wakes: Vec<u64>,
     /// The group runs a custom command (no framework telemetry).
     is_custom: bool,
+    /// Its workers race for their work (see [`GroupWork::Race`]).
+    race: bool,
+}
+
+/// What a group's workers run, as the checks need to know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupWork {
+    /// A work type whose workers of one role do equal work.
+    Framework,
+    /// A work type whose workers race for the work (EpollStorm's
+    /// consumers: every burst wakes them all, in the kernel's wait-queue
+    /// order, and the first to run drains it). Their off-CPU shares tell
+    /// who won the races, not how fairly the CPUs were shared, so
+    /// `max_offcpu_spread_pct` does not judge them.
+    Race,
+    /// A custom command, without framework telemetry.
+    Custom,
 }
 
 impl<'a> Observed<'a> {
-    fn new(all: &'a [&'a WorkerReport], is_custom: bool) -> Self {
+    fn new(all: &'a [&'a WorkerReport], work: GroupWork) -> Self {
+        let is_custom = work == GroupWork::Custom;
         let live: Vec<&WorkerReport> = all
             .iter()
             .copied()
@@ -145,6 +163,7 @@ impl<'a> Observed<'a> {
             live,
             wakes,
             is_custom,
+            race: work == GroupWork::Race,
         }
     }
 }
@@ -217,7 +236,7 @@ const CHECKS: [Check; 13] = [
         bound: |c| c.max_offcpu_spread_pct,
         range: Some((0.0, 100.0)),
         op: Op::AtMost,
-        scope: telemetry(|o| Some(offcpu_spread_by_role(&o.live))),
+        scope: telemetry(|o| (!o.race).then(|| offcpu_spread_by_role(&o.live))),
     },
     Check {
         name: "max_p99_wake_latency_us",
@@ -401,9 +420,9 @@ impl CheckConfig {
         &self,
         group: &str,
         reports: &[&WorkerReport],
-        is_custom: bool,
+        work: GroupWork,
     ) -> Vec<CheckResult> {
-        let observed = Observed::new(reports, is_custom);
+        let observed = Observed::new(reports, work);
         let mut out: Vec<CheckResult> = CHECKS
             .iter()
             .filter_map(|c| self.judge(c, group, &observed))

@@ -136,7 +136,11 @@ pub fn fill_within_limits(capacity: f64, items: &[(f64, f64)], shared: &[SharedL
         for i in (0..items.len()).filter(|&i| open[i]) {
             alloc[i] += step * items[i].0;
         }
-        for (l, _) in limits.iter().zip(&steps).filter(|(_, &s)| s <= step + 1e-12) {
+        for (l, _) in limits
+            .iter()
+            .zip(&steps)
+            .filter(|(_, &s)| s <= step + 1e-12)
+        {
             for &i in &l.members {
                 open[i] = false;
             }
@@ -148,7 +152,12 @@ pub fn fill_within_limits(capacity: f64, items: &[(f64, f64)], shared: &[SharedL
 /// How far the open members of `l` can still grow (in units of weight)
 /// before `l` is reached; infinite when none of them is open.
 fn step_to_limit(l: &SharedLimit, items: &[(f64, f64)], alloc: &[f64], open: &[bool]) -> f64 {
-    let rate: f64 = l.members.iter().filter(|&&i| open[i]).map(|&i| items[i].0).sum();
+    let rate: f64 = l
+        .members
+        .iter()
+        .filter(|&&i| open[i])
+        .map(|&i| items[i].0)
+        .sum();
     if rate <= 0.0 {
         return f64::INFINITY;
     }

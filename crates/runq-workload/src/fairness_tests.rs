@@ -173,7 +173,10 @@ fn items_bound_to_the_same_cpus_share_them() {
         limit: 1.0,
     }];
     let a = fill_within_limits(4.0, &[(1.0, 1.0), (1.0, 1.0), (1.0, 4.0)], &limits);
-    assert!(close(a[0], 0.5) && close(a[1], 0.5) && close(a[2], 3.0), "{a:?}");
+    assert!(
+        close(a[0], 0.5) && close(a[1], 0.5) && close(a[2], 3.0),
+        "{a:?}"
+    );
     // Without the shared limit, the same items split the capacity evenly.
     let a = fill_within_limits(3.0, &[(1.0, 1.0), (1.0, 1.0), (1.0, 4.0)], &[]);
     assert!(a.iter().all(|&x| close(x, 1.0)), "{a:?}");
@@ -185,7 +188,10 @@ fn a_group_pinned_to_one_cpu_is_owed_one_cpu() {
     // beside a cgroup of 16 free spinners, equal weights. The pinned got
     // 0.94 CPU: all a CPU can give them, not half of the machine.
     let m = model(
-        vec![entity(1.0, cpus(0..1), None), entity(1.0, cpus(0..16), None)],
+        vec![
+            entity(1.0, cpus(0..1), None),
+            entity(1.0, cpus(0..16), None),
+        ],
         vec![workers(0, 0, 2, 1.0, 0.47), workers(1, 1, 16, 1.0, 0.94)],
         "equal cpu.weight, CPU sets",
     );

@@ -36,7 +36,7 @@ mod telemetry;
 pub mod worktype;
 
 pub use capacity::DEFAULT_WORKERS_PER_CPU;
-pub use checks::{CheckConfig, CheckResult, Op, Verdict};
+pub use checks::{CheckConfig, CheckResult, GroupWork, Op, Verdict};
 pub use fault::{Fault, FaultStep};
 pub use gap::GapSource;
 pub use placement::{Affinity, MemPolicy, SchedPolicy, WorkerSetup};

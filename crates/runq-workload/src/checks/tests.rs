@@ -16,7 +16,7 @@ fn report(units: u64, wall: u64, off: u64, gap: u64) -> WorkerReport {
 fn defaults_pass_a_healthy_group() {
     let a = report(10_240, 1_000_000_000, 100_000_000, 5);
     let b = report(20_480, 1_000_000_000, 200_000_000, 9);
-    let res = CheckConfig::default().evaluate_group("g", &[&a, &b], false);
+    let res = CheckConfig::default().evaluate_group("g", &[&a, &b], GroupWork::Framework);
     assert!(res.iter().all(|r| r.pass), "{res:?}");
     assert_eq!(verdict(&res, false), Verdict::Pass);
     assert_eq!(verdict(&res, true), Verdict::Fail);
@@ -26,7 +26,7 @@ fn defaults_pass_a_healthy_group() {
 fn stuck_and_dead_workers_fail() {
     let idle = report(0, 1_000_000_000, 0, 0);
     let dead = WorkerReport::sentinel(1, 0, WorkerExitInfo::Signaled(9));
-    let res = CheckConfig::default().evaluate_group("g", &[&idle, &dead], false);
+    let res = CheckConfig::default().evaluate_group("g", &[&idle, &dead], GroupWork::Framework);
     let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
     assert_eq!((ns.measured, ns.pass), (2.0, false));
 }
@@ -37,7 +37,7 @@ fn a_dead_partner_is_named_and_a_normal_stop_is_not() {
     survivor.tid = 76;
     survivor.partner_lost = Some(1);
     let dead = WorkerReport::sentinel(77, 0, WorkerExitInfo::Signaled(9));
-    let res = CheckConfig::default().evaluate_group("g", &[&survivor, &dead], false);
+    let res = CheckConfig::default().evaluate_group("g", &[&survivor, &dead], GroupWork::Framework);
     let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
     assert!(!ns.pass);
     let detail = ns.detail.as_deref().expect("detail names the partner");
@@ -48,7 +48,8 @@ fn a_dead_partner_is_named_and_a_normal_stop_is_not() {
     assert!(detail.contains("worker pid 76"), "{detail}");
     let mut other = report(1024, 1_000_000_000, 0, 0);
     other.partner_lost = Some(0);
-    let res = CheckConfig::default().evaluate_group("g", &[&survivor, &other], false);
+    let res =
+        CheckConfig::default().evaluate_group("g", &[&survivor, &other], GroupWork::Framework);
     let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
     assert!(ns.pass && ns.detail.is_none(), "{ns:?}");
 }
@@ -57,7 +58,7 @@ fn a_dead_partner_is_named_and_a_normal_stop_is_not() {
 fn gap_and_spread_bounds() {
     let a = report(1024, 1_000_000_000, 0, 2500);
     let b = report(1024, 1_000_000_000, 900_000_000, 1);
-    let res = CheckConfig::default().evaluate_group("g", &[&a, &b], false);
+    let res = CheckConfig::default().evaluate_group("g", &[&a, &b], GroupWork::Framework);
     let get = |n: &str| res.iter().find(|r| r.name == n).unwrap().clone();
     assert!(!get("max_gap_ms").pass);
     assert_eq!(get("max_gap_ms").measured, 2500.0);
@@ -73,7 +74,7 @@ fn disable_and_validate() {
     };
     let a = report(1024, 1_000_000_000, 0, 99_999);
     assert!(cfg
-        .evaluate_group("g", &[&a], false)
+        .evaluate_group("g", &[&a], GroupWork::Framework)
         .iter()
         .all(|r| r.name != "max_gap_ms"));
     assert!(CheckConfig {
@@ -121,7 +122,7 @@ fn names_and_ranges_come_from_the_table() {
         ..Default::default()
     };
     let names: Vec<String> = cfg
-        .evaluate_group("g", &[&a], false)
+        .evaluate_group("g", &[&a], GroupWork::Framework)
         .into_iter()
         .map(|r| r.name)
         .collect();
@@ -154,7 +155,7 @@ fn statistics() {
 #[test]
 fn custom_groups_skip_telemetry_checks() {
     let a = report(0, 0, 0, 99_999);
-    let res = CheckConfig::default().evaluate_group("c", &[&a], true);
+    let res = CheckConfig::default().evaluate_group("c", &[&a], GroupWork::Custom);
     let names: Vec<&str> = res.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["not_stuck", "setup_applied"]);
     assert!(res.iter().all(|r| r.pass));
@@ -173,7 +174,7 @@ fn every_failed_group_check_says_what_was_measured() {
         min_work_rate: Some(1e12),
         ..CheckConfig::default()
     };
-    let res = cfg.evaluate_group("g", &[&a, &b], false);
+    let res = cfg.evaluate_group("g", &[&a, &b], GroupWork::Framework);
     let detail = |name: &str| {
         let r = res.iter().find(|r| r.name == name).unwrap();
         assert!(!r.pass, "{name}");
@@ -196,7 +197,7 @@ fn a_setup_error_fails_unless_the_scenario_allows_it() {
     let mut a = report(1024, 1_000_000_000, 0, 0);
     a.tid = 9;
     a.affinity_error = Some("sched_setaffinity(3): Invalid argument".into());
-    let res = CheckConfig::default().evaluate_group("g", &[&a], false);
+    let res = CheckConfig::default().evaluate_group("g", &[&a], GroupWork::Framework);
     let s = res.iter().find(|r| r.name == "setup_applied").unwrap();
     assert!(!s.pass);
     assert_eq!(
@@ -207,7 +208,7 @@ fn a_setup_error_fails_unless_the_scenario_allows_it() {
         disable: vec!["setup_applied".into()],
         ..Default::default()
     };
-    let res = allowed.evaluate_group("g", &[&a], false);
+    let res = allowed.evaluate_group("g", &[&a], GroupWork::Framework);
     assert!(res.iter().all(|r| r.name != "setup_applied"));
 }
 
@@ -241,4 +242,20 @@ fn three_roles_are_judged_apart_and_the_worst_role_is_named() {
     assert!((spread - 7.0).abs() < 0.01, "{spread}");
     assert!(members.iter().all(|r| r.role == 2));
     assert_eq!(offcpu_spread_by_role(&all), spread);
+}
+
+#[test]
+fn racing_workers_off_cpu_shares_are_not_compared() {
+    // EpollStorm on 16 CPUs: the consumer that wins most drains is off
+    // the CPU 30% of the run, the others 90%.
+    let winner = report(1000, 1_000_000_000, 300_000_000, 1);
+    let loser = report(10, 1_000_000_000, 900_000_000, 1);
+    let spread = |work| {
+        CheckConfig::default()
+            .evaluate_group("consumers", &[&winner, &loser], work)
+            .into_iter()
+            .find(|c| c.name == "max_offcpu_spread_pct")
+    };
+    assert!(!spread(GroupWork::Framework).unwrap().pass);
+    assert!(spread(GroupWork::Race).is_none());
 }

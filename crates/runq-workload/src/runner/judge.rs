@@ -1,7 +1,7 @@
 //! Judging a run: every group's checks (the per-group table, fairness,
 //! checks over time), the scheduler's survival, and the verdict.
 
-use crate::checks::{verdict, CheckResult, Op, Verdict};
+use crate::checks::{verdict, CheckResult, GroupWork, Op, Verdict};
 use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::report::WorkerReport;
 use crate::scenario::Scenario;
@@ -83,8 +83,7 @@ fn judge(
             reports,
         ));
         let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == i).collect();
-        let is_custom = g.custom.is_some();
-        checks.extend(scn.checks.evaluate_group(&g.name, &mine, is_custom));
+        checks.extend(scn.checks.evaluate_group(&g.name, &mine, group_work(g)));
         let series = series.unwrap_or(&no_series);
         checks.extend(crate::series::evaluate(&g.name, &g.series_checks, series));
     }
@@ -153,5 +152,16 @@ mod tests {
             final_verdict(&[check(false)], true, false, true),
             Verdict::Fail
         );
+    }
+}
+
+/// How the checks must read group `g`'s workers.
+fn group_work(g: &crate::scenario::GroupSpec) -> GroupWork {
+    if g.custom.is_some() {
+        GroupWork::Custom
+    } else if matches!(g.work, crate::WorkType::EpollStorm(_)) {
+        GroupWork::Race
+    } else {
+        GroupWork::Framework
     }
 }
