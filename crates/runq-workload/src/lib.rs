@@ -16,6 +16,7 @@ mod fairness;
 mod fault;
 mod fd;
 mod gap;
+mod own_numa;
 mod placement;
 pub mod primitives;
 mod progress;

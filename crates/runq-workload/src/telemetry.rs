@@ -8,10 +8,8 @@
 //! which is what the thread CPU clock and schedstat are compared with.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use runq_kernel::schedstat::{read_own_schedstat, Schedstat};
-use runq_kernel::{numa_maps, vmstat};
 
 use crate::gap::GapMeter;
 use crate::progress::ProgressSlot;
@@ -88,7 +86,7 @@ impl Telemetry {
             start_ns,
             start_cpu_time_ns: thread_cpu_ns(),
             schedstat_before: read_own_schedstat(),
-            numa_migrated_before: vmstat::numa_pages_migrated(),
+            numa_migrated_before: crate::own_numa::pages_migrated(),
             work_units: 0,
             iterations: 0,
             progress: None,
@@ -338,9 +336,8 @@ impl Telemetry {
             schedstat_run_count: sched.run_count,
             schedstat_cpu_time_ns: sched.cpu_time_ns,
             completed: true,
-            numa_pages: numa_maps::read_numa_maps(Path::new("/proc/self/numa_maps"))
-                .unwrap_or_default(),
-            vmstat_numa_pages_migrated: vmstat::numa_pages_migrated()
+            numa_pages: crate::own_numa::own_pages_per_node(),
+            vmstat_numa_pages_migrated: crate::own_numa::pages_migrated()
                 .saturating_sub(self.numa_migrated_before),
             exit_info: None,
             is_messenger,

@@ -413,6 +413,12 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     let watchdog = watchdog_for(scn, scheduler.as_ref(), opts.repro);
     let mut live = LiveRun::new(scn, cgroups, watchdog, &mut opts);
     live.outside_v1_cpu = outside_v1_cpu;
+    // From the first fork to the last report, runq's own thread must get
+    // a CPU whenever it is runnable among thousands of runnable workers:
+    // at their priority it got its turns seconds apart (Ctrl-C at 4,000
+    // spinners was seen 5-8 s after the signal). It only forks, sleeps,
+    // samples and reads reports; the workers start without the boost.
+    let boost = crate::spawn::boost::Boost::raise();
     let t_spawn = Instant::now();
     let first: Vec<usize> = (0..scn.groups.len())
         .filter(|&i| !scn.groups[i].deferred)
@@ -434,6 +440,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     let host_load = load.finish(run_ns, &reports);
     log::debug!("host load over the run: {host_load:?}");
     let collect_ns = elapsed_ns(t_collect);
+    drop(boost);
     if scheduler_death.is_none() {
         // A death while the workers were being stopped counts too.
         scheduler_death = scheduler.as_mut().and_then(|s| s.check_death(t_run));

@@ -8,8 +8,10 @@
 //! (priority 1) when it may (root or CAP_SYS_NICE), or else at nice -10
 //! when it may: it runs whenever it is runnable, and it never spins (it
 //! blocks in poll, waitpid or short sleeps), so the workers get every
-//! CPU cycle it does not need. Workers were forked before and do not
-//! inherit it. The host monitor's thread holds one for its life too.
+//! CPU cycle it does not need. The forking holds one too, and workers
+//! forked or spawned under it start without it (`SCHED_RESET_ON_FORK`).
+//! The host monitor's thread holds one for its life, and a run's own
+//! thread holds one from its first fork to its last report.
 //! While it collects, it also lifts stopped workers out of SCHED_IDLE
 //! ([`IdleLifter`]) so that they can report.
 
@@ -36,21 +38,41 @@ pub(crate) struct Boost {
 
 impl Boost {
     /// Raises the calling thread to SCHED_FIFO 1, or to [`BOOST_NICE`].
+    /// Either way with `SCHED_RESET_ON_FORK`: a worker forked or spawned
+    /// while the boost is held (a group a step adds mid-run) starts as
+    /// SCHED_OTHER at nice 0 or above, never with the boost.
     pub(crate) fn raise() -> Self {
         let param = libc::sched_param { sched_priority: 1 };
         // SAFETY: sched_getscheduler/sched_setscheduler on the calling
         // thread (pid 0) with a valid parameter.
         let fifo = unsafe {
             libc::sched_getscheduler(0) == libc::SCHED_OTHER
-                && libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0
+                && libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param)
+                    == 0
         };
         if fifo {
             return Boost {
                 before: Before::Fair,
             };
         }
+        let other = libc::sched_param { sched_priority: 0 };
+        // SAFETY: as above. Setting the flag needs no privilege; a thread
+        // that cannot lower its nice value keeps it, which is harmless
+        // (its forks then start at nice 0 or above, as they would).
+        let resets = unsafe {
+            libc::sched_getscheduler(0) == libc::SCHED_OTHER
+                && libc::sched_setscheduler(
+                    0,
+                    libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK,
+                    &other,
+                ) == 0
+        };
         Boost {
-            before: lower_nice().map_or(Before::Unchanged, Before::Nice),
+            before: if resets {
+                lower_nice().map_or(Before::Unchanged, Before::Nice)
+            } else {
+                Before::Unchanged
+            },
         }
     }
 }
@@ -168,5 +190,35 @@ mod tests {
         std::thread::sleep(LIFT_EVERY);
         lifter.lift(std::iter::once(again));
         assert_eq!(policy(again), libc::SCHED_OTHER);
+    }
+
+    #[test]
+    #[cfg_attr(not(runq_root), ignore = "needs root")]
+    fn work_started_under_a_boost_starts_without_it() {
+        std::thread::spawn(|| {
+            let boost = Boost::raise();
+            let mine = policy(0);
+            assert_eq!(mine & !libc::SCHED_RESET_ON_FORK, libc::SCHED_FIFO);
+            // A nested boost changes nothing and restores nothing.
+            drop(Boost::raise());
+            assert_eq!(policy(0), mine);
+            let spawned = std::thread::spawn(|| policy(0)).join().unwrap();
+            assert_eq!(spawned, libc::SCHED_OTHER);
+            // SAFETY: the child only queries its policy and _exits.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                let code = i32::from(policy(0) != libc::SCHED_OTHER);
+                // SAFETY: ending the forked child at once.
+                unsafe { libc::_exit(code) };
+            }
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+            drop(boost);
+            assert_eq!(policy(0), libc::SCHED_OTHER);
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -102,6 +102,9 @@ impl WorkloadHandle {
         // Calibrate the work loops' clock before forking, so every worker
         // shares one tick scale (stamps cross processes).
         runq_kernel::clock::fast::init();
+        // The same for the host's NUMA nodes, which every worker's report
+        // needs as it stops.
+        crate::own_numa::host_nodes();
         if spec.clone_mode == CloneMode::Thread && !thread_capable(&spec.work) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -119,6 +122,10 @@ impl WorkloadHandle {
             return self.threads.spawn_group(spec, prepared);
         }
         let parent = std::process::id();
+        // Forked children run their set-up beside the parent: at their
+        // priority, the parent forking 4,000 of them got its turns seconds
+        // apart (the children start without the boost, see `boost`).
+        let _boost = boost::Boost::raise();
         let mut forked = Ok(());
         for idx in 0..spec.workers {
             // SIGINT/SIGTERM (runq_kernel::signal) stop the forking at once:
