@@ -4,7 +4,6 @@
 mod cli;
 mod cmd;
 mod exit;
-mod json;
 mod junit;
 mod outfile;
 mod output;

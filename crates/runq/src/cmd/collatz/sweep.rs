@@ -117,10 +117,7 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
     bar.finish_and_clear();
     let paths = runq_collatz::output::write_sweep(&args.out, &result)?;
     if args.json {
-        crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(&crate::json::document("runq collatz sweep", &result))?
-        );
+        crate::outln!("{}", runq_common::json::to_pretty(&result)?);
     } else {
         print_summary(&result);
     }

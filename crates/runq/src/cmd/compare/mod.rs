@@ -65,10 +65,7 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let report = Comparison::new(&a, &b, args.threshold, differences)
         .map_err(|e| exit::usage(e.to_string()))?;
     if args.json {
-        crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(&crate::json::document("runq compare", &report))?
-        );
+        crate::outln!("{}", runq_common::json::to_pretty(&report)?);
     } else {
         crate::out!("{}", render(&report));
     }

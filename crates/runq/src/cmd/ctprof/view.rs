@@ -149,17 +149,18 @@ pub fn print_view(
     compare: bool,
     args: &ViewArgs,
 ) -> anyhow::Result<()> {
+    use runq_common::json::to_pretty;
+    use runq_ctprof::view::{CompareDocument, ShowDocument};
     use std::io::Write;
     let mut out = std::io::BufWriter::new(runq_common::output::Stdout::new());
     let result = if args.json {
-        let tool = if compare {
-            "runq ctprof compare"
+        let text = if compare {
+            to_pretty(&CompareDocument(view))
         } else {
-            "runq ctprof show"
+            to_pretty(&ShowDocument(view))
         };
-        serde_json::to_writer_pretty(&mut out, &crate::json::document(tool, view))
-            .map_err(std::io::Error::from)
-            .and_then(|_| out.write_all(b"\n"))
+        text.map_err(std::io::Error::from)
+            .and_then(|t| writeln!(out, "{t}"))
     } else {
         let color = crate::style::color_enabled();
         runq_ctprof::render::render_to(view, compare, &args.columns, color, &mut out)
