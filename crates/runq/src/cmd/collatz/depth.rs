@@ -47,7 +47,7 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
             "runq: no start value {} calls deep found back from {} with --beam {}: every path left 64 bits; start from a deeper --from (e.g. 942488749153153) or widen --beam",
             args.depth, args.from, args.beam
         );
-        return Ok(ExitCode::from(crate::exit::CHECK_FAILED));
+        return Ok(exit::Exit::CheckFailed.exit_code());
     };
     let s = chain_stats(value);
     crate::outln!(

@@ -56,14 +56,13 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
             args.threshold
         )));
     }
-    let a = compare::read_saved_run(&args.a).map_err(|e| exit::usage(e.to_string()))?;
-    let b = compare::read_saved_run(&args.b).map_err(|e| exit::usage(e.to_string()))?;
+    let a = compare::read_saved_run(&args.a)?;
+    let b = compare::read_saved_run(&args.b)?;
     let differences = compare::differences(&a, &b);
     for m in &differences.mismatches {
         crate::errln!("runq: {m}; every verdict is inconclusive");
     }
-    let report = Comparison::new(&a, &b, args.threshold, differences)
-        .map_err(|e| exit::usage(e.to_string()))?;
+    let report = Comparison::new(&a, &b, args.threshold, differences)?;
     if args.json {
         crate::outln!("{}", runq_common::json::to_pretty(&report)?);
     } else {
@@ -73,7 +72,7 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
         crate::junit::write(&junit(&report), path)?;
     }
     Ok(if report.regressed > 0 {
-        ExitCode::from(crate::exit::CHECK_FAILED)
+        exit::Exit::CheckFailed.exit_code()
     } else {
         ExitCode::SUCCESS
     })

@@ -78,7 +78,7 @@ impl ViewArgs {
         let flatten = self
             .cgroup_flatten
             .iter()
-            .map(|g| Glob::new(g).map_err(|e| exit::usage(e.to_string())))
+            .map(|g| Glob::new(g).map_err(anyhow::Error::from))
             .collect::<anyhow::Result<Vec<_>>>()?;
         for s in &self.sections {
             if s.needs_cgroup_grouping() && by != GroupBy::Cgroup {
@@ -139,7 +139,7 @@ pub fn load(path: &Path) -> anyhow::Result<CtprofSnapshot> {
         }
         _ => path.to_path_buf(),
     };
-    runq_ctprof::load(&file).map_err(|e| exit::usage(e.to_string()))
+    runq_ctprof::load(&file).map_err(exit::user_input)
 }
 
 /// Prints a view as JSON (`--json`) or as text tables; `compare` selects

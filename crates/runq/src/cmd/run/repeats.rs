@@ -9,7 +9,6 @@ use runq_workload::{run_scenario, CgroupMode, Fault, RunError, RunOptions, RunOu
 use super::evidence::{self, Flight};
 use super::render;
 use crate::cmd::ctprof::run_hook::Recorder;
-use crate::exit;
 
 /// How `runq run` runs its scenario: everything each repeat needs besides
 /// the scenario, the interrupt flag and the tick hooks.
@@ -64,18 +63,18 @@ impl RunPlan {
     }
 }
 
-/// The error (and so the exit code) of a run that could not happen.
+/// The error of a run that could not happen, its type kept (its exit
+/// code is `exit`'s to choose), with the words that introduce it.
 fn refusal(e: RunError) -> anyhow::Error {
-    match e {
-        RunError::NeedsPrivilege(why) => exit::no_privilege(format!(
-            "this run asks for cgroups, which need root (or a delegated cgroup subtree): {why}"
-        )),
-        RunError::Scenario(e) => exit::usage(e.to_string()),
-        RunError::Capacity(why) => exit::usage(format!("the host cannot hold this run: {why}")),
-        RunError::Interrupted(why) => exit::interrupted(why),
-        RunError::HostLacks(why) => exit::skipped(why),
-        e => exit::run_error(e.to_string()),
-    }
+    let intro = match &e {
+        RunError::NeedsPrivilege(_) => {
+            "this run asks for cgroups, which need root (or a delegated cgroup subtree)"
+        }
+        RunError::Capacity(_) => "the host cannot hold this run",
+        RunError::HostLacks(_) => "skipped",
+        _ => return e.into(),
+    };
+    anyhow::Error::new(e).context(intro)
 }
 
 /// What the repeats produced: every outcome, and the evidence of the last

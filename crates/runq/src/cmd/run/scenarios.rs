@@ -61,7 +61,7 @@ pub fn load(name: &str) -> Option<anyhow::Result<Scenario>> {
     let c = find(name)?;
     Some(
         c.scenario(&HostShape::read(Path::new("/sys")))
-            .map_err(|e| exit::usage(e.to_string())),
+            .map_err(anyhow::Error::from),
     )
 }
 

@@ -249,7 +249,7 @@ fn matrix_code(rows: &[Row]) -> u8 {
     if cells.iter().any(|c| c == "ERROR" || c == "INTERRUPTED") {
         exit::RUN_ERROR
     } else if cells.iter().any(|c| c == "FAIL") {
-        1
+        exit::CHECK_FAILED
     } else if !cells.is_empty() && cells.iter().all(|c| c == "SKIP") {
         exit::NO_PRIVILEGE
     } else {
