@@ -86,22 +86,7 @@ impl Section {
 }
 
 /// Display unit of a value (chooses the auto-scale ladder).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Unit {
-    /// Unitless count (SI ladder).
-    Count,
-    /// Nanoseconds (ns, µs, ms, s).
-    Ns,
-    /// USER_HZ clock ticks.
-    Ticks,
-    /// Bytes (IEC ladder).
-    Bytes,
-    /// A bare scalar (ordinals, ratios).
-    Scalar,
-    /// Text (modes, affinity).
-    Text,
-}
+pub use runq_common::units::Unit;
 
 /// How a metric reduces across a group's threads; each variant binds an
 /// accessor of one newtype.

@@ -80,14 +80,7 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
 
 /// A value with its unit, short.
 fn fmt_value(v: Option<f64>, unit: Unit) -> String {
-    let Some(v) = v else { return "-".into() };
-    match unit {
-        Unit::Ns => runq_common::units::fmt_ns(v),
-        Unit::PerSec => format!("{}/s", runq_common::units::fmt_rate(v)),
-        Unit::Percent => format!("{v:.1}%"),
-        Unit::Count | Unit::Ratio if v.abs() < 10.0 => format!("{v:.3}"),
-        u => format!("{v:.0}{}", u.text()),
-    }
+    v.map_or_else(|| "-".into(), |v| runq_common::units::fmt_short(v, unit))
 }
 
 fn pct(v: Option<f64>) -> String {

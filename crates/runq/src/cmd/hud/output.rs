@@ -58,8 +58,8 @@ pub fn print_report(session: &Session, json: bool) -> anyhow::Result<()> {
         print_text(&session.report)?;
         if let Some(max) = session.detection_latency_ns.iter().max() {
             crate::errln!(
-                "detection latency: max {:.1} ms after the interval ended",
-                *max as f64 / 1e6
+                "detection latency: max {} after the interval ended",
+                runq_common::units::fmt_ms(*max)
             );
         }
     }

@@ -249,9 +249,9 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             paint(word, code, color),
             c.name,
             c.group,
-            fmt_measure(c.measured),
+            units::fmt_measure(c.measured),
             c.op,
-            fmt_measure(c.bound)
+            units::fmt_measure(c.bound)
         );
         if let (false, Some(d)) = (c.pass, &c.detail) {
             let _ = writeln!(out, "     {d}");
@@ -268,15 +268,6 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
         }
     }
     let _ = writeln!(out, "verdict: {}", paint(word, code, color));
-}
-
-/// A measured value: integers plainly, fractions with 3 significant places.
-fn fmt_measure(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
-    }
 }
 
 #[cfg(test)]
