@@ -2,13 +2,11 @@
 
 mod catalog;
 mod evidence;
-mod host_lines;
 mod hostwait;
-mod render;
+mod progress;
 mod repeats;
 mod scenarios;
 mod scheduler_args;
-mod summary;
 pub mod vm;
 
 use std::process::ExitCode;
@@ -496,10 +494,10 @@ fn print_report(doc: &RunDocument, json: bool) -> anyhow::Result<()> {
             crate::errln!("runq: run ended early: {e}");
         }
     } else {
-        let text = render::render_outcome(&doc.last, crate::style::color_enabled());
+        let text = runq_workload::render::outcome(&doc.last, crate::style::color_enabled());
         crate::out!("{}", evidence::with_report(text, doc.evidence.as_ref()));
         if let Some(s) = &doc.repeat_summary {
-            crate::out!("{}", summary::render(s));
+            crate::out!("{}", runq_workload::render::repeat_summary(s));
         }
     }
     Ok(())

@@ -7,7 +7,7 @@ use std::time::Duration;
 use runq_workload::{run_scenario, CgroupMode, Fault, RunError, RunOptions, RunOutcome, Scenario};
 
 use super::evidence::{self, Flight};
-use super::render;
+use super::progress::Progress;
 use crate::cmd::ctprof::run_hook::Recorder;
 
 /// How `runq run` runs its scenario: everything each repeat needs besides
@@ -104,7 +104,7 @@ pub fn run_repeats(
         if plan.repeats > 1 && !json {
             crate::errln!("runq: repeat {n}/{}", plan.repeats);
         }
-        let mut progress = render::Progress::new(scn.duration, json);
+        let mut progress = Progress::new(scn.duration, json);
         let mut flight = Flight::start(plan.flight_recorder);
         let mut on_tick = |e, t| {
             flight.tick(e);
@@ -123,7 +123,7 @@ pub fn run_repeats(
         if !json && n < plan.repeats && !stop {
             crate::out!(
                 "{}",
-                render::render_outcome(&outcome, crate::style::color_enabled())
+                runq_workload::render::outcome(&outcome, crate::style::color_enabled())
             );
         }
         outcomes.push(outcome);
