@@ -10,6 +10,8 @@
 //! a debug-profile build run as root, so the runner counts them as
 //! ignored when they cannot run.
 
+#[cfg(test)]
+mod architecture;
 pub mod schema;
 pub mod starve;
 
