@@ -13,7 +13,6 @@ use crate::model::ThreadState;
 /// The sub-tables of compare / show output, selected with `--sections`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Section {
     /// Per-thread counters from procfs.
     Primary,

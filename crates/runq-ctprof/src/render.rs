@@ -24,7 +24,6 @@ fn cell_text(c: &Cell, unit: Unit) -> String {
 
 /// A layout column `--columns` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Column {
     /// The group name, with `[only-baseline]`-style marks.
     Group,
@@ -39,7 +38,6 @@ pub enum Column {
     /// Candidate minus baseline.
     Delta,
     /// The change in percent.
-    #[cfg_attr(feature = "clap", value(name = "%"))]
     Pct,
     /// An arrow for the direction of the change.
     Arrow,
