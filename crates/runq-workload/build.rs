@@ -1,2 +1,2 @@
-//! Sets the `runq_root` cfg when built as root (see runq-testkit).
-include!("../runq-testkit/src/build_main.rs");
+//! Declares the `runq_root` cfg of the root-only tests (see the file).
+include!("../../build/root_cfg.rs");

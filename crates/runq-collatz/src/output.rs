@@ -5,40 +5,86 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use runq_common::json::{to_pretty, JsonDocument};
 use runq_common::safefile::{write_atomic, Replace};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::runner::RunResult;
 use crate::sweep::SweepResult;
 use crate::tsc::TscInfo;
 
-/// The schema version of the run document (`runq collatz --json`) and of
-/// `sweep.json`: bumped when a field is renamed or removed.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The `--json` document of one run (`runq collatz --json`).
+#[derive(Debug, Serialize)]
+pub struct RunDocument {
+    /// Processes.
+    pub procs: usize,
+    /// Outer iterations.
+    pub outer: u64,
+    /// Inner iterations per outer one.
+    pub inner: u64,
+    /// The start value, a string: start values pass 2^53 (see `Target`).
+    pub target: String,
+    /// Calls made, over every process.
+    pub total_calls: u64,
+    /// Time stamp counter ticks, summed over processes.
+    pub ticks: u64,
+    /// `ticks / total_calls`.
+    pub ticks_per_call: f64,
+    /// `ticks_per_call` converted with `tsc_hz`.
+    pub ns_per_call: f64,
+    /// Ticks per second.
+    pub tsc_hz: f64,
+    /// Whether the counter is invariant.
+    pub tsc_invariant: bool,
+    /// What the figures above measure.
+    pub units: Units,
+}
 
-/// The `--json` object of one run.
-pub fn run_json(r: &RunResult, tsc: &TscInfo) -> Value {
-    json!({
-        "tool": "runq collatz",
-        "schema_version": SCHEMA_VERSION,
-        "procs": r.config.procs,
-        "outer": r.config.outer,
-        "inner": r.config.inner,
-        // A string: start values pass 2^53 (see Target).
-        "target": r.config.target.as_number().to_string(),
-        "total_calls": r.total_calls,
-        "ticks": r.ticks,
-        "ticks_per_call": r.ticks_per_call,
-        "ns_per_call": r.ticks_per_call / tsc.hz * 1e9,
-        "tsc_hz": tsc.hz,
-        "tsc_invariant": tsc.invariant,
-        "units": {
-            "ticks": "time stamp counter ticks, summed over processes",
-            "ticks_per_call": "ticks / total_calls",
-            "ns_per_call": "ticks_per_call converted with tsc_hz",
-            "tsc_hz": "ticks per second, calibrated against CLOCK_MONOTONIC",
-        },
-    })
+/// The units of a [`RunDocument`]'s figures, in words.
+#[derive(Debug, Serialize)]
+pub struct Units {
+    /// Of `ticks`.
+    pub ticks: &'static str,
+    /// Of `ticks_per_call`.
+    pub ticks_per_call: &'static str,
+    /// Of `ns_per_call`.
+    pub ns_per_call: &'static str,
+    /// Of `tsc_hz`.
+    pub tsc_hz: &'static str,
+}
+
+impl JsonDocument for RunDocument {
+    const TOOL: &'static str = "runq collatz";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
+impl JsonDocument for SweepResult {
+    const TOOL: &'static str = "runq collatz sweep";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
+impl RunDocument {
+    /// The document of run `r`, timed by the counter `tsc`.
+    pub fn new(r: &RunResult, tsc: &TscInfo) -> Self {
+        RunDocument {
+            procs: r.config.procs,
+            outer: r.config.outer,
+            inner: r.config.inner,
+            target: r.config.target.as_number().to_string(),
+            total_calls: r.total_calls,
+            ticks: r.ticks,
+            ticks_per_call: r.ticks_per_call,
+            ns_per_call: r.ticks_per_call / tsc.hz * 1e9,
+            tsc_hz: tsc.hz,
+            tsc_invariant: tsc.invariant,
+            units: Units {
+                ticks: "time stamp counter ticks, summed over processes",
+                ticks_per_call: "ticks / total_calls",
+                ns_per_call: "ticks_per_call converted with tsc_hz",
+                tsc_hz: "ticks per second, calibrated against CLOCK_MONOTONIC",
+            },
+        }
+    }
 }
 
 /// Header of the sweep CSV, rows in the order the runs ran; `profiler` is
@@ -85,12 +131,7 @@ pub fn write_sweep(dir: &Path, s: &SweepResult) -> io::Result<[PathBuf; 3]> {
         dir.join("sweep.svg"),
     ];
     write_atomic(&paths[0], sweep_csv(s).as_bytes(), Replace::OwnFile)?;
-    let doc = runq_common::json::Document {
-        tool: "runq collatz sweep",
-        schema_version: SCHEMA_VERSION,
-        body: s,
-    };
-    let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)?;
+    let json = to_pretty(s).map_err(io::Error::other)?;
     write_atomic(&paths[1], (json + "\n").as_bytes(), Replace::OwnFile)?;
     let svg = crate::plot::render_svg(s).map_err(io::Error::other)?;
     write_atomic(&paths[2], svg.as_bytes(), Replace::OwnFile)?;

@@ -34,6 +34,34 @@ pub struct DepthReport {
     pub graph_frames_histogram: BTreeMap<usize, u64>,
 }
 
+/// The `--json` document of `runq collatz depth-report`.
+#[derive(Debug, Serialize)]
+pub struct DepthDocument<'a> {
+    /// The depths seen.
+    pub report: &'a DepthReport,
+    /// [`DepthReport::median_graph_frames`].
+    pub median_graph_frames: usize,
+    /// The chain's depth in calls, for a `--target` start value.
+    pub chain_calls: Option<u64>,
+}
+
+impl runq_common::json::JsonDocument for DepthDocument<'_> {
+    const TOOL: &'static str = "runq collatz depth-report";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
+impl<'a> DepthDocument<'a> {
+    /// The document of `report`, with the chain depth of the target if
+    /// one was given.
+    pub fn new(report: &'a DepthReport, chain_calls: Option<u64>) -> Self {
+        DepthDocument {
+            report,
+            median_graph_frames: report.median_graph_frames(),
+            chain_calls,
+        }
+    }
+}
+
 /// Writes a map as a list of pairs (JSON object keys would be strings and
 /// lose their numeric order).
 fn as_pairs<S: serde::Serializer>(map: &BTreeMap<usize, u64>, s: S) -> Result<S::Ok, S::Error> {

@@ -1,48 +1,52 @@
-//! The envelope of runq's JSON documents. Every document a tool prints
+//! The identity of runq's JSON documents. Every document a tool prints
 //! with `--json` or writes with `--output` starts with the same two
 //! fields: `tool`, the command that wrote it (`"runq compare"`), and
 //! `schema_version`, which changes when a field is renamed or removed
-//! (added fields keep the version). The shape of each document is
-//! described by a JSON Schema under `schemas/` in the repository.
+//! (added fields keep the version). Each document type states both once,
+//! in its [`JsonDocument`] impl; [`Stamped`] writes them before the
+//! document's own fields. The shape of each document is described by a
+//! JSON Schema under `schemas/` in the repository.
 
 use serde::Serialize;
 
-/// A document: the envelope, then the fields of `body` (a struct or map,
-/// flattened in place).
-#[derive(Debug, Serialize)]
-pub struct Document<'a, T: Serialize> {
-    /// The command that wrote the document, e.g. `"runq ctprof show"`.
-    pub tool: &'a str,
-    /// The version of this document's schema.
-    pub schema_version: u32,
-    /// The document's own fields.
-    #[serde(flatten)]
-    pub body: &'a T,
+/// A JSON document a tool prints or writes: its tool and the version of
+/// its schema, stated once per type.
+pub trait JsonDocument: Serialize {
+    /// The command that writes the document, e.g. `"runq ctprof show"`.
+    const TOOL: &'static str;
+    /// The version of the document's schema: bumped when a field is
+    /// renamed or removed.
+    const SCHEMA_VERSION: u32;
 }
 
-/// A document whose content is a list: the envelope, then the list under
-/// `key` (a bare JSON array could carry no envelope).
+/// A document in its envelope: `tool`, `schema_version`, then the
+/// document's own fields (a struct or map, flattened in place).
 #[derive(Debug)]
-pub struct Listing<'a, T: Serialize> {
-    /// The command that wrote the document.
-    pub tool: &'a str,
-    /// The version of this document's schema.
-    pub schema_version: u32,
-    /// The name of the list's field, e.g. `"metrics"`.
-    pub key: &'static str,
-    /// The list.
-    pub items: &'a [T],
+pub struct Stamped<'a, T: JsonDocument>(pub &'a T);
+
+/// What [`Stamped`] serializes as.
+#[derive(Serialize)]
+struct Envelope<'a, T: Serialize> {
+    tool: &'static str,
+    schema_version: u32,
+    #[serde(flatten)]
+    body: &'a T,
 }
 
-impl<T: Serialize> Serialize for Listing<'_, T> {
+impl<T: JsonDocument> Serialize for Stamped<'_, T> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(3))?;
-        m.serialize_entry("tool", self.tool)?;
-        m.serialize_entry("schema_version", &self.schema_version)?;
-        m.serialize_entry(self.key, self.items)?;
-        m.end()
+        Envelope {
+            tool: T::TOOL,
+            schema_version: T::SCHEMA_VERSION,
+            body: self.0,
+        }
+        .serialize(s)
     }
+}
+
+/// `doc` in its envelope as pretty JSON, without a final newline.
+pub fn to_pretty<T: JsonDocument>(doc: &T) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(&Stamped(doc))
 }
 
 #[cfg(test)]
@@ -54,30 +58,19 @@ mod tests {
         rows: u32,
     }
 
-    #[test]
-    fn the_envelope_comes_first_and_the_body_is_flattened() {
-        let doc = Document {
-            tool: "runq compare",
-            schema_version: 1,
-            body: &Body { rows: 3 },
-        };
-        assert_eq!(
-            serde_json::to_string(&doc).unwrap(),
-            r#"{"tool":"runq compare","schema_version":1,"rows":3}"#
-        );
+    impl JsonDocument for Body {
+        const TOOL: &'static str = "runq compare";
+        const SCHEMA_VERSION: u32 = 4;
     }
 
     #[test]
-    fn a_listing_wraps_its_list() {
-        let doc = Listing {
-            tool: "runq ctprof metric-list",
-            schema_version: 1,
-            key: "metrics",
-            items: &["a", "b"],
-        };
+    fn the_envelope_comes_first_and_the_body_is_flattened() {
         assert_eq!(
-            serde_json::to_string(&doc).unwrap(),
-            r#"{"tool":"runq ctprof metric-list","schema_version":1,"metrics":["a","b"]}"#
+            serde_json::to_string(&Stamped(&Body { rows: 3 })).unwrap(),
+            r#"{"tool":"runq compare","schema_version":4,"rows":3}"#
         );
+        assert!(to_pretty(&Body { rows: 3 })
+            .unwrap()
+            .starts_with("{\n  \"tool\": \"runq compare\",\n  \"schema_version\": 4,"));
     }
 }

@@ -1,9 +1,10 @@
 //! runq's output layer, shared by every tool: stdout that ends quietly on
-//! a closed pipe, the envelope every JSON document carries (`tool`,
-//! `schema_version`), the table printer, units and human durations,
-//! medians, "did you mean" suggestions, plain-text layout, and the one
-//! safe way to write an output file.
+//! a closed pipe, the identity every JSON document carries (`tool`,
+//! `schema_version`), ANSI colour, the table printer, units and human
+//! durations, medians and percentiles, "did you mean" suggestions,
+//! plain-text layout, and the one safe way to write an output file.
 
+pub mod color;
 pub mod duration;
 mod edit;
 pub mod json;

@@ -10,7 +10,6 @@ use crate::model::ThreadState;
 /// `comm-exact`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum GroupBy {
     /// Process name.
     Pcomm,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::model::{CtprofSnapshot, HostContext};
 use crate::registry::Unit;
-use crate::render::format_value;
+use runq_common::units::fmt_scaled;
 
 use crate::view::HostRow;
 
@@ -33,7 +33,7 @@ fn context_pairs(h: &HostContext, m: &mut BTreeMap<String, String>) {
     put("cpu_model", h.cpu_model.clone());
     put("online_cpus", h.online_cpus.to_string());
     let mem = h.mem_total_kb.saturating_mul(1024) as f64;
-    put("mem_total", format_value(mem, Unit::Bytes));
+    put("mem_total", fmt_scaled(mem, Unit::Bytes));
     put("user_hz", h.user_hz.to_string());
     put("cmdline", h.cmdline.clone());
     for (node, cpus) in &h.numa_nodes {

@@ -80,6 +80,11 @@ pub struct RecordSummary {
     pub interrupted: bool,
 }
 
+impl runq_common::json::JsonDocument for RecordSummary {
+    const TOOL: &'static str = "runq ctprof record";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 fn wait_until(deadline: Instant, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();

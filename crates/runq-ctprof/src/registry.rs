@@ -13,7 +13,6 @@ use crate::model::ThreadState;
 /// The sub-tables of compare / show output, selected with `--sections`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Section {
     /// Per-thread counters from procfs.
     Primary,
@@ -86,22 +85,7 @@ impl Section {
 }
 
 /// Display unit of a value (chooses the auto-scale ladder).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Unit {
-    /// Unitless count (SI ladder).
-    Count,
-    /// Nanoseconds (ns, µs, ms, s).
-    Ns,
-    /// USER_HZ clock ticks.
-    Ticks,
-    /// Bytes (IEC ladder).
-    Bytes,
-    /// A bare scalar (ordinals, ratios).
-    Scalar,
-    /// Text (modes, affinity).
-    Text,
-}
+pub use runq_common::units::Unit;
 
 /// How a metric reduces across a group's threads; each variant binds an
 /// accessor of one newtype.

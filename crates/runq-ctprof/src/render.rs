@@ -6,55 +6,16 @@
 use crate::registry::{Section, Unit};
 use crate::view::{Cell, Matched, Row, View};
 use runq_common::table::{Align, Table};
-use runq_common::units::{NS_UNITS, SI_PREFIXES};
-
-/// Formats a number in `unit` with an auto-scaled suffix.
-pub fn format_value(v: f64, unit: Unit) -> String {
-    let sign = if v < 0.0 { "-" } else { "" };
-    let a = v.abs();
-    let ladder = |steps: &[(f64, &str)], base: &str| {
-        for &(div, suffix) in steps {
-            if a >= div {
-                return format!("{sign}{:.3}{suffix}", a / div);
-            }
-        }
-        if a.fract() == 0.0 {
-            format!("{sign}{a:.0}{base}")
-        } else {
-            format!("{sign}{a:.3}{base}")
-        }
-    };
-    match unit {
-        Unit::Ns => ladder(&NS_UNITS, "ns"),
-        Unit::Count => ladder(&SI_PREFIXES, ""),
-        Unit::Ticks => ladder(&[], "t"),
-        Unit::Bytes => ladder(
-            &[
-                (1099511627776.0, "TiB"),
-                (1073741824.0, "GiB"),
-                (1048576.0, "MiB"),
-                (1024.0, "KiB"),
-            ],
-            "B",
-        ),
-        Unit::Scalar | Unit::Text => {
-            if a.fract() == 0.0 {
-                format!("{sign}{a:.0}")
-            } else {
-                format!("{sign}{a:.3}")
-            }
-        }
-    }
-}
+use runq_common::units::fmt_scaled;
 
 fn cell_text(c: &Cell, unit: Unit) -> String {
     match c {
-        Cell::Num { value } => format_value(*value, unit),
-        Cell::Range { min, max } if min == max => format_value(*min as f64, unit),
+        Cell::Num { value } => fmt_scaled(*value, unit),
+        Cell::Range { min, max } if min == max => fmt_scaled(*min as f64, unit),
         Cell::Range { min, max } => format!(
             "[{}, {}]",
-            format_value(*min as f64, unit),
-            format_value(*max as f64, unit)
+            fmt_scaled(*min as f64, unit),
+            fmt_scaled(*max as f64, unit)
         ),
         Cell::Text { text, .. } => text.clone(),
         Cell::Missing => "-".to_string(),
@@ -63,7 +24,6 @@ fn cell_text(c: &Cell, unit: Unit) -> String {
 
 /// A layout column `--columns` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Column {
     /// The group name, with `[only-baseline]`-style marks.
     Group,
@@ -78,7 +38,6 @@ pub enum Column {
     /// Candidate minus baseline.
     Delta,
     /// The change in percent.
-    #[cfg_attr(feature = "clap", value(name = "%"))]
     Pct,
     /// An arrow for the direction of the change.
     Arrow,
@@ -150,7 +109,7 @@ fn column_value(r: &Row, col: Column) -> String {
         Column::Candidate => cell_text(&r.candidate, r.unit),
         Column::Delta => match (r.delta, r.text_delta) {
             (Some(d), _) => {
-                let s = format_value(d, r.unit);
+                let s = fmt_scaled(d, r.unit);
                 let noise = if r.noise.is_some_and(|n| n.within) {
                     " ~"
                 } else {
@@ -381,8 +340,8 @@ fn exited_table(out: &mut String, view: &View) {
             e.pcomm.clone(),
             e.tgid.to_string(),
             e.threads.to_string(),
-            format_value(e.cpu_ns as f64, Unit::Ns),
-            format_value(e.cpu_delay_ns as f64, Unit::Ns),
+            fmt_scaled(e.cpu_ns as f64, Unit::Ns),
+            fmt_scaled(e.cpu_delay_ns as f64, Unit::Ns),
             if e.cgroup.is_empty() {
                 "(process gone)".to_string()
             } else {
@@ -392,20 +351,4 @@ fn exited_table(out: &mut String, view: &View) {
     }
     out.push_str(&t.render(str::to_string));
     out.push('\n');
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ladders() {
-        assert_eq!(format_value(1_500_000.0, Unit::Ns), "1.500ms");
-        assert_eq!(format_value(999.0, Unit::Ns), "999ns");
-        assert_eq!(format_value(-2_500.0, Unit::Ns), "-2.500µs");
-        assert_eq!(format_value(-2_000.0, Unit::Count), "-2.000k");
-        assert_eq!(format_value(7.5 * 1073741824.0, Unit::Bytes), "7.500GiB");
-        assert_eq!(format_value(12.0, Unit::Ticks), "12t");
-        assert_eq!(format_value(0.25, Unit::Scalar), "0.250");
-    }
 }

@@ -349,6 +349,27 @@ pub struct View {
     pub samples: Option<(usize, usize)>,
 }
 
+/// A view as `runq ctprof show --json` prints it.
+#[derive(Debug, Serialize)]
+#[serde(transparent)]
+pub struct ShowDocument<'a>(pub &'a View);
+
+impl runq_common::json::JsonDocument for ShowDocument<'_> {
+    const TOOL: &'static str = "runq ctprof show";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
+/// A view as `runq ctprof compare --json` prints it (and `runq run
+/// --ctprof` writes to `compare.json`).
+#[derive(Debug, Serialize)]
+#[serde(transparent)]
+pub struct CompareDocument<'a>(pub &'a View);
+
+impl runq_common::json::JsonDocument for CompareDocument<'_> {
+    const TOOL: &'static str = "runq ctprof compare";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 /// One host-context key on each side (`None`: not recorded there).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HostRow {

@@ -49,7 +49,7 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
             },
         }));
     }
-    json!({"traceEvents": events, "displayTimeUnit": "ms", "runq_hud": report})
+    json!({"traceEvents": events, "displayTimeUnit": "ms", "runq_hud": runq_common::json::Stamped(report)})
 }
 
 /// The root frame of a category's stacks in folded output: what its
@@ -97,7 +97,7 @@ pub fn report_from_trace(doc: &Value) -> Result<Report, String> {
 mod tests {
     use super::*;
     use crate::detect::Tally;
-    use crate::report::{group, RunQueueStats, SCHEMA_VERSION};
+    use crate::report::{group, RunQueueStats};
     use crate::symbols::Frame;
 
     fn finding(category: Category, dur_ms: u64) -> Finding {
@@ -127,8 +127,6 @@ mod tests {
 
     fn report(findings: &[Finding]) -> Report {
         Report {
-            tool: "runq hud".into(),
-            schema_version: SCHEMA_VERSION,
             pid: 1,
             comm: "app".into(),
             discovery: "Tokio default thread names".into(),

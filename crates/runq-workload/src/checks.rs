@@ -9,7 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::report::WorkerReport;
-use crate::summary::percentile;
+use runq_common::stats::percentile;
 
 /// Bounds of the checks. `None` disables a check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,8 @@
 //! starts (two-phase start), stopped by SIGUSR1, and handing back a
 //! [`WorkerReport`] of telemetry through a pipe. [`run_scenario`]
 //! drives a whole [`Scenario`]; [`results`] turns its outcomes into the
-//! saved document and [`compare`] judges two such documents.
+//! saved document and [`compare`] judges two such documents; [`render`]
+//! writes them as text.
 
 mod capacity;
 pub mod catalog;
@@ -20,6 +21,7 @@ mod own_numa;
 mod placement;
 pub mod primitives;
 mod progress;
+pub mod render;
 mod report;
 mod reservoir;
 pub mod results;

@@ -3,6 +3,7 @@
 //! run delay. Computed once per group; the saved document's figures
 //! ([`crate::results::GroupFigures`]) are taken from here.
 
+use runq_common::stats::percentile;
 use serde::Serialize;
 
 use crate::report::WorkerReport;
@@ -65,15 +66,6 @@ pub struct GroupSummary {
     /// worker has schedstat data (no run was counted).
     #[serde(skip)]
     pub run_delay_pct: Option<f64>,
-}
-
-/// Nearest-rank percentile of sorted values (`p` in 0..=100).
-pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
 /// Jain's index of `xs`: `(sum x)^2 / (n * sum x^2)`; `None` below two
@@ -158,16 +150,6 @@ pub fn summarize_group(
 mod tests {
     use super::*;
     use crate::report::WorkerExitInfo;
-
-    #[test]
-    fn percentiles_nearest_rank() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 50.0), Some(50));
-        assert_eq!(percentile(&v, 99.0), Some(99));
-        assert_eq!(percentile(&v, 100.0), Some(100));
-        assert_eq!(percentile(&v, 0.0), Some(1));
-        assert_eq!(percentile(&[], 50.0), None);
-    }
 
     #[test]
     fn jain_index() {

@@ -4,7 +4,6 @@
 mod cli;
 mod cmd;
 mod exit;
-mod json;
 mod junit;
 mod outfile;
 mod output;
@@ -42,11 +41,11 @@ fn parse_cli() -> Result<cli::Cli, ExitCode> {
                 | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
         ) {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return ExitCode::from(if e.use_stderr() { exit::USAGE } else { 0 });
         }
         let args: Vec<String> = std::env::args().skip(1).collect();
         runq_common::output::eprint_line(&format!("runq: {} (see --help)", usage_line(&e, &args)));
-        ExitCode::from(2)
+        exit::Exit::Usage.exit_code()
     })
 }
 

@@ -46,12 +46,3 @@ pub fn stdout_is_tty() -> bool {
 pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
 }
-
-/// Wraps `text` in an ANSI color when `on`; `code` is an SGR number.
-pub fn paint(text: &str, code: u8, on: bool) -> String {
-    if on {
-        format!("\x1b[{code}m{text}\x1b[0m")
-    } else {
-        text.to_string()
-    }
-}

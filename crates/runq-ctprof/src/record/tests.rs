@@ -1,4 +1,5 @@
 use super::*;
+use runq_kernel::clock::gettid;
 
 #[test]
 fn names_sort_by_utc_time() {
@@ -187,11 +188,6 @@ fn max_bytes_removes_a_full_snapshot_only_with_its_deltas() {
         run - 1,
         "the last value written"
     );
-}
-
-fn gettid() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() as u32 }
 }
 
 #[test]

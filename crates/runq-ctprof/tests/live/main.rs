@@ -6,13 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use runq_ctprof::{capture, CaptureOptions, ThreadState};
+use runq_kernel::clock::gettid;
 
 mod jemalloc;
-
-fn gettid() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() as u32 }
-}
 
 fn pin_to_cpu0() {
     // SAFETY: zeroed cpu_set_t is valid; CPU_SET writes within it.

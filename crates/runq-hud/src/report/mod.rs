@@ -136,29 +136,9 @@ pub struct PollTiming {
     pub instances: usize,
 }
 
-/// The version of the report's JSON layout (2: `stacks` added; 3: the
-/// `cpu_bound_poll` category became `task_cpu_sampled`, blockers are one
-/// per culprit function with `locations` and `below`, `tool` added).
-pub const SCHEMA_VERSION: u32 = 3;
-
-fn schema_v1() -> u32 {
-    1
-}
-
-fn tool_name() -> String {
-    "runq hud".into()
-}
-
 /// Everything a headless session reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
-    /// The command that wrote the report (every runq JSON document has
-    /// one).
-    #[serde(default = "tool_name")]
-    pub tool: String,
-    /// The JSON layout's version (1 for exports older than the field).
-    #[serde(default = "schema_v1")]
-    pub schema_version: u32,
     /// Target pid.
     pub pid: u32,
     /// Target comm.
@@ -204,6 +184,14 @@ pub struct Report {
     /// innermost frames).
     #[serde(default)]
     pub app_crates: Vec<String>,
+}
+
+/// The version of the report's JSON layout (2: `stacks` added; 3: the
+/// `cpu_bound_poll` category became `task_cpu_sampled`, blockers are one
+/// per culprit function with `locations` and `below`, `tool` added).
+impl runq_common::json::JsonDocument for Report {
+    const TOOL: &'static str = "runq hud";
+    const SCHEMA_VERSION: u32 = 3;
 }
 
 /// The culprit on the stack of a thread that held a waiting worker's

@@ -89,8 +89,6 @@ pub(super) fn build_report(
     // The kernel's own count covers copies the ring buffer dropped too.
     stacks.bytes_copied_per_s = s.probe.bytes_copied() as f64 / elapsed.max(1e-9);
     Report {
-        tool: "runq hud".into(),
-        schema_version: crate::report::SCHEMA_VERSION,
         pid: opts.pid,
         comm,
         discovery: s.watched.method.to_string(),

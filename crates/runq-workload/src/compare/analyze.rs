@@ -46,6 +46,7 @@ pub struct Row {
     /// Figure name.
     pub figure: &'static str,
     /// Unit of the medians and the difference.
+    #[serde(serialize_with = "Unit::serialize_suffix")]
     pub unit: Unit,
     /// Which way is better.
     pub better: Better,

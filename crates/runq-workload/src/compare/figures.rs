@@ -1,46 +1,13 @@
 //! The figures a compare looks at: each one's name, unit, better
 //! direction, and how it is read from a repeat's [`GroupFigures`].
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::results::GroupFigures;
 
-/// The unit of a figure (and of its medians and difference).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    /// Nanoseconds.
-    Ns,
-    /// Milliseconds.
-    Ms,
-    /// Per second.
-    PerSec,
-    /// Percent.
-    Percent,
-    /// A count (of migrations).
-    Count,
-    /// A dimensionless ratio (Jain's index).
-    Ratio,
-}
-
-impl Unit {
-    /// The unit as written after a value and in the JSON: `ns`, `ms`,
-    /// `/s`, `%`, or empty for a count or a ratio.
-    pub fn text(self) -> &'static str {
-        match self {
-            Unit::Ns => "ns",
-            Unit::Ms => "ms",
-            Unit::PerSec => "/s",
-            Unit::Percent => "%",
-            Unit::Count | Unit::Ratio => "",
-        }
-    }
-}
-
-impl Serialize for Unit {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.text())
-    }
-}
+/// The unit of a figure (and of its medians and difference), written
+/// in the JSON as its suffix (`ns`, `ms`, `/s`, `%`, or empty).
+pub use runq_common::units::Unit;
 
 /// Which direction of a figure is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -128,6 +95,11 @@ mod tests {
 
     #[test]
     fn units_serialize_as_their_text() {
+        #[derive(Serialize)]
+        struct Cell {
+            #[serde(serialize_with = "Unit::serialize_suffix")]
+            unit: Unit,
+        }
         let all = [
             Unit::Ns,
             Unit::Ms,
@@ -138,14 +110,14 @@ mod tests {
         ];
         let json: Vec<String> = all
             .iter()
-            .map(|u| serde_json::to_string(u).unwrap())
+            .map(|&unit| serde_json::to_string(&Cell { unit }).unwrap())
             .collect();
-        assert_eq!(
-            json,
-            ["\"ns\"", "\"ms\"", "\"/s\"", "\"%\"", "\"\"", "\"\""]
+        let want = ["ns", "ms", "/s", "%", "", ""].map(|u| format!(r#"{{"unit":"{u}"}}"#));
+        assert_eq!(json, want);
+        let figures = FIGURES.iter().map(|f| f.unit);
+        assert!(
+            figures.clone().all(|u| all.contains(&u)),
+            "a figure's unit is untested"
         );
-        assert!(all
-            .iter()
-            .all(|u| json.contains(&format!("{:?}", u.text()))));
     }
 }

@@ -7,7 +7,14 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::results::{GroupFigures, HostFacts, OLDEST_READ_VERSION, SCHEMA_VERSION, TOOL};
+use runq_common::json::JsonDocument;
+
+use crate::results::{GroupFigures, HostFacts, RunDocument, OLDEST_READ_VERSION};
+
+/// The tool that writes the documents compare reads.
+const TOOL: &str = RunDocument::TOOL;
+/// The newest layout compare reads.
+const SCHEMA_VERSION: u32 = RunDocument::SCHEMA_VERSION;
 
 /// The parts of a saved run that compare reads.
 #[derive(Debug, Clone)]

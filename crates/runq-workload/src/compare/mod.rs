@@ -60,6 +60,11 @@ pub struct Comparison {
     pub rows: Vec<Row>,
 }
 
+impl runq_common::json::JsonDocument for Comparison {
+    const TOOL: &'static str = "runq compare";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 impl Comparison {
     /// Compares B against A, given how they differ (from [`differences`]);
     /// `threshold_pct` (at least 0) is the smallest change, in percent of

@@ -1,6 +1,8 @@
 //! The one line a FAIL starts with: the worst failed check, what it
 //! measured against its bound, and (added by the caller) its evidence.
 
+use runq_common::units::fmt_measure;
+
 use crate::checks::{CheckResult, Op};
 use crate::runner::RunOutcome;
 
@@ -31,7 +33,7 @@ pub fn worst(o: &RunOutcome) -> Option<&CheckResult> {
 /// `FAIL max_gap_ms: worker 24571 (spinners) waited 3012 ms runnable
 /// without a CPU (bound 2000 ms)`.
 pub fn line(o: &RunOutcome, c: &CheckResult) -> String {
-    let bound = fmt_value(c.bound);
+    let bound = fmt_measure(c.bound);
     if c.name == "max_gap_ms" {
         let idx = o
             .groups
@@ -59,7 +61,7 @@ pub fn line(o: &RunOutcome, c: &CheckResult) -> String {
         "FAIL {} ({}): measured {} (bound {} {bound})",
         c.name,
         c.group,
-        fmt_value(c.measured),
+        fmt_measure(c.measured),
         c.op
     );
     if let Some(d) = &c.detail {
@@ -67,16 +69,6 @@ pub fn line(o: &RunOutcome, c: &CheckResult) -> String {
         s.push_str(&first_clause(d));
     }
     s
-}
-
-/// A value as the checks table prints it: integers plainly, fractions
-/// with 3 places.
-fn fmt_value(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
-    }
 }
 
 /// The detail up to its first `;` or ` (`, at most 160 characters.

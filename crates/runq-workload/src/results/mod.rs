@@ -18,17 +18,9 @@ pub use figures::{GroupFigures, WakePercentiles};
 pub use host::HostFacts;
 pub use repeat_summary::{summarize, CheckTally, GroupSpread, RepeatSummary, Spread};
 
-/// The version of the document's layout (2: verdicts and worker exits in
-/// snake_case); `runq compare` reads this one and the ones before it, as
-/// far as [`OLDEST_READ_VERSION`].
-pub const SCHEMA_VERSION: u32 = 2;
-
 /// The oldest layout `runq compare` still reads (what it reads, the host
 /// and the repeats' figures, is the same in every version since).
 pub(crate) const OLDEST_READ_VERSION: u32 = 1;
-
-/// Marks the document as runq's (a file from another tool lacks it).
-pub(crate) const TOOL: &str = "runq run";
 
 /// One repeat of the scenario.
 #[derive(Debug, Clone, Serialize)]
@@ -80,10 +72,6 @@ pub enum RawSamples {
 /// repeats.
 #[derive(Debug, Serialize)]
 pub struct RunDocument {
-    /// [`SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// [`TOOL`].
-    pub tool: &'static str,
     /// The host the run happened on.
     pub host: HostFacts,
     /// The scenario as run (groups, work types, parameters, checks).
@@ -124,6 +112,15 @@ pub enum WriteError {
     },
 }
 
+/// `tool` marks the document as runq's (a file from another tool lacks
+/// it). The version of the layout (2: verdicts and worker exits in
+/// snake_case); `runq compare` reads this one and the ones before it, as
+/// far as [`OLDEST_READ_VERSION`].
+impl runq_common::json::JsonDocument for RunDocument {
+    const TOOL: &'static str = "runq run";
+    const SCHEMA_VERSION: u32 = 2;
+}
+
 impl RunDocument {
     /// Builds the document from every repeat's outcome, reading the live
     /// host's facts. The verdict over all repeats FAILs when any did.
@@ -148,8 +145,6 @@ impl RunDocument {
             .collect();
         let repeat_summary = (repeats.len() > 1).then(|| summarize(&repeats, &checks));
         let mut doc = RunDocument {
-            schema_version: SCHEMA_VERSION,
-            tool: TOOL,
             host: HostFacts::read(scn.scheduler.as_ref().map(|s| s.command.clone())),
             scenario_spec: scn.clone(),
             repeats,
@@ -177,7 +172,7 @@ impl RunDocument {
 
     /// The document as pretty JSON (what `--json` prints).
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
-        serde_json::to_string_pretty(self)
+        runq_common::json::to_pretty(self)
     }
 
     /// Writes the document to `path` (pretty JSON and a newline) through

@@ -177,6 +177,8 @@ fn run_with_ctprof_compares_the_workload_cgroup() {
     );
     let view: Value =
         serde_json::from_slice(&std::fs::read(dir.join("compare.json")).unwrap()).unwrap();
+    runq_testkit::assert_matches_schema("ctprof-view", &view);
+    assert_eq!(view["tool"], "runq ctprof compare");
     // Two spinners ran for 2 s: some CPU time, at most 2 s per CPU (how
     // much is the host's load; a busy host gave them under 1 s).
     let run_time = delta(&view, "/ctprof-e2e", "run_time_ns");

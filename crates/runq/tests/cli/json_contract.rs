@@ -153,3 +153,31 @@ fn a_document_without_its_envelope_fails_its_schema() {
         "total_calls": 1, "ticks": 1, "ticks_per_call": 1.0, "tsc_hz": 1.0});
     assert_matches_schema("collatz-run", &doc);
 }
+
+/// The listings carry the envelope too (they have no schema file: their
+/// items are the engine's own descriptions).
+#[test]
+fn listings_carry_their_tool_and_schema_version() {
+    for (args, tool, key) in [
+        (
+            &["run", "--list", "--json"][..],
+            "runq run --list",
+            "work_types",
+        ),
+        (
+            &["run", "--explain", "SpinWait", "--json"][..],
+            "runq run --explain",
+            "defaults",
+        ),
+        (
+            &["run", "--list-scenarios", "--json"][..],
+            "runq run --list-scenarios",
+            "scenarios",
+        ),
+    ] {
+        let doc = json_of(args);
+        assert_eq!(doc["tool"], tool, "{args:?}");
+        assert_eq!(doc["schema_version"], 1, "{args:?}");
+        assert!(!doc[key].is_null(), "{args:?}: no {key}");
+    }
+}

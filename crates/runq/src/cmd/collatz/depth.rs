@@ -10,9 +10,8 @@ use anyhow::Context;
 use clap::Args;
 use runq_collatz::config::parse_target;
 use runq_collatz::search::{chain_stats, extend_backward};
-use runq_collatz::stacks::{read_hud_export, read_perf_script, DepthReport};
+use runq_collatz::stacks::{read_hud_export, read_perf_script, DepthDocument, DepthReport};
 use runq_collatz::Target;
-use serde_json::json;
 
 use crate::exit;
 
@@ -48,7 +47,7 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
             "runq: no start value {} calls deep found back from {} with --beam {}: every path left 64 bits; start from a deeper --from (e.g. 942488749153153) or widen --beam",
             args.depth, args.from, args.beam
         );
-        return Ok(ExitCode::from(crate::exit::CHECK_FAILED));
+        return Ok(exit::Exit::CheckFailed.exit_code());
     };
     let s = chain_stats(value);
     crate::outln!(
@@ -89,11 +88,8 @@ pub fn depth_report(args: DepthReportArgs) -> anyhow::Result<ExitCode> {
     };
     let report = read_input(&args)?;
     if args.json {
-        let v = json!({"tool": "runq collatz depth-report",
-                       "schema_version": crate::json::SCHEMA_VERSION,
-                       "report": report, "median_graph_frames": report.median_graph_frames(),
-                       "chain_calls": depth});
-        crate::outln!("{}", serde_json::to_string_pretty(&v)?);
+        let doc = DepthDocument::new(&report, depth);
+        crate::outln!("{}", runq_common::json::to_pretty(&doc)?);
     } else {
         print_report(&report, depth);
     }

@@ -166,7 +166,11 @@ pub fn execute(args: CollatzArgs) -> anyhow::Result<ExitCode> {
     let result = result?;
     let info = tsc::info();
     if args.json {
-        crate::outln!("{}", runq_collatz::output::run_json(&result, &info));
+        let doc = runq_collatz::output::RunDocument::new(&result, &info);
+        crate::outln!(
+            "{}",
+            serde_json::to_string(&runq_common::json::Stamped(&doc))?
+        );
     } else {
         crate::outln!("{}", result.csv_line());
         crate::errln!(

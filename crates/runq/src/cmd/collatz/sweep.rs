@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use runq_collatz::config::{parse_target, MAX_PROCS};
 use runq_collatz::fit::{MIN_PROCESS_COUNTS, PARAMETERS};
-use runq_collatz::sweep::{run_sweep, Curve, Profiled, SweepConfig, SweepError, SweepResult};
+use runq_collatz::sweep::{run_sweep, Curve, Profiled, SweepConfig, SweepResult};
 use runq_collatz::tsc;
 use runq_common::duration::parse_duration;
 
@@ -107,20 +107,11 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed,
     };
     let bar = progress_bar(runq_collatz::sweep::schedule(&cfg).len());
-    let result = run_sweep(&cfg, tsc::info(), |done, _| bar.set_position(done as u64)).map_err(
-        |e| match e {
-            // The profiler command is the user's to fix.
-            SweepError::Profiler { .. } => exit::usage(e.to_string()),
-            other => anyhow::Error::new(other),
-        },
-    )?;
+    let result = run_sweep(&cfg, tsc::info(), |done, _| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     let paths = runq_collatz::output::write_sweep(&args.out, &result)?;
     if args.json {
-        crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(&crate::json::document("runq collatz sweep", &result))?
-        );
+        crate::outln!("{}", runq_common::json::to_pretty(&result)?);
     } else {
         print_summary(&result);
     }

@@ -1,14 +1,14 @@
 //! `runq compare A.json B.json`: did B regress against A? The comparison
 //! itself (medians over repeats, rank-test intervals, verdicts) is
-//! [`runq_workload::compare`]'s; this module parses the arguments and
-//! renders the result as a table, JSON or JUnit.
+//! [`runq_workload::compare`]'s and its text [`runq_workload::render`]'s;
+//! this module parses the arguments and prints the result as text, JSON
+//! or JUnit.
 
-use std::fmt::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use runq_common::table::{Align, Table};
-use runq_workload::compare::{self, Better, Comparison, Row, Unit, Verdict, METHOD};
+use runq_workload::compare::{self, Better, Comparison, Verdict};
+use runq_workload::render::{ci_text, pct_text, value_text};
 
 use crate::exit;
 use crate::junit::{Case, Outcome, Suite};
@@ -56,134 +56,26 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
             args.threshold
         )));
     }
-    let a = compare::read_saved_run(&args.a).map_err(|e| exit::usage(e.to_string()))?;
-    let b = compare::read_saved_run(&args.b).map_err(|e| exit::usage(e.to_string()))?;
+    let a = compare::read_saved_run(&args.a)?;
+    let b = compare::read_saved_run(&args.b)?;
     let differences = compare::differences(&a, &b);
     for m in &differences.mismatches {
         crate::errln!("runq: {m}; every verdict is inconclusive");
     }
-    let report = Comparison::new(&a, &b, args.threshold, differences)
-        .map_err(|e| exit::usage(e.to_string()))?;
+    let report = Comparison::new(&a, &b, args.threshold, differences)?;
     if args.json {
-        crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(&crate::json::document("runq compare", &report))?
-        );
+        crate::outln!("{}", runq_common::json::to_pretty(&report)?);
     } else {
-        crate::out!("{}", render(&report));
+        crate::out!("{}", runq_workload::render::comparison(&report));
     }
     if let Some(path) = &args.junit {
         crate::junit::write(&junit(&report), path)?;
     }
     Ok(if report.regressed > 0 {
-        ExitCode::from(crate::exit::CHECK_FAILED)
+        exit::Exit::CheckFailed.exit_code()
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// A value with its unit, short.
-fn fmt_value(v: Option<f64>, unit: Unit) -> String {
-    let Some(v) = v else { return "-".into() };
-    match unit {
-        Unit::Ns => runq_common::units::fmt_ns(v),
-        Unit::PerSec => format!("{}/s", runq_common::units::fmt_rate(v)),
-        Unit::Percent => format!("{v:.1}%"),
-        Unit::Count | Unit::Ratio if v.abs() < 10.0 => format!("{v:.3}"),
-        u => format!("{v:.0}{}", u.text()),
-    }
-}
-
-fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:+.1}%"))
-}
-
-fn ci_text(r: &Row) -> String {
-    r.ci_pct.map_or_else(
-        || "-".into(),
-        |[lo, hi]| format!("[{}, {}]", pct(Some(lo)), pct(Some(hi))),
-    )
-}
-
-/// Why rows are inconclusive: each distinct reason with the rows it
-/// covers (`PipeIo work_rate, PipeIo wake_p99`, or a count past three).
-fn inconclusive_reasons(rows: &[Row]) -> Vec<(String, String)> {
-    let mut by_reason: Vec<(String, Vec<String>)> = Vec::new();
-    for r in rows {
-        let Some(reason) = r
-            .reason
-            .as_ref()
-            .filter(|_| r.verdict.word() == "inconclusive")
-        else {
-            continue;
-        };
-        let name = format!("{} {}", r.group, r.figure);
-        match by_reason.iter_mut().find(|(k, _)| k == reason) {
-            Some((_, names)) => names.push(name),
-            None => by_reason.push((reason.clone(), vec![name])),
-        }
-    }
-    by_reason
-        .into_iter()
-        .map(|(reason, names)| {
-            let rows = if names.len() > 3 {
-                format!("{} rows", names.len())
-            } else {
-                names.join(", ")
-            };
-            (reason, rows)
-        })
-        .collect()
-}
-
-/// The text table.
-fn render(rep: &Comparison) -> String {
-    let mut out = String::new();
-    let reps = rep.rows.first().map_or([0, 0], |r| r.repeats);
-    let _ = writeln!(
-        out,
-        "A {} ({} repeats) vs B {} ({} repeats); threshold {}%",
-        rep.a, reps[0], rep.b, reps[1], rep.threshold_pct
-    );
-    let _ = writeln!(out, "interval: {METHOD}");
-    for n in &rep.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    for m in &rep.mismatches {
-        let _ = writeln!(out, "NOT COMPARABLE: {m}");
-    }
-    let mut t = Table::new(&[
-        ("group", Align::Left),
-        ("figure", Align::Left),
-        ("A median", Align::Right),
-        ("B median", Align::Right),
-        ("diff", Align::Right),
-        ("95% CI of diff", Align::Left),
-        ("verdict", Align::Left),
-    ]);
-    for r in &rep.rows {
-        t.row(vec![
-            r.group.clone(),
-            r.figure.to_string(),
-            fmt_value(r.median_a, r.unit),
-            fmt_value(r.median_b, r.unit),
-            pct(r.diff_pct),
-            ci_text(r),
-            r.verdict.word().to_string(),
-        ]);
-    }
-    out.push_str(&t.render(str::to_string));
-    for (reason, rows) in inconclusive_reasons(&rep.rows) {
-        let _ = writeln!(out, "inconclusive ({rows}): {reason}");
-    }
-    let _ = writeln!(
-        out,
-        "{} regressed, {} improved, {} figures compared",
-        rep.regressed,
-        rep.improved,
-        rep.rows.len()
-    );
-    out
 }
 
 /// One testcase per group and figure.
@@ -194,9 +86,9 @@ fn junit(rep: &Comparison) -> Suite {
         .map(|r| {
             let text = format!(
                 "A median {}, B median {}, diff {}, 95% CI {} ({} better)",
-                fmt_value(r.median_a, r.unit),
-                fmt_value(r.median_b, r.unit),
-                pct(r.diff_pct),
+                value_text(r.median_a, r.unit),
+                value_text(r.median_b, r.unit),
+                pct_text(r.diff_pct),
                 ci_text(r),
                 if r.better == Better::Higher {
                     "higher"
@@ -206,7 +98,7 @@ fn junit(rep: &Comparison) -> Suite {
             );
             let outcome = match r.verdict {
                 Verdict::Regressed => Outcome::Failure {
-                    message: format!("{} regressed ({})", r.figure, pct(r.diff_pct)),
+                    message: format!("{} regressed ({})", r.figure, pct_text(r.diff_pct)),
                     detail: text.clone(),
                 },
                 Verdict::Inconclusive => Outcome::Skipped(

@@ -79,6 +79,11 @@ struct Summary<'a> {
     capabilities: Option<&'a runq_ctprof::avail::Capabilities>,
 }
 
+impl runq_common::json::JsonDocument for Summary<'_> {
+    const TOOL: &'static str = "runq ctprof capture";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 fn summarize<'a>(snap: &'a CtprofSnapshot, output: &'a Path, bytes: u64) -> Summary<'a> {
     let mut tgids: Vec<u32> = snap.threads.iter().map(|t| t.tgid).collect();
     tgids.dedup();
@@ -156,8 +161,7 @@ pub fn execute(args: CaptureArgs) -> anyhow::Result<ExitCode> {
     let bytes = save(&snap, &args.output).context("writing the snapshot")?;
     let s = summarize(&snap, &args.output, bytes);
     if args.json {
-        let doc = crate::json::document("runq ctprof capture", &s);
-        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
+        crate::outln!("{}", runq_common::json::to_pretty(&s)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = format!(

@@ -38,8 +38,7 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let opts = args.view.options()?;
     if args.baseline.is_dir() && args.candidate.is_dir() {
         let dirs = [args.baseline.as_path(), args.candidate.as_path()];
-        let names =
-            comm_names_over_dirs(&dirs, &opts.grouping).map_err(|e| exit::usage(e.to_string()))?;
+        let names = comm_names_over_dirs(&dirs, &opts.grouping).map_err(exit::user_input)?;
         let (sa, la) = samples(&args.baseline, &opts.grouping, names.as_ref())?;
         let (sb, lb) = samples(&args.candidate, &opts.grouping, names.as_ref())?;
         let view = compare_samples(&sa, &sb, (&la, &lb), &opts, names.as_ref());
@@ -62,7 +61,7 @@ fn samples(
     let mut s = Samples::default();
     let last =
         runq_ctprof::record::delta::for_each_snapshot(dir, |snap| s.add(snap, grouping, names))
-            .map_err(|e| exit::usage(e.to_string()))?;
+            .map_err(exit::user_input)?;
     let last = last.ok_or_else(|| {
         exit::usage(format!(
             "{}: no *.ctprof.zst snapshots; capture some with `runq ctprof capture -o DIR/NAME.ctprof.zst` or record them with `runq ctprof record`",

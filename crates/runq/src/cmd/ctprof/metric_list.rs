@@ -25,6 +25,17 @@ struct Entry {
     description: &'static str,
 }
 
+/// `runq ctprof metric-list --json`: every metric under `metrics`.
+#[derive(serde::Serialize)]
+struct MetricList {
+    metrics: Vec<Entry>,
+}
+
+impl runq_common::json::JsonDocument for MetricList {
+    const TOOL: &'static str = "runq ctprof metric-list";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 fn entries() -> Vec<Entry> {
     let mut v: Vec<Entry> = CTPROF_METRICS
         .iter()
@@ -56,8 +67,8 @@ fn entries() -> Vec<Entry> {
 pub fn execute(args: MetricListArgs) -> anyhow::Result<ExitCode> {
     let list = entries();
     if args.json {
-        let doc = crate::json::listing("runq ctprof metric-list", "metrics", &list);
-        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
+        let doc = MetricList { metrics: list };
+        crate::outln!("{}", runq_common::json::to_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     crate::out!("{}", render(&list));

@@ -4,6 +4,7 @@
 mod capture;
 mod compare;
 mod export;
+mod flags;
 mod metric_list;
 mod record;
 pub mod run_hook;

@@ -109,8 +109,7 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
     })
     .context("recording")?;
     if args.json {
-        let doc = crate::json::document("runq ctprof record", &sum);
-        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
+        crate::outln!("{}", runq_common::json::to_pretty(&sum)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut out =

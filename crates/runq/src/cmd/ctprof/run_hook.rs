@@ -101,8 +101,8 @@ impl Recorder {
         if let Some(prefix) = &filter {
             view.rows.retain(|r| r.group.contains(prefix.as_str()));
         }
-        let compare_json =
-            serde_json::to_vec_pretty(&crate::json::document("runq ctprof compare", &view))?;
+        let doc = runq_common::json::Stamped(&runq_ctprof::view::CompareDocument(&view));
+        let compare_json = serde_json::to_vec_pretty(&doc)?;
         let replace = runq_common::safefile::Replace::OwnFile;
         runq_common::safefile::write_atomic(&self.dir.join("compare.json"), &compare_json, replace)
             .context("writing compare.json")?;

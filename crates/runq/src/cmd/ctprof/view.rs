@@ -7,6 +7,8 @@ use runq_ctprof::derived::CTPROF_DERIVED_METRICS;
 use runq_ctprof::group::{Glob, GroupBy, Grouping};
 use runq_ctprof::registry::{Section, CTPROF_METRICS};
 use runq_ctprof::render::Column;
+
+use super::flags::{ColumnFlag, GroupByFlag, SectionFlag};
 use runq_ctprof::view::ViewOptions;
 use runq_ctprof::CtprofSnapshot;
 
@@ -20,8 +22,8 @@ pub const DEFAULT_LIMIT: usize = 100;
 pub struct ViewArgs {
     /// Group threads by process name, cgroup path, thread name (pools
     /// collapsed: tokio-worker-{N}) or literal thread name.
-    #[arg(long, value_name = "AXIS", value_enum, default_value_t = GroupBy::Pcomm)]
-    pub group_by: GroupBy,
+    #[arg(long, value_name = "AXIS", value_enum, default_value_t = GroupByFlag::Pcomm)]
+    pub group_by: GroupByFlag,
     /// With `--group-by comm`: keep literal thread names.
     #[arg(long)]
     pub no_thread_normalize: bool,
@@ -31,7 +33,7 @@ pub struct ViewArgs {
     pub cgroup_flatten: Vec<String>,
     /// Sub-tables to render (comma-separated; default: all).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
-    pub sections: Vec<Section>,
+    pub sections: Vec<SectionFlag>,
     /// Metric rows to keep (comma-separated names from `metric-list`).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub metrics: Vec<String>,
@@ -41,7 +43,7 @@ pub struct ViewArgs {
     /// Columns to print (comma-separated; default: group .. % for
     /// compare, group, threads, metric, value for show).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
-    pub columns: Vec<Column>,
+    pub columns: Vec<ColumnFlag>,
     /// Keep at most N rows per table (default 100; 0 = all). A line says
     /// how many rows were left out.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_LIMIT)]
@@ -71,16 +73,17 @@ fn check_metric(name: &str) -> anyhow::Result<()> {
 impl ViewArgs {
     /// Validates the flags into view options.
     pub fn options(&self) -> anyhow::Result<ViewOptions> {
-        let by = match self.group_by {
+        let by = match self.group_by.axis() {
             GroupBy::Comm if self.no_thread_normalize => GroupBy::CommExact,
             by => by,
         };
         let flatten = self
             .cgroup_flatten
             .iter()
-            .map(|g| Glob::new(g).map_err(|e| exit::usage(e.to_string())))
+            .map(|g| Glob::new(g).map_err(anyhow::Error::from))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        for s in &self.sections {
+        let sections: Vec<Section> = self.sections.iter().map(|s| s.section()).collect();
+        for s in &sections {
             if s.needs_cgroup_grouping() && by != GroupBy::Cgroup {
                 crate::errln!(
                     "runq: warning: section {} needs --group-by cgroup; it renders no rows",
@@ -114,7 +117,7 @@ impl ViewArgs {
                 normalize: !self.no_thread_normalize,
                 flatten,
             },
-            sections: self.sections.clone(),
+            sections,
             metrics: self.metrics.clone(),
             sort_by,
             limit: (self.limit > 0).then_some(self.limit),
@@ -139,7 +142,7 @@ pub fn load(path: &Path) -> anyhow::Result<CtprofSnapshot> {
         }
         _ => path.to_path_buf(),
     };
-    runq_ctprof::load(&file).map_err(|e| exit::usage(e.to_string()))
+    runq_ctprof::load(&file).map_err(exit::user_input)
 }
 
 /// Prints a view as JSON (`--json`) or as text tables; `compare` selects
@@ -149,20 +152,22 @@ pub fn print_view(
     compare: bool,
     args: &ViewArgs,
 ) -> anyhow::Result<()> {
+    use runq_common::json::to_pretty;
+    use runq_ctprof::view::{CompareDocument, ShowDocument};
     use std::io::Write;
     let mut out = std::io::BufWriter::new(runq_common::output::Stdout::new());
     let result = if args.json {
-        let tool = if compare {
-            "runq ctprof compare"
+        let text = if compare {
+            to_pretty(&CompareDocument(view))
         } else {
-            "runq ctprof show"
+            to_pretty(&ShowDocument(view))
         };
-        serde_json::to_writer_pretty(&mut out, &crate::json::document(tool, view))
-            .map_err(std::io::Error::from)
-            .and_then(|_| out.write_all(b"\n"))
+        text.map_err(std::io::Error::from)
+            .and_then(|t| writeln!(out, "{t}"))
     } else {
         let color = crate::style::color_enabled();
-        runq_ctprof::render::render_to(view, compare, &args.columns, color, &mut out)
+        let columns: Vec<Column> = args.columns.iter().map(|c| c.column()).collect();
+        runq_ctprof::render::render_to(view, compare, &columns, color, &mut out)
     };
     Ok(result.and_then(|_| out.flush())?)
 }

@@ -9,7 +9,7 @@ use runq_hud::live::app::App;
 use runq_hud::live::model::{LiveModel, Status};
 use runq_hud::session::{self, Options, Session};
 
-use super::{hud_error, output, HudArgs};
+use super::{output, HudArgs};
 use crate::exit;
 
 fn require_tty() -> anyhow::Result<()> {
@@ -57,7 +57,7 @@ pub fn live_screen(
     let result = worker
         .join()
         .map_err(|_| anyhow::anyhow!("the hud session thread panicked"))?;
-    result.map_err(hud_error)
+    Ok(result?)
 }
 
 /// Opens the live view on a saved export.

@@ -11,12 +11,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Args;
 use runq_common::duration::parse_duration;
-use runq_hud::bpf::BpfError;
 use runq_hud::discovery::find_process;
 use runq_hud::health::UnwindChoice;
-use runq_hud::session::{self, HudError, Options};
+use runq_hud::session::{self, Options};
 use runq_kernel::proc::tasks::has_capability;
-use runq_kernel::tracefs::TracefsError;
 
 use crate::exit;
 
@@ -144,9 +142,7 @@ fn privileged() -> bool {
 fn target_pid(args: &HudArgs, proc_root: &std::path::Path) -> anyhow::Result<u32> {
     let pid = match (&args.process, args.pid) {
         (_, Some(pid)) => pid,
-        (Some(name), None) => {
-            find_process(proc_root, name).map_err(|e| exit::usage(e.to_string()))?
-        }
+        (Some(name), None) => find_process(proc_root, name)?,
         (None, None) => return Err(exit::usage("name a PROCESS or pass --pid")),
     };
     if !proc_root.join(pid.to_string()).exists() {
@@ -198,7 +194,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     };
     let stop = runq_kernel::signal::install().context("installing signal handlers")?;
     let session = if args.headless {
-        session::run(&opts, stop, |_| {}).map_err(hud_error)?
+        session::run(&opts, stop, |_| {})?
     } else {
         live::live_screen(opts, &args, stop)?
     };
@@ -207,17 +203,4 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     // The probes detach only now, after the report is out.
     drop(session);
     Ok(ExitCode::SUCCESS)
-}
-
-/// Discovery problems are the user's to fix (exit 2), a tracefs that may
-/// not be mounted is a missing privilege (77); others are runtime errors.
-fn hud_error(e: HudError) -> anyhow::Error {
-    match e {
-        HudError::Discovery(d) => exit::usage(d.to_string()),
-        HudError::Target(t) => exit::usage(t.to_string()),
-        HudError::Bpf(BpfError::Tracefs(t @ TracefsError::NotPermitted)) => {
-            exit::no_privilege(t.to_string())
-        }
-        other => anyhow::Error::new(other),
-    }
 }

@@ -53,13 +53,13 @@ pub fn write_exports(args: &HudArgs, session: &Session) -> anyhow::Result<()> {
 /// Prints the session's report (text or JSON).
 pub fn print_report(session: &Session, json: bool) -> anyhow::Result<()> {
     if json {
-        crate::outln!("{}", serde_json::to_string_pretty(&session.report)?);
+        crate::outln!("{}", runq_common::json::to_pretty(&session.report)?);
     } else {
         print_text(&session.report)?;
         if let Some(max) = session.detection_latency_ns.iter().max() {
             crate::errln!(
-                "detection latency: max {:.1} ms after the interval ended",
-                *max as f64 / 1e6
+                "detection latency: max {} after the interval ended",
+                runq_common::units::fmt_ms(*max)
             );
         }
     }
@@ -92,7 +92,7 @@ pub fn replay_report(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let report = runq_hud::export::report_from_trace(&doc)
         .map_err(|e| exit::usage(format!("{}: {e}", path.display())))?;
     if json {
-        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", runq_common::json::to_pretty(&report)?);
     } else {
         print_text(&report)?;
     }

@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use runq_common::json::{to_pretty, JsonDocument};
 use runq_common::text::{hanging, wrap, LIST_WIDTH};
 use runq_workload::WorkType;
 use serde_json::{json, Value};
@@ -65,6 +66,27 @@ fn as_json(work: &WorkType) -> Value {
     })
 }
 
+/// `runq run --list --json`: every work type under `work_types`.
+#[derive(serde::Serialize)]
+struct WorkTypeList {
+    work_types: Vec<Value>,
+}
+
+impl JsonDocument for WorkTypeList {
+    const TOOL: &'static str = "runq run --list";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
+/// `runq run --explain TYPE --json`: one work type's description.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct Explained(Value);
+
+impl JsonDocument for Explained {
+    const TOOL: &'static str = "runq run --explain";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 /// Every work type (or, with `json`, a document listing them under
 /// `work_types`): its name, whether it samples wake latency, and its
 /// summary wrapped within 100 columns, then its parameters with their
@@ -72,9 +94,10 @@ fn as_json(work: &WorkType) -> Value {
 pub fn render_list(json: bool) -> anyhow::Result<String> {
     let all = WorkType::all_defaults();
     if json {
-        let items: Vec<Value> = all.iter().map(as_json).collect();
-        let doc = crate::json::listing("runq run --list", "work_types", &items);
-        return Ok(serde_json::to_string_pretty(&doc)? + "\n");
+        let doc = WorkTypeList {
+            work_types: all.iter().map(as_json).collect(),
+        };
+        return Ok(to_pretty(&doc)? + "\n");
     }
     let name_width = all.iter().map(|t| t.name().len()).max().unwrap_or(4);
     let indent = name_width + 2 + "wakes".len() + 2;
@@ -100,9 +123,7 @@ pub fn render_list(json: bool) -> anyhow::Result<String> {
 /// One work type in detail.
 pub fn render_explain(work: &WorkType, json: bool) -> anyhow::Result<String> {
     if json {
-        let body = as_json(work);
-        let doc = crate::json::document("runq run --explain", &body);
-        return Ok(serde_json::to_string_pretty(&doc)? + "\n");
+        return Ok(to_pretty(&Explained(as_json(work)))? + "\n");
     }
     let info = work.info();
     let workers = info

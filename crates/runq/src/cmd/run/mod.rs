@@ -2,13 +2,11 @@
 
 mod catalog;
 mod evidence;
-mod host_lines;
 mod hostwait;
-mod render;
+mod progress;
 mod repeats;
 mod scenarios;
 mod scheduler_args;
-mod summary;
 pub mod vm;
 
 use std::process::ExitCode;
@@ -322,7 +320,7 @@ fn read_scenario(name: &str) -> anyhow::Result<Scenario> {
             return scenarios::load(name)
                 .unwrap_or_else(|| Err(scenarios::unknown(name, "runq run")));
         }
-        return load_scenario(path).map_err(|e| exit::usage(e.to_string()));
+        return Ok(load_scenario(path)?);
     }
     let mut text = String::new();
     let limit = runq_workload::scenario_file::MAX_SCENARIO_BYTES;
@@ -337,8 +335,10 @@ fn read_scenario(name: &str) -> anyhow::Result<Scenario> {
             limit / 1024
         )));
     }
-    runq_workload::scenario_file::parse_scenario(Path::new("<stdin>"), &text)
-        .map_err(|e| exit::usage(e.to_string()))
+    Ok(runq_workload::scenario_file::parse_scenario(
+        Path::new("<stdin>"),
+        &text,
+    )?)
 }
 
 /// `--workers`: a whole number (the type's own rule is checked later).
@@ -482,7 +482,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             crate::out!("{text}");
         }
     }
-    Ok(exit_code(outcome))
+    Ok(exit::verdict_code(outcome))
 }
 
 /// Prints the document (`--json`) or the last repeat's report and the
@@ -494,10 +494,10 @@ fn print_report(doc: &RunDocument, json: bool) -> anyhow::Result<()> {
             crate::errln!("runq: run ended early: {e}");
         }
     } else {
-        let text = render::render_outcome(&doc.last, crate::style::color_enabled());
+        let text = runq_workload::render::outcome(&doc.last, crate::style::color_enabled());
         crate::out!("{}", evidence::with_report(text, doc.evidence.as_ref()));
         if let Some(s) = &doc.repeat_summary {
-            crate::out!("{}", summary::render(s));
+            crate::out!("{}", runq_workload::render::repeat_summary(s));
         }
     }
     Ok(())
@@ -527,20 +527,4 @@ fn check_outputs(args: &RunArgs) -> anyhow::Result<()> {
         ("--output", args.output.as_deref()),
         ("--junit", args.junit.as_deref()),
     ])
-}
-
-fn exit_code(outcome: &runq_workload::RunOutcome) -> ExitCode {
-    if outcome.run_error.is_some() {
-        return ExitCode::from(exit::RUN_ERROR);
-    }
-    if outcome.interrupted {
-        let sig = runq_kernel::signal::received_signal().unwrap_or(libc::SIGINT);
-        return ExitCode::from(u8::try_from(128 + sig).unwrap_or(1));
-    }
-    match outcome.verdict {
-        runq_workload::Verdict::Pass => ExitCode::SUCCESS,
-        runq_workload::Verdict::Fail => ExitCode::from(crate::exit::CHECK_FAILED),
-        // Only when not flagged as interrupted above, which cannot happen.
-        runq_workload::Verdict::Interrupted => ExitCode::from(exit::RUN_ERROR),
-    }
 }

@@ -7,9 +7,8 @@ use std::time::Duration;
 use runq_workload::{run_scenario, CgroupMode, Fault, RunError, RunOptions, RunOutcome, Scenario};
 
 use super::evidence::{self, Flight};
-use super::render;
+use super::progress::Progress;
 use crate::cmd::ctprof::run_hook::Recorder;
-use crate::exit;
 
 /// How `runq run` runs its scenario: everything each repeat needs besides
 /// the scenario, the interrupt flag and the tick hooks.
@@ -64,18 +63,18 @@ impl RunPlan {
     }
 }
 
-/// The error (and so the exit code) of a run that could not happen.
+/// The error of a run that could not happen, its type kept (its exit
+/// code is `exit`'s to choose), with the words that introduce it.
 fn refusal(e: RunError) -> anyhow::Error {
-    match e {
-        RunError::NeedsPrivilege(why) => exit::no_privilege(format!(
-            "this run asks for cgroups, which need root (or a delegated cgroup subtree): {why}"
-        )),
-        RunError::Scenario(e) => exit::usage(e.to_string()),
-        RunError::Capacity(why) => exit::usage(format!("the host cannot hold this run: {why}")),
-        RunError::Interrupted(why) => exit::interrupted(why),
-        RunError::HostLacks(why) => exit::skipped(why),
-        e => exit::run_error(e.to_string()),
-    }
+    let intro = match &e {
+        RunError::NeedsPrivilege(_) => {
+            "this run asks for cgroups, which need root (or a delegated cgroup subtree)"
+        }
+        RunError::Capacity(_) => "the host cannot hold this run",
+        RunError::HostLacks(_) => "skipped",
+        _ => return e.into(),
+    };
+    anyhow::Error::new(e).context(intro)
 }
 
 /// What the repeats produced: every outcome, and the evidence of the last
@@ -105,7 +104,7 @@ pub fn run_repeats(
         if plan.repeats > 1 && !json {
             crate::errln!("runq: repeat {n}/{}", plan.repeats);
         }
-        let mut progress = render::Progress::new(scn.duration, json);
+        let mut progress = Progress::new(scn.duration, json);
         let mut flight = Flight::start(plan.flight_recorder);
         let mut on_tick = |e, t| {
             flight.tick(e);
@@ -124,7 +123,7 @@ pub fn run_repeats(
         if !json && n < plan.repeats && !stop {
             crate::out!(
                 "{}",
-                render::render_outcome(&outcome, crate::style::color_enabled())
+                runq_workload::render::outcome(&outcome, crate::style::color_enabled())
             );
         }
         outcomes.push(outcome);

@@ -11,15 +11,26 @@ use serde_json::json;
 
 use crate::exit;
 
+/// `runq run --list-scenarios --json`: every scenario under `scenarios`.
+#[derive(serde::Serialize)]
+struct ScenarioList {
+    scenarios: Vec<serde_json::Value>,
+}
+
+impl runq_common::json::JsonDocument for ScenarioList {
+    const TOOL: &'static str = "runq run --list-scenarios";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 /// Every ready-made scenario with what it exposes (or a JSON document).
 pub fn render_list(json: bool) -> anyhow::Result<String> {
     if json {
-        let list: Vec<_> = CATALOG
+        let scenarios = CATALOG
             .iter()
             .map(|c| json!({"name": c.name, "summary": c.summary()}))
             .collect();
-        let doc = crate::json::listing("runq run --list-scenarios", "scenarios", &list);
-        return Ok(serde_json::to_string_pretty(&doc)? + "\n");
+        let doc = ScenarioList { scenarios };
+        return Ok(runq_common::json::to_pretty(&doc)? + "\n");
     }
     let width = CATALOG.iter().map(|c| c.name.len()).max().unwrap_or(8);
     let indent = width + 2;
@@ -50,7 +61,7 @@ pub fn load(name: &str) -> Option<anyhow::Result<Scenario>> {
     let c = find(name)?;
     Some(
         c.scenario(&HostShape::read(Path::new("/sys")))
-            .map_err(|e| exit::usage(e.to_string())),
+            .map_err(anyhow::Error::from),
     )
 }
 

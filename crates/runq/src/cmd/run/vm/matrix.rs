@@ -34,6 +34,17 @@ struct Row {
     vm: Option<VmFacts>,
 }
 
+/// `runq run --vm-matrix --json`: every topology's outcome.
+#[derive(Debug, Serialize)]
+struct Matrix {
+    runs: Vec<Row>,
+}
+
+impl runq_common::json::JsonDocument for Matrix {
+    const TOOL: &'static str = "runq run --vm-matrix";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 /// Runs the matrix and prints its summary.
 pub(super) fn run_matrix(
     args: &super::super::RunArgs,
@@ -79,9 +90,9 @@ pub(super) fn run_matrix(
         }
         rows.push(row);
     }
-    let doc =
-        serde_json::json!({"tool": "runq run --vm-matrix", "schema_version": 1, "runs": rows});
-    let text = serde_json::to_string_pretty(&doc)?;
+    let doc = Matrix { runs: rows };
+    let text = runq_common::json::to_pretty(&doc)?;
+    let rows = doc.runs;
     if let Some(path) = &args.output {
         std::fs::write(path, format!("{text}\n"))
             .map_err(|e| exit::run_error(format!("--output {}: {e}", path.display())))?;
@@ -238,7 +249,7 @@ fn matrix_code(rows: &[Row]) -> u8 {
     if cells.iter().any(|c| c == "ERROR" || c == "INTERRUPTED") {
         exit::RUN_ERROR
     } else if cells.iter().any(|c| c == "FAIL") {
-        1
+        exit::CHECK_FAILED
     } else if !cells.is_empty() && cells.iter().all(|c| c == "SKIP") {
         exit::NO_PRIVILEGE
     } else {
@@ -259,6 +270,18 @@ mod tests {
             error: error.map(String::from),
             vm: None,
         }
+    }
+
+    #[test]
+    fn the_document_carries_its_envelope() {
+        let doc = Matrix {
+            runs: vec![row(Some("pass"), Some(0), None)],
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&runq_common::json::to_pretty(&doc).unwrap()).unwrap();
+        assert_eq!(v["tool"], "runq run --vm-matrix");
+        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["runs"][0]["topology"], "2n2c2t");
     }
 
     #[test]

@@ -6,13 +6,13 @@
 
 use std::fmt::Write as _;
 
+use crate::results::{CheckTally, RepeatSummary};
 use runq_common::table::{Align, Table};
 use runq_common::units::{fmt_ns, fmt_rate};
-use runq_workload::results::{CheckTally, RepeatSummary};
 
 /// The summary as text: a table of groups, then the checks that did not
 /// hold in every repeat (or a line saying all did).
-pub fn render(s: &RepeatSummary) -> String {
+pub fn repeat_summary(s: &RepeatSummary) -> String {
     let mut out = format!("\nover {} repeats:\n", s.repeats);
     let mut t = Table::new(&[
         ("group", Align::Left),
@@ -55,7 +55,7 @@ pub fn render(s: &RepeatSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runq_workload::results::{GroupSpread, Spread};
+    use crate::results::{GroupSpread, Spread};
 
     #[test]
     fn renders_medians_ranges_and_shaky_checks() {
@@ -78,14 +78,14 @@ mod tests {
             }],
             checks: vec![tally(2)],
         };
-        let text = render(&s);
+        let text = repeat_summary(&s);
         assert!(text.contains("over 3 repeats"), "{text}");
         assert!(
             text.contains("pipes max_gap_ms held in 2 of 3 repeats"),
             "{text}"
         );
         s.checks = vec![tally(3)];
-        let text = render(&s);
+        let text = repeat_summary(&s);
         assert!(text.contains("every check held in all 3 repeats"), "{text}");
     }
 }

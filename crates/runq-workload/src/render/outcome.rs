@@ -1,51 +1,17 @@
-//! Human output of `runq run`: the per-group table and the progress bar.
+//! The text report of one run ([`RunOutcome`]): the per-group table, what
+//! its wake columns measure, the host's lines, lost workers and a dead
+//! scheduler, the checks and the verdict.
 
 use std::fmt::Write;
-use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
-use runq_workload::{Placement, RunOutcome, WakeFigure, WorkerExitInfo, WorkerReport};
-
-use crate::style::paint;
+use runq_common::color::paint;
 use runq_common::table::{Align, Table};
 use runq_common::units::{self, fmt_rate};
 
-/// A progress bar on a TTY for runs longer than a second.
-pub struct Progress(Option<ProgressBar>);
-
-impl Progress {
-    /// Shows a bar when stderr is a TTY, output is not JSON, and the run is
-    /// longer than a second.
-    pub fn new(total: Duration, json: bool) -> Self {
-        if json || total <= Duration::from_secs(1) || !crate::style::stderr_is_tty() {
-            return Progress(None);
-        }
-        let bar = ProgressBar::new(total.as_millis() as u64);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} running {bar:30} {elapsed}/{msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar.set_message(format!("{:.1}s", total.as_secs_f64()));
-        Progress(Some(bar))
-    }
-
-    /// Updates the bar.
-    pub fn tick(&mut self, elapsed: Duration, _total: Duration) {
-        if let Some(bar) = &self.0 {
-            bar.set_position(elapsed.as_millis() as u64);
-        }
-    }
-
-    /// Removes the bar.
-    pub fn finish(&mut self) {
-        if let Some(bar) = self.0.take() {
-            bar.finish_and_clear();
-        }
-    }
-}
+use crate::{Placement, RunOutcome, WakeFigure, WorkerExitInfo, WorkerReport};
 
 /// Formats ns with an SI unit (ns, µs, ms, s).
-pub fn fmt_ns(ns: u64) -> String {
+fn fmt_ns(ns: u64) -> String {
     units::fmt_ns(ns as f64)
 }
 
@@ -129,8 +95,8 @@ fn render_wake_legend(out: &mut String, o: &RunOutcome) {
     }
 }
 
-/// The report printed after a run.
-pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
+/// The report printed after a run (`color`: ANSI colours).
+pub fn outcome(o: &RunOutcome, color: bool) -> String {
     let mut out = String::new();
     let workers: usize = o.groups.iter().map(|g| g.workers).sum();
     let place = match &o.placement {
@@ -157,7 +123,7 @@ pub fn render_outcome(o: &RunOutcome, color: bool) -> String {
     out.push_str(&group_table(o).render(|h| paint(h, 1, color)));
     render_wake_legend(&mut out, o);
     let host = o.series.as_ref().and_then(|s| s.host.as_ref());
-    out.push_str(&super::host_lines::host_lines(host));
+    out.push_str(&super::host::host_lines(host));
     render_failures(&mut out, o, color);
     render_checks(&mut out, o, color);
     if o.interrupted {
@@ -249,34 +215,25 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             paint(word, code, color),
             c.name,
             c.group,
-            fmt_measure(c.measured),
+            units::fmt_measure(c.measured),
             c.op,
-            fmt_measure(c.bound)
+            units::fmt_measure(c.bound)
         );
         if let (false, Some(d)) = (c.pass, &c.detail) {
             let _ = writeln!(out, "     {d}");
         }
     }
     let (word, code) = match o.verdict {
-        runq_workload::Verdict::Pass => ("PASS", 32),
-        runq_workload::Verdict::Fail => ("FAIL", 31),
-        runq_workload::Verdict::Interrupted => ("INTERRUPTED", 33),
+        crate::Verdict::Pass => ("PASS", 32),
+        crate::Verdict::Fail => ("FAIL", 31),
+        crate::Verdict::Interrupted => ("INTERRUPTED", 33),
     };
-    if o.verdict == runq_workload::Verdict::Fail {
+    if o.verdict == crate::Verdict::Fail {
         if let Some(load) = o.host_load.filter(|l| l.busy()) {
             let _ = writeln!(out, "{}", paint(&load.describe(), 33, color));
         }
     }
     let _ = writeln!(out, "verdict: {}", paint(word, code, color));
-}
-
-/// A measured value: integers plainly, fractions with 3 significant places.
-fn fmt_measure(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
-    }
 }
 
 #[cfg(test)]

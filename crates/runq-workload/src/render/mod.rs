@@ -1,0 +1,13 @@
+//! Text rendering of the engine's documents: a run's report, the repeats'
+//! summary and a comparison. Each tool's library renders its own documents
+//! (as ctprof, hud and collatz do); the binary parses the arguments,
+//! chooses the format (text, `--json`, `--junit`) and writes.
+
+mod compare;
+mod host;
+mod outcome;
+mod repeats;
+
+pub use compare::{ci_text, comparison, pct_text, value_text};
+pub use outcome::outcome;
+pub use repeats::repeat_summary;
