@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::{boot_and_run, guest, plan, SharedDir, VmFacts};
 use crate::exit;
 use crate::junit::{Case, Outcome, Suite};
+use runq_common::safefile::{write_atomic, Replace};
 
 /// The presets of a matrix when `--topology` gives none: one CPU kind at
 /// a time (cores, SMT siblings, NUMA nodes, LLCs), then all together.
@@ -94,7 +95,8 @@ pub(super) fn run_matrix(
     let text = runq_common::json::to_pretty(&doc)?;
     let rows = doc.runs;
     if let Some(path) = &args.output {
-        std::fs::write(path, format!("{text}\n"))
+        let bytes = format!("{text}\n");
+        write_atomic(path, bytes.as_bytes(), Replace::OwnFile)
             .map_err(|e| exit::run_error(format!("--output {}: {e}", path.display())))?;
     }
     if args.json {

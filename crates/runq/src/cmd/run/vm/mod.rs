@@ -18,6 +18,7 @@ use runq_common::duration::parse_duration;
 
 use crate::exit;
 use launch::{Deadlines, Ended};
+use runq_common::safefile::{write_atomic, Replace};
 use topology::Topology;
 
 /// The flags of `--vm`.
@@ -354,12 +355,14 @@ fn bring_out(
     }
     let saved = std::fs::read_to_string(guest::guest_output(&run.dir.0));
     if let (Some(path), Ok(text)) = (&g.output, saved) {
-        std::fs::write(path, with_vm_facts(&text, facts)? + "\n")
+        let doc = with_vm_facts(&text, facts)? + "\n";
+        write_atomic(path, doc.as_bytes(), Replace::OwnFile)
             .map_err(|e| exit::run_error(format!("--output {}: {e}", path.display())))?;
     }
     if let Some(path) = &g.junit {
-        std::fs::copy(guest::guest_junit(&run.dir.0), path)
-            .map_err(|e| exit::run_error(format!("--junit {}: {e}", path.display())))?;
+        let junit = std::fs::read(guest::guest_junit(&run.dir.0))
+            .and_then(|bytes| write_atomic(path, &bytes, Replace::OwnFile));
+        junit.map_err(|e| exit::run_error(format!("--junit {}: {e}", path.display())))?;
     }
     Ok(ExitCode::from(rc))
 }
