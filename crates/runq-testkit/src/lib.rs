@@ -71,13 +71,15 @@ fn build_in_profile(selection: &[&str]) {
     cargo(&args, |_| ());
 }
 
-/// An example `name` of the package under test, in the profile's
-/// `examples/` directory (cargo builds examples before it runs tests).
-pub fn example_bin(name: &str) -> PathBuf {
+/// Example `name` of `package`, built on first use in the test's profile
+/// (a test of another package, run alone with `cargo test -p`, would not
+/// find it otherwise).
+pub fn example_bin(package: &str, name: &str) -> PathBuf {
+    build_in_profile(&["-p", package, "--example", name]);
     let bin = profile_dir().join("examples").join(name);
     assert!(
         bin.exists(),
-        "example {name} not built at {}: run the tests through cargo test",
+        "example {name} not built at {}",
         bin.display()
     );
     bin

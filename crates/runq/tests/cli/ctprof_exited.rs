@@ -15,7 +15,7 @@ use crate::common::{spawn, wait_for};
 fn short_lived_thread_is_in_the_next_exited_tally() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().to_str().unwrap();
-    let mut program = Command::new(runq_testkit::example_bin("exiting-thread"))
+    let mut program = Command::new(runq_testkit::example_bin("runq-ctprof", "exiting-thread"))
         .arg("200")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
