@@ -5,6 +5,7 @@ mod capture;
 mod compare;
 mod export;
 mod metric_list;
+pub mod moment;
 mod record;
 pub mod run_hook;
 mod show;

@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use runq_kernel::sched_trace::{Recorder, EVENTS};
+use runq_workload::evidence::ctprof::{CtprofEvidence, Subject};
 use runq_workload::evidence::{self, window::Names, Evidence, EvidenceReport};
+
+use crate::cmd::ctprof::run_hook::Recorder as CtprofHook;
 use runq_workload::{RunOutcome, Verdict};
 
 /// One run's recorder, or why there is none, and the run's start on its
@@ -61,8 +64,14 @@ impl Flight {
 
     /// Stops recording; after a FAIL, reads the recording and writes the
     /// evidence of each failed check (its trace files under `dir`, named
-    /// after `tag`).
-    pub fn finish(self, o: &RunOutcome, dir: &Path, tag: &str) -> Option<EvidenceReport> {
+    /// after `tag`), with `ctprof`'s compare of the threads each names
+    /// when `--ctprof` took snapshots.
+    pub fn finish(
+        self,
+        o: &RunOutcome,
+        (dir, tag): (&Path, &str),
+        ctprof: Option<&CtprofHook>,
+    ) -> Option<EvidenceReport> {
         if o.verdict != Verdict::Fail {
             return None;
         }
@@ -89,13 +98,14 @@ impl Flight {
             report.recorded_s = Some([s(a.ts_ns()), s(b.ts_ns())]);
         }
         let wrapped = recording.wrapped_from_ns;
+        let around = |subjects: &[Subject]| ctprof.and_then(|c| c.around(subjects));
         report.checks = examine_all(
             o,
-            &events,
-            base,
+            (&events, base),
             &self.own,
             &wrapped,
             &dir.join(format!("runq-evidence-{tag}")),
+            &around,
         );
         Some(report)
     }
@@ -106,11 +116,11 @@ impl Flight {
 /// share one file).
 fn examine_all(
     o: &RunOutcome,
-    events: &[runq_kernel::sched_trace::SchedEvent],
-    base: u64,
+    (events, base): (&[runq_kernel::sched_trace::SchedEvent], u64),
     own: &HashSet<i32>,
     wrapped: &std::collections::BTreeMap<u32, u64>,
     prefix: &Path,
+    ctprof: &dyn Fn(&[Subject]) -> Option<CtprofEvidence>,
 ) -> Vec<Evidence> {
     let group_of = |tid: i32| evidence::group_of(o, tid);
     let is_runq = |tid: i32| own.contains(&tid);
@@ -120,26 +130,27 @@ fn examine_all(
         wrapped,
     };
     let moments = evidence::moments(o);
-    let mut written: Vec<((i32, u64, u64), String)> = Vec::new();
+    let mut written: Vec<(evidence::MomentKey, String)> = Vec::new();
     let mut out = Vec::new();
     for c in o.checks.iter().filter(|c| !c.pass) {
-        let found = match moments
+        let moment = moments
             .iter()
-            .find(|m| m.check == c.name && m.group == c.group)
-        {
-            Some(m) => {
-                let (ev, trace) = evidence::examine(events, base, m, &names);
-                Some((ev, trace, (m.tid, m.from_ns, m.to_ns)))
+            .find(|m| m.check == c.name && m.group == c.group);
+        let found = match moment {
+            Some(m) => Some(evidence::examine(events, base, m, &names)),
+            None if c.name == "max_p99_wake_latency_us" => {
+                evidence::examine_wakes(o, c, events, base, &names)
             }
             None => evidence::examine_series(o, c, events, base, &names),
         };
-        let Some((mut ev, trace, key)) = found else {
+        let Some(found) = found else {
             out.push(evidence::without_moment(c));
             continue;
         };
-        if let Some(w) = written.iter().find(|w| w.0 == key) {
+        let mut ev = found.evidence;
+        if let Some(w) = written.iter().find(|w| w.0 == found.key) {
             ev.trace_file = Some(w.1.clone());
-        } else if let Some(trace) = trace {
+        } else if let Some(trace) = found.trace {
             let file = format!(
                 "{}-{}-{}.json",
                 prefix.display(),
@@ -148,7 +159,7 @@ fn examine_all(
             );
             match std::fs::write(&file, trace.to_string()) {
                 Ok(()) => {
-                    written.push((key, file.clone()));
+                    written.push((found.key, file.clone()));
                     ev.trace_file = Some(file);
                 }
                 Err(e) => ev
@@ -156,6 +167,7 @@ fn examine_all(
                     .push_str(&format!(" (the trace could not be written to {file}: {e})")),
             }
         }
+        ev.ctprof = ctprof(&found.subjects);
         out.push(ev);
     }
     out
@@ -243,6 +255,9 @@ fn render(r: &EvidenceReport) -> String {
     out.push_str(":\n");
     for e in &r.checks {
         out.push_str(&format!("  {} {}: {}\n", e.check, e.group, e.summary));
+        if let Some(c) = &e.ctprof {
+            out.push_str(&format!("    {}\n", c.line()));
+        }
         if let Some(f) = &e.trace_file {
             out.push_str(&format!("    trace: {f}\n"));
         }
@@ -276,6 +291,7 @@ mod tests {
                 summary: "worker 1 (g) waited".into(),
                 window_s: None,
                 trace_file: Some("/tmp/t.json".into()),
+                ctprof: None,
             }],
             ..EvidenceReport::default()
         };

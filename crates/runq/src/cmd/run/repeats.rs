@@ -117,7 +117,8 @@ pub fn run_repeats(
         let outcome = run_scenario(scn, plan.options(scn, interrupt, &mut on_tick));
         progress.finish();
         let outcome = outcome.map_err(refusal)?;
-        if let Some(ev) = flight.finish(&outcome, evidence_dir, &evidence::tag(n)) {
+        let tag = evidence::tag(n);
+        if let Some(ev) = flight.finish(&outcome, (evidence_dir, &tag), ctprof.as_ref()) {
             last_evidence = Some(ev);
         }
         let stop = outcome.interrupted || outcome.run_error.is_some();
