@@ -56,7 +56,10 @@ fn a_fail_starts_stderr_with_its_worst_check() {
 
 /// As root: a spinner pinned to CPU 0 is starved by a SCHED_FIFO busy loop
 /// pinned there; the run FAILs max_gap_ms, and its evidence names the hog
-/// as the task that held CPU 0 while the worker waited.
+/// as the task that held CPU 0 while the worker waited. The gap froze the
+/// recording as the worker got CPU 0 back, and `--ctprof`'s snapshots
+/// (taken before the hog started and after it ended) show the worker's
+/// run-queue wait.
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn the_evidence_of_a_starved_worker_names_the_hog() {
@@ -76,13 +79,15 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
         "--flight-recorder",
         "--evidence-dir",
         d,
+        "--ctprof",
+        &format!("{d}/ctprof"),
     ]);
     let pid = child.id();
     let worker = wait_for(Duration::from_secs(10), "the worker", || {
         let kids = children(pid);
         (kids.len() == 1).then(|| kids[0])
     });
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(600));
     let hog = runq_testkit::starve::RtHog::starve(worker);
     let hog_pid = hog.pid();
     std::thread::sleep(Duration::from_millis(1500));
@@ -122,4 +127,41 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
         trace.contains(&format!("`sh` {hog_pid}")),
         "the trace shows the hog"
     );
+    assert_frozen_after_the_gap(&v, ev);
+    assert_ctprof_shows_the_wait(ev, worker);
+}
+
+/// The recording froze at the end of the gap (the worker's first window
+/// after it), not before the wait it shows.
+fn assert_frozen_after_the_gap(v: &Value, ev: &Value) {
+    let frozen = v["evidence"]["frozen_s"]
+        .as_f64()
+        .expect("the gap froze the recording");
+    let [_, to] = [&ev["window_s"][0], &ev["window_s"][1]].map(|x| x.as_f64().unwrap());
+    let summary = ev["summary"].as_str().unwrap();
+    let (_, from) = summary.split_once(" ms on CPU 0 from ").expect(summary);
+    let from: f64 = from.split(' ').next().unwrap().parse().unwrap();
+    assert!(
+        frozen > from && frozen <= to,
+        "froze at {frozen} s, wait from {from} s, window to {to} s"
+    );
+}
+
+/// ctprof's compare names the worker first, in both snapshots, with the
+/// bulk of its 1.5 s wait as run-queue wait.
+fn assert_ctprof_shows_the_wait(ev: &Value, worker: i32) {
+    let t = &ev["ctprof"]["threads"][0];
+    assert_eq!(t["tid"], worker, "{ev}");
+    assert_eq!(
+        (t["role"].as_str(), t["presence"].as_str()),
+        (Some("worker"), Some("both"))
+    );
+    let wait = t["deltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["metric"] == "wait_time_ns")
+        .and_then(|d| d["delta"].as_f64())
+        .expect("wait_time_ns");
+    assert!(wait >= 1e9, "wait_time_ns {wait}");
 }

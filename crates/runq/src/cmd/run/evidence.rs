@@ -6,6 +6,7 @@
 //! that starts stderr.
 
 use std::collections::HashSet;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -14,12 +15,14 @@ use runq_workload::evidence::ctprof::{CtprofEvidence, Subject};
 use runq_workload::evidence::{self, window::Names, Evidence, EvidenceReport};
 
 use crate::cmd::ctprof::run_hook::Recorder as CtprofHook;
-use runq_workload::{RunOutcome, Verdict};
+use runq_workload::{Freeze, RunOutcome, Scenario, Verdict};
 
 /// One run's recorder, or why there is none, and the run's start on its
 /// clock (CLOCK_MONOTONIC, ns), learnt from the first tick.
 pub struct Flight {
     recorder: Result<Recorder, String>,
+    /// The recorder's `tracing_on`, held open for the workers' freeze.
+    trigger: Option<std::fs::File>,
     base_ns: Option<u64>,
     own: HashSet<i32>,
 }
@@ -42,9 +45,24 @@ impl Flight {
         };
         Flight {
             recorder,
+            trigger: None,
             base_ns: None,
             own: HashSet::new(),
         }
+    }
+
+    /// The stop-on-threshold trigger for `scn`'s workers, when the
+    /// recorder runs, `on`, and the scenario bounds gaps: the first gap
+    /// beyond `max_gap_ms` freezes the recording.
+    pub fn freeze(&mut self, scn: &Scenario, on: bool) -> Option<Freeze> {
+        let gap_ms = scn.checks.gap_bound_ms().filter(|_| on)?;
+        let file = self.recorder.as_ref().ok()?.trigger().ok()?;
+        let fd = file.as_raw_fd();
+        self.trigger = Some(file);
+        Some(Freeze {
+            tracing_on_fd: fd,
+            gap_ns: gap_ms.saturating_mul(1_000_000),
+        })
     }
 
     /// On each tick of the run: the first gives the run's start; each
@@ -96,6 +114,7 @@ impl Flight {
         let s = |ns: u64| (ns as f64 - base as f64) / 1e9;
         if let (Some(a), Some(b)) = (events.first(), events.last()) {
             report.recorded_s = Some([s(a.ts_ns()), s(b.ts_ns())]);
+            report.frozen_s = recording.frozen.then(|| s(b.ts_ns()));
         }
         let wrapped = recording.wrapped_from_ns;
         let around = |subjects: &[Subject]| ctprof.and_then(|c| c.around(subjects));
@@ -107,6 +126,9 @@ impl Flight {
             &dir.join(format!("runq-evidence-{tag}")),
             &around,
         );
+        if let Some(t) = report.frozen_s {
+            note_after_freeze(&mut report.checks, t);
+        }
         Some(report)
     }
 }
@@ -171,6 +193,19 @@ fn examine_all(
         out.push(ev);
     }
     out
+}
+
+/// Tells each check whose window starts after the recording froze (at
+/// `t`, s) why the recording shows nothing of it.
+fn note_after_freeze(checks: &mut [Evidence], t: f64) {
+    for e in checks {
+        if e.window_s.is_some_and(|[a, _]| a > t) {
+            e.summary.push_str(&format!(
+                " (the recording froze at {t:.2} s, at an earlier gap beyond max_gap_ms; \
+                 --no-freeze records to the end)"
+            ));
+        }
+    }
 }
 
 /// `name` with anything but letters, digits, `-` and `_` as `_` (a check
@@ -253,6 +288,12 @@ fn render(r: &EvidenceReport) -> String {
         ));
     }
     out.push_str(":\n");
+    if let Some(t) = r.frozen_s {
+        out.push_str(&format!(
+            "  the recording froze at {t:.2} s, when a worker's gap passed max_gap_ms \
+             (--no-freeze records to the end)\n"
+        ));
+    }
     for e in &r.checks {
         out.push_str(&format!("  {} {}: {}\n", e.check, e.group, e.summary));
         if let Some(c) = &e.ctprof {

@@ -36,6 +36,9 @@ pub struct RunPlan {
     /// Record the scheduler's events for the evidence of a FAIL into this
     /// many MiB per CPU (`--flight-recorder`), or not at all.
     pub flight_recorder: Option<u32>,
+    /// Freeze the recording at the first gap beyond `max_gap_ms` (not
+    /// `--no-freeze`).
+    pub freeze: bool,
 }
 
 impl RunPlan {
@@ -60,6 +63,7 @@ impl RunPlan {
                 self.runnable_wait || scn.checks.max_runnable_wait_ms.is_some(),
                 scn.total_workers(),
             ),
+            freeze: None,
         }
     }
 }
@@ -107,6 +111,7 @@ pub fn run_repeats(
         }
         let mut progress = render::Progress::new(scn.duration, json);
         let mut flight = Flight::start(plan.flight_recorder);
+        let freeze = flight.freeze(scn, plan.freeze);
         let mut on_tick = |e, t| {
             flight.tick(e);
             progress.tick(e, t);
@@ -114,7 +119,9 @@ pub fn run_repeats(
                 r.tick(e, t);
             }
         };
-        let outcome = run_scenario(scn, plan.options(scn, interrupt, &mut on_tick));
+        let mut opts = plan.options(scn, interrupt, &mut on_tick);
+        opts.freeze = freeze;
+        let outcome = run_scenario(scn, opts);
         progress.finish();
         let outcome = outcome.map_err(refusal)?;
         let tag = evidence::tag(n);
