@@ -59,7 +59,7 @@ fn a_fail_starts_stderr_with_its_worst_check() {
 /// as the task that held CPU 0 while the worker waited. The gap froze the
 /// recording as the worker got CPU 0 back, and `--ctprof`'s snapshots
 /// (taken before the hog started and after it ended) show the worker's
-/// run-queue wait.
+/// run-queue wait. The recorder recorded CPU 0 only, the worker's.
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn the_evidence_of_a_starved_worker_names_the_hog() {
@@ -126,6 +126,11 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
     assert!(
         trace.contains(&format!("`sh` {hog_pid}")),
         "the trace shows the hog"
+    );
+    let source = v["evidence"]["source"].as_str().unwrap();
+    assert!(
+        source.ends_with(" on CPUs 0"),
+        "only the pinned worker's CPU: {source}"
     );
     assert_frozen_after_the_gap(&v, ev);
     assert_ctprof_shows_the_wait(ev, worker);

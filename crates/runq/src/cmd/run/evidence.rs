@@ -5,7 +5,7 @@
 //! the report, a Chrome/Perfetto trace file per check, and the headline
 //! that starts stderr.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,7 +20,8 @@ use runq_workload::{Freeze, RunOutcome, Scenario, Verdict};
 /// One run's recorder, or why there is none, and the run's start on its
 /// clock (CLOCK_MONOTONIC, ns), learnt from the first tick.
 pub struct Flight {
-    recorder: Result<Recorder, String>,
+    /// The recorder and the CPUs it records, or why there is none.
+    recorder: Result<(Recorder, Vec<u32>), String>,
     /// The recorder's `tracing_on`, held open for the workers' freeze.
     trigger: Option<std::fs::File>,
     base_ns: Option<u64>,
@@ -28,14 +29,19 @@ pub struct Flight {
 }
 
 impl Flight {
-    /// Starts recording into `mib_per_cpu` MiB per online CPU, when
-    /// given; otherwise notes why not.
-    pub fn start(mib_per_cpu: Option<u32>) -> Flight {
+    /// Starts recording into `mib_per_cpu` MiB per CPU, when given, on
+    /// the CPUs `pinned` (the workers' when every group is pinned:
+    /// [`Scenario::pinned_cpus`]) or on every online CPU; otherwise notes
+    /// why not.
+    pub fn start(mib_per_cpu: Option<u32>, pinned: Option<BTreeSet<usize>>) -> Flight {
         let recorder = match mib_per_cpu {
             Some(mib) => {
-                let cpus = runq_kernel::cpulist::online_cpus();
+                let cpus = pinned
+                    .unwrap_or_else(|| runq_kernel::cpulist::online_cpus().into_iter().collect());
                 let cpus: Vec<u32> = cpus.iter().filter_map(|&c| u32::try_from(c).ok()).collect();
-                Recorder::start(&cpus, u64::from(mib) * 1024).map_err(|e| e.to_string())
+                Recorder::start(&cpus, u64::from(mib) * 1024)
+                    .map(|r| (r, cpus))
+                    .map_err(|e| e.to_string())
             }
             None => Err(
                 "the flight recorder is off (pass --flight-recorder to record the \
@@ -56,7 +62,7 @@ impl Flight {
     /// beyond `max_gap_ms` freezes the recording.
     pub fn freeze(&mut self, scn: &Scenario, on: bool) -> Option<Freeze> {
         let gap_ms = scn.checks.gap_bound_ms().filter(|_| on)?;
-        let file = self.recorder.as_ref().ok()?.trigger().ok()?;
+        let file = self.recorder.as_ref().ok()?.0.trigger().ok()?;
         let fd = file.as_raw_fd();
         self.trigger = Some(file);
         Some(Freeze {
@@ -94,7 +100,7 @@ impl Flight {
             return None;
         }
         let mut report = EvidenceReport::default();
-        let (rec, base) = match (self.recorder, self.base_ns) {
+        let ((rec, cpus), base) = match (self.recorder, self.base_ns) {
             (Ok(r), Some(b)) => (r, b),
             (Err(why), _) => return Some(unavailable(o, report, format!("no recording: {why}"))),
             (Ok(_), None) => {
@@ -108,7 +114,11 @@ impl Flight {
         };
         drop(rec);
         let events = recording.events;
-        report.source = Some(format!("tracefs instance: {}", EVENTS.join(", ")));
+        report.source = Some(format!(
+            "tracefs instance: {} on CPUs {}",
+            EVENTS.join(", "),
+            cpu_words(&cpus)
+        ));
         report.events = events.len() as u64;
         report.events_written = recording.written;
         let s = |ns: u64| (ns as f64 - base as f64) / 1e9;
@@ -220,6 +230,12 @@ fn file_word(name: &str) -> String {
             }
         })
         .collect()
+}
+
+/// `0, 1, 2`.
+fn cpu_words(cpus: &[u32]) -> String {
+    let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
+    list.join(", ")
 }
 
 /// The report of a FAIL without a recording: every failed check says why.

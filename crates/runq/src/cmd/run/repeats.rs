@@ -110,7 +110,7 @@ pub fn run_repeats(
             crate::errln!("runq: repeat {n}/{}", plan.repeats);
         }
         let mut progress = render::Progress::new(scn.duration, json);
-        let mut flight = Flight::start(plan.flight_recorder);
+        let mut flight = Flight::start(plan.flight_recorder, scn.pinned_cpus());
         let freeze = flight.freeze(scn, plan.freeze);
         let mut on_tick = |e, t| {
             flight.tick(e);
