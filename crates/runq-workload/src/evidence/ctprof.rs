@@ -77,21 +77,25 @@ pub struct MetricDelta {
     /// ctprof's metric name.
     pub metric: String,
     /// Second snapshot minus first (the second's value for a thread
-    /// started between them).
+    /// started between them), in `unit`.
     pub delta: f64,
+    /// ctprof's unit of the value: `ns`, `count`, `ticks`, `bytes` or
+    /// `scalar`.
+    pub unit: String,
     /// Change relative to the first snapshot, percent, when it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pct: Option<f64>,
 }
 
 impl CtprofEvidence {
-    /// The report's line: `ctprof 0.10–4.85 s: worker 12 `spin`: ...;
-    /// holder 40 `yes`: ...`.
-    pub fn line(&self) -> String {
+    /// The report's lines: `ctprof, snapshots at 0.10 s and 4.85 s:`,
+    /// then one per thread (`worker 12 `spin` wait_time_ns +1502.0 ms,
+    /// ...`), each starting with `indent`.
+    pub fn lines(&self, indent: &str) -> String {
         let [a, b] = self.snapshots_s;
-        let mut s = format!("ctprof {a:.2}–{b:.2} s:");
-        for (i, t) in self.threads.iter().enumerate() {
-            let _ = write!(s, "{} {}", if i == 0 { "" } else { ";" }, t.words());
+        let mut s = format!("{indent}ctprof, snapshots at {a:.2} s and {b:.2} s:\n");
+        for t in &self.threads {
+            let _ = writeln!(s, "{indent}  {}", t.words());
         }
         s
     }
@@ -115,27 +119,29 @@ impl ThreadDeltas {
                 return s;
             }
         }
-        let parts: Vec<String> = self.deltas.iter().map(MetricDelta::words).collect();
+        let parts: Vec<String> = self.deltas.iter().map(|m| m.words(false)).collect();
         let _ = write!(s, " {}", parts.join(", "));
         if let Some(m) = &self.most_moved {
-            let _ = write!(s, "; moved most: {}", m.words());
+            let _ = write!(s, "; moved most: {}", m.words(true));
         }
         s
     }
 }
 
 impl MetricDelta {
-    /// `wait_time_ns +1,502 ms`, `nonvoluntary_csw +45`, with the percent
-    /// when known.
-    fn words(&self) -> String {
+    /// `wait_time_ns +1502.0 ms`, `nonvoluntary_csw +45`, with the
+    /// percent when asked for and known (a key metric's percent is of the
+    /// thread's whole life before the first snapshot, which says little).
+    fn words(&self, pct: bool) -> String {
         let sign = if self.delta < 0.0 { "-" } else { "+" };
         let v = self.delta.abs();
-        let mut s = if self.metric.ends_with("_ns") {
-            format!("{} {sign}{:.1} ms", self.metric, v / 1e6)
-        } else {
-            format!("{} {sign}{}", self.metric, v.round())
+        let mut s = match self.unit.as_str() {
+            "ns" => format!("{} {sign}{:.1} ms", self.metric, v / 1e6),
+            "bytes" => format!("{} {sign}{:.1} KiB", self.metric, v / 1024.0),
+            "scalar" => format!("{} {sign}{v:.3}", self.metric),
+            _ => format!("{} {sign}{}", self.metric, v.round()),
         };
-        if let Some(p) = self.pct.filter(|p| p.is_finite()) {
+        if let Some(p) = self.pct.filter(|p| pct && p.is_finite()) {
             let _ = write!(s, " ({p:+.0}%)");
         }
         s

@@ -60,9 +60,14 @@ fn delta_of(r: &Row) -> Option<MetricDelta> {
         Matched::CandidateOnly => r.candidate.scalar()?,
         _ => r.delta?,
     };
+    let unit = serde_json::to_value(r.unit)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
     Some(MetricDelta {
         metric: r.metric.clone(),
         delta,
+        unit,
         pct: r.pct.filter(|p| p.is_finite()),
     })
 }

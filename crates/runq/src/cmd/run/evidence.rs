@@ -313,7 +313,7 @@ fn render(r: &EvidenceReport) -> String {
     for e in &r.checks {
         out.push_str(&format!("  {} {}: {}\n", e.check, e.group, e.summary));
         if let Some(c) = &e.ctprof {
-            out.push_str(&format!("    {}\n", c.line()));
+            out.push_str(&c.lines("    "));
         }
         if let Some(f) = &e.trace_file {
             out.push_str(&format!("    trace: {f}\n"));
