@@ -360,7 +360,7 @@ impl CtprofSnapshot {
             probe_summary: self.probe_summary.clone(),
             parse_summary: self.parse_summary.clone(),
             taskstats_summary: self.taskstats_summary.clone(),
-            psi: self.psi.clone(),
+            psi: self.psi,
             sched_ext: self.sched_ext.clone(),
             capabilities: self.capabilities.clone(),
             exited: Vec::new(),
