@@ -466,6 +466,31 @@ mod tests {
     }
 
     #[test]
+    fn a_gap_past_the_bound_freezes_the_recording_once() {
+        use std::os::fd::AsRawFd;
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), "1").unwrap();
+        let fd = std::fs::OpenOptions::new()
+            .write(true)
+            .open(file.path())
+            .unwrap();
+        let mut t = Telemetry::start();
+        t.gaps = GapMeter::on_iteration_time(now_ns());
+        t.arm_freeze(Freeze {
+            tracing_on_fd: fd.as_raw_fd(),
+            gap_ns: 1_000_000,
+        });
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        t.end_iteration(1);
+        assert_eq!(std::fs::read_to_string(file.path()).unwrap(), "0", "frozen");
+        assert!(t.freeze.is_none() && t.alarm_ns == u64::MAX, "disarmed");
+        std::fs::write(file.path(), "1").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        t.end_iteration(1);
+        assert_eq!(std::fs::read_to_string(file.path()).unwrap(), "1", "once");
+    }
+
+    #[test]
     fn finish_fills_times_and_samples() {
         let mut t = Telemetry::start();
         for i in 0..5 {
