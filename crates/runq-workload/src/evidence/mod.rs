@@ -115,6 +115,45 @@ pub fn group_of(o: &RunOutcome, tid: i32) -> Option<String> {
     Some(g.name.clone())
 }
 
+/// For a moment after the recording froze (its last event, absolute ns,
+/// before the moment's window): the moment the recording does hold, the
+/// longest runnable wait of a worker of the same group in it (the gap
+/// that set off the trigger, or one like it); `None` when it holds none.
+pub fn before_freeze(
+    o: &RunOutcome,
+    m: &Moment,
+    events: &[runq_kernel::sched_trace::SchedEvent],
+    base: u64,
+) -> Option<Moment> {
+    let end = events.last()?.ts_ns();
+    let idx = o.groups.iter().find(|g| g.name == m.group)?.group_idx;
+    let (tid, w) = o
+        .reports
+        .iter()
+        .filter(|r| r.group_idx == idx)
+        .filter_map(|r| {
+            let tid = r.tid as i32;
+            Some((tid, window::longest_wait(events, tid, base, end)?))
+        })
+        .max_by_key(|(_, w)| w.ns())?;
+    let secs = |ns: u64| ns as f64 / 1e9;
+    Some(Moment {
+        tid,
+        cpu: Some(w.queued_cpu),
+        from_ns: w.from_ns.saturating_sub(base),
+        to_ns: w.to_ns.saturating_sub(base),
+        what: format!(
+            "waited in the recording, which froze at {:.2} s, before the group's \
+             worst instance (worker {} {} up to {:.2} s)",
+            secs(end.saturating_sub(base)),
+            m.tid,
+            m.what,
+            secs(m.to_ns)
+        ),
+        ..m.clone()
+    })
+}
+
 fn moment_of(o: &RunOutcome, c: &CheckResult) -> Option<Moment> {
     if c.name == "max_runnable_wait_ms" {
         return host_wait_moment(o.series.as_ref().and_then(|s| s.host.as_ref()), c, o);
@@ -271,7 +310,15 @@ pub fn examine_series(
     base: u64,
     names: &window::Names,
 ) -> Option<Examined> {
-    let (evidence, (from, to), tid) = series::examine(o, c, events, base)?;
+    let (mut evidence, (from, to), tid) = series::examine(o, c, events, base)?;
+    for (cpu, since) in names.wrapped.iter().filter(|(_, t)| **t > from) {
+        evidence.summary.push_str(&format!(
+            " (CPU {cpu}'s recording starts at {:.3} s: its buffer wrapped, so a worker's \
+             state there before then is guessed from its last event elsewhere; a larger \
+             --flight-recorder buffer keeps more)",
+            since.saturating_sub(base) as f64 / 1e9
+        ));
+    }
     let trace =
         reaches(events, to).then(|| chrome::trace(events, base, (from, to), tid, None, names));
     Some(Examined {

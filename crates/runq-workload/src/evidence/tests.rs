@@ -395,3 +395,56 @@ fn a_wake_latency_fail_names_the_worst_wakeup_its_waker_and_the_cpus_holder() {
     let [a, b] = x.evidence.window_s.unwrap();
     assert!(a < 1.0 && b > 1.008, "{a} {b}");
 }
+
+#[test]
+fn a_moment_after_the_freeze_falls_back_to_the_wait_the_recording_holds() {
+    let o = outcome();
+    let mut late = moment(20_000, 21_000);
+    late.group = "g".into();
+    late.tid = 501;
+    // The run started at 10 s: the recording (10.0-13.5 s) froze before
+    // the worst instance at 30-31 s; it holds 500's wait of 10.1-13.0 s.
+    let m = before_freeze(&o, &late, &events(), 10 * S).expect("a wait in the recording");
+    assert_eq!((m.tid, m.cpu), (500, Some(0)));
+    assert_eq!((m.from_ns, m.to_ns), (100 * MS, 3 * S));
+    assert!(
+        m.what.starts_with(
+            "waited in the recording, which froze at 3.50 s, before the group's worst \
+             instance (worker 501 waited 2900 ms"
+        ),
+        "{}",
+        m.what
+    );
+    assert_eq!(m.check, "max_gap_ms");
+}
+
+#[test]
+fn a_series_window_on_a_wrapped_cpu_says_its_states_are_guessed() {
+    use crate::checks::{CheckResult, Op};
+    let o = outcome();
+    let c = CheckResult {
+        name: "stall(work_units)".into(),
+        group: "g".into(),
+        measured: 1_000.0,
+        op: Op::AtMost,
+        bound: 500.0,
+        pass: false,
+        detail: Some("work_units did not move in 0.50–1.50 s: no progress for 1000 ms".into()),
+    };
+    let group_of = |_| None;
+    let is_runq = |_| false;
+    let wrapped = std::collections::BTreeMap::from([(0, 11 * S), (1, 10 * S)]);
+    let names = Names {
+        group_of: &group_of,
+        is_runq: &is_runq,
+        wrapped: &wrapped,
+    };
+    let x = examine_series(&o, &c, &events(), 10 * S, &names).expect("a window");
+    let s = &x.evidence.summary;
+    assert!(s.starts_with("in 0.50–1.50 s; worker 500 ran "), "{s}");
+    assert!(
+        s.contains("(CPU 0's recording starts at 1.000 s: its buffer wrapped"),
+        "{s}"
+    );
+    assert!(!s.contains("CPU 1's"), "CPU 1 holds the whole window: {s}");
+}

@@ -128,9 +128,13 @@ impl Flight {
         }
         let wrapped = recording.wrapped_from_ns;
         let around = |subjects: &[Subject]| ctprof.and_then(|c| c.around(subjects));
+        let frozen = recording
+            .frozen
+            .then(|| events.last().map(|e| e.ts_ns()))
+            .flatten();
         report.checks = examine_all(
             o,
-            (&events, base),
+            (&events, base, frozen),
             &self.own,
             &wrapped,
             &dir.join(format!("runq-evidence-{tag}")),
@@ -143,12 +147,13 @@ impl Flight {
     }
 }
 
-/// Each failed check's evidence in `events`, its trace written to
+/// Each failed check's evidence in `events` (the recording froze at
+/// `frozen`, absolute ns, when the trigger stopped it), its trace written to
 /// `<prefix>-<check>-<group>.json` (checks that point at the same moment
 /// share one file).
 fn examine_all(
     o: &RunOutcome,
-    (events, base): (&[runq_kernel::sched_trace::SchedEvent], u64),
+    (events, base, frozen): (&[runq_kernel::sched_trace::SchedEvent], u64, Option<u64>),
     own: &HashSet<i32>,
     wrapped: &std::collections::BTreeMap<u32, u64>,
     prefix: &Path,
@@ -168,7 +173,11 @@ fn examine_all(
         let moment = moments
             .iter()
             .find(|m| m.check == c.name && m.group == c.group);
-        let found = match moment {
+        // A moment after the recording froze: the one it holds instead.
+        let held = moment
+            .filter(|m| frozen.is_some_and(|end| base + m.from_ns > end))
+            .and_then(|m| evidence::before_freeze(o, m, events, base));
+        let found = match held.as_ref().or(moment) {
             Some(m) => Some(evidence::examine(events, base, m, &names)),
             None if c.name == "max_p99_wake_latency_us" => {
                 evidence::examine_wakes(o, c, events, base, &names)
