@@ -351,7 +351,7 @@ pub fn examine_wakes(
 }
 
 /// The evidence of a failed check that names no moment (a wake-latency
-/// percentile, a series check): why there is none.
+/// CV, a series check without a window): why there is none.
 pub fn without_moment(c: &CheckResult) -> Evidence {
     Evidence {
         check: c.name.clone(),
