@@ -13,9 +13,9 @@ use std::time::Duration;
 use runq_kernel::sched_trace::{Recorder, EVENTS};
 use runq_workload::evidence::ctprof::{CtprofEvidence, Subject};
 use runq_workload::evidence::{self, window::Names, Evidence, EvidenceReport};
+use runq_workload::{Freeze, RunOutcome, Scenario, Verdict};
 
 use crate::cmd::ctprof::run_hook::Recorder as CtprofHook;
-use runq_workload::{Freeze, RunOutcome, Scenario, Verdict};
 
 /// One run's recorder, or why there is none, and the run's start on its
 /// clock (CLOCK_MONOTONIC, ns), learnt from the first tick.
