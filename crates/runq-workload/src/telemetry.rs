@@ -389,7 +389,7 @@ impl Telemetry {
 
 /// Stops the recorder's tracing (`0` into its `tracing_on`): the buffer
 /// keeps what it holds now.
-fn freeze_recording(f: Freeze) {
+pub(crate) fn freeze_recording(f: Freeze) {
     // SAFETY: pwrite(2) of one byte from a static buffer to a descriptor
     // the parent opened for this before the fork; an error (the recorder
     // gone) only means nothing is frozen.

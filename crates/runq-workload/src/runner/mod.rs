@@ -274,7 +274,11 @@ impl<'s> LiveRun<'s> {
             collect_timeout: opts.collect_timeout,
             sampler: scn
                 .snapshot_interval
-                .and_then(|i| Sampler::new(scn, i, wait).ok()),
+                .and_then(|i| Sampler::new(scn, i, wait).ok())
+                .map(|mut s| {
+                    s.arm_freeze(opts.freeze);
+                    s
+                }),
         }
     }
 

@@ -57,17 +57,26 @@ impl Flight {
         }
     }
 
-    /// The stop-on-threshold trigger for `scn`'s workers, when the
-    /// recorder runs, `on`, and the scenario bounds gaps: the first gap
-    /// beyond `max_gap_ms` freezes the recording.
+    /// The stop-on-threshold trigger for `scn`'s run, when the recorder
+    /// runs, `on`, and the scenario bounds gaps or stalls: the first gap
+    /// beyond `max_gap_ms`, or the first stall past a `stall` check's
+    /// bound, freezes the recording.
     pub fn freeze(&mut self, scn: &Scenario, on: bool) -> Option<Freeze> {
-        let gap_ms = scn.checks.gap_bound_ms().filter(|_| on)?;
+        let gap_ms = scn.checks.gap_bound_ms();
+        let stalls = scn
+            .groups
+            .iter()
+            .flat_map(|g| &g.series_checks)
+            .any(|c| matches!(c.kind, runq_workload::series::SeriesKind::Stall { .. }));
+        if !on || (gap_ms.is_none() && !stalls) {
+            return None;
+        }
         let file = self.recorder.as_ref().ok()?.0.trigger().ok()?;
         let fd = file.as_raw_fd();
         self.trigger = Some(file);
         Some(Freeze {
             tracing_on_fd: fd,
-            gap_ns: gap_ms.saturating_mul(1_000_000),
+            gap_ns: gap_ms.map_or(u64::MAX, |ms| ms.saturating_mul(1_000_000)),
         })
     }
 
@@ -220,8 +229,8 @@ fn note_after_freeze(checks: &mut [Evidence], t: f64) {
     for e in checks {
         if e.window_s.is_some_and(|[a, _]| a > t) {
             e.summary.push_str(&format!(
-                " (the recording froze at {t:.2} s, at an earlier gap beyond max_gap_ms; \
-                 --no-freeze records to the end)"
+                " (the recording froze at {t:.2} s, at an earlier gap or stall past its \
+                 bound; --no-freeze records to the end)"
             ));
         }
     }
@@ -316,7 +325,8 @@ fn render(r: &EvidenceReport) -> String {
     if let Some(t) = r.frozen_s {
         out.push_str(&format!(
             "  the recording froze at {t:.2} s, when a worker's gap passed max_gap_ms \
-             (--no-freeze records to the end)\n"
+             or a group's counter stalled past its stall check (--no-freeze records \
+             to the end)\n"
         ));
     }
     for e in &r.checks {

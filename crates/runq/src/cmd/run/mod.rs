@@ -160,8 +160,9 @@ pub struct RunArgs {
     pub flight_recorder: Option<u32>,
     /// Keep the flight recorder recording to the end of the run. By
     /// default the first worker whose gap passes the scenario's
-    /// `max_gap_ms` stops it then (like cyclictest -b), so that the rest of
-    /// the run cannot overwrite that moment; the evidence says when.
+    /// `max_gap_ms`, or the first group whose work units stall past its
+    /// `stall` check, stops it then (like cyclictest -b), so that the rest
+    /// of the run cannot overwrite that moment; the evidence says when.
     #[arg(long, requires = "flight_recorder")]
     pub no_freeze: bool,
     /// Where a FAIL's evidence traces go (default: the system's temporary
