@@ -173,3 +173,67 @@ fn assert_ctprof_shows_the_wait(ev: &Value, worker: i32) {
         .expect("wait_time_ns");
     assert!(wait >= 1e9, "wait_time_ns {wait}");
 }
+
+/// As root: one of a pipe pair is stopped (SIGSTOP) for 2 s; the group's
+/// stall check (1 s) FAILs, the sampler froze the recording during the
+/// stall, so the default buffer still holds the stop: the evidence shows
+/// the stopped worker as stopped (T) and its partner asleep, not running
+/// nor waiting for a CPU.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_stalled_pipe_partner_is_shown_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let scn = dir.path().join("pipes.toml");
+    std::fs::write(
+        &scn,
+        "duration = \"4s\"\n[[group]]\nname = \"pipes\"\nwork_type = \"PipeIo\"\nworkers = 2\n\
+         [[group.series_check]]\nkind = \"stall\"\nmax_stall = \"1s\"\n",
+    )
+    .unwrap();
+    let d = dir.path().to_str().unwrap();
+    let child = spawn(&[
+        "run",
+        scn.to_str().unwrap(),
+        "--json",
+        "--flight-recorder",
+        "--evidence-dir",
+        d,
+    ]);
+    let pid = child.id();
+    let workers = wait_for(Duration::from_secs(10), "the pair", || {
+        let kids = children(pid);
+        (kids.len() == 2).then_some(kids)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let stopped = workers[0];
+    // SAFETY: kill(2) on our own child's child, which we started.
+    unsafe { libc::kill(stopped, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(2000));
+    // SAFETY: as above.
+    unsafe { libc::kill(stopped, libc::SIGCONT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    runq_testkit::assert_matches_schema("run", &v);
+    assert!(
+        v["evidence"]["frozen_s"].is_f64(),
+        "the stall froze it: {v}"
+    );
+    let checks = v["evidence"]["checks"].as_array().unwrap();
+    let ev = checks
+        .iter()
+        .find(|e| e["check"] == "stall(work_units)")
+        .unwrap_or_else(|| panic!("{checks:?}"));
+    let summary = ev["summary"].as_str().unwrap();
+    let (_, mine) = summary
+        .split_once(&format!("worker {stopped} "))
+        .expect(summary);
+    let mine = mine.split(';').next().unwrap();
+    assert!(mine.contains("was stopped (T)"), "{summary}");
+    let partner = workers[1];
+    let (_, theirs) = summary
+        .split_once(&format!("worker {partner} "))
+        .expect(summary);
+    assert!(theirs.contains("slept (S)"), "{summary}");
+}
