@@ -244,14 +244,22 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
 /// The compare of one thread: [`compare`] of `base` and `cand` each cut
 /// down to the thread `tid` (its rows are that thread's values and
 /// deltas; a thread on one side only has rows matched to that side, and
-/// none when neither holds it).
+/// none when neither holds it). A thread renamed between them (a
+/// kworker's comm names its current work) is still one thread: the
+/// baseline's copy takes the candidate's names.
 pub fn compare_thread(
     base: &CtprofSnapshot,
     cand: &CtprofSnapshot,
     tid: u32,
     opts: &ViewOptions,
 ) -> View {
-    compare(&only_thread(base, tid), &only_thread(cand, tid), opts)
+    let (mut b, c) = (only_thread(base, tid), only_thread(cand, tid));
+    if let (Some(bt), Some(ct)) = (b.threads.first_mut(), c.threads.first()) {
+        bt.pcomm.clone_from(&ct.pcomm);
+        bt.comm.clone_from(&ct.comm);
+        bt.cgroup.clone_from(&ct.cgroup);
+    }
+    compare(&b, &c, opts)
 }
 
 /// `snap` with no thread but `tid` (and no cgroup stats but its cgroup's).

@@ -152,6 +152,14 @@ mod tests {
             .iter()
             .any(|m| m.metric == "wait_time_ns" && m.delta == 7_000_000.0));
         assert!(hog.most_moved.is_none());
+        // Renamed between the snapshots (a kworker's comm names its work):
+        // still one thread with deltas.
+        let mut renamed = after.clone();
+        renamed.threads[0].comm = "spin-2".into();
+        renamed.threads[0].pcomm = "spin-2".into();
+        let d = thread_deltas(&before, &renamed, worker);
+        assert_eq!((d.presence, d.comm.as_str()), (Presence::Both, "spin-2"));
+        assert_eq!(d.deltas.len(), got.len(), "{d:?}");
         // Ended, or never seen: no figures.
         let gone = thread_deltas(
             &before,
