@@ -100,6 +100,7 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     runq_testkit::assert_matches_schema("run", &v);
+    assert_instance_removed(pid);
     let first = stderr.lines().next().unwrap_or_default();
     assert!(
         first.starts_with(&format!(
@@ -216,6 +217,7 @@ fn a_stalled_pipe_partner_is_shown_stopped() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     runq_testkit::assert_matches_schema("run", &v);
+    assert_instance_removed(pid);
     assert!(
         v["evidence"]["frozen_s"].is_f64(),
         "the stall froze it: {v}"
@@ -236,4 +238,19 @@ fn a_stalled_pipe_partner_is_shown_stopped() {
         .split_once(&format!("worker {partner} "))
         .expect(summary);
     assert!(theirs.contains("slept (S)"), "{summary}");
+}
+
+/// runq `pid` left no tracefs instance behind (its recorder's, with the
+/// trigger's file open in it, once could not be removed).
+fn assert_instance_removed(pid: u32) {
+    let instances = std::path::Path::new("/sys/kernel/tracing/instances");
+    let left: Vec<String> = std::fs::read_dir(instances)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("runq-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }

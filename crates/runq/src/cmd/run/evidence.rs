@@ -20,10 +20,12 @@ use crate::cmd::ctprof::run_hook::Recorder as CtprofHook;
 /// One run's recorder, or why there is none, and the run's start on its
 /// clock (CLOCK_MONOTONIC, ns), learnt from the first tick.
 pub struct Flight {
+    /// The recorder's `tracing_on`, held open for the workers' freeze;
+    /// closed before the recorder goes (its instance cannot be removed
+    /// while a file in it is open), hence first.
+    trigger: Option<std::fs::File>,
     /// The recorder and the CPUs it records, or why there is none.
     recorder: Result<(Recorder, Vec<u32>), String>,
-    /// The recorder's `tracing_on`, held open for the workers' freeze.
-    trigger: Option<std::fs::File>,
     base_ns: Option<u64>,
     own: HashSet<i32>,
 }
@@ -50,8 +52,8 @@ impl Flight {
             ),
         };
         Flight {
-            recorder,
             trigger: None,
+            recorder,
             base_ns: None,
             own: HashSet::new(),
         }
@@ -105,6 +107,7 @@ impl Flight {
         (dir, tag): (&Path, &str),
         ctprof: Option<&CtprofHook>,
     ) -> Option<EvidenceReport> {
+        drop(self.trigger);
         if o.verdict != Verdict::Fail {
             return None;
         }
