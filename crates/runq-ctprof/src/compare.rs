@@ -241,6 +241,49 @@ pub fn compare(base: &CtprofSnapshot, cand: &CtprofSnapshot, opts: &ViewOptions)
     two_sided_view((base, cand), rows, omitted_rows, opts, names)
 }
 
+/// The compare of one thread: [`compare`] of `base` and `cand` each cut
+/// down to the thread `tid` (its rows are that thread's values and
+/// deltas; a thread on one side only has rows matched to that side, and
+/// none when neither holds it). A thread renamed between them (a
+/// kworker's comm names its current work) is still one thread: the
+/// baseline's copy takes the candidate's names.
+pub fn compare_thread(
+    base: &CtprofSnapshot,
+    cand: &CtprofSnapshot,
+    tid: u32,
+    opts: &ViewOptions,
+) -> View {
+    let (mut b, c) = (only_thread(base, tid), only_thread(cand, tid));
+    if let (Some(bt), Some(ct)) = (b.threads.first_mut(), c.threads.first()) {
+        bt.pcomm.clone_from(&ct.pcomm);
+        bt.comm.clone_from(&ct.comm);
+        bt.cgroup.clone_from(&ct.cgroup);
+    }
+    compare(&b, &c, opts)
+}
+
+/// `snap` with no thread but `tid` (and no cgroup stats but its cgroup's).
+fn only_thread(snap: &CtprofSnapshot, tid: u32) -> CtprofSnapshot {
+    let threads: Vec<ThreadState> = snap
+        .threads
+        .iter()
+        .filter(|t| t.tid == tid)
+        .cloned()
+        .collect();
+    let cgroup_stats = snap
+        .cgroup_stats
+        .iter()
+        .filter(|(path, _)| threads.iter().any(|t| &t.cgroup == *path))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    CtprofSnapshot {
+        threads,
+        cgroup_stats,
+        exited: Vec::new(),
+        ..snap.clone_header()
+    }
+}
+
 /// Finishes a compare view of `base` against `cand` around its primary
 /// `rows`: their secondary sections, host context and capabilities, and
 /// the candidate's exited tally.

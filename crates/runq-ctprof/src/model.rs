@@ -345,6 +345,27 @@ impl CtprofSnapshot {
             ..Default::default()
         }
     }
+
+    /// This snapshot without its threads, cgroup stats and exited tally
+    /// (which are the bulk of it).
+    pub(crate) fn clone_header(&self) -> Self {
+        CtprofSnapshot {
+            format: self.format.clone(),
+            schema_version: self.schema_version,
+            captured_at_unix_ns: self.captured_at_unix_ns,
+            capture_duration_ns: self.capture_duration_ns,
+            host: self.host.clone(),
+            threads: Vec::new(),
+            cgroup_stats: BTreeMap::new(),
+            probe_summary: self.probe_summary.clone(),
+            parse_summary: self.parse_summary.clone(),
+            taskstats_summary: self.taskstats_summary.clone(),
+            psi: self.psi,
+            sched_ext: self.sched_ext.clone(),
+            capabilities: self.capabilities.clone(),
+            exited: Vec::new(),
+        }
+    }
 }
 
 /// Threads of one process (and cgroup) that exited during an interval.

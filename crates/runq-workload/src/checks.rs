@@ -404,6 +404,12 @@ impl CheckConfig {
         self.enabled("max_rq_imbalance", self.max_rq_imbalance.map(|b| b as f64))
     }
 
+    /// The gap bound, ms, unless the check is off (the flight recorder's
+    /// stop-on-threshold trigger freezes the recording past it).
+    pub fn gap_bound_ms(&self) -> Option<u64> {
+        self.enabled("max_gap_ms", self.max_gap_ms)
+    }
+
     /// The runnable-wait bound, ms, unless the check is off.
     pub fn runnable_wait_bound(&self) -> Option<f64> {
         let bound = self.max_runnable_wait_ms.map(|b| b as f64);

@@ -77,6 +77,15 @@ impl GapMeter {
         meter
     }
 
+    /// A meter on the fallback measure (unplanned iteration time), for
+    /// tests of what acts on gaps.
+    #[cfg(test)]
+    pub(crate) fn on_iteration_time(now: u64) -> Self {
+        let mut m = GapMeter::start(now);
+        m.schedstat = None;
+        m
+    }
+
     /// Where the gaps come from.
     pub fn source(&self) -> GapSource {
         if self.schedstat.is_some() {

@@ -49,6 +49,8 @@ pub use runner::{run_scenario, CgroupMode, Placement, RunError, RunOptions, RunO
 pub use scenario::{
     CgroupSpec, GroupSpec, Scenario, ScenarioBuilder, ScenarioError, Step, StepAction,
 };
-pub use spawn::{CloneMode, CustomContext, CustomWork, Watchdog, Work, WorkSpec, WorkloadHandle};
+pub use spawn::{
+    CloneMode, CustomContext, CustomWork, Freeze, Watchdog, Work, WorkSpec, WorkloadHandle,
+};
 pub use summary::GroupSummary;
 pub use worktype::{WakeFigure, WorkType};

@@ -169,6 +169,29 @@ impl Scenario {
         self.groups.iter().map(|g| g.workers).sum()
     }
 
+    /// The CPUs every worker stays on, when each group pins its workers
+    /// (`affinity` a CPU or a list) and none moves itself elsewhere
+    /// (CrossAffinityChurn, NumaMigrationChurn and SmtSiblingSpin pick
+    /// CPUs outside their group's set; a custom function may do anything);
+    /// `None` when the workers may run anywhere.
+    pub fn pinned_cpus(&self) -> Option<std::collections::BTreeSet<usize>> {
+        const MOVERS: [&str; 3] = ["CrossAffinityChurn", "NumaMigrationChurn", "SmtSiblingSpin"];
+        let mut all = std::collections::BTreeSet::new();
+        for g in &self.groups {
+            if g.custom.is_some() || MOVERS.contains(&g.work.name()) {
+                return None;
+            }
+            match &g.setup.affinity {
+                crate::placement::Affinity::Single(c) => {
+                    all.insert(*c);
+                }
+                crate::placement::Affinity::Cpus(set) if !set.is_empty() => all.extend(set),
+                _ => return None,
+            }
+        }
+        (!all.is_empty()).then_some(all)
+    }
+
     /// True when the scenario asks for cgroups.
     pub fn wants_cgroups(&self) -> bool {
         !self.cgroups.is_empty() || self.groups.iter().any(|g| g.cgroup.is_some())
@@ -451,5 +474,22 @@ mod tests {
             .step(Duration::from_secs(1), StepAction::RemoveGroup("a".into()))
             .build();
         ok.validate().unwrap();
+    }
+
+    #[test]
+    fn pinned_cpus_are_known_only_when_every_group_stays_pinned() {
+        use crate::placement::Affinity;
+        let spin = WorkType::from_name("SpinWait").unwrap();
+        let mut s = ScenarioBuilder::new("x")
+            .group("a", spin.clone(), 1, None)
+            .group("b", spin, 1, None)
+            .build();
+        assert_eq!(s.pinned_cpus(), None, "unpinned");
+        s.groups[0].setup.affinity = Affinity::Single(3);
+        assert_eq!(s.pinned_cpus(), None, "one group unpinned");
+        s.groups[1].setup.affinity = Affinity::Cpus([0, 1].into());
+        assert_eq!(s.pinned_cpus(), Some([0, 1, 3].into()));
+        s.groups[1].work = WorkType::from_name("CrossAffinityChurn").unwrap();
+        assert_eq!(s.pinned_cpus(), None, "a type that leaves its set");
     }
 }

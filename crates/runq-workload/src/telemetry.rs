@@ -15,7 +15,7 @@ use crate::gap::GapMeter;
 use crate::progress::ProgressSlot;
 use crate::report::{Migration, WatchdogFiring, WorkerReport, MAX_WAKE_SAMPLES};
 use crate::reservoir::Reservoir;
-use crate::spawn::Watchdog;
+use crate::spawn::{Freeze, Watchdog};
 use crate::stop::stop_requested;
 use runq_kernel::clock::fast::now_ns;
 use runq_kernel::clock::{current_cpu, monotonic_ns, thread_cpu_ns};
@@ -51,8 +51,9 @@ pub struct Telemetry {
     work_units: u64,
     /// Every plan declared so far, for the report.
     planned_total_ns: u64,
-    /// The watchdog's stall bound (`u64::MAX`: disarmed).
-    watchdog_stuck_ns: u64,
+    /// The least gap that sets off an armed alarm (the watchdog, the
+    /// recorder's freeze; `u64::MAX`: none armed).
+    alarm_ns: u64,
     /// Where the counters are published for the run loop's snapshots.
     progress: Option<ProgressSlot>,
     wakes: Reservoir,
@@ -72,6 +73,7 @@ pub struct Telemetry {
     gaps: GapMeter,
     watchdog: Option<Watchdog>,
     watchdog_fired: Option<WatchdogFiring>,
+    freeze: Option<Freeze>,
 }
 
 impl Telemetry {
@@ -94,8 +96,9 @@ impl Telemetry {
             last_point_ns: start_ns,
             planned_ns: 0,
             planned_total_ns: 0,
-            watchdog_stuck_ns: u64::MAX,
+            alarm_ns: u64::MAX,
             watchdog: None,
+            freeze: None,
             watchdog_fired: None,
             last_check_ns: start_ns,
             last_cpu: cpu,
@@ -138,8 +141,23 @@ impl Telemetry {
     /// [`crate::gap`]) passes `w.stuck_ns` before the stop, SIGUSR2 goes
     /// to the scheduler, once, and the report says when and why.
     pub fn arm_watchdog(&mut self, w: Watchdog) {
-        self.watchdog_stuck_ns = w.stuck_ns;
         self.watchdog = Some(w);
+        self.rearm();
+    }
+
+    /// Arms the flight recorder's stop-on-threshold trigger: once the
+    /// worker's longest gap passes `f.gap_ns` before the stop, the
+    /// recording is frozen, once (see [`Freeze`]).
+    pub fn arm_freeze(&mut self, f: Freeze) {
+        self.freeze = Some(f);
+        self.rearm();
+    }
+
+    /// The alarm bound: the least of the armed ones.
+    fn rearm(&mut self) {
+        let w = self.watchdog.map_or(u64::MAX, |w| w.stuck_ns);
+        let f = self.freeze.map_or(u64::MAX, |f| f.gap_ns);
+        self.alarm_ns = w.min(f);
     }
 
     /// Does `units` units of `step` (which does the units it is asked for
@@ -211,22 +229,35 @@ impl Telemetry {
 
     #[inline(always)]
     fn check_watchdog(&mut self, now: u64) {
-        if self.gaps.longest_ns() > self.watchdog_stuck_ns {
-            self.fire_watchdog(now);
+        if self.gaps.longest_ns() > self.alarm_ns {
+            self.alarm(now);
         }
     }
 
-    /// Signals the scheduler once, unless the run is already stopping
-    /// (what happens after the stop is not the scheduler's doing).
+    /// Sets off each armed alarm whose bound the longest gap passed, once,
+    /// unless the run is already stopping (what happens after the stop is
+    /// not the scheduler's doing, and the recorder stops then anyway).
     #[cold]
-    fn fire_watchdog(&mut self, now: u64) {
+    fn alarm(&mut self, now: u64) {
         if stop_requested() {
             return;
         }
+        let longest = self.gaps.longest_ns();
+        if let Some(f) = self.freeze.filter(|f| longest > f.gap_ns) {
+            self.freeze = None;
+            freeze_recording(f);
+        }
+        if self.watchdog.is_some_and(|w| longest > w.stuck_ns) {
+            self.fire_watchdog(now);
+        }
+        self.rearm();
+    }
+
+    /// Signals the scheduler once.
+    fn fire_watchdog(&mut self, now: u64) {
         let Some(w) = self.watchdog.take() else {
             return;
         };
-        self.watchdog_stuck_ns = u64::MAX;
         // SAFETY: kill(2) with a pid we were given.
         unsafe { libc::kill(w.scheduler_pid as libc::pid_t, libc::SIGUSR2) };
         self.watchdog_fired = Some(WatchdogFiring {
@@ -353,6 +384,15 @@ impl Telemetry {
     }
 }
 
+/// Stops the recorder's tracing (`0` into its `tracing_on`): the buffer
+/// keeps what it holds now.
+pub(crate) fn freeze_recording(f: Freeze) {
+    // SAFETY: pwrite(2) of one byte from a static buffer to a descriptor
+    // the parent opened for this before the fork; an error (the recorder
+    // gone) only means nothing is frozen.
+    unsafe { libc::pwrite(f.tracing_on_fd, b"0".as_ptr().cast(), 1, 0) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +460,31 @@ mod tests {
             t.end_iteration(1) >= 2_000_000,
             "the plan lasts one iteration"
         );
+    }
+
+    #[test]
+    fn a_gap_past_the_bound_freezes_the_recording_once() {
+        use std::os::fd::AsRawFd;
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), "1").unwrap();
+        let fd = std::fs::OpenOptions::new()
+            .write(true)
+            .open(file.path())
+            .unwrap();
+        let mut t = Telemetry::start();
+        t.gaps = GapMeter::on_iteration_time(now_ns());
+        t.arm_freeze(Freeze {
+            tracing_on_fd: fd.as_raw_fd(),
+            gap_ns: 1_000_000,
+        });
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        t.end_iteration(1);
+        assert_eq!(std::fs::read_to_string(file.path()).unwrap(), "0", "frozen");
+        assert!(t.freeze.is_none() && t.alarm_ns == u64::MAX, "disarmed");
+        std::fs::write(file.path(), "1").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        t.end_iteration(1);
+        assert_eq!(std::fs::read_to_string(file.path()).unwrap(), "1", "once");
     }
 
     #[test]

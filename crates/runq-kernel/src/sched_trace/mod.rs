@@ -60,6 +60,9 @@ pub struct Recording {
     /// time of the oldest event each still holds: what ran on such a CPU
     /// before then is unknown.
     pub wrapped_from_ns: std::collections::BTreeMap<u32, u64>,
+    /// Whether tracing was already off when [`Recorder::stop`] came: a
+    /// [`Recorder::trigger`] froze it (the events end at that moment).
+    pub frozen: bool,
 }
 
 /// A running recording (see the module doc).
@@ -105,8 +108,20 @@ impl Recorder {
         fs::write(&path, value).map_err(|source| RecorderError::Io { path, source })
     }
 
+    /// `tracing_on` opened for writing: whoever holds it (a worker forked
+    /// with it) can freeze the recording at a moment of its choosing by
+    /// writing `0`, so that the rest of the run does not overwrite it.
+    pub fn trigger(&self) -> Result<fs::File, RecorderError> {
+        let path = self.dir.join("tracing_on");
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(|source| RecorderError::Io { path, source })
+    }
+
     /// Stops recording and reads what the buffer kept.
     pub fn stop(&self) -> Result<Recording, RecorderError> {
+        let on = fs::read_to_string(self.dir.join("tracing_on")).unwrap_or_default();
         self.write("tracing_on", "0")?;
         let path = self.dir.join("trace");
         let file = fs::File::open(&path).map_err(|source| RecorderError::Io {
@@ -116,6 +131,7 @@ impl Recorder {
         let mut rec = read_trace(io::BufReader::with_capacity(1 << 20, file))
             .map_err(|source| RecorderError::Io { path, source })?;
         rec.wrapped_from_ns = first_event_of(&rec.events, &overrun_cpus(&self.dir));
+        rec.frozen = on.trim() == "0";
         Ok(rec)
     }
 
@@ -277,6 +293,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let got = rec.stop().unwrap();
+        assert!(!got.frozen, "nothing froze it");
         drop(rec);
         assert!(!dir.exists(), "the instance is removed");
         let me = i32::try_from(std::process::id()).unwrap();
@@ -286,5 +303,27 @@ mod tests {
             _ => false,
         });
         assert!(mine.count() >= 10, "{} events", got.events.len());
+    }
+
+    /// As root: `0` written through the trigger stops the recording there;
+    /// the events after it are not kept, and the recording says so.
+    #[test]
+    #[cfg_attr(not(runq_root), ignore = "needs root")]
+    fn the_trigger_freezes_the_recording() {
+        use std::io::Write as _;
+        let rec = Recorder::start(&[], 256).expect("tracefs instance as root");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        rec.trigger().unwrap().write_all(b"0").unwrap();
+        let frozen_at = crate::clock::monotonic_ns();
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let got = rec.stop().unwrap();
+        assert!(got.frozen);
+        let last = got.events.last().map_or(0, SchedEvent::ts_ns);
+        assert!(
+            last <= frozen_at,
+            "no event after the freeze: {last} > {frozen_at}"
+        );
     }
 }

@@ -4,12 +4,17 @@
 //! events shows about it (who held the CPU the worker waited on, who woke
 //! it, whether it migrated: [`window`]), a Chrome/Perfetto trace of the
 //! window ([`chrome`]), and the one line a FAIL starts with
-//! ([`headline`]). The events come from runq-kernel's `sched_trace`
-//! recorder, which the binary starts; this module only reads them.
+//! ([`headline`]); for a wake-latency FAIL, the worst wakeups
+//! ([`wakes`]); with `--ctprof`, the snapshot pair's compare of the
+//! threads it names ([`ctprof`]). The events come from runq-kernel's
+//! `sched_trace` recorder, which the binary starts; this module only reads
+//! them.
 
 pub mod chrome;
+pub mod ctprof;
 pub mod headline;
 pub mod series;
+pub mod wakes;
 pub mod window;
 
 use serde::{Deserialize, Serialize};
@@ -62,6 +67,10 @@ pub struct Evidence {
     /// The Chrome/Perfetto trace of the window, when one was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_file: Option<String>,
+    /// With `--ctprof`: the snapshot pair's compare of the threads the
+    /// evidence names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctprof: Option<ctprof::CtprofEvidence>,
 }
 
 /// Every failed check's evidence, and where it came from.
@@ -77,6 +86,11 @@ pub struct EvidenceReport {
     pub events: u64,
     /// Events the kernel wrote (more than kept when the buffer wrapped).
     pub events_written: u64,
+    /// When the stop-on-threshold trigger froze the recording (a worker's
+    /// gap passed the bound), seconds from the run's start: the buffer
+    /// holds the events up to that moment, none after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frozen_s: Option<f64>,
     /// The span the kept events cover, seconds from the run's start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_s: Option<[f64; 2]>,
@@ -99,6 +113,45 @@ pub fn group_of(o: &RunOutcome, tid: i32) -> Option<String> {
     let r = o.reports.iter().find(|r| r.tid as i32 == tid)?;
     let g = o.groups.iter().find(|g| g.group_idx == r.group_idx)?;
     Some(g.name.clone())
+}
+
+/// For a moment after the recording froze (its last event, absolute ns,
+/// before the moment's window): the moment the recording does hold, the
+/// longest runnable wait of a worker of the same group in it (the gap
+/// that set off the trigger, or one like it); `None` when it holds none.
+pub fn before_freeze(
+    o: &RunOutcome,
+    m: &Moment,
+    events: &[runq_kernel::sched_trace::SchedEvent],
+    base: u64,
+) -> Option<Moment> {
+    let end = events.last()?.ts_ns();
+    let idx = o.groups.iter().find(|g| g.name == m.group)?.group_idx;
+    let (tid, w) = o
+        .reports
+        .iter()
+        .filter(|r| r.group_idx == idx)
+        .filter_map(|r| {
+            let tid = r.tid as i32;
+            Some((tid, window::longest_wait(events, tid, base, end)?))
+        })
+        .max_by_key(|(_, w)| w.ns())?;
+    let secs = |ns: u64| ns as f64 / 1e9;
+    Some(Moment {
+        tid,
+        cpu: Some(w.queued_cpu),
+        from_ns: w.from_ns.saturating_sub(base),
+        to_ns: w.to_ns.saturating_sub(base),
+        what: format!(
+            "waited in the recording, which froze at {:.2} s, before the group's \
+             worst instance (worker {} {} up to {:.2} s)",
+            secs(end.saturating_sub(base)),
+            m.tid,
+            m.what,
+            secs(m.to_ns)
+        ),
+        ..m.clone()
+    })
 }
 
 fn moment_of(o: &RunOutcome, c: &CheckResult) -> Option<Moment> {
@@ -165,20 +218,41 @@ fn host_wait_moment(h: Option<&HostSeries>, c: &CheckResult, o: &RunOutcome) -> 
     })
 }
 
+/// One failed check's evidence as read from the recording.
+pub struct Examined {
+    /// The evidence.
+    pub evidence: Evidence,
+    /// The trace of its window, when the recording reaches it (a buffer
+    /// that wrapped past it has none).
+    pub trace: Option<serde_json::Value>,
+    /// The moment as (task, from, to): checks with the same key share a
+    /// trace file.
+    pub key: MomentKey,
+    /// The threads it names, the worker first.
+    pub subjects: Vec<ctprof::Subject>,
+}
+
+/// A moment as (task, from, to), absolute ns.
+pub type MomentKey = (i32, u64, u64);
+
 /// One failed check's evidence from `events` (absolute ns; `base` is the
-/// run's start on the same clock), and the trace of its window when the
-/// recording reaches it (a buffer that wrapped past it has none).
+/// run's start on the same clock).
 pub fn examine(
     events: &[runq_kernel::sched_trace::SchedEvent],
     base: u64,
     m: &Moment,
     names: &window::Names,
-) -> (Evidence, Option<serde_json::Value>) {
+) -> Examined {
     let (summary, from, to) = window::summarize(events, base, m, names);
     let wait = window::longest_wait(events, m.tid, base + m.from_ns, base + m.to_ns);
-    let reached = events.first().is_some_and(|e| e.ts_ns() <= to);
-    let trace =
-        reached.then(|| chrome::trace(events, base, (from, to), m.tid, wait.as_ref(), names));
+    let trace = reaches(events, to)
+        .then(|| chrome::trace(events, base, (from, to), m.tid, wait.as_ref(), names));
+    let mut subjects = vec![subject(m.tid, "worker")];
+    if let Some(w) = &wait {
+        subjects.extend(w.waker.as_ref().map(|k| subject(k.pid, "waker")));
+        let (h, _) = window::holders_along(events, w, names.wrapped);
+        subjects.extend(holder_subjects(&h));
+    }
     let s = |ns: u64| ns.saturating_sub(base) as f64 / 1e9;
     let evidence = Evidence {
         check: m.check.clone(),
@@ -186,33 +260,98 @@ pub fn examine(
         summary,
         window_s: Some([s(from), s(to)]),
         trace_file: None,
+        ctprof: None,
     };
-    (evidence, trace)
+    Examined {
+        evidence,
+        trace,
+        key: (m.tid, m.from_ns, m.to_ns),
+        subjects: dedup(subjects),
+    }
 }
 
-/// A moment as (task, from, to), absolute ns: checks with the same key
-/// share a trace file.
-pub type MomentKey = (i32, u64, u64);
+/// Whether the recording reaches back to `to` (absolute ns).
+fn reaches(events: &[runq_kernel::sched_trace::SchedEvent], to: u64) -> bool {
+    events.first().is_some_and(|e| e.ts_ns() <= to)
+}
+
+fn subject(tid: i32, role: &'static str) -> ctprof::Subject {
+    ctprof::Subject { tid, role }
+}
+
+/// The three longest holders that are tasks (not idle, not the idle
+/// task's pid 0).
+fn holder_subjects(h: &[window::Holder]) -> impl Iterator<Item = ctprof::Subject> + '_ {
+    h.iter()
+        .filter(|x| x.task.pid > 0)
+        .take(3)
+        .map(|x| subject(x.task.pid, "holder"))
+}
+
+/// `subjects` with each tid once (its first role), pid 0 left out.
+fn dedup(subjects: Vec<ctprof::Subject>) -> Vec<ctprof::Subject> {
+    let mut out: Vec<ctprof::Subject> = Vec::new();
+    for s in subjects {
+        if s.tid > 0 && !out.iter().any(|o| o.tid == s.tid) {
+            out.push(s);
+        }
+    }
+    out
+}
 
 /// The evidence of a failed series check (a stall, a rate out of bounds):
 /// each worker of its group in the window its FAIL names, and the trace of
 /// that window around the worker off a CPU longest; `None` when it names
-/// no window. The key (task, from, to) tells checks that share a trace.
+/// no window.
 pub fn examine_series(
     o: &RunOutcome,
     c: &CheckResult,
     events: &[runq_kernel::sched_trace::SchedEvent],
     base: u64,
     names: &window::Names,
-) -> Option<(Evidence, Option<serde_json::Value>, MomentKey)> {
-    let (evidence, (from, to), tid) = series::examine(o, c, events, base)?;
-    let reached = events.first().is_some_and(|e| e.ts_ns() <= to);
-    let trace = reached.then(|| chrome::trace(events, base, (from, to), tid, None, names));
-    Some((evidence, trace, (tid, from, to)))
+) -> Option<Examined> {
+    let (mut evidence, (from, to), tid) = series::examine(o, c, events, base)?;
+    for (cpu, since) in names.wrapped.iter().filter(|(_, t)| **t > from) {
+        evidence.summary.push_str(&format!(
+            " (CPU {cpu}'s recording starts at {:.3} s: its buffer wrapped, so a worker's \
+             state there before then is guessed from its last event elsewhere; a larger \
+             --flight-recorder buffer keeps more)",
+            since.saturating_sub(base) as f64 / 1e9
+        ));
+    }
+    let trace =
+        reaches(events, to).then(|| chrome::trace(events, base, (from, to), tid, None, names));
+    Some(Examined {
+        evidence,
+        trace,
+        key: (tid, from, to),
+        subjects: dedup(vec![subject(tid, "worker")]),
+    })
+}
+
+/// The evidence of a failed wake-latency check: the worst wakeups of its
+/// group's workers, and the trace around the worst; `None` when the
+/// recording holds none.
+pub fn examine_wakes(
+    o: &RunOutcome,
+    c: &CheckResult,
+    events: &[runq_kernel::sched_trace::SchedEvent],
+    base: u64,
+    names: &window::Names,
+) -> Option<Examined> {
+    let w = wakes::examine(o, c, events, base, names)?;
+    let (from, to) = w.window;
+    let trace = chrome::trace(events, base, (from, to), w.tid, Some(&w.wait), names);
+    Some(Examined {
+        evidence: w.evidence,
+        trace: Some(trace),
+        key: (w.tid, from, to),
+        subjects: dedup(w.subjects),
+    })
 }
 
 /// The evidence of a failed check that names no moment (a wake-latency
-/// percentile, a series check): why there is none.
+/// CV, a series check without a window): why there is none.
 pub fn without_moment(c: &CheckResult) -> Evidence {
     Evidence {
         check: c.name.clone(),
@@ -223,6 +362,7 @@ pub fn without_moment(c: &CheckResult) -> Evidence {
         ),
         window_s: None,
         trace_file: None,
+        ctprof: None,
     }
 }
 

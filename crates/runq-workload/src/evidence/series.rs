@@ -129,6 +129,7 @@ pub fn examine(
         summary: s,
         window_s: Some([a, b]),
         trace_file: None,
+        ctprof: None,
     };
     Some((evidence, (from, to), worst.0))
 }

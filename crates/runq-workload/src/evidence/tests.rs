@@ -296,3 +296,155 @@ fn a_cpu_whose_buffer_wrapped_is_attributed_only_from_its_oldest_event() {
         "{s}"
     );
 }
+
+/// Worker 500 sleeps on CPU 0 and is woken by `pp` 601 at 20.000 s while
+/// `yes` 900 holds CPU 0: it runs 8 ms later. Woken again while it runs
+/// (20.004 s: no wait). Then it sleeps, a kworker wakes it at 20.100 s onto
+/// idle CPU 1: it runs 0.1 ms later. Worker 501 is woken by 500 at 20.200 s
+/// onto CPU 1 and runs on CPU 0 3 ms later.
+const WAKES: &str = "\
+# entries-in-buffer/entries-written: 10/10   #P:2
+ spin-500 [000] d..2. 19.990000: sched_switch: prev_comm=spin prev_pid=500 prev_prio=120 prev_state=S ==> next_comm=yes next_pid=900 next_prio=120
+ pp-601   [001] d..2. 20.000000: sched_wakeup: comm=spin pid=500 prio=120 target_cpu=000
+ yes-900  [000] d..2. 20.008000: sched_switch: prev_comm=yes prev_pid=900 prev_prio=120 prev_state=R+ ==> next_comm=spin next_pid=500 next_prio=120
+ pp-601   [001] d..2. 20.009000: sched_wakeup: comm=spin pid=500 prio=120 target_cpu=000
+ spin-500 [000] d..2. 20.050000: sched_switch: prev_comm=spin prev_pid=500 prev_prio=120 prev_state=S ==> next_comm=yes next_pid=900 next_prio=120
+ kworker/1:0-41 [001] d..2. 20.100000: sched_wakeup: comm=spin pid=500 prio=120 target_cpu=001
+ <idle>-0 [001] d..2. 20.100100: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=spin next_pid=500 next_prio=120
+ spin-500 [001] d..2. 20.200000: sched_wakeup: comm=spin pid=501 prio=120 target_cpu=001
+ yes-900  [000] d..2. 20.203000: sched_switch: prev_comm=yes prev_pid=900 prev_prio=120 prev_state=R+ ==> next_comm=spin next_pid=501 next_prio=120
+ spin-500 [001] d..2. 20.300000: sched_switch: prev_comm=spin prev_pid=500 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+";
+
+#[test]
+fn wake_runs_go_from_a_wakeup_to_the_next_switch_in() {
+    let ev = read_trace(WAKES.as_bytes()).unwrap().events;
+    let runs = wakes::wake_runs(&ev, &|pid| pid == 500 || pid == 501);
+    let got: Vec<(i32, i32, u64, u32, u32)> = runs
+        .iter()
+        .map(|w| {
+            let us = w.latency_ns() / 1_000;
+            (w.wakee.pid, w.waker.pid, us, w.target_cpu, w.ran_cpu)
+        })
+        .collect();
+    // The wakeup of a running worker (20.009 s) opens no wait.
+    assert_eq!(
+        got,
+        vec![
+            (500, 601, 8_000, 0, 0),
+            (500, 41, 100, 1, 1),
+            (501, 500, 3_000, 1, 0)
+        ]
+    );
+    let worst = wakes::worst(runs.clone(), 2);
+    assert_eq!(worst[0].latency_ns(), 8 * MS);
+    assert_eq!(worst[1].wakee.pid, 501);
+    assert_eq!(wakes::quantile_ns(&runs, 0.99), Some(8 * MS));
+    assert_eq!(wakes::quantile_ns(&runs, 0.5), Some(3 * MS));
+    let h = wakes::holders_of(&ev, &worst[0]);
+    assert_eq!(h.len(), 1);
+    assert_eq!((h[0].task.pid, h[0].ns), (900, 8 * MS));
+}
+
+#[test]
+fn a_wake_latency_fail_names_the_worst_wakeup_its_waker_and_the_cpus_holder() {
+    use crate::checks::{CheckResult, Op};
+    let mut o = outcome();
+    o.checks = vec![CheckResult {
+        name: "max_p99_wake_latency_us".into(),
+        group: "g".into(),
+        measured: 8_000.0,
+        op: Op::AtMost,
+        bound: 1_000.0,
+        pass: false,
+        detail: None,
+    }];
+    let ev = read_trace(WAKES.as_bytes()).unwrap().events;
+    let group_of = |pid: i32| [500, 501].contains(&pid).then(|| "g".to_string());
+    let is_runq = |_| false;
+    let wrapped = std::collections::BTreeMap::new();
+    let names = Names {
+        group_of: &group_of,
+        is_runq: &is_runq,
+        wrapped: &wrapped,
+    };
+    let x = examine_wakes(&o, &o.checks[0], &ev, 19 * S, &names).expect("wakeups recorded");
+    let s = &x.evidence.summary;
+    assert!(
+        s.starts_with(
+            "3 wakeups of the group's workers in the recording, wake to run p99 8.000 ms; \
+             the worst: `spin` 500 (g) woken by `pp` 601 at 1.000 s waited 8.000 ms for CPU 0, \
+             which ran `yes` 900 8.0 ms;"
+        ),
+        "{s}"
+    );
+    // 500 kept CPU 1 after waking 501, which then ran on CPU 0.
+    assert!(
+        s.contains(
+            "`spin` 501 (g) woken by `spin` 500 (g) at 1.200 s waited 3.000 ms for CPU 1, \
+             which ran `spin` 500 (g) 3.0 ms, then ran on CPU 0"
+        ),
+        "{s}"
+    );
+    let roles: Vec<(i32, &str)> = x.subjects.iter().map(|s| (s.tid, s.role)).collect();
+    assert_eq!(
+        roles,
+        vec![(500, "worker"), (601, "waker"), (900, "holder")]
+    );
+    assert!(x.trace.is_some());
+    let [a, b] = x.evidence.window_s.unwrap();
+    assert!(a < 1.0 && b > 1.008, "{a} {b}");
+}
+
+#[test]
+fn a_moment_after_the_freeze_falls_back_to_the_wait_the_recording_holds() {
+    let o = outcome();
+    let mut late = moment(20_000, 21_000);
+    late.group = "g".into();
+    late.tid = 501;
+    // The run started at 10 s: the recording (10.0-13.5 s) froze before
+    // the worst instance at 30-31 s; it holds 500's wait of 10.1-13.0 s.
+    let m = before_freeze(&o, &late, &events(), 10 * S).expect("a wait in the recording");
+    assert_eq!((m.tid, m.cpu), (500, Some(0)));
+    assert_eq!((m.from_ns, m.to_ns), (100 * MS, 3 * S));
+    assert!(
+        m.what.starts_with(
+            "waited in the recording, which froze at 3.50 s, before the group's worst \
+             instance (worker 501 waited 2900 ms"
+        ),
+        "{}",
+        m.what
+    );
+    assert_eq!(m.check, "max_gap_ms");
+}
+
+#[test]
+fn a_series_window_on_a_wrapped_cpu_says_its_states_are_guessed() {
+    use crate::checks::{CheckResult, Op};
+    let o = outcome();
+    let c = CheckResult {
+        name: "stall(work_units)".into(),
+        group: "g".into(),
+        measured: 1_000.0,
+        op: Op::AtMost,
+        bound: 500.0,
+        pass: false,
+        detail: Some("work_units did not move in 0.50–1.50 s: no progress for 1000 ms".into()),
+    };
+    let group_of = |_| None;
+    let is_runq = |_| false;
+    let wrapped = std::collections::BTreeMap::from([(0, 11 * S), (1, 10 * S)]);
+    let names = Names {
+        group_of: &group_of,
+        is_runq: &is_runq,
+        wrapped: &wrapped,
+    };
+    let x = examine_series(&o, &c, &events(), 10 * S, &names).expect("a window");
+    let s = &x.evidence.summary;
+    assert!(s.starts_with("in 0.50–1.50 s; worker 500 ran "), "{s}");
+    assert!(
+        s.contains("(CPU 0's recording starts at 1.000 s: its buffer wrapped"),
+        "{s}"
+    );
+    assert!(!s.contains("CPU 1's"), "CPU 1 holds the whole window: {s}");
+}

@@ -315,20 +315,14 @@ pub fn summarize(
 }
 
 /// The three longest holders, then the rest as one figure.
-fn holder_list(h: &[Holder], names: &Names) -> String {
+pub fn holder_list(h: &[Holder], names: &Names) -> String {
     if h.is_empty() {
         return "nothing the recording shows".into();
     }
     let mut parts: Vec<String> = h
         .iter()
         .take(3)
-        .map(|x| {
-            format!(
-                "{} {} ms",
-                names.task(&x.task),
-                group_thousands(x.ns / 1_000_000)
-            )
-        })
+        .map(|x| format!("{} {}", names.task(&x.task), fmt_ms(x.ns)))
         .collect();
     let rest: u64 = h.iter().skip(3).map(|x| x.ns).sum();
     if h.len() > 3 {

@@ -24,7 +24,7 @@ use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerRun, StartError};
 use crate::series::host::RunnableWaitProbe;
 use crate::series::sampler::Sampler;
 use crate::series::RunSeries;
-use crate::spawn::{Watchdog, WorkSpec, WorkloadHandle};
+use crate::spawn::{Freeze, Watchdog, WorkSpec, WorkloadHandle};
 use crate::summary::GroupSummary;
 use host::{start_scheduler, stop_scheduler, watchdog_for};
 use host_load::HostLoad;
@@ -79,6 +79,9 @@ pub struct RunOptions<'a> {
     /// The host monitor's runnable-wait probe, or why there is none (the
     /// report says so).
     pub runnable_wait: Result<Box<dyn RunnableWaitProbe>, String>,
+    /// The flight recorder's stop-on-threshold trigger, armed in every
+    /// framework worker, when the caller records.
+    pub freeze: Option<Freeze>,
 }
 
 /// Everything a run produced.
@@ -225,6 +228,7 @@ struct LiveRun<'s> {
     cgroups: Option<RunCgroups>,
     handle: WorkloadHandle,
     watchdog: Option<Watchdog>,
+    freeze: Option<Freeze>,
     reports: Vec<WorkerReport>,
     collect_timeout: Duration,
     sampler: Option<Sampler>,
@@ -264,12 +268,17 @@ impl<'s> LiveRun<'s> {
             cgroups,
             handle,
             watchdog,
+            freeze: opts.freeze,
             reports: Vec::new(),
             outside_v1_cpu: vec![false; scn.groups.len()],
             collect_timeout: opts.collect_timeout,
             sampler: scn
                 .snapshot_interval
-                .and_then(|i| Sampler::new(scn, i, wait).ok()),
+                .and_then(|i| Sampler::new(scn, i, wait).ok())
+                .map(|mut s| {
+                    s.arm_freeze(opts.freeze);
+                    s
+                }),
         }
     }
 
@@ -282,6 +291,7 @@ impl<'s> LiveRun<'s> {
         spec.setup = g.setup.clone();
         spec.clone_mode = g.clone_mode;
         spec.watchdog = self.watchdog;
+        spec.freeze = self.freeze;
         spec.progress = self.sampler.as_ref().map(|s| s.board(idx));
         spec
     }

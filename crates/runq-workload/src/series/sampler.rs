@@ -2,7 +2,10 @@
 //! board (work units, iterations) and its workers' schedstat files
 //! (on-CPU time, run delay; kept open and re-read with `pread`) become one
 //! snapshot of its [`GroupSeries`]; the host monitor ([`HostMonitor`])
-//! samples beside it on its own thread.
+//! samples beside it on its own thread. A group with a `stall` check on
+//! work units or iterations is watched live: the first snapshot that finds
+//! its counter still for longer than the check allows sets off the flight
+//! recorder's freeze, when one is armed (see [`Freeze`]).
 
 use std::fs::File;
 use std::io;
@@ -11,11 +14,12 @@ use std::time::{Duration, Instant};
 
 use runq_kernel::schedstat::{parse_schedstat, Schedstat};
 
+use super::check::SeriesKind;
 use super::host_monitor::{HostMonitor, WaitProbe};
-use super::{GroupSeries, RunSeries};
-use crate::progress::ProgressBoard;
+use super::{GroupSeries, Metric, RunSeries};
+use crate::progress::{ProgressBoard, ProgressTotals};
 use crate::scenario::Scenario;
-use crate::spawn::WorkerId;
+use crate::spawn::{Freeze, WorkerId};
 
 /// The most schedstat files the sampler keeps open (and re-reads every
 /// interval): beyond it, groups record no `cpu_time_ns`/`run_delay_ns`,
@@ -33,6 +37,8 @@ pub(crate) struct Sampler {
     cpu_ns: u64,
     files_left: usize,
     host: HostMonitor,
+    /// The recorder's trigger, until a stall sets it off.
+    freeze: Option<Freeze>,
 }
 
 /// One group's board, schedstat files and series.
@@ -42,6 +48,52 @@ struct Track {
     stats: Option<Vec<StatFile>>,
     active: bool,
     series: GroupSeries,
+    stall: Option<StallWatch>,
+}
+
+/// A group's live watch of the counter its tightest `stall` check judges.
+struct StallWatch {
+    metric: Metric,
+    bound_ns: u64,
+    after_ns: u64,
+    last: Option<u64>,
+    moved_at_ns: u64,
+}
+
+impl StallWatch {
+    /// The watch of `checks`' tightest stall check on work units or
+    /// iterations (schedstat counters are not read live for every group).
+    fn of(checks: &[super::SeriesCheck]) -> Option<StallWatch> {
+        checks
+            .iter()
+            .filter(|c| matches!(c.metric, Metric::WorkUnits | Metric::Iterations))
+            .filter_map(|c| match c.kind {
+                SeriesKind::Stall { max_stall_ns } => Some(StallWatch {
+                    metric: c.metric,
+                    bound_ns: max_stall_ns,
+                    after_ns: c.after_ns,
+                    last: None,
+                    moved_at_ns: 0,
+                }),
+                _ => None,
+            })
+            .min_by_key(|w| w.bound_ns)
+    }
+
+    /// Notes the counter at `at_ns`; true once it has been still for
+    /// longer than the bound (counted from the warm-up's end).
+    fn stalled(&mut self, t: ProgressTotals, at_ns: u64) -> bool {
+        let v = match self.metric {
+            Metric::Iterations => t.iterations,
+            _ => t.work_units,
+        };
+        if self.last != Some(v) {
+            self.last = Some(v);
+            self.moved_at_ns = at_ns;
+            return false;
+        }
+        at_ns.saturating_sub(self.moved_at_ns.max(self.after_ns)) > self.bound_ns
+    }
 }
 
 /// A worker's open schedstat file and its last reading (kept once the
@@ -98,6 +150,7 @@ impl Sampler {
                         group: g.name.clone(),
                         ..GroupSeries::default()
                     },
+                    stall: StallWatch::of(&g.series_checks),
                 })
             })
             .collect::<io::Result<Vec<_>>>()?;
@@ -110,7 +163,14 @@ impl Sampler {
             cpu_ns: 0,
             files_left: MAX_SCHEDSTAT_FILES,
             host: HostMonitor::new(wait),
+            freeze: None,
         })
+    }
+
+    /// Arms the flight recorder's trigger, when there is one, for a stall
+    /// that passes its check's bound.
+    pub(crate) fn arm_freeze(&mut self, f: Option<Freeze>) {
+        self.freeze = f;
     }
 
     /// Group `idx`'s progress board, for its workers.
@@ -145,7 +205,8 @@ impl Sampler {
         let at = self.elapsed_ns();
         let t0 = runq_kernel::clock::thread_cpu_ns();
         if self.tracks[idx].active {
-            self.tracks[idx].snapshot(at);
+            // A group's last snapshot sets nothing off: it is stopping.
+            let _ = self.tracks[idx].snapshot(at);
         }
         self.tracks[idx].active = false;
         self.tracks[idx].stats = None;
@@ -173,8 +234,13 @@ impl Sampler {
     pub(crate) fn snapshot_all(&mut self) {
         let t0 = runq_kernel::clock::thread_cpu_ns();
         let at = self.elapsed_ns();
+        let mut stalled = false;
         for t in self.tracks.iter_mut().filter(|t| t.active) {
-            t.snapshot(at);
+            stalled |= t.snapshot(at);
+        }
+        if let Some(f) = self.freeze.filter(|_| stalled) {
+            self.freeze = None;
+            crate::telemetry::freeze_recording(f);
         }
         self.snapshots += 1;
         self.cpu_ns += runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
@@ -202,15 +268,20 @@ impl Sampler {
 }
 
 impl Track {
-    /// Appends one snapshot taken at `at_ns`.
-    fn snapshot(&mut self, at_ns: u64) {
+    /// Appends one snapshot taken at `at_ns`; true when the group's
+    /// watched counter has stalled past its check's bound.
+    fn snapshot(&mut self, at_ns: u64) -> bool {
         let totals = self.board.totals();
+        let stalled = self
+            .stall
+            .as_mut()
+            .is_some_and(|w| w.stalled(totals, at_ns));
         let s = &mut self.series;
         s.at_ns.push(at_ns);
         s.work_units.push(totals.work_units);
         s.iterations.push(totals.iterations);
         let Some(files) = self.stats.as_mut() else {
-            return;
+            return stalled;
         };
         let (mut cpu, mut delay) = (0u64, 0u64);
         for f in files {
@@ -220,5 +291,52 @@ impl Track {
         }
         s.cpu_time_ns.get_or_insert_with(Vec::new).push(cpu);
         s.run_delay_ns.get_or_insert_with(Vec::new).push(delay);
+        stalled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::SeriesCheck;
+
+    const MS: u64 = 1_000_000;
+
+    fn stall(metric: Metric, ms: u64, after_ms: u64) -> SeriesCheck {
+        SeriesCheck {
+            metric,
+            after_ns: after_ms * MS,
+            kind: SeriesKind::Stall {
+                max_stall_ns: ms * MS,
+            },
+        }
+    }
+
+    fn units(work_units: u64) -> ProgressTotals {
+        ProgressTotals {
+            work_units,
+            iterations: 0,
+        }
+    }
+
+    #[test]
+    fn a_stall_is_seen_live_once_the_counter_is_still_past_the_bound() {
+        let checks = [
+            stall(Metric::CpuTime, 10, 0),
+            stall(Metric::WorkUnits, 1_000, 0),
+            stall(Metric::WorkUnits, 500, 200),
+        ];
+        let mut w = StallWatch::of(&checks).expect("a work-unit stall check");
+        assert_eq!(w.bound_ns, 500 * MS, "the tightest, on a counter read live");
+        assert!(!w.stalled(units(5), 0));
+        assert!(
+            !w.stalled(units(5), 600 * MS),
+            "600 ms from the warm-up's end at 200"
+        );
+        assert!(w.stalled(units(5), 800 * MS));
+        assert!(!w.stalled(units(6), 900 * MS), "it moved");
+        assert!(!w.stalled(units(6), 1_300 * MS));
+        assert!(w.stalled(units(6), 1_500 * MS));
+        assert!(StallWatch::of(&[stall(Metric::RunDelay, 10, 0)]).is_none());
     }
 }

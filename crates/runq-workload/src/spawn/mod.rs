@@ -23,7 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
-pub use spec::{thread_capable, CloneMode, CustomContext, CustomWork, Watchdog, Work, WorkSpec};
+pub use spec::{
+    thread_capable, CloneMode, CustomContext, CustomWork, Freeze, Watchdog, Work, WorkSpec,
+};
 
 use crate::fault::{Fault, FaultStep};
 use crate::fd::pipe;

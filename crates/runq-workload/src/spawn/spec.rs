@@ -90,6 +90,20 @@ pub struct Watchdog {
     pub stuck_ns: u64,
 }
 
+/// The flight recorder's stop-on-threshold trigger (like cyclictest's
+/// `-b`): the first worker whose gap (see [`crate::gap`]) passes `gap_ns`
+/// before the stop writes `0` to `tracing_on_fd` (the recorder's
+/// `tracing_on`, opened by the parent before the fork), so that the
+/// recording ends with the gap instead of being overwritten by the rest of
+/// the run. One comparison per iteration, already made for the watchdog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Freeze {
+    /// An open, writable `tracing_on` of the recorder's tracefs instance.
+    pub tracing_on_fd: i32,
+    /// The gap that trips it, ns (the scenario's `max_gap_ms`).
+    pub gap_ns: u64,
+}
+
 /// What to start for one group.
 #[derive(Debug, Clone)]
 pub struct WorkSpec {
@@ -105,6 +119,8 @@ pub struct WorkSpec {
     pub clone_mode: CloneMode,
     /// The watchdog, unless disabled (repro mode) or no scheduler is named.
     pub watchdog: Option<Watchdog>,
+    /// The recorder's stop-on-threshold trigger, when one is armed.
+    pub freeze: Option<Freeze>,
     /// Where the workers publish their progress for the run's snapshots
     /// (slot = worker index in the group); `None`: not published.
     pub(crate) progress: Option<ProgressBoard>,
@@ -120,6 +136,7 @@ impl WorkSpec {
             setup: WorkerSetup::default(),
             clone_mode: CloneMode::Process,
             watchdog: None,
+            freeze: None,
             progress: None,
         }
     }

@@ -94,6 +94,9 @@ fn work_loop(spec: &WorkSpec, idx: usize, body: &mut dyn WorkerBody) -> WorkerRe
     if let Some(w) = spec.watchdog {
         tel.arm_watchdog(w);
     }
+    if let Some(f) = spec.freeze {
+        tel.arm_freeze(f);
+    }
     body.run_until_stop(&mut tel);
     let mut report = tel.finish(spec.group_idx, body.is_messenger());
     report.partner_lost = body.partner_lost();

@@ -56,7 +56,13 @@ fn a_fail_starts_stderr_with_its_worst_check() {
 
 /// As root: a spinner pinned to CPU 0 is starved by a SCHED_FIFO busy loop
 /// pinned there; the run FAILs max_gap_ms, and its evidence names the hog
-/// as the task that held CPU 0 while the worker waited.
+/// as the task that held CPU 0 while the worker waited. The gap froze the
+/// recording as the worker got CPU 0 back, and `--ctprof`'s snapshots
+/// (taken before the hog started and after it ended) show the worker's
+/// run-queue wait. The recorder recorded CPU 0 only, the worker's. The
+/// hog's gaps are about 950 ms (the kernel leaves the worker 50 ms a
+/// second); the 600 ms bound stays above what a busy host's load alone
+/// makes, so the freeze comes from the hog.
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn the_evidence_of_a_starved_worker_names_the_hog() {
@@ -64,7 +70,7 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
     let scn = dir.path().join("pinned.toml");
     std::fs::write(
         &scn,
-        "duration = \"4s\"\n[checks]\nmax_gap_ms = 300\n\
+        "duration = \"4s\"\n[checks]\nmax_gap_ms = 600\n\
          [[group]]\nname = \"pinned\"\nwork_type = \"SpinWait\"\nworkers = 1\naffinity = \"0\"\n",
     )
     .unwrap();
@@ -76,13 +82,15 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
         "--flight-recorder",
         "--evidence-dir",
         d,
+        "--ctprof",
+        &format!("{d}/ctprof"),
     ]);
     let pid = child.id();
     let worker = wait_for(Duration::from_secs(10), "the worker", || {
         let kids = children(pid);
         (kids.len() == 1).then(|| kids[0])
     });
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(600));
     let hog = runq_testkit::starve::RtHog::starve(worker);
     let hog_pid = hog.pid();
     std::thread::sleep(Duration::from_millis(1500));
@@ -92,6 +100,7 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     runq_testkit::assert_matches_schema("run", &v);
+    assert_instance_removed(pid);
     let first = stderr.lines().next().unwrap_or_default();
     assert!(
         first.starts_with(&format!(
@@ -122,4 +131,126 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
         trace.contains(&format!("`sh` {hog_pid}")),
         "the trace shows the hog"
     );
+    let source = v["evidence"]["source"].as_str().unwrap();
+    assert!(
+        source.ends_with(" on CPUs 0"),
+        "only the pinned worker's CPU: {source}"
+    );
+    assert_frozen_after_the_gap(&v, ev);
+    assert_ctprof_shows_the_wait(ev, worker);
+}
+
+/// The recording froze at the end of the gap (the worker's first window
+/// after it), not before the wait it shows.
+fn assert_frozen_after_the_gap(v: &Value, ev: &Value) {
+    let frozen = v["evidence"]["frozen_s"]
+        .as_f64()
+        .expect("the gap froze the recording");
+    let [_, to] = [&ev["window_s"][0], &ev["window_s"][1]].map(|x| x.as_f64().unwrap());
+    let summary = ev["summary"].as_str().unwrap();
+    let (_, from) = summary.split_once(" ms on CPU 0 from ").expect(summary);
+    let from: f64 = from.split(' ').next().unwrap().parse().unwrap();
+    assert!(
+        frozen > from && frozen <= to,
+        "froze at {frozen} s, wait from {from} s, window to {to} s"
+    );
+}
+
+/// ctprof's compare names the worker first, in both snapshots, with the
+/// bulk of its 1.5 s wait as run-queue wait.
+fn assert_ctprof_shows_the_wait(ev: &Value, worker: i32) {
+    let t = &ev["ctprof"]["threads"][0];
+    assert_eq!(t["tid"], worker, "{ev}");
+    assert_eq!(
+        (t["role"].as_str(), t["presence"].as_str()),
+        (Some("worker"), Some("both"))
+    );
+    let wait = t["deltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["metric"] == "wait_time_ns")
+        .and_then(|d| d["delta"].as_f64())
+        .expect("wait_time_ns");
+    assert!(wait >= 1e9, "wait_time_ns {wait}");
+}
+
+/// As root: one of a pipe pair is stopped (SIGSTOP) for 2 s; the group's
+/// stall check (1 s) FAILs, the sampler froze the recording during the
+/// stall, so the default buffer still holds the stop: the evidence shows
+/// the stopped worker as stopped (T) and its partner asleep, not running
+/// nor waiting for a CPU.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_stalled_pipe_partner_is_shown_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let scn = dir.path().join("pipes.toml");
+    std::fs::write(
+        &scn,
+        "duration = \"4s\"\n[[group]]\nname = \"pipes\"\nwork_type = \"PipeIo\"\nworkers = 2\n\
+         [[group.series_check]]\nkind = \"stall\"\nmax_stall = \"1s\"\n",
+    )
+    .unwrap();
+    let d = dir.path().to_str().unwrap();
+    let child = spawn(&[
+        "run",
+        scn.to_str().unwrap(),
+        "--json",
+        "--flight-recorder",
+        "--evidence-dir",
+        d,
+    ]);
+    let pid = child.id();
+    let workers = wait_for(Duration::from_secs(10), "the pair", || {
+        let kids = children(pid);
+        (kids.len() == 2).then_some(kids)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let stopped = workers[0];
+    // SAFETY: kill(2) on our own child's child, which we started.
+    unsafe { libc::kill(stopped, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(2000));
+    // SAFETY: as above.
+    unsafe { libc::kill(stopped, libc::SIGCONT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    runq_testkit::assert_matches_schema("run", &v);
+    assert_instance_removed(pid);
+    assert!(
+        v["evidence"]["frozen_s"].is_f64(),
+        "the stall froze it: {v}"
+    );
+    let checks = v["evidence"]["checks"].as_array().unwrap();
+    let ev = checks
+        .iter()
+        .find(|e| e["check"] == "stall(work_units)")
+        .unwrap_or_else(|| panic!("{checks:?}"));
+    let summary = ev["summary"].as_str().unwrap();
+    let (_, mine) = summary
+        .split_once(&format!("worker {stopped} "))
+        .expect(summary);
+    let mine = mine.split(';').next().unwrap();
+    assert!(mine.contains("was stopped (T)"), "{summary}");
+    let partner = workers[1];
+    let (_, theirs) = summary
+        .split_once(&format!("worker {partner} "))
+        .expect(summary);
+    assert!(theirs.contains("slept (S)"), "{summary}");
+}
+
+/// runq `pid` left no tracefs instance behind (its recorder's, with the
+/// trigger's file open in it, once could not be removed).
+fn assert_instance_removed(pid: u32) {
+    let instances = std::path::Path::new("/sys/kernel/tracing/instances");
+    let left: Vec<String> = std::fs::read_dir(instances)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("runq-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }

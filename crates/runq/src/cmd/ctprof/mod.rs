@@ -6,6 +6,7 @@ mod compare;
 mod export;
 mod flags;
 mod metric_list;
+pub mod moment;
 mod record;
 pub mod run_hook;
 mod show;

@@ -11,6 +11,7 @@ use runq_ctprof::compare::compare;
 use runq_ctprof::group::{GroupBy, Grouping};
 use runq_ctprof::view::ViewOptions;
 use runq_ctprof::{capture, save, CaptureOptions, CtprofSnapshot};
+use runq_workload::evidence::ctprof::{CtprofEvidence, Subject};
 use runq_workload::{Placement, RunOutcome};
 
 use crate::exit;
@@ -21,6 +22,8 @@ pub struct Recorder {
     dir: PathBuf,
     before: Option<CtprofSnapshot>,
     after: Option<CtprofSnapshot>,
+    /// When each snapshot was taken, from the run's start.
+    at: [Duration; 2],
 }
 
 /// How close to the planned end the second snapshot is taken.
@@ -45,6 +48,7 @@ impl Recorder {
             dir: dir.to_path_buf(),
             before: None,
             after: None,
+            at: [Duration::ZERO; 2],
         })
     }
 
@@ -62,12 +66,31 @@ impl Recorder {
         if self.before.is_none() {
             let t = Instant::now();
             self.before = Some(Self::snap());
+            self.at[0] = elapsed;
             if elapsed + t.elapsed() + END_MARGIN >= planned {
-                self.after = Some(Self::snap());
+                self.take_after(elapsed + t.elapsed());
             }
         } else if self.after.is_none() && elapsed + END_MARGIN >= planned {
-            self.after = Some(Self::snap());
+            self.take_after(elapsed);
         }
+    }
+
+    fn take_after(&mut self, elapsed: Duration) {
+        self.after = Some(Self::snap());
+        self.at[1] = elapsed;
+    }
+
+    /// The compare of the `subjects`' threads between the two snapshots,
+    /// for a FAIL's evidence; `None` until both are taken.
+    pub fn around(&self, subjects: &[Subject]) -> Option<CtprofEvidence> {
+        let (b, a) = (self.before.as_ref()?, self.after.as_ref()?);
+        Some(CtprofEvidence {
+            snapshots_s: self.at.map(|d| d.as_secs_f64()),
+            threads: subjects
+                .iter()
+                .map(|&s| super::moment::thread_deltas(b, a, s))
+                .collect(),
+        })
     }
 
     /// Writes both snapshots and `compare.json`; returns the rendered

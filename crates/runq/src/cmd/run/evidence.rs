@@ -5,31 +5,46 @@
 //! the report, a Chrome/Perfetto trace file per check, and the headline
 //! that starts stderr.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use runq_common::safefile::{write_atomic, Replace};
 use runq_kernel::sched_trace::{Recorder, EVENTS};
+use runq_workload::evidence::ctprof::{CtprofEvidence, Subject};
 use runq_workload::evidence::{self, window::Names, Evidence, EvidenceReport};
-use runq_workload::{RunOutcome, Verdict};
+use runq_workload::{Freeze, RunOutcome, Scenario, Verdict};
+
+use crate::cmd::ctprof::run_hook::Recorder as CtprofHook;
 
 /// One run's recorder, or why there is none, and the run's start on its
 /// clock (CLOCK_MONOTONIC, ns), learnt from the first tick.
 pub struct Flight {
-    recorder: Result<Recorder, String>,
+    /// The recorder's `tracing_on`, held open for the workers' freeze;
+    /// closed before the recorder goes (its instance cannot be removed
+    /// while a file in it is open), hence first.
+    trigger: Option<std::fs::File>,
+    /// The recorder and the CPUs it records, or why there is none.
+    recorder: Result<(Recorder, Vec<u32>), String>,
     base_ns: Option<u64>,
     own: HashSet<i32>,
 }
 
 impl Flight {
-    /// Starts recording into `mib_per_cpu` MiB per online CPU, when
-    /// given; otherwise notes why not.
-    pub fn start(mib_per_cpu: Option<u32>) -> Flight {
+    /// Starts recording into `mib_per_cpu` MiB per CPU, when given, on
+    /// the CPUs `pinned` (the workers' when every group is pinned:
+    /// [`Scenario::pinned_cpus`]) or on every online CPU; otherwise notes
+    /// why not.
+    pub fn start(mib_per_cpu: Option<u32>, pinned: Option<BTreeSet<usize>>) -> Flight {
         let recorder = match mib_per_cpu {
             Some(mib) => {
-                let cpus = runq_kernel::cpulist::online_cpus();
+                let cpus = pinned
+                    .unwrap_or_else(|| runq_kernel::cpulist::online_cpus().into_iter().collect());
                 let cpus: Vec<u32> = cpus.iter().filter_map(|&c| u32::try_from(c).ok()).collect();
-                Recorder::start(&cpus, u64::from(mib) * 1024).map_err(|e| e.to_string())
+                Recorder::start(&cpus, u64::from(mib) * 1024)
+                    .map(|r| (r, cpus))
+                    .map_err(|e| e.to_string())
             }
             None => Err(
                 "the flight recorder is off (pass --flight-recorder to record the \
@@ -38,10 +53,34 @@ impl Flight {
             ),
         };
         Flight {
+            trigger: None,
             recorder,
             base_ns: None,
             own: HashSet::new(),
         }
+    }
+
+    /// The stop-on-threshold trigger for `scn`'s run, when the recorder
+    /// runs, `on`, and the scenario bounds gaps or stalls: the first gap
+    /// beyond `max_gap_ms`, or the first stall past a `stall` check's
+    /// bound, freezes the recording.
+    pub fn freeze(&mut self, scn: &Scenario, on: bool) -> Option<Freeze> {
+        let gap_ms = scn.checks.gap_bound_ms();
+        let stalls = scn
+            .groups
+            .iter()
+            .flat_map(|g| &g.series_checks)
+            .any(|c| matches!(c.kind, runq_workload::series::SeriesKind::Stall { .. }));
+        if !on || (gap_ms.is_none() && !stalls) {
+            return None;
+        }
+        let file = self.recorder.as_ref().ok()?.0.trigger().ok()?;
+        let fd = file.as_raw_fd();
+        self.trigger = Some(file);
+        Some(Freeze {
+            tracing_on_fd: fd,
+            gap_ns: gap_ms.map_or(u64::MAX, |ms| ms.saturating_mul(1_000_000)),
+        })
     }
 
     /// On each tick of the run: the first gives the run's start; each
@@ -61,13 +100,20 @@ impl Flight {
 
     /// Stops recording; after a FAIL, reads the recording and writes the
     /// evidence of each failed check (its trace files under `dir`, named
-    /// after `tag`).
-    pub fn finish(self, o: &RunOutcome, dir: &Path, tag: &str) -> Option<EvidenceReport> {
+    /// after `tag`), with `ctprof`'s compare of the threads each names
+    /// when `--ctprof` took snapshots.
+    pub fn finish(
+        self,
+        o: &RunOutcome,
+        (dir, tag): (&Path, &str),
+        ctprof: Option<&CtprofHook>,
+    ) -> Option<EvidenceReport> {
+        drop(self.trigger);
         if o.verdict != Verdict::Fail {
             return None;
         }
         let mut report = EvidenceReport::default();
-        let (rec, base) = match (self.recorder, self.base_ns) {
+        let ((rec, cpus), base) = match (self.recorder, self.base_ns) {
             (Ok(r), Some(b)) => (r, b),
             (Err(why), _) => return Some(unavailable(o, report, format!("no recording: {why}"))),
             (Ok(_), None) => {
@@ -81,36 +127,50 @@ impl Flight {
         };
         drop(rec);
         let events = recording.events;
-        report.source = Some(format!("tracefs instance: {}", EVENTS.join(", ")));
+        report.source = Some(format!(
+            "tracefs instance: {} on CPUs {}",
+            EVENTS.join(", "),
+            cpu_words(&cpus)
+        ));
         report.events = events.len() as u64;
         report.events_written = recording.written;
         let s = |ns: u64| (ns as f64 - base as f64) / 1e9;
         if let (Some(a), Some(b)) = (events.first(), events.last()) {
             report.recorded_s = Some([s(a.ts_ns()), s(b.ts_ns())]);
+            report.frozen_s = recording.frozen.then(|| s(b.ts_ns()));
         }
         let wrapped = recording.wrapped_from_ns;
+        let around = |subjects: &[Subject]| ctprof.and_then(|c| c.around(subjects));
+        let frozen = recording
+            .frozen
+            .then(|| events.last().map(|e| e.ts_ns()))
+            .flatten();
         report.checks = examine_all(
             o,
-            &events,
-            base,
+            (&events, base, frozen),
             &self.own,
             &wrapped,
             &dir.join(format!("runq-evidence-{tag}")),
+            &around,
         );
+        if let Some(t) = report.frozen_s {
+            note_after_freeze(&mut report.checks, t);
+        }
         Some(report)
     }
 }
 
-/// Each failed check's evidence in `events`, its trace written to
+/// Each failed check's evidence in `events` (the recording froze at
+/// `frozen`, absolute ns, when the trigger stopped it), its trace written to
 /// `<prefix>-<check>-<group>.json` (checks that point at the same moment
 /// share one file).
 fn examine_all(
     o: &RunOutcome,
-    events: &[runq_kernel::sched_trace::SchedEvent],
-    base: u64,
+    (events, base, frozen): (&[runq_kernel::sched_trace::SchedEvent], u64, Option<u64>),
     own: &HashSet<i32>,
     wrapped: &std::collections::BTreeMap<u32, u64>,
     prefix: &Path,
+    ctprof: &dyn Fn(&[Subject]) -> Option<CtprofEvidence>,
 ) -> Vec<Evidence> {
     let group_of = |tid: i32| evidence::group_of(o, tid);
     let is_runq = |tid: i32| own.contains(&tid);
@@ -120,35 +180,44 @@ fn examine_all(
         wrapped,
     };
     let moments = evidence::moments(o);
-    let mut written: Vec<((i32, u64, u64), String)> = Vec::new();
+    let mut written: Vec<(evidence::MomentKey, String)> = Vec::new();
     let mut out = Vec::new();
     for c in o.checks.iter().filter(|c| !c.pass) {
-        let found = match moments
+        let moment = moments
             .iter()
-            .find(|m| m.check == c.name && m.group == c.group)
-        {
-            Some(m) => {
-                let (ev, trace) = evidence::examine(events, base, m, &names);
-                Some((ev, trace, (m.tid, m.from_ns, m.to_ns)))
+            .find(|m| m.check == c.name && m.group == c.group);
+        // A moment after the recording froze: the one it holds instead.
+        let held = moment
+            .filter(|m| frozen.is_some_and(|end| base + m.from_ns > end))
+            .and_then(|m| evidence::before_freeze(o, m, events, base));
+        let found = match held.as_ref().or(moment) {
+            Some(m) => Some(evidence::examine(events, base, m, &names)),
+            None if c.name == "max_p99_wake_latency_us" => {
+                evidence::examine_wakes(o, c, events, base, &names)
             }
             None => evidence::examine_series(o, c, events, base, &names),
         };
-        let Some((mut ev, trace, key)) = found else {
+        let Some(found) = found else {
             out.push(evidence::without_moment(c));
             continue;
         };
-        if let Some(w) = written.iter().find(|w| w.0 == key) {
+        let mut ev = found.evidence;
+        if let Some(w) = written.iter().find(|w| w.0 == found.key) {
             ev.trace_file = Some(w.1.clone());
-        } else if let Some(trace) = trace {
+        } else if let Some(trace) = found.trace {
             let file = format!(
                 "{}-{}-{}.json",
                 prefix.display(),
                 file_word(&c.name),
                 file_word(&c.group)
             );
-            match std::fs::write(&file, trace.to_string()) {
+            match write_atomic(
+                Path::new(&file),
+                trace.to_string().as_bytes(),
+                Replace::OwnFile,
+            ) {
                 Ok(()) => {
-                    written.push((key, file.clone()));
+                    written.push((found.key, file.clone()));
                     ev.trace_file = Some(file);
                 }
                 Err(e) => ev
@@ -156,9 +225,23 @@ fn examine_all(
                     .push_str(&format!(" (the trace could not be written to {file}: {e})")),
             }
         }
+        ev.ctprof = ctprof(&found.subjects);
         out.push(ev);
     }
     out
+}
+
+/// Tells each check whose window starts after the recording froze (at
+/// `t`, s) why the recording shows nothing of it.
+fn note_after_freeze(checks: &mut [Evidence], t: f64) {
+    for e in checks {
+        if e.window_s.is_some_and(|[a, _]| a > t) {
+            e.summary.push_str(&format!(
+                " (the recording froze at {t:.2} s, at an earlier gap or stall past its \
+                 bound; --no-freeze records to the end)"
+            ));
+        }
+    }
 }
 
 /// `name` with anything but letters, digits, `-` and `_` as `_` (a check
@@ -173,6 +256,12 @@ fn file_word(name: &str) -> String {
             }
         })
         .collect()
+}
+
+/// `0, 1, 2`.
+fn cpu_words(cpus: &[u32]) -> String {
+    let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
+    list.join(", ")
 }
 
 /// The report of a FAIL without a recording: every failed check says why.
@@ -241,8 +330,18 @@ fn render(r: &EvidenceReport) -> String {
         ));
     }
     out.push_str(":\n");
+    if let Some(t) = r.frozen_s {
+        out.push_str(&format!(
+            "  the recording froze at {t:.2} s, when a worker's gap passed max_gap_ms \
+             or a group's counter stalled past its stall check (--no-freeze records \
+             to the end)\n"
+        ));
+    }
     for e in &r.checks {
         out.push_str(&format!("  {} {}: {}\n", e.check, e.group, e.summary));
+        if let Some(c) = &e.ctprof {
+            out.push_str(&c.lines("    "));
+        }
         if let Some(f) = &e.trace_file {
             out.push_str(&format!("    trace: {f}\n"));
         }
@@ -276,6 +375,7 @@ mod tests {
                 summary: "worker 1 (g) waited".into(),
                 window_s: None,
                 trace_file: Some("/tmp/t.json".into()),
+                ctprof: None,
             }],
             ..EvidenceReport::default()
         };

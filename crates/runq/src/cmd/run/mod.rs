@@ -156,6 +156,13 @@ pub struct RunArgs {
           default_missing_value = "16",
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub flight_recorder: Option<u32>,
+    /// Keep the flight recorder recording to the end of the run. By
+    /// default the first worker whose gap passes the scenario's
+    /// `max_gap_ms`, or the first group whose work units stall past its
+    /// `stall` check, stops it then (like cyclictest -b), so that the rest
+    /// of the run cannot overwrite that moment; the evidence says when.
+    #[arg(long, requires = "flight_recorder")]
+    pub no_freeze: bool,
     /// Where a FAIL's evidence traces go (default: the system's temporary
     /// directory).
     #[arg(long, value_name = "DIR")]
@@ -173,7 +180,7 @@ pub struct RunArgs {
 
 /// The flags that shape a run, which the listings refuse (only `--json`
 /// goes with them).
-const RUN_ONLY: [&str; 16] = [
+const RUN_ONLY: [&str; 17] = [
     "scenario",
     "work_type",
     "params",
@@ -189,6 +196,7 @@ const RUN_ONLY: [&str; 16] = [
     "snapshot_interval",
     "runnable_wait",
     "flight_recorder",
+    "no_freeze",
     "evidence_dir",
 ];
 
@@ -433,6 +441,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         repeats: args.repeat,
         runnable_wait: args.runnable_wait,
         flight_recorder: args.flight_recorder,
+        freeze: !args.no_freeze,
     };
     check_outputs(&args)?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;

@@ -35,6 +35,9 @@ pub struct RunPlan {
     /// Record the scheduler's events for the evidence of a FAIL into this
     /// many MiB per CPU (`--flight-recorder`), or not at all.
     pub flight_recorder: Option<u32>,
+    /// Freeze the recording at the first gap beyond `max_gap_ms` (not
+    /// `--no-freeze`).
+    pub freeze: bool,
 }
 
 impl RunPlan {
@@ -59,6 +62,7 @@ impl RunPlan {
                 self.runnable_wait || scn.checks.max_runnable_wait_ms.is_some(),
                 scn.total_workers(),
             ),
+            freeze: None,
         }
     }
 }
@@ -105,7 +109,8 @@ pub fn run_repeats(
             crate::errln!("runq: repeat {n}/{}", plan.repeats);
         }
         let mut progress = Progress::new(scn.duration, json);
-        let mut flight = Flight::start(plan.flight_recorder);
+        let mut flight = Flight::start(plan.flight_recorder, scn.pinned_cpus());
+        let freeze = flight.freeze(scn, plan.freeze);
         let mut on_tick = |e, t| {
             flight.tick(e);
             progress.tick(e, t);
@@ -113,10 +118,13 @@ pub fn run_repeats(
                 r.tick(e, t);
             }
         };
-        let outcome = run_scenario(scn, plan.options(scn, interrupt, &mut on_tick));
+        let mut opts = plan.options(scn, interrupt, &mut on_tick);
+        opts.freeze = freeze;
+        let outcome = run_scenario(scn, opts);
         progress.finish();
         let outcome = outcome.map_err(refusal)?;
-        if let Some(ev) = flight.finish(&outcome, evidence_dir, &evidence::tag(n)) {
+        let tag = evidence::tag(n);
+        if let Some(ev) = flight.finish(&outcome, (evidence_dir, &tag), ctprof.as_ref()) {
             last_evidence = Some(ev);
         }
         let stop = outcome.interrupted || outcome.run_error.is_some();
