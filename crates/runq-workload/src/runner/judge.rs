@@ -108,6 +108,17 @@ fn judge(
     (groups, checks)
 }
 
+/// How the checks must read group `g`'s workers.
+fn group_work(g: &crate::scenario::GroupSpec) -> GroupWork {
+    if g.custom.is_some() {
+        GroupWork::Custom
+    } else if matches!(g.work, crate::WorkType::EpollStorm(_)) {
+        GroupWork::Race
+    } else {
+        GroupWork::Framework
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,16 +163,5 @@ mod tests {
             final_verdict(&[check(false)], true, false, true),
             Verdict::Fail
         );
-    }
-}
-
-/// How the checks must read group `g`'s workers.
-fn group_work(g: &crate::scenario::GroupSpec) -> GroupWork {
-    if g.custom.is_some() {
-        GroupWork::Custom
-    } else if matches!(g.work, crate::WorkType::EpollStorm(_)) {
-        GroupWork::Race
-    } else {
-        GroupWork::Framework
     }
 }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use runq_workload::CheckConfig;
+use runq_workload::{CheckConfig, GroupWork};
 use runq_workload::{WorkSpec, WorkType, WorkerExitInfo, WorkloadHandle};
 
 /// utime + stime of `pid`, in clock ticks.
@@ -50,7 +50,7 @@ fn killing_one_side_of_a_pair_fails_the_verdict_naming_it() {
     assert_eq!(s.partner_lost, Some(1), "the survivor names worker 1");
     assert_eq!(v.exit_info, Some(WorkerExitInfo::Signaled(libc::SIGKILL)));
     let refs: Vec<_> = reports.iter().collect();
-    let results = CheckConfig::default().evaluate_group("pipe", &refs, false);
+    let results = CheckConfig::default().evaluate_group("pipe", &refs, GroupWork::Framework);
     let ns = results.iter().find(|r| r.name == "not_stuck").unwrap();
     assert!(!ns.pass, "a dead partner fails not_stuck: {ns:?}");
     let detail = ns.detail.as_deref().unwrap_or_default();
@@ -68,7 +68,7 @@ fn a_normal_stop_loses_no_partner() {
     std::thread::sleep(Duration::from_millis(300));
     let reports = handle.stop_and_collect(Duration::from_secs(10));
     let refs: Vec<_> = reports.iter().collect();
-    let results = CheckConfig::default().evaluate_group("pipe", &refs, false);
+    let results = CheckConfig::default().evaluate_group("pipe", &refs, GroupWork::Framework);
     let ns = results.iter().find(|r| r.name == "not_stuck").unwrap();
     assert!(ns.pass && ns.detail.is_none(), "{ns:?}");
 }
