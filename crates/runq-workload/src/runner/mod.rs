@@ -418,6 +418,8 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     let (mut cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
     log::info!("placement: {placement:?}; {stale} stale run cgroups removed");
     let outside_v1_cpu = rt::plan_groups(scn, cgroups.as_mut())?;
+    // Before any thread of runq's own is boosted (the host monitor's too).
+    crate::spawn::boost::set_worker_rt_ceiling(rt::worker_rt_ceiling(scn));
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = start_scheduler(scn, opts.interrupt)?;
     let watchdog = watchdog_for(scn, scheduler.as_ref(), opts.repro);

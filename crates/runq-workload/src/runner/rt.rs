@@ -26,6 +26,22 @@ pub(super) fn rt_priority(g: &GroupSpec) -> Option<u32> {
     }
 }
 
+/// The highest real-time priority any worker of `scn` may take: the
+/// groups' RT policies, RtStarvation's spinners and PreemptStorm's FIFO
+/// wakers (priority 1); 0 for none. runq's own boosted threads go above
+/// it (see `spawn::boost`).
+pub(super) fn worker_rt_ceiling(scn: &Scenario) -> u32 {
+    let waker = |g: &GroupSpec| match &g.work {
+        WorkType::PreemptStorm(p) if p.fifo && g.custom.is_none() => 1,
+        _ => 0,
+    };
+    scn.groups
+        .iter()
+        .map(|g| rt_priority(g).unwrap_or(0).max(waker(g)))
+        .max()
+        .unwrap_or(0)
+}
+
 /// Per group, whether its workers stay out of runq's v1 cpu cgroup (RT
 /// workers under v1 RT group scheduling); an error when a group's RT
 /// policy cannot be had.

@@ -5,7 +5,8 @@
 //! parent gets its weight's share against a crowd (about 0.5% of the CPU
 //! against 2,000 nice-0 spinners), so signalling them alone took up to
 //! 0.4 s. While it holds a [`Boost`], the calling thread runs SCHED_FIFO
-//! (priority 1) when it may (root or CAP_SYS_NICE), or else at nice -10
+//! (priority 1, or one above the workers' real-time priorities) when it
+//! may (root or CAP_SYS_NICE), or else at nice -10
 //! when it may: it runs whenever it is runnable, and it never spins (it
 //! blocks in poll, waitpid or short sleeps), so the workers get every
 //! CPU cycle it does not need. The forking holds one too, and workers
@@ -15,9 +16,34 @@
 //! While it collects, it also lifts stopped workers out of SCHED_IDLE
 //! ([`IdleLifter`]) so that they can report.
 
+use std::sync::atomic::{AtomicI32, Ordering};
+
 /// The fallback: low enough to be scheduled ahead of a crowd of nice-0
 /// workers, far from the real-time range.
 const BOOST_NICE: libc::c_int = -10;
+
+/// The highest real-time priority a worker of this process may hold (0:
+/// none). A boost at or below it would never run beside spinning RT
+/// workers (a woken SCHED_FIFO task does not preempt one of its own
+/// priority), and would lose the share the RT throttle leaves SCHED_OTHER
+/// tasks: two FIFO 1 spinners on 2 CPUs then held a run past its end for
+/// minutes. The boost goes one above it, or falls back to nice at 99.
+static WORKER_RT_CEILING: AtomicI32 = AtomicI32::new(0);
+
+/// Declares the highest real-time priority the workers about to start
+/// may take (0 for none); later boosts go above it.
+pub(crate) fn set_worker_rt_ceiling(priority: u32) {
+    WORKER_RT_CEILING.store(i32::try_from(priority).unwrap_or(99), Ordering::Relaxed);
+}
+
+/// The SCHED_FIFO priority of a boost, `None` when no priority is above
+/// the workers'.
+fn boost_priority() -> Option<libc::c_int> {
+    let above = WORKER_RT_CEILING.load(Ordering::Relaxed).max(0) + 1;
+    // SAFETY: sched_get_priority_max has no memory preconditions.
+    let max = unsafe { libc::sched_get_priority_max(libc::SCHED_FIFO) };
+    (above <= max).then_some(above)
+}
 
 /// What to restore when the boost ends.
 #[derive(Debug, Clone, Copy)]
@@ -42,14 +68,20 @@ impl Boost {
     /// while the boost is held (a group a step adds mid-run) starts as
     /// SCHED_OTHER at nice 0 or above, never with the boost.
     pub(crate) fn raise() -> Self {
-        let param = libc::sched_param { sched_priority: 1 };
+        let param = libc::sched_param {
+            sched_priority: boost_priority().unwrap_or(0),
+        };
         // SAFETY: sched_getscheduler/sched_setscheduler on the calling
         // thread (pid 0) with a valid parameter.
-        let fifo = unsafe {
-            libc::sched_getscheduler(0) == libc::SCHED_OTHER
-                && libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param)
-                    == 0
-        };
+        let fifo = param.sched_priority > 0
+            && unsafe {
+                libc::sched_getscheduler(0) == libc::SCHED_OTHER
+                    && libc::sched_setscheduler(
+                        0,
+                        libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK,
+                        &param,
+                    ) == 0
+            };
         if fifo {
             return Boost {
                 before: Before::Fair,
