@@ -12,6 +12,7 @@
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -172,4 +173,65 @@ pub fn named_runtime(workers: usize, name: Option<&str>) -> tokio::runtime::Runt
     let rt = builder.build().expect("tokio runtime");
     println!("{}", std::process::id());
     rt
+}
+
+/// Calls, wall time and thread CPU time of one blocking part of a
+/// service, as the service measured them itself (the figures hud's are
+/// held against).
+pub struct Truth {
+    name: &'static str,
+    calls: AtomicU64,
+    wall_ns: AtomicU64,
+    cpu_ns: AtomicU64,
+}
+
+impl Truth {
+    /// A part named `name` (the function the service calls for it).
+    pub const fn new(name: &'static str) -> Self {
+        Truth {
+            name,
+            calls: AtomicU64::new(0),
+            wall_ns: AtomicU64::new(0),
+            cpu_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs `f` on this thread, adding its wall and CPU time.
+    pub fn time<R>(&self, f: impl FnOnce() -> R) -> R {
+        let (t, cpu) = (Instant::now(), thread_cpu_ns());
+        let r = f();
+        self.add(t.elapsed(), thread_cpu_ns().saturating_sub(cpu));
+        r
+    }
+
+    /// Adds one call of `wall` time, `cpu_ns` of it on CPU.
+    pub fn add(&self, wall: Duration, cpu_ns: u64) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.wall_ns
+            .fetch_add(wall.as_nanos() as u64, Ordering::Relaxed);
+        self.cpu_ns.fetch_add(cpu_ns, Ordering::Relaxed);
+    }
+
+    /// The line the tests read: `truth NAME CALLS WALL_NS CPU_NS`.
+    pub fn line(&self) -> String {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        format!(
+            "truth {} {} {} {}",
+            self.name,
+            load(&self.calls),
+            load(&self.wall_ns),
+            load(&self.cpu_ns)
+        )
+    }
+}
+
+/// This thread's CPU time, ns.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for clock_gettime to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
