@@ -21,7 +21,7 @@ mod frames;
 pub mod maps;
 use debugfile::{ElfInfo, FoundBy};
 use exports::Exports;
-use frames::{dwarf_frames, merge_names};
+use frames::{dwarf_frames, merge_names, qualify_inlined};
 use maps::CodeMapping;
 
 /// One frame of a symbolized stack.
@@ -440,7 +440,8 @@ impl Symbols {
             let offset = self
                 .mapping_of(lookup[i])
                 .map(|k| self.mappings[k].file_offset(lookup[i]));
-            let frames = merge_names(frames, names[i].clone(), module, *addr, offset);
+            let mut frames = merge_names(frames, names[i].clone(), module, *addr, offset);
+            qualify_inlined(&mut frames);
             resolved.push((*addr, frames));
         }
         drop(dwarf);

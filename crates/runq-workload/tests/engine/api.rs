@@ -105,7 +105,10 @@ fn thread_mode_workers_and_panics() {
         assert!(r.completed, "{r:?}");
         assert!(r.work_units > 0);
         // About 200 ms, or less when a loaded host starts the thread late.
-        assert!(r.wall_time_ns > 0 && r.wall_time_ns < 5_000_000_000, "{r:?}");
+        assert!(
+            r.wall_time_ns > 0 && r.wall_time_ns < 5_000_000_000,
+            "{r:?}"
+        );
     }
     let pipe_wakes: u64 = reports
         .iter()
