@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use super::Frame;
+use crate::classify::crate_of;
 
 /// Puts the symbol table's qualified name on the outermost DWARF frame (or
 /// makes a frame of it when DWARF had nothing).
@@ -51,7 +52,10 @@ const ANONYMOUS: [(&str, &str); 3] = [
 /// Names each inlined closure or async body of `frames` (innermost first,
 /// one address's inline chain and its caller) by its full path, when the
 /// names of the frames around it give one: its callers' first (the nearest
-/// that names exactly one path), then its callees'.
+/// that names exactly one path), then its callees'. A path must be of the
+/// crate the frame's source file belongs to, and not be one of the frame's
+/// own generic parameters (the closure of a function generic over another
+/// closure: `spawn_unchecked`'s `{closure#0}<app::main::{closure_env#0}>`).
 pub(super) fn qualify_inlined(frames: &mut [Frame]) {
     for i in 0..frames.len() {
         if !frames[i].inlined {
@@ -59,13 +63,29 @@ pub(super) fn qualify_inlined(frames: &mut [Frame]) {
         }
         let outward = frames[i + 1..].iter();
         let inward = frames[..i].iter().rev();
-        let short = &frames[i].function;
+        let this = &frames[i];
         let path = outward
             .chain(inward)
-            .find_map(|f| path_of(short, &f.function));
+            .find_map(|f| path_of(&this.function, &f.function).filter(|p| fits(this, p)));
         if let Some(path) = path {
-            frames[i].function = format!("{path}::{short}").into();
+            frames[i].function = format!("{path}::{}", frames[i].function).into();
         }
+    }
+}
+
+/// True when `path` can be the path of `frame`'s anonymous function: of
+/// the crate its source file belongs to (the standard library's for its
+/// sources, any other for the program's), and not in its own name.
+fn fits(frame: &Frame, path: &str) -> bool {
+    if frame.function.contains(path) {
+        return false;
+    }
+    let krate = path.trim_start_matches('<').split("::").next();
+    let std = matches!(krate, Some("std" | "core" | "alloc"));
+    match crate_of(frame) {
+        Some(c) if c == "std" => std,
+        Some(c) => krate == Some(c.replace('-', "_").as_str()),
+        None => !std,
     }
 }
 
@@ -236,6 +256,34 @@ mod tests {
             frames[0].function.as_ref(),
             "<app::Store<u8> as app::Load>::load::{closure#0}"
         );
+    }
+
+    #[test]
+    fn a_library_closure_generic_over_the_programs_keeps_its_short_name() {
+        // std's thread-spawn closure, generic over the program's closure:
+        // a callee names the program's closure type, with the same index.
+        let mut frames = chain(&[
+            (
+                "__rust_begin_short_backtrace<app::start::{closure_env#0}, ()>",
+                true,
+            ),
+            ("{closure#0}<app::start::{closure_env#0}, ()>", true),
+            ("std::thread::lifecycle::spawn_unchecked", false),
+        ]);
+        frames[1].file = Some(Arc::from(
+            "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/std/src/thread/lifecycle.rs",
+        ));
+        qualify_inlined(&mut frames);
+        assert!(frames[1].function.starts_with("{closure#0}<"), "{frames:?}");
+        // A closure of the standard library is named by a std path only.
+        let mut frames = chain(&[
+            ("{closure#1}", true),
+            ("call<app::f::{closure_env#1}>", true),
+            ("app::f", false),
+        ]);
+        frames[0].file = Some(Arc::from("/rustc/abc/library/core/src/iter/mod.rs"));
+        qualify_inlined(&mut frames);
+        assert_eq!(frames[0].function.as_ref(), "{closure#1}");
     }
 
     #[test]

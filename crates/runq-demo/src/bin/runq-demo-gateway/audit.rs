@@ -66,7 +66,7 @@ fn audit_runtime(
             }
             let t = Instant::now();
             wait_well(mode, BLOCK).await;
-            AUDIT.add(t.elapsed(), 0);
+            AUDIT.add(t.elapsed(), Default::default());
             tokio::time::sleep(PERIOD).await;
         }
     });

@@ -15,11 +15,13 @@ const ROUTES: [(&str, u64); 6] = [
     ("/import", 1000),
 ];
 
-/// Starts the client threads (`gw-client`) for the gateway at `addr`.
+/// Starts the client threads for the gateway at `addr`, each named by
+/// its route (`get/report`: no group of same-named threads that a tool
+/// could take for the workers).
 pub(crate) fn start(addr: SocketAddr) {
     for (path, pause_ms) in ROUTES {
         std::thread::Builder::new()
-            .name("gw-client".into())
+            .name(format!("get{path}"))
             .spawn(move || loop {
                 // A refused or reset request is tried again after the pause.
                 let _ = get(addr, path);

@@ -7,9 +7,11 @@
 //! defaults (no frame pointers). Each route blocks in a known way (see
 //! [`handlers`] and [`audit`]).
 //!
-//! `runq-demo-gateway [SECONDS] [MODE]` prints its pid first, and at the
-//! end what each blocking part cost as it measured it
-//! (`truth NAME CALLS WALL_NS CPU_NS`, see [`runq_demo::Truth`]). Modes:
+//! `runq-demo-gateway [SECONDS] [MODE]` prints its pid first, once it
+//! serves, and at the end what each blocking part cost as it measured it
+//! (`truth NAME CALLS WALL_NS CPU_NS WAIT_NS`, see [`runq_demo::Truth`]);
+//! every 250 ms the running totals, each line after `at MS` (ms since the
+//! pid). Modes:
 //!
 //! - `tokio-names`: the multi-thread runtime keeps Tokio's thread names;
 //! - `deep`: the report renders twice as deep (48 KiB of sections, deeper
@@ -51,6 +53,21 @@ async fn wait_well(mode: Mode, d: Duration) {
     }
 }
 
+/// How often the running totals are printed.
+const TRUTH_EVERY: Duration = Duration::from_millis(250);
+
+/// Prints what every part measured so far, each line after `at` (the
+/// time since the pid was printed, ms) when given: the running totals
+/// that let a test take the figures of its own window.
+fn print_truths(at: Option<Duration>) {
+    for t in handlers::TRUTHS.iter().copied().chain([&audit::AUDIT]) {
+        match at {
+            Some(at) => println!("at {} {}", at.as_millis(), t.line()),
+            None => println!("{}", t.line()),
+        }
+    }
+}
+
 fn main() {
     let option = std::env::args().nth(2).unwrap_or_default();
     let mode = match option.as_str() {
@@ -64,7 +81,6 @@ fn main() {
         builder.thread_name("gw-rt");
     }
     let runtime = builder.build().expect("tokio runtime");
-    println!("{}", std::process::id());
     let lifetime = runq_demo::duration_from_args();
     audit::start(mode, lifetime.unwrap_or(Duration::MAX));
     let config = handlers::Config {
@@ -81,14 +97,15 @@ fn main() {
         let app = handlers::router(config);
         tokio::spawn(async move { axum::serve(listener, app).await });
         client::start(addr);
-        match lifetime {
-            Some(d) => tokio::time::sleep(d).await,
-            None => std::future::pending::<()>().await,
+        // The pid once it serves: a tool attached now sees it at work.
+        println!("{}", std::process::id());
+        let started = std::time::Instant::now();
+        while lifetime.is_none_or(|d| started.elapsed() < d) {
+            tokio::time::sleep(TRUTH_EVERY).await;
+            print_truths(Some(started.elapsed()));
         }
     });
-    for t in handlers::TRUTHS.iter().copied().chain([&audit::AUDIT]) {
-        println!("{}", t.line());
-    }
+    print_truths(None);
     // Exits with the handlers still running: shutting the runtime down
     // under a block_in_place would fail its timers.
     use std::io::Write as _;
