@@ -265,11 +265,21 @@ impl Truth {
 /// This thread's CPU time, ns (`CLOCK_THREAD_CPUTIME_ID`: cheaper than
 /// [`ThreadClocks::now`]).
 pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// `CLOCK_MONOTONIC` now, ns: the clock of hud's findings.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// The clock `id` now, ns.
+fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid timespec for clock_gettime to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    unsafe { libc::clock_gettime(id, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -15,11 +15,10 @@ use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::hud::{blockers, demo_bin, hud, hud_then, runq_bin, KillOnDrop};
+use super::hud::{blockers, demo_bin, hud, runq_bin, KillOnDrop};
 
 /// How long the gateway runs: a hud session of [`SESSION`] seconds (two
 /// in some tests) and the start, on a loaded host.
@@ -32,8 +31,6 @@ struct Gateway {
     child: KillOnDrop,
     pid: u32,
     out: BufReader<ChildStdout>,
-    /// When it printed its pid (its running totals count from then).
-    started: Instant,
 }
 
 /// What the gateway measured of one blocking part over a window: calls,
@@ -86,39 +83,47 @@ fn start_gateway_with(exe: &Path, args: &[&str]) -> Gateway {
         child: KillOnDrop(child),
         pid,
         out,
-        started: Instant::now(),
     }
 }
 
 impl Gateway {
     /// A hud session of `secs` on the gateway, with `extra` arguments:
-    /// the report, and what the gateway measured over the session (the
-    /// `duration_s` that ended when the report came out).
+    /// the report, and what the gateway measured over the session (from
+    /// the start of hud's first finding to the end of its last, on the
+    /// clock of both).
     fn hud(self, secs: u32, extra: &[&OsStr]) -> (Value, Truths) {
-        let mut end = Duration::ZERO;
-        let (report, _) = hud_then(&runq_bin(), self.pid, secs, extra, || {
-            end = self.started.elapsed();
-        });
-        let len = Duration::from_secs_f64(report["duration_s"].as_f64().unwrap());
-        let truths = self.window(end.saturating_sub(len), end);
-        (report, truths)
+        let (report, trace) = hud(&runq_bin(), self.pid, secs, extra);
+        let spans: Vec<(u64, u64)> = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| {
+                let us = |k: &str| e[k].as_f64().unwrap();
+                (
+                    (us("ts") * 1e3) as u64,
+                    ((us("ts") + us("dur")) * 1e3) as u64,
+                )
+            })
+            .collect();
+        let from = spans.iter().map(|s| s.0).min().unwrap_or(0);
+        let to = spans.iter().map(|s| s.1).max().unwrap_or(0);
+        (report, self.window(from, to))
     }
 
     /// Waits for the gateway's end and takes, from its running totals,
-    /// what it measured between `from` and `to` after its start.
-    fn window(mut self, from: Duration, to: Duration) -> Truths {
+    /// what it measured between the `CLOCK_MONOTONIC` times `from` and
+    /// `to`, ns.
+    fn window(mut self, from: u64, to: u64) -> Truths {
         let mut text = String::new();
         self.out.read_to_string(&mut text).unwrap();
         let _ = self.child.0.wait();
-        let mut totals: BTreeMap<String, Vec<(u128, Part)>> = BTreeMap::new();
-        for l in text.lines() {
-            let f: Vec<u64> = l
-                .split_whitespace()
-                .filter_map(|w| w.parse().ok())
-                .collect();
-            let name = l.split_whitespace().nth(3).unwrap_or_default();
-            if let ([at, calls, wall_ns, cpu_ns, wait_ns], true) =
-                (f.as_slice(), l.starts_with("at "))
+        let mut totals: BTreeMap<String, Vec<(u64, Part)>> = BTreeMap::new();
+        for l in text.lines().filter(|l| l.starts_with("at ")) {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let n: Vec<u64> = words.iter().filter_map(|w| w.parse().ok()).collect();
+            if let ([at, calls, wall_ns, cpu_ns, wait_ns], Some(name)) =
+                (n.as_slice(), words.get(3))
             {
                 let part = Part {
                     calls: *calls,
@@ -126,13 +131,15 @@ impl Gateway {
                     cpu_ns: *cpu_ns,
                     wait_ns: *wait_ns,
                 };
-                let at = u128::from(*at);
-                totals.entry(name.to_string()).or_default().push((at, part));
+                totals
+                    .entry(name.to_string())
+                    .or_default()
+                    .push((*at, part));
             }
         }
-        let upto = |list: &[(u128, Part)], t: Duration| {
+        let upto = |list: &[(u64, Part)], t: u64| {
             list.iter()
-                .take_while(|(at, _)| *at <= t.as_millis())
+                .take_while(|(at, _)| *at <= t)
                 .last()
                 .map_or(Part::default(), |(_, p)| *p)
         };
@@ -305,7 +312,7 @@ fn check_placeholders(report: &Value) {
         .collect();
     for b in &rows {
         let f = b["function"].as_str().unwrap();
-        assert!(!f.starts_with("{closure#"), "{b:#}");
+        assert!(!f.starts_with("{closure#"), "{b:#}\n{report:#}");
     }
     let time = |b: &&Value| b["total_ns"].as_u64().unwrap();
     let total: u64 = rows.iter().map(time).sum();

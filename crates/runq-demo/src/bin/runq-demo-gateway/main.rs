@@ -10,8 +10,8 @@
 //! `runq-demo-gateway [SECONDS] [MODE]` prints its pid first, once it
 //! serves, and at the end what each blocking part cost as it measured it
 //! (`truth NAME CALLS WALL_NS CPU_NS WAIT_NS`, see [`runq_demo::Truth`]);
-//! every 250 ms the running totals, each line after `at MS` (ms since the
-//! pid). Modes:
+//! every 250 ms the running totals, each line after `at NS`
+//! (`CLOCK_MONOTONIC`). Modes:
 //!
 //! - `tokio-names`: the multi-thread runtime keeps Tokio's thread names;
 //! - `deep`: the report renders twice as deep (48 KiB of sections, deeper
@@ -56,14 +56,15 @@ async fn wait_well(mode: Mode, d: Duration) {
 /// How often the running totals are printed.
 const TRUTH_EVERY: Duration = Duration::from_millis(250);
 
-/// Prints what every part measured so far, each line after `at` (the
-/// time since the pid was printed, ms) when given: the running totals
-/// that let a test take the figures of its own window.
-fn print_truths(at: Option<Duration>) {
+/// Prints what every part measured so far, each line after `at NS` (the
+/// `CLOCK_MONOTONIC` time, the clock of hud's findings) when `running`:
+/// the running totals that let a test take the figures of a window.
+fn print_truths(running: bool) {
+    let at = runq_demo::monotonic_ns();
     for t in handlers::TRUTHS.iter().copied().chain([&audit::AUDIT]) {
-        match at {
-            Some(at) => println!("at {} {}", at.as_millis(), t.line()),
-            None => println!("{}", t.line()),
+        match running {
+            true => println!("at {at} {}", t.line()),
+            false => println!("{}", t.line()),
         }
     }
 }
@@ -102,10 +103,10 @@ fn main() {
         let started = std::time::Instant::now();
         while lifetime.is_none_or(|d| started.elapsed() < d) {
             tokio::time::sleep(TRUTH_EVERY).await;
-            print_truths(Some(started.elapsed()));
+            print_truths(true);
         }
     });
-    print_truths(None);
+    print_truths(false);
     // Exits with the handlers still running: shutting the runtime down
     // under a block_in_place would fail its timers.
     use std::io::Write as _;
