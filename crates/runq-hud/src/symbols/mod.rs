@@ -538,6 +538,29 @@ mod tests {
             .starts_with("[unknown]"));
     }
 
+    /// A sample can catch a thread at a function's first byte: marked as
+    /// the leaf, that address names the function itself, not whatever
+    /// lies one byte before it (where a return address is looked up).
+    #[test]
+    fn a_leaf_at_a_functions_first_byte_names_that_function() {
+        let addr = a_function_to_find as *const () as u64;
+        let mut s = Symbols::new(Path::new("/proc"), std::process::id());
+        let mut stack = [addr];
+        crate::prep::mark_leaf(&mut stack);
+        let frames = s.stack(&stack);
+        let f = frames.last().unwrap();
+        assert!(f.function.contains("a_function_to_find"), "{frames:?}");
+        let before = s.stack(&[addr]);
+        assert!(
+            !before
+                .last()
+                .unwrap()
+                .function
+                .contains("a_function_to_find"),
+            "{before:?}"
+        );
+    }
+
     #[test]
     fn a_target_binary_stands_in_for_the_executable() {
         let addr = a_function_to_find as *const () as u64;
