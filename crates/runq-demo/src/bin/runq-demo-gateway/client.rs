@@ -12,7 +12,7 @@ const ROUTES: [(&str, u64); 6] = [
     ("/archive", 100),
     ("/token", 200),
     ("/resolve", 200),
-    ("/import", 1000),
+    ("/import", 500),
 ];
 
 /// Starts the client threads for the gateway at `addr`, each named by

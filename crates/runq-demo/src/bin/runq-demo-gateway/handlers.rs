@@ -45,7 +45,7 @@ pub(crate) static TRUTHS: [&Truth; 6] = [&REPORT, &LOGIN, &TOKEN, &RESOLVE, &IMP
 /// a debug and a release build.
 const HASH_CPU_NS: u64 = 20_000_000;
 /// How long a resolve keeps looking names up.
-const RESOLVE_FOR: Duration = Duration::from_millis(10);
+const RESOLVE_FOR: Duration = Duration::from_millis(20);
 /// The catalog's size.
 const CATALOG_BYTES: usize = 24 << 20;
 
