@@ -287,6 +287,11 @@ fn judge(report: &Value, truths: &Truths, login: Login) {
         "the current_thread runtime is not a worker: {report:#}"
     );
     assert!(workers.iter().any(|w| w["runtime"] == "multi_thread"));
+    let rotations = rows_total(&calls, "rotate").or_else(|| rows_total(&calls, "rotate_logs"));
+    assert!(
+        rotations.is_some_and(|(_, count)| count >= 5),
+        "no blocking call for the log rotation: {report:#}"
+    );
     check_placeholders(report);
 }
 
@@ -363,6 +368,14 @@ fn gateway_with_cargo_defaults() {
     let exe = runq_testkit::demos_without_frame_pointers().join("runq-demo-gateway");
     let report = gateway_session(&exe, &[]);
     assert_eq!(report["stacks"]["source"], "dwarf", "{report:#}");
+    // `rotate_logs` ends in a sleep the release build makes a tail call
+    // (`jmp`): no frame of its own, so the sleep is its caller's, the
+    // route's closure, named by its full path.
+    let calls = blockers(&report, "blocking_call");
+    let caller = "runq_demo_gateway::handlers::rotate::{async_fn#0}::{closure#0}";
+    let caller = calls.iter().find(|b| b["function"] == caller);
+    let b = caller.unwrap_or_else(|| panic!("no blocking call in rotate's closure: {report:#}"));
+    assert!(b["count"].as_u64().unwrap() >= 5, "{b:#}");
 }
 
 /// Held by the tests of stripped copies: they share one build ID, and

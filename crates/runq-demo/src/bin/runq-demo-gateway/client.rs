@@ -6,10 +6,11 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 /// Each route and the pause between two of its requests.
-const ROUTES: [(&str, u64); 6] = [
+const ROUTES: [(&str, u64); 7] = [
     ("/report", 100),
     ("/login", 100),
     ("/archive", 100),
+    ("/rotate", 100),
     ("/token", 200),
     ("/resolve", 200),
     ("/import", 500),

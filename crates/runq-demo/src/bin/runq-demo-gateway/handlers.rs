@@ -11,12 +11,16 @@
 //!   `ToSocketAddrs` (glibc's `getaddrinfo`);
 //! - `/import`, [`import_catalog`]: a 24 MiB `std::fs::read` and parse;
 //! - `/archive`, [`archive_batch`]: a sleep run through `spawn_blocking`
-//!   (never a blocker).
+//!   (never a blocker);
+//! - `/rotate`, [`rotate_logs`]: a sleep as the last statement of a
+//!   function, which the compiler turns into a tail call (`jmp`): the
+//!   function leaves no frame, and the sleep is its caller's.
 
 use std::fs::File;
 use std::net::ToSocketAddrs;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,9 +41,12 @@ static TOKEN: Truth = Truth::new("sign_token");
 static RESOLVE: Truth = Truth::new("resolve_upstream");
 static IMPORT: Truth = Truth::new("import_catalog");
 static ARCHIVE: Truth = Truth::new("archive_batch");
+static ROTATE: Truth = Truth::new("rotate");
 
 /// What the routes measured, to print at the end.
-pub(crate) static TRUTHS: [&Truth; 6] = [&REPORT, &LOGIN, &TOKEN, &RESOLVE, &IMPORT, &ARCHIVE];
+pub(crate) static TRUTHS: [&Truth; 7] = [
+    &REPORT, &LOGIN, &TOKEN, &RESOLVE, &IMPORT, &ARCHIVE, &ROTATE,
+];
 
 /// CPU time of one password hash (its cost parameter), ns: the same in
 /// a debug and a release build.
@@ -96,6 +103,7 @@ pub(crate) fn router(config: Config) -> Router {
         .route("/resolve", get(resolve))
         .route("/import", get(import))
         .route("/archive", get(archive))
+        .route("/rotate", get(rotate))
         .layer(axum::middleware::from_fn(stamp))
         .layer(ConcurrencyLimitLayer::new(64))
         .with_state(Arc::new(config))
@@ -154,6 +162,14 @@ async fn resolve(State(config): State<Arc<Config>>) -> String {
 async fn import(State(config): State<Arc<Config>>) -> String {
     let len = Duration::from_millis(30);
     part(&config, &IMPORT, len, || import_catalog(&config.catalog)).await
+}
+
+async fn rotate(State(config): State<Arc<Config>>) -> String {
+    let rotated = || {
+        rotate_logs();
+        "rotated"
+    };
+    part(&config, &ROTATE, BLOCK, rotated).await
 }
 
 async fn archive() -> String {
@@ -241,3 +257,14 @@ fn archive_batch() -> u64 {
     std::thread::sleep(BLOCK);
     std::hint::black_box(2)
 }
+
+/// Rotates the logs: its last statement, the sleep, is compiled as a
+/// tail call, so no frame of this function is on the sleep's stack.
+#[inline(never)]
+fn rotate_logs() {
+    ROTATIONS.fetch_add(1, Ordering::Relaxed);
+    std::thread::sleep(BLOCK)
+}
+
+/// Log rotations so far.
+static ROTATIONS: AtomicU64 = AtomicU64::new(0);
