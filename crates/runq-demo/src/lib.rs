@@ -12,6 +12,7 @@
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -172,4 +173,113 @@ pub fn named_runtime(workers: usize, name: Option<&str>) -> tokio::runtime::Runt
     let rt = builder.build().expect("tokio runtime");
     println!("{}", std::process::id());
     rt
+}
+
+/// Calls, wall time, thread CPU time and run-queue wait of one blocking
+/// part of a service, as the service measured them itself (the figures
+/// hud's are held against): its time off CPU, blocked, is the wall time
+/// less the other two.
+pub struct Truth {
+    name: &'static str,
+    calls: AtomicU64,
+    wall_ns: AtomicU64,
+    cpu_ns: AtomicU64,
+    wait_ns: AtomicU64,
+}
+
+/// A thread's clocks at one moment: CPU time and run-queue wait, ns
+/// (`/proc/thread-self/schedstat`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThreadClocks {
+    /// Time on CPU.
+    pub cpu_ns: u64,
+    /// Time runnable, waiting for a CPU.
+    pub wait_ns: u64,
+}
+
+impl ThreadClocks {
+    /// This thread's clocks now (zero where the kernel does not say).
+    pub fn now() -> Self {
+        let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        let mut fields = text.split_whitespace().map(|f| f.parse().unwrap_or(0));
+        ThreadClocks {
+            cpu_ns: fields.next().unwrap_or(0),
+            wait_ns: fields.next().unwrap_or(0),
+        }
+    }
+
+    /// The clocks' advance since `earlier`.
+    pub fn since(self, earlier: ThreadClocks) -> ThreadClocks {
+        ThreadClocks {
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+            wait_ns: self.wait_ns.saturating_sub(earlier.wait_ns),
+        }
+    }
+}
+
+impl Truth {
+    /// A part named `name` (the function the service calls for it).
+    pub const fn new(name: &'static str) -> Self {
+        Truth {
+            name,
+            calls: AtomicU64::new(0),
+            wall_ns: AtomicU64::new(0),
+            cpu_ns: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs `f` on this thread, adding its wall time and this thread's
+    /// CPU time and run-queue wait over it.
+    pub fn time<R>(&self, f: impl FnOnce() -> R) -> R {
+        let (t, clocks) = (Instant::now(), ThreadClocks::now());
+        let r = f();
+        self.add(t.elapsed(), ThreadClocks::now().since(clocks));
+        r
+    }
+
+    /// Adds one call of `wall` time, with `clocks` of it on CPU and
+    /// waiting for one.
+    pub fn add(&self, wall: Duration, clocks: ThreadClocks) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.wall_ns
+            .fetch_add(wall.as_nanos() as u64, Ordering::Relaxed);
+        self.cpu_ns.fetch_add(clocks.cpu_ns, Ordering::Relaxed);
+        self.wait_ns.fetch_add(clocks.wait_ns, Ordering::Relaxed);
+    }
+
+    /// The line the tests read: `truth NAME CALLS WALL_NS CPU_NS WAIT_NS`.
+    pub fn line(&self) -> String {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        format!(
+            "truth {} {} {} {} {}",
+            self.name,
+            load(&self.calls),
+            load(&self.wall_ns),
+            load(&self.cpu_ns),
+            load(&self.wait_ns)
+        )
+    }
+}
+
+/// This thread's CPU time, ns (`CLOCK_THREAD_CPUTIME_ID`: cheaper than
+/// [`ThreadClocks::now`]).
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// `CLOCK_MONOTONIC` now, ns: the clock of hud's findings.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// The clock `id` now, ns.
+fn clock_ns(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for clock_gettime to write.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

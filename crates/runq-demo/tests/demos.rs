@@ -7,9 +7,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const DEMOS: [&str; 6] = [
+const DEMOS: [&str; 7] = [
     env!("CARGO_BIN_EXE_runq-demo-busy"),
     env!("CARGO_BIN_EXE_runq-demo-control"),
+    env!("CARGO_BIN_EXE_runq-demo-gateway"),
     env!("CARGO_BIN_EXE_runq-demo-named"),
     env!("CARGO_BIN_EXE_runq-demo-polls"),
     env!("CARGO_BIN_EXE_runq-demo-service"),

@@ -182,17 +182,30 @@ pub struct LoopHits {
     pub worker: u32,
     /// Stacks through the blocking pool's loop.
     pub pool: u32,
+    /// Stacks through neither (a plain thread's, or one cut short).
+    pub other: u32,
+}
+
+impl LoopHits {
+    /// The thread ran a runtime's task loop, on at least a fifth of its
+    /// stacks that showed no pool loop: a plain thread (one holding a
+    /// mutex a worker waits for, say) was seen, now and then, credited
+    /// with a worker's loop, while a worker's own stacks show its loop
+    /// most of the time (when parked, and under most task code).
+    fn ran_a_worker_loop(&self) -> bool {
+        self.worker > 0 && self.worker * 4 >= self.other
+    }
 }
 
 /// Step 3: the threads whose own sampled stacks ran a runtime's task
 /// loop (a multi-thread worker's, a `current_thread` runtime's `block_on`,
 /// a `LocalSet`'s), whatever else they ran: after `block_in_place` a
 /// worker's thread serves the blocking pool for a while, and a pool thread
-/// takes over the worker's core.
+/// takes over the worker's core (see [`LoopHits::ran_a_worker_loop`]).
 pub fn by_stacks(threads: &[Thread], hits: &BTreeMap<u32, LoopHits>) -> Option<(Method, Vec<u32>)> {
     let workers: Vec<&Thread> = threads
         .iter()
-        .filter(|t| hits.get(&t.tid).is_some_and(|h| h.worker > 0))
+        .filter(|t| hits.get(&t.tid).is_some_and(LoopHits::ran_a_worker_loop))
         .collect();
     if workers.is_empty() {
         return None;
@@ -364,7 +377,11 @@ mod tests {
             t(7, "io-3"),
             t(8, "main"),
         ];
-        let hit = |worker, pool| LoopHits { worker, pool };
+        let hit = |worker, pool| LoopHits {
+            worker,
+            pool,
+            other: 0,
+        };
         let hits = BTreeMap::from([
             (1, hit(3, 0)),
             (2, hit(1, 0)),
@@ -380,6 +397,21 @@ mod tests {
         // A worker that ran block_in_place served the pool for a while.
         let moved = BTreeMap::from([(1, hit(3, 0)), (2, hit(1, 5))]);
         assert_eq!(by_stacks(&ts, &moved).unwrap().1, vec![1, 2]);
+        // A plain thread seen once with a worker's loop among a dozen of
+        // its own stacks is no worker; a worker with a few stacks cut
+        // short is one.
+        let plain = LoopHits {
+            worker: 1,
+            pool: 0,
+            other: 12,
+        };
+        let cut = LoopHits {
+            worker: 9,
+            pool: 0,
+            other: 3,
+        };
+        let mixed = BTreeMap::from([(1, cut), (4, plain)]);
+        assert_eq!(by_stacks(&ts, &mixed).unwrap().1, vec![1]);
     }
 
     #[test]

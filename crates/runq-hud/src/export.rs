@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use crate::detect::{Category, Finding};
+use crate::detect::Finding;
 use crate::report::Report;
 
 /// The trace document.
@@ -52,26 +52,13 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
     json!({"traceEvents": events, "displayTimeUnit": "ms", "runq_hud": runq_common::json::Stamped(report)})
 }
 
-/// The root frame of a category's stacks in folded output: what its
-/// time was (`None`: left out; a long poll's CPU time is in the samples
-/// already).
-fn folded_root(c: Category) -> Option<&'static str> {
-    match c {
-        Category::BlockingCall => Some("[blocked: blocking call]"),
-        Category::TaskCpuSampled => Some("[on CPU: sampled]"),
-        Category::RunQueueDelay => Some("[waiting for a CPU: run-queue delay]"),
-        Category::BlockInPlace => Some("[block_in_place]"),
-        Category::LongPoll => None,
-    }
-}
-
 /// Folded stacks (`root;outer;...;inner weight`) of the findings,
 /// weighted by their duration in microseconds, each under a root frame
 /// that says what the time was.
 pub fn folded(findings: &[Finding]) -> String {
     let mut weights: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for f in findings {
-        let Some(root) = folded_root(f.category) else {
+        let Some(root) = f.category.info().folded_root else {
             continue;
         };
         let line: Vec<String> = std::iter::once(root.to_string())
@@ -96,7 +83,7 @@ pub fn report_from_trace(doc: &Value) -> Result<Report, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::Tally;
+    use crate::detect::{Category, Tally};
     use crate::report::{group, RunQueueStats};
     use crate::symbols::Frame;
 

@@ -8,6 +8,20 @@ use crate::health::{choose_source, StackHealth, StackReport, StackSource};
 use crate::session::Options;
 use crate::unwind::{UnwindEnd, UnwindMethod, Unwinder};
 
+/// Marks a stack's first address (innermost first) as the instruction
+/// the thread was at, for the symbolizer, which looks every address up
+/// one byte back: right for a return address (the call before it, even
+/// when the call ends its function: a caller whose last call was a tail
+/// call, or a call to a function that never returns), wrong for the
+/// instruction pointer itself, which a sample can catch at a function's
+/// first byte (one byte back is the previous function). One more byte on
+/// the leaf makes its lookup the exact instruction.
+pub fn mark_leaf(stack: &mut [u64]) {
+    if let Some(leaf) = stack.first_mut() {
+        *leaf = leaf.saturating_add(1);
+    }
+}
+
 /// Turns what the kernel sent into stacks of addresses: copied stacks are
 /// unwound; in DWARF mode, frame-pointer walks are cut where they leave
 /// code that keeps frame pointers. Counts how good the stacks are.
@@ -35,12 +49,20 @@ impl StackPrep {
         }
     }
 
-    /// Replaces the event's stack by the unwound one where needed.
+    /// Replaces the event's stack by the unwound one where needed, its
+    /// first address marked as the exact instruction (see [`mark_leaf`]).
     /// Returns whether the stack was meant to be whole: in DWARF mode, an
     /// event the kernel could not attach a copy to (a sleep that ended in
     /// a page fault, a preemption with no room left to keep its stack)
     /// carries only the frames a frame-pointer walk can trust.
     pub fn prepare(&mut self, ev: &mut RawEvent) -> bool {
+        let whole = self.unwound(ev);
+        mark_leaf(&mut ev.stack);
+        whole
+    }
+
+    /// [`StackPrep::prepare`] but for the leaf's mark.
+    fn unwound(&mut self, ev: &mut RawEvent) -> bool {
         if self.source != StackSource::Dwarf {
             self.unwinder.note_objects(&ev.stack);
             return true;

@@ -52,16 +52,86 @@ pub enum Category {
     BlockInPlace,
 }
 
+/// Everything that shows a category takes it from here: one `match`
+/// ([`Category::info`]), so a new category does not compile until it has
+/// every one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CategoryInfo {
+    /// Label for the report's tables and the trace's `cat`.
+    pub label: &'static str,
+    /// The live view's short name (Hotspots).
+    pub short: &'static str,
+    /// The live view's timeline mark.
+    pub mark: char,
+    /// The timeline legend's word for the mark.
+    pub legend: &'static str,
+    /// Root frame of its stacks in folded output, saying what the time
+    /// was (`None`: left out; a long poll's CPU time is in the samples).
+    pub folded_root: Option<&'static str>,
+    /// Its findings are sampling periods, with no interval length.
+    pub sampled: bool,
+}
+
 impl Category {
+    /// Every category, in the live view legend's order.
+    pub const ALL: [Category; 5] = [
+        Category::BlockingCall,
+        Category::TaskCpuSampled,
+        Category::RunQueueDelay,
+        Category::LongPoll,
+        Category::BlockInPlace,
+    ];
+
+    /// How the category is shown everywhere.
+    pub const fn info(self) -> CategoryInfo {
+        let (label, short, mark, legend, folded_root, sampled) = match self {
+            Category::BlockingCall => (
+                "blocking call",
+                "block",
+                'B',
+                "blocking",
+                Some("[blocked: blocking call]"),
+                false,
+            ),
+            Category::TaskCpuSampled => (
+                "on CPU (sampled)",
+                "cpu",
+                'C',
+                "on CPU",
+                Some("[on CPU: sampled]"),
+                true,
+            ),
+            Category::RunQueueDelay => (
+                "run-queue delay (victim)",
+                "runq",
+                'r',
+                "run-queue",
+                Some("[waiting for a CPU: run-queue delay]"),
+                false,
+            ),
+            Category::LongPoll => ("long poll (exact)", "poll", 'P', "long poll", None, false),
+            Category::BlockInPlace => (
+                "block_in_place",
+                "bip",
+                'i',
+                "block_in_place",
+                Some("[block_in_place]"),
+                false,
+            ),
+        };
+        CategoryInfo {
+            label,
+            short,
+            mark,
+            legend,
+            folded_root,
+            sampled,
+        }
+    }
+
     /// Short label for tables.
     pub fn label(self) -> &'static str {
-        match self {
-            Category::BlockingCall => "blocking call",
-            Category::TaskCpuSampled => "on CPU (sampled)",
-            Category::RunQueueDelay => "run-queue delay (victim)",
-            Category::LongPoll => "long poll (exact)",
-            Category::BlockInPlace => "block_in_place",
-        }
+        self.info().label
     }
 }
 

@@ -218,3 +218,26 @@ fn a_current_thread_runtime_is_a_worker() {
         "a holder's stack is not its victim's"
     );
 }
+
+#[test]
+fn every_category_has_its_own_names_and_marks() {
+    let infos: Vec<CategoryInfo> = Category::ALL.iter().map(|c| c.info()).collect();
+    for (i, a) in infos.iter().enumerate() {
+        for b in &infos[i + 1..] {
+            assert!(a.label != b.label && a.short != b.short && a.mark != b.mark);
+            assert!(a.folded_root.is_none() || a.folded_root != b.folded_root);
+        }
+    }
+    // Only a long poll's time is left out of folded output (its CPU time
+    // is in the samples); only sampled CPU has no interval length.
+    let left_out: Vec<Category> = Category::ALL
+        .into_iter()
+        .filter(|c| c.info().folded_root.is_none())
+        .collect();
+    assert_eq!(left_out, [Category::LongPoll]);
+    let sampled: Vec<Category> = Category::ALL
+        .into_iter()
+        .filter(|c| c.info().sampled)
+        .collect();
+    assert_eq!(sampled, [Category::TaskCpuSampled]);
+}

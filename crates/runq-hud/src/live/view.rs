@@ -12,16 +12,6 @@ use runq_common::units::fmt_ms;
 use super::app::{App, Mode};
 use crate::detect::Category;
 
-fn short(cat: Category) -> &'static str {
-    match cat {
-        Category::BlockingCall => "block",
-        Category::TaskCpuSampled => "cpu",
-        Category::RunQueueDelay => "runq",
-        Category::LongPoll => "poll",
-        Category::BlockInPlace => "bip",
-    }
-}
-
 /// The highlight: a colour, or bold where colour is off.
 fn accent(app: &App) -> Style {
     if app.color {
@@ -60,7 +50,7 @@ fn hotspots(f: &mut Frame<'_>, app: &App, area: Rect) {
     let hs = app.model.hotspots(app.sort, &app.query);
     let rows = hs.iter().map(|b| {
         Row::new(vec![
-            short(b.category).to_string(),
+            b.category.info().short.to_string(),
             b.count.to_string(),
             fmt_ms(b.total_ns),
             fmt_ms(b.max_ns),
@@ -102,7 +92,7 @@ fn workers(f: &mut Frame<'_>, app: &App, area: Rect) {
         let cats: Vec<String> = w
             .by_category
             .iter()
-            .map(|(c, n)| format!("{} {n}", short(*c)))
+            .map(|(c, n)| format!("{} {n}", c.info().short))
             .collect();
         Row::new(vec![
             w.tid.to_string(),
@@ -123,6 +113,15 @@ fn workers(f: &mut Frame<'_>, app: &App, area: Rect) {
     f.render_widget(table, area);
 }
 
+/// The timeline's title: its legend, every category's mark.
+fn timeline_title() -> String {
+    let marks: Vec<String> = Category::ALL
+        .iter()
+        .map(|c| format!("{} {}", c.info().mark, c.info().legend))
+        .collect();
+    format!(" Timeline ({}) ", marks.join(", "))
+}
+
 fn timeline(f: &mut Frame<'_>, app: &App, area: Rect) {
     let cells = area.width.saturating_sub(12) as usize;
     let lines: Vec<Line<'_>> = app
@@ -135,21 +134,12 @@ fn timeline(f: &mut Frame<'_>, app: &App, area: Rect) {
                 .model
                 .timeline(w.tid, cells)
                 .into_iter()
-                .map(|c| match c {
-                    Some(Category::BlockingCall) => 'B',
-                    Some(Category::TaskCpuSampled) => 'C',
-                    Some(Category::RunQueueDelay) => 'r',
-                    Some(Category::LongPoll) => 'P',
-                    Some(Category::BlockInPlace) => 'i',
-                    None => '.',
-                })
+                .map(|c| c.map_or('.', |c| c.info().mark))
                 .collect();
             Line::from(format!("{:>9} {marks}", w.tid))
         })
         .collect();
-    let block = Block::new()
-        .borders(Borders::ALL)
-        .title(" Timeline (B blocking, C on CPU, r run-queue, P long poll) ");
+    let block = Block::new().borders(Borders::ALL).title(timeline_title());
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 

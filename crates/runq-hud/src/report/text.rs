@@ -136,9 +136,9 @@ fn render_blockers(out: &mut String, r: &Report) {
         for b in &r.blockers {
             // A sampled row's findings are sampling periods, not polls: it
             // has no longest interval to show.
-            let max = match b.category {
-                Category::TaskCpuSampled => "-".to_string(),
-                _ => fmt_ms(b.max_ns),
+            let max = match b.category.info().sampled {
+                true => "-".to_string(),
+                false => fmt_ms(b.max_ns),
             };
             t.row(vec![
                 b.category.label().to_string(),

@@ -62,6 +62,7 @@ fn add_hits(total: &mut BTreeMap<u32, LoopHits>, slice: BTreeMap<u32, LoopHits>)
         let t = total.entry(tid).or_default();
         t.worker += h.worker;
         t.pool += h.pool;
+        t.other += h.other;
     }
 }
 
@@ -76,7 +77,7 @@ fn loop_hits(events: &[RawEvent], stacks: &mut Stacks) -> BTreeMap<u32, LoopHits
         match role {
             Some(Role::Pool) => h.pool += 1,
             Some(Role::Worker(_)) => h.worker += 1,
-            None => {}
+            None => h.other += 1,
         }
     }
     hits

@@ -301,6 +301,12 @@ impl Attached {
                 self.detector.tally.before_watch += 1;
                 continue;
             }
+            // A sample of a thread discovery sampled and did not keep (still
+            // queued, or taken while the filter was being narrowed) is no
+            // worker's.
+            if ev.kind == Kind::Sample && self.watched.began_unwatched(ev.tid, ev.start_ns) {
+                continue;
+            }
             if ev.kind == Kind::Holder {
                 let frames = self.stacks.frames(&ev.stack);
                 let culprit = crate::report::holder_culprit(&frames, &self.app);

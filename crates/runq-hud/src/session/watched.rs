@@ -24,8 +24,31 @@ pub(super) struct Watched {
     /// The last on-CPU reading of each thread while the target lived (the
     /// report keeps it when the target exits).
     pub(super) cpu_last: BTreeMap<u32, u64>,
-    /// When each thread joined the probe's filter (CLOCK_MONOTONIC ns).
-    since: BTreeMap<u32, u64>,
+    /// When each thread joined the probe's filter.
+    since: WatchedSince,
+}
+
+/// When each thread joined the probe's filter (CLOCK_MONOTONIC ns, the
+/// clock of the probe's events): an interval that began before it cannot
+/// have been seen from its start. Discovery watches every thread of the
+/// target for a while and keeps some: a thread's switch-out recorded then
+/// (its wait or sleep already going on) would otherwise come back as an
+/// interval as long as the whole of discovery.
+#[derive(Debug, Default)]
+struct WatchedSince(BTreeMap<u32, u64>);
+
+impl WatchedSince {
+    /// `tid` is watched from `now_ns` (a thread watched already keeps its
+    /// first time).
+    fn start(&mut self, tid: u32, now_ns: u64) {
+        self.0.entry(tid).or_insert(now_ns);
+    }
+
+    /// True when an interval of `tid` that began at `start_ns` began
+    /// before the thread was watched, or the thread is not watched.
+    fn began_before(&self, tid: u32, start_ns: u64) -> bool {
+        self.0.get(&tid).is_none_or(|t| start_ns < *t)
+    }
 }
 
 impl Watched {
@@ -35,7 +58,7 @@ impl Watched {
             comms: BTreeMap::new(),
             cpu_start: BTreeMap::new(),
             cpu_last: BTreeMap::new(),
-            since: BTreeMap::new(),
+            since: WatchedSince::default(),
         }
     }
 
@@ -57,7 +80,7 @@ impl Watched {
     /// started (a switch-out kept from discovery's sampling, or one before
     /// the probes were attached), so it is no finding.
     pub(super) fn began_unwatched(&self, tid: u32, start_ns: u64) -> bool {
-        self.since.get(&tid).is_none_or(|t| start_ns < *t)
+        self.since.began_before(tid, start_ns)
     }
 
     /// The watched threads.
@@ -88,7 +111,7 @@ impl Watched {
             let now = cpu_ns(&opts.proc_root, opts.pid, *t);
             self.cpu_start.insert(*t, now);
             self.cpu_last.insert(*t, now);
-            self.since.insert(*t, monotonic_ns());
+            self.since.start(*t, monotonic_ns());
         }
         probe.watch(&new)?;
         Ok(())
@@ -100,5 +123,27 @@ impl Watched {
         let all = threads(&opts.proc_root, opts.pid)?;
         let tids = members(&all, &self.method);
         self.add(opts, &all, &tids, probe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WatchedSince;
+
+    #[test]
+    fn an_interval_counts_only_from_when_its_thread_was_watched() {
+        let mut since = WatchedSince::default();
+        // Discovery sampled thread 7 from t=100; the session kept it at
+        // t=600: a run-queue wait that began at 350, while discovery
+        // narrowed its filter, is left out; one from 600 on is not.
+        since.start(7, 600);
+        assert!(since.began_before(7, 350));
+        assert!(!since.began_before(7, 600));
+        assert!(!since.began_before(7, 900));
+        // A thread never watched has no interval of its own.
+        assert!(since.began_before(8, 900));
+        // Watched again later (a rediscovery), it keeps its first time.
+        since.start(7, 2_000);
+        assert!(!since.began_before(7, 900));
     }
 }

@@ -1,9 +1,18 @@
 //! Frames from blazesym's results: DWARF's inlined callees and their
-//! caller, with the symbol table's qualified name on the outermost one.
+//! caller, with the symbol table's qualified name on the outermost one,
+//! and inlined closures and async bodies named by their full path.
+//!
+//! Line-tables-only DWARF (`debug = "line-tables-only"`, which many
+//! release profiles use) names an inlined function by its last path
+//! segment alone (`{closure#1}`), with no namespace and no linkage name.
+//! The path of a closure or async body is still on the stack: the
+//! functions that call it are generic over its type, and their names carry
+//! it (`sum<FilterMap<.., app::handlers::import::{closure_env#1}>, u64>`).
 
 use std::sync::Arc;
 
 use super::Frame;
+use crate::classify::crate_of;
 
 /// Puts the symbol table's qualified name on the outermost DWARF frame (or
 /// makes a frame of it when DWARF had nothing).
@@ -30,6 +39,97 @@ pub(super) fn merge_names(
         }),
     }
     frames
+}
+
+/// Rust's last path segment of an anonymous function, and the one of its
+/// environment's type.
+const ANONYMOUS: [(&str, &str); 3] = [
+    ("{closure#", "{closure_env#"),
+    ("{async_fn#", "{async_fn_env#"),
+    ("{async_block#", "{async_block_env#"),
+];
+
+/// Names each inlined closure or async body of `frames` (innermost first,
+/// one address's inline chain and its caller) by its full path, when the
+/// names of the frames around it give one: its callers' first (the nearest
+/// that names exactly one path), then its callees'. A path must be of the
+/// crate the frame's source file belongs to, and not be one of the frame's
+/// own generic parameters (the closure of a function generic over another
+/// closure: `spawn_unchecked`'s `{closure#0}<app::main::{closure_env#0}>`).
+pub(super) fn qualify_inlined(frames: &mut [Frame]) {
+    for i in 0..frames.len() {
+        if !frames[i].inlined {
+            continue;
+        }
+        let outward = frames[i + 1..].iter();
+        let inward = frames[..i].iter().rev();
+        let this = &frames[i];
+        let path = outward
+            .chain(inward)
+            .find_map(|f| path_of(&this.function, &f.function).filter(|p| fits(this, p)));
+        if let Some(path) = path {
+            frames[i].function = format!("{path}::{}", frames[i].function).into();
+        }
+    }
+}
+
+/// True when `path` can be the path of `frame`'s anonymous function: of
+/// the crate its source file belongs to (the standard library's for its
+/// sources, any other for the program's), and not in its own name.
+fn fits(frame: &Frame, path: &str) -> bool {
+    if frame.function.contains(path) {
+        return false;
+    }
+    let krate = path.trim_start_matches('<').split("::").next();
+    let std = matches!(krate, Some("std" | "core" | "alloc"));
+    match crate_of(frame) {
+        Some(c) if c == "std" => std,
+        Some(c) => krate == Some(c.replace('-', "_").as_str()),
+        None => !std,
+    }
+}
+
+/// The one path that `name` gives the anonymous function `short` (itself
+/// or its environment's type, as `PATH::{closure_env#1}`), if `short` is
+/// one and `name` gives exactly one.
+fn path_of(short: &str, name: &str) -> Option<String> {
+    let (segment, env) = ANONYMOUS.iter().find(|(a, _)| short.starts_with(a))?;
+    let index = short[segment.len()..].split('}').next()?;
+    let mut found: Option<&str> = None;
+    for seg in [format!("::{segment}{index}}}"), format!("::{env}{index}}}")] {
+        for (at, _) in name.match_indices(seg.as_str()) {
+            let Some(path) = path_before(name, at) else {
+                continue;
+            };
+            if found.is_some_and(|p| p != path) {
+                return None;
+            }
+            found = Some(path);
+        }
+    }
+    found.map(str::to_string)
+}
+
+/// The path that ends at byte `end` of `name`: back over identifiers,
+/// `::`, `{impl#N}` segments and whole `<...>` groups, to the start of the
+/// name or a character that cannot be in a path at its level.
+fn path_before(name: &str, end: usize) -> Option<&str> {
+    let bytes = name.as_bytes();
+    let (mut start, mut depth) = (end, 0usize);
+    while start > 0 {
+        let c = bytes[start - 1];
+        match c {
+            b'>' => depth += 1,
+            b'<' if depth > 0 => depth -= 1,
+            _ if depth > 0 => {}
+            b'_' | b':' | b'{' | b'}' | b'#' => {}
+            _ if c.is_ascii_alphanumeric() => {}
+            _ => break,
+        }
+        start -= 1;
+    }
+    let path = &name[start..end];
+    (depth == 0 && !path.is_empty() && !path.starts_with(':')).then_some(path)
 }
 
 /// `file:line` of a DWARF code location.
@@ -78,4 +178,136 @@ pub(super) fn dwarf_frames(
         inlined: false,
     });
     frames
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chain of frames, innermost first; `inlined` gives which are.
+    fn chain(names: &[(&str, bool)]) -> Vec<Frame> {
+        names
+            .iter()
+            .map(|(n, inlined)| Frame {
+                function: Arc::from(*n),
+                file: None,
+                line: None,
+                module: None,
+                inlined: *inlined,
+            })
+            .collect()
+    }
+
+    fn names(frames: &[Frame]) -> Vec<&str> {
+        frames.iter().map(|f| &*f.function).collect()
+    }
+
+    #[test]
+    fn an_inlined_closure_is_named_by_the_path_its_callers_give() {
+        // The filter_map closure of a handler, inlined through the
+        // iterator adapters (as line-tables-only DWARF names them).
+        let mut frames = chain(&[
+            ("{closure#1}", true),
+            ("call_mut<(&[u8]), app::handlers::import::{closure_env#1}>", true),
+            (
+                "sum<core::iter::adapters::filter_map::FilterMap<core::slice::iter::Split<u8, app::handlers::import::{closure_env#0}>, app::handlers::import::{closure_env#1}>, u64>",
+                true,
+            ),
+            ("app::handlers::import", false),
+        ]);
+        qualify_inlined(&mut frames);
+        assert_eq!(
+            frames[0].function.as_ref(),
+            "app::handlers::import::{closure#1}"
+        );
+        assert!(frames[1].function.starts_with("call_mut<"));
+    }
+
+    #[test]
+    fn an_inlined_async_body_is_named_by_a_callee_that_names_it() {
+        let mut frames = chain(&[
+            (
+                "spawn_blocking<app::handlers::archive::{async_fn#0}::{closure_env#0}, u64>",
+                true,
+            ),
+            ("{async_fn#0}", true),
+            ("tokio::runtime::task::raw::poll", false),
+        ]);
+        qualify_inlined(&mut frames);
+        assert_eq!(
+            frames[1].function.as_ref(),
+            "app::handlers::archive::{async_fn#0}"
+        );
+    }
+
+    #[test]
+    fn the_nearest_caller_wins_and_paths_keep_their_generic_groups() {
+        let mut frames = chain(&[
+            ("{closure#0}", true),
+            (
+                "map<<app::Store<u8> as app::Load>::load::{closure_env#0}>",
+                true,
+            ),
+            ("for_each<app::other::{closure_env#0}>", true),
+            ("app::other", false),
+        ]);
+        qualify_inlined(&mut frames);
+        assert_eq!(
+            frames[0].function.as_ref(),
+            "<app::Store<u8> as app::Load>::load::{closure#0}"
+        );
+    }
+
+    #[test]
+    fn a_library_closure_generic_over_the_programs_keeps_its_short_name() {
+        // std's thread-spawn closure, generic over the program's closure:
+        // a callee names the program's closure type, with the same index.
+        let mut frames = chain(&[
+            (
+                "__rust_begin_short_backtrace<app::start::{closure_env#0}, ()>",
+                true,
+            ),
+            ("{closure#0}<app::start::{closure_env#0}, ()>", true),
+            ("std::thread::lifecycle::spawn_unchecked", false),
+        ]);
+        frames[1].file = Some(Arc::from(
+            "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/std/src/thread/lifecycle.rs",
+        ));
+        qualify_inlined(&mut frames);
+        assert!(frames[1].function.starts_with("{closure#0}<"), "{frames:?}");
+        // A closure of the standard library is named by a std path only.
+        let mut frames = chain(&[
+            ("{closure#1}", true),
+            ("call<app::f::{closure_env#1}>", true),
+            ("app::f", false),
+        ]);
+        frames[0].file = Some(Arc::from("/rustc/abc/library/core/src/iter/mod.rs"));
+        qualify_inlined(&mut frames);
+        assert_eq!(frames[0].function.as_ref(), "{closure#1}");
+    }
+
+    #[test]
+    fn no_path_or_two_paths_in_one_name_leave_the_short_name() {
+        let mut frames = chain(&[
+            ("{closure#2}", true),
+            ("{closure#0}", true),
+            ("zip<a::f::{closure_env#0}, b::g::{closure_env#0}>", true),
+            ("clock_ns", true),
+            ("app::main", false),
+        ]);
+        qualify_inlined(&mut frames);
+        assert_eq!(
+            names(&frames)[..2],
+            ["{closure#2}", "{closure#0}"],
+            "{frames:?}"
+        );
+        // A closure's index is matched whole: #1 is not #10.
+        let mut frames = chain(&[
+            ("{closure#1}", true),
+            ("call<a::f::{closure_env#10}>", true),
+            ("a::f", false),
+        ]);
+        qualify_inlined(&mut frames);
+        assert_eq!(frames[0].function.as_ref(), "{closure#1}");
+    }
 }

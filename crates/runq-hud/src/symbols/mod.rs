@@ -21,7 +21,7 @@ mod frames;
 pub mod maps;
 use debugfile::{ElfInfo, FoundBy};
 use exports::Exports;
-use frames::{dwarf_frames, merge_names};
+use frames::{dwarf_frames, merge_names, qualify_inlined};
 use maps::CodeMapping;
 
 /// One frame of a symbolized stack.
@@ -440,7 +440,8 @@ impl Symbols {
             let offset = self
                 .mapping_of(lookup[i])
                 .map(|k| self.mappings[k].file_offset(lookup[i]));
-            let frames = merge_names(frames, names[i].clone(), module, *addr, offset);
+            let mut frames = merge_names(frames, names[i].clone(), module, *addr, offset);
+            qualify_inlined(&mut frames);
             resolved.push((*addr, frames));
         }
         drop(dwarf);
@@ -535,6 +536,29 @@ mod tests {
             .unwrap()
             .function
             .starts_with("[unknown]"));
+    }
+
+    /// A sample can catch a thread at a function's first byte: marked as
+    /// the leaf, that address names the function itself, not whatever
+    /// lies one byte before it (where a return address is looked up).
+    #[test]
+    fn a_leaf_at_a_functions_first_byte_names_that_function() {
+        let addr = a_function_to_find as *const () as u64;
+        let mut s = Symbols::new(Path::new("/proc"), std::process::id());
+        let mut stack = [addr];
+        crate::prep::mark_leaf(&mut stack);
+        let frames = s.stack(&stack);
+        let f = frames.last().unwrap();
+        assert!(f.function.contains("a_function_to_find"), "{frames:?}");
+        let before = s.stack(&[addr]);
+        assert!(
+            !before
+                .last()
+                .unwrap()
+                .function
+                .contains("a_function_to_find"),
+            "{before:?}"
+        );
     }
 
     #[test]
