@@ -140,7 +140,8 @@ fn vm_tier_every_scenario_and_work_type_in_a_2n1c2t_vm() {
             .collect()
     });
     let types = names(&["run", "--list", "--json"], |v| {
-        v.as_array()
+        v["work_types"]
+            .as_array()
             .unwrap()
             .iter()
             .map(|t| t["name"].as_str().unwrap().to_string())
