@@ -412,14 +412,7 @@ const INTERRUPTED_COLLECT: Duration = Duration::from_millis(300);
 /// Runs `scn` to completion (or interruption). Once workers exist, every
 /// failure ends the run early with a full report and `run_error` set.
 pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutcome, RunError> {
-    scn.validate()?;
-    let workers = scn.groups.iter().map(|g| g.workers).sum();
-    check_capacity(scn, workers, opts.max_workers_per_cpu)?;
-    let (mut cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
-    log::info!("placement: {placement:?}; {stale} stale run cgroups removed");
-    let outside_v1_cpu = rt::plan_groups(scn, cgroups.as_mut())?;
-    // Before any thread of runq's own is boosted (the host monitor's too).
-    crate::spawn::boost::set_worker_rt_ceiling(rt::worker_rt_ceiling(scn));
+    let (cgroups, placement, stale, outside_v1_cpu) = prepare_host(scn, &opts)?;
     let weight_file = cgroups.as_ref().and_then(cpu_weight_file);
     let mut scheduler = start_scheduler(scn, opts.interrupt)?;
     let watchdog = watchdog_for(scn, scheduler.as_ref(), opts.repro);
@@ -492,6 +485,25 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         host_load,
         reports,
     })
+}
+
+/// Everything decided before the first fork: the scenario and the host's
+/// capacity checked, the run's cgroups (their placement and the stale
+/// ones removed), where RT workers go, and the RT priority runq's own
+/// threads must stay above.
+fn prepare_host(
+    scn: &Scenario,
+    opts: &RunOptions<'_>,
+) -> Result<(Option<RunCgroups>, Placement, usize, Vec<bool>), RunError> {
+    scn.validate()?;
+    let workers = scn.groups.iter().map(|g| g.workers).sum();
+    check_capacity(scn, workers, opts.max_workers_per_cpu)?;
+    let (mut cgroups, placement, stale) = setup_cgroups(scn, opts.cgroups)?;
+    log::info!("placement: {placement:?}; {stale} stale run cgroups removed");
+    let outside_v1_cpu = rt::plan_groups(scn, cgroups.as_mut())?;
+    // Before any thread of runq's own is boosted (the host monitor's too).
+    crate::spawn::boost::set_worker_rt_ceiling(rt::worker_rt_ceiling(scn));
+    Ok((cgroups, placement, stale, outside_v1_cpu))
 }
 
 /// Refuses, before any fork, a run the host cannot hold: too many
