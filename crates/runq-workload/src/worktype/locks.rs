@@ -149,6 +149,12 @@ enum Role {
     High,
 }
 
+/// The nice value a PriorityInversion worker of `role` (0 low, 1 medium,
+/// 2 high) gives itself under a non-RT policy: 10, 5 and 0.
+pub(crate) fn inversion_role_nice(role: u8) -> i32 {
+    10 - 5 * i32::from(role.min(2))
+}
+
 struct InversionBody {
     region: SharedRegion,
     offset: usize,
@@ -178,7 +184,7 @@ impl InversionBody {
                 param.sched_priority = (param.sched_priority + step).min(99);
                 libc::sched_setscheduler(0, policy, &param);
             } else {
-                libc::setpriority(libc::PRIO_PROCESS, 0, 10 - 5 * step);
+                libc::setpriority(libc::PRIO_PROCESS, 0, inversion_role_nice(self.role as u8));
             }
         }
     }

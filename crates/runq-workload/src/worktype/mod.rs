@@ -24,7 +24,7 @@ mod futex_ping_pong;
 mod idle_churn;
 mod io_mix;
 mod io_sync_write;
-mod locks;
+pub(crate) mod locks;
 mod mixed;
 mod numa;
 mod page_fault_churn;
