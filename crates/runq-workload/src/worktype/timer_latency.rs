@@ -3,10 +3,10 @@
 //! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`; the latency of a
 //! wakeup is the time it resumed minus the deadline. Timer slack is set to
 //! 1 ns, as cyclictest does, so the figure is the kernel's wakeup path.
-//! With `mlock` (the default, like cyclictest `-m`) the worker locks its
-//! memory before its first sleep, so neither its reservoirs nor its code
-//! fault in the measured path. Both are set up when the worker is built,
-//! not in its first iteration.
+//! With `mlock` (the default, like cyclictest `-m`) the worker's pages are
+//! locked as it touches them, and the measured path is touched once before
+//! the first deadline, so a page once used never faults again. Both are
+//! set up when the worker is built, not in its first iteration.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,9 +20,10 @@ use runq_kernel::clock::monotonic_ns;
 pub struct Params {
     /// Wakeup period, µs.
     pub period_us: u64,
-    /// `mlockall(MCL_CURRENT | MCL_FUTURE)` in the worker (best effort:
-    /// without the privilege the worker runs unlocked). In thread mode it
-    /// locks the whole runq process.
+    /// `mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)` in the worker:
+    /// each page is locked when first touched (best effort: without the
+    /// privilege the worker runs unlocked). In thread mode it locks the
+    /// whole runq process.
     pub mlock: bool,
 }
 
@@ -95,6 +96,26 @@ impl WorkerBody for Body {
     }
 }
 
+/// Locks the worker's memory as cyclictest `-m` does, but each page when
+/// it is first touched (`MCL_ONFAULT`, Linux 4.4): locking every mapping
+/// at once reads the whole runq image in, and `mlockall` cannot be
+/// interrupted by the stop. On a cold or network-backed file that takes
+/// seconds (a VM's 9p root under emulation: over 5 s, every worker timed
+/// out). One short sleep then touches the measured path (the clock, the
+/// sleep) before the first deadline. Best effort: without the privilege
+/// or under RLIMIT_MEMLOCK the worker runs unlocked; a kernel without
+/// `MCL_ONFAULT` locks everything at once.
+fn lock_memory_as_touched() {
+    let now = libc::MCL_CURRENT | libc::MCL_FUTURE;
+    // SAFETY: mlockall has no memory preconditions.
+    let rc = unsafe { libc::mlockall(now | libc::MCL_ONFAULT) };
+    if rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        // SAFETY: as above.
+        unsafe { libc::mlockall(now) };
+    }
+    sleep_until(monotonic_ns() + 1_000);
+}
+
 /// Builds the per-worker bodies.
 pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
     let period_ns = p.period_us * 1000;
@@ -105,9 +126,7 @@ pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
         // SAFETY: prctl on the calling thread with an integer argument.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
         if mlock {
-            // SAFETY: mlockall has no memory preconditions; failure (no
-            // privilege, RLIMIT_MEMLOCK) leaves the worker unlocked.
-            unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+            lock_memory_as_touched();
         }
         Ok(Box::new(Body {
             period_ns,
