@@ -38,9 +38,18 @@ impl HostLoad {
     /// One line for a FAIL's report.
     pub fn describe(&self) -> String {
         format!(
-            "the host was busy: tasks outside the run used {:.2} of its {} CPUs on average \
-             (the run itself {:.2}); a FAIL here may be that load's, not the scheduler's",
-            self.outside_cpus, self.cpus, self.run_cpus
+            "{} on average (the run itself {:.2}); a FAIL here may be that load's, not the \
+             scheduler's",
+            self.brief(),
+            self.run_cpus
+        )
+    }
+
+    /// The figure alone, for a FAIL's headline on stderr.
+    pub fn brief(&self) -> String {
+        format!(
+            "the host was busy: tasks outside the run used {:.2} of its {} CPUs",
+            self.outside_cpus, self.cpus
         )
     }
 }
@@ -107,7 +116,8 @@ mod tests {
             outside_cpus: 1.5,
             ..HostLoad::default()
         };
-        assert!(busy.busy() && busy.describe().contains("1.50 of its 2 CPUs"));
+        assert!(busy.busy() && busy.brief().ends_with("used 1.50 of its 2 CPUs"));
+        assert!(busy.describe().starts_with(&busy.brief()));
         assert!(!HostLoad {
             cpus: 16,
             outside_cpus: 1.0,

@@ -289,7 +289,8 @@ pub fn tag(repeat: u32) -> String {
     format!("{}-{secs}-{repeat}", std::process::id())
 }
 
-/// The headline of a FAIL: `runq: FAIL <check>: ...; evidence: <file>`.
+/// The headline of a FAIL: `runq: FAIL <check>: ...; evidence: <file>`,
+/// and the host's load when it was busy.
 pub fn headline(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<String> {
     let worst = evidence::headline::worst(o)?;
     let mut line = format!("runq: {}", evidence::headline::line(o, worst));
@@ -304,6 +305,9 @@ pub fn headline(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<Strin
             None => line.push_str(&format!("; {}", e.summary)),
         },
         None => line.push_str("; no evidence recorded"),
+    }
+    if let Some(load) = o.host_load.filter(|l| l.busy()) {
+        line.push_str(&format!("; {}", load.brief()));
     }
     Some(line)
 }
