@@ -18,7 +18,7 @@ mod threads;
 pub(crate) mod worker;
 
 use std::io::{self, Write};
-use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ pub use spec::{
 };
 
 use crate::fault::{Fault, FaultStep};
-use crate::fd::pipe;
+use crate::fd::socket_pair;
 use crate::report::WorkerReport;
 use crate::stop::{install_stop_handler, reset_stop};
 use crate::worktype::PreparedWork;
@@ -170,8 +170,11 @@ impl WorkloadHandle {
             ));
         }
         let die_first = Fault::hits(self.fault, FaultStep::FirstIteration, index);
-        let (start_rx, start_tx) = pipe()?;
-        let (report_rx, report_tx) = pipe()?;
+        // One socket pair: the start byte goes down it, the report comes
+        // back. Every later fork inherits the parent's end until that
+        // worker closes it, so each descriptor here costs N forks a copy
+        // and a close (two pipes made 16M of them at 4,000 workers).
+        let (parent_end, child_end) = socket_pair()?;
         // Until the child has its handlers, a stop (SIGUSR1) or a Ctrl-C
         // sent to it would kill it: both wait, blocked, until it has them.
         let mut blocked = BlockedSignals::block(&[libc::SIGUSR1, libc::SIGINT])?;
@@ -192,7 +195,7 @@ impl WorkloadHandle {
             // Close the parent's ends of every earlier worker's pipes.
             self.procs.clear();
             IN_FORKED_WORKER.store(true, Ordering::Relaxed);
-            drop((start_tx, report_rx));
+            drop(parent_end);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let mut child = Child {
                     idx,
@@ -200,15 +203,15 @@ impl WorkloadHandle {
                     die_first,
                     blocked,
                 };
-                child_main(spec, prepared, &mut child, start_rx, report_tx)
+                child_main(spec, prepared, &mut child, child_end)
             }))
             .unwrap_or(101);
             // SAFETY: terminating the child without running parent cleanup.
             unsafe { libc::_exit(code) };
         }
-        drop((start_rx, report_tx));
+        drop(child_end);
         let pid = pid as u32; // the parent side: positive
-        let mut w = ProcWorker::new(pid, spec.group_idx, start_tx, report_rx);
+        let mut w = ProcWorker::new(pid, spec.group_idx, parent_end);
         w.index = index;
         self.procs.push(w);
         self.forked += 1;
@@ -366,8 +369,7 @@ fn child_main(
     spec: &WorkSpec,
     mut prepared: Option<&mut (dyn PreparedWork + 'static)>,
     child: &mut Child,
-    start_rx: OwnedFd,
-    report_tx: OwnedFd,
+    channel: OwnedFd,
 ) -> i32 {
     let (idx, parent) = (child.idx, child.parent);
     // SAFETY: prctl/getppid have no memory preconditions.
@@ -388,11 +390,15 @@ fn child_main(
     let _ = install_handler(libc::SIGPIPE, libc::SIG_IGN);
     child.blocked.restore();
     let mut go = [0u8; 1];
-    let mut start = std::fs::File::from(start_rx);
-    if std::io::Read::read(&mut start, &mut go).unwrap_or(0) != 1 {
+    let mut channel = std::fs::File::from(channel);
+    // The stop (SIGUSR1, no SA_RESTART) may come before a released worker
+    // first gets a CPU: read_exact reads through it, and the worker then
+    // reports at once. Taking it for the parent giving up left the start
+    // byte unread and the worker unreported (20 of 64 at four runs side by
+    // side).
+    if std::io::Read::read_exact(&mut channel, &mut go).is_err() {
         return 0; // the parent gave up before starting us
     }
-    drop(start);
     let setup_error = worker::apply_setup(spec, idx);
     let body = match worker::build_body(prepared.as_deref_mut(), idx) {
         Ok(body) => body,
@@ -416,9 +422,7 @@ fn child_main(
     let Ok(bytes) = serde_json::to_vec(&report) else {
         return 4;
     };
-    // SAFETY: report_tx is an fd we own; File takes ownership.
-    let mut out = unsafe { std::fs::File::from_raw_fd(report_tx.into_raw_fd()) };
-    if out.write_all(&bytes).is_err() {
+    if channel.write_all(&bytes).is_err() {
         return 5;
     }
     0

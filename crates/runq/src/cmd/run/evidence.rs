@@ -290,10 +290,14 @@ pub fn tag(repeat: u32) -> String {
 }
 
 /// The headline of a FAIL: `runq: FAIL <check>: ...; evidence: <file>`,
-/// and the host's load when it was busy.
+/// with the host's load before the evidence when it was busy (the file
+/// stays last, for scripts).
 pub fn headline(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<String> {
     let worst = evidence::headline::worst(o)?;
     let mut line = format!("runq: {}", evidence::headline::line(o, worst));
+    if let Some(load) = o.host_load.filter(|l| l.busy()) {
+        line.push_str(&format!("; {}", load.brief()));
+    }
     let ev = report.and_then(|r| {
         r.checks
             .iter()
@@ -305,9 +309,6 @@ pub fn headline(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<Strin
             None => line.push_str(&format!("; {}", e.summary)),
         },
         None => line.push_str("; no evidence recorded"),
-    }
-    if let Some(load) = o.host_load.filter(|l| l.busy()) {
-        line.push_str(&format!("; {}", load.brief()));
     }
     Some(line)
 }
