@@ -97,7 +97,7 @@ pub(super) fn kill_and_reap(workers: &mut [ProcWorker]) {
     }
 }
 
-/// Reads every report pipe until EOF or the deadline. The pipes are
+/// Reads every report socket until EOF or the deadline. The sockets are
 /// watched with one epoll set, so each wakeup costs what is ready, not
 /// the whole crowd (polling 2,000 descriptors per arriving report took
 /// most of an interrupted run's collect budget).
@@ -126,7 +126,7 @@ fn read_reports(workers: &mut [ProcWorker], deadline: Instant) {
         let n = set.wait(&mut events, ms);
         for ev in &events[..n] {
             let w = &mut workers[ev.u64 as usize];
-            // A later worker forked with a copy of this pipe keeps it
+            // A later worker forked with a copy of this socket keeps it
             // alive in the set after we closed ours: nothing more to read.
             let Some(rx) = &w.channel else { continue };
             let fd = rx.as_raw_fd();
@@ -139,7 +139,7 @@ fn read_reports(workers: &mut [ProcWorker], deadline: Instant) {
     }
 }
 
-/// Reads what a worker's report pipe holds; false once it reached EOF
+/// Reads what a worker's socket holds; false once it reached EOF
 /// (or failed).
 fn read_some(w: &mut ProcWorker, buf: &mut [u8]) -> bool {
     let Some(rx) = &w.channel else {
@@ -156,7 +156,7 @@ fn read_some(w: &mut ProcWorker, buf: &mut [u8]) -> bool {
     }
 }
 
-/// An epoll set over the workers' report pipes, each tagged with its
+/// An epoll set over the workers' sockets, each tagged with its
 /// worker's index.
 struct EpollSet(OwnedFd);
 
@@ -191,7 +191,7 @@ impl EpollSet {
         Some(set)
     }
 
-    /// Stops watching `fd` (before it is closed: a copy of the pipe in a
+    /// Stops watching `fd` (before it is closed: a copy of the socket in a
     /// later worker would keep it in the set).
     fn forget(&self, fd: i32) {
         // SAFETY: removing a descriptor from our own epoll set.
@@ -205,7 +205,7 @@ impl EpollSet {
         };
     }
 
-    /// Waits up to `ms` for ready pipes; how many events were filled.
+    /// Waits up to `ms` for ready sockets; how many events were filled.
     fn wait(&self, events: &mut [libc::epoll_event], ms: i32) -> usize {
         let max = i32::try_from(events.len()).unwrap_or(i32::MAX);
         // SAFETY: events is a valid buffer of `max` entries.

@@ -1,9 +1,9 @@
 //! Starting workers: two-phase start, the stop protocol and RAII cleanup.
 //!
 //! The parent forks every worker first; each child arms
-//! `PR_SET_PDEATHSIG`, installs its SIGUSR1 handler and blocks on its start
-//! pipe. The caller then places the pids in cgroups and calls
-//! [`WorkloadHandle::start`], which writes one byte down every start pipe,
+//! `PR_SET_PDEATHSIG`, installs its SIGUSR1 handler and blocks on its
+//! socket pair. The caller then places the pids in cgroups and calls
+//! [`WorkloadHandle::start`], which writes one byte down every socket pair,
 //! so each worker runs its first work-loop instruction in its cgroup.
 //! [`WorkloadHandle::stop_and_collect`] sends SIGUSR1, reads every report
 //! and reaps every child under one deadline; dropping the handle SIGKILLs
@@ -192,7 +192,7 @@ impl WorkloadHandle {
             ));
         }
         if pid == 0 {
-            // Close the parent's ends of every earlier worker's pipes.
+            // Close the parent's ends of every earlier worker's socket.
             self.procs.clear();
             IN_FORKED_WORKER.store(true, Ordering::Relaxed);
             drop(parent_end);
