@@ -11,13 +11,23 @@ use crate::event::config_slot::{
     CFG_COPY_MODE, CFG_EXACT_POLLS, CFG_TARGET_TGID, CFG_THRESHOLD_NS,
 };
 use crate::event::counter_slot::{CNT_COPIED, CNT_LOST, CNT_NO_RQ_COPY, CNT_POLLS_UNTIMED};
-use crate::event::{decode, RawEvent};
+use crate::event::{decode, RawEvent, MAX_FRAMES};
 use crate::health::StackSource;
 use crate::polls::Site;
 
 /// The compiled object, 8-byte aligned as the ELF parser wants.
 #[repr(C, align(8))]
 struct Aligned<T: ?Sized>(T);
+
+/// Bytes of the C side's `struct offcpu`, an OFFCPU value: eight u64s,
+/// a `struct holder` (two u32s and a 16-byte name) and the frame-pointer
+/// stack.
+const OFFCPU_VALUE: usize = 8 * 8 + 24 + 8 * MAX_FRAMES;
+
+/// Bytes of the C side's `struct stack_copy`, an RQCOPY value: three
+/// registers, two u32s and `COPY_ROOM` bytes of stack (nine pages and one
+/// more).
+const STACK_COPY_VALUE: usize = 3 * 8 + 2 * 4 + 4096 * 10;
 
 static OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!("../bpf/hud.bpf.o"));
 
@@ -186,8 +196,12 @@ impl Probe {
         Ok(())
     }
 
-    /// Adds threads to the in-kernel filter.
+    /// Adds threads to the in-kernel filter. What the programs kept of
+    /// a thread from an earlier watch (a switch-out, a preempted stack)
+    /// is forgotten first: its next switch-in would otherwise measure a
+    /// wait or a sleep from a moment the probe did not follow.
     pub fn watch(&mut self, tids: &[u32]) -> Result<(), BpfError> {
+        self.forget(tids)?;
         let map = self
             .ebpf
             .map_mut("WORKERS")
@@ -202,7 +216,9 @@ impl Probe {
         Ok(())
     }
 
-    /// Removes threads from the in-kernel filter.
+    /// Removes threads from the in-kernel filter, and what the programs
+    /// kept of them (an unwatched thread's switch-in is never seen, so its
+    /// last switch-out would stay in the maps).
     pub fn unwatch(&mut self, tids: &[u32]) -> Result<(), BpfError> {
         let map = self
             .ebpf
@@ -212,6 +228,31 @@ impl Probe {
         for tid in tids {
             // A thread that already left the map is fine.
             let _ = workers.remove(tid);
+        }
+        self.forget(tids)
+    }
+
+    /// Deletes the per-thread state of `tids`: the switch-out each one's
+    /// next switch-in is measured from (OFFCPU) and the stack kept at a
+    /// preemption (RQCOPY, whose few entries a thread no longer watched
+    /// would otherwise hold for good).
+    fn forget(&mut self, tids: &[u32]) -> Result<(), BpfError> {
+        self.remove_from::<OFFCPU_VALUE>("OFFCPU", tids)?;
+        self.remove_from::<STACK_COPY_VALUE>("RQCOPY", tids)
+    }
+
+    /// Removes `tids` from the hash map `name`, whose values are `N`
+    /// bytes (checked against the map's own value size on opening).
+    fn remove_from<const N: usize>(&mut self, name: &str, tids: &[u32]) -> Result<(), BpfError> {
+        let map = self
+            .ebpf
+            .map_mut(name)
+            .ok_or_else(|| BpfError::Load(format!("no {name} map")))?;
+        let mut entries: HashMap<_, u32, [u8; N]> =
+            HashMap::try_from(map).map_err(|e| BpfError::Load(format!("{name}: {e}")))?;
+        for tid in tids {
+            // Most threads have no entry: nothing to forget.
+            let _ = entries.remove(tid);
         }
         Ok(())
     }
@@ -261,7 +302,12 @@ impl Probe {
 
 #[cfg(test)]
 mod tests {
+    use runq_kernel::clock::{gettid, monotonic_ns};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
     use super::*;
+    use crate::health::StackSource;
 
     /// The committed objects must be built from the committed sources.
     #[test]
@@ -297,5 +343,65 @@ mod tests {
             .next()
             .unwrap_or("")
             .to_string()
+    }
+    #[test]
+    fn map_value_sizes_follow_the_c_source() {
+        let src = include_str!("../bpf/hud.bpf.c");
+        for line in [
+            "#define MAX_FRAMES 127",
+            "#define COPY_PAGES 8",
+            "#define COPY_MAX (4096 * (COPY_PAGES + 1))",
+            "#define COPY_ROOM (COPY_MAX + 4096)",
+        ] {
+            assert!(src.contains(line), "the C source no longer has {line:?}");
+        }
+        assert_eq!(OFFCPU_VALUE, 1104);
+        assert_eq!(STACK_COPY_VALUE, 32 + 4096 * 10);
+    }
+
+    /// A thread watched, left mid-sleep, and watched again: its first
+    /// switch-in after the second watch must not measure a sleep or a
+    /// wait from the switch-out the first watch saw.
+    #[test]
+    #[cfg_attr(not(runq_root), ignore = "needs root")]
+    fn a_thread_watched_again_measures_nothing_from_before() {
+        let mut probe = Probe::attach(
+            std::process::id(),
+            20_000_000,
+            1,
+            StackSource::FramePointers,
+        )
+        .expect("attach");
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (start_tx, start_rx) = mpsc::channel::<()>();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let sleeper = std::thread::spawn(move || {
+            tid_tx.send(gettid()).unwrap();
+            start_rx.recv().unwrap();
+            // Leaves the CPU while watched: the probe keeps this switch-out.
+            std::thread::sleep(Duration::from_millis(150));
+            go_rx.recv().unwrap();
+        });
+        let tid = tid_rx.recv().unwrap();
+        probe.watch(&[tid]).unwrap();
+        start_tx.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        probe.unwatch(&[tid]).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let rewatched = monotonic_ns();
+        probe.watch(&[tid]).unwrap();
+        go_tx.send(()).unwrap();
+        sleeper.join().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let stale: Vec<_> = probe
+            .drain()
+            .into_iter()
+            .filter(|e| e.tid == tid && e.start_ns < rewatched)
+            .map(|e| (e.kind, e.duration_ns / 1_000_000))
+            .collect();
+        assert!(
+            stale.is_empty(),
+            "intervals from before the watch: {stale:?}"
+        );
     }
 }
