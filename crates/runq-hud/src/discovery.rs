@@ -175,6 +175,12 @@ fn group_name(comm: &str) -> Option<&str> {
     (!name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(name)
 }
 
+/// The group a thread's name puts it in: `name` of `{name}-{N}`, else
+/// the whole name (a runtime's threads named alike).
+pub fn group_key(comm: &str) -> &str {
+    group_name(comm).unwrap_or(comm)
+}
+
 /// What sampling saw of one thread's stacks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoopHits {

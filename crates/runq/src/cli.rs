@@ -14,8 +14,9 @@ use crate::cmd;
 #[derive(Debug, Parser)]
 #[command(name = "runq", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
-    /// More log lines on stderr (`runq -v CMD`: -v info, -vv debug, -vvv trace); RUST_LOG
-    /// filters them as in other Rust tools (e.g. RUST_LOG=aya=debug).
+    /// More log lines on stderr (`runq -v CMD`: -v runq's info, -vv its debug,
+    /// -vvv every library's trace); RUST_LOG filters them as in other Rust
+    /// tools (e.g. RUST_LOG=aya=debug).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     /// When to colour output: auto (a terminal without NO_COLOR), always,

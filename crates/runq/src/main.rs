@@ -13,20 +13,34 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Log lines (runq's and its libraries', e.g. aya's) go to stderr: warnings
-/// by default, more with each -v, or as RUST_LOG says.
+/// runq's own crates, whose log lines each -v adds (`-vvv` adds every
+/// library's too).
+const OWN_CRATES: [&str; 7] = [
+    "runq",
+    "runq_common",
+    "runq_kernel",
+    "runq_workload",
+    "runq_ctprof",
+    "runq_collatz",
+    "runq_hud",
+];
+
+/// Log lines go to stderr: warnings by default; runq's own info with -v
+/// and debug with -vv; with -vvv every library's trace too (aya's BPF
+/// loading among them); or as RUST_LOG says.
 fn init_logging(verbose: u8) {
-    let level = match verbose {
-        0 => log::LevelFilter::Warn,
-        1 => log::LevelFilter::Info,
-        2 => log::LevelFilter::Debug,
-        _ => log::LevelFilter::Trace,
+    let (own, others) = match verbose {
+        0 => (log::LevelFilter::Warn, log::LevelFilter::Warn),
+        1 => (log::LevelFilter::Info, log::LevelFilter::Warn),
+        2 => (log::LevelFilter::Debug, log::LevelFilter::Warn),
+        _ => (log::LevelFilter::Trace, log::LevelFilter::Trace),
     };
-    env_logger::Builder::new()
-        .filter_level(level)
-        .parse_env("RUST_LOG")
-        .format_timestamp(None)
-        .init();
+    let mut builder = env_logger::Builder::new();
+    builder.filter_level(others);
+    for module in OWN_CRATES {
+        builder.filter_module(module, own);
+    }
+    builder.parse_env("RUST_LOG").format_timestamp(None).init();
 }
 
 /// Parses the command line. Help and version print as clap prints them;

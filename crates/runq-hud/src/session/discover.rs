@@ -2,12 +2,13 @@
 //! needs the probe), or as the largest thread group.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{HudError, Options};
 use crate::bpf::Probe;
 use crate::discovery::{
-    by_name, by_stacks, largest_group, name_summary, DiscoveryError, LoopHits, Method, Thread,
+    by_name, by_stacks, group_key, largest_group, name_summary, DiscoveryError, LoopHits, Method,
+    Thread,
 };
 use crate::event::{Kind, RawEvent};
 use crate::prep::StackPrep;
@@ -23,9 +24,17 @@ const DISCOVERY_SAMPLING: Duration = Duration::from_millis(500);
 /// [`DISCOVERY_SAMPLING`] to be sampled at all.
 const DISCOVERY_LIMIT: Duration = Duration::from_secs(5);
 
+/// How much longer discovery samples, once it has found workers, while a
+/// group of threads sharing a name has shown no stack at all: an idle
+/// runtime's workers sleep in their park until work comes, and would be
+/// left out of a session that began with the first slice to find any.
+const DISCOVERY_SETTLE: Duration = Duration::from_secs(2);
+
 /// Step 3 of discovery: watches every thread of `all`, in slices of
 /// [`DISCOVERY_SAMPLING`] up to `limit`, until stacks show a runtime's
-/// task loop, and keeps those threads; the others leave the filter.
+/// task loop (and, for up to [`DISCOVERY_SETTLE`] more, until every group
+/// of same-named threads has been seen), and keeps those threads; the
+/// others leave the filter.
 fn discover_by_stacks(
     all: &[Thread],
     probe: &mut Probe,
@@ -36,17 +45,31 @@ fn discover_by_stacks(
     let every: Vec<u32> = all.iter().map(|t| t.tid).collect();
     probe.watch(&every)?;
     let started = std::time::Instant::now();
+    let mut found_at: Option<Instant> = None;
     let mut hits = BTreeMap::new();
     let found = loop {
         std::thread::sleep(DISCOVERY_SAMPLING);
-        let mut events = probe.drain();
-        for ev in &mut events {
-            prep.prepare(ev);
-        }
-        stacks.prefetch(events.iter().flat_map(|e| &e.stack));
-        add_hits(&mut hits, loop_hits(&events, stacks));
+        add_hits(&mut hits, sample_slice(probe, prep, stacks));
         let found = by_stacks(all, &hits);
-        if found.is_some() || started.elapsed() >= limit {
+        let silent = found.as_ref().map(|(m, _)| silent_groups(all, &hits, m));
+        log::debug!(
+            "hud discovery: {:.1} s sampled, {} of {} threads seen, workers so far: {}",
+            started.elapsed().as_secs_f64(),
+            hits.len(),
+            all.len(),
+            found.as_ref().map_or("none".into(), |(m, _)| m.to_string()),
+        );
+        if found.is_some() && found_at.is_none() {
+            found_at = Some(Instant::now());
+        }
+        let settled = match (&silent, found_at) {
+            (Some(silent), Some(at)) => silent.is_empty() || at.elapsed() >= DISCOVERY_SETTLE,
+            _ => false,
+        };
+        if settled || (found.is_none() && started.elapsed() >= limit) {
+            if let Some(silent) = silent.filter(|s| !s.is_empty()) {
+                log::info!("hud discovery: no stack seen of threads {}; left out (name them with --workers if they are workers)", silent.join(", "));
+            }
             break found;
         }
     };
@@ -54,6 +77,38 @@ fn discover_by_stacks(
     let others: Vec<u32> = every.into_iter().filter(|t| !keep.contains(t)).collect();
     probe.unwatch(&others)?;
     Ok(found)
+}
+
+/// Takes one slice's events through unwinding, and counts each thread's
+/// stacks in a runtime's loop.
+fn sample_slice(
+    probe: &mut Probe,
+    prep: &mut StackPrep,
+    stacks: &mut Stacks,
+) -> BTreeMap<u32, LoopHits> {
+    let mut events = probe.drain();
+    for ev in &mut events {
+        prep.prepare(ev);
+    }
+    stacks.prefetch(events.iter().flat_map(|e| &e.stack));
+    loop_hits(&events, stacks)
+}
+
+/// The names of the groups of two or more threads, outside the workers
+/// found so far, of which sampling has seen no stack: an idle runtime's
+/// workers look like this, while a busy thread of any kind is seen.
+fn silent_groups(all: &[Thread], hits: &BTreeMap<u32, LoopHits>, found: &Method) -> Vec<String> {
+    let mut groups: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
+    for t in all.iter().filter(|t| !found.matches(&t.comm)) {
+        let g = groups.entry(group_key(&t.comm)).or_default();
+        g.0 += 1;
+        g.1 |= hits.contains_key(&t.tid);
+    }
+    groups
+        .into_iter()
+        .filter(|(_, (n, seen))| *n >= 2 && !seen)
+        .map(|(name, _)| name.to_string())
+        .collect()
 }
 
 /// Adds one slice's loop hits to the totals.
@@ -94,6 +149,29 @@ pub(super) fn discover(
 ) -> Result<(Method, Vec<u32>), HudError> {
     let names = || name_summary(all);
     let stripped = stacks.symbols().executable_stripped();
+    log::info!(
+        "hud discovery: {} threads in {}: {}",
+        all.len(),
+        opts.pid,
+        names()
+    );
+    let found = choose(opts, all, probe, prep, stacks, stripped);
+    if let Ok((method, tids)) = &found {
+        log::info!("hud discovery: chose {} threads, by {method}", tids.len());
+    }
+    found
+}
+
+/// [`discover`]'s choice, in the seed's order.
+fn choose(
+    opts: &Options,
+    all: &[Thread],
+    probe: &mut Probe,
+    prep: &mut StackPrep,
+    stacks: &mut Stacks,
+    stripped: bool,
+) -> Result<(Method, Vec<u32>), HudError> {
+    let names = || name_summary(all);
     if let Some(found) = by_name(all, opts.worker_prefix.as_deref()) {
         if opts.worker_prefix.is_some() || stripped {
             return Ok(found);
@@ -110,9 +188,15 @@ pub(super) fn discover(
         .into());
     }
     let by_stacks = match stripped {
-        true => None,
+        true => {
+            log::info!("hud discovery: the executable is stripped: workers by their names only");
+            None
+        }
         false => discover_by_stacks(all, probe, prep, stacks, DISCOVERY_LIMIT)?,
     };
+    if by_stacks.is_none() {
+        log::info!("hud discovery: no stack showed a runtime's loop; trying thread groups");
+    }
     if let Some(found) = by_stacks.or_else(|| largest_group(all)) {
         return Ok(found);
     }
@@ -147,6 +231,11 @@ fn other_runtimes(
     if others.is_empty() {
         return Ok((method, tids));
     }
+    log::info!(
+        "hud discovery: {} threads by Tokio's names; sampling the {} others for other runtimes",
+        tids.len(),
+        others.len()
+    );
     let Some((Method::Stacks(names), more)) =
         discover_by_stacks(&others, probe, prep, stacks, DISCOVERY_SAMPLING)?
     else {
@@ -154,4 +243,54 @@ fn other_runtimes(
     };
     tids.extend(more);
     Ok((Method::TokioDefaultsAnd(names), tids))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::silent_groups;
+    use crate::discovery::{LoopHits, Method, Thread};
+
+    fn thread(tid: u32, comm: &str) -> Thread {
+        Thread {
+            tid,
+            comm: comm.into(),
+        }
+    }
+
+    #[test]
+    fn an_unseen_group_of_threads_is_silent_and_a_lone_or_seen_one_is_not() {
+        let all = [
+            thread(1, "gateway"),
+            thread(2, "gw-rt"),
+            thread(3, "gw-rt"),
+            thread(4, "audit-0"),
+            thread(5, "audit-1"),
+            thread(6, "pool-0"),
+            thread(7, "pool-1"),
+            thread(8, "signal"),
+        ];
+        let mut hits = BTreeMap::new();
+        hits.insert(
+            2,
+            LoopHits {
+                worker: 3,
+                ..Default::default()
+            },
+        );
+        hits.insert(
+            7,
+            LoopHits {
+                other: 1,
+                ..Default::default()
+            },
+        );
+        let found = Method::Stacks(vec!["gw-rt".into()]);
+        // gw-rt is found; pool has one thread seen; gateway and signal are
+        // alone; audit-0 and audit-1 were never seen.
+        assert_eq!(silent_groups(&all, &hits, &found), ["audit"]);
+        hits.insert(5, LoopHits::default());
+        assert!(silent_groups(&all, &hits, &found).is_empty());
+    }
 }

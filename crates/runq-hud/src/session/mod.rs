@@ -233,26 +233,59 @@ fn time_polls(
     })
 }
 
+/// Runs one step of attaching, and logs how long it took (`-vv`).
+fn timed<T>(step: &str, f: impl FnOnce() -> T) -> T {
+    let started = Instant::now();
+    let out = f();
+    log::debug!(
+        "hud: {step}: {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    out
+}
+
+/// The target's symbols: from `--debug-file`, or its executable with the
+/// debug file found by build-id or debuglink (`-v` says which).
+fn load_symbols(opts: &Options) -> Result<Symbols, HudError> {
+    let mut symbols = Symbols::new(&opts.proc_root, opts.pid);
+    match &opts.target_binary {
+        Some(binary) => symbols.use_target_binary(binary)?,
+        None => {
+            let dirs: Vec<PathBuf> = DEBUG_DIRS.iter().map(PathBuf::from).collect();
+            symbols.find_debug_file(&dirs);
+        }
+    }
+    match symbols.debug_file() {
+        Some((path, by)) => log::info!("hud: symbols from {} ({})", path.display(), by.label()),
+        None if symbols.executable_stripped() => log::info!(
+            "hud: the executable is stripped and no debug file was found (searched {})",
+            DEBUG_DIRS.join(", ")
+        ),
+        None => log::info!("hud: symbols from the executable"),
+    }
+    Ok(symbols)
+}
+
 impl Attached {
     /// Attaches, then discovers the workers (by name, by their stacks,
     /// or as the largest thread group) and watches them.
     fn start(opts: &Options) -> Result<Self, HudError> {
-        let mut symbols = Symbols::new(&opts.proc_root, opts.pid);
-        match &opts.target_binary {
-            Some(binary) => symbols.use_target_binary(binary)?,
-            None => {
-                let dirs: Vec<PathBuf> = DEBUG_DIRS.iter().map(PathBuf::from).collect();
-                symbols.find_debug_file(&dirs);
-            }
-        }
+        let mut symbols = timed("reading the target's symbols", || load_symbols(opts))?;
         let all = threads(&opts.proc_root, opts.pid)?;
-        let mut prep = StackPrep::new(opts);
-        let mut probe = Probe::attach(opts.pid, opts.threshold_ns, opts.frequency, prep.source)?;
+        let mut prep = timed("choosing the unwinder", || StackPrep::new(opts));
+        log::info!("hud: stacks by {}: {}", prep.source.label(), prep.reason);
+        let mut probe = timed("loading and attaching the BPF programs", || {
+            Probe::attach(opts.pid, opts.threshold_ns, opts.frequency, prep.source)
+        })?;
         // Loading symbols and debug info up front keeps that work out of the
         // measured part of a target's life.
-        symbols.prewarm();
-        let mut stacks = Stacks::new(symbols);
-        let (method, tids) = discover(opts, &all, &mut probe, &mut prep, &mut stacks)?;
+        let mut stacks = timed("loading debug info", || {
+            symbols.prewarm();
+            Stacks::new(symbols)
+        });
+        let (method, tids) = timed("discovery", || {
+            discover(opts, &all, &mut probe, &mut prep, &mut stacks)
+        })?;
         let mut watched = Watched::new(method);
         watched.add(opts, &all, &tids, &mut probe)?;
         let mut detector = Detector::new(opts.frequency, opts.pid);
