@@ -2,16 +2,15 @@
 //!
 //! Workers are `fork()`ed processes, each placed in its cgroup before it
 //! starts (two-phase start), stopped by SIGUSR1, and handing back a
-//! [`WorkerReport`] of telemetry through a pipe. [`run_scenario`]
-//! drives a whole [`Scenario`]; [`results`] turns its outcomes into the
-//! saved document and [`compare`] judges two such documents; [`render`]
-//! writes them as text.
+//! [`WorkerReport`] of telemetry through a socket pair. [`run_scenario`]
+//! drives a whole [`Scenario`] and judges it ([`RunOutcome`]: per-group
+//! summaries, checks, fairness). The saved document, a FAIL's evidence,
+//! comparing two documents and their text are runq-results', which
+//! depends on this crate, never the reverse.
 
 mod capacity;
 pub mod catalog;
 mod checks;
-pub mod compare;
-pub mod evidence;
 mod fair_model;
 mod fairness;
 mod fault;
@@ -21,10 +20,8 @@ mod own_numa;
 mod placement;
 pub mod primitives;
 mod progress;
-pub mod render;
 mod report;
 mod reservoir;
-pub mod results;
 mod runner;
 mod scenario;
 pub mod scenario_file;
@@ -52,5 +49,5 @@ pub use scenario::{
 pub use spawn::{
     CloneMode, CustomContext, CustomWork, Freeze, Watchdog, Work, WorkSpec, WorkloadHandle,
 };
-pub use summary::GroupSummary;
+pub use summary::{summarize_group, GroupSummary};
 pub use worktype::{WakeFigure, WorkType};

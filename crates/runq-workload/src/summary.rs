@@ -1,7 +1,7 @@
 //! Per-group summaries of worker reports: work rate, off-CPU share, wake
 //! latency percentiles, migrations, the worst scheduling gap, fairness and
 //! run delay. Computed once per group; the saved document's figures
-//! ([`crate::results::GroupFigures`]) are taken from here.
+//! (runq-results' `results::GroupFigures`) are taken from here.
 
 use runq_common::stats::percentile;
 use serde::Serialize;
@@ -47,7 +47,7 @@ pub struct GroupSummary {
     /// Summed schedstat run delay, ns.
     pub run_delay_ns: u64,
     // The figures below are the saved document's (its repeats carry them,
-    // see `crate::results`); they stay out of the outcome's own JSON,
+    // see runq-results' `results`); they stay out of the outcome's own JSON,
     // whose layout predates them.
     /// 90th percentile of the wake samples, ns.
     #[serde(skip)]

@@ -162,8 +162,8 @@ fn exit_of(e: &(dyn Error + 'static)) -> Option<Exit> {
         return Some(f.exit);
     }
     if e.is::<UserInput>()
-        || e.is::<runq_workload::compare::LoadError>()
-        || e.is::<runq_workload::compare::CompareError>()
+        || e.is::<runq_results::compare::LoadError>()
+        || e.is::<runq_results::compare::CompareError>()
         || e.is::<runq_workload::scenario_file::ScenarioFileError>()
         || e.is::<runq_ctprof::group::GlobError>()
         || e.is::<runq_hud::discovery::DiscoveryError>()

@@ -8,7 +8,7 @@ use runq_common::safefile::{write_atomic, Replace};
 
 use anyhow::Context;
 
-use runq_workload::results::RunDocument;
+use runq_results::results::RunDocument;
 
 /// How a testcase ended.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,14 +1,14 @@
 //! `runq compare A.json B.json`: did B regress against A? The comparison
 //! itself (medians over repeats, rank-test intervals, verdicts) is
-//! [`runq_workload::compare`]'s and its text [`runq_workload::render`]'s;
+//! [`runq_results::compare`]'s and its text [`runq_results::render`]'s;
 //! this module parses the arguments and prints the result as text, JSON
 //! or JUnit.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use runq_workload::compare::{self, Better, Comparison, Verdict};
-use runq_workload::render::{ci_text, pct_text, value_text};
+use runq_results::compare::{self, Better, Comparison, Verdict};
+use runq_results::render::{ci_text, pct_text, value_text};
 
 use crate::exit;
 use crate::junit::{Case, Outcome, Suite};
@@ -66,7 +66,7 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         crate::outln!("{}", runq_common::json::to_pretty(&report)?);
     } else {
-        crate::out!("{}", runq_workload::render::comparison(&report));
+        crate::out!("{}", runq_results::render::comparison(&report));
     }
     if let Some(path) = &args.junit {
         crate::junit::write(&junit(&report), path)?;

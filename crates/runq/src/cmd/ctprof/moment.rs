@@ -8,7 +8,7 @@ use runq_ctprof::compare::compare_thread;
 use runq_ctprof::registry::Section;
 use runq_ctprof::view::{Matched, Row, ViewOptions};
 use runq_ctprof::CtprofSnapshot;
-use runq_workload::evidence::ctprof::{MetricDelta, Presence, Subject, ThreadDeltas, KEY_METRICS};
+use runq_results::evidence::ctprof::{MetricDelta, Presence, Subject, ThreadDeltas, KEY_METRICS};
 
 /// The deltas of `s`'s thread between `before` and `after`.
 pub fn thread_deltas(before: &CtprofSnapshot, after: &CtprofSnapshot, s: Subject) -> ThreadDeltas {

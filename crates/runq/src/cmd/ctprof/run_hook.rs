@@ -11,7 +11,7 @@ use runq_ctprof::compare::compare;
 use runq_ctprof::group::{GroupBy, Grouping};
 use runq_ctprof::view::ViewOptions;
 use runq_ctprof::{capture, save, CaptureOptions, CtprofSnapshot};
-use runq_workload::evidence::ctprof::{CtprofEvidence, Subject};
+use runq_results::evidence::ctprof::{CtprofEvidence, Subject};
 use runq_workload::{Placement, RunOutcome};
 
 use crate::exit;

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use runq_common::safefile::{write_atomic, Replace};
 use runq_kernel::sched_trace::{Recorder, EVENTS};
-use runq_workload::evidence::ctprof::{CtprofEvidence, Subject};
-use runq_workload::evidence::{self, window::Names, Evidence, EvidenceReport};
+use runq_results::evidence::ctprof::{CtprofEvidence, Subject};
+use runq_results::evidence::{self, window::Names, Evidence, EvidenceReport};
 use runq_workload::{Freeze, RunOutcome, Scenario, Verdict};
 
 use crate::cmd::ctprof::run_hook::Recorder as CtprofHook;
@@ -369,7 +369,7 @@ fn add_own_tids(tids: &mut HashSet<i32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runq_workload::evidence::Evidence;
+    use runq_results::evidence::Evidence;
 
     #[test]
     fn the_section_goes_above_the_verdict() {

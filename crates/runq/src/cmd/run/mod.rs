@@ -16,7 +16,7 @@ use anyhow::Context;
 use std::path::Path;
 
 use runq_common::duration::parse_duration;
-use runq_workload::results::{RawSamples, RunDocument};
+use runq_results::results::{RawSamples, RunDocument};
 use runq_workload::scenario_file::load_scenario;
 use runq_workload::{CgroupMode, Fault, Placement, Scenario, ScenarioBuilder, WorkType};
 
@@ -503,10 +503,10 @@ fn print_report(doc: &RunDocument, json: bool) -> anyhow::Result<()> {
             crate::errln!("runq: run ended early: {e}");
         }
     } else {
-        let text = runq_workload::render::outcome(&doc.last, crate::style::color_enabled());
+        let text = runq_results::render::outcome(&doc.last, crate::style::color_enabled());
         crate::out!("{}", evidence::with_report(text, doc.evidence.as_ref()));
         if let Some(s) = &doc.repeat_summary {
-            crate::out!("{}", runq_workload::render::repeat_summary(s));
+            crate::out!("{}", runq_results::render::repeat_summary(s));
         }
     }
     Ok(())

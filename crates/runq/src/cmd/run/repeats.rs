@@ -87,7 +87,7 @@ pub struct Repeats {
     /// Every repeat's outcome, in order.
     pub outcomes: Vec<RunOutcome>,
     /// The evidence of the last repeat that failed, if one did.
-    pub evidence: Option<runq_workload::evidence::EvidenceReport>,
+    pub evidence: Option<runq_results::evidence::EvidenceReport>,
 }
 
 /// Runs the scenario `plan.repeats` times, stopping early on an interrupt
@@ -131,7 +131,7 @@ pub fn run_repeats(
         if !json && n < plan.repeats && !stop {
             crate::out!(
                 "{}",
-                runq_workload::render::outcome(&outcome, crate::style::color_enabled())
+                runq_results::render::outcome(&outcome, crate::style::color_enabled())
             );
         }
         outcomes.push(outcome);

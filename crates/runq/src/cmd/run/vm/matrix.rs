@@ -286,6 +286,39 @@ mod tests {
         assert_eq!(v["runs"][0]["topology"], "2n2c2t");
     }
 
+    /// A matrix of a passed, a failed, a skipped and an unbooted
+    /// topology matches `schemas/run-vm-matrix.schema.json`.
+    #[test]
+    fn the_document_matches_its_schema() {
+        let vm = |kvm_failed: Option<&str>| VmFacts {
+            accel: if kvm_failed.is_some() { "tcg" } else { "kvm" },
+            kvm_failed: kvm_failed.map(String::from),
+            topology: "2n2c2t".into(),
+            cpus: 8,
+            numa_nodes: 2,
+            threads_per_core: 2,
+            memory_mib: 2048,
+            kernel_image: "/boot/vmlinuz".into(),
+            boot_ms: 4_200,
+        };
+        let mut failed = row(Some("fail"), Some(1), None);
+        failed.failed_checks = vec!["max_gap_ms[g]".into()];
+        failed.vm = Some(vm(Some("KVM_CREATE_VM: permission denied")));
+        let mut passed = row(Some("pass"), Some(0), None);
+        passed.vm = Some(vm(None));
+        let doc = Matrix {
+            runs: vec![
+                passed,
+                failed,
+                row(None, Some(77), Some("skipped: no SMT")),
+                row(None, None, Some("did not boot")),
+            ],
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&runq_common::json::to_pretty(&doc).unwrap()).unwrap();
+        runq_testkit::assert_matches_schema("run-vm-matrix", &v);
+    }
+
     #[test]
     fn matrix_exit_codes() {
         assert_eq!(matrix_code(&[row(Some("pass"), Some(0), None)]), 0);

@@ -11,8 +11,8 @@ use runq_kernel::sched_trace::{SchedEvent, Task};
 use super::ctprof::Subject;
 use super::window::{holder_list, holders, Holder, Names, Wait};
 use super::Evidence;
-use crate::checks::CheckResult;
-use crate::runner::RunOutcome;
+use runq_workload::CheckResult;
+use runq_workload::RunOutcome;
 
 /// How many of the worst wakeups the summary names.
 pub const WORST: usize = 3;

@@ -113,7 +113,7 @@ pub fn summarize(repeats: &[Repeat], checks: &[(String, String)]) -> RepeatSumma
 mod tests {
     use super::*;
     use crate::results::{GroupFigures, WakePercentiles};
-    use crate::Verdict;
+    use runq_workload::Verdict;
 
     /// A repeat of one group `pipes` with this work rate and wake p99,
     /// and these failed checks.

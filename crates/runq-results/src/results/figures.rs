@@ -1,10 +1,10 @@
 //! One group's figures in one repeat, as the saved document keeps them and
 //! `runq compare` compares them: taken from the group's summary
-//! ([`crate::summary::summarize_group`]), never recomputed.
+//! ([`runq_workload::summarize_group`]), never recomputed.
 
 use serde::{Deserialize, Serialize};
 
-use crate::summary::GroupSummary;
+use runq_workload::GroupSummary;
 
 /// Wake latency percentiles with schbench-style names, next to the number
 /// of samples they were taken from.
@@ -78,9 +78,9 @@ impl From<&GroupSummary> for GroupFigures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::WorkerReport;
-    use crate::summary::summarize_group;
-    use crate::WakeFigure;
+    use runq_workload::summarize_group;
+    use runq_workload::WakeFigure;
+    use runq_workload::WorkerReport;
 
     #[test]
     fn percentile_names_are_schbench_style() {

@@ -19,9 +19,9 @@ pub mod window;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checks::CheckResult;
-use crate::runner::RunOutcome;
-use crate::series::host::HostSeries;
+use runq_workload::series::host::HostSeries;
+use runq_workload::CheckResult;
+use runq_workload::RunOutcome;
 
 /// Slack before a gap's window in the report (a gap lies somewhere in the
 /// 50 ms window that closed at `max_gap_at_ms`, or the iteration that

@@ -3,8 +3,8 @@
 
 use runq_common::units::fmt_measure;
 
-use crate::checks::{CheckResult, Op};
-use crate::runner::RunOutcome;
+use runq_workload::RunOutcome;
+use runq_workload::{CheckResult, Op};
 
 /// How far past its bound a failed check is (1.0: at the bound). A check
 /// that measured nothing against an `at least` bound is infinitely far.

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::scheduler::SchedulerDeath;
-use crate::{RunOutcome, Scenario, Verdict};
+use runq_workload::scheduler::SchedulerDeath;
+use runq_workload::{RunOutcome, Scenario, Verdict};
 
 pub use figures::{GroupFigures, WakePercentiles};
 pub use host::HostFacts;
@@ -193,9 +193,9 @@ impl RunDocument {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::Placement;
-    use crate::summary::summarize_group;
-    use crate::{CheckResult, WakeFigure, WorkerReport};
+    use runq_workload::summarize_group;
+    use runq_workload::Placement;
+    use runq_workload::{CheckResult, WakeFigure, WorkerReport};
 
     /// An outcome of one group `g` whose worker sampled `wakes`, judged
     /// `verdict` by one check.
@@ -211,7 +211,7 @@ mod tests {
             name: "max_gap_ms".into(),
             group: "g".into(),
             measured: 1.0,
-            op: crate::checks::Op::AtMost,
+            op: runq_workload::Op::AtMost,
             bound: 2.0,
             pass: verdict == Verdict::Pass,
             detail: None,
@@ -246,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_failed_repeat_fails_the_document_and_raw_samples_go() {
-        let scn = crate::Scenario::default_scenario();
+        let scn = runq_workload::Scenario::default_scenario();
         let outcomes = vec![
             outcome(Verdict::Fail, vec![5]),
             outcome(Verdict::Pass, vec![7, 9]),

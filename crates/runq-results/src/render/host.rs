@@ -1,9 +1,9 @@
 //! The host monitor's lines under the workers' table: run-queue depths
 //! and imbalance, the longest runnable wait, sched_ext.
 
-use crate::series::host::{HostSchedExt, HostSeries, RqSummary, RunnableWait};
 use runq_common::text::{hanging, wrap, LIST_WIDTH};
 use runq_common::units::fmt_ns;
+use runq_workload::series::host::{HostSchedExt, HostSeries, RqSummary, RunnableWait};
 
 /// The most CPUs whose mean depth is listed one by one; more are shown
 /// as their lowest and highest.
@@ -145,7 +145,7 @@ mod tests {
         let nr_running = vec![vec![3, 3], vec![5, 1], vec![4, 2]];
         HostSeries {
             source: Some("debugfs sched/debug".into()),
-            summary: crate::series::host::summarize(&at_ns, &nr_running),
+            summary: runq_workload::series::host::summarize(&at_ns, &nr_running),
             cpus: vec![0, 1],
             at_ns,
             nr_running,
@@ -173,7 +173,7 @@ mod tests {
 
     #[test]
     fn the_longest_wait_names_task_cpu_time_and_mean() {
-        use crate::series::host::WaitFigures;
+        use runq_workload::series::host::WaitFigures;
         let figures = WaitFigures {
             longest_ns: 12_300_000,
             pid: 1234,

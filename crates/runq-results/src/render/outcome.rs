@@ -8,7 +8,7 @@ use runq_common::color::paint;
 use runq_common::table::{Align, Table};
 use runq_common::units::{self, fmt_rate};
 
-use crate::{Placement, RunOutcome, WakeFigure, WorkerExitInfo, WorkerReport};
+use runq_workload::{Placement, RunOutcome, WakeFigure, WorkerExitInfo, WorkerReport};
 
 /// Formats ns with an SI unit (ns, µs, ms, s).
 fn fmt_ns(ns: u64) -> String {
@@ -224,11 +224,11 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
         }
     }
     let (word, code) = match o.verdict {
-        crate::Verdict::Pass => ("PASS", 32),
-        crate::Verdict::Fail => ("FAIL", 31),
-        crate::Verdict::Interrupted => ("INTERRUPTED", 33),
+        runq_workload::Verdict::Pass => ("PASS", 32),
+        runq_workload::Verdict::Fail => ("FAIL", 31),
+        runq_workload::Verdict::Interrupted => ("INTERRUPTED", 33),
     };
-    if o.verdict == crate::Verdict::Fail {
+    if o.verdict == runq_workload::Verdict::Fail {
         if let Some(load) = o.host_load.filter(|l| l.busy()) {
             let _ = writeln!(out, "{}", paint(&load.describe(), 33, color));
         }

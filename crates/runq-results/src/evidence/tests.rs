@@ -137,7 +137,7 @@ fn the_trace_has_cpu_tracks_and_the_wait() {
 
 #[test]
 fn the_worst_check_leads_the_headline() {
-    use crate::checks::{CheckResult, Op};
+    use runq_workload::{CheckResult, Op};
     let c = |name: &str, measured: f64, op, bound: f64| CheckResult {
         name: name.into(),
         group: "g".into(),
@@ -167,7 +167,7 @@ fn the_worst_check_leads_the_headline() {
 /// Two spinners of group `g`: 500 with a 2.9 s gap closing 3.0 s into its
 /// loop on CPU 0, 501 with a 10 ms one; 500 also ran least.
 fn outcome() -> RunOutcome {
-    use crate::report::WorkerReport;
+    use runq_workload::WorkerReport;
     let w = |tid, gap, at, cpu_ms| WorkerReport {
         tid,
         max_gap_ms: gap,
@@ -181,7 +181,7 @@ fn outcome() -> RunOutcome {
     let reports = vec![w(500, 2_900, 3_000, 50), w(501, 10, 1_000, 2_900)];
     RunOutcome {
         scenario: "s".into(),
-        placement: crate::runner::Placement::Unplaced {
+        placement: runq_workload::Placement::Unplaced {
             reason: "test".into(),
         },
         interrupted: false,
@@ -192,24 +192,24 @@ fn outcome() -> RunOutcome {
         scheduler: None,
         scheduler_death: None,
         run_error: None,
-        groups: vec![crate::summary::summarize_group(
+        groups: vec![runq_workload::summarize_group(
             0,
             "g",
             "SpinWait",
-            crate::worktype::WakeFigure::Latency,
+            runq_workload::WakeFigure::Latency,
             &reports,
         )],
         checks: Vec::new(),
         series: None,
         host_load: None,
-        verdict: crate::checks::Verdict::Fail,
+        verdict: runq_workload::Verdict::Fail,
         reports,
     }
 }
 
 #[test]
 fn moments_are_the_worst_instances_of_the_failed_checks() {
-    use crate::checks::{CheckResult, Op};
+    use runq_workload::{CheckResult, Op};
     let mut o = outcome();
     let c = |name: &str, pass| CheckResult {
         name: name.into(),
@@ -348,7 +348,7 @@ fn wake_runs_go_from_a_wakeup_to_the_next_switch_in() {
 
 #[test]
 fn a_wake_latency_fail_names_the_worst_wakeup_its_waker_and_the_cpus_holder() {
-    use crate::checks::{CheckResult, Op};
+    use runq_workload::{CheckResult, Op};
     let mut o = outcome();
     o.checks = vec![CheckResult {
         name: "max_p99_wake_latency_us".into(),
@@ -420,7 +420,7 @@ fn a_moment_after_the_freeze_falls_back_to_the_wait_the_recording_holds() {
 
 #[test]
 fn a_series_window_on_a_wrapped_cpu_says_its_states_are_guessed() {
-    use crate::checks::{CheckResult, Op};
+    use runq_workload::{CheckResult, Op};
     let o = outcome();
     let c = CheckResult {
         name: "stall(work_units)".into(),

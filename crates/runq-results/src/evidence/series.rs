@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 use runq_kernel::sched_trace::SchedEvent;
 
 use super::Evidence;
-use crate::checks::CheckResult;
-use crate::runner::RunOutcome;
+use runq_workload::CheckResult;
+use runq_workload::RunOutcome;
 
 /// What one task did in a window, ns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
