@@ -71,6 +71,27 @@ pub fn unlinked_temp_file() -> io::Result<File> {
     Ok(file)
 }
 
+/// I/O operations between two progress points of a long iteration: 16
+/// writes to the page cache take microseconds, 16 uncached random reads
+/// a few milliseconds on a disk.
+const IO_CHUNK: u64 = 16;
+
+/// A point inside a run of I/O operations, before the one after `done`:
+/// every [`IO_CHUNK`] operations, publishes the progress and returns false
+/// at the stop, so a million operations an iteration (the top of
+/// `writes_per_sync` and `ops_per_iter`) end within milliseconds of it.
+#[inline(always)]
+pub(super) fn io_goes_on(tel: &mut Telemetry, done: u64) -> bool {
+    if done == 0 || done % IO_CHUNK != 0 {
+        return true;
+    }
+    if crate::stop::stop_requested() {
+        return false;
+    }
+    tel.progress_within(done);
+    true
+}
+
 struct Body {
     file: File,
     block: Vec<u8>,
@@ -84,12 +105,17 @@ impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let mut units = 0;
-        for _ in 0..self.writes {
+        while units < self.writes && io_goes_on(tel, units) {
             if self.file.write_all_at(&self.block, self.offset).is_err() {
                 break;
             }
             self.offset = (self.offset + BLOCK) % self.file_bytes.max(BLOCK);
             units += 1;
+        }
+        // After the stop, the writes are not synced: the sync of a large
+        // iteration's pages takes the disk's time, and nothing measures it.
+        if crate::stop::stop_requested() {
+            return units;
         }
         let t0 = now_ns();
         if self.file.sync_data().is_ok() {
