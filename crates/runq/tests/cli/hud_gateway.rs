@@ -111,15 +111,25 @@ impl Gateway {
         (report, self.window(from, to))
     }
 
-    /// Waits for the gateway's end and takes, from its running totals,
-    /// what it measured between the `CLOCK_MONOTONIC` times `from` and
-    /// `to`, ns.
+    /// Takes, from the gateway's running totals, what it measured between
+    /// the `CLOCK_MONOTONIC` times `from` and `to`, ns. Reads them until
+    /// the first one after `to` (the gateway prints them in rounds, in
+    /// time order), then stops the gateway: waiting for the end of its
+    /// lifetime cost each test 10 s.
     fn window(mut self, from: u64, to: u64) -> Truths {
-        let mut text = String::new();
-        self.out.read_to_string(&mut text).unwrap();
-        let _ = self.child.0.wait();
+        let mut lines = Vec::new();
+        for line in self.out.by_ref().lines() {
+            let line = line.unwrap();
+            let at = line.split_whitespace().nth(1).and_then(|w| w.parse().ok());
+            let past = line.starts_with("at ") && at.is_some_and(|at: u64| at > to);
+            lines.push(line);
+            if past {
+                break;
+            }
+        }
+        drop(self.child);
         let mut totals: BTreeMap<String, Vec<(u64, Part)>> = BTreeMap::new();
-        for l in text.lines().filter(|l| l.starts_with("at ")) {
+        for l in lines.iter().filter(|l| l.starts_with("at ")) {
             let words: Vec<&str> = l.split_whitespace().collect();
             let n: Vec<u64> = words.iter().filter_map(|w| w.parse().ok()).collect();
             if let ([at, calls, wall_ns, cpu_ns, wait_ns], Some(name)) =
