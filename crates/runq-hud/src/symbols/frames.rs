@@ -73,6 +73,54 @@ pub(super) fn qualify_inlined(frames: &mut [Frame]) {
     }
 }
 
+/// Names each inlined named function of `frames` that DWARF gives by its
+/// short name alone (`clock_ns`) by the module of the nearest caller in
+/// the same source file: a function defined in a file is of that file's
+/// module. A method is named by its module too, without its type: the
+/// file does not say which `impl` it is in.
+pub(super) fn qualify_named(frames: &mut [Frame]) {
+    for i in 0..frames.len() {
+        let this = &frames[i];
+        let short = &*this.function;
+        let plain = !short.contains("::") && !short.starts_with(['{', '<', '[']);
+        if !this.inlined || !plain || this.file.is_none() {
+            continue;
+        }
+        let module = frames[i + 1..]
+            .iter()
+            .filter(|f| f.file == this.file)
+            .find_map(|f| module_of(&f.function))
+            .filter(|m| fits(this, m));
+        if let Some(module) = module {
+            frames[i].function = format!("{module}::{}", frames[i].function).into();
+        }
+    }
+}
+
+/// The module of a qualified function name (`app::handlers::render` or
+/// `app::handlers::Store::load::{closure#0}`: `app::handlers`): the path
+/// before its generic arguments, less its anonymous segments, its own
+/// name and the type it is a method of (segments in CamelCase). None for
+/// a trait method's `<T as Trait>` path.
+fn module_of(name: &str) -> Option<String> {
+    if name.starts_with('<') {
+        return None;
+    }
+    let path = name.split('<').next()?.trim_end_matches("::");
+    let mut segments: Vec<&str> = path.split("::").collect();
+    while segments.last().is_some_and(|s| s.starts_with('{')) {
+        segments.pop();
+    }
+    segments.pop()?;
+    while segments
+        .last()
+        .is_some_and(|s| s.starts_with(char::is_uppercase))
+    {
+        segments.pop();
+    }
+    (!segments.is_empty()).then(|| segments.join("::"))
+}
+
 /// True when `path` can be the path of `frame`'s anonymous function: of
 /// the crate its source file belongs to (the standard library's for its
 /// sources, any other for the program's), and not in its own name.
@@ -309,5 +357,47 @@ mod tests {
         ]);
         qualify_inlined(&mut frames);
         assert_eq!(frames[0].function.as_ref(), "{closure#1}");
+    }
+
+    #[test]
+    fn an_inlined_function_is_named_by_its_callers_module_in_the_same_file() {
+        let file = |f: &mut Frame, path: &str| f.file = Some(Arc::from(path));
+        let mut frames = chain(&[
+            ("clock_ns", true),
+            ("timed<u64>", true),
+            ("app::handlers::Store::render::{closure#0}", false),
+        ]);
+        file(&mut frames[0], "/src/app/src/handlers.rs");
+        file(&mut frames[1], "/src/app/src/timing.rs");
+        file(&mut frames[2], "/src/app/src/handlers.rs");
+        qualify_named(&mut frames);
+        assert_eq!(
+            names(&frames)[..2],
+            ["app::handlers::clock_ns", "timed<u64>"]
+        );
+        // In another file than every caller, or under a trait method's
+        // path, the short name stays.
+        let mut frames = chain(&[("clock_ns", true), ("<app::A as app::B>::f", false)]);
+        file(&mut frames[0], "/src/app/src/handlers.rs");
+        file(&mut frames[1], "/src/app/src/handlers.rs");
+        qualify_named(&mut frames);
+        assert_eq!(frames[0].function.as_ref(), "clock_ns");
+        let mut frames = chain(&[("clock_ns", true), ("app::other::f", false)]);
+        file(&mut frames[0], "/src/app/src/handlers.rs");
+        file(&mut frames[1], "/src/app/src/other.rs");
+        qualify_named(&mut frames);
+        assert_eq!(frames[0].function.as_ref(), "clock_ns");
+    }
+
+    #[test]
+    fn the_module_of_a_name_leaves_out_closures_types_and_generics() {
+        assert_eq!(module_of("app::h::render").as_deref(), Some("app::h"));
+        assert_eq!(
+            module_of("app::h::Store::load::{closure#0}").as_deref(),
+            Some("app::h")
+        );
+        assert_eq!(module_of("app::h::f<app::X>").as_deref(), Some("app::h"));
+        assert_eq!(module_of("main"), None);
+        assert_eq!(module_of("<app::A as app::B>::f"), None);
     }
 }

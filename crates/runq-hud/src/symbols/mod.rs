@@ -21,7 +21,7 @@ mod frames;
 pub mod maps;
 use debugfile::{ElfInfo, FoundBy};
 use exports::Exports;
-use frames::{dwarf_frames, merge_names, qualify_inlined};
+use frames::{dwarf_frames, merge_names, qualify_inlined, qualify_named};
 use maps::CodeMapping;
 
 /// One frame of a symbolized stack.
@@ -442,6 +442,7 @@ impl Symbols {
                 .map(|k| self.mappings[k].file_offset(lookup[i]));
             let mut frames = merge_names(frames, names[i].clone(), module, *addr, offset);
             qualify_inlined(&mut frames);
+            qualify_named(&mut frames);
             resolved.push((*addr, frames));
         }
         drop(dwarf);
