@@ -452,7 +452,12 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     }
     let scheduler = stop_scheduler(scheduler, scheduler_death.as_ref());
     if let Some(mut run) = cgroups.take() {
+        let t_remove = Instant::now();
         run.remove_all();
+        log::info!(
+            "cgroups removed in {:.0} ms",
+            t_remove.elapsed().as_secs_f64() * 1e3
+        );
     }
     reports.sort_by_key(|r| r.group_idx);
     let interrupted = opts.interrupt.load(Ordering::Relaxed);

@@ -77,12 +77,21 @@ pub(super) fn stop_and_collect(
     mut workers: Vec<ProcWorker>,
     deadline: Instant,
 ) -> Vec<WorkerReport> {
+    let started = Instant::now();
     for w in &workers {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(w.pid as libc::pid_t, libc::SIGUSR1) };
     }
     read_reports(&mut workers, deadline);
-    reap(&mut workers, deadline);
+    let read = started.elapsed();
+    let reported = workers.iter().filter(|w| w.channel.is_none()).count();
+    let killed = reap(&mut workers, deadline);
+    log::info!(
+        "collect: {reported} of {} workers reported in {:.0} ms; {killed} not gone by then were killed; all reaped at {:.0} ms",
+        workers.len(),
+        read.as_secs_f64() * 1e3,
+        started.elapsed().as_secs_f64() * 1e3
+    );
     workers.into_iter().map(into_report).collect()
 }
 
@@ -214,8 +223,9 @@ impl EpollSet {
     }
 }
 
-/// Waits for every child until the deadline, then SIGKILLs the rest.
-fn reap(workers: &mut [ProcWorker], deadline: Instant) {
+/// Waits for every child until the deadline, then SIGKILLs the rest;
+/// returns how many were killed.
+fn reap(workers: &mut [ProcWorker], deadline: Instant) -> usize {
     loop {
         let mut pending = false;
         for w in workers.iter_mut().filter(|w| w.status.is_none()) {
@@ -223,7 +233,7 @@ fn reap(workers: &mut [ProcWorker], deadline: Instant) {
             pending |= w.status.is_none();
         }
         if !pending {
-            return;
+            return 0;
         }
         if Instant::now() >= deadline {
             break;
@@ -236,11 +246,14 @@ fn reap(workers: &mut [ProcWorker], deadline: Instant) {
         // SAFETY: killing our own unreaped child.
         unsafe { libc::kill(w.pid as libc::pid_t, libc::SIGKILL) };
     }
+    let mut killed = 0;
     for w in workers.iter_mut().filter(|w| w.status.is_none()) {
         let _ = try_wait(w.pid, true);
         w.report.clear();
         w.status = Some(WorkerExitInfo::TimedOut);
+        killed += 1;
     }
+    killed
 }
 
 /// `waitpid`: how the worker ended once it is reaped (or why it could not

@@ -141,7 +141,9 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
 }
 
 /// The recording froze at the end of the gap (the worker's first window
-/// after it), not before the wait it shows.
+/// after it), not before the wait it shows. The worker writes the freeze
+/// at its first progress point after the wait, which a busy host can
+/// delay: CI saw it 39 ms after the window's end, beside other tests.
 fn assert_frozen_after_the_gap(v: &Value, ev: &Value) {
     let frozen = v["evidence"]["frozen_s"]
         .as_f64()
@@ -151,7 +153,7 @@ fn assert_frozen_after_the_gap(v: &Value, ev: &Value) {
     let (_, from) = summary.split_once(" ms on CPU 0 from ").expect(summary);
     let from: f64 = from.split(' ').next().unwrap().parse().unwrap();
     assert!(
-        frozen > from && frozen <= to,
+        frozen > from && frozen <= to + 0.5,
         "froze at {frozen} s, wait from {from} s, window to {to} s"
     );
 }

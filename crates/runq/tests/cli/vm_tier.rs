@@ -126,6 +126,44 @@ fn judge(dir: &Path, key: &str) -> (String, Option<String>) {
     )
 }
 
+/// Boots the tier's VM (2 NUMA nodes × 2 cores × 2 threads, TCG) on
+/// `d`, whose guest script runs every scenario and type, and waits for it
+/// for at most `limit`, then kills it.
+fn boot_the_tier_vm(d: &Path, limit: Duration) {
+    let t0 = Instant::now();
+    let mut vm = Command::new("vng")
+        .args(["--disable-kvm", "-r"])
+        .arg(kernel())
+        .args([
+            "--cpus",
+            "8,sockets=2,cores=2,threads=2",
+            "--memory",
+            "2048M",
+        ])
+        .args(["--numa", "1024M,cpus=0-3", "--numa", "1024M,cpus=4-7"])
+        .arg("--qemu-opts=-cpu max,vendor=GenuineIntel")
+        .arg(format!("--rwdir={}", d.display()))
+        .args(["--", "/bin/sh"])
+        .arg(d.join("guest.sh"))
+        .arg(d)
+        .arg(env!("CARGO_BIN_EXE_runq"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("the vm tier needs virtme-ng's vng (pip install virtme-ng)");
+    while vm.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            // SAFETY: killing the process group this test made (vng, qemu).
+            unsafe { libc::kill(-(vm.id() as i32), libc::SIGKILL) };
+            let _ = vm.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 #[test]
 #[ignore = "vm tier: every scenario and work type in a 2n2c2t cgroup-v2 VM (about 5 min under \
             TCG on 2 cores); needs qemu-system-x86, virtme-ng and a kernel in /boot (`.ci/run` installs \
@@ -153,38 +191,7 @@ fn vm_tier_every_scenario_and_work_type_in_a_2n2c2t_vm() {
     std::fs::write(d.join("types"), types.join("\n")).unwrap();
     std::fs::write(d.join("guest.sh"), GUEST).unwrap();
     let t0 = Instant::now();
-    let mut vm = Command::new("vng")
-        .args(["--disable-kvm", "-r"])
-        .arg(kernel())
-        .args([
-            "--cpus",
-            "8,sockets=2,cores=2,threads=2",
-            "--memory",
-            "2048M",
-        ])
-        .args(["--numa", "1024M,cpus=0-3", "--numa", "1024M,cpus=4-7"])
-        .arg("--qemu-opts=-cpu max,vendor=GenuineIntel")
-        .arg(format!("--rwdir={}", d.display()))
-        .args(["--", "/bin/sh"])
-        .arg(d.join("guest.sh"))
-        .arg(d)
-        .arg(env!("CARGO_BIN_EXE_runq"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("the vm tier needs virtme-ng's vng (pip install virtme-ng)");
-    let limit = Duration::from_secs(20 * 60);
-    while vm.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            // SAFETY: killing the process group this test made (vng, qemu).
-            unsafe { libc::kill(-(vm.id() as i32), libc::SIGKILL) };
-            let _ = vm.wait();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    boot_the_tier_vm(d, Duration::from_secs(20 * 60));
     let mut problems = Vec::new();
     if !d.join("done").exists() {
         problems
