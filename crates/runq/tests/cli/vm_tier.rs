@@ -38,10 +38,16 @@ for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = runq ] && echo "${p#/
 : > "$O/done"
 "#;
 
-/// Names from a listing of the runq binary.
-fn names(args: &[&str], pick: impl Fn(&Value) -> Vec<String>) -> Vec<String> {
-    let out = runq().args(args).output().expect("run runq");
-    pick(&serde_json::from_slice(&out.stdout).expect("listing JSON"))
+/// The names a listing (`runq ARGS --json`) gives under `key`.
+fn names(args: &[&str], key: &str) -> Vec<String> {
+    let out = runq().args(args).arg("--json").output().expect("run runq");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("listing JSON");
+    v[key]
+        .as_array()
+        .expect("a listing")
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
 }
 
 fn kernel() -> PathBuf {
@@ -171,22 +177,8 @@ fn boot_the_tier_vm(d: &Path, limit: Duration) {
 fn vm_tier_every_scenario_and_work_type_in_a_2n2c2t_vm() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let scenarios = names(&["run", "--list-scenarios", "--json"], |v| {
-        v["scenarios"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["name"].as_str().unwrap().to_string())
-            .collect()
-    });
-    let types = names(&["run", "--list", "--json"], |v| {
-        v["work_types"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_string())
-            .collect()
-    });
+    let scenarios = names(&["run", "--list-scenarios"], "scenarios");
+    let types = names(&["run", "--list"], "work_types");
     std::fs::write(d.join("scenarios"), scenarios.join("\n")).unwrap();
     std::fs::write(d.join("types"), types.join("\n")).unwrap();
     std::fs::write(d.join("guest.sh"), GUEST).unwrap();
