@@ -6,6 +6,7 @@
 
 mod host;
 pub mod host_load;
+mod interrupted;
 mod judge;
 mod rt;
 
@@ -392,22 +393,24 @@ fn cpu_weight_file(run: &RunCgroups) -> Option<&'static str> {
 }
 
 /// How long to wait for reports after the stop signal. Interrupted, the
-/// user is waiting: what arrives within INTERRUPTED_COLLECT, then the
-/// rest is killed (and reported as timed out).
-fn collect_timeout(opts: &RunOptions<'_>) -> Duration {
-    if opts.interrupt.load(Ordering::Relaxed) {
-        opts.collect_timeout.min(INTERRUPTED_COLLECT)
-    } else {
-        opts.collect_timeout
+/// user is waiting: what arrives within the report window (see
+/// [`interrupted`]), then the rest is killed (and reported as timed out).
+fn collect_timeout(opts: &RunOptions<'_>, workers: usize) -> Duration {
+    if !opts.interrupt.load(Ordering::Relaxed) {
+        return opts.collect_timeout;
     }
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let window = interrupted::report_window(workers, cpus);
+    log::info!(
+        "interrupted: reports from {workers} workers for {} ms",
+        window.as_millis()
+    );
+    opts.collect_timeout.min(window)
 }
 
 /// The longest sleep of the run loop: how late it may notice an interrupt,
 /// a due step or the scheduler's death.
 const TICK: Duration = Duration::from_millis(25);
-
-/// How long an interrupted run waits for its workers' reports.
-const INTERRUPTED_COLLECT: Duration = Duration::from_millis(300);
 
 /// Runs `scn` to completion (or interruption). Once workers exist, every
 /// failure ends the run early with a full report and `run_error` set.
@@ -441,7 +444,8 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     let run_ns = elapsed_ns(t_run);
     load.stop();
     let t_collect = Instant::now();
-    let (mut cgroups, mut reports, series) = live.collect(collect_timeout(&opts));
+    let timeout = collect_timeout(&opts, live.handle.pids().len());
+    let (mut cgroups, mut reports, series) = live.collect(timeout);
     let host_load = load.finish(run_ns, &reports);
     log::debug!("host load over the run: {host_load:?}");
     let collect_ns = elapsed_ns(t_collect);

@@ -278,7 +278,7 @@ fn sigint_stops_collects_and_removes_cgroups() {
     assert_eq!(v["interrupted"], true);
     let reports = v["reports"].as_array().unwrap();
     assert_eq!(reports.len(), 6);
-    // An interrupted run waits 300 ms for reports, then kills the rest:
+    // An interrupted run waits up to 300 ms for reports, then kills the rest:
     // on a busy host a spinner may get no CPU in the run (it reports
     // completed with no work) or in that time (it is reported as timed
     // out); either way it is accounted for.
