@@ -402,7 +402,7 @@ fn collect_timeout(opts: &RunOptions<'_>, workers: usize) -> Duration {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let window = interrupted::report_window(workers, cpus);
     log::info!(
-        "interrupted: reports from {workers} workers for {} ms",
+        "interrupted: waiting up to {} ms for the reports of {workers} workers",
         window.as_millis()
     );
     opts.collect_timeout.min(window)
