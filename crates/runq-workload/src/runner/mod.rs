@@ -445,7 +445,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     load.stop();
     let t_collect = Instant::now();
     let timeout = collect_timeout(&opts, live.handle.pids().len());
-    let (mut cgroups, mut reports, series) = live.collect(timeout);
+    let (cgroups, mut reports, series) = live.collect(timeout);
     let host_load = load.finish(run_ns, &reports);
     log::debug!("host load over the run: {host_load:?}");
     let collect_ns = elapsed_ns(t_collect);
@@ -455,14 +455,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         scheduler_death = scheduler.as_mut().and_then(|s| s.check_death(t_run));
     }
     let scheduler = stop_scheduler(scheduler, scheduler_death.as_ref());
-    if let Some(mut run) = cgroups.take() {
-        let t_remove = Instant::now();
-        run.remove_all();
-        log::info!(
-            "cgroups removed in {:.0} ms",
-            t_remove.elapsed().as_secs_f64() * 1e3
-        );
-    }
+    remove_cgroups(cgroups);
     reports.sort_by_key(|r| r.group_idx);
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
     let died = scheduler_death.as_ref();
@@ -494,6 +487,18 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         host_load,
         reports,
     })
+}
+
+/// Removes the run's cgroups (once every worker is gone), logging how
+/// long it took.
+fn remove_cgroups(cgroups: Option<RunCgroups>) {
+    let Some(mut run) = cgroups else { return };
+    let t_remove = Instant::now();
+    run.remove_all();
+    log::info!(
+        "cgroups removed in {:.0} ms",
+        t_remove.elapsed().as_secs_f64() * 1e3
+    );
 }
 
 /// Everything decided before the first fork: the scenario and the host's
