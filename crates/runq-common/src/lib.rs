@@ -2,11 +2,13 @@
 //! a closed pipe, the identity every JSON document carries (`tool`,
 //! `schema_version`), ANSI colour, the table printer, units and human
 //! durations, medians and percentiles, "did you mean" suggestions,
-//! plain-text layout, and the one safe way to write an output file.
+//! plain-text layout, the one safe way to write an output file, and the
+//! one bounded way to read an input file.
 
 pub mod color;
 pub mod duration;
 mod edit;
+pub mod infile;
 pub mod json;
 pub mod output;
 pub mod safefile;

@@ -22,7 +22,12 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// Errors reading or writing a snapshot file; each names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
-    /// The file could not be opened, read or written.
+    /// The snapshot file could not be read: missing, not a regular file
+    /// (a FIFO, a device, a directory) or larger than
+    /// [`MAX_SNAPSHOT_BYTES`].
+    #[error(transparent)]
+    Input(#[from] runq_common::infile::InputError),
+    /// The file could not be written.
     #[error("{path}: {source}")]
     Io {
         /// The file.
@@ -149,11 +154,16 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<CtprofSnapshot, FormatError> 
     }
 }
 
+/// The largest snapshot file read (compressed; a host of 10,000 threads
+/// writes a few MiB).
+pub const MAX_SNAPSHOT_BYTES: u64 = 256 << 20;
+
 fn read(path: &Path) -> Result<Vec<u8>, FormatError> {
-    std::fs::read(path).map_err(|source| FormatError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(runq_common::infile::read_bytes(
+        path,
+        MAX_SNAPSHOT_BYTES,
+        "a ctprof snapshot",
+    )?)
 }
 
 /// Reads a snapshot file. A recording's delta snapshot is rebuilt into the

@@ -340,6 +340,42 @@ impl CtprofMetricDef {
 mod table;
 pub use table::CTPROF_METRICS;
 
+/// The kernel's own names for counters that ctprof names differently
+/// (`/proc/<tid>/sched`, `status`, `stat`, `schedstat`), so a user who
+/// types the kernel's name is pointed at the metric that holds it.
+pub const KERNEL_NAMES: &[(&str, &str)] = &[
+    ("nr_voluntary_switches", "voluntary_csw"),
+    ("voluntary_ctxt_switches", "voluntary_csw"),
+    ("nr_involuntary_switches", "nonvoluntary_csw"),
+    ("nonvoluntary_ctxt_switches", "nonvoluntary_csw"),
+    ("se.sum_exec_runtime", "run_time_ns"),
+    ("sum_exec_runtime", "run_time_ns"),
+    ("cpu_time_ns", "run_time_ns"),
+    ("run_delay", "wait_time_ns"),
+    ("run_delay_ns", "wait_time_ns"),
+    ("run_count", "timeslices"),
+    ("pcount", "timeslices"),
+    ("sum_block_runtime", "block_sum"),
+    ("utime", "utime_clock_ticks"),
+    ("stime", "stime_clock_ticks"),
+    ("num_threads", "nr_threads"),
+    ("slice", "fair_slice_ns"),
+    ("VmHWM", "hiwater_rss_bytes"),
+    ("VmPeak", "hiwater_vm_bytes"),
+];
+
+/// The metric the kernel's counter `name` is kept in, when ctprof names
+/// it differently (see [`KERNEL_NAMES`]).
+pub fn metric_for_kernel_name(name: &str) -> Option<&'static str> {
+    let bare = name
+        .trim_start_matches("se.statistics.")
+        .trim_start_matches("se.");
+    KERNEL_NAMES
+        .iter()
+        .find(|(k, _)| *k == name || *k == bare)
+        .map(|(_, m)| *m)
+}
+
 /// Looks a metric up by name.
 pub fn metric(name: &str) -> Option<&'static CtprofMetricDef> {
     CTPROF_METRICS.iter().find(|m| m.name == name)

@@ -129,10 +129,18 @@ pub fn read_sched_debugfs(sys_root: &Path) -> Result<BTreeMap<String, String>, S
     match read_tunables(&dir, "", &mut out) {
         Ok(()) if out.is_empty() => Err(format!("{} holds no tunables", dir.display())),
         Ok(()) => Ok(out),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(format!(
-            "{}: permission denied (run as root)",
-            dir.display()
-        )),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            // SAFETY: geteuid has no preconditions.
+            let root = unsafe { libc::geteuid() } == 0;
+            Err(if root {
+                format!(
+                    "{}: the kernel refuses it even to root (kernel lockdown or debugfs access restricted)",
+                    dir.display()
+                )
+            } else {
+                format!("{}: permission denied (run as root)", dir.display())
+            })
+        }
         Err(_) => {
             let mounted = std::fs::read_dir(&debug).is_ok_and(|mut d| d.next().is_some());
             Err(if mounted {

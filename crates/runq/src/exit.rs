@@ -162,6 +162,7 @@ fn exit_of(e: &(dyn Error + 'static)) -> Option<Exit> {
         return Some(f.exit);
     }
     if e.is::<UserInput>()
+        || e.is::<runq_common::infile::InputError>()
         || e.is::<runq_results::compare::LoadError>()
         || e.is::<runq_results::compare::CompareError>()
         || e.is::<runq_workload::scenario_file::ScenarioFileError>()
@@ -177,6 +178,15 @@ fn exit_of(e: &(dyn Error + 'static)) -> Option<Exit> {
             RunError::Interrupted(_) => Exit::interrupted(),
             _ => Exit::RunError,
         });
+    }
+    if let Some(f) = e.downcast_ref::<runq_ctprof::format::FormatError>() {
+        use runq_ctprof::format::FormatError as F;
+        // A file the user named that is not a snapshot is theirs to fix;
+        // a write that failed is not.
+        return match f {
+            F::Io { .. } => None,
+            _ => Some(Exit::Usage),
+        };
     }
     if let Some(runq_collatz::sweep::SweepError::Profiler { .. }) = e.downcast_ref() {
         // The profiler command is the user's to fix.
@@ -201,8 +211,18 @@ fn exit_of_chain(err: &anyhow::Error) -> Exit {
 /// only ever a FAIL).
 pub fn report_error(err: &anyhow::Error) -> ExitCode {
     let exit = exit_of_chain(err);
-    crate::errln!("runq: {}", chain_line(err.chain().map(|e| e.to_string())));
+    crate::errln!("runq: {}", error_line(err));
     exit.exit_code()
+}
+
+/// The one line [`report_error`] prints for `err`, without `runq: `.
+pub fn error_line(err: &anyhow::Error) -> String {
+    chain_line(err.chain().map(|e| e.to_string()))
+}
+
+/// The exit code [`report_error`] ends with for `err`.
+pub fn code_of(err: &anyhow::Error) -> u8 {
+    exit_of_chain(err).code()
 }
 
 /// Joins an error chain with ": ", leaving out a cause whose text the line

@@ -67,6 +67,11 @@ fn parse_cli() -> Result<cli::Cli, ExitCode> {
 /// why), the arguments it lists below that line when some are missing,
 /// and its tip, or a did-you-mean of our own for a mistyped subcommand.
 fn usage_line(e: &clap::Error, args: &[String]) -> String {
+    if e.kind() == clap::error::ErrorKind::UnknownArgument {
+        if let Some(line) = negative_value_line(args) {
+            return line;
+        }
+    }
     let text = e.render().to_string();
     let mut lines = text.lines();
     let first = lines.next().unwrap_or("error: bad command line");
@@ -93,6 +98,20 @@ fn usage_line(e: &clap::Error, args: &[String]) -> String {
         }
         None => line,
     }
+}
+
+/// clap takes a negative value (`--workers -3`) for an unknown flag and
+/// advises `-- -3`, but no runq flag takes a negative value (collatz's
+/// numbers are parsed with negatives allowed and judged there): say what
+/// is wrong instead, the flag, the value, and that it is negative.
+fn negative_value_line(args: &[String]) -> Option<String> {
+    args.windows(2).find_map(|w| {
+        let (flag, value) = (&w[0], &w[1]);
+        let digits = value.strip_prefix('-')?;
+        let negative = digits.starts_with(|c: char| c.is_ascii_digit() || c == '.');
+        (negative && flag.starts_with('-') && !flag.contains('='))
+            .then(|| format!("{flag} {value}: the value is negative; give a value of 0 or more"))
+    })
 }
 
 fn main() -> ExitCode {

@@ -1,6 +1,7 @@
 //! Files a command will write after long work (`run --output`, `--junit`),
-//! checked before the work starts: a path that cannot be written is a run
-//! error (exit 3) found in a second, not after a long `--repeat` run.
+//! checked before the work starts: a path that cannot be written is a
+//! usage error (exit 2, as in every tool) found in a second, not after a
+//! long `--repeat` run.
 
 use std::path::Path;
 
@@ -33,8 +34,8 @@ pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
     let shown = path.display();
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(dir) = parent.filter(|d| !d.is_dir()) {
-        return Err(exit::run_error(format!(
-            "{flag} {shown}: the directory {} does not exist",
+        return Err(exit::usage(format!(
+            "{flag} {shown}: the directory {} does not exist; create it first",
             dir.display()
         )));
     }
@@ -42,9 +43,9 @@ pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
         let text = e.to_string();
         // The safe writer's own messages already name the path.
         if text.starts_with(&shown.to_string()) {
-            exit::run_error(format!("{flag} {text}"))
+            exit::usage(format!("{flag} {text}"))
         } else {
-            exit::run_error(format!("{flag} {shown}: cannot write: {text}"))
+            exit::usage(format!("{flag} {shown}: cannot write: {text}"))
         }
     })
 }

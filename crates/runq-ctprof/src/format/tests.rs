@@ -70,7 +70,7 @@ fn clear_errors() {
     ));
     assert!(matches!(
         load(Path::new("/nonexistent/x")),
-        Err(FormatError::Io { .. })
+        Err(FormatError::Input(_))
     ));
 }
 

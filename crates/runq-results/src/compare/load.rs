@@ -55,14 +55,10 @@ const HINT: &str = "write one with `runq run --repeat N --output FILE.json`";
 /// file.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Unreadable {
-        /// The file.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
+    /// The file could not be read: missing, not a regular file (a FIFO,
+    /// a device, a directory) or larger than [`MAX_SAVED_RUN_BYTES`].
+    #[error(transparent)]
+    Unreadable(#[from] runq_common::infile::InputError),
     /// The file is not (complete) JSON.
     #[error("{path} {} ({source}); expected a result from `runq run --output`",
         if source.is_eof() { "is truncated" } else { "is not valid JSON" })]
@@ -165,13 +161,15 @@ pub(crate) fn parse_saved_run(path: &str, text: &str) -> Result<SavedRun, LoadEr
     })
 }
 
-/// Reads and parses a saved run.
+/// The largest saved run read: a `--raw` result of many repeats of many
+/// workers is tens of MiB.
+pub const MAX_SAVED_RUN_BYTES: u64 = 512 << 20;
+
+/// Reads and parses a saved run: a regular file of at most
+/// [`MAX_SAVED_RUN_BYTES`].
 pub fn read_saved_run(path: &Path) -> Result<SavedRun, LoadError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Unreadable {
-        path: name.clone(),
-        source,
-    })?;
+    let text = runq_common::infile::read_text(path, MAX_SAVED_RUN_BYTES, "a saved run")?;
     parse_saved_run(&name, &text)
 }
 

@@ -420,25 +420,17 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioFileError> {
 /// The file's text, refusing anything but a regular file of at most
 /// [`MAX_SCENARIO_BYTES`].
 fn read_bounded(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read the scenario file: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file; give a scenario file (or - for stdin)".into());
-    }
-    let mut text = String::new();
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read the scenario file: {e}"))?;
-    file.take(MAX_SCENARIO_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read the scenario file: {e}"))?;
-    if text.len() as u64 > MAX_SCENARIO_BYTES {
-        return Err(format!(
+    use runq_common::infile::{read_text, InputError};
+    read_text(path, MAX_SCENARIO_BYTES, "a scenario file").map_err(|e| match e {
+        InputError::NotRegular { kind, .. } => {
+            format!("{kind}, not a file; give a scenario file (or - for stdin)")
+        }
+        InputError::TooLarge { .. } => format!(
             "larger than {} KiB; a scenario file is a few KiB of TOML",
             MAX_SCENARIO_BYTES / 1024
-        ));
-    }
-    Ok(text)
+        ),
+        InputError::Io { source, .. } => format!("cannot read the scenario file: {source}"),
+    })
 }
 
 #[cfg(test)]

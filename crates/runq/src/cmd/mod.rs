@@ -15,7 +15,17 @@ use crate::cli::{Cli, Command};
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run(args) => run::execute(*args),
+        Command::Run(args) => {
+            let json = args.json;
+            run::execute(*args).inspect_err(|e| {
+                if json {
+                    let doc = run::error_doc::RunErrorDocument::of(e);
+                    if let Ok(text) = runq_common::json::to_pretty(&doc) {
+                        crate::outln!("{text}");
+                    }
+                }
+            })
+        }
         Command::Compare(args) => compare::execute(args),
         Command::Ctprof(args) => ctprof::execute(args),
         Command::Collatz(args) => collatz::execute(args),

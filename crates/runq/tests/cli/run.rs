@@ -131,7 +131,7 @@ fn bad_input_is_one_line_and_exit_2() {
             "spin_iters=abc: expected a whole number",
         ),
         (&["run", "--duration=-1s"], "negative"),
-        (&["run", "/dev/zero"], "not a regular file"),
+        (&["run", "/dev/zero"], "a character device, not a file"),
         (
             &["run", "--work-type", "CgroupChurn", "--no-cgroups"],
             "needs one of its own",

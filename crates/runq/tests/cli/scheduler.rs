@@ -229,6 +229,30 @@ fn a_scheduler_that_never_becomes_ready_times_out_cleanly() {
 }
 
 #[test]
+fn with_json_a_scheduler_that_never_becomes_ready_still_prints_a_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut args, cmd) = never_ready_args(dir.path());
+    args.extend(["--scheduler-ready-timeout", "200ms", "--json"].map(String::from));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&refs);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    runq_testkit::assert_matches_schema("run-error", &doc);
+    assert_eq!(doc["exit_code"], 3);
+    let line = doc["error"].as_str().unwrap();
+    assert!(
+        line.contains(&format!("scheduler {cmd:?} was not ready after 200ms")),
+        "{line}"
+    );
+    assert!(stderr(&out).contains(line), "{}", stderr(&out));
+}
+
+#[test]
 fn sigint_while_waiting_for_readiness_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (args, _) = never_ready_args(dir.path());

@@ -44,3 +44,82 @@ fn mistyped_subcommands_get_a_suggestion_at_every_level() {
     // still reported as not a number.
     assert!(usage_error(&["collatz", "lots"]).contains("CPUS \"lots\" is not a number"));
 }
+
+/// Every command that reads a file a user names refuses a device, a FIFO
+/// and a directory at once (a FIFO would block, `/dev/zero` never ends),
+/// naming the path and what it is.
+#[test]
+fn devices_fifos_and_directories_are_refused_by_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let run_json = dir.path().join("a.json");
+    std::fs::write(&run_json, "{}").unwrap();
+    let (a, f, d) = (
+        run_json.to_str().unwrap(),
+        fifo.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
+    );
+    let readers: &[&[&str]] = &[
+        &["compare", "/dev/zero", a],
+        &["ctprof", "show"],
+        &["collatz", "depth-report"],
+        &["hud", "--headless", "--replay"],
+        &["run"],
+    ];
+    for reader in readers {
+        for (path, what) in [
+            ("/dev/zero", "a character device"),
+            (f, "a FIFO"),
+            (d, "directory"),
+        ] {
+            let mut args = reader.to_vec();
+            if args[0] == "compare" {
+                args[1] = path;
+            } else {
+                args.push(path);
+            }
+            let started = std::time::Instant::now();
+            let err = usage_error(&args);
+            assert!(err.contains(path) && err.contains(what), "{args:?}: {err}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "{args:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn negative_values_are_named_as_negative() {
+    for (args, needle) in [
+        (
+            &["run", "--workers", "-3"][..],
+            "--workers -3: the value is negative",
+        ),
+        (
+            &["run", "--duration", "-1s"][..],
+            "--duration -1s: the value is negative",
+        ),
+    ] {
+        let err = usage_error(args);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_kernel_counter_name_points_at_its_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("s.ctprof.zst");
+    std::fs::write(&snap, "x").unwrap();
+    let err = usage_error(&[
+        "ctprof",
+        "show",
+        snap.to_str().unwrap(),
+        "--metrics",
+        "nr_voluntary_switches",
+    ]);
+    assert!(err.contains("is ctprof's \"voluntary_csw\""), "{err}");
+}

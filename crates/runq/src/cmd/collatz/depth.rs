@@ -1,7 +1,6 @@
 //! `runq collatz search` (start values with deep chains) and `runq collatz
 //! depth-report` (how deep a profiler's recorded stacks reach).
 
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
@@ -98,15 +97,31 @@ pub fn depth_report(args: DepthReportArgs) -> anyhow::Result<ExitCode> {
 
 fn read_input(args: &DepthReportArgs) -> anyhow::Result<DepthReport> {
     let name = args.input.display().to_string();
-    if name == "-" {
-        return Ok(read_perf_script(std::io::stdin().lock())?);
+    let report = if name == "-" {
+        read_perf_script(std::io::stdin().lock()).map_err(|e| not_perf_script(&name, e))?
+    } else {
+        read_file(args, &name)?
+    };
+    if report.samples == 0 {
+        return Err(exit::usage(format!(
+            "{name} holds no stacks: give perf script output, a perf.data file or a runq hud --output file"
+        )));
     }
-    let mut file =
-        File::open(&args.input).map_err(|e| exit::usage(format!("cannot read {name}: {e}")))?;
+    Ok(report)
+}
+
+/// The largest hud export read whole (perf script text is streamed).
+const MAX_EXPORT_BYTES: u64 = 512 << 20;
+
+/// Reads a named input: a regular file (a FIFO, a device or a directory
+/// is refused) holding JSON, perf.data or perf script text.
+fn read_file(args: &DepthReportArgs, name: &str) -> anyhow::Result<DepthReport> {
+    let mut file = runq_common::infile::open_regular(&args.input)?;
     let mut magic = [0u8; 8];
     let is_perf_data = file.read_exact(&mut magic).is_ok() && &magic == b"PERFILE2";
     if magic.starts_with(b"{") {
-        let doc: serde_json::Value = serde_json::from_reader(BufReader::new(File::open(&args.input)?))
+        let bytes = runq_common::infile::read_bytes(&args.input, MAX_EXPORT_BYTES, "a hud export")?;
+        let doc: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| exit::usage(format!("{name} is not JSON ({e}): give perf script output, a perf.data file or a runq hud --output file")))?;
         return read_hud_export(&doc).ok_or_else(|| {
             exit::usage(format!(
@@ -115,9 +130,21 @@ fn read_input(args: &DepthReportArgs) -> anyhow::Result<DepthReport> {
         });
     }
     if !is_perf_data {
-        let text = BufReader::new(File::open(&args.input)?);
-        return Ok(read_perf_script(text)?);
+        let text = BufReader::new(runq_common::infile::open_regular(&args.input)?);
+        return read_perf_script(text).map_err(|e| not_perf_script(name, e));
     }
+    read_perf_data(args, name)
+}
+
+/// A perf script reader's error as a usage error naming the input.
+fn not_perf_script(name: &str, e: std::io::Error) -> anyhow::Error {
+    exit::usage(format!(
+        "{name} is not perf script output ({e}): give perf script output, a perf.data file or a runq hud --output file"
+    ))
+}
+
+/// Runs `perf script` on a perf.data file and reads its stacks.
+fn read_perf_data(args: &DepthReportArgs, name: &str) -> anyhow::Result<DepthReport> {
     let mut cmd = Command::new("perf");
     cmd.args(["script", "-F", "comm,tid,ip,sym", "-i"])
         .arg(&args.input);

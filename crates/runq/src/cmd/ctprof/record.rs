@@ -78,7 +78,20 @@ fn check_dir(dir: &Path) -> anyhow::Result<()> {
             dir.display()
         )));
     }
-    std::fs::create_dir_all(dir)
+    if dir.is_dir() {
+        return Ok(());
+    }
+    // Only the last component is created: a typo in a parent directory
+    // must not leave a tree of new directories behind.
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent.filter(|p| !p.is_dir()) {
+        return Err(exit::usage(format!(
+            "--output {}: the directory {} does not exist; create it first",
+            dir.display(),
+            parent.display()
+        )));
+    }
+    std::fs::create_dir(dir)
         .map_err(|e| exit::usage(format!("--output {}: cannot create it: {e}", dir.display())))
 }
 

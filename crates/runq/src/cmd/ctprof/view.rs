@@ -64,9 +64,17 @@ fn check_metric(name: &str) -> anyhow::Result<()> {
     if all_metric_names().any(|m| m == name) {
         return Ok(());
     }
-    let nearest = closest(name, all_metric_names(), usize::MAX).unwrap_or("run_time_ns");
+    if let Some(metric) = runq_ctprof::registry::metric_for_kernel_name(name) {
+        return Err(exit::usage(format!(
+            "unknown metric {name:?}: the kernel's {name} is ctprof's {metric:?} (`runq ctprof metric-list` lists them all)"
+        )));
+    }
+    let hint = match closest(name, all_metric_names(), name.len() / 3 + 1) {
+        Some(nearest) => format!("did you mean {nearest:?}? "),
+        None => String::new(),
+    };
     Err(exit::usage(format!(
-        "unknown metric {name:?}: did you mean {nearest:?}? (`runq ctprof metric-list` lists them all)"
+        "unknown metric {name:?}: {hint}(`runq ctprof metric-list` lists them all)"
     )))
 }
 

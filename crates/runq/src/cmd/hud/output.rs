@@ -74,10 +74,13 @@ fn print_text(report: &runq_hud::report::Report) -> std::io::Result<()> {
     out.flush()
 }
 
+/// The largest export read (a 10-minute session at 99 Hz on 16 workers
+/// writes tens of MiB).
+const MAX_EXPORT_BYTES: u64 = 512 << 20;
+
 /// Reads an `--output` file: its JSON document.
 pub fn read_export(path: &Path) -> anyhow::Result<serde_json::Value> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| exit::usage(format!("cannot read {}: {e}", path.display())))?;
+    let text = runq_common::infile::read_text(path, MAX_EXPORT_BYTES, "a hud export")?;
     serde_json::from_str(&text).map_err(|e| {
         exit::usage(format!(
             "{} is not JSON ({e}); pass a file written by --output",

@@ -1,6 +1,7 @@
 //! `runq run`: drive a scheduler scenario and report on it.
 
 mod catalog;
+pub mod error_doc;
 mod evidence;
 mod hostwait;
 mod progress;
