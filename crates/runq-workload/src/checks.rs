@@ -8,6 +8,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use cause::Cause;
+
 use crate::report::WorkerReport;
 use runq_common::stats::percentile;
 
@@ -357,10 +359,14 @@ pub struct CheckResult {
     /// A sentence on what was measured, when the numbers need one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Why a failed check failed, as far as the run's figures tell (see
+    /// [`cause`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
 }
 
-/// PASS when every check passed (`"pass"`, `"fail"`, `"interrupted"` in
-/// JSON).
+/// PASS when every check passed (`"pass"`, `"fail"`, `"interrupted"`,
+/// `"indeterminate"` in JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -371,6 +377,9 @@ pub enum Verdict {
     /// The run was interrupted (SIGINT, SIGTERM) before its end and every
     /// check of the part that ran held: neither a PASS nor a FAIL.
     Interrupted,
+    /// Checks failed, but load outside the run can account for every one
+    /// of them (see [`cause`]): a quieter host must decide.
+    Indeterminate,
 }
 
 impl CheckConfig {
@@ -461,6 +470,7 @@ impl CheckConfig {
             op: c.op,
             bound,
             pass: c.op.holds(measured, bound),
+            cause: None,
             detail: None,
         })
     }
@@ -577,6 +587,8 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
     }
 }
 
+pub mod cause;
+pub(crate) mod cpu_wait;
 mod explain;
 mod stuck;
 

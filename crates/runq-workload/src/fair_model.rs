@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use runq_kernel::cgroup::UNLIMITED;
 
 use crate::checks::{CheckResult, Op};
+use crate::fair_cause::{group_share_cause, worker_share_cause};
 use crate::fairness::{
     describe, group_shares, worst_worker, FairEntity, FairModel, FairShare, FairWorker,
 };
@@ -165,7 +166,7 @@ fn cgroup_entity_of(scn: &Scenario, name: &str, online: &BTreeSet<usize>) -> Fai
 }
 
 /// The CPUs a lone worker may use.
-fn affinity_cpus(a: &Affinity, online: &BTreeSet<usize>) -> BTreeSet<usize> {
+pub(crate) fn affinity_cpus(a: &Affinity, online: &BTreeSet<usize>) -> BTreeSet<usize> {
     match a {
         Affinity::Cpus(set) => set.intersection(online).copied().collect(),
         Affinity::Single(c) => online.iter().copied().filter(|o| o == c).collect(),
@@ -211,19 +212,24 @@ pub const MIN_JUDGED_NS: f64 = 100e6;
 pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
     let mut out = Vec::new();
     let judged = |s: &FairShare| s.expected_cpus * m.window_ns as f64 >= MIN_JUDGED_NS;
-    for s in group_shares(m).into_iter().filter(judged) {
+    let shares = group_shares(m);
+    for s in shares.iter().filter(|s| judged(s)) {
         let ratio = s.ratio();
+        let pass = Op::AtLeast.holds(ratio, bound);
         out.push(CheckResult {
             name: "min_fair_share".into(),
             group: m.group_names[s.group].clone(),
             measured: ratio,
             op: Op::AtLeast,
             bound,
-            pass: Op::AtLeast.holds(ratio, bound),
-            detail: Some(describe(m, &s)),
+            pass,
+            cause: (!pass).then(|| group_share_cause(m, s, &shares)),
+            detail: Some(describe(m, s)),
         });
         if let Some((tid, w)) = worst_worker(m, s.group).filter(|(_, w)| judged(w)) {
+            let group_ratio = ratio;
             let ratio = w.ratio();
+            let pass = Op::AtLeast.holds(ratio, bound);
             let pct = |c: f64| 100.0 * c / w.pool_cpus.max(1e-9);
             out.push(CheckResult {
                 name: "min_fair_share_worker".into(),
@@ -231,7 +237,8 @@ pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
                 measured: ratio,
                 op: Op::AtLeast,
                 bound,
-                pass: Op::AtLeast.holds(ratio, bound),
+                pass,
+                cause: (!pass).then(|| worker_share_cause(m, tid, &w, group_ratio)),
                 detail: Some(format!(
                     "worker {tid} got {:.1}% of its group's CPU time, expected {:.0}%",
                     pct(w.got_cpus),

@@ -11,6 +11,7 @@
 mod capacity;
 pub mod catalog;
 mod checks;
+mod fair_cause;
 mod fair_model;
 mod fairness;
 mod fault;
@@ -36,6 +37,7 @@ mod telemetry;
 pub mod worktype;
 
 pub use capacity::DEFAULT_WORKERS_PER_CPU;
+pub use checks::cause::{Cause, OutsideLoad};
 pub use checks::{CheckConfig, CheckResult, GroupWork, Op, Verdict};
 pub use fault::{Fault, FaultStep};
 pub use gap::GapSource;

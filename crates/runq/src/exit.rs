@@ -3,7 +3,8 @@
 //!
 //! 0 ok, 1 a check failed (a FAIL verdict, a regression, a profiler over
 //! its bound), 2 usage error, 3 run error (the work could not be carried
-//! out; every error without a code of its own), 77 skipped: a missing
+//! out; every error without a code of its own), 75 indeterminate (every
+//! failed check can be the load outside the run's), 77 skipped: a missing
 //! privilege or a host feature the run needs (the autotools "skip" code),
 //! 128+N interrupted by signal N. Library errors travel as
 //! `anyhow::Error` with their type kept; [`exit_of`] maps each library
@@ -20,6 +21,9 @@ use runq_kernel::tracefs::TracefsError;
 
 /// A check failed: a FAIL verdict, a regression, a bound passed.
 pub const CHECK_FAILED: u8 = 1;
+/// The checks that failed can all be the load outside the run's (an
+/// INDETERMINATE verdict): `EX_TEMPFAIL`, run it again on a quieter host.
+pub const INDETERMINATE: u8 = 75;
 /// Usage error (bad flag value, unknown name).
 pub const USAGE: u8 = 2;
 /// The work could not be carried out (fork, cgroup or scheduler failure).
@@ -79,6 +83,7 @@ pub fn verdict_code(outcome: &runq_workload::RunOutcome) -> ExitCode {
     match outcome.verdict {
         runq_workload::Verdict::Pass => ExitCode::SUCCESS,
         runq_workload::Verdict::Fail => Exit::CheckFailed.exit_code(),
+        runq_workload::Verdict::Indeterminate => ExitCode::from(INDETERMINATE),
         // Only when not flagged as interrupted above, which cannot happen.
         runq_workload::Verdict::Interrupted => Exit::RunError.exit_code(),
     }

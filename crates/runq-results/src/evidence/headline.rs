@@ -1,10 +1,52 @@
 //! The one line a FAIL starts with: the worst failed check, what it
-//! measured against its bound, and (added by the caller) its evidence.
+//! measured against its bound, its cause as far as the run's figures
+//! tell, whether load outside the run can account for it, and its
+//! evidence (the trace file stays last, for scripts).
 
 use runq_common::units::fmt_measure;
 
-use runq_workload::RunOutcome;
-use runq_workload::{CheckResult, Op};
+use runq_workload::{CheckResult, Op, RunOutcome, Verdict};
+
+use super::EvidenceReport;
+
+/// The first line of a FAIL or an INDETERMINATE run on stderr: `runq:
+/// FAIL <check> (<group>): measured ...: <detail>; cause: ...; outside
+/// load: ...; next: ...; evidence: <file>`. `None` when no check failed.
+pub fn first_line(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<String> {
+    let worst = worst(o)?;
+    let mut text = line(o, worst);
+    if o.verdict == Verdict::Indeterminate {
+        text = text.replacen("FAIL", "INDETERMINATE", 1);
+    }
+    let mut line = format!("runq: {text}");
+    if let Some(cause) = &worst.cause {
+        for (label, part) in [
+            ("cause", cause.mechanism.as_deref()),
+            (
+                "outside load",
+                cause.outside_load.as_ref().map(|l| l.reason.as_str()),
+            ),
+            ("next", cause.next_step.as_deref()),
+        ] {
+            if let Some(p) = part {
+                line.push_str(&format!("; {label}: {p}"));
+            }
+        }
+    }
+    let ev = report.and_then(|r| {
+        r.checks
+            .iter()
+            .find(|e| e.check == worst.name && e.group == worst.group)
+    });
+    match ev {
+        Some(e) => match &e.trace_file {
+            Some(f) => line.push_str(&format!("; evidence: {f}")),
+            None => line.push_str(&format!("; {}", e.summary)),
+        },
+        None => line.push_str("; no evidence recorded"),
+    }
+    Some(line)
+}
 
 /// How far past its bound a failed check is (1.0: at the bound). A check
 /// that measured nothing against an `at least` bound is infinitely far.

@@ -145,6 +145,7 @@ fn the_worst_check_leads_the_headline() {
         op,
         bound,
         pass: false,
+        cause: None,
         detail: Some("slowest worker 3 units/s; see the table (and more)".into()),
     };
     let rate = c("min_work_rate", 10.0, Op::AtLeast, 1e12);
@@ -218,6 +219,7 @@ fn moments_are_the_worst_instances_of_the_failed_checks() {
         op: Op::AtMost,
         bound: 2_000.0,
         pass,
+        cause: None,
         detail: None,
     };
     o.checks = vec![
@@ -357,6 +359,7 @@ fn a_wake_latency_fail_names_the_worst_wakeup_its_waker_and_the_cpus_holder() {
         op: Op::AtMost,
         bound: 1_000.0,
         pass: false,
+        cause: None,
         detail: None,
     }];
     let ev = read_trace(WAKES.as_bytes()).unwrap().events;
@@ -429,6 +432,7 @@ fn a_series_window_on_a_wrapped_cpu_says_its_states_are_guessed() {
         op: Op::AtMost,
         bound: 500.0,
         pass: false,
+        cause: None,
         detail: Some("work_units did not move in 0.50–1.50 s: no progress for 1000 ms".into()),
     };
     let group_of = |_| None;

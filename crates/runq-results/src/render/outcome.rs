@@ -222,18 +222,42 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
         if let (false, Some(d)) = (c.pass, &c.detail) {
             let _ = writeln!(out, "     {d}");
         }
+        if let (false, Some(cause)) = (c.pass, &c.cause) {
+            render_cause(out, cause);
+        }
     }
-    let (word, code) = match o.verdict {
+    if o.verdict == runq_workload::Verdict::Indeterminate {
+        let _ = writeln!(out, "{}", paint(INDETERMINATE_NOTE, 33, color));
+    }
+    let (word, code) = verdict_word(o.verdict);
+    let _ = writeln!(out, "verdict: {}", paint(word, code, color));
+}
+
+/// What an INDETERMINATE verdict means, under it.
+pub const INDETERMINATE_NOTE: &str = "load outside the run can account for every failed check: \
+     run it again on a quieter host to decide PASS or FAIL";
+
+/// The verdict's word and its colour code.
+pub fn verdict_word(v: runq_workload::Verdict) -> (&'static str, u8) {
+    match v {
         runq_workload::Verdict::Pass => ("PASS", 32),
         runq_workload::Verdict::Fail => ("FAIL", 31),
         runq_workload::Verdict::Interrupted => ("INTERRUPTED", 33),
-    };
-    if o.verdict == runq_workload::Verdict::Fail {
-        if let Some(load) = o.host_load.filter(|l| l.busy()) {
-            let _ = writeln!(out, "{}", paint(&load.describe(), 33, color));
-        }
+        runq_workload::Verdict::Indeterminate => ("INDETERMINATE", 33),
     }
-    let _ = writeln!(out, "verdict: {}", paint(word, code, color));
+}
+
+/// A failed check's cause, one labelled line each, under its detail.
+fn render_cause(out: &mut String, cause: &runq_workload::Cause) {
+    if let Some(m) = &cause.mechanism {
+        let _ = writeln!(out, "     cause: {m}");
+    }
+    if let Some(l) = &cause.outside_load {
+        let _ = writeln!(out, "     outside load: {}", l.reason);
+    }
+    if let Some(n) = &cause.next_step {
+        let _ = writeln!(out, "     next: {n}");
+    }
 }
 
 #[cfg(test)]

@@ -137,6 +137,8 @@ impl RunDocument {
         let mut last = outcomes.into_iter().last().expect("at least one repeat");
         if repeats.iter().any(|r| r.verdict == Verdict::Fail) {
             last.verdict = Verdict::Fail;
+        } else if repeats.iter().any(|r| r.verdict == Verdict::Indeterminate) {
+            last.verdict = Verdict::Indeterminate;
         }
         let checks: Vec<(String, String)> = last
             .checks
@@ -214,6 +216,7 @@ mod tests {
             op: runq_workload::Op::AtMost,
             bound: 2.0,
             pass: verdict == Verdict::Pass,
+            cause: None,
             detail: None,
         };
         RunOutcome {

@@ -1,9 +1,12 @@
 //! Judging a run: every group's checks (the per-group table, fairness,
 //! checks over time), the scheduler's survival, and the verdict.
 
+use crate::checks::cause::{judge_outside_load, load_explains_all, Cause, CpuWait};
+use crate::checks::cpu_wait::{run_wait_share, stall_wait};
 use crate::checks::{verdict, CheckResult, GroupWork, Op, Verdict};
 use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::report::WorkerReport;
+use crate::runner::host_load::HostLoad;
 use crate::scenario::Scenario;
 use crate::scheduler::{SchedulerDeath, SchedulerSpec};
 use crate::series::RunSeries;
@@ -12,7 +15,8 @@ use crate::summary::{summarize_group, GroupSummary};
 /// The run's verdict. An interrupted run is INTERRUPTED whatever its
 /// checks said (they are reported as reached: a run cut short cannot
 /// PASS or FAIL as a whole), and so is one whose workers were never
-/// started for want of anything but a failure.
+/// started for want of anything but a failure. A FAIL whose every failed
+/// check load outside the run can account for is INDETERMINATE.
 pub(super) fn final_verdict(
     checks: &[CheckResult],
     failed: bool,
@@ -22,6 +26,7 @@ pub(super) fn final_verdict(
     match verdict(checks, failed) {
         _ if interrupted => Verdict::Interrupted,
         Verdict::Fail if aborted_at_start && !failed => Verdict::Interrupted,
+        Verdict::Fail if !failed && load_explains_all(checks) => Verdict::Indeterminate,
         v => v,
     }
 }
@@ -35,6 +40,7 @@ fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckRes
         op: Op::AtLeast,
         bound: 1.0,
         pass: death.is_none(),
+        cause: None,
         detail: Some(match death {
             Some(d) => format!("the scheduler {} at {} ms", d.status, d.at_ms),
             None => format!("{:?} ran until the end", spec.command),
@@ -52,6 +58,7 @@ pub(super) fn judge_run(
     series: Option<&RunSeries>,
     death: Option<&SchedulerDeath>,
     interrupted: bool,
+    load: Option<&HostLoad>,
 ) -> (Vec<GroupSummary>, Vec<CheckResult>) {
     let (groups, mut checks) = judge(scn, reports, weight_file, series);
     if let Some(spec) = &scn.scheduler {
@@ -60,7 +67,63 @@ pub(super) fn judge_run(
     if interrupted {
         crate::series::check::excuse_unjudged(&mut checks);
     }
+    if let Some(load) = load {
+        judge_load(scn, reports, series, load, &mut checks);
+    }
     (groups, checks)
+}
+
+/// How much group `g` waited for a CPU where check `c` looks: over its
+/// longest stall for a check over time, over the run otherwise.
+fn cpu_wait_of(
+    c: &CheckResult,
+    g: usize,
+    reports: &[WorkerReport],
+    series: Option<&RunSeries>,
+) -> Option<CpuWait> {
+    let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == g).collect();
+    let metric = c
+        .name
+        .split_once('(')
+        .and_then(|(_, m)| crate::series::Metric::from_name(m.trim_end_matches(')')));
+    let group = series.and_then(|s| s.groups.iter().find(|s| s.group == c.group));
+    if let (Some(metric), Some(group)) = (metric, group) {
+        let (span, share) = stall_wait(group, metric, mine.len())?;
+        return Some(CpuWait {
+            share,
+            over: format!("its longest stall ({:.1} s)", span as f64 / 1e9),
+        });
+    }
+    Some(CpuWait {
+        share: run_wait_share(&mine)?,
+        over: "the run".into(),
+    })
+}
+
+/// Adds to each failed check whether the load outside the run can
+/// account for it, for the CPUs its group could use and with a worker
+/// that died or was killed counted as not the load's.
+fn judge_load(
+    scn: &Scenario,
+    reports: &[WorkerReport],
+    series: Option<&RunSeries>,
+    load: &HostLoad,
+    checks: &mut [CheckResult],
+) {
+    let online = runq_kernel::cpulist::online_cpus();
+    for c in checks.iter_mut().filter(|c| !c.pass) {
+        let idx = scn.group_index(&c.group);
+        let usable = idx.map_or(online.len(), |i| {
+            crate::fair_model::affinity_cpus(&scn.groups[i].setup.affinity, &online).len()
+        });
+        let died = reports
+            .iter()
+            .any(|r| Some(r.group_idx) == idx && r.exit_info.is_some());
+        let wait = idx.and_then(|i| cpu_wait_of(c, i, reports, series));
+        if let Some(judged) = judge_outside_load(c, load, usable, died, wait.as_ref()) {
+            c.cause.get_or_insert_with(Cause::default).outside_load = Some(judged);
+        }
+    }
 }
 
 /// Summaries and check results for every group, then the fair-share
@@ -131,6 +194,7 @@ mod tests {
             op: Op::AtMost,
             bound: 1.0,
             pass,
+            cause: None,
             detail: None,
         }
     }

@@ -466,6 +466,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         series.as_ref(),
         died,
         interrupted,
+        host_load.as_ref(),
     );
     let failed = scheduler_death.is_some() || run_error.is_some();
     let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);

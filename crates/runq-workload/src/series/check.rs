@@ -173,6 +173,7 @@ pub(crate) fn evaluate(
                 op,
                 bound,
                 pass,
+                cause: None,
                 detail,
             }
         })

@@ -172,6 +172,7 @@ pub(crate) fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckRes
         op: Op::AtMost,
         bound,
         pass,
+        cause: None,
         detail: Some(detail),
     };
     let Some(sum) = host.and_then(|h| h.summary.as_ref()) else {
@@ -200,6 +201,7 @@ pub(crate) fn judge_runnable_wait(bound_ms: f64, host: Option<&HostSeries>) -> C
         op: Op::AtMost,
         bound: bound_ms,
         pass,
+        cause: None,
         detail: Some(detail),
     };
     let Some(w) = host.and_then(|h| h.runnable_wait.as_ref()) else {

@@ -98,15 +98,22 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The hog is outside the run: its load accounts for the gap, so the
+    // verdict is INDETERMINATE (exit 75), not FAIL, and the line says why.
+    assert_eq!(out.status.code(), Some(75), "{stderr}");
+    assert_eq!(v["verdict"], "indeterminate");
     runq_testkit::assert_matches_schema("run", &v);
     assert_instance_removed(pid);
     let first = stderr.lines().next().unwrap_or_default();
     assert!(
         first.starts_with(&format!(
-            "runq: FAIL max_gap_ms: worker {worker} (pinned) waited "
+            "runq: INDETERMINATE max_gap_ms: worker {worker} (pinned) waited "
         )),
         "{stderr}"
+    );
+    assert!(
+        first.contains("; outside load: tasks outside the run used "),
+        "{first}"
     );
     let checks = v["evidence"]["checks"].as_array().unwrap();
     let ev = checks

@@ -38,7 +38,7 @@ fn a_root_run_reports_the_host_run_queues_and_judges_them() {
         ])
         .output()
         .unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    assert!(matches!(out.status.code(), Some(0 | 1 | 75)), "{out:?}");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     runq_testkit::assert_matches_schema("run", &doc);
     let host = &doc["series"]["host"];

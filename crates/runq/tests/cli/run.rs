@@ -83,7 +83,7 @@ fn human_report_has_a_row_per_group() {
     // The report is what this test reads; its verdict (0 PASS, 1 FAIL) is
     // the host's: a 0.3 s run can miss a fairness bound on a busy host.
     assert!(
-        matches!(out.status.code(), Some(0 | 1)),
+        matches!(out.status.code(), Some(0 | 1 | 75)),
         "{:?}: {text}{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
@@ -160,12 +160,12 @@ fn outputs_through_symlinks_or_on_one_path_are_refused_before_the_run() {
         (
             vec!["--output".as_ref(), link.as_os_str()],
             "is a symlink",
-            3,
+            2,
         ),
         (
             vec!["--junit".as_ref(), dangling.as_os_str()],
             "is a symlink",
-            3,
+            2,
         ),
         (
             vec![
@@ -354,9 +354,10 @@ fn many_workers_in_a_cgroup() {
         .unwrap();
     // This tests scale: 64 workers placed, run and reported. 64 spinners
     // for 0.5 s on a loaded 2-CPU machine may fail a gap or fairness check
-    // (exit 1); a run error (3) or a usage error (2) is a failure.
+    // (exit 1, or 75 when the load outside the run accounts for it); a
+    // run error (3) or a usage error (2) is a failure.
     assert!(
-        matches!(out.status.code(), Some(0 | 1)),
+        matches!(out.status.code(), Some(0 | 1 | 75)),
         "{:?}: {}",
         out.status,
         String::from_utf8_lossy(&out.stderr)

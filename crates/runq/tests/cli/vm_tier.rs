@@ -100,7 +100,7 @@ fn judge(dir: &Path, key: &str) -> (String, Option<String>) {
         failed.join(" ")
     );
     let mut bad = Vec::new();
-    if !matches!(rc, 0 | 1) || !doc["run_error"].is_null() {
+    if !matches!(rc, 0 | 1 | 75) || !doc["run_error"].is_null() {
         bad.push(format!("exit {rc}, run_error {}", doc["run_error"]));
     }
     bad.extend(

@@ -1,9 +1,8 @@
 //! The run's flight recorder (runq-kernel's `sched_trace`: a tracefs
 //! instance of its own recording the scheduler events of the run's CPUs
 //! into a fixed buffer per CPU) and, after a FAIL, the evidence of each
-//! failed check read from it (runq-workload's `evidence`): a sentence in
-//! the report, a Chrome/Perfetto trace file per check, and the headline
-//! that starts stderr.
+//! failed check read from it (runq-results' `evidence`): a sentence in
+//! the report and a Chrome/Perfetto trace file per check.
 
 use std::collections::{BTreeSet, HashSet};
 use std::os::fd::AsRawFd;
@@ -109,7 +108,7 @@ impl Flight {
         ctprof: Option<&CtprofHook>,
     ) -> Option<EvidenceReport> {
         drop(self.trigger);
-        if o.verdict != Verdict::Fail {
+        if !matches!(o.verdict, Verdict::Fail | Verdict::Indeterminate) {
             return None;
         }
         let mut report = EvidenceReport::default();
@@ -287,30 +286,6 @@ pub fn tag(repeat: u32) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     format!("{}-{secs}-{repeat}", std::process::id())
-}
-
-/// The headline of a FAIL: `runq: FAIL <check>: ...; evidence: <file>`,
-/// with the host's load before the evidence when it was busy (the file
-/// stays last, for scripts).
-pub fn headline(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<String> {
-    let worst = evidence::headline::worst(o)?;
-    let mut line = format!("runq: {}", evidence::headline::line(o, worst));
-    if let Some(load) = o.host_load.filter(|l| l.busy()) {
-        line.push_str(&format!("; {}", load.brief()));
-    }
-    let ev = report.and_then(|r| {
-        r.checks
-            .iter()
-            .find(|e| e.check == worst.name && e.group == worst.group)
-    });
-    match ev {
-        Some(e) => match &e.trace_file {
-            Some(f) => line.push_str(&format!("; evidence: {f}")),
-            None => line.push_str(&format!("; {}", e.summary)),
-        },
-        None => line.push_str("; no evidence recorded"),
-    }
-    Some(line)
 }
 
 /// The text report with the evidence section just above its verdict line

@@ -44,6 +44,9 @@ Exit codes:
       ready in time); the report, when printed, is complete and the
       run's cgroups are removed (a scheduler that dies during the run is
       a FAIL, exit 1)
+  75  indeterminate: checks failed, but load outside the run can
+      account for every failed figure (verdict INDETERMINATE); run it
+      again on a quieter host
   77  skipped: the run asks for cgroups and runq is not root, or the
       host lacks what it needs (SMT siblings, NUMA nodes, a loaded
       sched_ext scheduler for policy ext); nothing ran
@@ -426,7 +429,8 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (mut scn, cgroups) = scenario_from_args(&args)?;
     if args.vm.wanted()? {
         check_outputs(&args)?;
-        return vm::run_in_vm(&args, scn.duration * args.repeat.max(1));
+        let scheduler = scn.scheduler.is_some() || args.sched.scheduler.is_some();
+        return vm::run_in_vm(&args, scn.duration * args.repeat.max(1), scheduler);
     }
     args.sched.apply(&mut scn)?;
     refuse_churn_without_cgroups(&scn, cgroups)?;
@@ -470,7 +474,9 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = &doc.last;
     // A FAIL's first line (a run error or an interrupt has its own).
     let plain_fail = outcome.run_error.is_none() && !outcome.interrupted;
-    if let Some(line) = evidence::headline(outcome, doc.evidence.as_ref()).filter(|_| plain_fail) {
+    if let Some(line) = runq_results::evidence::headline::first_line(outcome, doc.evidence.as_ref())
+        .filter(|_| plain_fail)
+    {
         crate::errln!("{line}");
     }
     if let Placement::Unplaced { reason } = &outcome.placement {

@@ -5,12 +5,13 @@
 use std::path::{Path, PathBuf};
 
 /// Flags of the host side only, which take a value.
-const VM_VALUE_FLAGS: [&str; 5] = [
+const VM_VALUE_FLAGS: [&str; 6] = [
     "--kernel",
     "--topology",
     "--memory",
     "--vm-boot-timeout",
     "--vm-accel",
+    "--vm-tcg-threads",
 ];
 
 /// The guest's command line and where its files land.

@@ -50,6 +50,7 @@ impl runq_common::json::JsonDocument for Matrix {
 pub(super) fn run_matrix(
     args: &super::super::RunArgs,
     run_for: Duration,
+    scheduler: bool,
 ) -> anyhow::Result<ExitCode> {
     let list = args.vm.topology.as_deref().unwrap_or(DEFAULT_MATRIX);
     let presets: Vec<&str> = list
@@ -59,7 +60,7 @@ pub(super) fn run_matrix(
         .collect();
     let plans = presets
         .iter()
-        .map(|p| plan(args, p))
+        .map(|p| plan(args, p, scheduler))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let host_args: Vec<String> = std::env::args().skip(1).collect();
@@ -300,6 +301,8 @@ mod tests {
             memory_mib: 2048,
             kernel_image: "/boot/vmlinuz".into(),
             boot_ms: 4_200,
+            tcg_threads: kvm_failed.map(|_| "single"),
+            retried_after: kvm_failed.map(|_| "the VM stopped before runq started: Oops".into()),
         };
         let mut failed = row(Some("fail"), Some(1), None);
         failed.failed_checks = vec!["max_gap_ms[g]".into()];

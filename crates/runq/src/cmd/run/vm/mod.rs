@@ -54,6 +54,13 @@ pub struct VmArgs {
     /// The accelerator: auto (KVM when /dev/kvm works, else TCG), kvm, tcg
     #[arg(long, value_name = "ACCEL", default_value = "auto", value_parser = ["auto", "kvm", "tcg"])]
     pub vm_accel: String,
+    /// How software emulation (TCG) runs the vCPUs: single (one host
+    /// thread for them all: slower, but safe from the race between
+    /// multi-threaded TCG and the kernel patching its own code, which
+    /// killed 5 of 19 guests as a sched_ext scheduler attached), multi,
+    /// or auto (single when a scheduler runs, multi otherwise)
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = ["auto", "single", "multi"])]
+    pub vm_tcg_threads: String,
 }
 
 /// What the VM was, for the report and the document's `host.vm`.
@@ -78,6 +85,12 @@ pub struct VmFacts {
     pub kernel_image: String,
     /// From starting the VM to runq starting in the guest.
     pub boot_ms: u64,
+    /// `single` or `multi`: how TCG ran the vCPUs (absent under KVM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcg_threads: Option<&'static str>,
+    /// Why the first VM ended without a result, when it was booted again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retried_after: Option<String>,
 }
 
 /// What the host checked before booting.
@@ -86,6 +99,8 @@ struct Plan {
     memory_mib: u64,
     kernel: PathBuf,
     vng: PathBuf,
+    /// TCG runs every vCPU on one host thread.
+    tcg_single: bool,
 }
 
 /// The default topology of `--vm`.
@@ -106,9 +121,9 @@ impl VmArgs {
     }
 }
 
-/// Checks the flags for the VM of `preset` and finds virtme-ng, qemu and
-/// a kernel.
-fn plan(args: &super::RunArgs, preset: &str) -> anyhow::Result<Plan> {
+/// Checks the flags for the VM of `preset` (whose run starts a scheduler
+/// when `scheduler`) and finds virtme-ng, qemu and a kernel.
+fn plan(args: &super::RunArgs, preset: &str, scheduler: bool) -> anyhow::Result<Plan> {
     let vm = &args.vm;
     let topo = Topology::parse(preset).map_err(|e| exit::usage(format!("--topology: {e}")))?;
     let memory_mib = topology::parse_memory(&vm.memory).map_err(exit::usage)?;
@@ -151,21 +166,31 @@ fn plan(args: &super::RunArgs, preset: &str) -> anyhow::Result<Plan> {
             })?
         }
     };
+    let tcg_single = match vm.vm_tcg_threads.as_str() {
+        "auto" => scheduler,
+        mode => mode == "single",
+    };
     Ok(Plan {
         topo,
         memory_mib,
         kernel,
         vng,
+        tcg_single,
     })
 }
 
-/// Runs the whole `runq run` inside a VM and brings its results out.
-pub fn run_in_vm(args: &super::RunArgs, run_for: Duration) -> anyhow::Result<ExitCode> {
+/// Runs the whole `runq run` inside a VM and brings its results out;
+/// `scheduler` when the run starts a scheduler under test.
+pub fn run_in_vm(
+    args: &super::RunArgs,
+    run_for: Duration,
+    scheduler: bool,
+) -> anyhow::Result<ExitCode> {
     if args.vm.vm_matrix {
-        return matrix::run_matrix(args, run_for);
+        return matrix::run_matrix(args, run_for, scheduler);
     }
     let preset = args.vm.topology.as_deref().unwrap_or(DEFAULT_TOPOLOGY);
-    let plan = plan(args, preset)?;
+    let plan = plan(args, preset, scheduler)?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let dir = SharedDir::create()?;
     let host_args: Vec<String> = std::env::args().skip(1).collect();
@@ -234,7 +259,16 @@ fn boot_and_run(
         accel = "tcg";
         ended = boot_once(plan, &dir.0, &script, accel, deadlines, interrupt)?;
     }
-    let console = dir.0.join(format!("console.{accel}"));
+    let mut console = dir.0.join(format!("console.{accel}"));
+    let mut retried_after = None;
+    if let Some(why) = died(&ended, &dir.0, &console) {
+        crate::errln!("runq: --vm: {why}; booting it once more");
+        let first = dir.0.join(format!("console.{accel}.1"));
+        let _ = std::fs::rename(&console, &first);
+        retried_after = Some(format!("{why} (console {})", first.display()));
+        ended = boot_once(plan, &dir.0, &script, accel, deadlines, interrupt)?;
+        console = dir.0.join(format!("console.{accel}"));
+    }
     let boot = match ended {
         Ended::Ran { boot } => boot,
         other => return Err(boot_error(other, accel, &console, &dir, deadlines)),
@@ -249,12 +283,29 @@ fn boot_and_run(
         memory_mib: plan.memory_mib,
         kernel_image: plan.kernel.display().to_string(),
         boot_ms: boot.as_millis() as u64,
+        tcg_threads: (accel == "tcg").then_some(if plan.tcg_single { "single" } else { "multi" }),
+        retried_after,
     };
     Ok(GuestRun {
         dir,
         console,
         facts,
     })
+}
+
+/// Why a VM that was not interrupted ended without a result (it died at
+/// boot, hung, or exited without runq's exit code), with its console's
+/// last lines; `None` when it has a result or was interrupted.
+fn died(ended: &Ended, dir: &Path, console: &Path) -> Option<String> {
+    let what = match ended {
+        Ended::Interrupted => return None,
+        Ended::Ran { .. } if dir.join("rc").exists() => return None,
+        Ended::Ran { .. } => "the VM ended without runq's result",
+        Ended::DiedAtBoot => "the VM stopped before runq started",
+        Ended::BootTimeout => "the VM did not boot to runq in time",
+        Ended::RunTimeout => "the run in the VM did not end in time",
+    };
+    Some(format!("{what}: {}", launch::console_tail(console, 3)))
 }
 
 /// The runq binary the guest runs: this one, or, when it was replaced
@@ -275,9 +326,14 @@ fn boot_once(
     interrupt: &AtomicBool,
 ) -> anyhow::Result<Ended> {
     let tcg = accel == "tcg";
-    let mut vng_args = Vec::new();
+    // -v: the kernel's console goes to the console file (vng sends it to
+    // /dev/null otherwise), the evidence when a guest dies.
+    let mut vng_args = vec!["-v".to_string()];
     if tcg {
         vng_args.push("--disable-kvm".to_string());
+        if plan.tcg_single {
+            vng_args.push("--qemu-opts=-accel tcg,thread=single".to_string());
+        }
     }
     vng_args.extend(["-r".to_string(), plan.kernel.display().to_string()]);
     vng_args.extend(

@@ -1,0 +1,333 @@
+//! Why a failed check failed, as far as the run's own figures tell: what
+//! took the CPU time a group was owed (the run's other groups, the
+//! group's own workers, tasks outside the run), whether the load outside
+//! the run can account for the figure at all, and what to run next.
+//!
+//! The load rule is arithmetic, not a threshold alone. A share or a rate
+//! is cut by outside load at most in the proportion of the CPUs it took:
+//! with `L` of `N` usable CPUs busy outside the run, the run had at least
+//! `N - L` of them, so without that load a share could have been at most
+//! `N / (N - L)` times what was measured. A FAIL whose figure stays short
+//! of its bound even so cannot be the load's: 0.4 CPUs of outside load on
+//! 2 CPUs lifts a share of 0.011 to at most 0.014, not to 0.5. A delay (a
+//! gap, a wake-up's latency, a run-queue wait) can come from any task
+//! that held the CPU, so a busy host can account for it. A check about
+//! something else (a worker that died, a setting not applied, the
+//! scheduler's survival, NUMA placement) is never the load's.
+
+use serde::Serialize;
+
+use super::cpu_wait::MIN_WAIT_SHARE;
+use super::{CheckResult, Op};
+use crate::runner::host_load::HostLoad;
+
+/// What the run's figures say about one failed check.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Cause {
+    /// What took the time or caused the delay, with its figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<String>,
+    /// Whether load outside the run can account for the figure (absent
+    /// for a check that load cannot touch, or when the host was quiet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside_load: Option<OutsideLoad>,
+    /// The run to make next to tell the causes apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<String>,
+}
+
+/// The judgement on the load outside the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutsideLoad {
+    /// True when that load can account for the failed figure.
+    pub explains: bool,
+    /// Why, with the figures.
+    pub reason: String,
+}
+
+/// How load outside the run can act on a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LoadEffect {
+    /// It takes CPU time in proportion: a share or a rate.
+    Proportional,
+    /// It keeps a runnable worker off the CPU: the figure is a wait for a
+    /// CPU itself (a gap, a runnable wait, a wake-up's latency).
+    CpuWait,
+    /// It delays, when the workers were waiting for a CPU (a stall, a
+    /// spread, a worker without work).
+    Delay,
+    /// It cannot cause the failure.
+    None,
+}
+
+/// How much the group checked waited for a CPU, where it matters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuWait {
+    /// The share of its workers' time spent runnable without a CPU.
+    pub share: f64,
+    /// Over what: "the run", "its longest stall (2.0 s)".
+    pub over: String,
+}
+
+/// The effect on a check by its name (a check over time,
+/// `stall(work_units)`, by its kind) and, for a rate's range, its side.
+fn effect_of(c: &CheckResult) -> LoadEffect {
+    let kind = c.name.split_once('(').map_or(c.name.as_str(), |(k, _)| k);
+    match kind {
+        "min_fair_share" | "min_fair_share_worker" | "min_work_rate" => LoadEffect::Proportional,
+        // Load can lower a rate, never raise it.
+        "rate_within" if c.op == Op::AtLeast => LoadEffect::Proportional,
+        "max_gap_ms" | "max_p99_wake_latency_us" | "max_runnable_wait_ms" | "max_rq_imbalance" => {
+            LoadEffect::CpuWait
+        }
+        "max_wake_latency_cv"
+        | "max_offcpu_spread_pct"
+        | "not_stuck"
+        | "stall"
+        | "steady_within"
+        | "converges_to" => LoadEffect::Delay,
+        _ => LoadEffect::None,
+    }
+}
+
+/// The judgement on outside load for the failed check `c`, whose group
+/// could use `usable_cpus` CPUs and waited for a CPU as `wait` says;
+/// `died` when a worker the check counts died or was killed (then the
+/// load is not the cause). `None` when load cannot act on the check, or
+/// the host was quiet.
+pub fn judge_outside_load(
+    c: &CheckResult,
+    load: &HostLoad,
+    usable_cpus: usize,
+    died: bool,
+    wait: Option<&CpuWait>,
+) -> Option<OutsideLoad> {
+    if c.pass || died {
+        return None;
+    }
+    let n = usable_cpus.clamp(1, load.cpus.max(1)) as f64;
+    // Outside load spread over the host, at most all of the usable CPUs.
+    let l = (load.outside_cpus * n / load.cpus.max(1) as f64).min(n);
+    let used = format!(
+        "tasks outside the run used {:.2} of the host's {} CPUs",
+        load.outside_cpus, load.cpus
+    );
+    match effect_of(c) {
+        LoadEffect::None => None,
+        // A quiet host is no clause: load cannot be the cause.
+        _ if !load.busy() => None,
+        LoadEffect::Delay => match wait.filter(|w| w.share < MIN_WAIT_SHARE) {
+            Some(w) => Some(OutsideLoad {
+                explains: false,
+                reason: format!(
+                    "{used}, which cannot explain it: over {} its workers waited for a CPU only \
+                     {:.1}% of their time, so the delay was not a wait for a CPU",
+                    w.over,
+                    100.0 * w.share
+                ),
+            }),
+            None => Some(OutsideLoad {
+                explains: true,
+                reason: format!(
+                    "{used}, and any of them may have held a CPU its workers waited for"
+                ),
+            }),
+        },
+        LoadEffect::CpuWait => Some(OutsideLoad {
+            explains: true,
+            reason: format!("{used}, and any of them may have held the CPU this wait was for"),
+        }),
+        LoadEffect::Proportional => Some(proportional(c, n, l, &used)),
+    }
+}
+
+/// A share or a rate cut by outside load at most by `(n - l) / n`.
+fn proportional(c: &CheckResult, n: f64, l: f64, used: &str) -> OutsideLoad {
+    let spare = n - l;
+    let best = if spare <= 1e-9 {
+        f64::INFINITY
+    } else {
+        c.measured * n / spare
+    };
+    let explains = c.op == Op::AtLeast && best >= c.bound;
+    let reason = if best.is_infinite() {
+        format!("{used}: all of them, so it can explain any share")
+    } else if explains {
+        format!(
+            "{used}: without them {} could have reached {}, within its bound {}",
+            c.name,
+            fmt3(best),
+            fmt3(c.bound)
+        )
+    } else {
+        format!(
+            "{used}, which cannot explain it: without them {} would still be at most {}, short of {}",
+            c.name,
+            fmt3(best),
+            fmt3(c.bound)
+        )
+    };
+    OutsideLoad { explains, reason }
+}
+
+fn fmt3(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// True when every failed check is one that outside load explains: the
+/// run's FAIL is then INDETERMINATE (a quieter host must decide it).
+pub fn load_explains_all(checks: &[CheckResult]) -> bool {
+    let mut failed = checks.iter().filter(|c| !c.pass).peekable();
+    failed.peek().is_some()
+        && failed.all(|c| {
+            c.cause
+                .as_ref()
+                .and_then(|k| k.outside_load.as_ref())
+                .is_some_and(|o| o.explains)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(name: &str, measured: f64, op: Op, bound: f64) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            group: "g".into(),
+            measured,
+            op,
+            bound,
+            pass: false,
+            detail: None,
+            cause: None,
+        }
+    }
+
+    fn load(cpus: usize, outside: f64) -> HostLoad {
+        HostLoad {
+            cpus,
+            busy_cpus: outside + 1.0,
+            run_cpus: 1.0,
+            outside_cpus: outside,
+        }
+    }
+
+    #[test]
+    fn a_tiny_share_is_not_explained_by_a_little_load() {
+        // The default scenario's FAIL: 0.011 of its share at 0.39 of 2 CPUs.
+        let c = failed("min_fair_share", 0.011, Op::AtLeast, 0.5);
+        let j = judge_outside_load(&c, &load(2, 0.39), 2, false, None).unwrap();
+        assert!(!j.explains, "{}", j.reason);
+        assert!(j.reason.contains("cannot explain it"), "{}", j.reason);
+        assert!(j.reason.contains("at most 0.014"), "{}", j.reason);
+    }
+
+    #[test]
+    fn a_share_near_its_bound_is_explained_by_enough_load() {
+        let c = failed("min_fair_share", 0.4, Op::AtLeast, 0.5);
+        let j = judge_outside_load(&c, &load(2, 0.5), 2, false, None).unwrap();
+        assert!(j.explains, "{}", j.reason);
+        // A pinned group sees its part of the load: 1 of 2 CPUs, 0.25.
+        let pinned = judge_outside_load(&c, &load(2, 0.5), 1, false, None).unwrap();
+        assert!(pinned.explains, "{}", pinned.reason);
+        let short = failed("min_fair_share", 0.3, Op::AtLeast, 0.5);
+        assert!(
+            !judge_outside_load(&short, &load(2, 0.5), 1, false, None)
+                .unwrap()
+                .explains
+        );
+    }
+
+    #[test]
+    fn load_is_named_only_on_a_busy_host() {
+        let c = failed("max_gap_ms", 3000.0, Op::AtMost, 2000.0);
+        assert_eq!(judge_outside_load(&c, &load(2, 0.1), 2, false, None), None);
+        let share = failed("min_fair_share", 0.011, Op::AtLeast, 0.5);
+        assert_eq!(
+            judge_outside_load(&share, &load(2, 0.1), 2, false, None),
+            None
+        );
+        assert!(
+            judge_outside_load(&c, &load(2, 0.6), 2, false, None)
+                .unwrap()
+                .explains
+        );
+    }
+
+    #[test]
+    fn a_stall_without_a_wait_for_a_cpu_is_not_the_loads() {
+        let c = failed("stall(work_units)", 2000.0, Op::AtMost, 1000.0);
+        let asleep = CpuWait {
+            share: 0.002,
+            over: "its longest stall (2.0 s)".into(),
+        };
+        let j = judge_outside_load(&c, &load(2, 1.2), 2, false, Some(&asleep)).unwrap();
+        assert!(
+            !j.explains && j.reason.contains("waited for a CPU only 0.2%"),
+            "{}",
+            j.reason
+        );
+        let starved = CpuWait {
+            share: 0.6,
+            ..asleep
+        };
+        assert!(
+            judge_outside_load(&c, &load(2, 1.2), 2, false, Some(&starved))
+                .unwrap()
+                .explains
+        );
+        // A gap is a wait for a CPU by its definition.
+        let gap = failed("max_gap_ms", 3000.0, Op::AtMost, 2000.0);
+        let quiet_wait = CpuWait {
+            share: 0.001,
+            over: "the run".into(),
+        };
+        assert!(
+            judge_outside_load(&gap, &load(2, 1.2), 2, false, Some(&quiet_wait))
+                .unwrap()
+                .explains
+        );
+    }
+
+    #[test]
+    fn a_death_or_a_setting_is_never_the_loads() {
+        let stuck = failed("not_stuck", 1.0, Op::AtMost, 0.0);
+        assert_eq!(
+            judge_outside_load(&stuck, &load(2, 1.5), 2, true, None),
+            None
+        );
+        for name in ["scheduler_alive", "setup_applied", "min_numa_locality"] {
+            let c = failed(name, 0.0, Op::AtLeast, 1.0);
+            assert_eq!(
+                judge_outside_load(&c, &load(2, 1.9), 2, false, None),
+                None,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn indeterminate_needs_every_failure_explained() {
+        let explained = |name: &str| CheckResult {
+            cause: Some(Cause {
+                outside_load: Some(OutsideLoad {
+                    explains: true,
+                    reason: String::new(),
+                }),
+                ..Cause::default()
+            }),
+            ..failed(name, 1.0, Op::AtMost, 0.0)
+        };
+        assert!(load_explains_all(&[explained("max_gap_ms")]));
+        assert!(!load_explains_all(&[
+            explained("max_gap_ms"),
+            failed("setup_applied", 1.0, Op::AtMost, 0.0)
+        ]));
+        assert!(!load_explains_all(&[]));
+    }
+}
