@@ -42,7 +42,15 @@ fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckRes
         pass: death.is_none(),
         cause: None,
         detail: Some(match death {
-            Some(d) => format!("the scheduler {} at {} ms", d.status, d.at_ms),
+            Some(d) => match &d.sched_ext_exit {
+                Some(e) => format!(
+                    "{}; the scheduler {} at {} ms",
+                    e.describe(),
+                    d.status,
+                    d.at_ms
+                ),
+                None => format!("the scheduler {} at {} ms", d.status, d.at_ms),
+            },
             None => format!("{:?} ran until the end", spec.command),
         }),
     }

@@ -187,12 +187,21 @@ pub struct SchedulerDeath {
     pub stderr_lines: u64,
     /// Kernel log lines about sched_ext logged during the run.
     pub kernel_log: Vec<String>,
+    /// The BPF scheduler's end as the kernel logged it (why sched_ext
+    /// disabled it), whatever the process's own exit status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_ext_exit: Option<runq_kernel::sched_ext_log::ScxExit>,
 }
 
 impl SchedulerDeath {
-    /// One line: command, status and time.
+    /// One line: command, status and time, and first why the kernel
+    /// disabled it when it logged that.
     pub fn summary(&self) -> String {
-        format!("{:?} {} at {} ms", self.command, self.status, self.at_ms)
+        let own = format!("{:?} {} at {} ms", self.command, self.status, self.at_ms);
+        match &self.sched_ext_exit {
+            Some(e) => format!("{}; then the scheduler {own}", e.describe()),
+            None => own,
+        }
     }
 }
 

@@ -262,7 +262,7 @@ impl SchedulerProc {
         let status = self.reap_if_exited()?;
         self.stderr.wait_done(Duration::from_millis(300));
         let err = self.stderr.snapshot();
-        let kernel_log = self
+        let kernel_log: Vec<String> = self
             .kmsg
             .as_mut()
             .map(|k| {
@@ -272,6 +272,7 @@ impl SchedulerProc {
                     .collect()
             })
             .unwrap_or_default();
+        let sched_ext_exit = runq_kernel::sched_ext_log::parse_exit(&kernel_log);
         Some(SchedulerDeath {
             command: self.command.clone(),
             at_ms: run_start.elapsed().as_millis() as u64,
@@ -281,6 +282,7 @@ impl SchedulerProc {
             stderr: err.excerpt(),
             stderr_lines: err.total(),
             kernel_log,
+            sched_ext_exit,
         })
     }
 

@@ -1,0 +1,130 @@
+//! What the kernel's log says about a BPF scheduler's end: sched_ext
+//! prints `sched_ext: BPF scheduler "NAME" disabled (REASON)` when it
+//! disables one (an error, a stall its watchdog caught, or an ordinary
+//! unregistration), then, for an error, `sched_ext: NAME: MESSAGE` (the
+//! stalled task, the `scx_bpf_error` text). The reasons are the kernel's
+//! `scx_exit_reason()` strings (6.12: `runtime error`, `scx_bpf_error`,
+//! `runnable task stall` are errors; `unregistered from user space`,
+//! `unregistered from BPF`, `unregistered from the main kernel`,
+//! `disabled by sysrq-S` are not).
+
+use serde::{Deserialize, Serialize};
+
+/// A BPF scheduler's end as the kernel logged it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScxExit {
+    /// The scheduler's ops name (`qmap`, `simple`, `bpfland`).
+    pub scheduler: String,
+    /// The kernel's reason (`runnable task stall`).
+    pub reason: String,
+    /// True for an error exit (the kernel ejected the scheduler), false
+    /// for an unregistration.
+    pub error: bool,
+    /// The error's message (`systemd-udevd[63] failed to run for 5.026s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl ScxExit {
+    /// One clause: `the kernel ejected BPF scheduler "qmap": runnable task
+    /// stall: systemd-udevd[63] failed to run for 5.026s`.
+    pub fn describe(&self) -> String {
+        let verb = if self.error {
+            "the kernel ejected"
+        } else {
+            "the kernel disabled"
+        };
+        match &self.message {
+            Some(m) => format!(
+                "{verb} BPF scheduler {:?}: {}: {m}",
+                self.scheduler, self.reason
+            ),
+            None => format!("{verb} BPF scheduler {:?}: {}", self.scheduler, self.reason),
+        }
+    }
+}
+
+const ERROR_REASONS: [&str; 3] = ["runtime error", "scx_bpf_error", "runnable task stall"];
+
+/// The last scheduler end in `lines` (kernel log messages, oldest first,
+/// with or without a `sched_ext: ` prefix), with its message when the
+/// line after it carries one.
+pub fn parse_exit<S: AsRef<str>>(lines: &[S]) -> Option<ScxExit> {
+    let mut found = None;
+    for (i, line) in lines.iter().enumerate() {
+        let Some((name, reason)) = disabled_line(line.as_ref()) else {
+            continue;
+        };
+        let message = lines.get(i + 1).and_then(|next| {
+            let rest = next.as_ref().trim();
+            let rest = rest.strip_prefix("sched_ext: ").unwrap_or(rest);
+            rest.strip_prefix(&format!("{name}: ")).map(str::to_string)
+        });
+        found = Some(ScxExit {
+            scheduler: name.to_string(),
+            error: ERROR_REASONS.contains(&reason),
+            reason: reason.to_string(),
+            message,
+        });
+    }
+    found
+}
+
+/// `(name, reason)` of a `BPF scheduler "NAME" disabled (REASON)` line.
+fn disabled_line(line: &str) -> Option<(&str, &str)> {
+    let rest = line.split_once("BPF scheduler \"")?.1;
+    let (name, rest) = rest.split_once('"')?;
+    let reason = rest.trim().strip_prefix("disabled (")?.strip_suffix(')')?;
+    Some((name, reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watchdog_stall_names_the_stalled_task() {
+        // The lines a 6.12 guest logged under scx_qmap -t 5 (kmsg text).
+        let lines = [
+            "sched_ext: BPF scheduler \"qmap\" enabled",
+            "sched_ext: BPF scheduler \"qmap\" disabled (runnable task stall)",
+            "sched_ext: qmap: systemd-udevd[63] failed to run for 5.026s",
+            "   scx_watchdog_workfn+0x14d/0x1b0",
+        ];
+        let e = parse_exit(&lines).unwrap();
+        assert_eq!(e.scheduler, "qmap");
+        assert_eq!(e.reason, "runnable task stall");
+        assert!(e.error);
+        assert_eq!(
+            e.message.as_deref(),
+            Some("systemd-udevd[63] failed to run for 5.026s")
+        );
+        assert_eq!(
+            e.describe(),
+            "the kernel ejected BPF scheduler \"qmap\": runnable task stall: systemd-udevd[63] failed to run for 5.026s"
+        );
+    }
+
+    #[test]
+    fn an_unregistration_is_not_an_error_and_the_last_end_wins() {
+        let lines = [
+            "sched_ext: BPF scheduler \"qmap\" disabled (scx_bpf_error)",
+            "sched_ext: qmap: injected error",
+            "sched_ext: BPF scheduler \"simple\" enabled",
+            "sched_ext: BPF scheduler \"simple\" disabled (unregistered from user space)",
+        ];
+        let e = parse_exit(&lines).unwrap();
+        assert_eq!(
+            (e.scheduler.as_str(), e.error, e.message),
+            ("simple", false, None)
+        );
+        assert_eq!(
+            parse_exit(&lines[..2]).unwrap().message.as_deref(),
+            Some("injected error")
+        );
+        assert_eq!(
+            parse_exit(&["sched_ext: BPF scheduler \"x\" enabled"]),
+            None
+        );
+    }
+}
