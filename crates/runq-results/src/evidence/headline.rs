@@ -60,8 +60,17 @@ pub fn severity(c: &CheckResult) -> f64 {
     }
 }
 
-/// The worst failed check of `o` (the first of equals), if one failed.
+/// The worst failed check of `o` (the first of equals), if one failed. A
+/// scheduler that died comes first: every other figure after its death
+/// is the fallback scheduler's.
 pub fn worst(o: &RunOutcome) -> Option<&CheckResult> {
+    if let Some(dead) = o
+        .checks
+        .iter()
+        .find(|c| !c.pass && c.name == "scheduler_alive")
+    {
+        return Some(dead);
+    }
     let mut worst: Option<&CheckResult> = None;
     for c in o.checks.iter().filter(|c| !c.pass) {
         if worst.is_none_or(|w| severity(c) > severity(w)) {

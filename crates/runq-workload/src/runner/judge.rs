@@ -44,7 +44,8 @@ fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckRes
         detail: Some(match death {
             Some(d) => match &d.sched_ext_exit {
                 Some(e) => format!(
-                    "{}; the scheduler {} at {} ms",
+                    "{}; the scheduler {} at {} ms; the rest of the run ran under the kernel's \
+                     fair class, so the other checks judge it, not the BPF scheduler",
                     e.describe(),
                     d.status,
                     d.at_ms

@@ -30,6 +30,7 @@ mod readme_console;
 mod rt;
 mod run;
 mod scenarios;
+mod sched_ext_tier;
 mod scheduler;
 mod usage;
 mod vm;
