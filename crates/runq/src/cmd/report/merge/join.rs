@@ -89,34 +89,16 @@ pub fn join(inputs: Vec<Input>) -> Result<Merged, String> {
         let expected = shard.select(reference.cells.iter().map(String::as_str));
         if doc.shard.cells != expected {
             return Err(format!(
-                "{name}: its cells are not shard {shard}'s of its matrix (sorted by id, every \
-                 {count}th from the {}th); was it edited, or written by another runq?",
-                shard.index
+                "{name}: its cells are not those shard {shard} takes from its matrix (positions \
+                 {}, {}+{count}, ... of the id-sorted list); was it edited, or written by another \
+                 runq?",
+                shard.index - 1,
+                shard.index - 1
             ));
         }
-        let mut ran = Vec::new();
-        for row in doc.runs {
-            if !expected.contains(&row.cell.as_str()) {
-                return Err(format!("{name}: cell {} is not shard {shard}'s", row.cell));
-            }
-            if let Some(other) = seen.insert(row.cell.clone(), name.clone()) {
-                return Err(format!(
-                    "cell {} is in {other} and in {name}; give each shard once",
-                    row.cell
-                ));
-            }
-            ran.push(row.cell.clone());
-            runs.push(row);
-        }
-        missing_cells.extend(
-            expected
-                .iter()
-                .filter(|c| !ran.contains(&c.to_string()))
-                .map(|c| MissingCell {
-                    cell: c.to_string(),
-                    why: format!("not run by shard {shard} ({name}: interrupted?)"),
-                }),
-        );
+        missing_cells.extend(take_rows(
+            &name, shard, &expected, doc.runs, &mut seen, &mut runs,
+        )?);
         sources.push(Source {
             path: name,
             shard: shard.index,
@@ -151,6 +133,41 @@ pub fn join(inputs: Vec<Input>) -> Result<Merged, String> {
         missing_cells,
         exit_code,
     })
+}
+
+/// Moves the rows of shard `shard` (from `name`) to `runs`, checking
+/// each is one of its `expected` cells and in no other shard (`seen`:
+/// cell to file); its expected cells without a row, as missing.
+fn take_rows(
+    name: &str,
+    shard: Shard,
+    expected: &[&str],
+    rows: Vec<Row>,
+    seen: &mut BTreeMap<String, String>,
+    runs: &mut Vec<Row>,
+) -> Result<Vec<MissingCell>, String> {
+    let mut ran = Vec::new();
+    for row in rows {
+        if !expected.contains(&row.cell.as_str()) {
+            return Err(format!("{name}: cell {} is not shard {shard}'s", row.cell));
+        }
+        if let Some(other) = seen.insert(row.cell.clone(), name.to_string()) {
+            return Err(format!(
+                "cell {} is in {other} and in {name}; give each shard once",
+                row.cell
+            ));
+        }
+        ran.push(row.cell.clone());
+        runs.push(row);
+    }
+    Ok(expected
+        .iter()
+        .filter(|c| !ran.iter().any(|r| r == *c))
+        .map(|c| MissingCell {
+            cell: c.to_string(),
+            why: format!("not run by shard {shard} ({name}: interrupted?)"),
+        })
+        .collect())
 }
 
 /// An error when `doc` (from `name`) is not a shard of the matrix of

@@ -161,7 +161,7 @@ fn a_cell_twice_is_refused() {
     let mut edited = shard(1, 2, "pass");
     edited.doc.shard.cells.push("a/1n2c1t".into());
     let e = join(vec![edited]).unwrap_err();
-    assert!(e.contains("its cells are not shard 1/2's"), "{e}");
+    assert!(e.contains("its cells are not those shard 1/2 takes"), "{e}");
 }
 
 #[test]
