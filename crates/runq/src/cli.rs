@@ -56,6 +56,9 @@ pub enum Command {
     /// its worker threads: blocking calls, task code's CPU time (sampled),
     /// run-queue delay and what held the CPU.
     Hud(cmd::hud::HudArgs),
+    /// Work on saved documents: `merge` joins the shards of a
+    /// `runq run --vm-matrix --shard K/N` gauntlet into one verdict.
+    Report(cmd::report::ReportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::CompletionsArgs),
     /// Print the man page (roff) of runq or of one of its commands.

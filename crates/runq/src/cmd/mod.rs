@@ -6,6 +6,7 @@ pub mod completions;
 pub mod ctprof;
 pub mod hud;
 pub mod man;
+pub mod report;
 pub mod run;
 
 use std::process::ExitCode;
@@ -30,6 +31,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ctprof(args) => ctprof::execute(args),
         Command::Collatz(args) => collatz::execute(args),
         Command::Hud(args) => hud::execute(args),
+        Command::Report(args) => report::execute(args),
         Command::Completions(args) => completions::execute(args),
         Command::Man(args) => man::execute(args),
     }

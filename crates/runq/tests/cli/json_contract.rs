@@ -178,3 +178,69 @@ fn listings_match_their_schemas() {
     assert_eq!(scenarios["tool"], "runq run --list-scenarios");
     assert_matches_schema("run-list-scenarios", &scenarios);
 }
+
+/// A shard with no cells of its own runs no VM, so `--vm-matrix --shard`
+/// writes a real document on any host; `runq report merge` of it alone
+/// names the missing shard (exit 3), and with the other shard (its cell
+/// passed; written here, as a VM would) gives one verdict (exit 0). Every
+/// document matches its schema.
+#[test]
+fn vm_matrix_shards_and_their_merge_match_their_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let (empty, full) = (dir.path().join("s2.json"), dir.path().join("s1.json"));
+    let out = runq()
+        .args(["run", "--work-type", "SpinWait", "--duration", "1s"])
+        .args([
+            "--vm-matrix",
+            "--topology",
+            "2n2c2t",
+            "--shard",
+            "2/2",
+            "--json",
+        ])
+        .args(["-o", path_str(&empty)])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let shard: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_matches_schema("run-vm-matrix", &shard);
+    assert_eq!(shard["shard"]["index"], 2);
+    assert_eq!(
+        shard["matrix"]["cells"],
+        serde_json::json!(["SpinWait/2n2c2t"])
+    );
+    assert_eq!(shard["runs"], serde_json::json!([]));
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&empty).unwrap()).unwrap();
+    assert_eq!(saved, shard, "--output holds what --json printed");
+
+    let merge = |files: &[&Path]| {
+        let mut cmd = runq();
+        cmd.args(["report", "merge", "--json"]).args(files);
+        cmd.output().unwrap()
+    };
+    let alone = merge(&[&empty]);
+    assert_eq!(alone.status.code(), Some(3), "{alone:?}");
+    let doc: Value = serde_json::from_slice(&alone.stdout).unwrap();
+    assert_matches_schema("report-merge", &doc);
+    assert_eq!(doc["verdict"], "incomplete");
+    assert_eq!(doc["missing_cells"][0]["cell"], "SpinWait/2n2c2t");
+
+    let mut passed = shard.clone();
+    passed["shard"]["index"] = 1.into();
+    passed["shard"]["cells"] = serde_json::json!(["SpinWait/2n2c2t"]);
+    passed["runs"] = serde_json::json!([{
+        "cell": "SpinWait/2n2c2t", "scenario": "SpinWait", "topology": "2n2c2t",
+        "exit_code": 0, "verdict": "pass", "failed_checks": [], "error": null,
+        "vm": {"accel": "tcg", "topology": "2n2c2t", "cpus": 8, "numa_nodes": 2,
+               "threads_per_core": 2, "memory_mib": 2048, "kernel_image": "/boot/vmlinuz",
+               "boot_ms": 41000, "tcg_threads": "multi"}
+    }]);
+    assert_matches_schema("run-vm-matrix", &passed);
+    std::fs::write(&full, passed.to_string()).unwrap();
+    let both = merge(&[dir.path()]);
+    assert_eq!(both.status.code(), Some(0), "{both:?}");
+    let doc: Value = serde_json::from_slice(&both.stdout).unwrap();
+    assert_matches_schema("report-merge", &doc);
+    assert_eq!(doc["verdict"], "pass");
+    assert_eq!(doc["shards"]["present"], serde_json::json!([1, 2]));
+}

@@ -96,3 +96,105 @@ fn boots_a_small_vm_and_runs_one_second() {
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
     assert_eq!(saved["host"]["vm"], *vm);
 }
+
+#[test]
+fn bad_shards_are_one_line_usage_errors_before_any_boot() {
+    for (args, says) in [
+        (vec!["--vm-matrix", "--shard", "0/3"], "K counts from 1"),
+        (
+            vec!["--vm-matrix", "--shard", "4/3"],
+            "K counts from 1 to N (3)",
+        ),
+        (vec!["--vm-matrix", "--shard", "x"], "give K/N"),
+        (vec!["--shard", "1/3"], "add --vm-matrix"),
+        (vec!["--vm", "--shard", "1/3"], "add --vm-matrix"),
+        (
+            vec!["--vm-matrix", "--topology", "2n2c2t,2n1l2c2t"],
+            "lists 2n2c2t twice",
+        ),
+    ] {
+        let mut all = vec!["run", "--work-type", "SpinWait"];
+        all.extend(&args);
+        let (code, err) = fails(&all);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+    }
+}
+
+#[test]
+fn merge_refuses_what_is_not_a_shard_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("run.json");
+    std::fs::write(&other, r#"{"tool":"runq compare","schema_version":1}"#).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (vec![other.to_str().unwrap()], "not a --vm-matrix shard"),
+        (vec!["/dev/zero"], "character device"),
+        (
+            vec![empty.path().to_str().unwrap()],
+            "no --vm-matrix documents",
+        ),
+    ] {
+        let mut all = vec!["report", "merge"];
+        all.extend(&args);
+        let (code, err) = fails(&all);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+    }
+}
+
+/// Two shards of a two-topology matrix (1n2c1t and 1n1c2t: one VM each,
+/// about a minute each under TCG), each with its own document, merged
+/// into one table and verdict that covers both cells.
+#[test]
+#[ignore = "vm tier: boots two VMs (about two minutes under TCG); needs qemu-system-x86, \
+            virtme-ng and a kernel in /boot (`.ci/run` installs them): cargo test -p runq \
+            --test cli -- --ignored vm::"]
+fn two_shards_of_a_small_matrix_merge_into_one_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut docs = Vec::new();
+    for k in 1..=2 {
+        let doc = dir.path().join(format!("shard-{k}.json"));
+        let out = runq()
+            .args(["run", "--work-type", "SpinWait", "--workers", "2"])
+            .args(["--duration", "1s", "--memory", "1G", "--vm-matrix"])
+            .args(["--topology", "1n2c1t,1n1c2t", "--shard", &format!("{k}/2")])
+            .arg("--output")
+            .arg(&doc)
+            .output()
+            .expect("run runq");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1 | 75)),
+            "shard {k}/2: a verdict, not {:?}: {stderr}",
+            out.status.code()
+        );
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&doc).unwrap()).unwrap();
+        assert_eq!(v["runs"].as_array().unwrap().len(), 1, "one cell each: {v}");
+        docs.push(doc);
+    }
+    let junit = dir.path().join("merged.xml");
+    let out = runq()
+        .args(["report", "merge", "--json", "--junit"])
+        .arg(&junit)
+        .args(&docs)
+        .output()
+        .expect("run runq");
+    let merged: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let cells: Vec<&str> = merged["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cell"].as_str().unwrap())
+        .collect();
+    assert_eq!(cells, ["SpinWait/1n1c2t", "SpinWait/1n2c1t"], "{merged}");
+    assert_eq!(merged["missing_cells"], serde_json::json!([]));
+    assert_eq!(
+        out.status.code(),
+        merged["exit_code"].as_i64().map(|c| c as i32)
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testcase").count(), 2, "{xml}");
+}

@@ -430,7 +430,12 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.vm.wanted()? {
         check_outputs(&args)?;
         let scheduler = scn.scheduler.is_some() || args.sched.scheduler.is_some();
-        return vm::run_in_vm(&args, scn.duration * args.repeat.max(1), scheduler);
+        return vm::run_in_vm(
+            &args,
+            &scn.name,
+            scn.duration * args.repeat.max(1),
+            scheduler,
+        );
     }
     args.sched.apply(&mut scn)?;
     refuse_churn_without_cgroups(&scn, cgroups)?;

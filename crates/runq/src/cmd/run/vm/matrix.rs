@@ -7,94 +7,114 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde::Serialize;
 use serde_json::Value;
 
-use super::{boot_and_run, guest, plan, SharedDir, VmFacts};
+use super::matrix_doc::{matrix_code, render, row_cell, suite, Matrix, MatrixId, Row, ShardPart};
+use super::shard::{Cell, Shard};
+use super::topology::Topology;
+use super::{boot_and_run, guest, plan, SharedDir};
 use crate::exit;
-use crate::junit::{Case, Outcome, Suite};
 use runq_common::safefile::{write_atomic, Replace};
 
 /// The presets of a matrix when `--topology` gives none: one CPU kind at
 /// a time (cores, SMT siblings, NUMA nodes, LLCs), then all together.
 const DEFAULT_MATRIX: &str = "1n2c1t,1n1c2t,2n1c1t,1n2l1c1t,2n2c2t";
 
-/// One topology's outcome.
-#[derive(Debug, Serialize)]
-struct Row {
-    topology: String,
-    /// The guest runq's exit code (absent when the VM did not run it).
-    exit_code: Option<u8>,
-    /// `pass`, `fail`, `interrupted`, or absent.
-    verdict: Option<String>,
-    /// `check[group]` of every failed check.
-    failed_checks: Vec<String>,
-    /// Why there is no verdict (a boot error, a skip, a run error).
-    error: Option<String>,
-    /// The VM, when it booted.
-    vm: Option<VmFacts>,
+/// The matrix's cells, in `--topology`'s order: the scenario on each
+/// preset (named in its normal spelling); a preset listed twice is a
+/// usage error.
+fn cells(scenario: &str, list: &str) -> anyhow::Result<Vec<(Cell, String)>> {
+    let mut out: Vec<(Cell, String)> = Vec::new();
+    for preset in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let topo = Topology::parse(preset).map_err(|e| exit::usage(format!("--topology: {e}")))?;
+        let cell = Cell {
+            scenario: scenario.to_string(),
+            topology: topo.to_string(),
+            kernel: None,
+        };
+        if out.iter().any(|(c, _)| *c == cell) {
+            return Err(exit::usage(format!(
+                "--topology lists {} twice; name each topology once",
+                cell.topology
+            )));
+        }
+        out.push((cell, preset.to_string()));
+    }
+    Ok(out)
 }
 
-/// `runq run --vm-matrix --json`: every topology's outcome.
-#[derive(Debug, Serialize)]
-struct Matrix {
-    runs: Vec<Row>,
-}
-
-impl runq_common::json::JsonDocument for Matrix {
-    const TOOL: &'static str = "runq run --vm-matrix";
-    const SCHEMA_VERSION: u32 = 1;
-}
-
-/// Runs the matrix and prints its summary.
+/// Runs the matrix's cells of `--shard` (all without it) and prints
+/// their summary.
 pub(super) fn run_matrix(
     args: &super::super::RunArgs,
+    scenario: &str,
     run_for: Duration,
     scheduler: bool,
 ) -> anyhow::Result<ExitCode> {
+    let shard = args.vm.shard()?;
     let list = args.vm.topology.as_deref().unwrap_or(DEFAULT_MATRIX);
-    let presets: Vec<&str> = list
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
+    let all = cells(scenario, list)?;
+    let ids: Vec<String> = all.iter().map(|(c, _)| c.id()).collect();
+    let picked: Vec<String> = shard
+        .select(ids.iter().map(String::as_str))
+        .into_iter()
+        .map(String::from)
         .collect();
-    let plans = presets
-        .iter()
-        .map(|p| plan(args, p, scheduler))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut plans = Vec::new();
+    for (cell, preset) in &all {
+        if picked.contains(&cell.id()) {
+            plans.push((cell, plan(args, preset, scheduler)?));
+        }
+    }
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let host_args: Vec<String> = std::env::args().skip(1).collect();
     let t0 = Instant::now();
     let mut rows = Vec::new();
-    for (preset, plan) in presets.iter().zip(&plans) {
+    for (cell, plan) in &plans {
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
         let dir = SharedDir::create()?;
         let args_in = matrix_guest_args(&host_args, &dir.0);
-        let row = match boot_and_run(args, plan, &args_in, dir, run_for, interrupt) {
-            Ok(run) => row_of(preset, &run),
-            Err(e) => Row {
-                topology: preset.to_string(),
-                exit_code: None,
-                verdict: None,
-                failed_checks: Vec::new(),
-                error: Some(e.to_string()),
-                vm: None,
-            },
-        };
+        let mut row = empty_row(cell);
+        match boot_and_run(args, plan, &args_in, dir, run_for, interrupt) {
+            Ok(run) => fill_row(&mut row, &run),
+            Err(e) => row.error = Some(e.to_string()),
+        }
         if !args.json {
-            crate::errln!(
-                "runq: vm-matrix: {} done ({})",
-                row.topology,
-                row_cell(&row)
-            );
+            crate::errln!("runq: vm-matrix: {} done ({})", row.cell, row_cell(&row));
         }
         rows.push(row);
     }
-    let doc = Matrix { runs: rows };
-    let text = runq_common::json::to_pretty(&doc)?;
-    let rows = doc.runs;
+    let mut sorted_ids = ids;
+    sorted_ids.sort();
+    let doc = Matrix {
+        matrix: MatrixId {
+            cells: sorted_ids,
+            args: matrix_args(&host_args),
+        },
+        shard: ShardPart {
+            index: shard.index,
+            count: shard.count,
+            cells: picked,
+        },
+        runs: rows,
+    };
+    print_matrix(args, &doc, shard, t0.elapsed())?;
+    if interrupt.load(Ordering::Relaxed) {
+        return Err(exit::interrupted("interrupted; the VM was stopped"));
+    }
+    Ok(ExitCode::from(matrix_code(&doc.runs, 0)))
+}
+
+/// Prints the document or its table and writes `--output` and `--junit`.
+fn print_matrix(
+    args: &super::super::RunArgs,
+    doc: &Matrix,
+    shard: Shard,
+    took: Duration,
+) -> anyhow::Result<()> {
+    let text = runq_common::json::to_pretty(doc)?;
     if let Some(path) = &args.output {
         let bytes = format!("{text}\n");
         write_atomic(path, bytes.as_bytes(), Replace::OwnFile)
@@ -103,15 +123,47 @@ pub(super) fn run_matrix(
     if args.json {
         crate::outln!("{text}");
     } else {
-        crate::out!("{}", render(&rows));
+        if shard != Shard::WHOLE {
+            crate::outln!(
+                "shard {shard}: {} of the matrix's {} cells",
+                doc.shard.cells.len(),
+                doc.matrix.cells.len()
+            );
+        }
+        crate::out!("{}", render(&doc.runs, &[]));
     }
     if let Some(path) = &args.junit {
-        crate::junit::write(&suite(&rows, t0.elapsed()), path)?;
+        let name = match shard {
+            Shard::WHOLE => "runq run --vm-matrix".to_string(),
+            s => format!("runq run --vm-matrix --shard {s}"),
+        };
+        crate::junit::write(&suite(name, &doc.runs, &[], took), path)?;
     }
-    if interrupt.load(Ordering::Relaxed) {
-        return Err(exit::interrupted("interrupted; the VM was stopped"));
+    Ok(())
+}
+
+/// The arguments that make a matrix (`matrix.args`): runq's less the
+/// shard, the outputs and the flags that only change what is printed.
+fn matrix_args(host: &[String]) -> Vec<String> {
+    const VALUED: [&str; 5] = ["--shard", "--output", "-o", "--junit", "--color"];
+    let mut out = Vec::new();
+    let mut it = host.iter();
+    while let Some(a) = it.next() {
+        let flag = a.split_once('=').map_or(a.as_str(), |(f, _)| f);
+        if VALUED.contains(&flag) {
+            if !a.contains('=') {
+                it.next();
+            }
+        } else if a == "--json"
+            || a == "--verbose"
+            || (a.starts_with("-v") && a[1..].chars().all(|c| c == 'v'))
+            || (a.starts_with("-o") && a.len() > 2)
+        {
+        } else {
+            out.push(a.clone());
+        }
     }
-    Ok(ExitCode::from(matrix_code(&rows)))
+    out
 }
 
 /// The guest's arguments in a matrix: the host's less the VM flags and
@@ -133,21 +185,28 @@ fn matrix_guest_args(host: &[String], dir: &std::path::Path) -> Vec<String> {
     out
 }
 
-/// A row from a guest run.
-fn row_of(preset: &str, run: &super::GuestRun) -> Row {
-    let mut row = Row {
-        topology: preset.to_string(),
+/// A cell's row before its run.
+fn empty_row(cell: &Cell) -> Row {
+    Row {
+        cell: cell.id(),
+        scenario: cell.scenario.clone(),
+        topology: cell.topology.clone(),
         exit_code: None,
         verdict: None,
         failed_checks: Vec::new(),
         error: None,
-        vm: Some(run.facts.clone()),
-    };
+        vm: None,
+    }
+}
+
+/// Fills a row from a guest run.
+fn fill_row(row: &mut Row, run: &super::GuestRun) {
+    row.vm = serde_json::to_value(&run.facts).ok();
     match run.rc() {
         Ok(rc) => row.exit_code = Some(rc),
         Err(e) => {
             row.error = Some(e.to_string());
-            return row;
+            return;
         }
     }
     let stdout = run.read("stdout").unwrap_or_default();
@@ -173,122 +232,50 @@ fn row_of(preset: &str, run: &super::GuestRun) -> Row {
             row.error = Some(err.lines().last().unwrap_or("no report").to_string());
         }
     }
-    row
-}
-
-/// The verdict cell of a row.
-fn row_cell(row: &Row) -> String {
-    match (&row.verdict, &row.error) {
-        (Some(v), _) => v.to_uppercase(),
-        (None, Some(_)) if row.exit_code == Some(exit::NO_PRIVILEGE) => "SKIP".into(),
-        _ => "ERROR".into(),
-    }
-}
-
-/// The summary table.
-fn render(rows: &[Row]) -> String {
-    let mut out = format!(
-        "{:<10} {:<5} {:>7}  {:<7} {}\n",
-        "topology", "accel", "boot", "verdict", "failed checks / why"
-    );
-    for r in rows {
-        let accel = r.vm.as_ref().map_or("-", |v| v.accel);
-        let boot = r.vm.as_ref().map_or("-".to_string(), |v| {
-            format!("{:.1}s", v.boot_ms as f64 / 1000.0)
-        });
-        let why = match &r.error {
-            Some(e) => e.clone(),
-            None if r.failed_checks.is_empty() => "-".into(),
-            None => r.failed_checks.join(" "),
-        };
-        out += &format!(
-            "{:<10} {:<5} {:>7}  {:<7} {}\n",
-            r.topology,
-            accel,
-            boot,
-            row_cell(r),
-            why
-        );
-    }
-    out
-}
-
-/// One testcase per topology.
-fn suite(rows: &[Row], took: Duration) -> Suite {
-    let cases = rows
-        .iter()
-        .map(|r| {
-            let outcome = match row_cell(r).as_str() {
-                "PASS" => Outcome::Pass,
-                "SKIP" => Outcome::Skipped(r.error.clone().unwrap_or_default()),
-                _ => Outcome::Failure {
-                    message: r.error.clone().unwrap_or_else(|| r.failed_checks.join(" ")),
-                    detail: r.failed_checks.join("\n"),
-                },
-            };
-            Case {
-                class: "vm-matrix".into(),
-                name: r.topology.clone(),
-                outcome,
-                output: r
-                    .vm
-                    .as_ref()
-                    .map(|v| format!("{} boot {} ms", v.accel, v.boot_ms))
-                    .unwrap_or_default(),
-            }
-        })
-        .collect();
-    Suite {
-        name: "runq run --vm-matrix".into(),
-        time_s: took.as_secs_f64(),
-        cases,
-    }
-}
-
-/// 3 when any topology had no verdict (not a skip), else 1 when any
-/// failed, 77 when all were skipped, else 0.
-fn matrix_code(rows: &[Row]) -> u8 {
-    let cells: Vec<String> = rows.iter().map(row_cell).collect();
-    if cells.iter().any(|c| c == "ERROR" || c == "INTERRUPTED") {
-        exit::RUN_ERROR
-    } else if cells.iter().any(|c| c == "FAIL") {
-        exit::CHECK_FAILED
-    } else if !cells.is_empty() && cells.iter().all(|c| c == "SKIP") {
-        exit::NO_PRIVILEGE
-    } else {
-        0
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::matrix_doc::tests::row;
+    use super::super::VmFacts;
     use super::*;
 
-    fn row(verdict: Option<&str>, rc: Option<u8>, error: Option<&str>) -> Row {
-        Row {
-            topology: "2n2c2t".into(),
-            exit_code: rc,
-            verdict: verdict.map(String::from),
-            failed_checks: Vec::new(),
-            error: error.map(String::from),
-            vm: None,
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(String::from).collect()
+    }
+
+    /// A two-cell matrix's shard 2 of 2.
+    fn doc(runs: Vec<Row>) -> Matrix {
+        Matrix {
+            matrix: MatrixId {
+                cells: vec!["steady/1n2c1t".into(), "steady/2n2c2t".into()],
+                args: words("run steady --vm-matrix --topology 1n2c1t,2n2c2t"),
+            },
+            shard: ShardPart {
+                index: 2,
+                count: 2,
+                cells: vec!["steady/2n2c2t".into()],
+            },
+            runs,
         }
     }
 
     #[test]
-    fn the_document_carries_its_envelope() {
-        let doc = Matrix {
-            runs: vec![row(Some("pass"), Some(0), None)],
-        };
-        let v: serde_json::Value =
-            serde_json::from_str(&runq_common::json::to_pretty(&doc).unwrap()).unwrap();
+    fn the_document_carries_its_envelope_and_shard() {
+        let v: Value = serde_json::from_str(
+            &runq_common::json::to_pretty(&doc(vec![row(Some("pass"), Some(0), None)])).unwrap(),
+        )
+        .unwrap();
         assert_eq!(v["tool"], "runq run --vm-matrix");
         assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["shard"]["index"], 2);
+        assert_eq!(v["shard"]["count"], 2);
+        assert_eq!(v["runs"][0]["cell"], "steady/2n2c2t");
         assert_eq!(v["runs"][0]["topology"], "2n2c2t");
     }
 
-    /// A matrix of a passed, a failed, a skipped and an unbooted
-    /// topology matches `schemas/run-vm-matrix.schema.json`.
+    /// A shard of a passed, a failed, a skipped and an unbooted cell
+    /// matches `schemas/run-vm-matrix.schema.json`.
     #[test]
     fn the_document_matches_its_schema() {
         let vm = |kvm_failed: Option<&str>| VmFacts {
@@ -306,52 +293,27 @@ mod tests {
         };
         let mut failed = row(Some("fail"), Some(1), None);
         failed.failed_checks = vec!["max_gap_ms[g]".into()];
-        failed.vm = Some(vm(Some("KVM_CREATE_VM: permission denied")));
+        failed.vm = serde_json::to_value(vm(Some("KVM_CREATE_VM: permission denied"))).ok();
         let mut passed = row(Some("pass"), Some(0), None);
-        passed.vm = Some(vm(None));
-        let doc = Matrix {
-            runs: vec![
-                passed,
-                failed,
-                row(None, Some(77), Some("skipped: no SMT")),
-                row(None, None, Some("did not boot")),
-            ],
-        };
-        let v: serde_json::Value =
-            serde_json::from_str(&runq_common::json::to_pretty(&doc).unwrap()).unwrap();
+        passed.vm = serde_json::to_value(vm(None)).ok();
+        let doc = doc(vec![
+            passed,
+            failed,
+            row(None, Some(77), Some("skipped: no SMT")),
+            row(None, None, Some("did not boot")),
+        ]);
+        let v: Value = serde_json::from_str(&runq_common::json::to_pretty(&doc).unwrap()).unwrap();
         runq_testkit::assert_matches_schema("run-vm-matrix", &v);
-    }
-
-    #[test]
-    fn matrix_exit_codes() {
-        assert_eq!(matrix_code(&[row(Some("pass"), Some(0), None)]), 0);
-        assert_eq!(
-            matrix_code(&[
-                row(Some("pass"), Some(0), None),
-                row(Some("fail"), Some(1), None)
-            ]),
-            1
-        );
-        assert_eq!(
-            matrix_code(&[row(None, Some(77), Some("skipped: no SMT"))]),
-            77
-        );
-        assert_eq!(
-            matrix_code(&[
-                row(Some("fail"), Some(1), None),
-                row(None, None, Some("did not boot"))
-            ]),
-            3
-        );
+        let back: Matrix = serde_json::from_value(v).expect("merge reads what run writes");
+        assert_eq!(back.runs.len(), 4);
+        assert_eq!(back.shard, doc.shard);
     }
 
     #[test]
     fn the_matrix_reads_json_and_keeps_its_own_outputs() {
-        let host: Vec<String> =
-            "run steady --vm-matrix --topology 1n2c1t,2n2c2t -o m.json --junit j.xml"
-                .split_whitespace()
-                .map(String::from)
-                .collect();
+        let host = words(
+            "run steady --vm-matrix --topology 1n2c1t,2n2c2t --shard 1/2 -o m.json --junit j.xml",
+        );
         assert_eq!(
             matrix_guest_args(&host, std::path::Path::new("/tmp/d")),
             ["run", "steady", "--json"]
@@ -359,18 +321,27 @@ mod tests {
     }
 
     #[test]
-    fn one_testcase_per_topology() {
-        let s = suite(
-            &[
-                row(Some("pass"), Some(0), None),
-                row(None, None, Some("did not boot")),
-            ],
-            Duration::from_secs(1),
-        );
-        assert_eq!(s.cases.len(), 2);
-        assert_eq!(s.cases[0].outcome, Outcome::Pass);
-        assert!(
-            matches!(&s.cases[1].outcome, Outcome::Failure { message, .. } if message == "did not boot")
+    fn the_matrix_is_its_arguments_less_shard_and_outputs() {
+        let a = words("run steady --vm-matrix --shard 1/4 -o a.json --junit a.xml --json");
+        let b = words("-vv run steady --vm-matrix --shard=3/4 --output=b.json -ob2 --color never");
+        assert_eq!(matrix_args(&a), words("run steady --vm-matrix"));
+        assert_eq!(matrix_args(&b), matrix_args(&a));
+        let c = words("run steady --vm-matrix --duration 2s --shard 1/4");
+        assert_ne!(matrix_args(&c), matrix_args(&a));
+    }
+
+    #[test]
+    fn cells_are_named_in_normal_spelling_and_listed_once() {
+        let c = cells("steady", "4c, 2n1l2c2t,,1n2l1c1t").unwrap();
+        let ids: Vec<String> = c.iter().map(|(c, _)| c.id()).collect();
+        assert_eq!(ids, ["steady/1n4c1t", "steady/2n2c2t", "steady/1n2l1c1t"]);
+        assert_eq!(c[1].1, "2n1l2c2t", "the preset as given boots the VM");
+        let e = cells("steady", "2n2c2t,2n1l2c2t").unwrap_err().to_string();
+        assert!(e.contains("lists 2n2c2t twice"), "{e}");
+        assert_eq!(
+            cells("steady", DEFAULT_MATRIX).unwrap().len(),
+            5,
+            "the default matrix"
         );
     }
 }

@@ -6,6 +6,8 @@
 mod guest;
 mod launch;
 mod matrix;
+pub mod matrix_doc;
+pub mod shard;
 pub mod topology;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +46,11 @@ pub struct VmArgs {
     /// topology, verdict, failed checks; --junit gets one testcase each
     #[arg(long)]
     pub vm_matrix: bool,
+    /// Run only shard K of N of --vm-matrix's cells (K from 1 to N), so N
+    /// CI jobs cover the matrix once between them; `runq report merge`
+    /// joins their JSON documents into one table and verdict
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
     /// The VM's memory (split evenly over its NUMA nodes): 2G, 512M
     #[arg(long, value_name = "SIZE", default_value = "2G")]
     pub memory: String,
@@ -117,7 +124,24 @@ impl VmArgs {
                 "--kernel and --topology shape a VM: add --vm (or --vm-matrix)",
             ));
         }
+        if let Some(text) = &self.shard {
+            if !self.vm_matrix {
+                return Err(exit::usage(format!(
+                    "--shard {text} splits the cells of a matrix: add --vm-matrix"
+                )));
+            }
+            shard::Shard::parse(text).map_err(exit::usage)?;
+        }
         Ok(wanted)
+    }
+
+    /// The shard to run (`--shard`, already checked by [`VmArgs::wanted`]),
+    /// or the whole matrix.
+    pub fn shard(&self) -> anyhow::Result<shard::Shard> {
+        match &self.shard {
+            Some(text) => shard::Shard::parse(text).map_err(exit::usage),
+            None => Ok(shard::Shard::WHOLE),
+        }
     }
 }
 
@@ -180,14 +204,16 @@ fn plan(args: &super::RunArgs, preset: &str, scheduler: bool) -> anyhow::Result<
 }
 
 /// Runs the whole `runq run` inside a VM and brings its results out;
-/// `scheduler` when the run starts a scheduler under test.
+/// `scenario` names the scenario (a matrix's cells), `scheduler` when the
+/// run starts a scheduler under test.
 pub fn run_in_vm(
     args: &super::RunArgs,
+    scenario: &str,
     run_for: Duration,
     scheduler: bool,
 ) -> anyhow::Result<ExitCode> {
     if args.vm.vm_matrix {
-        return matrix::run_matrix(args, run_for, scheduler);
+        return matrix::run_matrix(args, scenario, run_for, scheduler);
     }
     let preset = args.vm.topology.as_deref().unwrap_or(DEFAULT_TOPOLOGY);
     let plan = plan(args, preset, scheduler)?;
