@@ -33,6 +33,7 @@ mod spin;
 mod stop;
 mod summary;
 mod telemetry;
+mod wake_stamp;
 pub mod worktype;
 
 pub use capacity::DEFAULT_WORKERS_PER_CPU;

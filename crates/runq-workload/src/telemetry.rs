@@ -130,6 +130,33 @@ impl Telemetry {
         self.wake_end_ns = now;
     }
 
+    /// Records the wake latency of a wakee woken by a waker that stamped
+    /// `stamp` just before its wake call (see [`crate::wake_stamp`]): from
+    /// the stamp to now, reading the clock once (that reading also ends
+    /// the iteration, as in [`Self::record_wake_since`]). No stamp (0): no
+    /// sample.
+    #[inline]
+    pub fn record_wake_stamped(&mut self, stamp: u64) {
+        let now = now_ns();
+        if let Some(ns) = crate::wake_stamp::wake_latency_ns(stamp, now) {
+            self.wakes.record(ns);
+        }
+        self.wake_end_ns = now;
+    }
+
+    /// Records the wake latency of a blocking call (a pipe read, a
+    /// `waitpid`) that began at `wait_start` for an event its waker
+    /// stamped `stamp`; a call that found its event already there records
+    /// nothing (see [`crate::wake_stamp::waited_wake_latency_ns`]).
+    #[inline]
+    pub fn record_wake_if_waited(&mut self, wait_start: u64, stamp: u64) {
+        let now = now_ns();
+        if let Some(ns) = crate::wake_stamp::waited_wake_latency_ns(wait_start, stamp, now) {
+            self.wakes.record(ns);
+        }
+        self.wake_end_ns = now;
+    }
+
     /// Publishes the counters to `slot` after every iteration (see
     /// [`crate::progress`]).
     pub fn publish_to(&mut self, slot: ProgressSlot) {

@@ -306,8 +306,7 @@ impl PreparedWork for Group {
     fn worker(&mut self, _idx: usize) -> io::Result<Box<dyn WorkerBody>> {
         // The arrival clock's accuracy, not the default 50 µs of timer
         // slack, should bound how late an arrival is taken.
-        // SAFETY: prctl on the calling thread with an integer argument.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        super::fine_timer_slack();
         Ok(Box::new(Body {
             clock: self.clock.clone(),
             arrivals: Arrivals {

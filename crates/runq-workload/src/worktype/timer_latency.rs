@@ -123,8 +123,7 @@ pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
     independent(move |_| {
         // Like cyclictest: measure the timer, not the default 50 µs of
         // timer slack a SCHED_OTHER thread gets.
-        // SAFETY: prctl on the calling thread with an integer argument.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        super::fine_timer_slack();
         if mlock {
             lock_memory_as_touched();
         }
