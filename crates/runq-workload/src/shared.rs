@@ -90,12 +90,12 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: u64) -> bool {
     rc == 0
 }
 
-/// `FUTEX_WAKE` up to `count` waiters on a process-shared word.
-pub fn futex_wake(word: &AtomicU32, count: i32) {
+/// `FUTEX_WAKE` up to `count` waiters on a process-shared word; returns
+/// how many it woke (0 on error).
+pub fn futex_wake(word: &AtomicU32, count: i32) -> u32 {
     // SAFETY: word points to a live u32.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, count);
-    }
+    let woke = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, count) };
+    u32::try_from(woke).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -45,6 +45,42 @@ impl<'a> WakeStamp<'a> {
     pub fn read(&self) -> u64 {
         self.0.load(Ordering::Acquire)
     }
+
+    /// The waker's side where several wakes can be pending at once (a
+    /// lock's waiters, woken one per unlock while others come and go):
+    /// stamps now unless an earlier wake's stamp is still unclaimed, so a
+    /// later unlock never makes a waiter's wait look shorter. Returns the
+    /// stamp left, or 0; pass it to [`Self::withdraw`] if the wake woke
+    /// no one.
+    #[inline(always)]
+    pub fn mark_pending(&self) -> u64 {
+        let now = now_ns();
+        match self
+            .0
+            .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => now,
+            Err(_) => 0,
+        }
+    }
+
+    /// Takes back stamp `stamp` (from [`Self::mark_pending`]) when its
+    /// wake woke no one, unless a wakee claimed it already.
+    #[inline(always)]
+    pub fn withdraw(&self, stamp: u64) {
+        if stamp != 0 {
+            let _ = self
+                .0
+                .compare_exchange(stamp, 0, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+
+    /// The wakee's side of [`Self::mark_pending`]: takes the pending
+    /// stamp (0: none), leaving the slot free for the next wake.
+    #[inline(always)]
+    pub fn claim(&self) -> u64 {
+        self.0.swap(0, Ordering::AcqRel)
+    }
 }
 
 /// The wake latency of a wakee that resumed at `resumed_ns` after a wake
@@ -112,6 +148,23 @@ mod tests {
     fn overshoot_is_time_past_the_request() {
         assert_eq!(overshoot_ns(1_000, 1_000 + 100_000 + 2_500, 100_000), 2_500);
         assert_eq!(overshoot_ns(1_000, 50_000, 100_000), 0);
+    }
+
+    #[test]
+    fn a_pending_stamp_is_kept_until_claimed_and_withdrawn_when_no_one_woke() {
+        let word = AtomicU64::new(0);
+        let s = WakeStamp::new(&word);
+        let first = s.mark_pending();
+        assert!(first > 0);
+        // A second unlock while the first wakee has not run: the older
+        // stamp stays, so that wakee's latency is not cut short.
+        assert_eq!(s.mark_pending(), 0);
+        assert_eq!(s.claim(), first);
+        assert_eq!(s.claim(), 0, "claimed once");
+        // A wake that woke no one takes its stamp back.
+        let lonely = s.mark_pending();
+        s.withdraw(lonely);
+        assert_eq!(s.read(), 0);
     }
 
     #[test]

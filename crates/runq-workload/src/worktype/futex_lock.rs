@@ -72,8 +72,10 @@ impl<'a> FutexLock<'a> {
             self.unlock_pi();
         } else if self.word.fetch_sub(1, Ordering::Release) != 1 {
             self.word.store(0, Ordering::Release);
-            self.stamp.mark();
-            crate::shared::futex_wake(self.word, 1);
+            let stamp = self.stamp.mark_pending();
+            if crate::shared::futex_wake(self.word, 1) == 0 {
+                self.stamp.withdraw(stamp);
+            }
         }
     }
 
@@ -89,17 +91,19 @@ impl<'a> FutexLock<'a> {
         if c != 2 {
             c = self.word.swap(2, Ordering::Acquire);
         }
-        let mut woken = false;
+        let mut wake_stamp = None;
         while c != 0 {
             if stop_requested() {
                 return None;
             }
-            woken = futex_wait(self.word, 2, WAIT_SLICE_NS);
+            // Every wake claims its stamp; the one that ended in ownership
+            // is the sample.
+            wake_stamp = futex_wait(self.word, 2, WAIT_SLICE_NS).then(|| self.stamp.claim());
             c = self.word.swap(2, Ordering::Acquire);
         }
         Some(Acquired {
             waited_ns: now_ns().saturating_sub(t0),
-            wake_stamp: woken.then(|| self.stamp.read()),
+            wake_stamp: wake_stamp.filter(|&s| s != 0),
         })
     }
 
@@ -121,7 +125,7 @@ impl<'a> FutexLock<'a> {
                 // The kernel handed the lock over on the owner's unlock.
                 return Some(Acquired {
                     waited_ns: now_ns().saturating_sub(t0),
-                    wake_stamp: Some(self.stamp.read()),
+                    wake_stamp: Some(self.stamp.claim()).filter(|&s| s != 0),
                 });
             }
         }
@@ -135,7 +139,7 @@ impl<'a> FutexLock<'a> {
             .is_err()
         {
             // Waiters are queued in the kernel: let it hand the lock over.
-            self.stamp.mark();
+            self.stamp.mark_pending();
             // SAFETY: the word is a live u32 owned by this thread.
             unsafe { libc::syscall(libc::SYS_futex, self.word.as_ptr(), libc::FUTEX_UNLOCK_PI) };
         }
