@@ -8,6 +8,7 @@
 //! comparing two documents and their text are runq-results', which
 //! depends on this crate, never the reverse.
 
+mod alarm;
 mod capacity;
 pub mod catalog;
 mod checks;

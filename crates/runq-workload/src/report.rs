@@ -50,7 +50,7 @@ impl std::fmt::Display for WorkerExitInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WorkerExitInfo::Exited(code) => write!(f, "exited with status {code}"),
-            WorkerExitInfo::Signaled(sig) => match crate::scheduler::signal_name(*sig) {
+            WorkerExitInfo::Signaled(sig) => match signal_name(*sig) {
                 Some(name) => write!(f, "killed by {name}"),
                 None => write!(f, "killed by signal {sig}"),
             },
@@ -178,6 +178,27 @@ impl WorkerReport {
             ..Default::default()
         }
     }
+}
+
+/// The name of signal `sig` among those a worker or a scheduler commonly
+/// dies of, or `None`.
+pub(crate) fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

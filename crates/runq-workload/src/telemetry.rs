@@ -11,11 +11,11 @@ use std::collections::BTreeSet;
 
 use runq_kernel::schedstat::{read_own_schedstat, Schedstat};
 
+use crate::alarm::{freeze_recording, Freeze, Watchdog};
 use crate::gap::GapMeter;
 use crate::progress::ProgressSlot;
 use crate::report::{Migration, WatchdogFiring, WorkerReport, MAX_WAKE_SAMPLES};
 use crate::reservoir::Reservoir;
-use crate::spawn::{Freeze, Watchdog};
 use crate::stop::stop_requested;
 use runq_kernel::clock::fast::now_ns;
 use runq_kernel::clock::{current_cpu, monotonic_ns, thread_cpu_ns};
@@ -409,15 +409,6 @@ impl Telemetry {
             watchdog: self.watchdog_fired,
         }
     }
-}
-
-/// Stops the recorder's tracing (`0` into its `tracing_on`): the buffer
-/// keeps what it holds now.
-pub(crate) fn freeze_recording(f: Freeze) {
-    // SAFETY: pwrite(2) of one byte from a static buffer to a descriptor
-    // the parent opened for this before the fork; an error (the recorder
-    // gone) only means nothing is frozen.
-    unsafe { libc::pwrite(f.tracing_on_fd, b"0".as_ptr().cast(), 1, 0) };
 }
 
 #[cfg(test)]
