@@ -233,8 +233,9 @@ impl WorkerBody for Receiver {
     }
 }
 
-/// Two input matrices and an output, multiplied naively.
-struct Matrices {
+/// Two input matrices and an output, multiplied naively (FanOutCompute's
+/// receivers, Schbench's workers).
+pub(super) struct Matrices {
     size: usize,
     a: Vec<f64>,
     b: Vec<f64>,
@@ -242,7 +243,8 @@ struct Matrices {
 }
 
 impl Matrices {
-    fn new(size: usize) -> Self {
+    /// `size` x `size` matrices (at least 1 x 1).
+    pub(super) fn new(size: usize) -> Self {
         let n = size.max(1);
         let fill = |k: usize| (0..n * n).map(|i| ((i * k) % 17) as f64 * 0.25).collect();
         Matrices {
@@ -257,7 +259,7 @@ impl Matrices {
     /// in chunks of about [`CHUNK_UNITS`] multiply-adds, so a stop is seen
     /// within ms even for 1024 x 1024 matrices; a product cut short by the
     /// stop is not counted.
-    fn multiply_ops(&mut self, ops: u64, tel: &mut Telemetry) -> u64 {
+    pub(super) fn multiply_ops(&mut self, ops: u64, tel: &mut Telemetry) -> u64 {
         let n = self.size as u64;
         let rows_per_chunk = (CHUNK_UNITS / (n * n)).max(1);
         let mut row = 0u64;
