@@ -64,6 +64,11 @@ impl std::fmt::Display for WorkerExitInfo {
     }
 }
 
+/// Serde's test for counters left out when zero.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Per-worker telemetry, produced by the worker at the end of its loop.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -95,11 +100,11 @@ pub struct WorkerReport {
     /// What `max_gap_ms` was measured from.
     #[serde(default)]
     pub max_gap_source: crate::gap::GapSource,
-    /// Reservoir sample of wake (resume) latencies, in ns: the time across
-    /// the blocking call (read, futex wait, fdatasync, yield), except for
-    /// sleeps (Bursty, IdleChurn, Sequence's Sleep phase), which record
-    /// their overshoot past the requested sleep, and the fan-out types,
-    /// which measure from the messenger's timestamp.
+    /// Reservoir sample of the type's latency figure, in ns; what it
+    /// measures is the type's `WakeFigure`: for the types that block on a
+    /// partner a wake-up latency, from the waker's stamp just before its
+    /// wake call to running again (see `crate::wake_stamp`); for planned
+    /// sleeps their overshoot; for yields and I/O the time across the call.
     pub resume_latencies_ns: Vec<u64>,
     /// Every wake latency observed, including those the reservoir dropped.
     pub wake_sample_total: u64,
@@ -107,6 +112,14 @@ pub struct WorkerReport {
     pub iteration_costs_ns: Vec<u64>,
     /// Every iteration cost observed.
     pub iteration_cost_sample_total: u64,
+    /// Reservoir sample of request latencies, ns (Schbench: from the
+    /// worker's wake to its request's end, think time included); empty
+    /// for the other types.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub request_latencies_ns: Vec<u64>,
+    /// Every request latency observed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub request_sample_total: u64,
     /// Outer-loop iterations.
     pub iterations: u64,
     /// schedstat field 2 delta: time runnable but waiting, ns.

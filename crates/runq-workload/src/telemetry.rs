@@ -74,6 +74,8 @@ pub struct Telemetry {
     watchdog: Option<Watchdog>,
     watchdog_fired: Option<WatchdogFiring>,
     freeze: Option<Freeze>,
+    /// Request latencies (Schbench), made on the first one.
+    requests: Option<Reservoir>,
 }
 
 impl Telemetry {
@@ -109,6 +111,7 @@ impl Telemetry {
             wakes: Reservoir::new(MAX_WAKE_SAMPLES, seed),
             costs: Reservoir::new(MAX_WAKE_SAMPLES, seed.rotate_left(17)),
             wake_end_ns: 0,
+            requests: None,
         }
     }
 
@@ -155,6 +158,16 @@ impl Telemetry {
             self.wakes.record(ns);
         }
         self.wake_end_ns = now;
+    }
+
+    /// Records one request latency in ns (Schbench: from the worker's
+    /// wake to its request's end, think time included, as schbench's
+    /// request latency). The reservoir is made on the first one.
+    pub fn record_request(&mut self, latency_ns: u64) {
+        let seed = self.start_ns.rotate_left(31);
+        self.requests
+            .get_or_insert_with(|| Reservoir::new(MAX_WAKE_SAMPLES, seed))
+            .record(latency_ns);
     }
 
     /// Publishes the counters to `slot` after every iteration (see
@@ -372,6 +385,8 @@ impl Telemetry {
         let gap = self.gaps.finish(now_ns());
         let (resume_latencies_ns, wake_sample_total) = self.wakes.into_parts();
         let (iteration_costs_ns, iteration_cost_sample_total) = self.costs.into_parts();
+        let (request_latencies_ns, request_sample_total) =
+            self.requests.map(Reservoir::into_parts).unwrap_or_default();
         WorkerReport {
             tid: runq_kernel::clock::gettid(),
             work_units: self.work_units,
@@ -389,6 +404,8 @@ impl Telemetry {
             wake_sample_total,
             iteration_costs_ns,
             iteration_cost_sample_total,
+            request_latencies_ns,
+            request_sample_total,
             iterations: self.iterations,
             schedstat_run_delay_ns: sched.run_delay_ns,
             schedstat_run_count: sched.run_count,

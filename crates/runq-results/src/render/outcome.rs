@@ -87,6 +87,18 @@ fn render_wake_legend(out: &mut String, o: &RunOutcome) {
             let _ = writeln!(out, "* {}: {}: {note}", g.name, g.wake_figure.label());
         }
     }
+    for g in &o.groups {
+        if let (Some(p50), Some(p99)) = (g.request_p50_ns, g.request_p99_ns) {
+            let _ = writeln!(
+                out,
+                "{}: request latency p50 {} p99 {} (from a worker's wake to its request's end, \
+                 think time included, as schbench's)",
+                g.name,
+                fmt_ns(p50),
+                fmt_ns(p99)
+            );
+        }
+    }
 }
 
 /// The report printed after a run (`color`: ANSI colours).

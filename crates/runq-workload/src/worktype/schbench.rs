@@ -14,7 +14,9 @@
 //! again (see [`crate::wake_stamp`]), for every answer as schbench counts
 //! it, also one that came before the worker went to sleep (the other wake
 //! types count only waits a wake ended). A request is one work unit, so
-//! work/s is schbench's RPS.
+//! work/s is schbench's RPS; its request latency, from the wake to the
+//! end of the work (think time included, as schbench's), is the report's
+//! `request_latencies_ns` and the group's `request_p50_ns`/`request_p99_ns`.
 
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -28,6 +30,7 @@ use crate::shared::{futex_wait, futex_wake, SharedRegion};
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
 use crate::wake_stamp::WakeStamp;
+use runq_kernel::clock::fast::now_ns;
 
 /// Schbench parameters, named after schbench's options.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -240,6 +243,7 @@ impl WorkerBody for Worker {
         // As schbench does: every answer is a sample, whether the wait
         // slept or the answer came first.
         tel.record_wake_stamped(WakeStamp::new(self.region.atomic_u64(self.me + 8)).read());
+        let request_start = now_ns();
         if !self.sleep.is_zero() {
             tel.plan(u64::try_from(self.sleep.as_nanos()).unwrap_or(u64::MAX));
             crate::stop::sleep_unless_stopped(self.sleep);
@@ -249,6 +253,7 @@ impl WorkerBody for Worker {
         };
         self.matrices.multiply_ops(self.operations, tel);
         self.region.atomic_u32(lock).store(0, Ordering::Release);
+        tel.record_request(now_ns().saturating_sub(request_start));
         1
     }
 }
