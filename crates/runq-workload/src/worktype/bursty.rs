@@ -99,3 +99,24 @@ pub(super) fn prepare_ns(burst_ns: u64, sleep: Duration) -> Box<dyn PreparedWork
 pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
     prepare_ns(p.burst_ms * 1_000_000, Duration::from_millis(p.sleep_ms))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_sets_its_own_timer_slack_to_1_ns() {
+        let slack = std::thread::spawn(|| {
+            let mut body = prepare_ns(1_000, Duration::from_micros(10))
+                .worker(0)
+                .unwrap();
+            let mut tel = Telemetry::start();
+            body.iterate(&mut tel);
+            // SAFETY: prctl reading the calling thread's timer slack.
+            unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(slack, 1);
+    }
+}
