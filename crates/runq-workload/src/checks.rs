@@ -476,6 +476,24 @@ impl CheckConfig {
     }
 }
 
+/// The latency checks (`max_p99_wake_latency_us`, `max_wake_latency_cv`)
+/// judge the group's latency figure, whatever it is; this says which in
+/// each one's detail, before what the failure's explanation adds.
+pub(crate) fn name_latency_figure(results: &mut [CheckResult], figure: crate::WakeFigure) {
+    for r in results.iter_mut().filter(|r| {
+        matches!(
+            r.name.as_str(),
+            "max_p99_wake_latency_us" | "max_wake_latency_cv"
+        )
+    }) {
+        let judged = format!("judges the {}: {}", figure.label(), figure.meaning());
+        r.detail = Some(match r.detail.take() {
+            Some(more) => format!("{judged}; {more}"),
+            None => judged,
+        });
+    }
+}
+
 /// Names every worker that died under a partner which then saw their
 /// pipes close (reports are in spawn order, so a partner index is a
 /// position). A partner that ended normally (the usual stop race) is not

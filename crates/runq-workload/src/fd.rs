@@ -72,6 +72,49 @@ pub fn write_byte(fd: &OwnedFd) -> bool {
     unsafe { libc::write(fd.as_raw_fd(), (&b as *const u8).cast(), 1) == 1 }
 }
 
+/// What a stamp read saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadStamp {
+    /// A message arrived with its writer's stamp.
+    Stamp(u64),
+    /// End of file: every write end is closed (the writer is gone).
+    Eof,
+    /// A signal interrupted the read (the caller checks STOP).
+    Interrupted,
+}
+
+/// Reads one 8-byte message: its writer's stamp (see [`write_stamp`]).
+/// A pipe carrying only whole 8-byte writes (atomic below `PIPE_BUF`)
+/// never returns part of one; a short read counts as a message without a
+/// stamp (0).
+pub fn read_stamp(fd: &OwnedFd) -> io::Result<ReadStamp> {
+    let mut b = [0u8; 8];
+    // SAFETY: reading at most 8 bytes into a valid 8-byte buffer.
+    let n = unsafe { libc::read(fd.as_raw_fd(), b.as_mut_ptr().cast(), 8) };
+    match n {
+        8 => Ok(ReadStamp::Stamp(u64::from_ne_bytes(b))),
+        0 => Ok(ReadStamp::Eof),
+        1..=7 => Ok(ReadStamp::Stamp(0)),
+        _ => {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                Ok(ReadStamp::Interrupted)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Writes one 8-byte message holding `stamp` (the writer's clock reading
+/// just before the write, which wakes the reader); `false` when the
+/// reader is gone or the call was interrupted.
+pub fn write_stamp(fd: &OwnedFd, stamp: u64) -> bool {
+    let b = stamp.to_ne_bytes();
+    // SAFETY: writing 8 bytes from a valid 8-byte buffer.
+    unsafe { libc::write(fd.as_raw_fd(), b.as_ptr().cast(), 8) == 8 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +126,19 @@ mod tests {
         assert_eq!(read_byte(&rx).unwrap(), ReadByte::Byte);
         drop(tx);
         assert_eq!(read_byte(&rx).unwrap(), ReadByte::Eof);
+    }
+
+    #[test]
+    fn a_stamp_crosses_the_pipe_whole() {
+        let (rx, tx) = pipe().unwrap();
+        assert!(write_stamp(&tx, 0x0123_4567_89ab_cdef));
+        assert!(write_stamp(&tx, 42));
+        assert_eq!(
+            read_stamp(&rx).unwrap(),
+            ReadStamp::Stamp(0x0123_4567_89ab_cdef)
+        );
+        assert_eq!(read_stamp(&rx).unwrap(), ReadStamp::Stamp(42));
+        drop(tx);
+        assert_eq!(read_stamp(&rx).unwrap(), ReadStamp::Eof);
     }
 }

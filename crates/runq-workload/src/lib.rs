@@ -8,6 +8,7 @@
 //! comparing two documents and their text are runq-results', which
 //! depends on this crate, never the reverse.
 
+mod alarm;
 mod capacity;
 pub mod catalog;
 mod checks;
@@ -34,6 +35,7 @@ mod spin;
 mod stop;
 mod summary;
 mod telemetry;
+mod wake_stamp;
 pub mod worktype;
 
 pub use capacity::DEFAULT_WORKERS_PER_CPU;

@@ -50,7 +50,7 @@ impl std::fmt::Display for WorkerExitInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WorkerExitInfo::Exited(code) => write!(f, "exited with status {code}"),
-            WorkerExitInfo::Signaled(sig) => match crate::scheduler::signal_name(*sig) {
+            WorkerExitInfo::Signaled(sig) => match signal_name(*sig) {
                 Some(name) => write!(f, "killed by {name}"),
                 None => write!(f, "killed by signal {sig}"),
             },
@@ -62,6 +62,11 @@ impl std::fmt::Display for WorkerExitInfo {
             WorkerExitInfo::NotStarted(why) => write!(f, "never started: {why}"),
         }
     }
+}
+
+/// Serde's test for counters left out when zero.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Per-worker telemetry, produced by the worker at the end of its loop.
@@ -95,11 +100,11 @@ pub struct WorkerReport {
     /// What `max_gap_ms` was measured from.
     #[serde(default)]
     pub max_gap_source: crate::gap::GapSource,
-    /// Reservoir sample of wake (resume) latencies, in ns: the time across
-    /// the blocking call (read, futex wait, fdatasync, yield), except for
-    /// sleeps (Bursty, IdleChurn, Sequence's Sleep phase), which record
-    /// their overshoot past the requested sleep, and the fan-out types,
-    /// which measure from the messenger's timestamp.
+    /// Reservoir sample of the type's latency figure, in ns; what it
+    /// measures is the type's `WakeFigure`: for the types that block on a
+    /// partner a wake-up latency, from the waker's stamp just before its
+    /// wake call to running again (see `crate::wake_stamp`); for planned
+    /// sleeps their overshoot; for yields and I/O the time across the call.
     pub resume_latencies_ns: Vec<u64>,
     /// Every wake latency observed, including those the reservoir dropped.
     pub wake_sample_total: u64,
@@ -107,6 +112,14 @@ pub struct WorkerReport {
     pub iteration_costs_ns: Vec<u64>,
     /// Every iteration cost observed.
     pub iteration_cost_sample_total: u64,
+    /// Reservoir sample of request latencies, ns (Schbench: from the
+    /// worker's wake to its request's end, think time included); empty
+    /// for the other types.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub request_latencies_ns: Vec<u64>,
+    /// Every request latency observed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub request_sample_total: u64,
     /// Outer-loop iterations.
     pub iterations: u64,
     /// schedstat field 2 delta: time runnable but waiting, ns.
@@ -178,6 +191,27 @@ impl WorkerReport {
             ..Default::default()
         }
     }
+}
+
+/// The name of signal `sig` among those a worker or a scheduler commonly
+/// dies of, or `None`.
+pub(crate) fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -68,30 +68,34 @@ impl SharedWord {
 }
 
 /// `FUTEX_WAIT` on a process-shared word while it holds `expected`, for at
-/// most `timeout_ns`. Returns on wake, timeout, signal or value change.
-pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: u64) {
+/// most `timeout_ns`. Returns on wake, timeout, signal or value change:
+/// true when a `FUTEX_WAKE` ended the wait (the caller slept and was
+/// woken), false when it did not sleep (the word had changed) or was
+/// ended by the timeout or a signal.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: u64) -> bool {
     let ts = libc::timespec {
         tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: word points to a live u32; ts is valid for the call.
-    unsafe {
+    let rc = unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
             libc::FUTEX_WAIT,
             expected,
             &ts as *const libc::timespec,
-        );
-    }
+        )
+    };
+    rc == 0
 }
 
-/// `FUTEX_WAKE` up to `count` waiters on a process-shared word.
-pub fn futex_wake(word: &AtomicU32, count: i32) {
+/// `FUTEX_WAKE` up to `count` waiters on a process-shared word; returns
+/// how many it woke (0 on error).
+pub fn futex_wake(word: &AtomicU32, count: i32) -> u32 {
     // SAFETY: word points to a live u32.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, count);
-    }
+    let woke = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, count) };
+    u32::try_from(woke).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -112,9 +116,25 @@ mod tests {
     fn futex_wait_times_out_and_returns_on_mismatch() {
         let r = SharedRegion::new(64).unwrap();
         let w = r.atomic_u32(0);
-        futex_wait(w, 1, 1_000_000); // value is 0: returns at once
+        assert!(
+            !futex_wait(w, 1, 1_000_000),
+            "value is 0: returns at once, not woken"
+        );
         let t = std::time::Instant::now();
-        futex_wait(w, 0, 2_000_000);
+        assert!(!futex_wait(w, 0, 2_000_000), "a timeout is not a wake");
         assert!(t.elapsed() >= std::time::Duration::from_millis(1));
+    }
+
+    #[test]
+    fn futex_wait_says_when_a_wake_ended_it() {
+        let r = SharedRegion::new(64).unwrap();
+        let waiter = r.clone();
+        let t = std::thread::spawn(move || futex_wait(waiter.atomic_u32(0), 0, 5_000_000_000));
+        // Wake until the waiter is gone (it may not be asleep yet).
+        while !t.is_finished() {
+            futex_wake(r.atomic_u32(0), 1);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(t.join().unwrap());
     }
 }

@@ -40,6 +40,13 @@ pub struct GroupSummary {
     pub wake_max_ns: Option<u64>,
     /// Wakes observed (including unsampled).
     pub wake_total: u64,
+    /// Request latency percentiles (Schbench: from a worker's wake to its
+    /// request's end), ns; absent for the other types.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_p50_ns: Option<u64>,
+    /// 99th percentile, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_p99_ns: Option<u64>,
     /// Migrations over all workers.
     pub migrations: u64,
     /// Worst gap between checkpoints, ms.
@@ -107,6 +114,11 @@ pub fn summarize_group(
         .flat_map(|r| r.resume_latencies_ns.iter().copied())
         .collect();
     wakes.sort_unstable();
+    let mut requests: Vec<u64> = live
+        .iter()
+        .flat_map(|r| r.request_latencies_ns.iter().copied())
+        .collect();
+    requests.sort_unstable();
     let rate = |f: fn(&WorkerReport) -> u64| -> f64 {
         live.iter()
             .filter(|r| r.wall_time_ns > 0)
@@ -135,6 +147,8 @@ pub fn summarize_group(
         wake_p99_ns: percentile(&wakes, 99.0),
         wake_max_ns: wakes.last().copied(),
         wake_total: live.iter().map(|r| r.wake_sample_total).sum(),
+        request_p50_ns: percentile(&requests, 50.0),
+        request_p99_ns: percentile(&requests, 99.0),
         migrations: live.iter().map(|r| r.migration_count).sum(),
         max_gap_ms: live.iter().map(|r| r.max_gap_ms).max().unwrap_or(0),
         run_delay_ns: live.iter().map(|r| r.schedstat_run_delay_ns).sum(),

@@ -11,11 +11,11 @@ use std::collections::BTreeSet;
 
 use runq_kernel::schedstat::{read_own_schedstat, Schedstat};
 
+use crate::alarm::{freeze_recording, Freeze, Watchdog};
 use crate::gap::GapMeter;
 use crate::progress::ProgressSlot;
 use crate::report::{Migration, WatchdogFiring, WorkerReport, MAX_WAKE_SAMPLES};
 use crate::reservoir::Reservoir;
-use crate::spawn::{Freeze, Watchdog};
 use crate::stop::stop_requested;
 use runq_kernel::clock::fast::now_ns;
 use runq_kernel::clock::{current_cpu, monotonic_ns, thread_cpu_ns};
@@ -74,6 +74,8 @@ pub struct Telemetry {
     watchdog: Option<Watchdog>,
     watchdog_fired: Option<WatchdogFiring>,
     freeze: Option<Freeze>,
+    /// Request latencies (Schbench), made on the first one.
+    requests: Option<Reservoir>,
 }
 
 impl Telemetry {
@@ -109,6 +111,7 @@ impl Telemetry {
             wakes: Reservoir::new(MAX_WAKE_SAMPLES, seed),
             costs: Reservoir::new(MAX_WAKE_SAMPLES, seed.rotate_left(17)),
             wake_end_ns: 0,
+            requests: None,
         }
     }
 
@@ -128,6 +131,43 @@ impl Telemetry {
         let now = now_ns();
         self.wakes.record(now.saturating_sub(t0));
         self.wake_end_ns = now;
+    }
+
+    /// Records the wake latency of a wakee woken by a waker that stamped
+    /// `stamp` just before its wake call (see [`crate::wake_stamp`]): from
+    /// the stamp to now, reading the clock once (that reading also ends
+    /// the iteration, as in [`Self::record_wake_since`]). No stamp (0): no
+    /// sample.
+    #[inline]
+    pub fn record_wake_stamped(&mut self, stamp: u64) {
+        let now = now_ns();
+        if let Some(ns) = crate::wake_stamp::wake_latency_ns(stamp, now) {
+            self.wakes.record(ns);
+        }
+        self.wake_end_ns = now;
+    }
+
+    /// Records the wake latency of a blocking call (a pipe read, a
+    /// `waitpid`) that began at `wait_start` for an event its waker
+    /// stamped `stamp`; a call that found its event already there records
+    /// nothing (see [`crate::wake_stamp::waited_wake_latency_ns`]).
+    #[inline]
+    pub fn record_wake_if_waited(&mut self, wait_start: u64, stamp: u64) {
+        let now = now_ns();
+        if let Some(ns) = crate::wake_stamp::waited_wake_latency_ns(wait_start, stamp, now) {
+            self.wakes.record(ns);
+        }
+        self.wake_end_ns = now;
+    }
+
+    /// Records one request latency in ns (Schbench: from the worker's
+    /// wake to its request's end, think time included, as schbench's
+    /// request latency). The reservoir is made on the first one.
+    pub fn record_request(&mut self, latency_ns: u64) {
+        let seed = self.start_ns.rotate_left(31);
+        self.requests
+            .get_or_insert_with(|| Reservoir::new(MAX_WAKE_SAMPLES, seed))
+            .record(latency_ns);
     }
 
     /// Publishes the counters to `slot` after every iteration (see
@@ -345,6 +385,8 @@ impl Telemetry {
         let gap = self.gaps.finish(now_ns());
         let (resume_latencies_ns, wake_sample_total) = self.wakes.into_parts();
         let (iteration_costs_ns, iteration_cost_sample_total) = self.costs.into_parts();
+        let (request_latencies_ns, request_sample_total) =
+            self.requests.map(Reservoir::into_parts).unwrap_or_default();
         WorkerReport {
             tid: runq_kernel::clock::gettid(),
             work_units: self.work_units,
@@ -362,6 +404,8 @@ impl Telemetry {
             wake_sample_total,
             iteration_costs_ns,
             iteration_cost_sample_total,
+            request_latencies_ns,
+            request_sample_total,
             iterations: self.iterations,
             schedstat_run_delay_ns: sched.run_delay_ns,
             schedstat_run_count: sched.run_count,
@@ -382,15 +426,6 @@ impl Telemetry {
             watchdog: self.watchdog_fired,
         }
     }
-}
-
-/// Stops the recorder's tracing (`0` into its `tracing_on`): the buffer
-/// keeps what it holds now.
-pub(crate) fn freeze_recording(f: Freeze) {
-    // SAFETY: pwrite(2) of one byte from a static buffer to a descriptor
-    // the parent opened for this before the fork; an error (the recorder
-    // gone) only means nothing is frozen.
-    unsafe { libc::pwrite(f.tracing_on_fd, b"0".as_ptr().cast(), 1, 0) };
 }
 
 #[cfg(test)]

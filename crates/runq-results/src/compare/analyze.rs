@@ -205,6 +205,7 @@ mod tests {
                         p99: Some(p),
                         ..Default::default()
                     },
+                    wake_figure: Default::default(),
                     off_cpu_pct: 10.0,
                     max_gap_ms: 4,
                     migrations: 0,

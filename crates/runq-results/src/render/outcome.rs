@@ -19,12 +19,11 @@ fn opt_ns(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), fmt_ns)
 }
 
-/// A wake figure, marked `*` when it is not a wake-up latency.
+/// A latency figure, marked `*` when it is not a wake-up latency; `-`
+/// when the group has no sample.
 fn wake_cell(v: Option<u64>, figure: WakeFigure) -> String {
-    match (v, figure) {
-        (Some(ns), WakeFigure::SleepOvershoot | WakeFigure::Mixed | WakeFigure::RequestLatency) => {
-            format!("{}*", fmt_ns(ns))
-        }
+    match v {
+        Some(ns) if !figure.is_wake_latency() => format!("{}*", fmt_ns(ns)),
         _ => opt_ns(v),
     }
 }
@@ -76,21 +75,28 @@ fn backlog(o: &RunOutcome, group_idx: usize) -> u64 {
 fn render_wake_legend(out: &mut String, o: &RunOutcome) {
     for g in &o.groups {
         let note: String = match g.wake_figure {
-            WakeFigure::Latency => continue,
-            WakeFigure::SleepOvershoot => {
-                "time past each requested sleep, not the whole call".into()
-            }
-            WakeFigure::Mixed => {
-                "sleeps: time past the request; yields and syncs: the whole call".into()
-            }
+            WakeFigure::Latency | WakeFigure::None => continue,
             WakeFigure::RequestLatency => format!(
-                "completion minus the request's intended arrival; work/s is requests served; \
-                 {} due but not taken at the stop",
+                "{}; work/s is requests served; {} due but not taken at the stop",
+                g.wake_figure.meaning(),
                 backlog(o, g.group_idx)
             ),
+            other => other.meaning().into(),
         };
         if g.wake_total > 0 {
             let _ = writeln!(out, "* {}: {}: {note}", g.name, g.wake_figure.label());
+        }
+    }
+    for g in &o.groups {
+        if let (Some(p50), Some(p99)) = (g.request_p50_ns, g.request_p99_ns) {
+            let _ = writeln!(
+                out,
+                "{}: request latency p50 {} p99 {} (from a worker's wake to its request's end, \
+                 think time included, as schbench's)",
+                g.name,
+                fmt_ns(p50),
+                fmt_ns(p99)
+            );
         }
     }
 }
@@ -271,5 +277,9 @@ mod tests {
         assert_eq!(wake_cell(Some(1_500), WakeFigure::Mixed), "1.5µs*");
         assert_eq!(wake_cell(Some(1_500), WakeFigure::RequestLatency), "1.5µs*");
         assert_eq!(wake_cell(None, WakeFigure::SleepOvershoot), "-");
+        assert_eq!(wake_cell(Some(1_500), WakeFigure::YieldWait), "1.5µs*");
+        assert_eq!(wake_cell(Some(1_500), WakeFigure::IoLatency), "1.5µs*");
+        assert_eq!(wake_cell(Some(1_500), WakeFigure::LockWait), "1.5µs*");
+        assert_eq!(wake_cell(None, WakeFigure::None), "-");
     }
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use runq_workload::GroupSummary;
+use runq_workload::{GroupSummary, WakeFigure};
 
 /// Wake latency percentiles with schbench-style names, next to the number
 /// of samples they were taken from.
@@ -34,8 +34,15 @@ pub struct GroupFigures {
     pub work_type: String,
     /// Work units per second, summed over workers.
     pub work_rate_per_s: f64,
-    /// Wake latency, ns.
+    /// The group's latency figure (its wake samples), ns: what it
+    /// measures is `wake_figure`.
     pub wake_latency_ns: WakePercentiles,
+    /// What `wake_latency_ns` measures: a wake-up latency (`latency`), or
+    /// what it is instead (`sleep_overshoot`, `yield_wait`, `io_latency`,
+    /// `lock_wait`, ...; `none` for a type that takes no sample). Files
+    /// written before this field existed read as `latency`.
+    #[serde(default)]
+    pub wake_figure: WakeFigure,
     /// Off-CPU share of wall time, percent.
     pub off_cpu_pct: f64,
     /// Worst gap between checkpoints, ms.
@@ -66,6 +73,7 @@ impl From<&GroupSummary> for GroupFigures {
                 samples: g.wake_samples,
                 total: g.wake_total,
             },
+            wake_figure: g.wake_figure,
             off_cpu_pct: g.off_cpu_pct,
             max_gap_ms: g.max_gap_ms,
             migrations: g.migrations,
@@ -79,7 +87,6 @@ impl From<&GroupSummary> for GroupFigures {
 mod tests {
     use super::*;
     use runq_workload::summarize_group;
-    use runq_workload::WakeFigure;
     use runq_workload::WorkerReport;
 
     #[test]

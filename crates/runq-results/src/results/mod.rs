@@ -167,6 +167,7 @@ impl RunDocument {
     fn drop_raw_samples(&mut self) {
         for r in &mut self.last.reports {
             r.resume_latencies_ns = Vec::new();
+            r.request_latencies_ns = Vec::new();
             r.iteration_costs_ns = Vec::new();
         }
         self.raw_samples = false;

@@ -134,6 +134,7 @@ mod tests {
                     p99: Some(p99),
                     ..Default::default()
                 },
+                wake_figure: Default::default(),
                 off_cpu_pct: 0.0,
                 max_gap_ms: 0,
                 migrations: 0,

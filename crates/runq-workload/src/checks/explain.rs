@@ -16,7 +16,7 @@ pub(super) fn explain(name: &str, o: &Observed<'_>) -> Option<String> {
             super::worst_role(&o.live).and_then(|(_, members)| offcpu_spread(&members))
         }
         "max_p99_wake_latency_us" | "max_wake_latency_cv" => Some(format!(
-            "over {} wake samples of {} live workers",
+            "over {} samples of {} live workers",
             o.wakes.len(),
             o.live.len()
         )),

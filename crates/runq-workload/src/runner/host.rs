@@ -8,10 +8,10 @@ use std::sync::atomic::AtomicBool;
 use runq_kernel::sched_ext::SchedExtSysfs;
 
 use super::RunError;
+use crate::alarm::Watchdog;
 use crate::placement::SchedPolicy;
 use crate::scenario::Scenario;
 use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerRun};
-use crate::spawn::Watchdog;
 
 /// Starts the scenario's scheduler, if it names one, and checks that the
 /// host has what the groups need: a BPF scheduler for workers asking for

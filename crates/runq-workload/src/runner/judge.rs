@@ -155,7 +155,9 @@ fn judge(
             reports,
         ));
         let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == i).collect();
-        checks.extend(scn.checks.evaluate_group(&g.name, &mine, group_work(g)));
+        let mut mine_checks = scn.checks.evaluate_group(&g.name, &mine, group_work(g));
+        crate::checks::name_latency_figure(&mut mine_checks, g.wake_figure());
+        checks.extend(mine_checks);
         let series = series.unwrap_or(&no_series);
         checks.extend(crate::series::evaluate(&g.name, &g.series_checks, series));
     }

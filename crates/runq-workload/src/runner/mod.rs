@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use runq_kernel::cgroup::{cleanup_stale_runs, CgroupError, CgroupLayout, RunCgroups};
 use serde::Serialize;
 
+use crate::alarm::{Freeze, Watchdog};
 use crate::checks::{CheckResult, Verdict};
 use crate::fault::{Fault, FaultStep};
 use crate::report::{WorkerExitInfo, WorkerReport};
@@ -25,7 +26,7 @@ use crate::scheduler::{SchedulerDeath, SchedulerProc, SchedulerRun, StartError};
 use crate::series::host::RunnableWaitProbe;
 use crate::series::sampler::Sampler;
 use crate::series::RunSeries;
-use crate::spawn::{Freeze, Watchdog, WorkSpec, WorkloadHandle};
+use crate::spawn::{WorkSpec, WorkloadHandle};
 use crate::summary::GroupSummary;
 use host::{start_scheduler, stop_scheduler, watchdog_for};
 use host_load::HostLoad;

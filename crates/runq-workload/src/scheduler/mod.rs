@@ -210,31 +210,12 @@ impl SchedulerDeath {
 pub(crate) fn describe_status(code: Option<i32>, signal: Option<i32>) -> String {
     match (code, signal) {
         (Some(c), _) => format!("exited with status {c}"),
-        (_, Some(s)) => match signal_name(s) {
+        (_, Some(s)) => match crate::report::signal_name(s) {
             Some(name) => format!("killed by signal {s} ({name})"),
             None => format!("killed by signal {s}"),
         },
         _ => "ended (status unknown)".into(),
     }
-}
-
-pub(crate) fn signal_name(sig: i32) -> Option<&'static str> {
-    Some(match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -300,7 +300,7 @@ impl SchedulerProc {
             }
             // SAFETY: signalling the process group we created.
             unsafe { libc::killpg(pgid, sig) };
-            sent.push(super::signal_name(sig).unwrap_or("?"));
+            sent.push(crate::report::signal_name(sig).unwrap_or("?"));
             let end = Instant::now() + grace;
             while !self.has_exited() && Instant::now() < end {
                 std::thread::sleep(POLL);

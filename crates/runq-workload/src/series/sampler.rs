@@ -17,9 +17,10 @@ use runq_kernel::schedstat::{parse_schedstat, Schedstat};
 use super::check::SeriesKind;
 use super::host_monitor::{HostMonitor, WaitProbe};
 use super::{GroupSeries, Metric, RunSeries};
+use crate::alarm::Freeze;
 use crate::progress::{ProgressBoard, ProgressTotals};
 use crate::scenario::Scenario;
-use crate::spawn::{Freeze, WorkerId};
+use crate::spawn::WorkerId;
 
 /// The most schedstat files the sampler keeps open (and re-reads every
 /// interval): beyond it, groups record no `cpu_time_ns`/`run_delay_ns`,
@@ -240,7 +241,7 @@ impl Sampler {
         }
         if let Some(f) = self.freeze.filter(|_| stalled) {
             self.freeze = None;
-            crate::telemetry::freeze_recording(f);
+            crate::alarm::freeze_recording(f);
         }
         self.snapshots += 1;
         self.cpu_ns += runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);

@@ -79,30 +79,7 @@ impl From<WorkType> for Work {
     }
 }
 
-/// The worker-progress watchdog: a worker whose iteration took more than
-/// `stuck_ns` beyond its own planned sleeps and bursts sends SIGUSR2 to
-/// `scheduler_pid` once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Watchdog {
-    /// The scheduler process to signal.
-    pub scheduler_pid: u32,
-    /// Stall threshold, ns (2 s by default).
-    pub stuck_ns: u64,
-}
-
-/// The flight recorder's stop-on-threshold trigger (like cyclictest's
-/// `-b`): the first worker whose gap (see [`crate::gap`]) passes `gap_ns`
-/// before the stop writes `0` to `tracing_on_fd` (the recorder's
-/// `tracing_on`, opened by the parent before the fork), so that the
-/// recording ends with the gap instead of being overwritten by the rest of
-/// the run. One comparison per iteration, already made for the watchdog.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Freeze {
-    /// An open, writable `tracing_on` of the recorder's tracefs instance.
-    pub tracing_on_fd: i32,
-    /// The gap that trips it, ns (the scenario's `max_gap_ms`).
-    pub gap_ns: u64,
-}
+pub use crate::alarm::{Freeze, Watchdog};
 
 /// What to start for one group.
 #[derive(Debug, Clone)]

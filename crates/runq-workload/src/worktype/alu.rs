@@ -36,7 +36,7 @@ pub const ALU_HOT: TypeInfo = TypeInfo {
             iteration at the default 1024",
     wakes: None,
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: &[ParamRange::new("rounds", 1, MAX_ITERS)],
     needs: super::HostNeed::Nothing,
 };
@@ -113,7 +113,7 @@ pub const IPC_VARIANCE: TypeInfo = TypeInfo {
             in the low one; checkpoint every iteration",
     wakes: None,
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: &[
         ParamRange::new("phase_ms", 1, MAX_MS),
         ParamRange::new("buffer_kb", 1, MAX_CHASE_KB),

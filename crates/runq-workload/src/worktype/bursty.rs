@@ -1,5 +1,6 @@
 //! Bursty: spin for `burst_ms`, then sleep for `sleep_ms`. The wake sample
-//! is how late the sleep returned (elapsed minus requested).
+//! is how late the sleep returned (elapsed minus requested), with the
+//! worker's timer slack set to 1 ns so the default 50 µs is not in it.
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use super::{independent, since, PreparedWork, TypeInfo, WorkerBody};
 use crate::spin::spin_burst;
 use crate::stop::stop_requested;
 use crate::telemetry::{Telemetry, CHUNK_UNITS};
+use crate::wake_stamp::overshoot_ns;
 use runq_kernel::clock::fast::now_ns;
 
 /// Bursty parameters.
@@ -35,7 +37,7 @@ pub const INFO: TypeInfo = TypeInfo {
     name: "Bursty",
     summary: "alternates CPU bursts of burst_ms with sleeps of sleep_ms (wakeup placement)",
     units: "1024-unit spin bursts repeated for burst_ms; checkpoint every iteration",
-    wakes: Some("sleep overshoot: elapsed minus requested sleep"),
+    wakes: Some("sleep overshoot: elapsed minus requested sleep (timer slack set to 1 ns)"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::SleepOvershoot,
     params: &[
@@ -48,11 +50,17 @@ pub const INFO: TypeInfo = TypeInfo {
 struct Body {
     burst_ns: u64,
     sleep: Duration,
+    /// The timer slack is set, in the worker's own thread.
+    slack_set: bool,
 }
 
 impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        if !self.slack_set {
+            super::fine_timer_slack();
+            self.slack_set = true;
+        }
         let start = now_ns();
         tel.plan(self.burst_ns);
         let mut units = 0;
@@ -70,7 +78,7 @@ impl WorkerBody for Body {
         tel.plan(requested);
         let before = now_ns();
         crate::stop::sleep_unless_stopped(self.sleep);
-        tel.record_wake(since(before).saturating_sub(requested));
+        tel.record_wake(overshoot_ns(before, now_ns(), requested));
         units
     }
 }
@@ -78,10 +86,37 @@ impl WorkerBody for Body {
 /// Bodies that spin for `burst_ns`, then sleep `sleep` (shared with
 /// IdleChurn, which uses microsecond scales).
 pub(super) fn prepare_ns(burst_ns: u64, sleep: Duration) -> Box<dyn PreparedWork> {
-    independent(move |_| Ok(Box::new(Body { burst_ns, sleep })))
+    independent(move |_| {
+        Ok(Box::new(Body {
+            burst_ns,
+            sleep,
+            slack_set: false,
+        }))
+    })
 }
 
 /// Builds the per-worker bodies.
 pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
     prepare_ns(p.burst_ms * 1_000_000, Duration::from_millis(p.sleep_ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_sets_its_own_timer_slack_to_1_ns() {
+        let slack = std::thread::spawn(|| {
+            let mut body = prepare_ns(1_000, Duration::from_micros(10))
+                .worker(0)
+                .unwrap();
+            let mut tel = Telemetry::start();
+            body.iterate(&mut tel);
+            // SAFETY: prctl reading the calling thread's timer slack.
+            unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(slack, 1);
+    }
 }

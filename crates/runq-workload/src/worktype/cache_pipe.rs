@@ -48,7 +48,9 @@ pub const INFO: TypeInfo = TypeInfo {
     summary:
         "pairs ping-pong a byte over pipes after a strided cache walk (wakeups onto cold caches)",
     units: "burst_iters RMW steps per round trip; checkpoint every iteration at the default 1024",
-    wakes: Some("pipe read, timed across the blocking call"),
+    wakes: Some(
+        "pipe read that blocked: from the writer's stamp, taken just before its write, to running again",
+    ),
     workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
     params: &[

@@ -12,7 +12,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per RMW step (1024 per iteration); checkpoint every iteration",
     wakes: Some("sched_yield(), timed across the call"),
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::YieldWait,
     params: &[
         super::ranges::ParamRange::new("size_kb", 1, super::ranges::MAX_KB),
         super::ranges::ParamRange::new("stride", 1, 1 << 30),

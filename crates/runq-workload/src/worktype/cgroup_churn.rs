@@ -28,7 +28,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "spin_iters units per move (at least 1)",
     wakes: None,
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: super::ranges::SPIN,
     needs: super::HostNeed::Nothing,
 };

@@ -21,7 +21,7 @@ pub const AFFINITY_CHURN: TypeInfo = TypeInfo {
     units: "spin_iters units per iteration (at least 1); checkpoint every iteration at the default 1024",
     wakes: Some("sched_yield() after the re-pin, timed across the call"),
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::YieldWait,
     params: super::ranges::SPIN,
     needs: super::HostNeed::Nothing,
 };
@@ -96,7 +96,7 @@ pub const POLICY_CHURN: TypeInfo = TypeInfo {
     units: "spin_iters units per iteration (at least 1); checkpoint every iteration at the default 1024",
     wakes: Some("sched_yield() after the switch, timed across the call"),
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::YieldWait,
     params: super::ranges::SPIN,
     needs: super::HostNeed::Nothing,
 };
@@ -173,7 +173,7 @@ pub const NICE_SWEEP: TypeInfo = TypeInfo {
     units: "512 spin units per iteration; checkpoint every 2 iterations",
     wakes: Some("sched_yield() after the renice, timed across the call"),
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::YieldWait,
     params: &[
         super::ranges::ParamRange::new("nice_min", -20, 19),
         super::ranges::ParamRange::new("nice_max", -20, 19),

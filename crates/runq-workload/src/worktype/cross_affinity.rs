@@ -19,7 +19,7 @@ pub const INFO: TypeInfo = TypeInfo {
             default 1024",
     wakes: Some("sched_yield() after the affinity change, timed across the call"),
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::YieldWait,
     params: super::ranges::SPIN,
     needs: super::HostNeed::Nothing,
 };

@@ -5,18 +5,20 @@
 //! burst, or a sleep for the herd), writes a CLOCK_MONOTONIC timestamp,
 //! bumps the generation and wakes every receiver with one `FUTEX_WAKE`,
 //! then waits until all receivers have acknowledged the cycle. Receivers
-//! wait for the generation to move, record their wake latency and do their
-//! share of work (a spin burst or matrix multiplies).
+//! wait for the generation to move, record their wake latency (from the
+//! messenger's timestamp to running again, when a wake ended their wait:
+//! see [`crate::wake_stamp`]) and do their share of work (a spin burst or
+//! matrix multiplies).
 
 use std::io;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::{PreparedWork, WorkerBody};
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
 use crate::stop::stop_requested;
 use crate::telemetry::{Telemetry, CHUNK_UNITS};
-use runq_kernel::clock::fast::now_ns;
+use crate::wake_stamp::WakeStamp;
 
 const GEN: usize = 0;
 const ACKS: usize = 4;
@@ -52,21 +54,11 @@ pub(super) enum ReceiverStep {
     SpinScaled(u64),
 }
 
-/// How receivers measure their wake latency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Latency {
-    /// Across their own futex wait, when they had to sleep.
-    AcrossWait,
-    /// From the messenger's pre-wake timestamp to resuming.
-    SinceStamp,
-}
-
 /// The shape of one fan-out group.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct FanOutSpec {
     pub messenger: MessengerStep,
     pub receiver: ReceiverStep,
-    pub latency: Latency,
 }
 
 struct Group {
@@ -120,8 +112,8 @@ impl Shared {
     fn acks(&self) -> &AtomicU32 {
         self.0.atomic_u32(ACKS)
     }
-    fn stamp(&self) -> &AtomicU64 {
-        self.0.atomic_u64(STAMP)
+    fn stamp(&self) -> WakeStamp<'_> {
+        WakeStamp::new(self.0.atomic_u64(STAMP))
     }
 }
 
@@ -157,7 +149,7 @@ impl WorkerBody for Messenger {
             }
         };
         self.shared.acks().store(0, Ordering::Release);
-        self.shared.stamp().store(now_ns(), Ordering::Release);
+        self.shared.stamp().mark();
         let generation = self.shared.generation();
         generation.fetch_add(1, Ordering::AcqRel);
         futex_wake(generation, i32::MAX);
@@ -180,22 +172,21 @@ struct Receiver {
 }
 
 impl Receiver {
-    /// Waits for a new generation; `Some(slept_ns)` once it came, `None`
-    /// on STOP. `slept_ns` is 0 when no wait was needed.
-    fn wait_generation(&mut self) -> Option<u64> {
+    /// Waits for a new generation; `Some(woken)` once it came (`woken`: a
+    /// wake ended the wait), `None` on STOP.
+    fn wait_generation(&mut self) -> Option<bool> {
         let generation = self.shared.generation();
-        let mut slept_since = None;
+        let mut woken = false;
         loop {
             let now = generation.load(Ordering::Acquire);
             if now != self.seen {
                 self.seen = now;
-                return Some(slept_since.map_or(0, |t0: u64| now_ns().saturating_sub(t0)));
+                return Some(woken);
             }
             if stop_requested() {
                 return None;
             }
-            slept_since.get_or_insert_with(now_ns);
-            futex_wait(generation, now, WAIT_SLICE_NS);
+            woken = futex_wait(generation, now, WAIT_SLICE_NS);
         }
     }
 
@@ -217,16 +208,11 @@ impl WorkerBody for Receiver {
             // The messenger's planned sleep is this receiver's planned wait.
             tel.plan(d.as_nanos().try_into().unwrap_or(u64::MAX));
         }
-        let Some(slept) = self.wait_generation() else {
+        let Some(woken) = self.wait_generation() else {
             return units;
         };
-        match self.spec.latency {
-            Latency::AcrossWait if slept > 0 => tel.record_wake(slept),
-            Latency::AcrossWait => {}
-            Latency::SinceStamp => {
-                let stamp = self.shared.stamp().load(Ordering::Acquire);
-                tel.record_wake_since(stamp);
-            }
+        if woken {
+            tel.record_wake_stamped(self.shared.stamp().read());
         }
         units += match (self.spec.receiver, self.matrices.as_mut()) {
             (ReceiverStep::Matmul { ops, .. }, Some(m)) => m.multiply_ops(ops, tel),
@@ -247,8 +233,9 @@ impl WorkerBody for Receiver {
     }
 }
 
-/// Two input matrices and an output, multiplied naively.
-struct Matrices {
+/// Two input matrices and an output, multiplied naively (FanOutCompute's
+/// receivers, Schbench's workers).
+pub(super) struct Matrices {
     size: usize,
     a: Vec<f64>,
     b: Vec<f64>,
@@ -256,7 +243,8 @@ struct Matrices {
 }
 
 impl Matrices {
-    fn new(size: usize) -> Self {
+    /// `size` x `size` matrices (at least 1 x 1).
+    pub(super) fn new(size: usize) -> Self {
         let n = size.max(1);
         let fill = |k: usize| (0..n * n).map(|i| ((i * k) % 17) as f64 * 0.25).collect();
         Matrices {
@@ -271,7 +259,7 @@ impl Matrices {
     /// in chunks of about [`CHUNK_UNITS`] multiply-adds, so a stop is seen
     /// within ms even for 1024 x 1024 matrices; a product cut short by the
     /// stop is not counted.
-    fn multiply_ops(&mut self, ops: u64, tel: &mut Telemetry) -> u64 {
+    pub(super) fn multiply_ops(&mut self, ops: u64, tel: &mut Telemetry) -> u64 {
         let n = self.size as u64;
         let rows_per_chunk = (CHUNK_UNITS / (n * n)).max(1);
         let mut row = 0u64;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::fan_out::{self, FanOutSpec, Latency, MessengerStep, ReceiverStep};
+use super::fan_out::{self, FanOutSpec, MessengerStep, ReceiverStep};
 use super::{PreparedWork, SpinParams, TypeInfo};
 
 /// Rule shared by the fan-out types.
@@ -20,7 +20,9 @@ pub const FUTEX_FAN_OUT: TypeInfo = TypeInfo {
     name: "FutexFanOut",
     summary: "one messenger wakes every receiver with a single FUTEX_WAKE per cycle",
     units: "spin_iters units per cycle for messenger and receivers; checkpoint every iteration",
-    wakes: Some("receivers only: futex wait, timed when they had to sleep"),
+    wakes: Some(
+        "receivers only, when a wake ended their wait: from the messenger's stamp, taken just before its FUTEX_WAKE, to running again",
+    ),
     workers: ONE_PLUS_RECEIVERS,
     wake_figure: super::WakeFigure::Latency,
     params: super::ranges::SPIN,
@@ -33,7 +35,6 @@ pub fn prepare_futex_fan_out(p: &SpinParams, workers: usize) -> io::Result<Box<d
         FanOutSpec {
             messenger: MessengerStep::Spin(p.spin_iters),
             receiver: ReceiverStep::SpinFirst(p.spin_iters),
-            latency: Latency::AcrossWait,
         },
         workers,
     )
@@ -67,7 +68,7 @@ pub const FAN_OUT_COMPUTE: TypeInfo = TypeInfo {
     summary: "a messenger timestamps and wakes all workers, which then do matrix multiplies",
     units: "workers: one unit per multiply (checkpoint every 1024 iterations at 5 per wake); \
             messenger: 256 spin units per cycle (checkpoint every 4 iterations)",
-    wakes: Some("workers only: CLOCK_MONOTONIC delta from the messenger's pre-wake timestamp"),
+    wakes: Some("workers only, when a wake ended their wait: from the messenger's stamp, taken just before its FUTEX_WAKE, to running again"),
     workers: ONE_PLUS_RECEIVERS,
     wake_figure: super::WakeFigure::Latency,
     params: &[
@@ -90,7 +91,6 @@ pub fn prepare_fan_out_compute(
                 ops: p.operations,
                 size: p.matrix_size,
             },
-            latency: Latency::SinceStamp,
         },
         workers,
     )
@@ -122,7 +122,7 @@ pub const THUNDERING_HERD: TypeInfo = TypeInfo {
         "every waiter sleeps on one futex; a waker releases them all at once every interval_us",
     units: "waiters: spin_iters units per wake; the waker: one unit per herd",
     wakes: Some(
-        "waiters: delta from the waker's pre-wake timestamp (the last of the herd shows the tail)",
+        "waiters, when a wake ended their wait: from the waker's pre-wake stamp to running again (the last of the herd shows the tail)",
     ),
     workers: super::WorkerRule::AtLeast {
         n: 2,
@@ -145,7 +145,6 @@ pub fn prepare_thundering_herd(
         FanOutSpec {
             messenger: MessengerStep::Sleep(Duration::from_micros(p.interval_us)),
             receiver: ReceiverStep::SpinAfter(p.spin_iters),
-            latency: Latency::SinceStamp,
         },
         workers,
     )
@@ -157,7 +156,9 @@ pub const ASYMMETRIC_WAKER: TypeInfo = TypeInfo {
     summary: "worker 0 spins spin_iters, then wakes every other worker with one FUTEX_WAKE; \
               wakee i then spins i x spin_iters, so the wakees' shares differ by design",
     units: "waker: spin_iters units per cycle; wakee i: i x spin_iters units per wake",
-    wakes: Some("wakees only: delta from the waker's pre-wake timestamp"),
+    wakes: Some(
+        "wakees only, when a wake ended their wait: from the waker's pre-wake stamp to running again",
+    ),
     workers: super::WorkerRule::AtLeast {
         n: 2,
         roles: "worker 0 is the waker",
@@ -176,7 +177,6 @@ pub fn prepare_asymmetric_waker(
         FanOutSpec {
             messenger: MessengerStep::Spin(p.spin_iters),
             receiver: ReceiverStep::SpinScaled(p.spin_iters),
-            latency: Latency::SinceStamp,
         },
         workers,
     )

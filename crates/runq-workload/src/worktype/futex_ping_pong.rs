@@ -1,6 +1,8 @@
 //! FutexPingPong: pairs of workers take turns on a shared futex word. Each
-//! worker waits for its turn, spins, hands the turn over and wakes its
-//! partner. A wait that had to sleep is a wake sample.
+//! worker waits for its turn, spins, stamps the time, hands the turn over
+//! and wakes its partner. A wait that a wake ended is a wake sample, from
+//! the partner's stamp to running again (see [`crate::wake_stamp`]); the
+//! partner's turn, which the wait also held, is not in it.
 
 use std::io;
 use std::sync::atomic::Ordering;
@@ -9,21 +11,24 @@ use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::shared::{SharedRegion, SharedWord};
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::fast::now_ns;
+use crate::wake_stamp::WakeStamp;
 
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
     name: "FutexPingPong",
     summary: "pairs of workers alternate turns on a shared futex (futex wait/wake round trips)",
     units: "spin_iters units per turn (1 when spin_iters = 0); checkpoint every iteration at the default 1024",
-    wakes: Some("futex wait, timed when the worker had to sleep"),
+    wakes: Some(
+        "futex wait that a wake ended: from the partner's stamp, taken just before its FUTEX_WAKE, to running again",
+    ),
     workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
     params: super::ranges::SPIN,
     needs: super::HostNeed::Nothing,
 };
 
-/// Bytes between the futex words of different pairs (one cache line).
+/// Bytes between the futex words of different pairs (one cache line):
+/// the turn word at +0, the waker's stamp at +8.
 const SLOT: usize = 64;
 
 struct Pairs {
@@ -33,6 +38,9 @@ struct Pairs {
 
 struct Body {
     word: SharedWord,
+    /// The pair's region, for the stamp next to the word.
+    region: SharedRegion,
+    stamp_at: usize,
     side: u32,
     spin: u64,
 }
@@ -41,7 +49,8 @@ impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let word = self.word.get();
-        let mut slept_since = None;
+        let stamp = WakeStamp::new(self.region.atomic_u64(self.stamp_at));
+        let mut woken = false;
         loop {
             let turn = word.load(Ordering::Acquire);
             if turn == self.side {
@@ -50,13 +59,13 @@ impl WorkerBody for Body {
             if stop_requested() {
                 return 0;
             }
-            slept_since.get_or_insert_with(now_ns);
-            crate::shared::futex_wait(word, turn, 100_000_000);
+            woken = crate::shared::futex_wait(word, turn, 100_000_000);
         }
-        if let Some(t0) = slept_since {
-            tel.record_wake_since(t0);
+        if woken {
+            tel.record_wake_stamped(stamp.read());
         }
         let units = tel.spin(self.spin);
+        stamp.mark();
         word.store(1 - self.side, Ordering::Release);
         crate::shared::futex_wake(word, 1);
         units
@@ -67,6 +76,8 @@ impl PreparedWork for Pairs {
     fn worker(&mut self, idx: usize) -> io::Result<Box<dyn WorkerBody>> {
         Ok(Box::new(Body {
             word: self.region.word_u32((idx / 2) * SLOT),
+            region: self.region.clone(),
+            stamp_at: (idx / 2) * SLOT + 8,
             side: u32::try_from(idx % 2).unwrap_or(0),
             spin: self.spin,
         }))

@@ -31,7 +31,7 @@ pub const INFO: TypeInfo = TypeInfo {
     name: "IdleChurn",
     summary: "short spin bursts of burst_us and short sleeps of sleep_us (idle entry/exit churn)",
     units: "1024-unit spin bursts repeated for burst_us; checkpoint every iteration",
-    wakes: Some("sleep overshoot: elapsed minus requested sleep"),
+    wakes: Some("sleep overshoot: elapsed minus requested sleep (timer slack set to 1 ns)"),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::SleepOvershoot,
     params: &[

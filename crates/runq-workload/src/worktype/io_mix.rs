@@ -50,7 +50,7 @@ pub const IO_RAND_READ: TypeInfo = TypeInfo {
     units: "one unit per pread (16 per iteration: checkpoint every 64 iterations)",
     wakes: Some("each pread, timed across the call"),
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::IoLatency,
     params: &[
         super::ranges::ParamRange::new("ops_per_iter", 1, 1000000),
         super::ranges::ParamRange::new("file_kb", 4, super::ranges::MAX_KB),
@@ -65,7 +65,7 @@ pub const IO_CONVOY: TypeInfo = TypeInfo {
     units: "one unit per 4 KiB pwrite (16 per iteration: checkpoint every 64 iterations)",
     wakes: Some("fdatasync of the shared file, timed across the call"),
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::IoLatency,
     params: &[
         super::ranges::ParamRange::new("ops_per_iter", 1, 1000000),
         super::ranges::ParamRange::new("file_kb", 4, super::ranges::MAX_KB),

@@ -42,7 +42,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per 4 KiB write (16 per iteration); checkpoint every 64 iterations",
     wakes: Some("fdatasync, timed across the blocking call"),
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::IoLatency,
     params: &[
         super::ranges::ParamRange::new("writes_per_sync", 1, 1000000),
         super::ranges::ParamRange::new("sleep_us", 0, super::ranges::MAX_US),

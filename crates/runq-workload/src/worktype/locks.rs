@@ -41,7 +41,9 @@ pub const MUTEX_CONTENTION: TypeInfo = TypeInfo {
     summary: "every worker spins work_iters, then takes one shared futex mutex for hold_iters",
     units:
         "work_iters + hold_iters units per acquire (1280 by default: checkpoint every 4 iterations)",
-    wakes: Some("futex wait on a contended acquire, timed from the failed fast path to ownership"),
+    wakes: Some(
+        "contended acquire that a wake handed the lock: from the unlocker's stamp, taken just before its FUTEX_WAKE, to running again",
+    ),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
     params: &[
@@ -61,10 +63,13 @@ impl WorkerBody for MutexBody {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let mut units = tel.spin(self.work);
-        let lock = FutexLock::new(self.region.atomic_u32(0), false);
+        let lock = FutexLock::new(self.region.atomic_u32(0), self.region.atomic_u64(8), false);
         match lock.lock() {
-            Some(0) => {}
-            Some(waited) => tel.record_wake(waited),
+            Some(got) => {
+                if let Some(stamp) = got.wake_stamp {
+                    tel.record_wake_stamped(stamp);
+                }
+            }
             None => return units,
         }
         units += tel.spin(self.hold);
@@ -128,12 +133,15 @@ pub const PRIORITY_INVERSION: TypeInfo = TypeInfo {
         "triples of low/medium/high tasks: low holds a lock high wants while medium hogs the CPU \
               (pi = true uses a priority-inheriting futex)",
     units: "low: hold_iters + work_iters per iteration; medium: work_iters; high: 256 per acquire",
-    wakes: Some("high task only: time to acquire the lock, every acquire"),
+    wakes: Some(
+        "high task only: lock wait, from the failed fast path to owning the lock, every acquire \
+         (the low task's hold and any inversion are in it: not a wakeup latency)",
+    ),
     workers: super::WorkerRule::MultipleOf {
         n: 3,
         roles: "low, medium, high",
     },
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::LockWait,
     params: &[
         super::ranges::ParamRange::new("hold_iters", 0, super::ranges::MAX_ITERS),
         super::ranges::ParamRange::new("work_iters", 0, super::ranges::MAX_ITERS),
@@ -196,7 +204,11 @@ impl WorkerBody for InversionBody {
         if !self.prioritized {
             self.set_role_priority();
         }
-        let lock = FutexLock::new(self.region.atomic_u32(self.offset), self.params.pi);
+        let lock = FutexLock::new(
+            self.region.atomic_u32(self.offset),
+            self.region.atomic_u64(self.offset + 8),
+            self.params.pi,
+        );
         let p = &self.params;
         match self.role {
             Role::Medium => tel.spin(p.work_iters),
@@ -209,8 +221,8 @@ impl WorkerBody for InversionBody {
             Role::High => {
                 tel.plan(p.high_sleep_us.saturating_mul(1000));
                 crate::stop::sleep_unless_stopped(Duration::from_micros(p.high_sleep_us));
-                let Some(waited) = lock.lock() else { return 0 };
-                tel.record_wake(waited);
+                let Some(got) = lock.lock() else { return 0 };
+                tel.record_wake(got.waited_ns);
                 let units = spin_burst(256);
                 lock.unlock();
                 units

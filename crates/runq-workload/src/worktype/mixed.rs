@@ -10,7 +10,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per spin step (1024 per iteration); checkpoint every iteration",
     wakes: None,
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: super::ranges::SPIN,
     needs: super::HostNeed::Nothing,
 };

@@ -18,6 +18,7 @@ mod cross_affinity;
 mod epoll_storm;
 mod fan_out;
 mod fan_out_types;
+mod figure;
 mod fork_exit;
 mod futex_lock;
 mod futex_ping_pong;
@@ -34,6 +35,7 @@ mod producer_consumer;
 mod ranges;
 mod registry;
 mod request_rate;
+mod schbench;
 mod sequence;
 mod signal_storm;
 mod smt;
@@ -42,6 +44,8 @@ mod timer_latency;
 mod wake_chain;
 mod yield_heavy;
 
+pub(crate) use figure::fine_timer_slack;
+pub use figure::WakeFigure;
 pub use ranges::ParamRange;
 pub use registry::WorkType;
 
@@ -65,6 +69,7 @@ pub use pipe_io::Params as PipeIoParams;
 pub use preempt::{PreemptParams, RtParams};
 pub use producer_consumer::Params as ProducerConsumerParams;
 pub use request_rate::Params as RequestRateParams;
+pub use schbench::Params as SchbenchParams;
 pub use sequence::{Params as SequenceParams, Phase, PhaseKind};
 pub use timer_latency::Params as TimerLatencyParams;
 pub use yield_heavy::Params as YieldHeavyParams;
@@ -287,37 +292,6 @@ impl fmt::Display for WorkerRule {
             }
             WorkerRule::MultipleOf { n, roles } => write!(f, "a multiple of {n} workers ({roles})"),
             WorkerRule::AtLeast { n, roles } => write!(f, "at least {n} workers ({roles})"),
-        }
-    }
-}
-
-/// What a type's wake samples (`resume_latencies_ns`) measure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WakeFigure {
-    /// Time across a blocking call or from a waker's timestamp: a wake-up
-    /// latency.
-    Latency,
-    /// Time past a requested sleep (elapsed minus requested): how late the
-    /// sleeper ran, not the whole blocking call.
-    SleepOvershoot,
-    /// Steps of both kinds (Sequence: overshoot for sleeps, the whole call
-    /// for yields and fdatasync).
-    Mixed,
-    /// A request's completion minus its intended arrival (RequestRate):
-    /// the whole response time of an open-loop request, with any delay of
-    /// the arrival clock in it.
-    RequestLatency,
-}
-
-impl WakeFigure {
-    /// The short label reports print for the figure.
-    pub fn label(self) -> &'static str {
-        match self {
-            WakeFigure::Latency => "wake latency",
-            WakeFigure::SleepOvershoot => "sleep overshoot",
-            WakeFigure::Mixed => "overshoot and call time",
-            WakeFigure::RequestLatency => "request latency from intended arrival",
         }
     }
 }

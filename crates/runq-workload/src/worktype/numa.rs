@@ -103,7 +103,7 @@ pub const MIGRATION_CHURN: TypeInfo = TypeInfo {
     units: "one unit per page written (1024 per iteration at the default 4096 KiB)",
     wakes: None,
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: &[ParamRange::new("buffer_kb", 4, MAX_KB)],
     needs: super::HostNeed::Numa,
 };
@@ -174,7 +174,7 @@ pub const WORKING_SET_SWEEP: TypeInfo = TypeInfo {
     units: "one unit per page written (4096 per walk at the default 16 MiB)",
     wakes: None,
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: &[
         ParamRange::new("working_set_kb", 4, MAX_KB),
         ParamRange::new("rebind_ms", 1, MAX_MS),

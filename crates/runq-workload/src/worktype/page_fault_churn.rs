@@ -40,7 +40,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "touches_per_cycle + spin_iters units per iteration (320 by default: checkpoint every 16 iterations)",
     wakes: None,
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: &[super::ranges::ParamRange::new("region_kb", 4, super::ranges::MAX_KB), super::ranges::ParamRange::new("touches_per_cycle", 1, 1000000000), super::ranges::ParamRange::new("spin_iters", 0, super::ranges::MAX_ITERS)],
     needs: super::HostNeed::Nothing,
 };

@@ -1,6 +1,10 @@
-//! PipeIo: pairs of workers ping-pong one byte over two pipes. The even
-//! worker of a pair writes then reads; the odd one reads then writes. Each
-//! read is a wake, timed across the blocking call. CachePipe reuses the
+//! PipeIo: pairs of workers ping-pong one 8-byte message over two pipes.
+//! The even worker of a pair writes then reads; the odd one reads then
+//! writes. Each message carries its writer's clock reading taken just
+//! before the write (the wake call); a read that blocked records the wake
+//! latency from that stamp to running again, and a read that found its
+//! message already waiting records nothing (see
+//! [`crate::wake_stamp::waited_wake_latency_ns`]). CachePipe reuses the
 //! pairs with a cache walk in place of the spin burst. A worker whose
 //! partner's end closes (EOF on read, EPIPE on write) stops and reports
 //! the partner's index, so the verdict can name a partner that died.
@@ -12,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cache_pressure::{self, StridedBuffer};
 use super::{PreparedWork, TypeInfo, WorkerBody};
-use crate::fd::{pipe, read_byte, write_byte, ReadByte};
+use crate::fd::{pipe, read_stamp, write_stamp, ReadStamp};
 use crate::stop::{request_stop, stop_requested};
 use crate::telemetry::{Telemetry, CHUNK_UNITS};
 use runq_kernel::clock::fast::now_ns;
@@ -34,9 +38,11 @@ impl Default for Params {
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
     name: "PipeIo",
-    summary: "pairs of workers ping-pong a byte over pipes after a spin burst (wakeup latency)",
+    summary: "pairs of workers ping-pong a stamped message over pipes after a spin burst (wakeup latency)",
     units: "burst_iters spin units per round trip (1 when burst_iters = 0); checkpoint every iteration at the default 1024",
-    wakes: Some("pipe read, timed across the blocking call"),
+    wakes: Some(
+        "pipe read that blocked: from the writer's stamp, taken just before its write, to running again",
+    ),
     workers: super::WorkerRule::PAIRS,
     wake_figure: super::WakeFigure::Latency,
     params: &[super::ranges::ParamRange::new("burst_iters", 0, super::ranges::MAX_ITERS)],
@@ -102,17 +108,17 @@ struct Body {
 impl Body {
     #[inline(always)]
     fn timed_read(&mut self, tel: &mut Telemetry) -> bool {
-        let t0 = now_ns();
-        match read_byte(&self.rx) {
-            Ok(ReadByte::Byte) => {
-                tel.record_wake_since(t0);
+        let read_start = now_ns();
+        match read_stamp(&self.rx) {
+            Ok(ReadStamp::Stamp(stamp)) => {
+                tel.record_wake_if_waited(read_start, stamp);
                 true
             }
-            Ok(ReadByte::Eof) => {
+            Ok(ReadStamp::Eof) => {
                 self.partner_lost = true;
                 false
             }
-            Ok(ReadByte::Interrupted) => false,
+            Ok(ReadStamp::Interrupted) => false,
             Err(_) => {
                 request_stop();
                 false
@@ -120,11 +126,11 @@ impl Body {
         }
     }
 
-    /// Writes the byte; a failure outside a stop means the partner's read
-    /// end is gone (EPIPE).
+    /// Writes the message, stamped just before the write; a failure
+    /// outside a stop means the partner's read end is gone (EPIPE).
     #[inline(always)]
     fn write(&mut self) -> bool {
-        let ok = write_byte(&self.tx);
+        let ok = write_stamp(&self.tx, now_ns());
         if !ok && !stop_requested() {
             self.partner_lost = true;
         }

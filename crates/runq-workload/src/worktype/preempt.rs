@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::ranges::{ParamRange, MAX_ITERS, MAX_US};
-use super::{independent, since, PreparedWork, TypeInfo, WorkerBody};
+use super::{independent, PreparedWork, TypeInfo, WorkerBody};
 use crate::placement::{current_affinity, set_affinity};
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -59,7 +59,7 @@ pub const PREEMPT_STORM: TypeInfo = TypeInfo {
     summary: "pairs of a CPU hog and a boosted waker (nice -10, or SCHED_FIFO with fifo = \
               true) that sleeps sleep_us and preempts the hog on each wakeup",
     units: "hogs: hog_iters units per iteration; wakers: waker_iters per wakeup (at least 1)",
-    wakes: Some("wakers only: sleep overshoot, elapsed minus requested"),
+    wakes: Some("wakers only: sleep overshoot, elapsed minus requested (timer slack set to 1 ns)"),
     workers: super::WorkerRule::MultipleOf {
         n: 2,
         roles: "pairs: a hog and a waker",
@@ -80,9 +80,11 @@ struct PreemptBody {
 }
 
 impl PreemptBody {
-    /// Raises the waker's priority once, in its own thread.
+    /// Raises the waker's priority and sets its timer slack to 1 ns, once,
+    /// in its own thread.
     fn boost(&mut self) {
         self.boosted = true;
+        super::fine_timer_slack();
         if self.params.fifo && set_fifo(1).is_ok() {
             return;
         }
@@ -107,7 +109,7 @@ impl WorkerBody for PreemptBody {
         if !crate::stop::sleep_unless_stopped(Duration::from_micros(self.params.sleep_us)) {
             return 0;
         }
-        tel.record_wake(since(before).saturating_sub(requested));
+        tel.record_wake(crate::wake_stamp::overshoot_ns(before, now_ns(), requested));
         tel.spin(self.params.waker_iters)
     }
 
@@ -159,7 +161,7 @@ pub const RT_STARVATION: TypeInfo = TypeInfo {
         n: 3,
         roles: "a SCHED_FIFO spinner, two SCHED_OTHER workers",
     },
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: &[
         ParamRange::new("spin_iters", 0, MAX_ITERS),
         ParamRange::new("rt_priority", 1, 99),

@@ -55,7 +55,7 @@ pub const INFO: TypeInfo = TypeInfo {
         n: 2,
         roles: "the first `producers` produce, the rest consume",
     },
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::QueueWait,
     params: &[
         ParamRange::new("producers", 1, 1024),
         ParamRange::new("queue_depth", 1, 65_536),
@@ -109,7 +109,7 @@ impl Queue {
 
     /// Runs `f(head, tail)` under the lock; `None` on STOP.
     fn locked<T>(&self, f: impl FnOnce(&AtomicU32, &AtomicU32) -> T) -> Option<T> {
-        let lock = FutexLock::new(self.word(LOCK), false);
+        let lock = FutexLock::new(self.word(LOCK), self.region.atomic_u64(LOCK + 8), false);
         lock.lock()?;
         let out = f(self.word(HEAD), self.word(TAIL));
         lock.unlock();
@@ -136,7 +136,9 @@ impl Queue {
                     return true;
                 }
                 Err(_) if stop_requested() => return false,
-                Err(h) => futex_wait(self.word(HEAD), h, WAIT_SLICE_NS),
+                Err(h) => {
+                    futex_wait(self.word(HEAD), h, WAIT_SLICE_NS);
+                }
             }
         }
     }
@@ -159,7 +161,9 @@ impl Queue {
                     return Some(stamp);
                 }
                 Err(_) if stop_requested() => return None,
-                Err(t) => futex_wait(self.word(TAIL), t, WAIT_SLICE_NS),
+                Err(t) => {
+                    futex_wait(self.word(TAIL), t, WAIT_SLICE_NS);
+                }
             }
         }
     }

@@ -12,8 +12,8 @@ use super::{
     alu, bursty, cache_pipe, cache_pressure, cache_yield, cgroup_churn, churn, cross_affinity,
     epoll_storm, fan_out_types, fork_exit, futex_ping_pong, idle_churn, io_mix, io_sync_write,
     locks, mixed, numa, page_fault_churn, pipe_io, preempt, producer_consumer, request_rate,
-    sequence, signal_storm, smt, spin_wait, timer_latency, wake_chain, yield_heavy, PreparedWork,
-    SpinParams, TypeInfo,
+    schbench, sequence, signal_storm, smt, spin_wait, timer_latency, wake_chain, yield_heavy,
+    PreparedWork, SpinParams, TypeInfo,
 };
 
 /// Builds a group's shared resources from the parameters and the worker
@@ -327,5 +327,12 @@ work_types! {
         info: cgroup_churn::INFO,
         check: no_check,
         prepare: |p, _| Ok(cgroup_churn::prepare(p)),
+    }
+    /// schbench's model: a message thread waking worker threads that
+    /// think, then compute under a per-CPU lock.
+    Schbench(schbench::Params) {
+        info: schbench::INFO,
+        check: no_check,
+        prepare: schbench::prepare,
     }
 }

@@ -246,6 +246,8 @@ struct Body {
     service_iters: u64,
     /// Arrivals due and untaken at STOP, counted by the clock's holder.
     backlog: Option<u64>,
+    /// The timer slack is set, in the worker's own thread.
+    slack_set: bool,
 }
 
 impl Body {
@@ -272,6 +274,12 @@ impl Body {
 impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        if !self.slack_set {
+            // The arrival clock's accuracy, not the default 50 µs of timer
+            // slack, should bound how late an arrival is taken.
+            super::fine_timer_slack();
+            self.slack_set = true;
+        }
         if !self.clock.take(tel) {
             return 0;
         }
@@ -304,10 +312,6 @@ struct Group {
 
 impl PreparedWork for Group {
     fn worker(&mut self, _idx: usize) -> io::Result<Box<dyn WorkerBody>> {
-        // The arrival clock's accuracy, not the default 50 µs of timer
-        // slack, should bound how late an arrival is taken.
-        // SAFETY: prctl on the calling thread with an integer argument.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
         Ok(Box::new(Body {
             clock: self.clock.clone(),
             arrivals: Arrivals {
@@ -317,6 +321,7 @@ impl PreparedWork for Group {
             seed: self.params.seed,
             service_iters: self.params.service_iters,
             backlog: None,
+            slack_set: false,
         }))
     }
 }

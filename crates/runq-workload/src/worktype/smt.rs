@@ -20,7 +20,7 @@ pub const INFO: TypeInfo = TypeInfo {
         n: 2,
         roles: "pairs sharing a core",
     },
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: super::ranges::SPIN,
     needs: super::HostNeed::Smt,
 };

@@ -10,7 +10,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per spin step (1 per iteration when spin_iters = 0); checkpoint every iteration at the default 1024",
     wakes: None,
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: super::ranges::SPIN,
     needs: super::HostNeed::Nothing,
 };

@@ -79,6 +79,9 @@ impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         if self.next_ns == 0 {
+            // In the worker's own thread (thread workers are built in the
+            // spawner's): measure the timer, not 50 µs of timer slack.
+            super::fine_timer_slack();
             self.next_ns = monotonic_ns() + self.period_ns;
         }
         tel.plan(self.next_ns.saturating_sub(monotonic_ns()));
@@ -121,10 +124,6 @@ pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
     let period_ns = p.period_us * 1000;
     let mlock = p.mlock;
     independent(move |_| {
-        // Like cyclictest: measure the timer, not the default 50 µs of
-        // timer slack a SCHED_OTHER thread gets.
-        // SAFETY: prctl on the calling thread with an integer argument.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
         if mlock {
             lock_memory_as_touched();
         }

@@ -10,7 +10,7 @@ use super::{PreparedWork, SpinParams, TypeInfo, WorkerBody};
 use crate::shared::{futex_wait, futex_wake, SharedRegion};
 use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
-use runq_kernel::clock::fast::now_ns;
+use crate::wake_stamp::WakeStamp;
 
 /// Bytes per link: the token word at +0, the waker's stamp at +8.
 const SLOT: usize = 64;
@@ -21,7 +21,9 @@ pub const INFO: TypeInfo = TypeInfo {
     summary:
         "a ring of workers passes one token; each wakes the next after a spin (serial wake chain)",
     units: "spin_iters units per hop (at least 1); checkpoint every iteration at the default 1024",
-    wakes: Some("per hop: from the predecessor's pre-wake timestamp to resuming"),
+    wakes: Some(
+        "per hop whose wait a wake ended: from the predecessor's stamp, taken just before its FUTEX_WAKE, to running again",
+    ),
     workers: super::WorkerRule::AtLeast {
         n: 2,
         roles: "the ring",
@@ -67,34 +69,33 @@ struct Link {
 }
 
 impl Link {
-    /// Waits for the token; false on STOP.
-    fn wait_token(&self) -> bool {
+    /// Waits for the token: `Some(woken)` once it came (`woken`: a wake
+    /// ended the wait), `None` on STOP.
+    fn wait_token(&self) -> Option<bool> {
         let word = self.region.atomic_u32(self.me);
+        let mut woken = false;
         while word.load(Ordering::Acquire) == 0 {
             if stop_requested() {
-                return false;
+                return None;
             }
-            futex_wait(word, 0, 10_000_000);
+            woken = futex_wait(word, 0, 10_000_000);
         }
         word.store(0, Ordering::Release);
-        true
+        Some(woken)
     }
 }
 
 impl WorkerBody for Link {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        if !self.wait_token() {
+        let Some(woken) = self.wait_token() else {
             return 0;
-        }
-        let stamp = self.region.atomic_u64(self.me + 8).load(Ordering::Acquire);
-        if stamp != 0 {
-            tel.record_wake_since(stamp);
+        };
+        if woken {
+            tel.record_wake_stamped(WakeStamp::new(self.region.atomic_u64(self.me + 8)).read());
         }
         let units = tel.spin(self.spin);
-        self.region
-            .atomic_u64(self.next + 8)
-            .store(now_ns(), Ordering::Release);
+        WakeStamp::new(self.region.atomic_u64(self.next + 8)).mark();
         let word = self.region.atomic_u32(self.next);
         word.store(1, Ordering::Release);
         futex_wake(word, 1);

@@ -17,7 +17,7 @@ pub const INFO: TypeInfo = TypeInfo {
     units: "one unit per yield; checkpoint every 1024 iterations",
     wakes: None,
     workers: super::WorkerRule::Any,
-    wake_figure: super::WakeFigure::Latency,
+    wake_figure: super::WakeFigure::None,
     params: &[],
     needs: super::HostNeed::Nothing,
 };

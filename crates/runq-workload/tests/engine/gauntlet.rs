@@ -101,6 +101,7 @@ fn broken_promises(t: &WorkType, reports: &[WorkerReport]) -> Vec<String> {
             | WorkType::ThunderingHerd(_)
             | WorkType::AsymmetricWaker(_)
             | WorkType::EpollStorm(_)
+            | WorkType::Schbench(_)
     );
     if fan_out != (messengers.len() == 1) || messengers.len() > 1 {
         out.push(format!("{name}: {} messengers", messengers.len()));

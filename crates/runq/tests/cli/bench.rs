@@ -141,3 +141,30 @@ fn bench_sigint_exits_within_one_second_with_2000_workers() {
         assert!(secs < 1.0, "{phase}: {secs} s");
     }
 }
+
+/// runq's wake latency against the kernel's for the same wakeups
+/// (`scripts/wake-truth`: bpftrace's `sched_waking` → switch-in of the
+/// run's own workers woken by each other): FutexPingPong, PipeIo and
+/// WakeChain, each p50 within 2 × the kernel's + 1.5 µs.
+#[test]
+#[ignore = "bench tier (scripts/bench): needs root and bpftrace; judges the host's wakeups"]
+fn bench_wake_latency_agrees_with_the_kernel() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/wake-truth");
+    let out = std::process::Command::new(script)
+        .args(["--runq", env!("CARGO_BIN_EXE_runq"), "--rounds", "1"])
+        .output()
+        .expect("scripts/wake-truth runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("| ") || l.starts_with("figure:"))
+    {
+        println!("{}", line.replace("| ", "figure: wake-truth | "));
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -627,6 +627,7 @@ fn the_largest_parameters_still_stop_in_time() {
         ("SpinWait", "spin_iters=1000000000000", "2"),
         ("AluHot", "rounds=1000000000000", "2"),
         ("FanOutCompute", "matrix_size=1024", "3"),
+        ("Schbench", "cache_footprint_kb=24576", "3"),
         ("FutexPingPong", "spin_iters=1000000000000", "2"),
     ] {
         let out = runq()

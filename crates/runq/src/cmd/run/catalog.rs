@@ -60,6 +60,7 @@ fn as_json(work: &WorkType) -> Value {
         "summary": info.summary,
         "units": info.units,
         "wake_latency": info.wakes,
+        "wake_figure": info.wake_figure,
         "workers": info.workers.describe(),
         "defaults": params_of(work).into_iter().collect::<serde_json::Map<_, _>>(),
         "ranges": ranges_json(work),
@@ -130,15 +131,16 @@ pub fn render_explain(work: &WorkType, json: bool) -> anyhow::Result<String> {
         .workers
         .describe()
         .unwrap_or_else(|| "any number, at least 1".into());
+    let latency = match info.wakes {
+        Some(w) => format!("{}: {w}", info.wake_figure.label()),
+        None => "none: the type takes no latency sample".into(),
+    };
     let mut out = String::new();
     let title = wrap(&format!("{}: {}", info.name, info.summary), LIST_WIDTH);
     out.push_str(&hanging(&title[0], &title[1..], 2));
     for (label, text) in [
         ("work units:", info.units),
-        (
-            "wake latency:",
-            info.wakes.unwrap_or("not sampled (no blocking step)"),
-        ),
+        ("latency:", &latency),
         ("workers:", &workers),
         ("parameters:", &params_text(work)),
     ] {
