@@ -14,9 +14,13 @@
 //! for the next stack that shows a role: a thread last seen idle in the
 //! pool that runs deep code has most often just taken over a worker's core
 //! (after another worker's `block_in_place`), which its next stacks show.
-//! At the session's end, findings still waiting stay in the pool when
-//! their thread was last seen there, and otherwise count as the workers'
-//! that discovery took their threads for.
+//! At the session's end, findings still waiting are dropped: their
+//! thread was last seen in the pool, or never showed a role at all (a
+//! thread watched for its name, a pool thread of the workers' name). Only
+//! when discovery took the workers by name, with no stack to go by (a
+//! stripped executable, `--workers`), does a thread that never showed a
+//! role count as a worker. Workers found by their stacks begin the
+//! session as workers of the flavor discovery saw.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -48,6 +52,9 @@ pub struct Roles {
     /// Per return address of whole stacks: the role they showed (`None`
     /// once both roles went through it).
     by_address: HashMap<u64, Option<Role>>,
+    /// Discovery took the workers by name: a thread that never showed a
+    /// role is a worker.
+    by_names: bool,
 }
 
 /// What observing a role released.
@@ -57,9 +64,37 @@ pub struct Released {
     pub findings: Vec<Finding>,
     /// Held findings dropped: their thread turned out to be in the pool.
     pub pool_events: u64,
+    /// Held findings dropped: their thread never showed a role, and
+    /// discovery went by stacks.
+    pub non_worker_events: u64,
 }
 
 impl Roles {
+    /// The session begins: `by_names` when discovery took the workers by
+    /// their names; `workers`, those it saw running a loop of a flavor.
+    pub fn begin(&mut self, by_names: bool, workers: &BTreeMap<u32, Flavor>) {
+        self.by_names = by_names;
+        for (tid, flavor) in workers {
+            self.observe(*tid, Role::Worker(*flavor));
+        }
+    }
+
+    /// True when a thread of unknown role counts as a worker (discovery
+    /// took the workers by name).
+    pub fn unknown_is_worker(&self) -> bool {
+        self.by_names
+    }
+
+    /// True when `tid` was a worker at its last stack that showed a role
+    /// (or, with workers taken by name, showed none yet).
+    pub fn is_worker_now(&self, tid: u32) -> bool {
+        match self.current(tid) {
+            Some(Role::Worker(_)) => true,
+            Some(Role::Pool) => false,
+            None => self.by_names,
+        }
+    }
+
     /// The thread `tid` showed `role` on a whole stack; findings held for
     /// it take that role.
     pub fn observe(&mut self, tid: u32, role: Role) -> Released {
@@ -129,16 +164,19 @@ impl Roles {
 
     /// The session ends: findings still held belong to threads whose
     /// next role was never seen. Those of a thread last seen in the pool
-    /// stay there (counted in `Released::pool_events`); the others
-    /// belong to threads that never showed a role, which discovery took
-    /// for workers.
+    /// stay there (counted in `Released::pool_events`); those of a
+    /// thread that never showed a role are a worker's only when
+    /// discovery took the workers by name (else counted in
+    /// `Released::non_worker_events`).
     pub fn flush(&mut self) -> Released {
         self.pending_len = 0;
         let mut out = Released::default();
         for (tid, held) in std::mem::take(&mut self.pending) {
             match self.last.get(&tid) {
                 Some(Role::Pool) => out.pool_events += held.len() as u64,
-                _ => out.findings.extend(held),
+                Some(Role::Worker(_)) => out.findings.extend(held),
+                None if self.by_names => out.findings.extend(held),
+                None => out.non_worker_events += held.len() as u64,
             }
         }
         out
@@ -221,8 +259,27 @@ mod tests {
         assert!(r.only_pool(9));
         r.hold(finding(5, 3));
         r.hold(finding(9, 4));
+        r.hold(finding(7, 5));
         let end = r.flush();
-        assert_eq!(end.findings.len(), 1, "unknown threads stay workers");
-        assert_eq!(end.pool_events, 1, "thread 9 was last in the pool");
+        assert!(end.findings.is_empty(), "{:?}", end.findings);
+        assert_eq!(end.pool_events, 2, "threads 7 and 9 were last in the pool");
+        assert_eq!(end.non_worker_events, 1, "thread 5 never showed a role");
+    }
+
+    #[test]
+    fn workers_taken_by_name_are_workers_until_their_stacks_say_otherwise() {
+        let mut by_names = Roles::default();
+        by_names.begin(true, &BTreeMap::new());
+        assert!(by_names.is_worker_now(5));
+        by_names.hold(finding(5, 3));
+        assert_eq!(by_names.flush().findings.len(), 1);
+        by_names.observe(5, Role::Pool);
+        assert!(!by_names.is_worker_now(5));
+        // Found by stacks: the workers discovery saw begin as workers,
+        // and a thread of unknown role is none.
+        let mut by_stacks = Roles::default();
+        by_stacks.begin(false, &BTreeMap::from([(7, Flavor::CurrentThread)]));
+        assert!(by_stacks.is_worker_now(7) && !by_stacks.is_worker_now(8));
+        assert_eq!(by_stacks.workers().get(&7), Some(&Flavor::CurrentThread));
     }
 }
