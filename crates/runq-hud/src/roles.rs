@@ -45,6 +45,9 @@ const MAX_PENDING: usize = 100_000;
 pub struct Roles {
     last: BTreeMap<u32, Role>,
     workers: BTreeMap<u32, Flavor>,
+    /// Threads with findings made while their role was not known
+    /// (workers taken by name).
+    unjudged: BTreeSet<u32>,
     pool: BTreeSet<u32>,
     pending: BTreeMap<u32, Vec<Finding>>,
     pending_len: usize,
@@ -77,12 +80,6 @@ impl Roles {
         for (tid, flavor) in workers {
             self.observe(*tid, Role::Worker(*flavor));
         }
-    }
-
-    /// True when a thread of unknown role counts as a worker (discovery
-    /// took the workers by name).
-    pub fn unknown_is_worker(&self) -> bool {
-        self.by_names
     }
 
     /// True when `tid` was a worker at its last stack that showed a role
@@ -175,7 +172,10 @@ impl Roles {
             match self.last.get(&tid) {
                 Some(Role::Pool) => out.pool_events += held.len() as u64,
                 Some(Role::Worker(_)) => out.findings.extend(held),
-                None if self.by_names => out.findings.extend(held),
+                None if self.by_names => {
+                    self.unjudged.insert(tid);
+                    out.findings.extend(held);
+                }
                 None => out.non_worker_events += held.len() as u64,
             }
         }
@@ -186,6 +186,27 @@ impl Roles {
     /// of the loop they were first seen in.
     pub fn workers(&self) -> &BTreeMap<u32, Flavor> {
         &self.workers
+    }
+
+    /// A finding of `tid` was made as a worker's, in `role` (`None`:
+    /// not known, workers taken by name): the thread is listed among
+    /// the workers, as every thread with a finding is.
+    pub fn credit(&mut self, tid: u32, role: Option<Role>) {
+        match role {
+            Some(Role::Worker(flavor)) => {
+                self.workers.entry(tid).or_insert(flavor);
+            }
+            Some(Role::Pool) => {}
+            None => {
+                self.unjudged.insert(tid);
+            }
+        }
+    }
+
+    /// True when `tid` is listed among the workers: it ran a task loop,
+    /// or had a finding while its role was not known.
+    pub fn listed(&self, tid: u32) -> bool {
+        self.workers.contains_key(&tid) || self.unjudged.contains(&tid)
     }
 
     /// True for a thread seen in the blocking pool and never as a worker.
@@ -264,6 +285,20 @@ mod tests {
         assert!(end.findings.is_empty(), "{:?}", end.findings);
         assert_eq!(end.pool_events, 2, "threads 7 and 9 were last in the pool");
         assert_eq!(end.non_worker_events, 1, "thread 5 never showed a role");
+    }
+
+    #[test]
+    fn every_thread_with_a_finding_is_listed() {
+        let mut r = Roles::default();
+        // A cut stack judged a worker's by the path it went through.
+        r.credit(4, Some(Role::Worker(Flavor::MultiThread)));
+        assert!(r.listed(4) && r.workers().contains_key(&4));
+        // Workers taken by name: a finding of a thread of unknown role.
+        r.begin(true, &BTreeMap::new());
+        r.hold(finding(6, 1));
+        assert_eq!(r.flush().findings.len(), 1);
+        assert!(r.listed(6) && !r.workers().contains_key(&6));
+        assert!(!r.listed(7));
     }
 
     #[test]

@@ -382,7 +382,10 @@ impl Detector {
             self.tally.cut_findings += 1;
         }
         match role {
-            Some(_) => out.push(f),
+            Some(_) => {
+                self.roles.credit(ev.tid, role);
+                out.push(f);
+            }
             None => self.roles.hold(f),
         }
         out
@@ -481,6 +484,7 @@ impl Detector {
             }
             return None;
         }
+        self.roles.credit(ev.tid, self.roles.current(ev.tid));
         self.tally.long_polls += 1;
         Some(Finding {
             category: Category::LongPoll,

@@ -317,16 +317,16 @@ impl Attached {
     }
 
     /// The workers, as the live view, the report and its JSON list them:
-    /// the watched threads seen running a runtime's tasks. Only when the
-    /// workers were taken by name and no stack has shown a loop yet (a
-    /// stripped executable) are they the watched threads not seen in the
-    /// blocking pool.
+    /// the watched threads seen running a runtime's tasks, and any other
+    /// with a finding (each finding is a worker's). Only when the workers
+    /// were taken by name and no stack has shown a loop yet (a stripped
+    /// executable) are they the watched threads not seen in the blocking
+    /// pool.
     fn worker_tids(&self) -> Vec<u32> {
         let roles = &self.detector.roles;
-        let seen = roles.workers();
-        let by_names = self.watched.method.by_names() && seen.is_empty();
+        let by_names = self.watched.method.by_names() && roles.workers().is_empty();
         let tids = self.watched.tids().into_iter();
-        tids.filter(|t| seen.contains_key(t) || (by_names && !roles.only_pool(*t)))
+        tids.filter(|t| roles.listed(*t) || (by_names && !roles.only_pool(*t)))
             .collect()
     }
 

@@ -417,7 +417,7 @@ fn a_current_thread_runtime_beside_default_named_workers_is_found() {
     assert!(
         discovery.contains("stacks")
             && discovery.contains("gw-audit")
-            && discovery.contains("tokio-runtime-w"),
+            && (discovery.contains("tokio-rt-worker") || discovery.contains("tokio-runtime-w")),
         "{report:#}"
     );
     judge(&report, &truths, Login::InPlace);
