@@ -14,11 +14,12 @@
 //! per worker sends it one request at a time. A request renders a page
 //! (a 25 ms sleep), compresses it (zstd, C code, about 10 ms of CPU),
 //! appends to an access log (a file write and `fsync`) and runs a child
-//! process (`true`). `runq-demo-actix [SECONDS] [calm]` prints its pid
-//! once every worker serves. Modes: by default the handlers do all of it
-//! on the worker (blockers); `calm` hands each part to the blocking pool
-//! (`web::block`), as a well-behaved actix-web handler does, so no worker
-//! ever blocks.
+//! process (`true`). `runq-demo-actix [SECONDS] [calm|late]` prints its
+//! pid once every worker serves. Modes: by default the handlers do all of
+//! it on the worker (blockers); `calm` hands each part to the blocking
+//! pool (`web::block`), as a well-behaved actix-web handler does, so no
+//! worker ever blocks; `late` starts a fourth worker, on a thread named
+//! `late-rt`, [`LATE`] after the pid is out (a runtime started late).
 
 use std::fs::File;
 use std::io::Write;
@@ -28,6 +29,9 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// The HTTP workers (actix-web's default is one per CPU).
 const WORKERS: usize = 3;
+
+/// When `late` starts its fourth worker, after the pid is printed.
+const LATE: Duration = Duration::from_secs(3);
 
 /// How long a page takes to render.
 const RENDER: Duration = Duration::from_millis(25);
@@ -158,33 +162,44 @@ fn client(addr: std::net::SocketAddr) {
     }
 }
 
+/// Starts a worker on a thread named `name`, and its client.
+fn start_worker(name: String, calm: bool, log: &std::sync::Arc<File>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
+    let addr = listener.local_addr().expect("the local address");
+    let log = log.clone();
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || worker(listener, calm, log))
+        .expect("a worker thread");
+    std::thread::Builder::new()
+        .name("client".into())
+        .spawn(move || client(addr))
+        .expect("a client thread");
+}
+
 fn main() {
-    let calm = std::env::args().nth(2).as_deref() == Some("calm");
-    let lifetime = runq_demo::duration_from_args();
+    let mode = std::env::args().nth(2).unwrap_or_default();
+    let calm = mode == "calm";
+    let lifetime = runq_demo::duration_from_args().unwrap_or(Duration::MAX);
     let dir = std::env::temp_dir().join(format!("runq-demo-actix-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     let log = std::sync::Arc::new(File::create(dir.join("access.log")).expect("the access log"));
     for n in 0..WORKERS {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
-        listener
-            .set_nonblocking(true)
-            .expect("a non-blocking listener");
-        let addr = listener.local_addr().expect("the local address");
-        let log = log.clone();
-        std::thread::Builder::new()
-            .name(format!("actix-rt|system:0|arbiter:{n}"))
-            .spawn(move || worker(listener, calm, log))
-            .expect("a worker thread");
-        std::thread::Builder::new()
-            .name("client".into())
-            .spawn(move || client(addr))
-            .expect("a client thread");
+        start_worker(format!("actix-rt|system:0|arbiter:{n}"), calm, &log);
     }
     // The pid once every worker serves (a first request has been answered
     // by each; the clients connect right away).
     std::thread::sleep(Duration::from_millis(200));
     println!("{}", std::process::id());
-    std::thread::sleep(lifetime.unwrap_or(Duration::MAX));
+    let started = std::time::Instant::now();
+    if mode == "late" && lifetime > LATE {
+        std::thread::sleep(LATE);
+        start_worker("late-rt".into(), calm, &log);
+    }
+    std::thread::sleep(lifetime.saturating_sub(started.elapsed()));
     let _ = std::fs::remove_dir_all(&dir);
     std::process::exit(0);
 }

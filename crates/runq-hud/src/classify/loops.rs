@@ -146,6 +146,24 @@ pub(super) fn is_pool_loop(f: &Frame) -> bool {
     own == "run" && in_module(f, &path, "runtime/blocking/pool.rs", "blocking::pool")
 }
 
+/// A frame a thread starts in: std's `thread_start` (every thread Rust
+/// spawns), libc's `start_thread` or `clone3`, or `__libc_start_main`
+/// (the main thread). A stack that reaches one is whole.
+pub(super) fn is_thread_entry(f: &Frame) -> bool {
+    let (path, own) = split_name(&f.function);
+    let std = path.starts_with("std::")
+        || f.file
+            .as_deref()
+            .is_some_and(|p| p.starts_with("/rustc/") || p.contains("/library/std/"));
+    match own.as_str() {
+        "thread_start" => std,
+        "start_thread" | "clone3" | "__clone3" | "__libc_start_main" | "__libc_start_call_main" => {
+            true
+        }
+        _ => false,
+    }
+}
+
 /// The flavor of the runtime loop whose function `f` is, if it is one
 /// (`tokio`: the frame is tokio's).
 pub(super) fn loop_flavor(f: &Frame, tokio: bool) -> Option<Flavor> {
@@ -265,6 +283,11 @@ mod tests {
             flavor("<tokio::task::local::Shared as tokio::runtime::task::Schedule>::schedule"),
             None
         );
+        assert!(is_thread_entry(&frame(
+            "std::sys::pal::unix::thread::Thread::new::thread_start"
+        )));
+        assert!(is_thread_entry(&frame("start_thread")));
+        assert!(!is_thread_entry(&frame("app::thread_start")));
         // A short DWARF name goes by its source file.
         let mut short = frame("run_task");
         short.file = Some(

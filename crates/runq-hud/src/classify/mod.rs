@@ -167,6 +167,8 @@ pub struct FrameClass {
     /// Tokio's `Core::poll`, which polls a task's future: without debug
     /// info for its inlined frames, the future's code is this frame.
     pub task_poll: bool,
+    /// The frame the thread started in: a stack that reaches it is whole.
+    pub thread_entry: bool,
 }
 
 /// The kind of loop that runs a worker's tasks.
@@ -205,6 +207,7 @@ pub fn class_of(f: &Frame) -> FrameClass {
         pool_loop: loops::is_pool_loop(f),
         block_in_place: tokio && is_block_in_place_frame(f),
         task_poll: tokio && is_task_poll_frame(f),
+        thread_entry: loops::is_thread_entry(f),
     }
 }
 

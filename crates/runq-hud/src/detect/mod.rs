@@ -256,6 +256,8 @@ pub struct Summary {
     pub block_in_place: bool,
     /// Every frame is std's or the system's: no program and no tokio frame.
     pub bare: bool,
+    /// The stack reaches the frame its thread started in: it is whole.
+    pub reached_entry: bool,
 }
 
 impl Summary {
@@ -285,6 +287,7 @@ impl Summary {
             flavor: flavor_of_stack(classes),
             block_in_place: inside_task_loop(classes).iter().any(|c| c.block_in_place),
             bare: classes.iter().all(|c| c.runtime && !c.tokio),
+            reached_entry: classes.iter().any(|c| c.thread_entry),
         }
     }
 
@@ -369,6 +372,13 @@ impl Detector {
             let released = self.roles.observe(ev.tid, role);
             self.tally.blocking_pool_events += released.pool_events;
             out.extend(released.findings);
+        }
+        if seen.is_none() && summary.reached_entry {
+            // A whole stack, from where its thread started, through no
+            // loop: the thread ran neither a runtime's tasks nor the
+            // pool's then (a plain thread watched on probation).
+            self.tally.non_worker_events += 1;
+            return out;
         }
         let role = seen.or_else(|| self.roles.of_cut_stack(ev.tid, &ev.stack));
         if role == Some(Role::Pool) {

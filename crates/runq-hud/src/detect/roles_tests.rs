@@ -273,3 +273,32 @@ fn a_block_in_place_hand_off_moves_the_worker_role() {
     assert_eq!(workers, [3, 4], "both ran the loop");
     assert!(d.roles.is_worker_now(4) && !d.roles.is_worker_now(3));
 }
+
+#[test]
+fn a_plain_threads_whole_stack_is_no_finding_whatever_its_addresses() {
+    let entry = "std::sys::pal::unix::thread::Thread::new::thread_start";
+    let mut d = Detector::new(100, 1);
+    d.roles.begin(false, &BTreeMap::new());
+    // A worker's whole stack: its thread's start (address 100) is
+    // learned as a worker's path.
+    let mut worker = actix_worker(&["app::index"]);
+    worker.push(frame(entry));
+    let mut w = ev(Kind::Blocked, 4, 0, 25);
+    w.stack = vec![1, 2, 3, 100];
+    assert_eq!(d.feed(&w, worker).len(), 1);
+    // A plain thread (a client, watched on probation) sleeps: its stack
+    // is whole, through no loop, so it is no worker's, although its
+    // deepest address is one a worker's stack went through.
+    let client = frames(&[
+        "clock_nanosleep",
+        "std::thread::sleep",
+        "app::client",
+        entry,
+    ]);
+    let mut c = ev(Kind::Blocked, 9, 30, 25);
+    c.stack = vec![7, 8, 100];
+    assert!(d.feed(&c, client).is_empty());
+    assert!(d.flush().is_empty());
+    assert!(!d.roles.listed(9));
+    assert_eq!(d.tally.non_worker_events, 1);
+}

@@ -294,6 +294,7 @@ impl Attached {
             .begin(found.method.by_names(), &found.flavors);
         let mut watched = Watched::new(found.method);
         watched.add(opts, &all, &found.tids, &mut probe)?;
+        watched.know(&all);
         let poll_timing = match opts.exact_polls {
             true => time_polls(opts, &mut probe, &mut detector)?,
             false => PollTiming::default(),
@@ -399,8 +400,10 @@ pub fn run(
                 on_update(Update::TargetExited);
                 break;
             }
-            // Threads that appear later (a growing runtime) join the filter.
-            let _ = s.watched.refresh(opts, &mut s.probe);
+            // Threads that appear later (a growing runtime, a pool, a
+            // runtime started late) join the filter; newcomers that ran
+            // no task loop on probation leave it.
+            let _ = s.watched.refresh(opts, &mut s.probe, &s.detector.roles);
             on_update(Update::Workers(&s.worker_tids()));
             last_refresh = Instant::now();
         }

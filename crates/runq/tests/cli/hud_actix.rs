@@ -27,8 +27,8 @@ fn threads_named(pid: u32, comm: &str) -> BTreeSet<u64> {
 }
 
 /// A hud session of `secs` on the demo in `mode`; returns the report, the
-/// workers (by their names, which the demo gives them) and the pool
-/// threads that existed at its end.
+/// workers (by their names, which the demo gives them: `late-rt` for the
+/// one `late` starts) and the pool threads that existed at its end.
 fn session(mode: &str, secs: u32, extra: &[&OsStr]) -> (Value, BTreeSet<u64>, BTreeSet<u64>) {
     let mut demo = Command::new(demo_bin("runq-demo-actix"));
     demo.args([DEMO_LIFETIME.to_string().as_str(), mode]);
@@ -36,20 +36,19 @@ fn session(mode: &str, secs: u32, extra: &[&OsStr]) -> (Value, BTreeSet<u64>, BT
     let mut child = KillOnDrop(child);
     let mut truth = None;
     let (report, _) = hud_then(&runq_bin(), pid, secs, extra, || {
-        truth = Some((
-            threads_named(pid, "actix-rt|system"),
-            threads_named(pid, "tokio-rt-worker"),
-        ));
+        let mut workers = threads_named(pid, "actix-rt|system");
+        workers.extend(threads_named(pid, "late-rt"));
+        truth = Some((workers, threads_named(pid, "tokio-rt-worker")));
         drop(child.0.kill());
     });
     let (workers, pool) = truth.unwrap();
     (report, workers, pool)
 }
 
-/// The report lists exactly `workers`, each a `current_thread` runtime's,
-/// and none of `pool`.
-fn judge_workers(report: &Value, workers: &BTreeSet<u64>, pool: &BTreeSet<u64>) {
-    assert_eq!(workers.len(), 3, "the demo's workers: {workers:?}");
+/// The report lists exactly `workers` (`n` of them), each a
+/// `current_thread` runtime's, and none of `pool`.
+fn judge_workers(report: &Value, n: usize, workers: &BTreeSet<u64>, pool: &BTreeSet<u64>) {
+    assert_eq!(workers.len(), n, "the demo's workers: {workers:?}");
     let listed = report["workers"].as_array().unwrap();
     let tids: BTreeSet<u64> = listed.iter().map(|w| w["tid"].as_u64().unwrap()).collect();
     assert_eq!(&tids, workers, "pool threads {pool:?}: {report:#}");
@@ -63,7 +62,7 @@ fn judge_workers(report: &Value, workers: &BTreeSet<u64>, pool: &BTreeSet<u64>) 
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn actix_shaped_workers_are_found_by_their_loop_and_their_blockers_named() {
     let (report, workers, pool) = session("blocking", 5, &[]);
-    judge_workers(&report, &workers, &pool);
+    judge_workers(&report, 3, &workers, &pool);
     assert!(
         report["discovery"].as_str().unwrap().contains("stacks"),
         "{report:#}"
@@ -80,7 +79,7 @@ fn actix_shaped_workers_are_found_by_their_loop_and_their_blockers_named() {
 fn an_actix_shaped_service_that_offloads_its_work_has_no_long_poll() {
     let polls = OsStr::new("--exact-polls");
     let (report, workers, pool) = session("calm", 5, &[polls]);
-    judge_workers(&report, &workers, &pool);
+    judge_workers(&report, 3, &workers, &pool);
     assert!(!pool.is_empty(), "the handlers used no pool: {report:#}");
     assert_eq!(report["poll_timing"]["method"], "exact", "{report:#}");
     let long = blockers(&report, "long_poll");
@@ -96,4 +95,24 @@ fn an_actix_shaped_service_that_offloads_its_work_has_no_long_poll() {
             assert!(!mentions(b, name), "offloaded work reported: {b:#}");
         }
     }
+}
+
+/// A runtime started 3 s after the demo printed its pid, on a thread of a
+/// name discovery never saw (`late-rt`): it is watched on probation, its
+/// loop makes it a worker, and its blocker is named.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_runtime_started_late_under_a_name_of_its_own_is_found() {
+    let (report, workers, pool) = session("late", 7, &[]);
+    judge_workers(&report, 4, &workers, &pool);
+    let late = report["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["comm"] == "late-rt")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert!(
+        late["findings"]["blocking_call"].as_u64() > Some(0),
+        "{late:#}"
+    );
 }
