@@ -7,7 +7,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const DEMOS: [&str; 7] = [
+const DEMOS: [&str; 8] = [
+    env!("CARGO_BIN_EXE_runq-demo-actix"),
     env!("CARGO_BIN_EXE_runq-demo-busy"),
     env!("CARGO_BIN_EXE_runq-demo-control"),
     env!("CARGO_BIN_EXE_runq-demo-gateway"),

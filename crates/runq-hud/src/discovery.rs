@@ -1,18 +1,24 @@
 //! Finding the target process and its Tokio worker threads.
 //!
-//! Workers are chosen in the seed's order: an explicit name prefix; Tokio's
-//! default thread names (`tokio-runtime-worker`, seen truncated as
-//! `tokio-runtime-w`, and `tokio-rt-worker`); their stacks (the session
-//! samples every thread for a moment and keeps those in Tokio's worker
-//! loop, see [`by_stacks`]); otherwise the largest group of threads named
-//! `{name}-{N}`. Tokio's blocking-pool threads share the workers' name;
-//! their events are told apart later by their stacks. Threads that appear
-//! later join when they match the method that found the first ones.
+//! A worker is a thread that runs a runtime's task loop, whatever its
+//! name: an explicit name prefix (`--workers`) is taken as given;
+//! otherwise the session samples every thread for a moment and keeps
+//! those whose own stacks ran a runtime's task loop (see [`by_stacks`]).
+//! Names decide only when stacks cannot: a stripped executable, or no
+//! stack in a loop; then Tokio's default thread names
+//! (`tokio-runtime-worker`, seen truncated as `tokio-runtime-w`, and
+//! `tokio-rt-worker`, which Tokio's blocking-pool threads carry too), or
+//! the largest group of threads named `{name}-{N}`. Threads that appear
+//! later are watched when they match the method that found the first
+//! ones; each event's stack still says whether its thread was a worker
+//! then (see [`crate::roles`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use runq_kernel::proc::tasks;
+
+use crate::classify::Flavor;
 
 /// Comm prefixes of Tokio's worker threads.
 pub const TOKIO_PREFIXES: [&str; 2] = ["tokio-runtime-w", "tokio-rt-worker"];
@@ -139,10 +145,6 @@ pub enum Method {
     ExplicitPrefix(String),
     /// Tokio's default thread names.
     TokioDefaults,
-    /// Tokio's default thread names, and threads of these names seen
-    /// running another runtime's tasks (a `current_thread` runtime, a
-    /// `LocalSet`).
-    TokioDefaultsAnd(Vec<String>),
     /// Threads seen in Tokio's worker loop; their names.
     Stacks(Vec<String>),
     /// The largest `{name}-{N}` group.
@@ -153,15 +155,19 @@ pub enum Method {
 }
 
 impl Method {
+    /// True when the method took the workers by their names, not by what
+    /// their stacks showed: a thread it watched whose stacks never show
+    /// a role is taken for a worker.
+    pub fn by_names(&self) -> bool {
+        !matches!(self, Method::Stacks(_))
+    }
+
     /// True when a thread named `comm` belongs to the workers this method
     /// found (new threads of a growing runtime).
     pub fn matches(&self, comm: &str) -> bool {
         match self {
             Method::ExplicitPrefix(p) => comm.starts_with(p.as_str()),
             Method::TokioDefaults => TOKIO_PREFIXES.iter().any(|p| comm.starts_with(p)),
-            Method::TokioDefaultsAnd(names) => {
-                Method::TokioDefaults.matches(comm) || names.iter().any(|n| n == comm)
-            }
             Method::Stacks(names) => names.iter().any(|n| n == comm),
             Method::LargestGroup(name) => group_name(comm) == Some(name.as_str()),
             Method::SameName(name) => comm == name,
@@ -184,12 +190,14 @@ pub fn group_key(comm: &str) -> &str {
 /// What sampling saw of one thread's stacks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoopHits {
-    /// Stacks through Tokio's multi-thread worker loop.
+    /// Stacks through a runtime's task loop (any flavor).
     pub worker: u32,
     /// Stacks through the blocking pool's loop.
     pub pool: u32,
     /// Stacks through neither (a plain thread's, or one cut short).
     pub other: u32,
+    /// The flavor of the last task loop seen.
+    pub flavor: Option<Flavor>,
 }
 
 impl LoopHits {
@@ -228,11 +236,6 @@ impl std::fmt::Display for Method {
         match self {
             Method::ExplicitPrefix(p) => write!(f, "explicit prefix {p:?}"),
             Method::TokioDefaults => f.write_str("Tokio default thread names"),
-            Method::TokioDefaultsAnd(names) => write!(
-                f,
-                "Tokio default thread names, and stacks in a Tokio runtime's task loop ({})",
-                names.join(", ")
-            ),
             Method::Stacks(names) => {
                 write!(
                     f,
@@ -386,7 +389,7 @@ mod tests {
         let hit = |worker, pool| LoopHits {
             worker,
             pool,
-            other: 0,
+            ..Default::default()
         };
         let hits = BTreeMap::from([
             (1, hit(3, 0)),
@@ -408,13 +411,13 @@ mod tests {
         // short is one.
         let plain = LoopHits {
             worker: 1,
-            pool: 0,
             other: 12,
+            ..Default::default()
         };
         let cut = LoopHits {
             worker: 9,
-            pool: 0,
             other: 3,
+            ..Default::default()
         };
         let mixed = BTreeMap::from([(1, cut), (4, plain)]);
         assert_eq!(by_stacks(&ts, &mixed).unwrap().1, vec![1]);

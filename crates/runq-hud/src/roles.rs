@@ -14,9 +14,13 @@
 //! for the next stack that shows a role: a thread last seen idle in the
 //! pool that runs deep code has most often just taken over a worker's core
 //! (after another worker's `block_in_place`), which its next stacks show.
-//! At the session's end, findings still waiting stay in the pool when
-//! their thread was last seen there, and otherwise count as the workers'
-//! that discovery took their threads for.
+//! At the session's end, findings still waiting are dropped: their
+//! thread was last seen in the pool, or never showed a role at all (a
+//! thread watched for its name, a pool thread of the workers' name). Only
+//! when discovery took the workers by name, with no stack to go by (a
+//! stripped executable, `--workers`), does a thread that never showed a
+//! role count as a worker. Workers found by their stacks begin the
+//! session as workers of the flavor discovery saw.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -41,6 +45,9 @@ const MAX_PENDING: usize = 100_000;
 pub struct Roles {
     last: BTreeMap<u32, Role>,
     workers: BTreeMap<u32, Flavor>,
+    /// Threads with findings made while their role was not known
+    /// (workers taken by name).
+    unjudged: BTreeSet<u32>,
     pool: BTreeSet<u32>,
     pending: BTreeMap<u32, Vec<Finding>>,
     pending_len: usize,
@@ -48,6 +55,9 @@ pub struct Roles {
     /// Per return address of whole stacks: the role they showed (`None`
     /// once both roles went through it).
     by_address: HashMap<u64, Option<Role>>,
+    /// Discovery took the workers by name: a thread that never showed a
+    /// role is a worker.
+    by_names: bool,
 }
 
 /// What observing a role released.
@@ -57,9 +67,31 @@ pub struct Released {
     pub findings: Vec<Finding>,
     /// Held findings dropped: their thread turned out to be in the pool.
     pub pool_events: u64,
+    /// Held findings dropped: their thread never showed a role, and
+    /// discovery went by stacks.
+    pub non_worker_events: u64,
 }
 
 impl Roles {
+    /// The session begins: `by_names` when discovery took the workers by
+    /// their names; `workers`, those it saw running a loop of a flavor.
+    pub fn begin(&mut self, by_names: bool, workers: &BTreeMap<u32, Flavor>) {
+        self.by_names = by_names;
+        for (tid, flavor) in workers {
+            self.observe(*tid, Role::Worker(*flavor));
+        }
+    }
+
+    /// True when `tid` was a worker at its last stack that showed a role
+    /// (or, with workers taken by name, showed none yet).
+    pub fn is_worker_now(&self, tid: u32) -> bool {
+        match self.current(tid) {
+            Some(Role::Worker(_)) => true,
+            Some(Role::Pool) => false,
+            None => self.by_names,
+        }
+    }
+
     /// The thread `tid` showed `role` on a whole stack; findings held for
     /// it take that role.
     pub fn observe(&mut self, tid: u32, role: Role) -> Released {
@@ -129,16 +161,22 @@ impl Roles {
 
     /// The session ends: findings still held belong to threads whose
     /// next role was never seen. Those of a thread last seen in the pool
-    /// stay there (counted in `Released::pool_events`); the others
-    /// belong to threads that never showed a role, which discovery took
-    /// for workers.
+    /// stay there (counted in `Released::pool_events`); those of a
+    /// thread that never showed a role are a worker's only when
+    /// discovery took the workers by name (else counted in
+    /// `Released::non_worker_events`).
     pub fn flush(&mut self) -> Released {
         self.pending_len = 0;
         let mut out = Released::default();
         for (tid, held) in std::mem::take(&mut self.pending) {
             match self.last.get(&tid) {
                 Some(Role::Pool) => out.pool_events += held.len() as u64,
-                _ => out.findings.extend(held),
+                Some(Role::Worker(_)) => out.findings.extend(held),
+                None if self.by_names => {
+                    self.unjudged.insert(tid);
+                    out.findings.extend(held);
+                }
+                None => out.non_worker_events += held.len() as u64,
             }
         }
         out
@@ -148,6 +186,27 @@ impl Roles {
     /// of the loop they were first seen in.
     pub fn workers(&self) -> &BTreeMap<u32, Flavor> {
         &self.workers
+    }
+
+    /// A finding of `tid` was made as a worker's, in `role` (`None`:
+    /// not known, workers taken by name): the thread is listed among
+    /// the workers, as every thread with a finding is.
+    pub fn credit(&mut self, tid: u32, role: Option<Role>) {
+        match role {
+            Some(Role::Worker(flavor)) => {
+                self.workers.entry(tid).or_insert(flavor);
+            }
+            Some(Role::Pool) => {}
+            None => {
+                self.unjudged.insert(tid);
+            }
+        }
+    }
+
+    /// True when `tid` is listed among the workers: it ran a task loop,
+    /// or had a finding while its role was not known.
+    pub fn listed(&self, tid: u32) -> bool {
+        self.workers.contains_key(&tid) || self.unjudged.contains(&tid)
     }
 
     /// True for a thread seen in the blocking pool and never as a worker.
@@ -221,8 +280,41 @@ mod tests {
         assert!(r.only_pool(9));
         r.hold(finding(5, 3));
         r.hold(finding(9, 4));
+        r.hold(finding(7, 5));
         let end = r.flush();
-        assert_eq!(end.findings.len(), 1, "unknown threads stay workers");
-        assert_eq!(end.pool_events, 1, "thread 9 was last in the pool");
+        assert!(end.findings.is_empty(), "{:?}", end.findings);
+        assert_eq!(end.pool_events, 2, "threads 7 and 9 were last in the pool");
+        assert_eq!(end.non_worker_events, 1, "thread 5 never showed a role");
+    }
+
+    #[test]
+    fn every_thread_with_a_finding_is_listed() {
+        let mut r = Roles::default();
+        // A cut stack judged a worker's by the path it went through.
+        r.credit(4, Some(Role::Worker(Flavor::MultiThread)));
+        assert!(r.listed(4) && r.workers().contains_key(&4));
+        // Workers taken by name: a finding of a thread of unknown role.
+        r.begin(true, &BTreeMap::new());
+        r.hold(finding(6, 1));
+        assert_eq!(r.flush().findings.len(), 1);
+        assert!(r.listed(6) && !r.workers().contains_key(&6));
+        assert!(!r.listed(7));
+    }
+
+    #[test]
+    fn workers_taken_by_name_are_workers_until_their_stacks_say_otherwise() {
+        let mut by_names = Roles::default();
+        by_names.begin(true, &BTreeMap::new());
+        assert!(by_names.is_worker_now(5));
+        by_names.hold(finding(5, 3));
+        assert_eq!(by_names.flush().findings.len(), 1);
+        by_names.observe(5, Role::Pool);
+        assert!(!by_names.is_worker_now(5));
+        // Found by stacks: the workers discovery saw begin as workers,
+        // and a thread of unknown role is none.
+        let mut by_stacks = Roles::default();
+        by_stacks.begin(false, &BTreeMap::from([(7, Flavor::CurrentThread)]));
+        assert!(by_stacks.is_worker_now(7) && !by_stacks.is_worker_now(8));
+        assert_eq!(by_stacks.workers().get(&7), Some(&Flavor::CurrentThread));
     }
 }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use crate::classify::{class_of, FrameClass};
 use crate::detect::Summary;
+use crate::event::RawEvent;
 use crate::symbols::{Frame, Symbols};
 
 /// A symbolizer with per-address frame classes.
@@ -31,6 +32,20 @@ impl Stacks {
     /// Symbolizes every address not yet cached, in one batch.
     pub fn prefetch<'a>(&mut self, addrs: impl IntoIterator<Item = &'a u64>) {
         self.symbols.prefetch(addrs);
+    }
+
+    /// Cuts the event's stack at its first address outside every code
+    /// mapping of the process (see [`Symbols::mapped_len`]): the stack
+    /// ends there, cut short, and no frame is made of what the walk
+    /// misread. Returns whether it cut.
+    pub fn cut_unmapped(&mut self, ev: &mut RawEvent) -> bool {
+        let keep = self.symbols.mapped_len(&ev.stack);
+        let cut = keep < ev.stack.len();
+        if cut {
+            ev.stack.truncate(keep);
+            ev.cut_short = true;
+        }
+        cut
     }
 
     /// The frames of a stack (see [`Symbols::stack`]).
@@ -87,5 +102,41 @@ mod tests {
         assert!(frames[0].function.contains("marker"), "{frames:?}");
         assert_eq!(stacks.summary(&addrs), Summary::of(&frames));
         assert_eq!(stacks.summary(&addrs), Summary::of(&frames), "cached");
+    }
+
+    /// A walk that read text for a return address: the bytes of
+    /// "witch.co" (the address a Hotspots row once showed) fall in no
+    /// mapping, so the stack ends before them, cut short, and no frame
+    /// is made of them or of what the walk read after.
+    #[test]
+    fn a_frame_in_no_mapping_cuts_the_stack() {
+        let text = u64::from_le_bytes(*b"witch.co");
+        assert_eq!(text, 0x6f632e6863746977);
+        let marker = marker as *const () as u64 + 1;
+        let summary = Stacks::summary as *const () as u64 + 1;
+        let mut stacks = Stacks::new(Symbols::new(Path::new("/proc"), std::process::id()));
+        let mut ev = RawEvent {
+            stack: vec![marker, text, summary],
+            ..RawEvent::default()
+        };
+        assert!(stacks.cut_unmapped(&mut ev));
+        assert_eq!(ev.stack, [marker]);
+        assert!(ev.cut_short);
+        let frames = stacks.frames(&ev.stack);
+        assert!(frames[0].function.contains("marker"), "{frames:?}");
+        assert!(!frames.iter().any(|f| f.function.contains("unknown")));
+        // A stack wholly in mappings is left alone.
+        let mut whole = RawEvent {
+            stack: vec![marker, summary],
+            ..RawEvent::default()
+        };
+        assert!(!stacks.cut_unmapped(&mut whole));
+        assert_eq!((whole.stack.len(), whole.cut_short), (2, false));
+        // A leaf in no mapping leaves no frame at all.
+        let mut lost = RawEvent {
+            stack: vec![text, marker],
+            ..RawEvent::default()
+        };
+        assert!(stacks.cut_unmapped(&mut lost) && lost.stack.is_empty());
     }
 }

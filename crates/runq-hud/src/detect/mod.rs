@@ -211,6 +211,12 @@ pub struct Tally {
     /// Exact polls: polls that ran on CPU longer than the threshold.
     #[serde(default)]
     pub long_polls: u64,
+    /// Events of watched threads that never showed a role, when
+    /// discovery found the workers by their stacks (a pool thread
+    /// carrying the workers' name before any stack of it was seen): no
+    /// finding, as a pool thread's.
+    #[serde(default)]
+    pub non_worker_events: u64,
     /// Exact polls: long polls left out, their time off CPU unknown (the
     /// scheduler tracepoints missed a switch while a uprobe program ran).
     #[serde(default)]
@@ -250,6 +256,8 @@ pub struct Summary {
     pub block_in_place: bool,
     /// Every frame is std's or the system's: no program and no tokio frame.
     pub bare: bool,
+    /// The stack reaches the frame its thread started in: it is whole.
+    pub reached_entry: bool,
 }
 
 impl Summary {
@@ -277,8 +285,9 @@ impl Summary {
             reached_loop,
             worker_loop: classes.iter().any(|c| c.worker_loop),
             flavor: flavor_of_stack(classes),
-            block_in_place: classes.iter().any(|c| c.block_in_place),
+            block_in_place: inside_task_loop(classes).iter().any(|c| c.block_in_place),
             bare: classes.iter().all(|c| c.runtime && !c.tokio),
+            reached_entry: classes.iter().any(|c| c.thread_entry),
         }
     }
 
@@ -297,6 +306,18 @@ impl Summary {
     /// frame rather than nowhere).
     fn names_code(&self, ev: &RawEvent) -> bool {
         self.place == Place::TaskCode || (!self.reached_loop && self.bare && ev.cut_short)
+    }
+}
+
+/// The frames inside the outermost loop that runs tasks (innermost
+/// first), or every frame when none does: a `block_in_place` there is a
+/// task's, while one below it is where the thread was started (the
+/// thread that took over a worker's core runs the worker's loop in a
+/// closure that `block_in_place` made).
+fn inside_task_loop(classes: &[FrameClass]) -> &[FrameClass] {
+    match classes.iter().rposition(|c| c.worker_loop) {
+        Some(outermost) => &classes[..outermost],
+        None => classes,
     }
 }
 
@@ -352,6 +373,13 @@ impl Detector {
             self.tally.blocking_pool_events += released.pool_events;
             out.extend(released.findings);
         }
+        if seen.is_none() && summary.reached_entry {
+            // A whole stack, from where its thread started, through no
+            // loop: the thread ran neither a runtime's tasks nor the
+            // pool's then (a plain thread watched on probation).
+            self.tally.non_worker_events += 1;
+            return out;
+        }
         let role = seen.or_else(|| self.roles.of_cut_stack(ev.tid, &ev.stack));
         if role == Some(Role::Pool) {
             self.pool_event(ev);
@@ -364,7 +392,10 @@ impl Detector {
             self.tally.cut_findings += 1;
         }
         match role {
-            Some(_) => out.push(f),
+            Some(_) => {
+                self.roles.credit(ev.tid, role);
+                out.push(f);
+            }
             None => self.roles.hold(f),
         }
         out
@@ -454,6 +485,16 @@ impl Detector {
     /// length is its time on CPU, its stack the samples' taken in it.
     fn long_poll(&mut self, ev: &RawEvent) -> Option<Finding> {
         let (polls, span) = (self.polls.as_ref()?, ev.poll?);
+        // The blocking pool's closures run in a poll too (a
+        // `spawn_blocking` task's): only a worker's poll holds up a runtime.
+        if !self.roles.is_worker_now(ev.tid) {
+            match self.roles.current(ev.tid) {
+                Some(Role::Pool) => self.tally.blocking_pool_events += 1,
+                _ => self.tally.non_worker_events += 1,
+            }
+            return None;
+        }
+        self.roles.credit(ev.tid, self.roles.current(ev.tid));
         self.tally.long_polls += 1;
         Some(Finding {
             category: Category::LongPoll,
@@ -470,9 +511,12 @@ impl Detector {
     pub fn flush(&mut self) -> Vec<Finding> {
         let end = self.roles.flush();
         self.tally.blocking_pool_events += end.pool_events;
+        self.tally.non_worker_events += end.non_worker_events;
         end.findings
     }
 }
 
+#[cfg(test)]
+mod roles_tests;
 #[cfg(test)]
 mod tests;

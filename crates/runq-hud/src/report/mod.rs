@@ -297,6 +297,8 @@ fn no_culprit(stack: &[Frame]) -> String {
     let first_tokio = classes.iter().position(|c| c.tokio);
     let inlined = first_tokio.is_some_and(|i| i > 0 && classes[i].task_poll);
     match stack.last() {
+        // Not one frame was left (its first address was in no mapping).
+        None => "[stack cut short]".to_string(),
         Some(deepest) if !whole => format!("[stack cut short at {}]", deepest.function),
         _ if inlined => match crate::classify::inlined_task(stack) {
             Some(task) => format!("{task} (inlined into Tokio's poll)"),
@@ -375,5 +377,10 @@ mod tests {
         assert_eq!(rows[1].main_runtime(), Some(Flavor::CurrentThread));
         let cell = text::culprit_cell(&rows[1]);
         assert!(cell.starts_with("[current_thread] app::audit"), "{cell}");
+    }
+
+    #[test]
+    fn a_stack_cut_to_nothing_is_said_to_be_cut_short() {
+        assert_eq!(no_culprit(&[]), "[stack cut short]");
     }
 }

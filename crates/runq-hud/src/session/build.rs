@@ -9,15 +9,14 @@ use crate::report::{group, group_by_runtime, run_queue_stats, Report, WorkerStat
 fn worker_stats(s: &Attached, findings: &[Finding], elapsed: f64) -> Vec<WorkerStats> {
     // A worker is a thread whose stacks showed a runtime's task loop at
     // some point: the blocking pool shares the workers' name, and a thread
-    // moves between the two (block_in_place). Without any such stack
-    // (none was seen), every watched thread not seen in the pool is listed.
-    let roles = &s.detector.roles;
-    let shown = roles.workers();
+    // moves between the two (block_in_place). The live view lists the
+    // same threads (`Attached::worker_tids`).
+    let shown = s.detector.roles.workers();
+    let workers = s.worker_tids();
     s.watched
         .comms
         .iter()
-        .filter(|(tid, _)| !roles.only_pool(**tid))
-        .filter(|(tid, _)| shown.is_empty() || shown.contains_key(tid))
+        .filter(|(tid, _)| workers.contains(tid))
         .map(|(tid, comm)| {
             let cpu = s.watched.cpu_last[tid].saturating_sub(s.watched.cpu_start[tid]);
             let mut by_cat = BTreeMap::new();

@@ -1,11 +1,14 @@
-//! Choosing the workers: by name, by their own stacks (step 3, which
-//! needs the probe), or as the largest thread group.
+//! Choosing the workers: by an explicit prefix, by their own stacks
+//! (which needs the probe), and only when stacks cannot tell (a stripped
+//! executable, no stack in a loop) by Tokio's default names or as the
+//! largest thread group.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::{HudError, Options};
 use crate::bpf::Probe;
+use crate::classify::Flavor;
 use crate::discovery::{
     by_name, by_stacks, group_key, largest_group, name_summary, DiscoveryError, LoopHits, Method,
     Thread,
@@ -41,7 +44,7 @@ fn discover_by_stacks(
     prep: &mut StackPrep,
     stacks: &mut Stacks,
     limit: Duration,
-) -> Result<Option<(Method, Vec<u32>)>, HudError> {
+) -> Result<Option<Found>, HudError> {
     let every: Vec<u32> = all.iter().map(|t| t.tid).collect();
     probe.watch(&every)?;
     let started = std::time::Instant::now();
@@ -76,7 +79,17 @@ fn discover_by_stacks(
     let keep = found.as_ref().map_or(&[][..], |(_, tids)| tids.as_slice());
     let others: Vec<u32> = every.into_iter().filter(|t| !keep.contains(t)).collect();
     probe.unwatch(&others)?;
-    Ok(found)
+    Ok(found.map(|(method, tids)| {
+        let flavors = tids
+            .iter()
+            .filter_map(|t| Some((*t, hits.get(t)?.flavor?)))
+            .collect();
+        Found {
+            method,
+            tids,
+            flavors,
+        }
+    }))
 }
 
 /// Takes one slice's events through unwinding, and counts each thread's
@@ -89,6 +102,7 @@ fn sample_slice(
     let mut events = probe.drain();
     for ev in &mut events {
         prep.prepare(ev);
+        stacks.cut_unmapped(ev);
     }
     stacks.prefetch(events.iter().flat_map(|e| &e.stack));
     loop_hits(&events, stacks)
@@ -118,6 +132,7 @@ fn add_hits(total: &mut BTreeMap<u32, LoopHits>, slice: BTreeMap<u32, LoopHits>)
         t.worker += h.worker;
         t.pool += h.pool;
         t.other += h.other;
+        t.flavor = h.flavor.or(t.flavor);
     }
 }
 
@@ -131,38 +146,67 @@ fn loop_hits(events: &[RawEvent], stacks: &mut Stacks) -> BTreeMap<u32, LoopHits
         let h = hits.entry(ev.tid).or_default();
         match role {
             Some(Role::Pool) => h.pool += 1,
-            Some(Role::Worker(_)) => h.worker += 1,
+            Some(Role::Worker(flavor)) => {
+                h.worker += 1;
+                h.flavor = Some(flavor);
+            }
             None => h.other += 1,
         }
     }
     hits
 }
 
-/// Chooses the workers: by name, by their stacks (when the executable
-/// has symbols to show Tokio's loops), or as the largest thread group.
+/// The workers discovery chose.
+pub(super) struct Found {
+    /// How they were chosen.
+    pub(super) method: Method,
+    /// Their threads.
+    pub(super) tids: Vec<u32>,
+    /// For those found by their stacks: the flavor of the loop each ran.
+    pub(super) flavors: BTreeMap<u32, Flavor>,
+}
+
+impl Found {
+    fn by_name((method, tids): (Method, Vec<u32>)) -> Self {
+        Found {
+            method,
+            tids,
+            flavors: BTreeMap::new(),
+        }
+    }
+}
+
+/// Chooses the workers: by an explicit prefix, by their stacks (when the
+/// executable has symbols to show Tokio's loops), else by Tokio's
+/// default names or as the largest thread group.
 pub(super) fn discover(
     opts: &Options,
     all: &[Thread],
     probe: &mut Probe,
     prep: &mut StackPrep,
     stacks: &mut Stacks,
-) -> Result<(Method, Vec<u32>), HudError> {
-    let names = || name_summary(all);
+) -> Result<Found, HudError> {
     let stripped = stacks.symbols().executable_stripped();
     log::info!(
         "hud discovery: {} threads in {}: {}",
         all.len(),
         opts.pid,
-        names()
+        name_summary(all)
     );
     let found = choose(opts, all, probe, prep, stacks, stripped);
-    if let Ok((method, tids)) = &found {
-        log::info!("hud discovery: chose {} threads, by {method}", tids.len());
+    if let Ok(f) = &found {
+        log::info!(
+            "hud discovery: chose {} threads, by {}",
+            f.tids.len(),
+            f.method
+        );
     }
     found
 }
 
-/// [`discover`]'s choice, in the seed's order.
+/// [`discover`]'s choice. A thread's name never makes it a worker while
+/// its stacks can say: Tokio's blocking-pool threads carry the default
+/// worker name, and actix-web's workers carry names of their own.
 fn choose(
     opts: &Options,
     all: &[Thread],
@@ -170,22 +214,19 @@ fn choose(
     prep: &mut StackPrep,
     stacks: &mut Stacks,
     stripped: bool,
-) -> Result<(Method, Vec<u32>), HudError> {
+) -> Result<Found, HudError> {
     let names = || name_summary(all);
-    if let Some(found) = by_name(all, opts.worker_prefix.as_deref()) {
-        if opts.worker_prefix.is_some() || stripped {
-            return Ok(found);
-        }
-        return other_runtimes(found, all, probe, prep, stacks);
-    }
     if let Some(prefix) = &opts.worker_prefix {
-        let (pid, prefix) = (opts.pid, prefix.clone());
-        return Err(DiscoveryError::NoMatch {
-            pid,
-            prefix,
-            names: names(),
-        }
-        .into());
+        return by_name(all, Some(prefix))
+            .map(Found::by_name)
+            .ok_or_else(|| {
+                DiscoveryError::NoMatch {
+                    pid: opts.pid,
+                    prefix: prefix.clone(),
+                    names: names(),
+                }
+                .into()
+            });
     }
     let by_stacks = match stripped {
         true => {
@@ -194,11 +235,14 @@ fn choose(
         }
         false => discover_by_stacks(all, probe, prep, stacks, DISCOVERY_LIMIT)?,
     };
-    if by_stacks.is_none() {
-        log::info!("hud discovery: no stack showed a runtime's loop; trying thread groups");
-    }
-    if let Some(found) = by_stacks.or_else(|| largest_group(all)) {
+    if let Some(found) = by_stacks {
         return Ok(found);
+    }
+    if !stripped {
+        log::info!("hud discovery: no stack showed a runtime's loop; trying thread names");
+    }
+    if let Some(found) = by_name(all, None).or_else(|| largest_group(all)) {
+        return Ok(Found::by_name(found));
     }
     Err(match stripped {
         true => DiscoveryError::NoWorkersStripped {
@@ -211,38 +255,6 @@ fn choose(
         false => DiscoveryError::NoWorkers(opts.pid),
     }
     .into())
-}
-
-/// Tokio's default names found the multi-thread workers; one slice of
-/// sampling looks among the other threads for other runtimes (a
-/// `current_thread` runtime's `block_on`, a `LocalSet`) and adds them.
-fn other_runtimes(
-    (method, mut tids): (Method, Vec<u32>),
-    all: &[Thread],
-    probe: &mut Probe,
-    prep: &mut StackPrep,
-    stacks: &mut Stacks,
-) -> Result<(Method, Vec<u32>), HudError> {
-    let others: Vec<Thread> = all
-        .iter()
-        .filter(|t| !method.matches(&t.comm))
-        .cloned()
-        .collect();
-    if others.is_empty() {
-        return Ok((method, tids));
-    }
-    log::info!(
-        "hud discovery: {} threads by Tokio's names; sampling the {} others for other runtimes",
-        tids.len(),
-        others.len()
-    );
-    let Some((Method::Stacks(names), more)) =
-        discover_by_stacks(&others, probe, prep, stacks, DISCOVERY_SAMPLING)?
-    else {
-        return Ok((method, tids));
-    };
-    tids.extend(more);
-    Ok((Method::TokioDefaultsAnd(names), tids))
 }
 
 #[cfg(test)]

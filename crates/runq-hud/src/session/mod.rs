@@ -283,12 +283,18 @@ impl Attached {
             symbols.prewarm();
             Stacks::new(symbols)
         });
-        let (method, tids) = timed("discovery", || {
+        let found = timed("discovery", || {
             discover(opts, &all, &mut probe, &mut prep, &mut stacks)
         })?;
-        let mut watched = Watched::new(method);
-        watched.add(opts, &all, &tids, &mut probe)?;
         let mut detector = Detector::new(opts.frequency, opts.pid);
+        // The workers found by their stacks are workers from the start;
+        // those taken by name are, until their stacks say otherwise.
+        detector
+            .roles
+            .begin(found.method.by_names(), &found.flavors);
+        let mut watched = Watched::new(found.method);
+        watched.add(opts, &all, &found.tids, &mut probe)?;
+        watched.know(&all);
         let poll_timing = match opts.exact_polls {
             true => time_polls(opts, &mut probe, &mut detector)?,
             false => PollTiming::default(),
@@ -311,15 +317,17 @@ impl Attached {
         })
     }
 
-    /// The watched threads the live view lists, as the report does:
-    /// those seen running a runtime's tasks (blocking-pool threads share
-    /// the workers' name); before any was, those not seen in the pool.
-    fn shown_workers(&self) -> Vec<u32> {
+    /// The workers, as the live view, the report and its JSON list them:
+    /// the watched threads seen running a runtime's tasks, and any other
+    /// with a finding (each finding is a worker's). Only when the workers
+    /// were taken by name and no stack has shown a loop yet (a stripped
+    /// executable) are they the watched threads not seen in the blocking
+    /// pool.
+    fn worker_tids(&self) -> Vec<u32> {
         let roles = &self.detector.roles;
-        let seen = roles.workers();
+        let by_names = self.watched.method.by_names() && roles.workers().is_empty();
         let tids = self.watched.tids().into_iter();
-        tids.filter(|t| !roles.only_pool(*t))
-            .filter(|t| seen.is_empty() || seen.contains_key(t))
+        tids.filter(|t| roles.listed(*t) || (by_names && !roles.only_pool(*t)))
             .collect()
     }
 
@@ -327,6 +335,9 @@ impl Attached {
     fn drain(&mut self, on_update: &mut impl FnMut(Update<'_>)) {
         let mut events = self.probe.drain();
         let whole: Vec<bool> = events.iter_mut().map(|ev| self.prep.prepare(ev)).collect();
+        for ev in &mut events {
+            self.stacks.cut_unmapped(ev);
+        }
         self.stacks.prefetch(events.iter().flat_map(|e| &e.stack));
         for (ev, whole) in events.into_iter().zip(whole) {
             let interval = matches!(ev.kind, Kind::Blocked | Kind::RunQueue | Kind::Holder);
@@ -372,7 +383,7 @@ pub fn run(
 ) -> Result<Session, HudError> {
     let mut s = Attached::start(opts)?;
     on_update(Update::Discovery(&s.watched.method.to_string()));
-    on_update(Update::Workers(&s.shown_workers()));
+    on_update(Update::Workers(&s.worker_tids()));
     let started = Instant::now();
     let mut last_refresh = Instant::now();
     let mut target_exited = false;
@@ -389,9 +400,11 @@ pub fn run(
                 on_update(Update::TargetExited);
                 break;
             }
-            // Threads that appear later (a growing runtime) join the filter.
-            let _ = s.watched.refresh(opts, &mut s.probe);
-            on_update(Update::Workers(&s.shown_workers()));
+            // Threads that appear later (a growing runtime, a pool, a
+            // runtime started late) join the filter; newcomers that ran
+            // no task loop on probation leave it.
+            let _ = s.watched.refresh(opts, &mut s.probe, &s.detector.roles);
+            on_update(Update::Workers(&s.worker_tids()));
             last_refresh = Instant::now();
         }
     }

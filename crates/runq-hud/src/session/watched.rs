@@ -1,8 +1,12 @@
 //! The watched threads: their names, when each was added, and their CPU
-//! time over the session.
+//! time over the session. Threads that appear later are watched when
+//! their name matches the discovery method's; with workers found by
+//! their stacks, one of another name is watched on probation, for its
+//! stacks to show whether it runs a task loop (a runtime started late).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use runq_kernel::clock::monotonic_ns;
 use runq_kernel::schedstat::read_schedstat;
@@ -10,6 +14,13 @@ use runq_kernel::schedstat::read_schedstat;
 use super::{HudError, Options};
 use crate::bpf::Probe;
 use crate::discovery::{members, threads, Method, Thread};
+use crate::roles::Roles;
+
+/// How long a thread that appeared after discovery, under a name the
+/// discovery method does not match, is watched for its stacks to show a
+/// runtime's task loop; it leaves the filter then unless it showed one
+/// (or had a finding).
+const PROBATION: Duration = Duration::from_secs(2);
 
 /// On-CPU ns of a thread, from /proc/PID/task/TID/schedstat.
 fn cpu_ns(proc_root: &Path, pid: u32, tid: u32) -> u64 {
@@ -26,6 +37,10 @@ pub(super) struct Watched {
     pub(super) cpu_last: BTreeMap<u32, u64>,
     /// When each thread joined the probe's filter.
     since: WatchedSince,
+    /// Every thread of the target seen so far.
+    known: BTreeSet<u32>,
+    /// Threads watched on probation, since when.
+    probation: BTreeMap<u32, Instant>,
 }
 
 /// When each thread joined the probe's filter (CLOCK_MONOTONIC ns, the
@@ -59,7 +74,15 @@ impl Watched {
             cpu_start: BTreeMap::new(),
             cpu_last: BTreeMap::new(),
             since: WatchedSince::default(),
+            known: BTreeSet::new(),
+            probation: BTreeMap::new(),
         }
+    }
+
+    /// The target's threads at discovery: those it did not choose are no
+    /// newcomers later.
+    pub(super) fn know(&mut self, all: &[Thread]) {
+        self.known.extend(all.iter().map(|t| t.tid));
     }
 
     /// Reads every watched thread's on-CPU time now (a thread that has
@@ -118,17 +141,89 @@ impl Watched {
     }
 
     /// Finds new threads that match the discovery method (a growing
-    /// runtime) and adds them.
-    pub(super) fn refresh(&mut self, opts: &Options, probe: &mut Probe) -> Result<(), HudError> {
+    /// runtime) and adds them; with workers found by their stacks, adds
+    /// the other newcomers on probation, and removes those whose
+    /// probation ended without a task loop (`roles` says).
+    pub(super) fn refresh(
+        &mut self,
+        opts: &Options,
+        probe: &mut Probe,
+        roles: &Roles,
+    ) -> Result<(), HudError> {
         let all = threads(&opts.proc_root, opts.pid)?;
-        let tids = members(&all, &self.method);
+        let mut tids = members(&all, &self.method);
+        if !self.method.by_names() {
+            let now = Instant::now();
+            for t in &all {
+                if !self.known.contains(&t.tid) && !tids.contains(&t.tid) {
+                    self.probation.insert(t.tid, now);
+                    tids.push(t.tid);
+                }
+            }
+            let ended = ended_probation(&mut self.probation, now, |t| roles.listed(t));
+            self.remove(&ended, probe)?;
+        }
+        self.know(&all);
         self.add(opts, &all, &tids, probe)
     }
+
+    /// Takes threads out of the set and the probe's filter.
+    fn remove(&mut self, tids: &[u32], probe: &mut Probe) -> Result<(), HudError> {
+        if tids.is_empty() {
+            return Ok(());
+        }
+        log::debug!("hud: threads {tids:?} showed no task loop on probation; unwatched");
+        for t in tids {
+            self.comms.remove(t);
+            self.cpu_start.remove(t);
+            self.cpu_last.remove(t);
+        }
+        probe.unwatch(tids)?;
+        Ok(())
+    }
+}
+
+/// Ends the probation of the threads watched on it for [`PROBATION`] by
+/// `now`; returns those of them that are not `listed` as workers.
+fn ended_probation(
+    probation: &mut BTreeMap<u32, Instant>,
+    now: Instant,
+    listed: impl Fn(u32) -> bool,
+) -> Vec<u32> {
+    let ended: Vec<u32> = probation
+        .iter()
+        .filter(|(_, since)| now.duration_since(**since) >= PROBATION)
+        .map(|(t, _)| *t)
+        .collect();
+    for t in &ended {
+        probation.remove(t);
+    }
+    ended.into_iter().filter(|t| !listed(*t)).collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::WatchedSince;
+    use std::collections::BTreeMap;
+    use std::time::{Duration, Instant};
+
+    use super::{ended_probation, WatchedSince, PROBATION};
+
+    #[test]
+    fn a_newcomer_leaves_at_the_end_of_its_probation_unless_it_ran_a_loop() {
+        let start = Instant::now();
+        let mut probation = BTreeMap::from([(7, start), (8, start), (9, start + PROBATION)]);
+        let listed = |t: u32| t == 8;
+        let early = start + PROBATION - Duration::from_millis(1);
+        assert!(ended_probation(&mut probation, early, listed).is_empty());
+        assert_eq!(probation.len(), 3);
+        // 7 and 8 are through: 7 showed no loop and leaves, 8 stays as a
+        // worker; 9 came later and waits.
+        assert_eq!(
+            ended_probation(&mut probation, start + PROBATION, listed),
+            [7]
+        );
+        assert_eq!(probation.keys().copied().collect::<Vec<_>>(), [9]);
+    }
 
     #[test]
     fn an_interval_counts_only_from_when_its_thread_was_watched() {

@@ -57,6 +57,12 @@ fn parse_line(line: &str) -> Option<CodeMapping> {
     })
 }
 
+/// The mapping `addr` falls in, among `mappings` in address order.
+pub fn find(mappings: &[CodeMapping], addr: u64) -> Option<&CodeMapping> {
+    let i = mappings.partition_point(|m| m.start <= addr);
+    mappings[..i].last().filter(|m| m.contains(addr))
+}
+
 /// Reads the code mappings of `pid` under `proc_root`.
 pub fn read_code_mappings(proc_root: &Path, pid: u32) -> std::io::Result<Vec<CodeMapping>> {
     let text = std::fs::read_to_string(proc_root.join(format!("{pid}/maps")))?;
@@ -102,6 +108,13 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsysca
         assert_eq!(m[0].offset, 0x10000);
         assert!(m[0].contains(0x5581a0010000) && !m[0].contains(0x5581a0090000));
         assert_eq!(m[0].file_offset(0x5581a0010123), 0x10123);
+        assert_eq!(find(&m, 0x7f2000028000).unwrap().path, m[1].path);
+        assert_eq!(find(&m, 0x7ffd4e5f7fff).unwrap().path, "[vdso]");
+        // Between mappings, before the first, and ASCII text read as an
+        // address ("witch.co"): in none.
+        for addr in [0x5581a0090000, 0x1000, 0x6f632e6863746977] {
+            assert!(find(&m, addr).is_none(), "{addr:#x}");
+        }
     }
 
     #[test]

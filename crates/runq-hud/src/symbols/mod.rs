@@ -280,6 +280,19 @@ impl Symbols {
         frames
     }
 
+    /// How many of `addrs` (a stack, innermost first) come before the
+    /// first that falls in no code mapping of the process (looked up as
+    /// [`Symbols::stack`] does, one byte back). A walk that took data
+    /// for a return address (text, a heap pointer) has gone astray
+    /// there: what it read is no frame.
+    pub fn mapped_len(&mut self, addrs: &[u64]) -> usize {
+        self.refresh_if_unmapped(addrs);
+        addrs
+            .iter()
+            .position(|a| maps::find(&self.mappings, a.saturating_sub(1)).is_none())
+            .unwrap_or(addrs.len())
+    }
+
     /// The frames of one address (innermost first), resolved if needed.
     pub fn frames_of(&mut self, addr: u64) -> &[Frame] {
         if !self.cache.contains_key(&addr) {
@@ -292,7 +305,9 @@ impl Symbols {
     /// Re-reads the memory map (ours and blazesym's cached copy).
     fn refresh_mappings(&mut self) {
         self.mappings_read = Some(Instant::now());
-        if let Ok(m) = maps::read_code_mappings(&self.proc_root, self.pid) {
+        if let Ok(mut m) = maps::read_code_mappings(&self.proc_root, self.pid) {
+            // In address order (as /proc lists them), for `mapped_len`.
+            m.sort_by_key(|m| m.start);
             self.mappings = m;
         }
         let mut vmas = blazesym::symbolize::cache::Process::new(Pid::from(self.pid));
@@ -485,29 +500,7 @@ impl Symbols {
 
 /// Fixture frames for the classification and detection tests.
 #[cfg(test)]
-pub(crate) mod fixtures {
-    use super::Frame;
-
-    /// A frame whose source file sits where its crate's sources would:
-    /// std under /rustc, tokio under the cargo registry, the rest in the
-    /// program.
-    pub(crate) fn frame(name: &str) -> Frame {
-        let file = if name.starts_with("std::") {
-            "/rustc/0123abcd/library/std/src/thread/mod.rs"
-        } else if name.starts_with("tokio::") {
-            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/tokio-1.54.1/src/runtime/x.rs"
-        } else {
-            "/home/me/app/src/lib.rs"
-        };
-        Frame {
-            function: name.into(),
-            file: Some(file.into()),
-            line: Some(3),
-            module: None,
-            inlined: false,
-        }
-    }
-}
+pub(crate) mod fixtures;
 
 #[cfg(test)]
 mod tests {

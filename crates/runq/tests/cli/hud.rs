@@ -77,7 +77,7 @@ pub(super) fn hud(runq: &Path, pid: u32, secs: u32, extra: &[&OsStr]) -> (Value,
 
 /// [`hud`], calling `reported` as soon as the report is out, while hud is
 /// still detaching its probes (about 3 s with `--exact-polls`).
-fn hud_then(
+pub(super) fn hud_then(
     runq: &Path,
     pid: u32,
     secs: u32,

@@ -22,6 +22,7 @@ mod documented;
 mod evidence;
 mod host_monitor;
 mod hud;
+mod hud_actix;
 mod hud_gateway;
 mod hud_objects;
 mod json_contract;

@@ -5,6 +5,8 @@
 //! runtime frames come from std/core/alloc, libc, tokio, parking_lot and
 //! futures; the culprit is the innermost frame outside them.
 
+mod loops;
+
 use serde::{Deserialize, Serialize};
 
 use crate::symbols::Frame;
@@ -101,44 +103,6 @@ fn is_tokio_frame(f: &Frame) -> bool {
         || f.function.trim_start_matches('<').starts_with("tokio::")
 }
 
-fn in_file_or_name(f: &Frame, file_part: &str, name_part: &str) -> bool {
-    f.file.as_deref().is_some_and(|p| p.contains(file_part)) || f.function.contains(name_part)
-}
-
-/// A frame of a multi-thread worker's own scheduler loop.
-fn is_worker_loop_frame(f: &Frame) -> bool {
-    in_file_or_name(
-        f,
-        "scheduler/multi_thread/worker.rs",
-        "multi_thread::worker",
-    )
-}
-
-/// A frame of a `current_thread` runtime's scheduler: a thread inside
-/// its `block_on` runs the runtime's tasks itself.
-fn is_current_thread_frame(f: &Frame) -> bool {
-    in_file_or_name(f, "scheduler/current_thread/", "current_thread::")
-}
-
-/// A frame of a `LocalSet` running its tasks (`run_until`, or the
-/// `LocalSet` polled as a future).
-fn is_local_set_frame(f: &Frame) -> bool {
-    let name = &*f.function;
-    let in_local_rs = f
-        .file
-        .as_deref()
-        .is_some_and(|p| p.ends_with("src/task/local.rs"));
-    [
-        "RunUntil",
-        "run_until",
-        "LocalSet::tick",
-        "LocalSet as core::future",
-    ]
-    .iter()
-    .any(|p| name.contains(p))
-        || (in_local_rs && (name.starts_with("tick") || name.starts_with("poll")))
-}
-
 /// Tokio's `Core::poll` (or its closure), the frame a task's future is
 /// polled from, and inlined into when the future's `poll` is.
 fn is_task_poll_frame(f: &Frame) -> bool {
@@ -155,11 +119,6 @@ fn is_block_in_place_frame(f: &Frame) -> bool {
         || f.file
             .as_deref()
             .is_some_and(|p| p.ends_with("scheduler/block_in_place.rs"))
-}
-
-/// A frame of the blocking pool's thread loop.
-fn is_pool_loop_frame(f: &Frame) -> bool {
-    in_file_or_name(f, "runtime/blocking/pool.rs", "blocking::pool::Inner::run")
 }
 
 /// Tokio frames that mean "nothing to do": parking and driving I/O/timers.
@@ -208,6 +167,8 @@ pub struct FrameClass {
     /// Tokio's `Core::poll`, which polls a task's future: without debug
     /// info for its inlined frames, the future's code is this frame.
     pub task_poll: bool,
+    /// The frame the thread started in: a stack that reaches it is whole.
+    pub thread_entry: bool,
 }
 
 /// The kind of loop that runs a worker's tasks.
@@ -233,32 +194,20 @@ impl Flavor {
     }
 }
 
-/// The flavor of a runtime loop frame.
-fn flavor_of(f: &Frame, tokio: bool) -> Option<Flavor> {
-    if is_worker_loop_frame(f) {
-        Some(Flavor::MultiThread)
-    } else if tokio && is_local_set_frame(f) {
-        Some(Flavor::LocalSet)
-    } else if tokio && is_current_thread_frame(f) {
-        Some(Flavor::CurrentThread)
-    } else {
-        None
-    }
-}
-
 /// Classifies one frame.
 pub fn class_of(f: &Frame) -> FrameClass {
     let tokio = is_tokio_frame(f);
-    let flavor = flavor_of(f, tokio);
+    let flavor = loops::loop_flavor(f, tokio);
     FrameClass {
         runtime: is_runtime_frame(f),
         tokio,
         idle: tokio && is_idle_frame(f),
         worker_loop: flavor.is_some(),
         flavor,
-        pool_loop: is_pool_loop_frame(f),
+        pool_loop: loops::is_pool_loop(f),
         block_in_place: tokio && is_block_in_place_frame(f),
         task_poll: tokio && is_task_poll_frame(f),
+        thread_entry: loops::is_thread_entry(f),
     }
 }
 
