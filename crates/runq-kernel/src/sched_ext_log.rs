@@ -84,12 +84,13 @@ mod tests {
 
     #[test]
     fn a_watchdog_stall_names_the_stalled_task() {
-        // The lines a 6.12 guest logged under scx_qmap -t 5 (kmsg text).
+        // What a 6.12.117 guest logged under scx_qmap -t 5 (runq's kmsg
+        // lines of the run, `scheduler_death.kernel_log`).
         let lines = [
             "sched_ext: BPF scheduler \"qmap\" enabled",
             "sched_ext: BPF scheduler \"qmap\" disabled (runnable task stall)",
-            "sched_ext: qmap: systemd-udevd[63] failed to run for 5.026s",
-            "   scx_watchdog_workfn+0x14d/0x1b0",
+            "sched_ext: qmap: systemd-udevd[51] failed to run for 5.077s",
+            "   scx_watchdog_workfn+0x14a/0x1f0",
         ];
         let e = parse_exit(&lines).unwrap();
         assert_eq!(e.scheduler, "qmap");
@@ -101,7 +102,7 @@ mod tests {
         );
         assert_eq!(
             e.describe(),
-            "the kernel ejected BPF scheduler \"qmap\": runnable task stall: systemd-udevd[63] failed to run for 5.026s"
+            "the kernel ejected BPF scheduler \"qmap\": runnable task stall: systemd-udevd[51] failed to run for 5.077s"
         );
     }
 
