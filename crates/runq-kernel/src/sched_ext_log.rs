@@ -20,14 +20,14 @@ pub struct ScxExit {
     /// True for an error exit (the kernel ejected the scheduler), false
     /// for an unregistration.
     pub error: bool,
-    /// The error's message (`systemd-udevd[63] failed to run for 5.026s`).
+    /// The error's message (`systemd-udevd[51] failed to run for 5.077s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
 impl ScxExit {
     /// One clause: `the kernel ejected BPF scheduler "qmap": runnable task
-    /// stall: systemd-udevd[63] failed to run for 5.026s`.
+    /// stall: systemd-udevd[51] failed to run for 5.077s`.
     pub fn describe(&self) -> String {
         let verb = if self.error {
             "the kernel ejected"
@@ -98,7 +98,7 @@ mod tests {
         assert!(e.error);
         assert_eq!(
             e.message.as_deref(),
-            Some("systemd-udevd[63] failed to run for 5.026s")
+            Some("systemd-udevd[51] failed to run for 5.077s")
         );
         assert_eq!(
             e.describe(),
