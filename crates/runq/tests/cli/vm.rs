@@ -14,6 +14,14 @@ fn fails(args: &[&str]) -> (Option<i32>, String) {
     )
 }
 
+/// runq with `args` ends in one line on stderr that `says` it, exit 2.
+fn assert_usage_error(args: &[&str], says: &str) {
+    let (code, err) = fails(args);
+    assert_eq!(code, Some(2), "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+}
+
 #[test]
 fn bad_topologies_and_sizes_are_usage_errors_before_any_boot() {
     for (args, says) in [
@@ -32,10 +40,7 @@ fn bad_topologies_and_sizes_are_usage_errors_before_any_boot() {
     ] {
         let mut all = vec!["run", "--work-type", "SpinWait", "--vm"];
         all.extend(&args);
-        let (code, err) = fails(&all);
-        assert_eq!(code, Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+        assert_usage_error(&all, says);
     }
 }
 
@@ -115,10 +120,7 @@ fn bad_shards_are_one_line_usage_errors_before_any_boot() {
     ] {
         let mut all = vec!["run", "--work-type", "SpinWait"];
         all.extend(&args);
-        let (code, err) = fails(&all);
-        assert_eq!(code, Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+        assert_usage_error(&all, says);
     }
 }
 
@@ -138,10 +140,7 @@ fn merge_refuses_what_is_not_a_shard_in_one_line() {
     ] {
         let mut all = vec!["report", "merge"];
         all.extend(&args);
-        let (code, err) = fails(&all);
-        assert_eq!(code, Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+        assert_usage_error(&all, says);
     }
 }
 
