@@ -90,33 +90,52 @@ fn effect_of(c: &CheckResult) -> LoadEffect {
     }
 }
 
-/// The judgement on outside load for the failed check `c`, whose group
-/// could use `usable_cpus` CPUs and waited for a CPU as `wait` says;
-/// `died` when a worker the check counts died or was killed (then the
-/// load is not the cause). `None` when load cannot act on the check, or
-/// the host was quiet.
-pub fn judge_outside_load(
-    c: &CheckResult,
-    load: &HostLoad,
-    usable_cpus: usize,
-    died: bool,
-    wait: Option<&CpuWait>,
-) -> Option<OutsideLoad> {
-    if c.pass || died {
+/// What the run tells about the group a failed check judged.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupFacts {
+    /// The CPUs its workers could use.
+    pub usable_cpus: usize,
+    /// A worker the check counts died or was killed (then the load is not
+    /// the cause).
+    pub died: bool,
+    /// How much it waited for a CPU, where the check looks.
+    pub wait: Option<CpuWait>,
+    /// The CPUs' worth of runnable work (on a CPU or waiting for one) the
+    /// run's own workers confined to those CPUs brought: past
+    /// `usable_cpus`, they queue behind each other without any outside
+    /// load.
+    pub own_demand: f64,
+}
+
+/// The judgement on outside load for the failed check `c` of a group
+/// described by `g`. `None` when load cannot act on the check, or the
+/// host was quiet.
+pub fn judge_outside_load(c: &CheckResult, load: &HostLoad, g: &GroupFacts) -> Option<OutsideLoad> {
+    if c.pass || g.died {
         return None;
     }
-    let n = usable_cpus.clamp(1, load.cpus.max(1)) as f64;
+    let n = g.usable_cpus.clamp(1, load.cpus.max(1)) as f64;
     // Outside load spread over the host, at most all of the usable CPUs.
     let l = (load.outside_cpus * n / load.cpus.max(1) as f64).min(n);
     let used = format!(
         "tasks outside the run used {:.2} of the host's {} CPUs",
         load.outside_cpus, load.cpus
     );
-    match effect_of(c) {
+    let effect = effect_of(c);
+    let waits = matches!(effect, LoadEffect::Delay | LoadEffect::CpuWait);
+    match effect {
         LoadEffect::None => None,
         // A quiet host is no clause: load cannot be the cause.
         _ if !load.busy() => None,
-        LoadEffect::Delay => match wait.filter(|w| w.share < MIN_WAIT_SHARE) {
+        _ if waits && g.own_demand > n + 0.5 => Some(OutsideLoad {
+            explains: false,
+            reason: format!(
+                "{used}, which cannot explain it: the run's own workers brought {:.1} CPUs of \
+                 runnable work to its {n:.0} CPUs and waited behind each other without it",
+                g.own_demand
+            ),
+        }),
+        LoadEffect::Delay => match g.wait.as_ref().filter(|w| w.share < MIN_WAIT_SHARE) {
             Some(w) => Some(OutsideLoad {
                 explains: false,
                 reason: format!(
@@ -208,6 +227,30 @@ mod tests {
         }
     }
 
+    fn facts(usable_cpus: usize, died: bool, wait: Option<CpuWait>) -> GroupFacts {
+        GroupFacts {
+            usable_cpus,
+            died,
+            wait,
+            own_demand: 0.5,
+        }
+    }
+
+    #[test]
+    fn a_run_that_oversubscribes_its_cpus_waits_without_any_load() {
+        let c = failed("max_runnable_wait_ms", 40.0, Op::AtMost, 1.0);
+        let crowded = GroupFacts {
+            own_demand: 3.0,
+            ..facts(1, false, None)
+        };
+        let j = judge_outside_load(&c, &load(2, 0.8), &crowded).unwrap();
+        assert!(
+            !j.explains && j.reason.contains("3.0 CPUs of runnable work"),
+            "{}",
+            j.reason
+        );
+    }
+
     fn load(cpus: usize, outside: f64) -> HostLoad {
         HostLoad {
             cpus,
@@ -221,7 +264,7 @@ mod tests {
     fn a_tiny_share_is_not_explained_by_a_little_load() {
         // The default scenario's FAIL: 0.011 of its share at 0.39 of 2 CPUs.
         let c = failed("min_fair_share", 0.011, Op::AtLeast, 0.5);
-        let j = judge_outside_load(&c, &load(2, 0.39), 2, false, None).unwrap();
+        let j = judge_outside_load(&c, &load(2, 0.39), &facts(2, false, None)).unwrap();
         assert!(!j.explains, "{}", j.reason);
         assert!(j.reason.contains("cannot explain it"), "{}", j.reason);
         assert!(j.reason.contains("at most 0.014"), "{}", j.reason);
@@ -230,14 +273,14 @@ mod tests {
     #[test]
     fn a_share_near_its_bound_is_explained_by_enough_load() {
         let c = failed("min_fair_share", 0.4, Op::AtLeast, 0.5);
-        let j = judge_outside_load(&c, &load(2, 0.5), 2, false, None).unwrap();
+        let j = judge_outside_load(&c, &load(2, 0.5), &facts(2, false, None)).unwrap();
         assert!(j.explains, "{}", j.reason);
         // A pinned group sees its part of the load: 1 of 2 CPUs, 0.25.
-        let pinned = judge_outside_load(&c, &load(2, 0.5), 1, false, None).unwrap();
+        let pinned = judge_outside_load(&c, &load(2, 0.5), &facts(1, false, None)).unwrap();
         assert!(pinned.explains, "{}", pinned.reason);
         let short = failed("min_fair_share", 0.3, Op::AtLeast, 0.5);
         assert!(
-            !judge_outside_load(&short, &load(2, 0.5), 1, false, None)
+            !judge_outside_load(&short, &load(2, 0.5), &facts(1, false, None))
                 .unwrap()
                 .explains
         );
@@ -246,14 +289,17 @@ mod tests {
     #[test]
     fn load_is_named_only_on_a_busy_host() {
         let c = failed("max_gap_ms", 3000.0, Op::AtMost, 2000.0);
-        assert_eq!(judge_outside_load(&c, &load(2, 0.1), 2, false, None), None);
+        assert_eq!(
+            judge_outside_load(&c, &load(2, 0.1), &facts(2, false, None)),
+            None
+        );
         let share = failed("min_fair_share", 0.011, Op::AtLeast, 0.5);
         assert_eq!(
-            judge_outside_load(&share, &load(2, 0.1), 2, false, None),
+            judge_outside_load(&share, &load(2, 0.1), &facts(2, false, None)),
             None
         );
         assert!(
-            judge_outside_load(&c, &load(2, 0.6), 2, false, None)
+            judge_outside_load(&c, &load(2, 0.6), &facts(2, false, None))
                 .unwrap()
                 .explains
         );
@@ -266,7 +312,8 @@ mod tests {
             share: 0.002,
             over: "its longest stall (2.0 s)".into(),
         };
-        let j = judge_outside_load(&c, &load(2, 1.2), 2, false, Some(&asleep)).unwrap();
+        let j =
+            judge_outside_load(&c, &load(2, 1.2), &facts(2, false, Some(asleep.clone()))).unwrap();
         assert!(
             !j.explains && j.reason.contains("waited for a CPU only 0.2%"),
             "{}",
@@ -277,7 +324,7 @@ mod tests {
             ..asleep
         };
         assert!(
-            judge_outside_load(&c, &load(2, 1.2), 2, false, Some(&starved))
+            judge_outside_load(&c, &load(2, 1.2), &facts(2, false, Some(starved.clone())))
                 .unwrap()
                 .explains
         );
@@ -288,9 +335,13 @@ mod tests {
             over: "the run".into(),
         };
         assert!(
-            judge_outside_load(&gap, &load(2, 1.2), 2, false, Some(&quiet_wait))
-                .unwrap()
-                .explains
+            judge_outside_load(
+                &gap,
+                &load(2, 1.2),
+                &facts(2, false, Some(quiet_wait.clone()))
+            )
+            .unwrap()
+            .explains
         );
     }
 
@@ -298,13 +349,13 @@ mod tests {
     fn a_death_or_a_setting_is_never_the_loads() {
         let stuck = failed("not_stuck", 1.0, Op::AtMost, 0.0);
         assert_eq!(
-            judge_outside_load(&stuck, &load(2, 1.5), 2, true, None),
+            judge_outside_load(&stuck, &load(2, 1.5), &facts(2, true, None)),
             None
         );
         for name in ["scheduler_alive", "setup_applied", "min_numa_locality"] {
             let c = failed(name, 0.0, Op::AtLeast, 1.0);
             assert_eq!(
-                judge_outside_load(&c, &load(2, 1.9), 2, false, None),
+                judge_outside_load(&c, &load(2, 1.9), &facts(2, false, None)),
                 None,
                 "{name}"
             );

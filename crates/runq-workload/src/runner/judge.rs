@@ -1,7 +1,7 @@
 //! Judging a run: every group's checks (the per-group table, fairness,
 //! checks over time), the scheduler's survival, and the verdict.
 
-use crate::checks::cause::{judge_outside_load, load_explains_all, Cause, CpuWait};
+use crate::checks::cause::{judge_outside_load, load_explains_all, Cause, CpuWait, GroupFacts};
 use crate::checks::cpu_wait::{run_wait_share, stall_wait};
 use crate::checks::{verdict, CheckResult, GroupWork, Op, Verdict};
 use crate::fair_model::{fair_share_checks, model_from_run};
@@ -96,8 +96,10 @@ fn cpu_wait_of(
         .split_once('(')
         .and_then(|(_, m)| crate::series::Metric::from_name(m.trim_end_matches(')')));
     let group = series.and_then(|s| s.groups.iter().find(|s| s.group == c.group));
-    if let (Some(metric), Some(group)) = (metric, group) {
-        let (span, share) = stall_wait(group, metric, mine.len())?;
+    let stalled = metric
+        .zip(group)
+        .and_then(|(metric, group)| stall_wait(group, metric, mine.len()));
+    if let Some((span, share)) = stalled {
         return Some(CpuWait {
             share,
             over: format!("its longest stall ({:.1} s)", span as f64 / 1e9),
@@ -120,16 +122,28 @@ fn judge_load(
     checks: &mut [CheckResult],
 ) {
     let online = runq_kernel::cpulist::online_cpus();
+    let cpus_of =
+        |i: usize| crate::fair_model::affinity_cpus(&scn.groups[i].setup.affinity, &online);
     for c in checks.iter_mut().filter(|c| !c.pass) {
         let idx = scn.group_index(&c.group);
-        let usable = idx.map_or(online.len(), |i| {
-            crate::fair_model::affinity_cpus(&scn.groups[i].setup.affinity, &online).len()
-        });
-        let died = reports
+        let usable = idx.map_or_else(|| online.clone(), cpus_of);
+        // The runnable work of the run's workers confined to those CPUs.
+        let own_demand = reports
             .iter()
-            .any(|r| Some(r.group_idx) == idx && r.exit_info.is_some());
-        let wait = idx.and_then(|i| cpu_wait_of(c, i, reports, series));
-        if let Some(judged) = judge_outside_load(c, load, usable, died, wait.as_ref()) {
+            .filter(|r| r.group_idx < scn.groups.len() && cpus_of(r.group_idx).is_subset(&usable))
+            .map(|r| {
+                (r.cpu_time_ns + r.schedstat_run_delay_ns) as f64 / r.wall_time_ns.max(1) as f64
+            })
+            .sum();
+        let facts = GroupFacts {
+            usable_cpus: usable.len(),
+            died: reports
+                .iter()
+                .any(|r| Some(r.group_idx) == idx && r.exit_info.is_some()),
+            wait: idx.and_then(|i| cpu_wait_of(c, i, reports, series)),
+            own_demand,
+        };
+        if let Some(judged) = judge_outside_load(c, load, &facts) {
             c.cause.get_or_insert_with(Cause::default).outside_load = Some(judged);
         }
     }
