@@ -8,7 +8,7 @@
 //! What is left is the scheduler's: a worker kept runnable without a CPU,
 //! or a whole group blocked with nothing planned.
 
-use crate::report::WorkerReport;
+use crate::report::{WorkerExitInfo, WorkerReport};
 
 /// The share of a worker's wall time that decides what it was doing.
 const MOST: f64 = 0.5;
@@ -20,7 +20,15 @@ pub(super) fn stuck_reason(
     group_did_work: bool,
 ) -> Option<String> {
     if let Some(how) = &r.exit_info {
-        return Some(how.to_string());
+        return Some(match how {
+            WorkerExitInfo::TimedOut if r.wall_time_ns > 0 => format!(
+                "{how}: over its {:.1} s it ran {:.0} ms and waited {:.0} ms runnable without a CPU",
+                r.wall_time_ns as f64 / 1e9,
+                r.cpu_time_ns as f64 / 1e6,
+                r.schedstat_run_delay_ns as f64 / 1e6
+            ),
+            _ => how.to_string(),
+        });
     }
     if is_custom || r.work_units > 0 {
         return None;
@@ -72,6 +80,24 @@ mod tests {
             completed: true,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_worker_killed_at_the_deadline_says_how_long_it_waited_for_a_cpu() {
+        let starved = WorkerReport {
+            exit_info: Some(WorkerExitInfo::TimedOut),
+            ..worker(40, 950, 0, 0)
+        };
+        assert_eq!(
+            stuck_reason(&starved, false, true).unwrap(),
+            "still running at the collection deadline (killed): over its 1.0 s it ran 40 ms \
+             and waited 950 ms runnable without a CPU"
+        );
+        let unread = WorkerReport::sentinel(7, 0, WorkerExitInfo::TimedOut);
+        assert_eq!(
+            stuck_reason(&unread, false, true).unwrap(),
+            "still running at the collection deadline (killed)"
+        );
     }
 
     #[test]

@@ -137,9 +137,14 @@ fn judge_load(
             .sum();
         let facts = GroupFacts {
             usable_cpus: usable.len(),
-            died: reports
-                .iter()
-                .any(|r| Some(r.group_idx) == idx && r.exit_info.is_some()),
+            // A worker still running at the deadline was not killed by its
+            // own fault: it may have been kept off its CPU.
+            died: reports.iter().any(|r| {
+                Some(r.group_idx) == idx
+                    && r.exit_info
+                        .as_ref()
+                        .is_some_and(|e| *e != crate::report::WorkerExitInfo::TimedOut)
+            }),
             wait: idx.and_then(|i| cpu_wait_of(c, i, reports, series)),
             own_demand,
         };

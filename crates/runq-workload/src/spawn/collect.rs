@@ -25,6 +25,11 @@ pub(super) struct ProcWorker {
     report: Vec<u8>,
     /// How it ended, once reaped (or given up on).
     status: Option<WorkerExitInfo>,
+    /// When its start byte went out.
+    released_at: Option<std::time::Instant>,
+    /// Its schedstat just before it was killed at the collection
+    /// deadline: how long it ran and waited for a CPU, for its sentinel.
+    last_schedstat: Option<runq_kernel::schedstat::Schedstat>,
 }
 
 impl ProcWorker {
@@ -38,6 +43,8 @@ impl ProcWorker {
             released: false,
             report: Vec::new(),
             status: None,
+            released_at: None,
+            last_schedstat: None,
         }
     }
 
@@ -47,6 +54,7 @@ impl ProcWorker {
         if std::mem::replace(&mut self.released, true) {
             return;
         }
+        self.released_at = Some(std::time::Instant::now());
         let sent = self.channel.as_ref().is_some_and(crate::fd::write_byte);
         if !sent {
             let e = io::Error::last_os_error();
@@ -245,6 +253,12 @@ fn reap(workers: &mut [ProcWorker], deadline: Instant) -> usize {
         }
         std::thread::sleep(Duration::from_micros(500));
     }
+    // What each straggler ran and waited, read before it is killed: the
+    // sentinel of a worker starved to the deadline says so.
+    for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+        let path = format!("/proc/{}/schedstat", w.pid);
+        w.last_schedstat = runq_kernel::schedstat::read_schedstat(std::path::Path::new(&path));
+    }
     // Kill every straggler first, then wait: killed one by one, each
     // would have to be scheduled among the others still spinning.
     for w in workers.iter().filter(|w| w.status.is_none()) {
@@ -298,6 +312,11 @@ fn into_report(mut w: ProcWorker) -> WorkerReport {
     let ended = w.status.unwrap_or(WorkerExitInfo::TimedOut);
     let mut r = WorkerReport::sentinel(w.pid, w.group_idx, ended);
     r.start_error = w.start_error;
+    if let (Some(st), Some(at)) = (w.last_schedstat, w.released_at) {
+        r.cpu_time_ns = st.cpu_time_ns;
+        r.schedstat_run_delay_ns = st.run_delay_ns;
+        r.wall_time_ns = at.elapsed().as_nanos() as u64;
+    }
     r
 }
 
