@@ -396,6 +396,79 @@ mod tests {
         assert_eq!(ops_figures(&[&a, &b]), None);
     }
 
+    /// Runs a server and a client of `p` in two threads for `ops`
+    /// operations: their reports (server, client).
+    fn serve(p: &Params, ops: u64) -> (WorkerReport, WorkerReport) {
+        use std::sync::atomic::AtomicBool;
+        let region = SharedRegion::new(2 * SLOT).unwrap();
+        let cache = usize::try_from(p.cache_kb * 1024).unwrap();
+        let mut server = Server {
+            region: region.clone(),
+            me: 0,
+            clients: vec![1],
+            cache: vec![0x5a; cache],
+            out: vec![0; cache],
+        };
+        let mut client = Client {
+            region: region.clone(),
+            me: SLOT,
+            server: 0,
+            mix: RequestMix::new(p),
+            rng: p.seed,
+            miss: Duration::from_micros(p.miss_us),
+        };
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let server = s.spawn(|| {
+                let mut tel = Telemetry::start();
+                while !done.load(Ordering::Acquire) {
+                    let units = server.iterate(&mut tel);
+                    tel.end_iteration(units);
+                }
+                let mut report = tel.finish(0, false);
+                report.role = server.role(); // as the spawner sets it
+                report
+            });
+            let mut tel = Telemetry::start();
+            for _ in 0..ops {
+                let units = client.iterate(&mut tel);
+                tel.end_iteration(units);
+            }
+            done.store(true, Ordering::Release);
+            post(region.atomic_u32(0)); // the server's last wait
+            (server.join().unwrap(), tel.finish(0, false))
+        })
+    }
+
+    #[test]
+    fn each_side_counts_every_operation_and_the_client_its_request_latency() {
+        let p = Params {
+            hit_permille: 500,
+            miss_us: 0,
+            cache_kb: 256,
+            max_object_bytes: 4096,
+            ..Params::default()
+        };
+        let (server, client) = serve(&p, 2000);
+        assert_eq!(client.work_units, 2000);
+        assert_eq!(server.work_units, 2000, "gets served, sets not counted");
+        assert_eq!(client.request_sample_total, 2000);
+        assert_eq!(server.request_sample_total, 0);
+        // A miss is two calls (get, set), each at most one wake per side.
+        assert!(
+            client.wake_sample_total <= 2000 + 1100,
+            "{}",
+            client.wake_sample_total
+        );
+        assert!(
+            server.wake_sample_total <= 2000 + 1100,
+            "{}",
+            server.wake_sample_total
+        );
+        let f = ops_figures(&[&server, &client]).unwrap();
+        assert!(f.ops_per_s > 0.0 && f.ops_per_cpu_s > 0.0);
+    }
+
     #[test]
     fn servers_leave_a_client_and_clients_spread_over_them() {
         assert_eq!(server_count(1, 2), 1);
