@@ -113,8 +113,9 @@ pub struct WorkerReport {
     /// Every iteration cost observed.
     pub iteration_cost_sample_total: u64,
     /// Reservoir sample of request latencies, ns (Schbench: from the
-    /// worker's wake to its request's end, think time included); empty
-    /// for the other types.
+    /// worker's wake to its request's end, think time included; Taobench:
+    /// from a client's first post to its operation's end); empty for the
+    /// other types.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub request_latencies_ns: Vec<u64>,
     /// Every request latency observed.

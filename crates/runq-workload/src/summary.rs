@@ -41,7 +41,8 @@ pub struct GroupSummary {
     /// Wakes observed (including unsampled).
     pub wake_total: u64,
     /// Request latency percentiles (Schbench: from a worker's wake to its
-    /// request's end), ns; absent for the other types.
+    /// request's end; Taobench: from a client's first post to its
+    /// operation's end), ns; absent for the other types.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_p50_ns: Option<u64>,
     /// 99th percentile, ns.

@@ -74,7 +74,7 @@ pub struct Telemetry {
     watchdog: Option<Watchdog>,
     watchdog_fired: Option<WatchdogFiring>,
     freeze: Option<Freeze>,
-    /// Request latencies (Schbench), made on the first one.
+    /// Request latencies (Schbench, Taobench), made on the first one.
     requests: Option<Reservoir>,
 }
 
@@ -162,7 +162,8 @@ impl Telemetry {
 
     /// Records one request latency in ns (Schbench: from the worker's
     /// wake to its request's end, think time included, as schbench's
-    /// request latency). The reservoir is made on the first one.
+    /// request latency; Taobench: from a client's first post to its
+    /// operation's end). The reservoir is made on the first one.
     pub fn record_request(&mut self, latency_ns: u64) {
         let seed = self.start_ns.rotate_left(31);
         self.requests

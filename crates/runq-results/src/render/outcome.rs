@@ -71,6 +71,37 @@ fn backlog(o: &RunOutcome, group_idx: usize) -> u64 {
         .sum()
 }
 
+/// What a type's request latency runs from and to.
+fn request_meaning(work_type: &str) -> &'static str {
+    match work_type {
+        "Taobench" => {
+            "from a client's first post to its operation's end, a miss's store wait and set \
+             included"
+        }
+        _ => "from a worker's wake to its request's end, think time included, as schbench's",
+    }
+}
+
+/// Taobench's throughput after its request latencies: ops/s and ops per
+/// CPU-second of the group's live workers; empty for the other types.
+fn ops_note(o: &RunOutcome, group_idx: usize, work_type: &str) -> String {
+    if work_type != "Taobench" {
+        return String::new();
+    }
+    let live: Vec<&WorkerReport> = o
+        .reports
+        .iter()
+        .filter(|r| r.group_idx == group_idx && r.exit_info.is_none())
+        .collect();
+    runq_workload::taobench_ops(&live).map_or_else(String::new, |f| {
+        format!(
+            "; {} ops/s, {:.0} ops per CPU-second",
+            fmt_rate(f.ops_per_s),
+            f.ops_per_cpu_s
+        )
+    })
+}
+
 /// One line per marked group saying what its wake columns measure.
 fn render_wake_legend(out: &mut String, o: &RunOutcome) {
     for g in &o.groups {
@@ -91,11 +122,12 @@ fn render_wake_legend(out: &mut String, o: &RunOutcome) {
         if let (Some(p50), Some(p99)) = (g.request_p50_ns, g.request_p99_ns) {
             let _ = writeln!(
                 out,
-                "{}: request latency p50 {} p99 {} (from a worker's wake to its request's end, \
-                 think time included, as schbench's)",
+                "{}: request latency p50 {} p99 {} ({}){}",
                 g.name,
                 fmt_ns(p50),
-                fmt_ns(p99)
+                fmt_ns(p99),
+                request_meaning(&g.work_type),
+                ops_note(o, g.group_idx, &g.work_type)
             );
         }
     }

@@ -40,6 +40,7 @@ mod sequence;
 mod signal_storm;
 mod smt;
 mod spin_wait;
+mod taobench;
 mod timer_latency;
 mod wake_chain;
 mod yield_heavy;
@@ -71,6 +72,7 @@ pub use producer_consumer::Params as ProducerConsumerParams;
 pub use request_rate::Params as RequestRateParams;
 pub use schbench::Params as SchbenchParams;
 pub use sequence::{Params as SequenceParams, Phase, PhaseKind};
+pub use taobench::{ops_figures as taobench_ops, OpsFigures, Params as TaobenchParams};
 pub use timer_latency::Params as TimerLatencyParams;
 pub use yield_heavy::Params as YieldHeavyParams;
 

@@ -12,8 +12,8 @@ use super::{
     alu, bursty, cache_pipe, cache_pressure, cache_yield, cgroup_churn, churn, cross_affinity,
     epoll_storm, fan_out_types, fork_exit, futex_ping_pong, idle_churn, io_mix, io_sync_write,
     locks, mixed, numa, page_fault_churn, pipe_io, preempt, producer_consumer, request_rate,
-    schbench, sequence, signal_storm, smt, spin_wait, timer_latency, wake_chain, yield_heavy,
-    PreparedWork, SpinParams, TypeInfo,
+    schbench, sequence, signal_storm, smt, spin_wait, taobench, timer_latency, wake_chain,
+    yield_heavy, PreparedWork, SpinParams, TypeInfo,
 };
 
 /// Builds a group's shared resources from the parameters and the worker
@@ -334,5 +334,12 @@ work_types! {
         info: schbench::INFO,
         check: no_check,
         prepare: schbench::prepare,
+    }
+    /// taobench's model: clients posting small gets to cache servers,
+    /// a miss waiting off CPU for the store, then setting the object.
+    Taobench(taobench::Params) {
+        info: taobench::INFO,
+        check: taobench::check,
+        prepare: taobench::prepare,
     }
 }

@@ -142,8 +142,9 @@ impl Schedule {
     }
 }
 
-/// splitmix64: the next value of the generator whose state is `state`.
-fn splitmix64(state: &mut u64) -> u64 {
+/// splitmix64: the next value of the generator whose state is `state`
+/// (RequestRate's arrival gaps, Taobench's request mix).
+pub(super) fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

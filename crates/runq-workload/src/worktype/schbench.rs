@@ -85,13 +85,14 @@ pub const INFO: TypeInfo = TypeInfo {
 /// thread's stamp for it at +8); the per-CPU locks follow.
 const SLOT: usize = 64;
 /// The futex states schbench uses.
-const BLOCKED: u32 = 0;
+pub(super) const BLOCKED: u32 = 0;
 const RUNNING: u32 = 1;
 /// Longest single futex wait, so a stop is seen.
 const WAIT_SLICE_NS: u64 = 10_000_000;
 
-/// Posts `word`: wakes its owner if it was blocked.
-fn post(word: &AtomicU32) {
+/// Posts `word`: wakes its owner if it was blocked (Schbench's and
+/// Taobench's hand-over).
+pub(super) fn post(word: &AtomicU32) {
     if word
         .compare_exchange(BLOCKED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
         .is_ok()
@@ -102,7 +103,7 @@ fn post(word: &AtomicU32) {
 
 /// Waits until `word` is posted and takes the post: `Some(woken)` (a wake
 /// ended the wait), `None` on STOP.
-fn wait_posted(word: &AtomicU32) -> Option<bool> {
+pub(super) fn wait_posted(word: &AtomicU32) -> Option<bool> {
     let mut woken = false;
     loop {
         if word

@@ -628,6 +628,8 @@ fn the_largest_parameters_still_stop_in_time() {
         ("AluHot", "rounds=1000000000000", "2"),
         ("FanOutCompute", "matrix_size=1024", "3"),
         ("Schbench", "cache_footprint_kb=24576", "3"),
+        ("Taobench", "miss_us=3600000000", "3"),
+        ("Taobench", "cache_kb=262144", "3"),
         ("FutexPingPong", "spin_iters=1000000000000", "2"),
     ] {
         let out = runq()
