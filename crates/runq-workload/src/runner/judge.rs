@@ -43,13 +43,20 @@ fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckRes
         cause: None,
         detail: Some(match death {
             Some(d) => match &d.sched_ext_exit {
-                Some(e) => format!(
-                    "{}; the scheduler {} at {} ms; the rest of the run ran under the kernel's \
-                     fair class, so the other checks judge it, not the BPF scheduler",
-                    e.describe(),
-                    d.status,
-                    d.at_ms
-                ),
+                Some(e) => {
+                    let own = format!("the scheduler {} at {} ms", d.status, d.at_ms);
+                    // The kernel's ejection leads; an unregistration
+                    // follows the process's own end, which caused it.
+                    let (first, then) = if e.error {
+                        (e.describe(), own)
+                    } else {
+                        (own, e.describe())
+                    };
+                    format!(
+                        "{first}, and {then}; the rest of the run ran under the kernel's fair \
+                         class, so the other checks judge it, not the BPF scheduler"
+                    )
+                }
                 None => format!("the scheduler {} at {} ms", d.status, d.at_ms),
             },
             None => format!("{:?} ran until the end", spec.command),
@@ -148,10 +155,35 @@ fn judge_load(
             wait: idx.and_then(|i| cpu_wait_of(c, i, reports, series)),
             own_demand,
         };
+        if let Some(idle) = idle_beside_waiting(c, load, &facts) {
+            let cause = c.cause.get_or_insert_with(Cause::default);
+            cause.mechanism = Some(match cause.mechanism.take() {
+                Some(m) => format!("{m}; {idle}"),
+                None => idle,
+            });
+        }
         if let Some(judged) = judge_outside_load(c, load, &facts) {
             c.cause.get_or_insert_with(Cause::default).outside_load = Some(judged);
         }
     }
+}
+
+/// For a failed share whose workers mostly waited runnable while CPUs of
+/// the host stayed idle: the scheduler left work waiting beside an idle
+/// CPU (the CPUs a group may use are all of the host's here: a pinned
+/// group is not judged, its CPUs may be the busy ones).
+fn idle_beside_waiting(c: &CheckResult, load: &HostLoad, g: &GroupFacts) -> Option<String> {
+    let share_check = matches!(c.name.as_str(), "min_fair_share" | "min_fair_share_worker");
+    let idle = load.cpus as f64 - load.busy_cpus;
+    let waited = g.wait.as_ref()?.share;
+    (share_check && g.usable_cpus == load.cpus && idle >= 0.2 && waited >= 0.5).then(|| {
+        format!(
+            "meanwhile {idle:.2} of the host's {} CPUs stayed idle while its workers waited \
+             runnable {:.0}% of their time: the scheduler did not move them to an idle CPU",
+            load.cpus,
+            100.0 * waited
+        )
+    })
 }
 
 /// Summaries and check results for every group, then the fair-share
