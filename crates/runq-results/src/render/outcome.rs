@@ -152,9 +152,14 @@ pub fn outcome(o: &RunOutcome, color: bool) -> String {
         fmt_ns(o.collect_ns)
     );
     if let Some(s) = &o.scheduler {
+        let bpf = match (&s.sched_ext_ops, &s.sched_ext_state) {
+            (Some(ops), _) => format!(" (sched_ext ran BPF scheduler {ops:?})"),
+            (None, Some(state)) => format!(" (sched_ext {state})"),
+            (None, None) => String::new(),
+        };
         let _ = writeln!(
             out,
-            "scheduler {:?}: pid {}, ready after {}ms; {}",
+            "scheduler {:?}: pid {}, ready after {}ms{bpf}; {}",
             s.command, s.pid, s.ready_ms, s.stopped
         );
     }

@@ -164,6 +164,14 @@ pub struct SchedulerRun {
     /// How it ended: stopped after the run (`exited with status 0 after
     /// runq sent SIGINT`), or died during it.
     pub stopped: String,
+    /// The BPF scheduler sched_ext ran once it was ready (`root/ops`:
+    /// `qmap`, `simple`), when one was loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_ext_ops: Option<String>,
+    /// sched_ext's state once it was ready (`enabled`), on a kernel with
+    /// sched_ext.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_ext_state: Option<String>,
 }
 
 /// How the watched scheduler died during the run.

@@ -51,6 +51,9 @@ pub(crate) struct SchedulerProc {
     enable_seq: u64,
     /// Start to ready, ms.
     ready_ms: u64,
+    /// The BPF scheduler sched_ext ran once this one was ready (its
+    /// `root/ops` name and the state then), when the kernel has sched_ext.
+    sched_ext_at_ready: Option<(Option<String>, String)>,
     /// When the spawn began: readiness and its delay count from here.
     spawned_at: Instant,
     /// The pid, kept after the process is reaped.
@@ -119,6 +122,7 @@ impl SchedulerProc {
             kmsg,
             enable_seq,
             ready_ms: 0,
+            sched_ext_at_ready: None,
             spawned_at,
             pid,
         };
@@ -156,6 +160,7 @@ impl SchedulerProc {
             }
             if self.is_ready(&spec.ready, t0.elapsed()) {
                 self.ready_ms = t0.elapsed().as_millis() as u64;
+                self.sched_ext_at_ready = sched_ext().map(|s| (s.ops, s.state));
                 return Ok(());
             }
             if interrupt.load(Ordering::Relaxed) {
@@ -318,11 +323,14 @@ impl SchedulerProc {
 
     /// The process, the command and how long it took to become ready.
     pub(crate) fn run_info(&self) -> SchedulerRun {
+        let (sched_ext_ops, sched_ext_state) = self.sched_ext_at_ready.clone().unzip();
         SchedulerRun {
             command: self.command.clone(),
             pid: self.pid(),
             ready_ms: self.ready_ms,
             stopped: String::new(),
+            sched_ext_ops: sched_ext_ops.flatten(),
+            sched_ext_state,
         }
     }
 }

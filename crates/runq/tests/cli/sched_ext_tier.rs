@@ -84,6 +84,12 @@ fn scx_simple_carries_a_run_to_its_verdict() {
         .expect("scheduler_alive");
     assert_eq!(alive["pass"], true, "{alive}: {stderr}");
     assert_eq!(
+        doc["scheduler"]["sched_ext_ops"], "simple",
+        "{}",
+        doc["scheduler"]
+    );
+    assert_eq!(doc["scheduler"]["sched_ext_state"], "enabled");
+    assert_eq!(
         doc["host"]["vm"]["tcg_threads"], "single",
         "{}",
         doc["host"]["vm"]
