@@ -442,17 +442,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(SnapshotInterval(i)) = args.snapshot_interval {
         scn.snapshot_interval = i;
     }
-    let plan = RunPlan {
-        cgroups,
-        collect_timeout: args.collect_timeout,
-        fault: fault_from_env()?,
-        repro: args.repro,
-        max_workers_per_cpu: args.max_workers_per_cpu,
-        repeats: args.repeat,
-        runnable_wait: args.runnable_wait,
-        flight_recorder: args.flight_recorder,
-        freeze: !args.no_freeze,
-    };
+    let plan = run_plan(&args, cgroups)?;
     check_outputs(&args)?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let mut ctprof = args
@@ -477,18 +467,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut doc = RunDocument::from_outcomes(&scn, ran.outcomes, raw);
     doc.evidence = ran.evidence;
     let outcome = &doc.last;
-    // A FAIL's first line (a run error or an interrupt has its own).
-    let plain_fail = outcome.run_error.is_none() && !outcome.interrupted;
-    if let Some(line) = runq_results::evidence::headline::first_line(outcome, doc.evidence.as_ref())
-        .filter(|_| plain_fail)
-    {
-        crate::errln!("{line}");
-    }
-    if let Placement::Unplaced { reason } = &outcome.placement {
-        if scn.wants_cgroups() && !args.json && cgroups != CgroupMode::Off {
-            crate::errln!("runq: running workers without cgroups ({reason})");
-        }
-    }
+    print_stderr_lines(&doc, &scn, args.json, cgroups);
     print_report(&doc, args.json)?;
     if let Some(path) = &args.output {
         doc.write(path)
@@ -504,6 +483,39 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(exit::verdict_code(outcome))
+}
+
+/// How the repeats are run, from the flags (and `RUNQ_FAULT`).
+fn run_plan(args: &RunArgs, cgroups: CgroupMode) -> anyhow::Result<RunPlan> {
+    Ok(RunPlan {
+        cgroups,
+        collect_timeout: args.collect_timeout,
+        fault: fault_from_env()?,
+        repro: args.repro,
+        max_workers_per_cpu: args.max_workers_per_cpu,
+        repeats: args.repeat,
+        runnable_wait: args.runnable_wait,
+        flight_recorder: args.flight_recorder,
+        freeze: !args.no_freeze,
+    })
+}
+
+/// The lines on stderr before the report: a FAIL's first line (a run
+/// error or an interrupt has its own) and, without `--json`, a run that
+/// asked for cgroups and ran without them.
+fn print_stderr_lines(doc: &RunDocument, scn: &Scenario, json: bool, cgroups: CgroupMode) {
+    let outcome = &doc.last;
+    let plain_fail = outcome.run_error.is_none() && !outcome.interrupted;
+    if let Some(line) = runq_results::evidence::headline::first_line(outcome, doc.evidence.as_ref())
+        .filter(|_| plain_fail)
+    {
+        crate::errln!("{line}");
+    }
+    if let Placement::Unplaced { reason } = &outcome.placement {
+        if scn.wants_cgroups() && !json && cgroups != CgroupMode::Off {
+            crate::errln!("runq: running workers without cgroups ({reason})");
+        }
+    }
 }
 
 /// Prints the document (`--json`) or the last repeat's report and the
