@@ -153,12 +153,6 @@ pub fn no_privilege(message: impl Into<String>) -> anyhow::Error {
     fail(Exit::Skipped, message.into())
 }
 
-/// A run skipped because the host lacks what it needs (exit 77, like a
-/// missing privilege: nothing ran, and nothing failed).
-pub fn skipped(why: impl fmt::Display) -> anyhow::Error {
-    fail(Exit::Skipped, format!("skipped: {why}"))
-}
-
 /// The code one error in a chain chooses, if it chooses one: the one
 /// table from the libraries' error types to exit codes.
 fn exit_of(e: &(dyn Error + 'static)) -> Option<Exit> {
@@ -182,6 +176,15 @@ fn exit_of(e: &(dyn Error + 'static)) -> Option<Exit> {
             RunError::Scenario(_) | RunError::Capacity(_) => Exit::Usage,
             RunError::Interrupted(_) => Exit::interrupted(),
             _ => Exit::RunError,
+        });
+    }
+    if let Some(v) = e.downcast_ref::<runq_vm::VmError>() {
+        use runq_vm::VmError as V;
+        return Some(match v {
+            V::Usage(_) => Exit::Usage,
+            V::Skipped(_) => Exit::Skipped,
+            V::Run(_) => Exit::RunError,
+            V::Interrupted(_) => Exit::interrupted(),
         });
     }
     if let Some(f) = e.downcast_ref::<runq_ctprof::format::FormatError>() {
@@ -269,6 +272,20 @@ mod tests {
         for (exit, code) in table {
             assert_eq!(exit.code(), code, "{exit:?}");
         }
+    }
+
+    #[test]
+    fn the_vm_runner_reads_the_same_codes() {
+        use runq_vm::codes;
+        assert_eq!(codes::CHECK_FAILED, CHECK_FAILED);
+        assert_eq!(codes::RUN_ERROR, RUN_ERROR);
+        assert_eq!(codes::INDETERMINATE, INDETERMINATE);
+        assert_eq!(codes::SKIPPED, NO_PRIVILEGE);
+        let skip = anyhow::Error::from(runq_vm::VmError::Skipped("no vng".into()));
+        assert_eq!(exit_of_chain(&skip), Exit::Skipped);
+        assert_eq!(line(&skip), "skipped: no vng");
+        let usage = anyhow::Error::from(runq_vm::VmError::Usage("--topology: x".into()));
+        assert_eq!(exit_of_chain(&usage.context("c")), Exit::Usage);
     }
 
     #[test]

@@ -1,14 +1,17 @@
 //! JUnit XML for CI systems: `runq run --junit` (one testcase per group and
-//! check) and `runq compare --junit` (one per group and figure).
+//! check), `runq compare --junit` (one per group and figure), and
+//! `--vm-matrix` and `runq report merge` (one per cell).
 
 use std::fmt::Write;
 use std::path::Path;
+use std::time::Duration;
 
 use runq_common::safefile::{write_atomic, Replace};
 
 use anyhow::Context;
 
 use runq_results::results::RunDocument;
+use runq_vm::matrix_doc::{row_cell, MissingCell, Row};
 
 /// How a testcase ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,9 +197,91 @@ pub fn from_run(doc: &RunDocument) -> Suite {
     }
 }
 
+/// One testcase per cell (class `vm-matrix`, name the cell's id); a
+/// missing cell fails.
+pub fn from_matrix(name: String, rows: &[Row], missing: &[MissingCell], took: Duration) -> Suite {
+    let mut cases: Vec<Case> = rows
+        .iter()
+        .map(|r| {
+            let outcome = match row_cell(r).as_str() {
+                "PASS" => Outcome::Pass,
+                "SKIP" => Outcome::Skipped(r.error.clone().unwrap_or_default()),
+                _ => Outcome::Failure {
+                    message: r.error.clone().unwrap_or_else(|| r.failed_checks.join(" ")),
+                    detail: r.failed_checks.join("\n"),
+                },
+            };
+            let output = r.vm.as_ref().map(|v| {
+                let accel = v["accel"].as_str().unwrap_or("?");
+                format!("{accel} boot {} ms", v["boot_ms"].as_u64().unwrap_or(0))
+            });
+            Case {
+                class: "vm-matrix".into(),
+                name: r.cell.clone(),
+                outcome,
+                output: output.unwrap_or_default(),
+            }
+        })
+        .collect();
+    cases.extend(missing.iter().map(|m| Case {
+        class: "vm-matrix".into(),
+        name: m.cell.clone(),
+        outcome: Outcome::Failure {
+            message: format!("not run: {}", m.why),
+            detail: String::new(),
+        },
+        output: String::new(),
+    }));
+    Suite {
+        name,
+        time_s: took.as_secs_f64(),
+        cases,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A row of the cell `steady/2n2c2t`.
+    fn row(verdict: Option<&str>, rc: Option<u8>, error: Option<&str>) -> Row {
+        Row {
+            cell: "steady/2n2c2t".into(),
+            scenario: "steady".into(),
+            topology: "2n2c2t".into(),
+            exit_code: rc,
+            verdict: verdict.map(String::from),
+            failed_checks: Vec::new(),
+            error: error.map(String::from),
+            vm: None,
+        }
+    }
+
+    #[test]
+    fn one_testcase_per_cell_and_missing_cells_fail() {
+        let missing = [MissingCell {
+            cell: "steady/1n2c1t".into(),
+            why: "shard 2/2 is missing".into(),
+        }];
+        let s = from_matrix(
+            "m".into(),
+            &[
+                row(Some("pass"), Some(0), None),
+                row(None, None, Some("did not boot")),
+            ],
+            &missing,
+            Duration::from_secs(1),
+        );
+        assert_eq!(s.cases.len(), 3);
+        assert_eq!(s.cases[0].outcome, Outcome::Pass);
+        assert_eq!(s.cases[0].name, "steady/2n2c2t");
+        assert!(
+            matches!(&s.cases[1].outcome, Outcome::Failure { message, .. } if message == "did not boot")
+        );
+        assert!(
+            matches!(&s.cases[2].outcome, Outcome::Failure { message, .. } if message == "not run: shard 2/2 is missing")
+        );
+    }
 
     #[test]
     fn escapes_and_counts() {

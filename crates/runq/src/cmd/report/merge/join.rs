@@ -6,10 +6,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::cmd::run::vm::matrix_doc::{
-    matrix_code, verdict_word, Matrix, MatrixId, MissingCell, Row,
-};
-use crate::cmd::run::vm::shard::Shard;
+use runq_vm::matrix_doc::{matrix_code, verdict_word, Matrix, MatrixId, MissingCell, Row};
+use runq_vm::shard::Shard;
 
 /// A shard document and the file it came from.
 #[derive(Debug, Clone)]

@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cmd::run::vm::matrix_doc::{render, suite, Matrix};
 use crate::exit;
+use crate::junit::from_matrix;
 use join::{join, Input, Merged};
 use runq_common::safefile::{write_atomic, Replace};
+use runq_vm::matrix_doc::{render, Matrix};
 
 /// The largest shard document read: a matrix of thousands of cells is a
 /// few MiB.
@@ -96,7 +97,7 @@ pub fn execute(args: MergeArgs) -> anyhow::Result<ExitCode> {
         );
         let took = Duration::ZERO;
         crate::junit::write(
-            &suite(name, &merged.runs, &merged.missing_cells, took),
+            &from_matrix(name, &merged.runs, &merged.missing_cells, took),
             path,
         )?;
     }

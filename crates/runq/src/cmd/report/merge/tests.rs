@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use super::join::{join, Input};
 use super::*;
-use crate::cmd::run::vm::matrix_doc::{MatrixId, Row, ShardPart};
-use crate::cmd::run::vm::shard::Shard;
+use runq_vm::matrix_doc::{MatrixId, Row, ShardPart};
+use runq_vm::shard::Shard;
 
 /// The cells of a 2-scenario × 3-topology matrix.
 fn all_cells() -> Vec<String> {

@@ -1,39 +1,38 @@
-//! `runq run … --vm-matrix`: the same run in one VM per topology, one
-//! summary (topology, accelerator, boot time, verdict, failed checks),
-//! `--json` for a document, `--junit` with one testcase per topology.
+//! `runq run … --vm-matrix`: the same run in one VM per topology, summed
+//! up in one document (`matrix_doc`): each cell's accelerator, boot time,
+//! verdict and failed checks.
 
-use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use anyhow::Context;
 use serde_json::Value;
 
-use super::matrix_doc::{matrix_code, render, row_cell, suite, Matrix, MatrixId, Row, ShardPart};
-use super::shard::{Cell, Shard};
-use super::topology::Topology;
-use super::{boot_and_run, guest, plan, SharedDir};
-use crate::exit;
-use runq_common::safefile::{write_atomic, Replace};
+use crate::guest;
+use crate::matrix_doc::{row_cell, Matrix, MatrixId, Row, ShardPart};
+use crate::run::{plan, Boot, GuestRun, Notice, SharedDir, VmConfig};
+use crate::shard::{Cell, Shard};
+use crate::topology::Topology;
+use crate::VmError;
 
 /// The presets of a matrix when `--topology` gives none: one CPU kind at
 /// a time (cores, SMT siblings, NUMA nodes, LLCs), then all together.
-const DEFAULT_MATRIX: &str = "1n2c1t,1n1c2t,2n1c1t,1n2l1c1t,2n2c2t";
+pub const DEFAULT_MATRIX: &str = "1n2c1t,1n1c2t,2n1c1t,1n2l1c1t,2n2c2t";
 
 /// The matrix's cells, in `--topology`'s order: the scenario on each
 /// preset (named in its normal spelling); a preset listed twice is a
 /// usage error.
-fn cells(scenario: &str, list: &str) -> anyhow::Result<Vec<(Cell, String)>> {
+fn cells(scenario: &str, list: &str) -> Result<Vec<(Cell, String)>, VmError> {
     let mut out: Vec<(Cell, String)> = Vec::new();
     for preset in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let topo = Topology::parse(preset).map_err(|e| exit::usage(format!("--topology: {e}")))?;
+        let topo =
+            Topology::parse(preset).map_err(|e| VmError::Usage(format!("--topology: {e}")))?;
         let cell = Cell {
             scenario: scenario.to_string(),
             topology: topo.to_string(),
             kernel: None,
         };
         if out.iter().any(|(c, _)| *c == cell) {
-            return Err(exit::usage(format!(
+            return Err(VmError::Usage(format!(
                 "--topology lists {} twice; name each topology once",
                 cell.topology
             )));
@@ -43,17 +42,19 @@ fn cells(scenario: &str, list: &str) -> anyhow::Result<Vec<(Cell, String)>> {
     Ok(out)
 }
 
-/// Runs the matrix's cells of `--shard` (all without it) and prints
-/// their summary.
-pub(super) fn run_matrix(
-    args: &super::super::RunArgs,
-    scenario: &str,
-    run_for: Duration,
-    scheduler: bool,
-) -> anyhow::Result<ExitCode> {
-    let shard = args.vm.shard()?;
-    let list = args.vm.topology.as_deref().unwrap_or(DEFAULT_MATRIX);
-    let all = cells(scenario, list)?;
+/// Runs the matrix's cells of `shard` (all of them for
+/// [`Shard::WHOLE`]): `scenario` on every topology of `cfg`'s list
+/// (or [`DEFAULT_MATRIX`]), one VM each, runq with the host's arguments
+/// `host_args` in it; `notice` hears of each cell's end.
+pub fn run_matrix(
+    cfg: &VmConfig,
+    shard: Shard,
+    m: MatrixRun<'_>,
+    interrupt: &AtomicBool,
+    notice: &mut dyn FnMut(Notice),
+) -> Result<Matrix, VmError> {
+    let list = cfg.topology.as_deref().unwrap_or(DEFAULT_MATRIX);
+    let all = cells(m.scenario, list)?;
     let ids: Vec<String> = all.iter().map(|(c, _)| c.id()).collect();
     let picked: Vec<String> = shard
         .select(ids.iter().map(String::as_str))
@@ -63,35 +64,39 @@ pub(super) fn run_matrix(
     let mut plans = Vec::new();
     for (cell, preset) in &all {
         if picked.contains(&cell.id()) {
-            plans.push((cell, plan(args, preset, scheduler)?));
+            plans.push((cell, plan(cfg, preset, m.scheduler)?));
         }
     }
-    let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
-    let host_args: Vec<String> = std::env::args().skip(1).collect();
-    let t0 = Instant::now();
     let mut rows = Vec::new();
     for (cell, plan) in &plans {
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
         let dir = SharedDir::create()?;
-        let args_in = matrix_guest_args(&host_args, &dir.0);
+        let args_in = matrix_guest_args(m.host_args, dir.path());
         let mut row = empty_row(cell);
-        match boot_and_run(args, plan, &args_in, dir, run_for, interrupt) {
+        let boot = Boot {
+            cfg,
+            plan,
+            run_for: m.run_for,
+            interrupt,
+        };
+        match boot.run(&args_in, dir, notice) {
             Ok(run) => fill_row(&mut row, &run),
             Err(e) => row.error = Some(e.to_string()),
         }
-        if !args.json {
-            crate::errln!("runq: vm-matrix: {} done ({})", row.cell, row_cell(&row));
-        }
+        notice(Notice::CellDone {
+            cell: row.cell.clone(),
+            verdict: row_cell(&row),
+        });
         rows.push(row);
     }
     let mut sorted_ids = ids;
     sorted_ids.sort();
-    let doc = Matrix {
+    Ok(Matrix {
         matrix: MatrixId {
             cells: sorted_ids,
-            args: matrix_args(&host_args),
+            args: matrix_args(m.host_args),
         },
         shard: ShardPart {
             index: shard.index,
@@ -99,47 +104,20 @@ pub(super) fn run_matrix(
             cells: picked,
         },
         runs: rows,
-    };
-    print_matrix(args, &doc, shard, t0.elapsed())?;
-    if interrupt.load(Ordering::Relaxed) {
-        return Err(exit::interrupted("interrupted; the VM was stopped"));
-    }
-    Ok(ExitCode::from(matrix_code(&doc.runs, 0)))
+    })
 }
 
-/// Prints the document or its table and writes `--output` and `--junit`.
-fn print_matrix(
-    args: &super::super::RunArgs,
-    doc: &Matrix,
-    shard: Shard,
-    took: Duration,
-) -> anyhow::Result<()> {
-    let text = runq_common::json::to_pretty(doc)?;
-    if let Some(path) = &args.output {
-        let bytes = format!("{text}\n");
-        write_atomic(path, bytes.as_bytes(), Replace::OwnFile)
-            .map_err(|e| exit::run_error(format!("--output {}: {e}", path.display())))?;
-    }
-    if args.json {
-        crate::outln!("{text}");
-    } else {
-        if shard != Shard::WHOLE {
-            crate::outln!(
-                "shard {shard}: {} of the matrix's {} cells",
-                doc.shard.cells.len(),
-                doc.matrix.cells.len()
-            );
-        }
-        crate::out!("{}", render(&doc.runs, &[]));
-    }
-    if let Some(path) = &args.junit {
-        let name = match shard {
-            Shard::WHOLE => "runq run --vm-matrix".to_string(),
-            s => format!("runq run --vm-matrix --shard {s}"),
-        };
-        crate::junit::write(&suite(name, &doc.runs, &[], took), path)?;
-    }
-    Ok(())
+/// What a matrix runs in each of its VMs.
+#[derive(Debug, Clone, Copy)]
+pub struct MatrixRun<'a> {
+    /// The scenario's name (the cells' first part).
+    pub scenario: &'a str,
+    /// runq's arguments on the host, after the program name.
+    pub host_args: &'a [String],
+    /// How long the run lasts in each guest.
+    pub run_for: Duration,
+    /// Whether the run starts a scheduler under test.
+    pub scheduler: bool,
 }
 
 /// The arguments that make a matrix (`matrix.args`): runq's less the
@@ -200,7 +178,7 @@ fn empty_row(cell: &Cell) -> Row {
 }
 
 /// Fills a row from a guest run.
-fn fill_row(row: &mut Row, run: &super::GuestRun) {
+fn fill_row(row: &mut Row, run: &GuestRun) {
     row.vm = serde_json::to_value(&run.facts).ok();
     match run.rc() {
         Ok(rc) => row.exit_code = Some(rc),
@@ -236,9 +214,9 @@ fn fill_row(row: &mut Row, run: &super::GuestRun) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::matrix_doc::tests::row;
-    use super::super::VmFacts;
     use super::*;
+    use crate::matrix_doc::tests::row;
+    use crate::VmFacts;
 
     fn words(text: &str) -> Vec<String> {
         text.split_whitespace().map(String::from).collect()

@@ -3,13 +3,10 @@
 //! --vm-matrix` (a whole matrix or one shard of it) and read back by
 //! `runq report merge`, which joins shards with the same pieces.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 
-use super::shard::Shard;
-use crate::exit;
-use crate::junit::{Case, Outcome, Suite};
+use crate::codes;
+use crate::shard::Shard;
 
 /// One cell's outcome.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,7 +83,7 @@ impl runq_common::json::JsonDocument for Matrix {
 pub fn row_cell(row: &Row) -> String {
     match (&row.verdict, &row.error) {
         (Some(v), _) => v.to_uppercase(),
-        (None, Some(_)) if row.exit_code == Some(exit::NO_PRIVILEGE) => "SKIP".into(),
+        (None, Some(_)) if row.exit_code == Some(codes::SKIPPED) => "SKIP".into(),
         _ => "ERROR".into(),
     }
 }
@@ -133,48 +130,6 @@ pub fn render(rows: &[Row], missing: &[MissingCell]) -> String {
     out
 }
 
-/// One testcase per cell (class `vm-matrix`, name the cell's id); a
-/// missing cell fails.
-pub fn suite(name: String, rows: &[Row], missing: &[MissingCell], took: Duration) -> Suite {
-    let mut cases: Vec<Case> = rows
-        .iter()
-        .map(|r| {
-            let outcome = match row_cell(r).as_str() {
-                "PASS" => Outcome::Pass,
-                "SKIP" => Outcome::Skipped(r.error.clone().unwrap_or_default()),
-                _ => Outcome::Failure {
-                    message: r.error.clone().unwrap_or_else(|| r.failed_checks.join(" ")),
-                    detail: r.failed_checks.join("\n"),
-                },
-            };
-            let output = r.vm.as_ref().map(|v| {
-                let accel = v["accel"].as_str().unwrap_or("?");
-                format!("{accel} boot {} ms", v["boot_ms"].as_u64().unwrap_or(0))
-            });
-            Case {
-                class: "vm-matrix".into(),
-                name: r.cell.clone(),
-                outcome,
-                output: output.unwrap_or_default(),
-            }
-        })
-        .collect();
-    cases.extend(missing.iter().map(|m| Case {
-        class: "vm-matrix".into(),
-        name: m.cell.clone(),
-        outcome: Outcome::Failure {
-            message: format!("not run: {}", m.why),
-            detail: String::new(),
-        },
-        output: String::new(),
-    }));
-    Suite {
-        name,
-        time_s: took.as_secs_f64(),
-        cases,
-    }
-}
-
 /// The exit code of a matrix, the worst of its cells: 3 when a cell had
 /// no verdict (not a skip) or is missing, else 1 when one failed, else 75
 /// when one was indeterminate, else 77 when all were skipped, else 0.
@@ -182,13 +137,13 @@ pub fn matrix_code(rows: &[Row], missing: usize) -> u8 {
     let cells: Vec<String> = rows.iter().map(row_cell).collect();
     let any = |word: &str| cells.iter().any(|c| c == word);
     if missing > 0 || any("ERROR") || any("INTERRUPTED") {
-        exit::RUN_ERROR
+        codes::RUN_ERROR
     } else if any("FAIL") {
-        exit::CHECK_FAILED
+        codes::CHECK_FAILED
     } else if any("INDETERMINATE") {
-        exit::INDETERMINATE
+        codes::INDETERMINATE
     } else if !cells.is_empty() && cells.iter().all(|c| c == "SKIP") {
-        exit::NO_PRIVILEGE
+        codes::SKIPPED
     } else {
         0
     }
@@ -198,9 +153,9 @@ pub fn matrix_code(rows: &[Row], missing: usize) -> u8 {
 pub fn verdict_word(code: u8, missing: usize) -> &'static str {
     match code {
         0 => "pass",
-        exit::CHECK_FAILED => "fail",
-        exit::INDETERMINATE => "indeterminate",
-        exit::NO_PRIVILEGE => "skipped",
+        codes::CHECK_FAILED => "fail",
+        codes::INDETERMINATE => "indeterminate",
+        codes::SKIPPED => "skipped",
         _ if missing > 0 => "incomplete",
         _ => "error",
     }
@@ -243,32 +198,6 @@ pub(crate) mod tests {
         assert_eq!(verdict_word(3, 1), "incomplete");
         assert_eq!(verdict_word(3, 0), "error");
         assert_eq!(verdict_word(77, 0), "skipped");
-    }
-
-    #[test]
-    fn one_testcase_per_cell_and_missing_cells_fail() {
-        let missing = [MissingCell {
-            cell: "steady/1n2c1t".into(),
-            why: "shard 2/2 is missing".into(),
-        }];
-        let s = suite(
-            "m".into(),
-            &[
-                row(Some("pass"), Some(0), None),
-                row(None, None, Some("did not boot")),
-            ],
-            &missing,
-            Duration::from_secs(1),
-        );
-        assert_eq!(s.cases.len(), 3);
-        assert_eq!(s.cases[0].outcome, Outcome::Pass);
-        assert_eq!(s.cases[0].name, "steady/2n2c2t");
-        assert!(
-            matches!(&s.cases[1].outcome, Outcome::Failure { message, .. } if message == "did not boot")
-        );
-        assert!(
-            matches!(&s.cases[2].outcome, Outcome::Failure { message, .. } if message == "not run: shard 2/2 is missing")
-        );
     }
 
     #[test]

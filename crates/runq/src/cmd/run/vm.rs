@@ -1,0 +1,240 @@
+//! `runq run … --vm` and `--vm-matrix`: the flags, parsed into runq-vm's
+//! `VmConfig`, and what the runner hands back printed: the guest's report
+//! (JSON with `host.vm` added) and the VM's line, or the matrix's table,
+//! document and JUnit suite.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use runq_common::duration::parse_duration;
+use runq_common::safefile::{write_atomic, Replace};
+use runq_vm::matrix::MatrixRun;
+use runq_vm::matrix_doc::{matrix_code, render, Matrix};
+use runq_vm::run::{vm_line, with_vm_facts, GuestRun, Notice};
+use runq_vm::shard::Shard;
+use runq_vm::{Accel, TcgThreads, VmConfig};
+
+use crate::exit;
+
+/// The flags of `--vm`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct VmArgs {
+    /// Run the scenario inside a VM (virtme-ng over this host's root
+    /// filesystem: the same runq binary, the same arguments); needs qemu,
+    /// virtme-ng (`vng`) and a kernel image. KVM when it works, software
+    /// emulation (TCG) otherwise; the report says which
+    #[arg(long)]
+    pub vm: bool,
+    /// The kernel the VM boots (default: /boot/vmlinuz-$(uname -r), else
+    /// the newest /boot/vmlinuz-*)
+    #[arg(long, value_name = "PATH")]
+    pub kernel: Option<PathBuf>,
+    /// The VM's topology: NUMA nodes (n), LLCs per node (l), cores per LLC
+    /// (c), threads per core (t), e.g. 2n2c2t (8 vCPUs, SMT siblings), 4c
+    /// [default: 1n2c1t]; with --vm-matrix, a comma-separated list
+    #[arg(long, value_name = "PRESET")]
+    pub topology: Option<String>,
+    /// Run the scenario in one VM per topology (--topology's list, or
+    /// 1n2c1t,1n1c2t,2n1c1t,1n2l1c1t,2n2c2t) and print one table:
+    /// topology, verdict, failed checks; --junit gets one testcase each
+    #[arg(long)]
+    pub vm_matrix: bool,
+    /// Run only shard K of N of --vm-matrix's cells (K from 1 to N), so N
+    /// CI jobs cover the matrix once between them; `runq report merge`
+    /// joins their JSON documents into one table and verdict
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// The VM's memory (split evenly over its NUMA nodes): 2G, 512M
+    #[arg(long, value_name = "SIZE", default_value = "2G")]
+    pub memory: String,
+    /// How long the VM may take to boot to runq before it is killed and the
+    /// run fails (exit 3)
+    #[arg(long, value_name = "DURATION", default_value = "180s", value_parser = parse_duration)]
+    pub vm_boot_timeout: Duration,
+    /// The accelerator: auto (KVM when /dev/kvm works, else TCG), kvm, tcg
+    #[arg(long, value_name = "ACCEL", default_value = "auto", value_parser = ["auto", "kvm", "tcg"])]
+    pub vm_accel: String,
+    /// How software emulation (TCG) runs the vCPUs: single (one host
+    /// thread for them all: slower, but safe from the race between
+    /// multi-threaded TCG and the kernel patching its own code, which
+    /// killed 5 of 19 guests as a sched_ext scheduler attached), multi,
+    /// or auto (single when a scheduler runs, multi otherwise)
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = ["auto", "single", "multi"])]
+    pub vm_tcg_threads: String,
+}
+
+impl VmArgs {
+    /// Whether the run goes into a VM (`--vm` or `--vm-matrix`); a usage
+    /// error for a VM flag given without either.
+    pub fn wanted(&self) -> anyhow::Result<bool> {
+        let wanted = self.vm || self.vm_matrix;
+        let stray = self.kernel.is_some() || self.topology.is_some();
+        if stray && !wanted {
+            return Err(exit::usage(
+                "--kernel and --topology shape a VM: add --vm (or --vm-matrix)",
+            ));
+        }
+        if let Some(text) = &self.shard {
+            if !self.vm_matrix {
+                return Err(exit::usage(format!(
+                    "--shard {text} splits the cells of a matrix: add --vm-matrix"
+                )));
+            }
+            Shard::parse(text).map_err(exit::usage)?;
+        }
+        Ok(wanted)
+    }
+
+    /// The shard to run (`--shard`, already checked by [`VmArgs::wanted`]),
+    /// or the whole matrix.
+    fn shard(&self) -> anyhow::Result<Shard> {
+        match &self.shard {
+            Some(text) => Shard::parse(text).map_err(exit::usage),
+            None => Ok(Shard::WHOLE),
+        }
+    }
+
+    /// The runner's configuration.
+    fn config(&self) -> VmConfig {
+        VmConfig {
+            kernel: self.kernel.clone(),
+            topology: self.topology.clone(),
+            memory: self.memory.clone(),
+            boot_timeout: self.vm_boot_timeout,
+            accel: match self.vm_accel.as_str() {
+                "kvm" => Accel::Kvm,
+                "tcg" => Accel::Tcg,
+                _ => Accel::Auto,
+            },
+            tcg_threads: match self.vm_tcg_threads.as_str() {
+                "single" => TcgThreads::Single,
+                "multi" => TcgThreads::Multi,
+                _ => TcgThreads::Auto,
+            },
+        }
+    }
+}
+
+/// Runs the whole `runq run` inside a VM (one per cell with
+/// `--vm-matrix`) and prints what it brought out; `scenario` names the
+/// scenario, `scheduler` when the run starts a scheduler under test.
+pub fn run_in_vm(
+    args: &super::RunArgs,
+    scenario: &str,
+    run_for: Duration,
+    scheduler: bool,
+) -> anyhow::Result<ExitCode> {
+    if args.scenario.as_deref() == Some("-") {
+        return Err(exit::usage(
+            "--vm cannot read a scenario from stdin; give its file",
+        ));
+    }
+    if args.ctprof.is_some() {
+        return Err(exit::usage(
+            "--ctprof is not available with --vm; drop one of them",
+        ));
+    }
+    let cfg = args.vm.config();
+    let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
+    let host_args: Vec<String> = std::env::args().skip(1).collect();
+    let json = args.json;
+    let mut notice = |n: Notice| match n {
+        Notice::Retry(why) => crate::errln!("runq: {why}"),
+        Notice::CellDone { cell, verdict } if !json => {
+            crate::errln!("runq: vm-matrix: {cell} done ({verdict})")
+        }
+        Notice::CellDone { .. } => {}
+    };
+    if args.vm.vm_matrix {
+        let shard = args.vm.shard()?;
+        let m = MatrixRun {
+            scenario,
+            host_args: &host_args,
+            run_for,
+            scheduler,
+        };
+        let t0 = Instant::now();
+        let doc = runq_vm::matrix::run_matrix(&cfg, shard, m, interrupt, &mut notice)?;
+        print_matrix(args, &doc, shard, t0.elapsed())?;
+        if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(exit::interrupted("interrupted; the VM was stopped"));
+        }
+        return Ok(ExitCode::from(matrix_code(&doc.runs, 0)));
+    }
+    let (g, run) =
+        runq_vm::run::run_in_vm(&cfg, &host_args, run_for, scheduler, interrupt, &mut notice)?;
+    bring_out(args, &g, &run)
+}
+
+/// Prints the guest's report (or JSON, with `host.vm` added), writes
+/// `--output` and `--junit` on the host, and exits with the guest's code.
+fn bring_out(
+    args: &super::RunArgs,
+    g: &runq_vm::guest::GuestArgs,
+    run: &GuestRun,
+) -> anyhow::Result<ExitCode> {
+    let rc = run.rc()?;
+    let stdout = run.read("stdout").unwrap_or_default();
+    let stderr = run.read("stderr").unwrap_or_default();
+    if !stderr.trim().is_empty() {
+        crate::errln!("{}", stderr.trim_end());
+    }
+    let facts = &run.facts;
+    if args.json && !stdout.trim().is_empty() {
+        crate::outln!("{}", with_vm_facts(&stdout, facts)?);
+    } else {
+        crate::out!("{stdout}");
+        if !args.json {
+            crate::outln!("{}", vm_line(facts));
+        }
+    }
+    if let (Some(path), Ok(text)) = (&g.output, run.output()) {
+        let doc = with_vm_facts(&text, facts)? + "\n";
+        write_atomic(path, doc.as_bytes(), Replace::OwnFile)
+            .map_err(|e| exit::run_error(format!("--output {}: {e}", path.display())))?;
+    }
+    if let Some(path) = &g.junit {
+        let junit = run
+            .junit()
+            .and_then(|bytes| write_atomic(path, &bytes, Replace::OwnFile));
+        junit.map_err(|e| exit::run_error(format!("--junit {}: {e}", path.display())))?;
+    }
+    Ok(ExitCode::from(rc))
+}
+
+/// Prints the document or its table and writes `--output` and `--junit`.
+fn print_matrix(
+    args: &super::RunArgs,
+    doc: &Matrix,
+    shard: Shard,
+    took: Duration,
+) -> anyhow::Result<()> {
+    let text = runq_common::json::to_pretty(doc)?;
+    if let Some(path) = &args.output {
+        let bytes = format!("{text}\n");
+        write_atomic(path, bytes.as_bytes(), Replace::OwnFile)
+            .map_err(|e| exit::run_error(format!("--output {}: {e}", path.display())))?;
+    }
+    if args.json {
+        crate::outln!("{text}");
+    } else {
+        if shard != Shard::WHOLE {
+            crate::outln!(
+                "shard {shard}: {} of the matrix's {} cells",
+                doc.shard.cells.len(),
+                doc.matrix.cells.len()
+            );
+        }
+        crate::out!("{}", render(&doc.runs, &[]));
+    }
+    if let Some(path) = &args.junit {
+        let name = match shard {
+            Shard::WHOLE => "runq run --vm-matrix".to_string(),
+            s => format!("runq run --vm-matrix --shard {s}"),
+        };
+        crate::junit::write(&crate::junit::from_matrix(name, &doc.runs, &[], took), path)?;
+    }
+    Ok(())
+}
