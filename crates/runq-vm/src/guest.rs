@@ -95,7 +95,8 @@ fn quote(s: &str) -> String {
 }
 
 /// The script the guest runs: marks its start (the host times the boot
-/// by it), gives the root's children the cpu and cpuset controllers as
+/// by it), lists the topology it sees (`topology`, checked by the host:
+/// [`crate::guest_topology`]), gives the root's children the cpu and cpuset controllers as
 /// systemd does on a production cgroup v2 host, copies runq into the
 /// guest's memory (`COPY_RUNQ`), runs it in the host's working
 /// directory, and leaves its stdout, stderr and exit code in `dir`.
@@ -106,6 +107,7 @@ pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String]) -> String {
         "#!/bin/sh\n\
          # runq run --vm: the guest side of one run\n\
          : > {started}\n\
+         ( {topology_script} ) > {topology} 2>/dev/null\n\
          for c in cpu cpuset; do echo \"+$c\" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done\n\
          R={runq}\n\
          {COPY_RUNQ}\n\
@@ -113,6 +115,8 @@ pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String]) -> String {
          NO_COLOR=1 \"$R\" {argv} > {stdout} 2> {stderr}\n\
          echo $? > {rc}\n",
         started = d("started"),
+        topology_script = crate::guest_topology::SCRIPT,
+        topology = d("topology"),
         cwd = quote(&cwd.display().to_string()),
         runq = quote(&runq.display().to_string()),
         argv = argv.join(" "),

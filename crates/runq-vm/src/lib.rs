@@ -5,11 +5,14 @@
 //! `matrix_doc`). The binary parses the flags into a [`VmConfig`] and
 //! prints what these return.
 
+pub mod distro;
 mod error;
 pub mod guest;
+pub mod guest_topology;
 pub mod launch;
 pub mod matrix;
 pub mod matrix_doc;
+pub mod presets;
 pub mod run;
 pub mod shard;
 pub mod topology;

@@ -2,6 +2,7 @@
 //! up in one document (`matrix_doc`): each cell's accelerator, boot time,
 //! verdict and failed checks.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use serde_json::Value;
 
 use crate::guest;
 use crate::matrix_doc::{row_cell, Matrix, MatrixId, Row, ShardPart};
+use crate::presets;
 use crate::run::{plan, Boot, GuestRun, Notice, SharedDir, VmConfig};
 use crate::shard::{Cell, Shard};
 use crate::topology::Topology;
@@ -18,26 +20,81 @@ use crate::VmError;
 /// a time (cores, SMT siblings, NUMA nodes, LLCs), then all together.
 pub const DEFAULT_MATRIX: &str = "1n2c1t,1n1c2t,2n1c1t,1n2l1c1t,2n2c2t";
 
-/// The matrix's cells, in `--topology`'s order: the scenario on each
-/// preset (named in its normal spelling); a preset listed twice is a
-/// usage error.
-fn cells(scenario: &str, list: &str) -> Result<Vec<(Cell, String)>, VmError> {
-    let mut out: Vec<(Cell, String)> = Vec::new();
-    for preset in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+/// The matrix's topologies: `--topology`'s comma-separated list, where
+/// the word `gauntlet` stands for every preset of [`presets::GAUNTLET`].
+fn topologies(list: &str) -> Vec<&str> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| match p {
+            presets::GAUNTLET_WORD => presets::GAUNTLET.to_vec(),
+            one => vec![one],
+        })
+        .collect()
+}
+
+/// The matrix's kernel axis: `--kernel`'s comma-separated list when it
+/// names two or more kernels (each cell then boots one), else one entry
+/// of `None` (every cell boots `--kernel` or the default).
+fn kernels(cfg: &VmConfig) -> Vec<Option<String>> {
+    let text = cfg.kernel.as_deref().and_then(Path::to_str).unwrap_or("");
+    let list: Vec<String> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(String::from)
+        .collect();
+    if list.len() < 2 {
+        return vec![None];
+    }
+    list.into_iter().map(Some).collect()
+}
+
+/// How a cell names its kernel: a distribution kernel by its name, an
+/// image by its file name (a cell id holds no `/` of its own).
+fn kernel_label(kernel: &str) -> String {
+    Path::new(kernel)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|_| !kernel.contains(':'))
+        .unwrap_or(kernel)
+        .to_string()
+}
+
+/// One cell to run: its id's parts, the preset as given and its kernel.
+#[derive(Debug)]
+struct CellPlan {
+    cell: Cell,
+    preset: String,
+    kernel: Option<String>,
+}
+
+/// The matrix's cells, topologies outside and kernels inside, in
+/// `--topology`'s order: the scenario on each preset (named in its normal
+/// spelling) and kernel; a cell listed twice is a usage error.
+fn cells(scenario: &str, list: &str, kernels: &[Option<String>]) -> Result<Vec<CellPlan>, VmError> {
+    let mut out: Vec<CellPlan> = Vec::new();
+    for preset in topologies(list) {
         let topo =
             Topology::parse(preset).map_err(|e| VmError::Usage(format!("--topology: {e}")))?;
-        let cell = Cell {
-            scenario: scenario.to_string(),
-            topology: topo.to_string(),
-            kernel: None,
-        };
-        if out.iter().any(|(c, _)| *c == cell) {
-            return Err(VmError::Usage(format!(
-                "--topology lists {} twice; name each topology once",
-                cell.topology
-            )));
+        for kernel in kernels {
+            let cell = Cell {
+                scenario: scenario.to_string(),
+                topology: topo.to_string(),
+                kernel: kernel.as_deref().map(kernel_label),
+            };
+            if out.iter().any(|c| c.cell == cell) {
+                return Err(VmError::Usage(format!(
+                    "--topology/--kernel list the cell {} twice; name each once",
+                    cell.id()
+                )));
+            }
+            out.push(CellPlan {
+                cell,
+                preset: preset.to_string(),
+                kernel: kernel.clone(),
+            });
         }
-        out.push((cell, preset.to_string()));
     }
     Ok(out)
 }
@@ -54,21 +111,26 @@ pub fn run_matrix(
     notice: &mut dyn FnMut(Notice),
 ) -> Result<Matrix, VmError> {
     let list = cfg.topology.as_deref().unwrap_or(DEFAULT_MATRIX);
-    let all = cells(m.scenario, list)?;
-    let ids: Vec<String> = all.iter().map(|(c, _)| c.id()).collect();
+    let all = cells(m.scenario, list, &kernels(cfg))?;
+    let ids: Vec<String> = all.iter().map(|c| c.cell.id()).collect();
     let picked: Vec<String> = shard
         .select(ids.iter().map(String::as_str))
         .into_iter()
         .map(String::from)
         .collect();
     let mut plans = Vec::new();
-    for (cell, preset) in &all {
-        if picked.contains(&cell.id()) {
-            plans.push((cell, plan(cfg, preset, m.scheduler)?));
+    for c in &all {
+        if picked.contains(&c.cell.id()) {
+            let mut cell_cfg = cfg.clone();
+            if let Some(k) = &c.kernel {
+                cell_cfg.kernel = Some(PathBuf::from(k));
+            }
+            let p = plan(&cell_cfg, &c.preset, m.scheduler)?;
+            plans.push((&c.cell, cell_cfg, p));
         }
     }
     let mut rows = Vec::new();
-    for (cell, plan) in &plans {
+    for (cell, cfg, plan) in &plans {
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
@@ -268,6 +330,11 @@ mod tests {
             boot_ms: 4_200,
             tcg_threads: kvm_failed.map(|_| "single"),
             retried_after: kvm_failed.map(|_| "the VM stopped before runq started: Oops".into()),
+            guest_topology: crate::guest_topology::GuestTopology::parse(
+                "cpu 0 0-1 0-3 0\ncpu 1 0-1 0-3 0\ncpu 2 2-3 0-3 0\ncpu 3 2-3 0-3 0\n\
+                 cpu 4 4-5 4-7 1\ncpu 5 4-5 4-7 1\ncpu 6 6-7 4-7 1\ncpu 7 6-7 4-7 1\n\
+                 node 0 10 20\nnode 1 20 10\n",
+            ),
         };
         let mut failed = row(Some("fail"), Some(1), None);
         failed.failed_checks = vec!["max_gap_ms[g]".into()];
@@ -310,16 +377,50 @@ mod tests {
 
     #[test]
     fn cells_are_named_in_normal_spelling_and_listed_once() {
-        let c = cells("steady", "4c, 2n1l2c2t,,1n2l1c1t").unwrap();
-        let ids: Vec<String> = c.iter().map(|(c, _)| c.id()).collect();
+        let one = [None];
+        let c = cells("steady", "4c, 2n1l2c2t,,1n2l1c1t", &one).unwrap();
+        let ids: Vec<String> = c.iter().map(|c| c.cell.id()).collect();
         assert_eq!(ids, ["steady/1n4c1t", "steady/2n2c2t", "steady/1n2l1c1t"]);
-        assert_eq!(c[1].1, "2n1l2c2t", "the preset as given boots the VM");
-        let e = cells("steady", "2n2c2t,2n1l2c2t").unwrap_err().to_string();
-        assert!(e.contains("lists 2n2c2t twice"), "{e}");
+        assert_eq!(c[1].preset, "2n1l2c2t", "the preset as given boots the VM");
+        let e = cells("steady", "2n2c2t,2n1l2c2t", &one)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the cell steady/2n2c2t twice"), "{e}");
         assert_eq!(
-            cells("steady", DEFAULT_MATRIX).unwrap().len(),
+            cells("steady", DEFAULT_MATRIX, &one).unwrap().len(),
             5,
             "the default matrix"
         );
+        let g = cells("steady", "gauntlet", &one).unwrap();
+        assert_eq!(g.len(), presets::GAUNTLET.len());
+        assert_eq!(g[19].cell.id(), "steady/2n2l4c1t");
+        assert_eq!(g[19].preset, "2numa-16cpu-4llc-nosmt");
+    }
+
+    #[test]
+    fn a_kernel_list_is_an_axis_inside_each_topology() {
+        let cfg = |k: &str| VmConfig {
+            kernel: Some(PathBuf::from(k)),
+            topology: None,
+            memory: "2G".into(),
+            boot_timeout: Duration::from_secs(1),
+            accel: crate::Accel::Tcg,
+            tcg_threads: crate::TcgThreads::Auto,
+        };
+        assert_eq!(kernels(&cfg("/boot/vmlinuz-6.1.0-56-amd64")), [None]);
+        let axis = kernels(&cfg("debian:6.12-rt, /boot/vmlinuz-6.1.0-56-amd64"));
+        assert_eq!(axis.len(), 2);
+        let c = cells("steady", "4c,2n2c1t", &axis).unwrap();
+        let ids: Vec<String> = c.iter().map(|c| c.cell.id()).collect();
+        assert_eq!(
+            ids,
+            [
+                "steady/1n4c1t/debian:6.12-rt",
+                "steady/1n4c1t/vmlinuz-6.1.0-56-amd64",
+                "steady/2n2c1t/debian:6.12-rt",
+                "steady/2n2c1t/vmlinuz-6.1.0-56-amd64",
+            ]
+        );
+        assert_eq!(c[1].kernel.as_deref(), Some("/boot/vmlinuz-6.1.0-56-amd64"));
     }
 }

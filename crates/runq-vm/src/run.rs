@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use crate::distro::{self, DistroKernel};
 use crate::guest;
+use crate::guest_topology::GuestTopology;
 use crate::launch::{self, Deadlines, Ended};
 use crate::topology::{self, Topology};
 use crate::VmError;
@@ -96,6 +98,9 @@ pub struct VmFacts {
     /// Why the first VM ended without a result, when it was booted again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried_after: Option<String>,
+    /// The topology the guest's sysfs showed, which matched the preset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_topology: Option<GuestTopology>,
 }
 
 /// What the host checked before booting.
@@ -140,8 +145,17 @@ pub fn plan(cfg: &VmConfig, preset: &str, scheduler: bool) -> Result<Plan, VmErr
     })
 }
 
-/// The image `--kernel` names, or the host's own kernel in /boot.
+/// The image `--kernel` names (a file, or a distribution kernel such as
+/// `debian:6.12-rt`, fetched once into the kernel cache), or the host's
+/// own kernel in /boot.
 fn kernel_image(given: Option<&Path>) -> Result<PathBuf, VmError> {
+    let distro = given.and_then(|k| k.to_str()).and_then(DistroKernel::parse);
+    if let Some(named) = distro {
+        let named = named.map_err(|e| VmError::Usage(e.to_string()))?;
+        return named
+            .resolve(&distro::kernel_cache())
+            .map_err(|e| VmError::Run(e.to_string()));
+    }
     match given {
         Some(k) if k.is_file() => Ok(k.to_path_buf()),
         Some(k) => Err(VmError::Usage(format!(
@@ -281,12 +295,34 @@ impl Boot<'_> {
             Ended::Ran { boot } => boot,
             other => return Err(self.error(other, accel, &console, &dir)),
         };
-        let facts = self.facts(accel, kvm_failed, boot, retried_after);
+        let guest_topology = self.check_topology(&dir)?;
+        let mut facts = self.facts(accel, kvm_failed, boot, retried_after);
+        facts.guest_topology = guest_topology;
         Ok(GuestRun {
             dir,
             console,
             facts,
         })
+    }
+
+    /// The topology the guest saw, an error when it is not the one asked
+    /// for (its run does not stand for the preset); `None` when the guest
+    /// listed none.
+    fn check_topology(&self, dir: &SharedDir) -> Result<Option<GuestTopology>, VmError> {
+        let text = std::fs::read_to_string(dir.path().join("topology")).unwrap_or_default();
+        let Some(seen) = GuestTopology::parse(&text) else {
+            return Ok(None);
+        };
+        if let Some(why) = seen.mismatch(&self.plan.topo) {
+            dir.keep();
+            return Err(VmError::Run(format!(
+                "--vm: the guest's topology is not {}: {why}; its run does not stand for the \
+                 preset (guest files in {})",
+                self.plan.topo,
+                dir.path().display()
+            )));
+        }
+        Ok(Some(seen))
     }
 
     fn deadlines(&self) -> Deadlines {
@@ -321,6 +357,7 @@ impl Boot<'_> {
                 "multi"
             }),
             retried_after,
+            guest_topology: None,
         }
     }
 

@@ -1,12 +1,20 @@
-//! VM topology presets (`2n2c2t`: NUMA nodes, LLCs per node, cores per
-//! LLC, threads per core) and guest memory sizes, validated and turned
-//! into virtme-ng's arguments.
+//! VM topologies (`2n2c2t`: NUMA nodes, LLCs per node, cores per LLC,
+//! threads per core, and optionally the distance between nodes; or a
+//! named preset such as `2numa-16cpu-4llc-nosmt`, see [`crate::presets`])
+//! and guest memory sizes, validated and turned into virtme-ng's
+//! arguments.
 
 use std::fmt;
 
-/// The most vCPUs a preset may ask for: software emulation (TCG) runs
-/// every vCPU on the host's cores, and a run on more is not worth waiting.
-pub const MAX_CPUS: u32 = 64;
+/// The most vCPUs a topology may ask for: qemu's x86 machines give up to
+/// 255 without an IOMMU, and the largest preset has 252. Under software
+/// emulation (TCG) every vCPU runs on the host's cores, so a guest of a
+/// hundred vCPUs boots in minutes, not seconds.
+pub const MAX_CPUS: u32 = 252;
+
+/// The distance qemu gives between two NUMA nodes unless told (the ACPI
+/// SLIT's default for a remote node; a node's distance to itself is 10).
+pub const DEFAULT_REMOTE_DISTANCE: u32 = 20;
 
 /// The least memory per NUMA node that boots the guest and runs a scenario.
 pub const MIN_NODE_MIB: u64 = 256;
@@ -23,6 +31,9 @@ pub struct Topology {
     pub cores: u32,
     /// Hardware threads per core (SMT siblings when 2 or more).
     pub threads: u32,
+    /// The distance between every two NUMA nodes (qemu's `-numa dist`),
+    /// when not qemu's default of 20.
+    pub distance: Option<u32>,
 }
 
 impl Topology {
@@ -31,24 +42,34 @@ impl Topology {
         self.nodes * self.llcs * self.cores * self.threads
     }
 
-    /// Parses a preset: counts with the suffixes `n` (NUMA nodes), `l`
-    /// (LLCs per node), `c` (cores per LLC, required) and `t` (threads per
-    /// core), in that order, e.g. `4c`, `2n2c2t`, `1n2l4c1t`.
+    /// Parses a topology: a named preset (`8cpu-2llc-smt`,
+    /// `2numa-16cpu-4llc-nosmt`: see [`crate::presets`]) or counts with the
+    /// suffixes `n` (NUMA nodes), `l` (LLCs per node), `c` (cores per LLC,
+    /// required), `t` (threads per core) and `d` (the distance between
+    /// nodes, 11 to 254), in that order, e.g. `4c`, `2n2c2t`, `2n2l4c1t31d`.
     pub fn parse(text: &str) -> Result<Self, String> {
+        let topo = match crate::presets::parse_name(text.trim()) {
+            Some(named) => named?,
+            None => Self::parse_counts(text)?,
+        };
+        topo.check().map_err(|why| {
+            format!("topology {text:?}: {why}; `runq vm presets` lists the named presets")
+        })?;
+        Ok(topo)
+    }
+
+    /// Parses the counts spelling (`2n2l4c1t31d`).
+    fn parse_counts(text: &str) -> Result<Self, String> {
         let bad = |why: &str| {
             format!(
                 "topology {text:?}: {why}; write NUMA nodes, LLCs per node, cores per LLC and \
-                 threads per core as e.g. 2n2c2t, 1n2l4c or 4c"
+                 threads per core as e.g. 2n2c2t, 1n2l4c or 4c, or name a preset such as \
+                 8cpu-2llc-smt"
             )
         };
-        let mut topo = Topology {
-            nodes: 1,
-            llcs: 1,
-            cores: 0,
-            threads: 1,
-        };
+        let mut counts = [1, 1, 0, 1, 0];
         let mut rest = text.trim();
-        let mut last = 0;
+        let mut last = None;
         while !rest.is_empty() {
             let digits = rest.chars().take_while(char::is_ascii_digit).count();
             let suffix = rest[digits..]
@@ -58,28 +79,30 @@ impl Topology {
             let count: u32 = rest[..digits]
                 .parse()
                 .map_err(|_| bad("each letter needs a count before it"))?;
-            let (order, slot) = match suffix {
-                'n' => (1, &mut topo.nodes),
-                'l' => (2, &mut topo.llcs),
-                'c' => (3, &mut topo.cores),
-                't' => (4, &mut topo.threads),
-                other => return Err(bad(&format!("unknown letter {other:?}"))),
-            };
-            if order <= last {
-                return Err(bad("letters go in the order n, l, c, t, each once"));
+            let slot = "nlctd"
+                .find(suffix)
+                .ok_or_else(|| bad(&format!("unknown letter {suffix:?}")))?;
+            if last.is_some_and(|l| slot <= l) {
+                return Err(bad("letters go in the order n, l, c, t, d, each once"));
             }
             if count == 0 {
                 return Err(bad(&format!("0{suffix} gives no CPU")));
             }
-            *slot = count;
-            last = order;
-            rest = &rest[digits + 1..];
+            counts[slot] = count;
+            last = Some(slot);
+            rest = &rest[digits + suffix.len_utf8()..];
         }
-        if topo.cores == 0 {
+        if counts[2] == 0 {
             return Err(bad("the cores (`c`) are required"));
         }
-        topo.check().map_err(|why| bad(&why))?;
-        Ok(topo)
+        let [nodes, llcs, cores, threads, distance] = counts;
+        Ok(Topology {
+            nodes,
+            llcs,
+            cores,
+            threads,
+            distance: (distance > 0).then_some(distance),
+        })
     }
 
     /// What qemu cannot give, or a guest not worth booting.
@@ -92,6 +115,16 @@ impl Topology {
         }
         if self.nodes > 8 {
             return Err(format!("{} NUMA nodes: at most 8", self.nodes));
+        }
+        if let Some(d) = self.distance {
+            if self.nodes < 2 {
+                return Err("a NUMA distance needs 2 or more nodes".to_string());
+            }
+            if !(11..=254).contains(&d) {
+                return Err(format!(
+                    "NUMA distance {d}: give 11 to 254 (10 is a node's own)"
+                ));
+            }
         }
         let cpus = u64::from(self.nodes)
             * u64::from(self.llcs)
@@ -145,6 +178,14 @@ impl Topology {
                 args.push(format!("{per_node}M,cpus={first}-{last}"));
             }
         }
+        if let Some(d) = self.distance {
+            for a in 0..self.nodes {
+                for b in a + 1..self.nodes {
+                    args.push("--numa-distance".to_string());
+                    args.push(format!("{a},{b}={d}"));
+                }
+            }
+        }
         if tcg && self.threads > 1 {
             args.push("--qemu-opts=-cpu max,vendor=GenuineIntel".to_string());
         }
@@ -158,7 +199,11 @@ impl fmt::Display for Topology {
         if self.llcs > 1 {
             write!(f, "{}l", self.llcs)?;
         }
-        write!(f, "{}c{}t", self.cores, self.threads)
+        write!(f, "{}c{}t", self.cores, self.threads)?;
+        match self.distance {
+            Some(d) => write!(f, "{d}d"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -209,7 +254,10 @@ mod tests {
             ("2", "letter"),
             ("2c8t", "SMT"),
             ("16n1c", "NUMA"),
-            ("8n4c4t", "at most 64"),
+            ("8n8l4c4t", "at most 252"),
+            ("1n2c1t30d", "2 or more nodes"),
+            ("2n2c1t10d", "11 to 254"),
+            ("2numa-15cpu-4llc-nosmt", "divide"),
         ] {
             let err = Topology::parse(text).unwrap_err();
             assert!(err.contains(says), "{text:?}: {err}");
@@ -256,6 +304,27 @@ mod tests {
             .vng_args(512, true)
             .unwrap_err();
         assert!(err.contains("at least 1024M"), "{err}");
+    }
+
+    #[test]
+    fn a_distance_goes_to_every_pair_of_nodes() {
+        let t = Topology::parse("3n1c1t31d").unwrap();
+        assert_eq!(
+            (t.nodes, t.distance, t.to_string().as_str()),
+            (3, Some(31), "3n1c1t31d")
+        );
+        let args = t.vng_args(768, true).unwrap();
+        let dists: Vec<&str> = args
+            .windows(2)
+            .filter(|w| w[0] == "--numa-distance")
+            .map(|w| w[1].as_str())
+            .collect();
+        assert_eq!(dists, ["0,1=31", "0,2=31", "1,2=31"]);
+        let plain = Topology::parse("2n1c")
+            .unwrap()
+            .vng_args(512, true)
+            .unwrap();
+        assert!(!plain.contains(&"--numa-distance".to_string()), "{plain:?}");
     }
 
     #[test]
