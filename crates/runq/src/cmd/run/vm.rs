@@ -27,13 +27,18 @@ pub struct VmArgs {
     /// emulation (TCG) otherwise; the report says which
     #[arg(long)]
     pub vm: bool,
-    /// The kernel the VM boots (default: /boot/vmlinuz-$(uname -r), else
-    /// the newest /boot/vmlinuz-*)
-    #[arg(long, value_name = "PATH")]
+    /// The kernel the VM boots: an image path, or a Debian kernel by name
+    /// (debian:6.1, debian:6.1-rt, debian:6.12, debian:6.12-rt: fetched
+    /// once with apt into ~/.cache/runq/kernels); with --vm-matrix, a
+    /// comma-separated list makes a kernel axis (default:
+    /// /boot/vmlinuz-$(uname -r), else the newest /boot/vmlinuz-*)
+    #[arg(long, value_name = "KERNEL")]
     pub kernel: Option<PathBuf>,
     /// The VM's topology: NUMA nodes (n), LLCs per node (l), cores per LLC
-    /// (c), threads per core (t), e.g. 2n2c2t (8 vCPUs, SMT siblings), 4c
-    /// [default: 1n2c1t]; with --vm-matrix, a comma-separated list
+    /// (c), threads per core (t) and node distance (d), e.g. 2n2c2t (8
+    /// vCPUs, SMT siblings), 2n2c1t31d, 4c, or a preset name such as
+    /// 8cpu-2llc-smt or 2numa-16cpu-4llc-nosmt [default: 1n2c1t]; with
+    /// --vm-matrix, a comma-separated list (`gauntlet`: all 25 presets)
     #[arg(long, value_name = "PRESET")]
     pub topology: Option<String>,
     /// Run the scenario in one VM per topology (--topology's list, or
@@ -75,6 +80,17 @@ impl VmArgs {
             return Err(exit::usage(
                 "--kernel and --topology shape a VM: add --vm (or --vm-matrix)",
             ));
+        }
+        let kernel_list = self
+            .kernel
+            .as_ref()
+            .and_then(|k| k.to_str())
+            .filter(|k| k.contains(','));
+        if let (Some(list), false) = (kernel_list, self.vm_matrix) {
+            return Err(exit::usage(format!(
+                "--kernel {list}: a list of kernels is an axis of --vm-matrix; add --vm-matrix \
+                 or name one kernel"
+            )));
         }
         if let Some(text) = &self.shard {
             if !self.vm_matrix {
