@@ -140,10 +140,19 @@ pub fn plan(cfg: &VmConfig, preset: &str, scheduler: bool) -> Result<Plan, VmErr
     })
 }
 
-/// The image `--kernel` names, or the host's own kernel in /boot.
+/// The image `--kernel` names (a file, a kernel tree built in place, or a
+/// `runq vm kernel build` directory), or the host's own kernel in /boot.
 fn kernel_image(given: Option<&Path>) -> Result<PathBuf, VmError> {
     match given {
         Some(k) if k.is_file() => Ok(k.to_path_buf()),
+        Some(k) if k.is_dir() => crate::kernel::cache::image_in(k).ok_or_else(|| {
+            VmError::Usage(format!(
+                "--kernel {}: a directory without bzImage or arch/x86/boot/bzImage; build it \
+                 with `runq vm kernel build --source {}`",
+                k.display(),
+                k.display()
+            ))
+        }),
         Some(k) => Err(VmError::Usage(format!(
             "--kernel {}: no such kernel image",
             k.display()

@@ -27,8 +27,9 @@ pub struct VmArgs {
     /// emulation (TCG) otherwise; the report says which
     #[arg(long)]
     pub vm: bool,
-    /// The kernel the VM boots (default: /boot/vmlinuz-$(uname -r), else
-    /// the newest /boot/vmlinuz-*)
+    /// The kernel the VM boots: an image, a kernel tree built in place
+    /// (its arch/x86/boot/bzImage) or a `runq vm kernel build` directory
+    /// (default: /boot/vmlinuz-$(uname -r), else the newest /boot/vmlinuz-*)
     #[arg(long, value_name = "PATH")]
     pub kernel: Option<PathBuf>,
     /// The VM's topology: NUMA nodes (n), LLCs per node (l), cores per LLC
