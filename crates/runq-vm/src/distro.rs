@@ -10,21 +10,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Where fetched kernels are kept: `$RUNQ_KERNEL_CACHE`, else
-/// `$XDG_CACHE_HOME/runq/kernels`, else `~/.cache/runq/kernels` (not under
-/// /var/cache, which virtme-ng's guest sees as an empty tmpfs).
-pub fn kernel_cache() -> PathBuf {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    env("RUNQ_KERNEL_CACHE")
-        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("runq/kernels")))
-        .or_else(|| env("HOME").map(|d| d.join(".cache/runq/kernels")))
-        .unwrap_or_else(|| PathBuf::from("/root/.cache/runq/kernels"))
-}
-
 /// The Debian archive the packages come from.
 const MIRROR: &str = "http://deb.debian.org/debian";
 

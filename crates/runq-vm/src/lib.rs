@@ -2,13 +2,15 @@
 //! with virtme-ng over the host's root filesystem and runs the same runq
 //! in it (`run`, `guest`, `launch`, `topology`); `--vm-matrix` runs one
 //! guest per cell and `--shard` a part of the cells (`matrix`, `shard`,
-//! `matrix_doc`). The binary parses the flags into a [`VmConfig`] and
+//! `matrix_doc`); `kernel` builds and caches the kernels they boot. The
+//! binary parses the flags into a [`VmConfig`] and
 //! prints what these return.
 
 pub mod distro;
 mod error;
 pub mod guest;
 pub mod guest_topology;
+pub mod kernel;
 pub mod launch;
 pub mod matrix;
 pub mod matrix_doc;

@@ -98,6 +98,68 @@ fn shape(text: &str, nodes: &str, cpus: &str, llcs: &str, smt: bool) -> Result<T
     })
 }
 
+/// One preset as `runq vm presets` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PresetRow {
+    /// The preset's name.
+    pub name: &'static str,
+    /// The same topology in the counts spelling (`1n2l2c2t`).
+    pub topology: String,
+    /// vCPUs.
+    pub cpus: u32,
+    /// NUMA nodes.
+    pub numa_nodes: u32,
+    /// Last-level caches in all.
+    pub llcs: u32,
+    /// Hardware threads per core.
+    pub threads_per_core: u32,
+}
+
+/// `runq vm presets --json` (schemas/vm-presets.schema.json).
+#[derive(Debug, serde::Serialize)]
+pub struct PresetsDocument {
+    /// Every preset of the gauntlet.
+    pub presets: Vec<PresetRow>,
+}
+
+impl runq_common::json::JsonDocument for PresetsDocument {
+    const TOOL: &'static str = "runq vm presets";
+    const SCHEMA_VERSION: u32 = 1;
+}
+
+/// Every preset of [`GAUNTLET`], in its order.
+pub fn table() -> Vec<PresetRow> {
+    GAUNTLET
+        .iter()
+        .filter_map(|&name| {
+            let t = Topology::parse(name).ok()?;
+            Some(PresetRow {
+                name,
+                topology: t.to_string(),
+                cpus: t.cpus(),
+                numa_nodes: t.nodes,
+                llcs: t.nodes * t.llcs,
+                threads_per_core: t.threads,
+            })
+        })
+        .collect()
+}
+
+/// The presets as a table.
+pub fn render(rows: &[PresetRow]) -> String {
+    let mut out = format!(
+        "{:<24} {:>5} {:>5} {:>5} {:>7}  {}\n",
+        "preset", "vCPUs", "nodes", "LLCs", "threads", "topology"
+    );
+    for r in rows {
+        out += &format!(
+            "{:<24} {:>5} {:>5} {:>5} {:>7}  {}\n",
+            r.name, r.cpus, r.numa_nodes, r.llcs, r.threads_per_core, r.topology
+        );
+    }
+    out
+}
+
 /// The preset name of `t` (`Xcpu-Yllc-smt`, `2numa-…` with several nodes).
 pub fn name_of(t: &Topology) -> String {
     let numa = if t.nodes > 1 {
@@ -123,6 +185,17 @@ mod tests {
             assert!(t.cpus() <= crate::topology::MAX_CPUS, "{name}");
         }
         assert_eq!(seen.len(), 25);
+        let rows = table();
+        assert_eq!(rows.len(), 25);
+        let text = render(&rows);
+        assert!(text.contains("8cpu-2llc-smt"), "{text}");
+        assert!(
+            text.lines()
+                .nth(20)
+                .unwrap()
+                .contains("   2     4       1  2n2l4c1t"),
+            "{text}"
+        );
     }
 
     #[test]

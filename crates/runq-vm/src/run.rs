@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::distro::{self, DistroKernel};
+use crate::distro::DistroKernel;
 use crate::guest;
 use crate::guest_topology::GuestTopology;
 use crate::launch::{self, Deadlines, Ended};
@@ -145,7 +145,8 @@ pub fn plan(cfg: &VmConfig, preset: &str, scheduler: bool) -> Result<Plan, VmErr
     })
 }
 
-/// The image `--kernel` names (a file, or a distribution kernel such as
+/// The image `--kernel` names (a file, a kernel tree built in place, a
+/// `runq vm kernel build` directory, or a distribution kernel such as
 /// `debian:6.12-rt`, fetched once into the kernel cache), or the host's
 /// own kernel in /boot.
 fn kernel_image(given: Option<&Path>) -> Result<PathBuf, VmError> {
@@ -153,11 +154,19 @@ fn kernel_image(given: Option<&Path>) -> Result<PathBuf, VmError> {
     if let Some(named) = distro {
         let named = named.map_err(|e| VmError::Usage(e.to_string()))?;
         return named
-            .resolve(&distro::kernel_cache())
+            .resolve(&crate::kernel::cache::root())
             .map_err(|e| VmError::Run(e.to_string()));
     }
     match given {
         Some(k) if k.is_file() => Ok(k.to_path_buf()),
+        Some(k) if k.is_dir() => crate::kernel::cache::image_in(k).ok_or_else(|| {
+            VmError::Usage(format!(
+                "--kernel {}: a directory without bzImage or arch/x86/boot/bzImage; build it \
+                 with `runq vm kernel build --source {}`",
+                k.display(),
+                k.display()
+            ))
+        }),
         Some(k) => Err(VmError::Usage(format!(
             "--kernel {}: no such kernel image",
             k.display()

@@ -59,6 +59,10 @@ pub enum Command {
     /// Work on saved documents: `merge` joins the shards of a
     /// `runq run --vm-matrix --shard K/N` gauntlet into one verdict.
     Report(cmd::report::ReportArgs),
+    /// What `runq run --vm` boots: `kernel build` builds a kernel for
+    /// scheduler testing (sched_ext on with --sched-ext, and the tree's
+    /// schedulers) once, and finds it in its cache after that.
+    Vm(cmd::vm::VmArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::CompletionsArgs),
     /// Print the man page (roff) of runq or of one of its commands.

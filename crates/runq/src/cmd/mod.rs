@@ -8,6 +8,7 @@ pub mod hud;
 pub mod man;
 pub mod report;
 pub mod run;
+pub mod vm;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Collatz(args) => collatz::execute(args),
         Command::Hud(args) => hud::execute(args),
         Command::Report(args) => report::execute(args),
+        Command::Vm(args) => vm::execute(args),
         Command::Completions(args) => completions::execute(args),
         Command::Man(args) => man::execute(args),
     }

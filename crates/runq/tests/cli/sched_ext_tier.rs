@@ -1,6 +1,7 @@
 //! The sched_ext tier: real BPF schedulers under test in a VM that boots a
-//! sched_ext kernel (`scripts/sched-ext/build-kernel` builds and caches it
-//! with the tree's `tools/sched_ext` schedulers). scx_simple must carry a
+//! sched_ext kernel (`runq vm kernel build --debian 6.12 --sched-ext`
+//! builds and caches it with the tree's `tools/sched_ext` schedulers;
+//! `scripts/sched-ext/build-kernel` installs what it needs and calls it). scx_simple must carry a
 //! run to its verdict; scx_qmap's injected stall (`-t N`: every Nth user
 //! thread is never dispatched) must end in a FAIL that names the kernel's
 //! ejection and its reason, not in a VM timeout.
@@ -15,11 +16,17 @@ use serde_json::Value;
 
 use crate::common::runq;
 
-/// The sched_ext build: its kernel image and scheduler directory.
-fn build() -> (PathBuf, PathBuf) {
-    let dir = std::env::var_os("RUNQ_SCHED_EXT_DIR")
+/// The sched_ext build's directory.
+fn build_dir() -> PathBuf {
+    std::env::var_os("RUNQ_SCHED_EXT_DIR")
         .map(PathBuf::from)
-        .expect("RUNQ_SCHED_EXT_DIR: run scripts/sched-ext/build-kernel and export its output");
+        .expect("RUNQ_SCHED_EXT_DIR: run scripts/sched-ext/build-kernel and export its output")
+}
+
+/// The sched_ext build: its directory (which `--kernel` takes) and its
+/// scheduler directory.
+fn build() -> (PathBuf, PathBuf) {
+    let dir = build_dir();
     let (kernel, scx) = (dir.join("bzImage"), dir.join("scx"));
     assert!(kernel.is_file(), "no {}", kernel.display());
     assert!(
@@ -27,13 +34,13 @@ fn build() -> (PathBuf, PathBuf) {
         "no scx_simple in {}",
         scx.display()
     );
-    (kernel, scx)
+    (dir, scx)
 }
 
 /// Runs `runq run` with `args` in a 2-vCPU VM of the sched_ext kernel
 /// under `scheduler`; the exit code, the JSON document and stderr.
 fn run_under(scheduler: &str, args: &[&str]) -> (Option<i32>, Value, String) {
-    let (kernel, _) = build();
+    let (dir, _) = build();
     let out = runq()
         .arg("run")
         .args(args)
@@ -45,7 +52,7 @@ fn run_under(scheduler: &str, args: &[&str]) -> (Option<i32>, Value, String) {
         ])
         .arg("--vm")
         .arg("--kernel")
-        .arg(&kernel)
+        .arg(&dir)
         .args(["--topology", "1n2c1t", "--memory", "1G"])
         .output()
         .expect("run runq");
@@ -126,5 +133,44 @@ fn scx_qmap_stall_is_a_fail_that_names_the_ejection() {
     assert!(
         first.contains("the kernel ejected BPF scheduler \"qmap\": runnable task stall"),
         "{stderr}"
+    );
+}
+
+/// The build of the tier is found in the cache at once, with its image
+/// and schedulers, and its document matches its schema.
+#[test]
+#[ignore = "sched_ext tier: boots a sched_ext kernel in a VM (RUNQ_SCHED_EXT_DIR from \
+            scripts/sched-ext/build-kernel): cargo test -p runq --test cli -- --ignored sched_ext_tier::"]
+fn the_cached_build_is_found_with_its_schedulers() {
+    let dir = build_dir();
+    let out = runq()
+        .args([
+            "vm",
+            "kernel",
+            "build",
+            "--debian",
+            "6.12",
+            "--sched-ext",
+            "--json",
+        ])
+        .env("RUNQ_KERNEL_CACHE", dir.parent().unwrap())
+        .output()
+        .expect("run runq");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    runq_testkit::assert_matches_schema("vm-kernel-build", &doc);
+    assert_eq!(doc["cached"], true, "{doc}");
+    assert_eq!(doc["cache_dir"], dir.to_str().unwrap());
+    assert_eq!(doc["image"], dir.join("bzImage").to_str().unwrap());
+    let names: Vec<&str> = doc["schedulers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"scx_simple") && names.contains(&"scx_qmap"),
+        "{names:?}"
     );
 }

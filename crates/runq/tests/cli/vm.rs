@@ -45,6 +45,31 @@ fn bad_topologies_and_sizes_are_usage_errors_before_any_boot() {
 }
 
 #[test]
+fn kernel_builds_refuse_what_is_not_a_source_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("Makefile"), "all:\n\ttrue\n").unwrap();
+    let not_tree = dir.path().to_str().unwrap();
+    for (args, says) in [
+        (vec!["--source", "/nonexistent"], "not a kernel tree"),
+        (vec!["--source", not_tree], "not a kernel tree"),
+        (vec!["--debian", "6"], "MAJOR.MINOR"),
+        (vec!["--debian", "6.x"], "MAJOR.MINOR"),
+        (
+            vec!["--source", not_tree, "--debian", "6.12"],
+            "cannot be used with",
+        ),
+    ] {
+        let mut all = vec!["vm", "kernel", "build", "--sched-ext"];
+        all.extend(&args);
+        assert_usage_error(&all, says);
+    }
+    assert_usage_error(
+        &["run", "--vm", "--kernel", not_tree],
+        "without bzImage or arch/x86/boot/bzImage",
+    );
+}
+
+#[test]
 fn vm_flags_need_vm() {
     let (code, err) = fails(&["run", "--topology", "2n2c2t"]);
     assert_eq!(code, Some(2), "{err}");

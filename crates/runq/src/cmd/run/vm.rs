@@ -27,10 +27,11 @@ pub struct VmArgs {
     /// emulation (TCG) otherwise; the report says which
     #[arg(long)]
     pub vm: bool,
-    /// The kernel the VM boots: an image path, or a Debian kernel by name
-    /// (debian:6.1, debian:6.1-rt, debian:6.12, debian:6.12-rt: fetched
-    /// once with apt into ~/.cache/runq/kernels); with --vm-matrix, a
-    /// comma-separated list makes a kernel axis (default:
+    /// The kernel the VM boots: an image, a kernel tree built in place
+    /// (its arch/x86/boot/bzImage), a `runq vm kernel build` directory, or
+    /// a Debian kernel by name (debian:6.1, debian:6.1-rt, debian:6.12,
+    /// debian:6.12-rt: fetched once with apt into the kernel cache); with
+    /// --vm-matrix, a comma-separated list makes a kernel axis (default:
     /// /boot/vmlinuz-$(uname -r), else the newest /boot/vmlinuz-*)
     #[arg(long, value_name = "KERNEL")]
     pub kernel: Option<PathBuf>,

@@ -1,0 +1,102 @@
+//! The commands of a kernel build, each run with its output in a log
+//! file of the build's directory and its cost measured: wall time, and
+//! the CPU time of the command and its children (`RUSAGE_CHILDREN`).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use super::Step;
+use crate::launch::console_tail;
+use crate::VmError;
+
+/// CPU seconds (user and system) of every child waited for so far.
+fn children_cpu_s() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    s(ru.ru_utime) + s(ru.ru_stime)
+}
+
+/// Runs `cmd` with its stdout and stderr appended to `log`; the step
+/// `name` with its cost, or an error with the log's last lines.
+pub fn run_logged(name: &str, mut cmd: Command, log: &Path) -> Result<Step, VmError> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| VmError::io(format!("opening {}", log.display()), e))?;
+    let err = file
+        .try_clone()
+        .map_err(|e| VmError::io(format!("opening {}", log.display()), e))?;
+    let t0 = Instant::now();
+    let cpu0 = children_cpu_s();
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .status()
+        .map_err(|e| VmError::Run(format!("{name}: starting {:?}: {e}", cmd.get_program())))?;
+    if !status.success() {
+        return Err(VmError::Run(format!(
+            "{name} failed ({status}): {}; see {}",
+            console_tail(log, 3),
+            log.display()
+        )));
+    }
+    Ok(Step {
+        name: name.to_string(),
+        wall_s: round1(t0.elapsed().as_secs_f64()),
+        cpu_s: round1(children_cpu_s() - cpu0),
+    })
+}
+
+/// `x` to one decimal.
+pub fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// The output of `program args` when it succeeds, trimmed.
+pub fn output_of(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program)
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The tools a build needs that are not on PATH: `make`, a C compiler,
+/// flex, bison, bc, pahole (BTF), virtme-ng's `vng` (its minimal
+/// config), and for the schedulers clang (clang-19's bin first).
+pub fn missing_tools(schedulers: bool) -> Vec<&'static str> {
+    let mut need = vec!["make", "gcc", "flex", "bison", "bc", "pahole", "vng", "tar"];
+    if schedulers {
+        need.push("clang");
+    }
+    need.into_iter()
+        .filter(|t| {
+            crate::launch::which(t).is_none()
+                && !(*t == "clang" && Path::new(LLVM_BIN).join("clang").is_file())
+        })
+        .collect()
+}
+
+/// Where Debian's clang-19 lives; tools/sched_ext needs a clang new
+/// enough for its BPF programs, so it goes first on PATH.
+pub const LLVM_BIN: &str = "/usr/lib/llvm-19/bin";
+
+/// PATH with [`LLVM_BIN`] first, when it exists.
+pub fn path_with_llvm() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if !Path::new(LLVM_BIN).is_dir() {
+        return path;
+    }
+    let mut dirs = vec![std::path::PathBuf::from(LLVM_BIN)];
+    dirs.extend(std::env::split_paths(&path));
+    std::env::join_paths(dirs).unwrap_or(path)
+}
