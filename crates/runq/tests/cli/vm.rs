@@ -26,7 +26,11 @@ fn assert_usage_error(args: &[&str], says: &str) {
 fn bad_topologies_and_sizes_are_usage_errors_before_any_boot() {
     for (args, says) in [
         (vec!["--topology", "2t2c"], "order"),
-        (vec!["--topology", "8n4c4t"], "at most 64"),
+        (vec!["--topology", "8n8l4c4t"], "at most 252"),
+        (vec!["--topology", "6cpu-2llc-smt"], "do not divide evenly"),
+        (vec!["--topology", "1n2c1t30d"], "2 or more nodes"),
+        (vec!["--kernel", "debian:5.10"], "known: debian:6.1"),
+        (vec!["--kernel", "a,b"], "an axis of --vm-matrix"),
         (vec!["--topology", "2c9t"], "SMT"),
         (vec!["--memory", "lots"], "such as 2G"),
         (
@@ -98,7 +102,7 @@ fn boots_a_small_vm_and_runs_one_second() {
         ])
         .args(["--cgroup", "vm-test", "--json", "--output"])
         .arg(&output)
-        .args(["--vm", "--topology", "2n1c2t", "--memory", "1G"])
+        .args(["--vm", "--topology", "2n1c2t25d", "--memory", "1G"])
         .output()
         .expect("run runq");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -118,6 +122,12 @@ fn boots_a_small_vm_and_runs_one_second() {
     assert_eq!(host["online_cpus"], 4, "the guest's CPUs: {host}");
     assert_eq!(host["cgroup_layout"], "v2", "{host}");
     assert!(vm["boot_ms"].as_u64().unwrap() > 0);
+    assert_eq!(
+        vm["guest_topology"],
+        serde_json::json!({"cpus": 4, "numa_nodes": 2, "llcs": 2, "threads_per_core": 2,
+                           "remote_distances": [25]}),
+        "the guest's own sysfs: {vm}"
+    );
     assert!(
         doc["placement"]["cgroups"].is_object(),
         "{}",
@@ -140,7 +150,7 @@ fn bad_shards_are_one_line_usage_errors_before_any_boot() {
         (vec!["--vm", "--shard", "1/3"], "add --vm-matrix"),
         (
             vec!["--vm-matrix", "--topology", "2n2c2t,2n1l2c2t"],
-            "lists 2n2c2t twice",
+            "the cell SpinWait/2n2c2t twice",
         ),
     ] {
         let mut all = vec!["run", "--work-type", "SpinWait"];
@@ -184,7 +194,12 @@ fn two_shards_of_a_small_matrix_merge_into_one_verdict() {
         let out = runq()
             .args(["run", "--work-type", "SpinWait", "--workers", "2"])
             .args(["--duration", "1s", "--memory", "1G", "--vm-matrix"])
-            .args(["--topology", "1n2c1t,1n1c2t", "--shard", &format!("{k}/2")])
+            .args([
+                "--topology",
+                "1n2c1t,2cpu-1llc-smt",
+                "--shard",
+                &format!("{k}/2"),
+            ])
             .arg("--output")
             .arg(&doc)
             .output()
