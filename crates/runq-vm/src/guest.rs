@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 /// Flags of the host side only, which take a value.
-const VM_VALUE_FLAGS: [&str; 7] = [
+const VM_VALUE_FLAGS: [&str; 8] = [
     "--kernel",
+    "--jobs",
     "--shard",
     "--topology",
     "--memory",

@@ -3,7 +3,8 @@
 //! verdict and failed checks.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -11,7 +12,7 @@ use serde_json::Value;
 use crate::guest;
 use crate::matrix_doc::{row_cell, Matrix, MatrixId, Row, ShardPart};
 use crate::presets;
-use crate::run::{plan, Boot, GuestRun, Notice, SharedDir, VmConfig};
+use crate::run::{plan, Boot, GuestRun, Notice, Plan, SharedDir, VmConfig};
 use crate::shard::{Cell, Shard};
 use crate::topology::Topology;
 use crate::VmError;
@@ -108,7 +109,7 @@ pub fn run_matrix(
     shard: Shard,
     m: MatrixRun<'_>,
     interrupt: &AtomicBool,
-    notice: &mut dyn FnMut(Notice),
+    notice: &mut (dyn FnMut(Notice) + Send),
 ) -> Result<Matrix, VmError> {
     let list = cfg.topology.as_deref().unwrap_or(DEFAULT_MATRIX);
     let all = cells(m.scenario, list, &kernels(cfg))?;
@@ -129,30 +130,7 @@ pub fn run_matrix(
             plans.push((&c.cell, cell_cfg, p));
         }
     }
-    let mut rows = Vec::new();
-    for (cell, cfg, plan) in &plans {
-        if interrupt.load(Ordering::Relaxed) {
-            break;
-        }
-        let dir = SharedDir::create()?;
-        let args_in = matrix_guest_args(m.host_args, dir.path());
-        let mut row = empty_row(cell);
-        let boot = Boot {
-            cfg,
-            plan,
-            run_for: m.run_for,
-            interrupt,
-        };
-        match boot.run(&args_in, dir, notice) {
-            Ok(run) => fill_row(&mut row, &run),
-            Err(e) => row.error = Some(e.to_string()),
-        }
-        notice(Notice::CellDone {
-            cell: row.cell.clone(),
-            verdict: row_cell(&row),
-        });
-        rows.push(row);
-    }
+    let rows = run_cells(&plans, m, interrupt, notice)?;
     let mut sorted_ids = ids;
     sorted_ids.sort();
     Ok(Matrix {
@@ -169,6 +147,74 @@ pub fn run_matrix(
     })
 }
 
+/// Runs the planned cells, `m.jobs` VMs at a time, and hands back their
+/// rows in the cells' order (a cell not started before an interrupt has
+/// none).
+fn run_cells(
+    plans: &[(&Cell, VmConfig, Plan)],
+    m: MatrixRun<'_>,
+    interrupt: &AtomicBool,
+    notice: &mut (dyn FnMut(Notice) + Send),
+) -> Result<Vec<Row>, VmError> {
+    let next = AtomicUsize::new(0);
+    let notice = Mutex::new(notice);
+    let rows: Mutex<Vec<Option<Row>>> = Mutex::new(plans.iter().map(|_| None).collect());
+    let worker = || -> Result<(), VmError> {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((cell, cfg, plan)) = plans.get(i) else {
+                return Ok(());
+            };
+            if interrupt.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let mut tell = |n: Notice| (notice.lock().unwrap_or_else(|e| e.into_inner()))(n);
+            let row = run_cell(cell, cfg, plan, m, interrupt, &mut tell)?;
+            tell(Notice::CellDone {
+                cell: row.cell.clone(),
+                verdict: row_cell(&row),
+            });
+            rows.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(row);
+        }
+    };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..m.jobs.clamp(1, plans.len().max(1)))
+            .map(|_| s.spawn(worker))
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().unwrap_or(Ok(())))
+    })?;
+    let rows = rows.into_inner().unwrap_or_else(|e| e.into_inner());
+    Ok(rows.into_iter().flatten().collect())
+}
+
+/// One cell in a VM of its own: its row, with the verdict or the reason
+/// there is none.
+fn run_cell(
+    cell: &Cell,
+    cfg: &VmConfig,
+    plan: &Plan,
+    m: MatrixRun<'_>,
+    interrupt: &AtomicBool,
+    notice: &mut dyn FnMut(Notice),
+) -> Result<Row, VmError> {
+    let dir = SharedDir::create()?;
+    let args_in = matrix_guest_args(m.host_args, dir.path());
+    let mut row = empty_row(cell);
+    let boot = Boot {
+        cfg,
+        plan,
+        run_for: m.run_for,
+        interrupt,
+    };
+    match boot.run(&args_in, dir, notice) {
+        Ok(run) => fill_row(&mut row, &run),
+        Err(e) => row.error = Some(e.to_string()),
+    }
+    Ok(row)
+}
+
 /// What a matrix runs in each of its VMs.
 #[derive(Debug, Clone, Copy)]
 pub struct MatrixRun<'a> {
@@ -180,12 +226,14 @@ pub struct MatrixRun<'a> {
     pub run_for: Duration,
     /// Whether the run starts a scheduler under test.
     pub scheduler: bool,
+    /// How many VMs run at once (`--jobs`).
+    pub jobs: usize,
 }
 
 /// The arguments that make a matrix (`matrix.args`): runq's less the
 /// shard, the outputs and the flags that only change what is printed.
 fn matrix_args(host: &[String]) -> Vec<String> {
-    const VALUED: [&str; 5] = ["--shard", "--output", "-o", "--junit", "--color"];
+    const VALUED: [&str; 6] = ["--shard", "--jobs", "--output", "-o", "--junit", "--color"];
     let mut out = Vec::new();
     let mut it = host.iter();
     while let Some(a) = it.next() {
@@ -368,7 +416,9 @@ mod tests {
     #[test]
     fn the_matrix_is_its_arguments_less_shard_and_outputs() {
         let a = words("run steady --vm-matrix --shard 1/4 -o a.json --junit a.xml --json");
-        let b = words("-vv run steady --vm-matrix --shard=3/4 --output=b.json -ob2 --color never");
+        let b = words(
+            "-vv run steady --vm-matrix --shard=3/4 --output=b.json -ob2 --color never --jobs 2",
+        );
         assert_eq!(matrix_args(&a), words("run steady --vm-matrix"));
         assert_eq!(matrix_args(&b), matrix_args(&a));
         let c = words("run steady --vm-matrix --duration 2s --shard 1/4");

@@ -498,10 +498,13 @@ pub(crate) struct SharedDir(PathBuf, std::cell::Cell<bool>);
 
 impl SharedDir {
     pub(crate) fn create() -> Result<Self, VmError> {
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!("runq-vm-{}-{nanos}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("runq-vm-{}-{seq}-{nanos}", std::process::id()));
         std::fs::create_dir(&dir)
             .map_err(|e| VmError::io(format!("creating {}", dir.display()), e))?;
         Ok(SharedDir(dir, std::cell::Cell::new(false)))

@@ -148,6 +148,8 @@ fn bad_shards_are_one_line_usage_errors_before_any_boot() {
         (vec!["--vm-matrix", "--shard", "x"], "give K/N"),
         (vec!["--shard", "1/3"], "add --vm-matrix"),
         (vec!["--vm", "--shard", "1/3"], "add --vm-matrix"),
+        (vec!["--vm", "--jobs", "2"], "side by side: add --vm-matrix"),
+        (vec!["--vm-matrix", "--jobs", "0"], "0 is not in 1..=64"),
         (
             vec!["--vm-matrix", "--topology", "2n2c2t,2n1l2c2t"],
             "the cell SpinWait/2n2c2t twice",

@@ -52,6 +52,11 @@ pub struct VmArgs {
     /// joins their JSON documents into one table and verdict
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// With --vm-matrix, how many VMs run at once (each takes the vCPUs of
+    /// its topology from this host's CPUs: under TCG more jobs than
+    /// host CPUs only slow every cell)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: u32,
     /// The VM's memory (split evenly over its NUMA nodes): 2G, 512M
     #[arg(long, value_name = "SIZE", default_value = "2G")]
     pub memory: String,
@@ -91,6 +96,12 @@ impl VmArgs {
             return Err(exit::usage(format!(
                 "--kernel {list}: a list of kernels is an axis of --vm-matrix; add --vm-matrix \
                  or name one kernel"
+            )));
+        }
+        if self.jobs > 1 && !self.vm_matrix {
+            return Err(exit::usage(format!(
+                "--jobs {} runs the cells of a matrix side by side: add --vm-matrix",
+                self.jobs
             )));
         }
         if let Some(text) = &self.shard {
@@ -171,6 +182,7 @@ pub fn run_in_vm(
             host_args: &host_args,
             run_for,
             scheduler,
+            jobs: args.vm.jobs as usize,
         };
         let t0 = Instant::now();
         let doc = runq_vm::matrix::run_matrix(&cfg, shard, m, interrupt, &mut notice)?;
