@@ -54,7 +54,7 @@ fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckRes
                     };
                     format!(
                         "{first}, and {then}; the rest of the run ran under the kernel's fair \
-                         class, so the other checks judge it, not the BPF scheduler"
+                         class, and each failed check says which part of the run it judges"
                     )
                 }
                 None => format!("the scheduler {} at {} ms", d.status, d.at_ms),
@@ -77,6 +77,7 @@ pub(super) fn judge_run(
     load: Option<&HostLoad>,
 ) -> (Vec<GroupSummary>, Vec<CheckResult>) {
     let (groups, mut checks) = judge(scn, reports, weight_file, series);
+    super::ejection::split_at_ejection(scn, reports, death, &mut checks);
     if let Some(spec) = &scn.scheduler {
         checks.push(alive_check(spec, death));
     }

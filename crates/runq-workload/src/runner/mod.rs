@@ -4,6 +4,7 @@
 //! death), stops and collects the workers, removes the cgroups, and checks
 //! the reports.
 
+mod ejection;
 mod host;
 pub mod host_load;
 mod interrupted;
