@@ -48,6 +48,13 @@ pub fn read_sched_ext(sys_root: &Path) -> Option<SchedExtSysfs> {
     })
 }
 
+/// `root/events`: ops.select_cpu() picked a CPU the task may not run on,
+/// and the kernel chose another.
+pub const EV_SELECT_CPU_FALLBACK: &str = "SCX_EV_SELECT_CPU_FALLBACK";
+/// `root/events`: ops.dispatch() gave the CPU nothing, so the task that
+/// ran last kept it.
+pub const EV_DISPATCH_KEEP_LAST: &str = "SCX_EV_DISPATCH_KEEP_LAST";
+
 /// The event counters of `root/events` (kernels 6.15+), one `NAME value`
 /// per line (`SCX_EV_SELECT_CPU_FALLBACK 0`); lines of another shape are
 /// skipped.
@@ -88,8 +95,46 @@ mod tests {
         assert_eq!(x.ops, None);
     }
 
+    /// A `/sys` root holding a real 6.12 guest's `kernel/sched_ext`
+    /// (`tests/fixtures/sched_ext/README.md`).
+    fn guest(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sched_ext")
+            .join(name)
+    }
+
+    #[test]
+    fn a_real_6_12_guest_before_during_and_after_a_scheduler() {
+        let idle = read_sched_ext(&guest("6.12-idle")).unwrap();
+        assert_eq!(
+            (idle.state.as_str(), idle.ops.as_deref()),
+            ("disabled", None)
+        );
+        assert_eq!(
+            (idle.enable_seq, idle.hotplug_seq, idle.nr_rejected),
+            (0, 1, 0)
+        );
+        let simple = read_sched_ext(&guest("6.12-simple_ready")).unwrap();
+        assert_eq!(simple.state, "enabled");
+        assert_eq!(simple.ops.as_deref(), Some("simple"));
+        assert_eq!((simple.enable_seq, simple.switch_all), (1, 1));
+        let qmap = read_sched_ext(&guest("6.12-qmap_after")).unwrap();
+        assert_eq!(
+            (qmap.ops.as_deref(), qmap.enable_seq, qmap.nr_rejected),
+            (Some("qmap"), 2, 0)
+        );
+        // The watchdog ejected qmap: sched_ext is off, root/ gone with it.
+        let ejected = read_sched_ext(&guest("6.12-qmap_t_ejected")).unwrap();
+        assert_eq!((ejected.state.as_str(), ejected.ops), ("disabled", None));
+        assert_eq!((ejected.enable_seq, ejected.switch_all), (3, 0));
+        for name in ["6.12-idle", "6.12-simple_ready", "6.12-qmap_t_ejected"] {
+            assert_eq!(read_events(&guest(name)), None, "6.12 has no root/events");
+        }
+    }
+
     #[test]
     fn events() {
+        // sysfs_emit_at(buf, at, "%s %llu\n", #kind, ...) in 6.15's ext.c.
         let m = parse_events("SCX_EV_SELECT_CPU_FALLBACK 4\nSCX_EV_BYPASS_DURATION 120\nbad\n");
         assert_eq!(m.len(), 2);
         assert_eq!(m["SCX_EV_SELECT_CPU_FALLBACK"], 4);

@@ -54,6 +54,16 @@ pub struct CheckConfig {
     /// the run (the host monitor's runnable-wait probe: BPF, as root), ms.
     /// Default: off.
     pub max_runnable_wait_ms: Option<u64>,
+    /// Tasks the BPF scheduler rejected during the run (sched_ext's
+    /// `nr_rejected`), judged while a BPF scheduler runs. Default: 0.
+    pub max_scx_rejected_tasks: Option<u64>,
+    /// `SCX_EV_SELECT_CPU_FALLBACK` events per second (ops.select_cpu()
+    /// chose a CPU the task may not use), judged while a BPF scheduler
+    /// runs on a kernel with `root/events` (6.15+). Default: 1.
+    pub max_scx_fallback_rate: Option<f64>,
+    /// `SCX_EV_DISPATCH_KEEP_LAST` events per second (ops.dispatch() gave
+    /// a CPU nothing and its last task kept it), as above. Default: 100.
+    pub max_scx_keep_last_rate: Option<f64>,
     /// Names of checks to turn off (e.g. `["max_gap_ms"]`).
     pub disable: Vec<String>,
 }
@@ -74,6 +84,9 @@ impl Default for CheckConfig {
             min_fair_share: Some(0.5),
             max_rq_imbalance: None,
             max_runnable_wait_ms: None,
+            max_scx_rejected_tasks: Some(0),
+            max_scx_fallback_rate: Some(1.0),
+            max_scx_keep_last_rate: Some(100.0),
             disable: Vec::new(),
         }
     }
@@ -183,6 +196,9 @@ enum Scope {
     AcrossGroups,
     /// On the host monitor's series, by [`crate::series::host`].
     Host,
+    /// On sched_ext's counters over the run, by
+    /// [`crate::series::sched_ext`].
+    SchedExt,
 }
 
 /// One check: its name (in reports and `disable`), its bound taken from
@@ -205,7 +221,7 @@ const fn telemetry(measure: fn(&Observed) -> Option<f64>) -> Scope {
 }
 
 /// Every check, in the order results are reported.
-const CHECKS: [Check; 13] = [
+const CHECKS: [Check; 16] = [
     Check {
         name: "not_stuck",
         bound: |c| c.not_stuck.then_some(0.0),
@@ -306,6 +322,27 @@ const CHECKS: [Check; 13] = [
         op: Op::AtMost,
         scope: Scope::Host,
     },
+    Check {
+        name: "max_scx_rejected_tasks",
+        bound: |c| c.max_scx_rejected_tasks.map(|b| b as f64),
+        range: None,
+        op: Op::AtMost,
+        scope: Scope::SchedExt,
+    },
+    Check {
+        name: "max_scx_fallback_rate",
+        bound: |c| c.max_scx_fallback_rate,
+        range: Some((0.0, f64::MAX)),
+        op: Op::AtMost,
+        scope: Scope::SchedExt,
+    },
+    Check {
+        name: "max_scx_keep_last_rate",
+        bound: |c| c.max_scx_keep_last_rate,
+        range: Some((0.0, f64::MAX)),
+        op: Op::AtMost,
+        scope: Scope::SchedExt,
+    },
 ];
 
 /// Names accepted in `disable`.
@@ -363,6 +400,18 @@ pub struct CheckResult {
     /// [`cause`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cause: Option<Cause>,
+}
+
+/// A check that was on but not judged: the kernel does not give its
+/// figure (e.g. sched_ext's event counters before 6.15).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedCheck {
+    /// Check name.
+    pub name: String,
+    /// What it would have been judged on (`scheduler`).
+    pub group: String,
+    /// Why it was not judged.
+    pub reason: String,
 }
 
 /// PASS when every check passed (`"pass"`, `"fail"`, `"interrupted"`,
@@ -423,6 +472,15 @@ impl CheckConfig {
     pub fn runnable_wait_bound(&self) -> Option<f64> {
         let bound = self.max_runnable_wait_ms.map(|b| b as f64);
         self.enabled("max_runnable_wait_ms", bound)
+    }
+
+    /// The bound of each sched_ext check that is on, by name.
+    pub fn sched_ext_bounds(&self) -> Vec<(&'static str, f64)> {
+        CHECKS
+            .iter()
+            .filter(|c| matches!(c.scope, Scope::SchedExt))
+            .filter_map(|c| Some((c.name, self.enabled(c.name, (c.bound)(self))?)))
+            .collect()
     }
 
     fn enabled<T>(&self, name: &str, v: Option<T>) -> Option<T> {

@@ -40,7 +40,7 @@ pub mod worktype;
 
 pub use capacity::DEFAULT_WORKERS_PER_CPU;
 pub use checks::cause::{Cause, OutsideLoad};
-pub use checks::{CheckConfig, CheckResult, GroupWork, Op, Verdict};
+pub use checks::{CheckConfig, CheckResult, GroupWork, Op, SkippedCheck, Verdict};
 pub use fault::{Fault, FaultStep};
 pub use gap::GapSource;
 pub use placement::{Affinity, MemPolicy, SchedPolicy, WorkerSetup};

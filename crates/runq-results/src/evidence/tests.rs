@@ -201,6 +201,7 @@ fn outcome() -> RunOutcome {
             &reports,
         )],
         checks: Vec::new(),
+        skipped_checks: Vec::new(),
         series: None,
         host_load: None,
         verdict: runq_workload::Verdict::Fail,

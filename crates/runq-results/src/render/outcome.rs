@@ -269,6 +269,16 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             render_cause(out, cause);
         }
     }
+    for c in &o.skipped_checks {
+        let _ = writeln!(
+            out,
+            "{} {:<24} {:<12} {}",
+            paint("SKIP", 33, color),
+            c.name,
+            c.group,
+            c.reason
+        );
+    }
     if o.verdict == runq_workload::Verdict::Indeterminate {
         let _ = writeln!(out, "{}", paint(INDETERMINATE_NOTE, 33, color));
     }

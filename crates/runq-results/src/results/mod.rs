@@ -241,6 +241,7 @@ mod tests {
                 &reports,
             )],
             checks: vec![check],
+            skipped_checks: Vec::new(),
             series: None,
             host_load: None,
             verdict,

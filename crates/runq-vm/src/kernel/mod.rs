@@ -116,14 +116,20 @@ fn must(sched_ext: bool) -> &'static [&'static str] {
     }
 }
 
-/// A source resolved: its identity, description, and where its tree is
-/// (`None`: a tarball to unpack).
+/// Where a resolved source's tree comes from.
+enum Origin {
+    /// A tree, built where it is.
+    Tree(PathBuf),
+    /// A tarball, unpacked into the build's directory.
+    Tarball(PathBuf),
+}
+
+/// A source resolved: its identity, description, version and origin.
 struct Resolved {
     identity: Identity,
     describe: String,
     version: String,
-    tree: Option<PathBuf>,
-    tarball: Option<PathBuf>,
+    origin: Origin,
 }
 
 /// Finds the source's version and identity.
@@ -151,8 +157,7 @@ fn resolve(source: &Source) -> Result<Resolved, VmError> {
                 identity: Identity::debian(&version),
                 describe: format!("debian {pkg} {version}"),
                 version: version.split('-').next().unwrap_or(&version).to_string(),
-                tree: None,
-                tarball: Some(PathBuf::from(format!("/usr/src/{pkg}.tar.xz"))),
+                origin: Origin::Tarball(PathBuf::from(format!("/usr/src/{pkg}.tar.xz"))),
             })
         }
         Source::Tree(dir) => resolve_tree(dir),
@@ -181,8 +186,7 @@ fn resolve_tree(dir: &Path) -> Result<Resolved, VmError> {
         identity: Identity::tree(&canon, &version, commit.flatten().as_deref()),
         describe: format!("tree {}", canon.display()),
         version,
-        tree: Some(canon),
-        tarball: None,
+        origin: Origin::Tree(canon),
     })
 }
 
@@ -244,13 +248,12 @@ fn build_into(
     std::fs::create_dir_all(dir)
         .map_err(|e| VmError::io(format!("creating {}", dir.display()), e))?;
     let mut done = Vec::new();
-    let tree = match (&src.tree, &src.tarball) {
-        (Some(t), _) => t.clone(),
-        (None, Some(tarball)) => {
+    let tree = match &src.origin {
+        Origin::Tree(t) => t.clone(),
+        Origin::Tarball(tarball) => {
             progress(&format!("unpacking {}", tarball.display()));
             unpack(tarball, dir, &mut done)?
         }
-        (None, None) => unreachable!("a source is a tree or a tarball"),
     };
     configure(&tree, req.sched_ext, dir, &mut done, progress)?;
     progress(&format!(

@@ -3,7 +3,7 @@
 
 use crate::checks::cause::{judge_outside_load, load_explains_all, Cause, CpuWait, GroupFacts};
 use crate::checks::cpu_wait::{run_wait_share, stall_wait};
-use crate::checks::{verdict, CheckResult, GroupWork, Op, Verdict};
+use crate::checks::{verdict, CheckResult, GroupWork, Op, SkippedCheck, Verdict};
 use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::report::WorkerReport;
 use crate::runner::host_load::HostLoad;
@@ -54,7 +54,7 @@ fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckRes
                     };
                     format!(
                         "{first}, and {then}; the rest of the run ran under the kernel's fair \
-                         class, so the other checks judge it, not the BPF scheduler"
+                         class, and each failed check says which part of the run it judges"
                     )
                 }
                 None => format!("the scheduler {} at {} ms", d.status, d.at_ms),
@@ -77,6 +77,7 @@ pub(super) fn judge_run(
     load: Option<&HostLoad>,
 ) -> (Vec<GroupSummary>, Vec<CheckResult>) {
     let (groups, mut checks) = judge(scn, reports, weight_file, series);
+    super::ejection::split_at_ejection(scn, reports, death, &mut checks);
     if let Some(spec) = &scn.scheduler {
         checks.push(alive_check(spec, death));
     }
@@ -87,6 +88,25 @@ pub(super) fn judge_run(
         judge_load(scn, reports, series, load, &mut checks);
     }
     (groups, checks)
+}
+
+/// The sched_ext checks of the run's bounds, judged on sched_ext's
+/// counters over the run (`series.host.sched_ext`) and added to
+/// `checks`; the checks the kernel gives no figure for, skipped.
+pub(super) fn judge_sched_ext(
+    scn: &Scenario,
+    series: Option<&RunSeries>,
+    run_ns: u64,
+    checks: &mut Vec<CheckResult>,
+) -> Vec<SkippedCheck> {
+    let run = crate::series::sched_ext::SchedExtRun {
+        host: series.and_then(|s| s.host.as_ref()),
+        scheduler: scn.scheduler.is_some(),
+        run_ns,
+    };
+    let (judged, skipped) = crate::series::sched_ext::judge(&scn.checks.sched_ext_bounds(), &run);
+    checks.extend(judged);
+    skipped
 }
 
 /// How much group `g` waited for a CPU where check `c` looks: over its

@@ -4,6 +4,7 @@
 //! death), stops and collects the workers, removes the cgroups, and checks
 //! the reports.
 
+mod ejection;
 mod host;
 pub mod host_load;
 mod interrupted;
@@ -18,7 +19,7 @@ use runq_kernel::cgroup::{cleanup_stale_runs, CgroupError, CgroupLayout, RunCgro
 use serde::Serialize;
 
 use crate::alarm::{Freeze, Watchdog};
-use crate::checks::{CheckResult, Verdict};
+use crate::checks::{CheckResult, SkippedCheck, Verdict};
 use crate::fault::{Fault, FaultStep};
 use crate::report::{WorkerExitInfo, WorkerReport};
 use crate::scenario::{Scenario, ScenarioError, StepAction};
@@ -30,7 +31,7 @@ use crate::spawn::{WorkSpec, WorkloadHandle};
 use crate::summary::GroupSummary;
 use host::{start_scheduler, stop_scheduler, watchdog_for};
 use host_load::HostLoad;
-use judge::{final_verdict, judge_run};
+use judge::{final_verdict, judge_run, judge_sched_ext};
 
 /// Whether a run uses cgroups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +115,10 @@ pub struct RunOutcome {
     pub groups: Vec<GroupSummary>,
     /// Every evaluated check.
     pub checks: Vec<CheckResult>,
+    /// Checks that were on but not judged, and why (the kernel does not
+    /// give their figure).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_checks: Vec<SkippedCheck>,
     /// Every group's counters over time (absent when snapshots are off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<RunSeries>,
@@ -460,7 +465,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     reports.sort_by_key(|r| r.group_idx);
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
     let died = scheduler_death.as_ref();
-    let (groups, checks) = judge_run(
+    let (groups, mut checks) = judge_run(
         scn,
         &reports,
         weight_file,
@@ -469,6 +474,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         interrupted,
         host_load.as_ref(),
     );
+    let skipped_checks = judge_sched_ext(scn, series.as_ref(), run_ns, &mut checks);
     let failed = scheduler_death.is_some() || run_error.is_some();
     let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);
     Ok(RunOutcome {
@@ -485,6 +491,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         groups,
         verdict,
         checks,
+        skipped_checks,
         series,
         host_load,
         reports,

@@ -9,6 +9,7 @@ pub mod check;
 pub mod host;
 mod host_monitor;
 pub(crate) mod sampler;
+pub(crate) mod sched_ext;
 
 use std::time::Duration;
 

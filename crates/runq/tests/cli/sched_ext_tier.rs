@@ -96,6 +96,19 @@ fn scx_simple_carries_a_run_to_its_verdict() {
         doc["scheduler"]
     );
     assert_eq!(doc["scheduler"]["sched_ext_state"], "enabled");
+    // 6.12 gives nr_rejected but no root/events (6.15+).
+    let rejected = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "max_scx_rejected_tasks")
+        .expect("max_scx_rejected_tasks judged");
+    assert_eq!(rejected["pass"], true, "{rejected}");
+    let skipped = doc["skipped_checks"].as_array().expect("skipped_checks");
+    for name in ["max_scx_fallback_rate", "max_scx_keep_last_rate"] {
+        let s = skipped.iter().find(|c| c["name"] == name).expect(name);
+        assert!(s["reason"].as_str().unwrap().contains("root/events"), "{s}");
+    }
     assert_eq!(
         doc["host"]["vm"]["tcg_threads"], "single",
         "{}",

@@ -78,6 +78,31 @@ fn assert_passed_and_gone(out: &Output, dir: &Path, min_ready_ms: u64) {
     assert!(s["stopped"].as_str().unwrap().contains("SIGINT"), "{s}");
     assert!(v["scheduler_death"].is_null());
     assert!(!alive(pid), "the stand-in {pid} outlived the run");
+    assert_sched_ext_checks_judged_or_skipped(&v);
+}
+
+/// With a scheduler named, each sched_ext check is either judged or
+/// skipped with its reason, never both and never silently dropped (the
+/// host's kernel decides which: without sched_ext, all three skip).
+fn assert_sched_ext_checks_judged_or_skipped(v: &Value) {
+    let skipped = v["skipped_checks"].as_array().cloned().unwrap_or_default();
+    for name in [
+        "max_scx_rejected_tasks",
+        "max_scx_fallback_rate",
+        "max_scx_keep_last_rate",
+    ] {
+        let judged = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == name);
+        let skip = skipped.iter().find(|c| c["name"] == name);
+        assert!(judged != skip.is_some(), "{name}: {}", v["skipped_checks"]);
+        if let Some(s) = skip {
+            assert_eq!(s["group"], "scheduler");
+            assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
+        }
+    }
 }
 
 #[test]

@@ -1,0 +1,154 @@
+//! A run whose BPF scheduler sched_ext disabled before the end (the
+//! kernel ejected it, or it unregistered when its process died): from
+//! then on the kernel's fair class ran the workers, so each failed group
+//! check says which part of the run it judges: before the end (under the
+//! BPF scheduler) or after it (under the fair class) where the check's
+//! worst moment is known (a worker's longest gap), both otherwise.
+
+use crate::checks::CheckResult;
+use crate::report::WorkerReport;
+use crate::scenario::Scenario;
+use crate::scheduler::SchedulerDeath;
+
+/// Adds to each failed group check of a run whose BPF scheduler ended
+/// during it the part of the run its failure falls in.
+pub(super) fn split_at_ejection(
+    scn: &Scenario,
+    reports: &[WorkerReport],
+    death: Option<&SchedulerDeath>,
+    checks: &mut [CheckResult],
+) {
+    let Some((d, exit)) = death.and_then(|d| Some((d, d.sched_ext_exit.as_ref()?))) else {
+        return;
+    };
+    let what = if exit.error { "ejected" } else { "disabled" };
+    for c in checks.iter_mut().filter(|c| !c.pass) {
+        let Some(g) = scn.group_index(&c.group) else {
+            continue;
+        };
+        let moment = (c.name == "max_gap_ms")
+            .then(|| worst_gap_end_ms(reports, g))
+            .flatten();
+        let clause = match moment {
+            Some(at) if at <= d.at_ms => format!(
+                "its worst gap ended at {at} ms, before sched_ext {what} BPF scheduler {:?} \
+                 (its end was seen at {} ms): under the BPF scheduler",
+                exit.scheduler, d.at_ms
+            ),
+            Some(at) => format!(
+                "its worst gap ended at {at} ms, after sched_ext {what} BPF scheduler {:?} \
+                 (at {} ms): under the kernel's fair class, not the BPF scheduler",
+                exit.scheduler, d.at_ms
+            ),
+            None => format!(
+                "judged over the whole run, across sched_ext's end of BPF scheduler {:?} at {} \
+                 ms: the part after it ran under the kernel's fair class",
+                exit.scheduler, d.at_ms
+            ),
+        };
+        c.detail = Some(match c.detail.take() {
+            Some(d) => format!("{d}; {clause}"),
+            None => clause,
+        });
+    }
+}
+
+/// When the window of group `g`'s longest gap closed, ms from the start.
+fn worst_gap_end_ms(reports: &[WorkerReport], g: usize) -> Option<u64> {
+    reports
+        .iter()
+        .filter(|r| r.group_idx == g)
+        .max_by_key(|r| r.max_gap_ms)
+        .map(|r| r.max_gap_at_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Op;
+    use runq_kernel::sched_ext_log::ScxExit;
+
+    fn failed(name: &str, group: &str) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            group: group.into(),
+            measured: 4974.0,
+            op: Op::AtMost,
+            bound: 2000.0,
+            pass: false,
+            cause: None,
+            detail: None,
+        }
+    }
+
+    /// scx_qmap -t 5 on 6.12: the watchdog's ejection, seen at 5,300 ms.
+    fn death() -> SchedulerDeath {
+        SchedulerDeath {
+            command: "scx_qmap -t 5".into(),
+            at_ms: 5_300,
+            status: "killed by signal 12 (SIGUSR2)".into(),
+            exit_code: None,
+            signal: Some(12),
+            stderr: Vec::new(),
+            stderr_lines: 0,
+            kernel_log: Vec::new(),
+            sched_ext_exit: Some(ScxExit {
+                scheduler: "qmap".into(),
+                reason: "runnable task stall".into(),
+                error: true,
+                message: Some("runq[81] failed to run for 5.067s".into()),
+            }),
+        }
+    }
+
+    fn report(gap_ms: u64, at_ms: u64) -> WorkerReport {
+        WorkerReport {
+            group_idx: 0,
+            max_gap_ms: gap_ms,
+            max_gap_at_ms: at_ms,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_failed_group_check_says_which_side_of_the_ejection_it_judges() {
+        let scn = Scenario::default_scenario();
+        let g = scn.groups[0].name.clone();
+        let mut checks = vec![
+            failed("max_gap_ms", &g),
+            failed("max_p99_wake_latency_us", &g),
+            failed("scheduler_alive", "scheduler"),
+        ];
+        let before = [report(4974, 5_050), report(100, 7_000)];
+        split_at_ejection(&scn, &before, Some(&death()), &mut checks);
+        let gap = checks[0].detail.as_deref().unwrap();
+        assert!(
+            gap.contains("ended at 5050 ms, before sched_ext ejected"),
+            "{gap}"
+        );
+        let p99 = checks[1].detail.as_deref().unwrap();
+        assert!(p99.contains("across sched_ext's end of BPF scheduler \"qmap\" at 5300"));
+        assert_eq!(
+            checks[2].detail, None,
+            "the scheduler's own check is not a group's"
+        );
+        let mut after = vec![failed("max_gap_ms", &g)];
+        split_at_ejection(&scn, &[report(2500, 8_000)], Some(&death()), &mut after);
+        assert!(after[0]
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("under the kernel's fair class"));
+    }
+
+    #[test]
+    fn a_run_without_a_sched_ext_end_is_left_as_it_is() {
+        let scn = Scenario::default_scenario();
+        let mut checks = vec![failed("max_gap_ms", &scn.groups[0].name)];
+        let mut plain = death();
+        plain.sched_ext_exit = None;
+        split_at_ejection(&scn, &[report(4974, 5_050)], Some(&plain), &mut checks);
+        split_at_ejection(&scn, &[report(4974, 5_050)], None, &mut checks);
+        assert_eq!(checks[0].detail, None);
+    }
+}
