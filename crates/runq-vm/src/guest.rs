@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 /// Flags of the host side only, which take a value.
-const VM_VALUE_FLAGS: [&str; 8] = [
+const VM_VALUE_FLAGS: [&str; 9] = [
     "--kernel",
+    "--vm-disk",
     "--jobs",
     "--shard",
     "--topology",
@@ -90,6 +91,36 @@ pub fn guest_args(host: &[String], dir: &Path) -> GuestArgs {
 const COPY_RUNQ: &str =
     "D=$(mktemp -d /tmp/runq-bin.XXXXXX) && cp \"$R\" \"$D/runq\" && R=\"$D/runq\"";
 
+/// The serial number of `--vm-disk`'s virtio block device, by which the
+/// guest finds it among its disks.
+pub const DISK_SERIAL: &str = "runq-disk";
+
+/// Where the guest mounts `--vm-disk`'s file system; the run's TMPDIR, so
+/// that the I/O work types' files live on the virtio block device.
+pub const DISK_MOUNT: &str = "/tmp/runq-disk";
+
+/// Shell lines that find `--vm-disk`'s device by its serial, format it
+/// ext4, mount it at [`DISK_MOUNT`] and make it TMPDIR; on failure the
+/// run ends with exit 3 and the reason in its stderr, runq not started.
+fn disk_setup(d: &dyn Fn(&str) -> String) -> String {
+    format!(
+        "dev=; for b in /sys/block/vd*; do [ \"$(cat \"$b/serial\" 2>/dev/null)\" = {DISK_SERIAL} ] \
+         && dev=/dev/${{b##*/}}; done\n\
+         if [ -z \"$dev\" ] || ! mkdir -p {DISK_MOUNT} || ! mkfs.ext4 -q -F \"$dev\" > {log} 2>&1 \
+         || ! mount -t ext4 \"$dev\" {DISK_MOUNT} >> {log} 2>&1; then\n\
+         echo \"runq: --vm-disk: the guest could not format and mount its virtio disk \
+         ${{dev:-(none with serial {DISK_SERIAL})}}: $(tail -n 1 {log} 2>/dev/null)\" > {stderr}\n\
+         echo 3 > {rc}; exit 0\n\
+         fi\n\
+         export TMPDIR={DISK_MOUNT}\n\
+         echo \"$dev\" > {disk}\n",
+        log = d("disk.log"),
+        stderr = d("stderr"),
+        rc = d("rc"),
+        disk = d("disk"),
+    )
+}
+
 /// Quotes `s` for a POSIX shell.
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -100,16 +131,19 @@ fn quote(s: &str) -> String {
 /// [`crate::guest_topology`]), gives the root's children the cpu and cpuset controllers as
 /// systemd does on a production cgroup v2 host, copies runq into the
 /// guest's memory (`COPY_RUNQ`), runs it in the host's working
-/// directory, and leaves its stdout, stderr and exit code in `dir`.
-pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String]) -> String {
+/// directory, and leaves its stdout, stderr and exit code in `dir`; with
+/// `disk`, first sets up `--vm-disk` (`disk_setup`).
+pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String], disk: bool) -> String {
     let d = |name: &str| quote(&dir.join(name).display().to_string());
     let argv: Vec<String> = args.iter().map(|a| quote(a)).collect();
+    let disk = if disk { disk_setup(&d) } else { String::new() };
     format!(
         "#!/bin/sh\n\
          # runq run --vm: the guest side of one run\n\
          : > {started}\n\
          ( {topology_script} ) > {topology} 2>/dev/null\n\
          for c in cpu cpuset; do echo \"+$c\" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done\n\
+         {disk}\
          R={runq}\n\
          {COPY_RUNQ}\n\
          cd {cwd} || exit 1\n\
@@ -166,6 +200,7 @@ mod tests {
             Path::new("/usr/bin/runq"),
             Path::new("/home/a b"),
             &args("run --param it's=1"),
+            false,
         );
         assert!(s.contains("cd '/home/a b'"), "{s}");
         assert!(s.contains("R='/usr/bin/runq'\n"), "{s}");
@@ -176,5 +211,27 @@ mod tests {
         assert!(s.contains("echo $? > '/tmp/d/rc'"), "{s}");
         assert!(s.find("/tmp/d/started") < s.find("/usr/bin/runq"));
         assert!(s.find(COPY_RUNQ) < s.find("NO_COLOR"));
+        assert!(!s.contains("mkfs"), "{s}");
+    }
+
+    #[test]
+    fn a_disk_is_found_by_serial_formatted_mounted_and_made_tmpdir() {
+        let s = script(
+            Path::new("/tmp/d"),
+            Path::new("/usr/bin/runq"),
+            Path::new("/"),
+            &args("run"),
+            true,
+        );
+        assert!(s.contains("= runq-disk ]"), "{s}");
+        assert!(
+            s.contains("mkfs.ext4 -q -F \"$dev\" > '/tmp/d/disk.log'"),
+            "{s}"
+        );
+        assert!(s.contains("echo 3 > '/tmp/d/rc'; exit 0"), "{s}");
+        assert!(
+            s.find("export TMPDIR=/tmp/runq-disk") < s.find("NO_COLOR"),
+            "{s}"
+        );
     }
 }

@@ -54,6 +54,9 @@ pub struct VmConfig {
     pub accel: Accel,
     /// How TCG runs the vCPUs.
     pub tcg_threads: TcgThreads,
+    /// A scratch virtio block device of this many MiB (`--vm-disk`),
+    /// formatted ext4 in the guest and made the run's TMPDIR.
+    pub disk_mib: Option<u64>,
 }
 
 /// Something the runner tells the user while it works.
@@ -98,6 +101,9 @@ pub struct VmFacts {
     /// Why the first VM ended without a result, when it was booted again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried_after: Option<String>,
+    /// `--vm-disk`: the guest's device, its size and where it was mounted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk: Option<String>,
     /// The topology the guest's sysfs showed, which matched the preset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guest_topology: Option<GuestTopology>,
@@ -274,8 +280,17 @@ impl Boot<'_> {
         let cwd =
             std::env::current_dir().map_err(|e| VmError::io("reading the working directory", e))?;
         let script = dir.path().join("run.sh");
-        std::fs::write(&script, guest::script(dir.path(), &runq, &cwd, guest_args))
-            .map_err(|e| VmError::io(format!("writing {}", script.display()), e))?;
+        std::fs::write(
+            &script,
+            guest::script(
+                dir.path(),
+                &runq,
+                &cwd,
+                guest_args,
+                self.cfg.disk_mib.is_some(),
+            ),
+        )
+        .map_err(|e| VmError::io(format!("writing {}", script.display()), e))?;
         let try_kvm = match self.cfg.accel {
             Accel::Auto => launch::kvm_usable(),
             accel => accel == Accel::Kvm,
@@ -307,6 +322,7 @@ impl Boot<'_> {
         let guest_topology = self.check_topology(&dir)?;
         let mut facts = self.facts(accel, kvm_failed, boot, retried_after);
         facts.guest_topology = guest_topology;
+        facts.disk = self.disk_fact(&dir);
         Ok(GuestRun {
             dir,
             console,
@@ -332,6 +348,18 @@ impl Boot<'_> {
             )));
         }
         Ok(Some(seen))
+    }
+
+    /// What `--vm-disk` was in the guest, when it was set up.
+    fn disk_fact(&self, dir: &SharedDir) -> Option<String> {
+        let mib = self.cfg.disk_mib?;
+        let dev = std::fs::read_to_string(dir.path().join("disk")).ok()?;
+        Some(format!(
+            "virtio-blk {} ({mib}M, cache={}), ext4 at {} (the run's TMPDIR)",
+            dev.trim(),
+            disk_cache_mode(&dir.path().join("disk.img")),
+            guest::DISK_MOUNT
+        ))
     }
 
     fn deadlines(&self) -> Deadlines {
@@ -366,6 +394,7 @@ impl Boot<'_> {
                 "multi"
             }),
             retried_after,
+            disk: None,
             guest_topology: None,
         }
     }
@@ -389,6 +418,9 @@ impl Boot<'_> {
                 .vng_args(plan.memory_mib, tcg)
                 .map_err(VmError::Usage)?,
         );
+        if let Some(mib) = self.cfg.disk_mib {
+            vng_args.push(scratch_disk(dir, mib)?);
+        }
         vng_args.push(format!("--rwdir={}", dir.display()));
         vng_args.extend([
             "--".to_string(),
@@ -434,6 +466,41 @@ impl Boot<'_> {
                 console.display()
             ),
         })
+    }
+}
+
+/// A sparse file of `mib` MiB in `dir` for `--vm-disk`, and the vng
+/// argument that attaches it as a virtio block device (no host page
+/// cache: the guest's writes reach the file as they would a disk).
+fn scratch_disk(dir: &Path, mib: u64) -> Result<String, VmError> {
+    let path = dir.join("disk.img");
+    let file = std::fs::File::create(&path)
+        .map_err(|e| VmError::io(format!("creating {}", path.display()), e))?;
+    file.set_len(mib * 1024 * 1024)
+        .map_err(|e| VmError::io(format!("sizing {}", path.display()), e))?;
+    Ok(format!(
+        "--qemu-opts=-drive file={},if=none,id=runqdisk,format=raw,cache={} -device \
+         virtio-blk-pci,drive=runqdisk,serial={}",
+        path.display(),
+        disk_cache_mode(&path),
+        guest::DISK_SERIAL
+    ))
+}
+
+/// `none` (O_DIRECT on the host file, the guest's I/O reaches it
+/// uncached) where the host's file system allows O_DIRECT, else
+/// `writeback` (tmpfs refuses O_DIRECT; the guest's flushes are still
+/// the host's fsyncs).
+fn disk_cache_mode(path: &Path) -> &'static str {
+    use std::os::unix::fs::OpenOptionsExt;
+    let direct = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path);
+    if direct.is_ok() {
+        "none"
+    } else {
+        "writeback"
     }
 }
 
@@ -488,7 +555,10 @@ pub fn vm_line(f: &VmFacts) -> String {
         f.memory_mib,
         f.kernel_image,
         f.boot_ms as f64 / 1000.0
-    )
+    ) + &f
+        .disk
+        .as_ref()
+        .map_or(String::new(), |d| format!("; disk {d}"))
 }
 
 /// The directory the guest writes into (shared read-write), removed at

@@ -31,6 +31,7 @@ fn bad_topologies_and_sizes_are_usage_errors_before_any_boot() {
         (vec!["--topology", "1n2c1t30d"], "2 or more nodes"),
         (vec!["--kernel", "debian:5.10"], "known: debian:6.1"),
         (vec!["--kernel", "a,b"], "an axis of --vm-matrix"),
+        (vec!["--vm-disk", "1M"], "64M or more"),
         (vec!["--topology", "2c9t"], "SMT"),
         (vec!["--memory", "lots"], "such as 2G"),
         (
@@ -184,6 +185,37 @@ fn merge_refuses_what_is_not_a_shard_in_one_line() {
 /// Two shards of a two-topology matrix (1n2c1t and 1n1c2t: one VM each,
 /// about a minute each under TCG), each with its own document, merged
 /// into one table and verdict that covers both cells.
+#[test]
+#[ignore = "vm tier: boots a VM (about a minute under TCG); needs qemu-system-x86, virtme-ng \
+            and a kernel in /boot (`.ci/run` installs them): cargo test -p runq --test cli -- \
+            --ignored vm::"]
+fn io_work_writes_a_virtio_disk_with_vm_disk() {
+    let out = runq()
+        .args(["run", "--work-type", "IoSyncWrite", "--workers", "2"])
+        .args(["--duration", "1s", "--json", "--memory", "1G"])
+        .args(["--vm", "--vm-disk", "128M"])
+        .output()
+        .expect("run runq");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1 | 75)),
+        "a verdict, not {:?}: {stderr}",
+        out.status.code()
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let disk = doc["host"]["vm"]["disk"].as_str().unwrap_or_default();
+    assert!(
+        disk.starts_with("virtio-blk /dev/vd") && disk.contains("ext4 at /tmp/runq-disk"),
+        "{disk}"
+    );
+    let reports = doc["reports"].as_array().expect("reports");
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert!(
+        reports.iter().all(|r| r["completed"] == true),
+        "every worker ran to its end on the disk: {reports:?}"
+    );
+}
+
 #[test]
 #[ignore = "vm tier: boots two VMs (about two minutes under TCG); needs qemu-system-x86, \
             virtme-ng and a kernel in /boot (`.ci/run` installs them): cargo test -p runq \

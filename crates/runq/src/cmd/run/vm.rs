@@ -57,6 +57,13 @@ pub struct VmArgs {
     /// host CPUs only slow every cell)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,
+    /// Give the VM a scratch virtio block device of SIZE (e.g. 1G: a sparse
+    /// file in the run's shared directory, attached without the host's
+    /// page cache where its file system allows), formatted ext4 and
+    /// mounted as the run's TMPDIR, so that the I/O work types write and
+    /// read a real block device
+    #[arg(long, value_name = "SIZE")]
+    pub vm_disk: Option<String>,
     /// The VM's memory (split evenly over its NUMA nodes): 2G, 512M
     #[arg(long, value_name = "SIZE", default_value = "2G")]
     pub memory: String,
@@ -81,10 +88,10 @@ impl VmArgs {
     /// error for a VM flag given without either.
     pub fn wanted(&self) -> anyhow::Result<bool> {
         let wanted = self.vm || self.vm_matrix;
-        let stray = self.kernel.is_some() || self.topology.is_some();
+        let stray = self.kernel.is_some() || self.topology.is_some() || self.vm_disk.is_some();
         if stray && !wanted {
             return Err(exit::usage(
-                "--kernel and --topology shape a VM: add --vm (or --vm-matrix)",
+                "--kernel, --topology and --vm-disk shape a VM: add --vm (or --vm-matrix)",
             ));
         }
         let kernel_list = self
@@ -125,8 +132,21 @@ impl VmArgs {
     }
 
     /// The runner's configuration.
-    fn config(&self) -> VmConfig {
-        VmConfig {
+    fn config(&self) -> anyhow::Result<VmConfig> {
+        let disk_mib = match &self.vm_disk {
+            None => None,
+            Some(text) => Some(
+                runq_vm::topology::parse_memory(text)
+                    .ok()
+                    .filter(|&mib| mib >= 64)
+                    .ok_or_else(|| {
+                        exit::usage(format!(
+                            "--vm-disk {text:?}: give a size of 64M or more, such as 1G or 512M"
+                        ))
+                    })?,
+            ),
+        };
+        Ok(VmConfig {
             kernel: self.kernel.clone(),
             topology: self.topology.clone(),
             memory: self.memory.clone(),
@@ -141,7 +161,8 @@ impl VmArgs {
                 "multi" => TcgThreads::Multi,
                 _ => TcgThreads::Auto,
             },
-        }
+            disk_mib,
+        })
     }
 }
 
@@ -164,7 +185,7 @@ pub fn run_in_vm(
             "--ctprof is not available with --vm; drop one of them",
         ));
     }
-    let cfg = args.vm.config();
+    let cfg = args.vm.config()?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let host_args: Vec<String> = std::env::args().skip(1).collect();
     let json = args.json;
