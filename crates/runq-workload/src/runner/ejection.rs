@@ -31,13 +31,13 @@ pub(super) fn split_at_ejection(
             .flatten();
         let clause = match moment {
             Some(at) if at <= d.at_ms => format!(
-                "its worst gap ended at {at} ms, before sched_ext {what} BPF scheduler {:?} \
-                 (its end was seen at {} ms): under the BPF scheduler",
+                "the worst gap came before sched_ext {what} BPF scheduler {:?} (seen at {} ms): \
+                 under the BPF scheduler",
                 exit.scheduler, d.at_ms
             ),
-            Some(at) => format!(
-                "its worst gap ended at {at} ms, after sched_ext {what} BPF scheduler {:?} \
-                 (at {} ms): under the kernel's fair class, not the BPF scheduler",
+            Some(_) => format!(
+                "the worst gap came after sched_ext {what} BPF scheduler {:?} (seen at {} ms): \
+                 under the kernel's fair class, not the BPF scheduler",
                 exit.scheduler, d.at_ms
             ),
             None => format!(
@@ -123,7 +123,7 @@ mod tests {
         split_at_ejection(&scn, &before, Some(&death()), &mut checks);
         let gap = checks[0].detail.as_deref().unwrap();
         assert!(
-            gap.contains("ended at 5050 ms, before sched_ext ejected"),
+            gap.contains("came before sched_ext ejected BPF scheduler \"qmap\" (seen at 5300 ms)"),
             "{gap}"
         );
         let p99 = checks[1].detail.as_deref().unwrap();
