@@ -133,11 +133,15 @@ impl WorkSpec {
 
 /// Built-in types whose workers can run as threads: every type whose body
 /// owns its resources outright. ForkExit stays a process: forking from a
-/// thread of the runq process would copy runq itself. CgroupChurn too: a
-/// thread cannot leave the runq process's cgroup for one of its own.
+/// thread of the runq process would copy runq itself, as would
+/// CgroupAttachStorm's victims. CgroupChurn too: a thread cannot leave
+/// the runq process's cgroup for one of its own.
 pub fn thread_capable(work: &Work) -> bool {
     match work {
         Work::Custom(_) => true,
-        Work::Builtin(t) => !matches!(t, WorkType::ForkExit(_) | WorkType::CgroupChurn(_)),
+        Work::Builtin(t) => !matches!(
+            t,
+            WorkType::ForkExit(_) | WorkType::CgroupChurn(_) | WorkType::CgroupAttachStorm(_)
+        ),
     }
 }
