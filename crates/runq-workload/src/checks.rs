@@ -54,6 +54,17 @@ pub struct CheckConfig {
     /// the run (the host monitor's runnable-wait probe: BPF, as root), ms.
     /// Default: off.
     pub max_runnable_wait_ms: Option<u64>,
+    /// Every CPU a worker was seen on is in its cgroup's cpuset (see
+    /// [`placement`]); groups without a cpuset are not judged. Default: on.
+    pub cpuset_isolation: bool,
+    /// Coefficient of variation of the work rates of a group's workers
+    /// (within each role). Default: off.
+    pub max_throughput_cv: Option<f64>,
+    /// Minimum iterations per second of the slowest worker. Default: off.
+    pub min_iteration_rate: Option<f64>,
+    /// Share of a group's migrations that crossed NUMA nodes, 0..=1 (one
+    /// node: skipped). Default: off.
+    pub max_cross_node_migration_ratio: Option<f64>,
     /// Names of checks to turn off (e.g. `["max_gap_ms"]`).
     pub disable: Vec<String>,
 }
@@ -74,6 +85,10 @@ impl Default for CheckConfig {
             min_fair_share: Some(0.5),
             max_rq_imbalance: None,
             max_runnable_wait_ms: None,
+            cpuset_isolation: true,
+            max_throughput_cv: None,
+            min_iteration_rate: None,
+            max_cross_node_migration_ratio: None,
             disable: Vec::new(),
         }
     }
@@ -183,6 +198,8 @@ enum Scope {
     AcrossGroups,
     /// On the host monitor's series, by [`crate::series::host`].
     Host,
+    /// With the scenario and the host's topology, by [`placement`].
+    Placement,
 }
 
 /// One check: its name (in reports and `disable`), its bound taken from
@@ -205,7 +222,7 @@ const fn telemetry(measure: fn(&Observed) -> Option<f64>) -> Scope {
 }
 
 /// Every check, in the order results are reported.
-const CHECKS: [Check; 13] = [
+const CHECKS: [Check; 17] = [
     Check {
         name: "not_stuck",
         bound: |c| c.not_stuck.then_some(0.0),
@@ -305,6 +322,34 @@ const CHECKS: [Check; 13] = [
         range: None,
         op: Op::AtMost,
         scope: Scope::Host,
+    },
+    Check {
+        name: "max_throughput_cv",
+        bound: |c| c.max_throughput_cv,
+        range: Some((0.0, f64::MAX)),
+        op: Op::AtMost,
+        scope: telemetry(|o| rates::throughput_cv(&o.live)),
+    },
+    Check {
+        name: "min_iteration_rate",
+        bound: |c| c.min_iteration_rate,
+        range: Some((0.0, f64::MAX)),
+        op: Op::AtLeast,
+        scope: telemetry(|o| rates::slowest_iteration_rate(&o.live)),
+    },
+    Check {
+        name: "cpuset_isolation",
+        bound: |c| c.cpuset_isolation.then_some(0.0),
+        range: None,
+        op: Op::AtMost,
+        scope: Scope::Placement,
+    },
+    Check {
+        name: "max_cross_node_migration_ratio",
+        bound: |c| c.max_cross_node_migration_ratio,
+        range: Some((0.0, 1.0)),
+        op: Op::AtMost,
+        scope: Scope::Placement,
     },
 ];
 
@@ -425,7 +470,7 @@ impl CheckConfig {
         self.enabled("max_runnable_wait_ms", bound)
     }
 
-    fn enabled<T>(&self, name: &str, v: Option<T>) -> Option<T> {
+    pub(crate) fn enabled<T>(&self, name: &str, v: Option<T>) -> Option<T> {
         v.filter(|_| !self.disable.iter().any(|d| d == name))
     }
 
@@ -608,6 +653,8 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
 pub mod cause;
 pub(crate) mod cpu_wait;
 mod explain;
+pub(crate) mod placement;
+mod rates;
 mod stuck;
 
 #[cfg(test)]

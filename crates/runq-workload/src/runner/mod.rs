@@ -460,7 +460,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     reports.sort_by_key(|r| r.group_idx);
     let interrupted = opts.interrupt.load(Ordering::Relaxed);
     let died = scheduler_death.as_ref();
-    let (groups, checks) = judge_run(
+    let (groups, mut checks) = judge_run(
         scn,
         &reports,
         weight_file,
@@ -469,6 +469,9 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         interrupted,
         host_load.as_ref(),
     );
+    let placed = matches!(placement, Placement::Cgroups { .. });
+    let nodes = crate::checks::placement::NodeMap::read(std::path::Path::new("/sys"));
+    checks.extend(scn.checks.evaluate_placement(scn, &reports, placed, &nodes));
     let failed = scheduler_death.is_some() || run_error.is_some();
     let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);
     Ok(RunOutcome {

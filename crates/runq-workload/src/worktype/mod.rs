@@ -424,7 +424,16 @@ impl WorkType {
         }
     }
 
-    /// Checks that `workers` suits this type.
+    /// True for the types that make child cgroups under their group's
+    /// cgroup (CgroupChurn, CgroupAttachStorm): a group of them needs a
+    /// cgroup of its own.
+    pub fn needs_own_cgroup(&self) -> bool {
+        matches!(
+            self,
+            WorkType::CgroupChurn(_) | WorkType::CgroupAttachStorm(_)
+        )
+    }
+
     /// The memory a group of `workers` of this type maps for its buffers,
     /// with the parameter that sets it: per-worker cache buffers, and
     /// IpcVariance's one shared chase buffer (0 for the other types).

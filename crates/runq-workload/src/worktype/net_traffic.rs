@@ -13,8 +13,9 @@
 //! the `send` call; a receive that blocked records from that stamp to
 //! running again with the whole message (a receive that found it waiting
 //! records nothing). A worker's work units are the bytes it moved (sent
-//! or received), its iterations the messages, so a group's work/s is
-//! bytes/s and its iterations/s messages/s.
+//! or received), its iterations its round trips (ping-pong) or messages
+//! (stream); [`net_figures`] turns them into the bytes and messages a
+//! second that arrived.
 
 use std::io;
 use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
@@ -97,8 +98,8 @@ pub const INFO: TypeInfo = TypeInfo {
     name: "NetTraffic",
     summary: "pairs of workers exchange stamped messages over TCP or UDP on loopback \
               (127.0.0.1), ping-pong or a one-way stream, through the kernel's network stack",
-    units: "one unit per byte sent or received (work/s is bytes/s), one iteration per message \
-            (iterations/s is messages/s)",
+    units: "one unit per byte sent or received; one iteration per round trip (ping_pong) or \
+            message (stream); the report adds the bytes/s and messages/s that arrived",
     wakes: Some(
         "a receive that blocked: from the sender's stamp, taken just before its send, to the \
          receiver running with the whole message (the loopback stack's time is in it)",

@@ -136,6 +136,18 @@ fn bad_input_is_one_line_and_exit_2() {
             &["run", "--work-type", "CgroupChurn", "--no-cgroups"],
             "needs one of its own",
         ),
+        (
+            &["run", "--work-type", "CgroupAttachStorm", "--no-cgroups"],
+            "CgroupAttachStorm moves tasks between cgroups and needs one of its own",
+        ),
+        (
+            &["run", "--work-type", "NetTraffic", "--param", "proto=udp", "--param", "msg_bytes=70000"],
+            "does not fit one UDP datagram",
+        ),
+        (
+            &["run", "--work-type", "WakeChain", "--param", "wake=signal"],
+            "unknown variant",
+        ),
     ];
     for (args, needle) in cases {
         let out = runq().args(*args).output().unwrap();
