@@ -38,6 +38,7 @@ impl NodeMap {
     }
 
     /// A map from `(cpu, node)` pairs.
+    #[cfg(test)]
     pub(crate) fn from_pairs(pairs: impl IntoIterator<Item = (usize, usize)>) -> NodeMap {
         NodeMap(pairs.into_iter().collect())
     }
