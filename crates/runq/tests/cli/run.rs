@@ -141,7 +141,15 @@ fn bad_input_is_one_line_and_exit_2() {
             "CgroupAttachStorm moves tasks between cgroups and needs one of its own",
         ),
         (
-            &["run", "--work-type", "NetTraffic", "--param", "proto=udp", "--param", "msg_bytes=70000"],
+            &[
+                "run",
+                "--work-type",
+                "NetTraffic",
+                "--param",
+                "proto=udp",
+                "--param",
+                "msg_bytes=70000",
+            ],
             "does not fit one UDP datagram",
         ),
         (

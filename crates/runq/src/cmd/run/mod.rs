@@ -298,10 +298,10 @@ fn single_group_scenario(
         .map_err(|e| exit::usage(format!("--policy: {e}")))?;
     // A type that works on its own cgroup (CgroupChurn,
     // CgroupAttachStorm) gets one named after it unless told otherwise.
-    let cgroup = args.cgroup.clone().or_else(|| {
-        (work.needs_own_cgroup() && !args.no_cgroups)
-            .then(|| work.name().to_string())
-    });
+    let cgroup = args
+        .cgroup
+        .clone()
+        .or_else(|| (work.needs_own_cgroup() && !args.no_cgroups).then(|| work.name().to_string()));
     let mut builder = ScenarioBuilder::new(work.name()).duration(duration);
     if let Some(cg) = &cgroup {
         builder = builder.cgroup(cg, Default::default());
