@@ -651,6 +651,10 @@ fn the_largest_parameters_still_stop_in_time() {
         ("Taobench", "miss_us=3600000000", "3"),
         ("Taobench", "cache_kb=262144", "3"),
         ("FutexPingPong", "spin_iters=1000000000000", "2"),
+        ("IrqWake", "period_us=3600000000", "2"),
+        ("IrqWake", "handler_iters=1000000000000", "2"),
+        ("NetTraffic", "msg_bytes=1048576", "2"),
+        ("NetTraffic", "spin_iters=1000000000000", "2"),
     ] {
         let out = runq()
             .args([
