@@ -126,7 +126,7 @@ fn cross_node_share_counts_migrations_between_nodes() {
         max_cross_node_migration_ratio: Some(0.25),
         ..Default::default()
     };
-    let out = cfg.evaluate_placement(&scn, &[a.clone()], true, &two);
+    let out = cfg.evaluate_placement(&scn, std::slice::from_ref(&a), true, &two);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].measured, 0.5);
     assert!(!out[0].pass);

@@ -186,12 +186,12 @@ impl WorkerBody for Body {
                 std::time::Duration::from_millis(10),
             ));
         }
-        if self.params.moves_per_s > 0 {
+        if let Some(gap_ns) = 1_000_000_000u64.checked_div(self.params.moves_per_s) {
             tel.plan(self.due_ns.saturating_sub(monotonic_ns()));
             if !super::timer_latency::sleep_until(self.due_ns) {
                 return 0;
             }
-            self.due_ns += 1_000_000_000 / self.params.moves_per_s;
+            self.due_ns += gap_ns;
         }
         let t0 = monotonic_ns();
         if let Err(e) = self.move_one() {
