@@ -8,6 +8,7 @@
 //! | `{ncpu}`, `{ncpu_x2}`, `{ncpu_x4}` | online CPUs, twice, four times |
 //! | `{ncpu_even}` | online CPUs rounded up to an even count (pairs) |
 //! | `{cpus}`, `{cpus_half}`, `{cpu_first}` | every online CPU, the first half (at least one), the first |
+//! | `{cpus_second_half}`, `{cpu_last}` | the CPUs after the first half (the only CPU on a host with one), the last |
 //! | `{llc_first}`, `{llc_last}` | the CPUs of the first and last last-level cache |
 //! | `{llc_first_ncpu}`, `{llc_last_ncpu}` | how many CPUs those are |
 
@@ -84,6 +85,45 @@ pub const CATALOG: &[CatalogScenario] = catalog![
     "wake_chain_contended",
     "priority_inversion",
     "sched_ext_opt_in",
+    // ktstr's custom scenario shapes (cpuset, nested, dynamic,
+    // interaction, stress, affinity, performance), written for runq.
+    "cpuset_disjoint",
+    "cpuset_overlap",
+    "cpuset_swap",
+    "cpuset_nested_narrowing",
+    "cpuset_single_cpu_crowd",
+    "cpuset_wake_isolated",
+    "cpuset_irq_isolated",
+    "nested_weights",
+    "nested_deep",
+    "nested_siblings_mixed",
+    "nested_churn_groups",
+    "nested_weight_inversion",
+    "dynamic_add_many",
+    "dynamic_remove_many",
+    "dynamic_add_remove_cycle",
+    "dynamic_weight_shift",
+    "dynamic_cpu_max_toggle",
+    "dynamic_cpuset_grow",
+    "interaction_pipe_chain_vs_spin",
+    "interaction_net_vs_spin",
+    "interaction_irq_vs_batch",
+    "interaction_io_vs_cpu",
+    "interaction_fanout_vs_yield",
+    "interaction_nice_split",
+    "stress_fork_exit",
+    "stress_attach_storm",
+    "stress_cgroup_churn_fast",
+    "stress_oversubscribed_mixed",
+    "stress_page_faults",
+    "stress_udp_stream",
+    "affinity_churn_vs_pinned",
+    "affinity_random_subsets",
+    "affinity_cross_churn",
+    "perf_throughput_even",
+    "perf_wake_chain_modes",
+    "perf_net_tcp_stream",
+    "perf_numa_cross",
 ];
 
 /// The ready-made scenario `name`.
@@ -114,6 +154,9 @@ impl HostShape {
         let list = |s: &BTreeSet<usize>| CpuListDisplay(s).to_string();
         let half: BTreeSet<usize> = self.cpus.iter().copied().take(n.div_ceil(2)).collect();
         let first: BTreeSet<usize> = self.cpus.iter().copied().take(1).collect();
+        let last: BTreeSet<usize> = self.cpus.iter().copied().next_back().into_iter().collect();
+        let rest: BTreeSet<usize> = self.cpus.difference(&half).copied().collect();
+        let second_half = if rest.is_empty() { last.clone() } else { rest };
         let all = vec![self.cpus.clone()];
         let llcs = if self.llcs.is_empty() {
             &all
@@ -129,6 +172,8 @@ impl HostShape {
             ("cpus", list(&self.cpus)),
             ("cpus_half", list(&half)),
             ("cpu_first", list(&first)),
+            ("cpus_second_half", list(&second_half)),
+            ("cpu_last", list(&last)),
             ("llc_first", list(llc_first)),
             ("llc_last", list(llc_last)),
             ("llc_first_ncpu", llc_first.len().to_string()),
@@ -235,6 +280,21 @@ mod tests {
             pairs.contains("workers = 12") && pairs.contains("workers = 4"),
             "{pairs}"
         );
+    }
+
+    #[test]
+    fn the_halves_split_the_cpus_and_a_lone_cpu_is_both() {
+        let text = "{cpus_half}|{cpus_second_half}|{cpu_last}";
+        let fit = |host: &HostShape| {
+            host.placeholders()
+                .iter()
+                .fold(text.to_string(), |t, (k, v)| {
+                    t.replace(&format!("{{{k}}}"), v)
+                })
+        };
+        assert_eq!(fit(&shape(5, &[])), "0-2|3-4|4");
+        assert_eq!(fit(&shape(2, &[])), "0|1|1");
+        assert_eq!(fit(&shape(1, &[])), "0|0|0");
     }
 
     #[test]

@@ -64,6 +64,17 @@ pub struct CheckConfig {
     /// `SCX_EV_DISPATCH_KEEP_LAST` events per second (ops.dispatch() gave
     /// a CPU nothing and its last task kept it), as above. Default: 100.
     pub max_scx_keep_last_rate: Option<f64>,
+    /// Every CPU a worker was seen on is in its cgroup's cpuset (see
+    /// [`placement`]); groups without a cpuset are not judged. Default: on.
+    pub cpuset_isolation: bool,
+    /// Coefficient of variation of the work rates of a group's workers
+    /// (within each role). Default: off.
+    pub max_throughput_cv: Option<f64>,
+    /// Minimum iterations per second of the slowest worker. Default: off.
+    pub min_iteration_rate: Option<f64>,
+    /// Share of a group's migrations that crossed NUMA nodes, 0..=1 (one
+    /// node: skipped). Default: off.
+    pub max_cross_node_migration_ratio: Option<f64>,
     /// Names of checks to turn off (e.g. `["max_gap_ms"]`).
     pub disable: Vec<String>,
 }
@@ -87,6 +98,10 @@ impl Default for CheckConfig {
             max_scx_rejected_tasks: Some(0),
             max_scx_fallback_rate: Some(1.0),
             max_scx_keep_last_rate: Some(100.0),
+            cpuset_isolation: true,
+            max_throughput_cv: None,
+            min_iteration_rate: None,
+            max_cross_node_migration_ratio: None,
             disable: Vec::new(),
         }
     }
@@ -199,6 +214,8 @@ enum Scope {
     /// On sched_ext's counters over the run, by
     /// [`crate::series::sched_ext`].
     SchedExt,
+    /// With the scenario and the host's topology, by [`placement`].
+    Placement,
 }
 
 /// One check: its name (in reports and `disable`), its bound taken from
@@ -221,7 +238,7 @@ const fn telemetry(measure: fn(&Observed) -> Option<f64>) -> Scope {
 }
 
 /// Every check, in the order results are reported.
-const CHECKS: [Check; 16] = [
+const CHECKS: [Check; 20] = [
     Check {
         name: "not_stuck",
         bound: |c| c.not_stuck.then_some(0.0),
@@ -342,6 +359,34 @@ const CHECKS: [Check; 16] = [
         range: Some((0.0, f64::MAX)),
         op: Op::AtMost,
         scope: Scope::SchedExt,
+    },
+    Check {
+        name: "max_throughput_cv",
+        bound: |c| c.max_throughput_cv,
+        range: Some((0.0, f64::MAX)),
+        op: Op::AtMost,
+        scope: telemetry(|o| rates::throughput_cv(&o.live)),
+    },
+    Check {
+        name: "min_iteration_rate",
+        bound: |c| c.min_iteration_rate,
+        range: Some((0.0, f64::MAX)),
+        op: Op::AtLeast,
+        scope: telemetry(|o| rates::slowest_iteration_rate(&o.live)),
+    },
+    Check {
+        name: "cpuset_isolation",
+        bound: |c| c.cpuset_isolation.then_some(0.0),
+        range: None,
+        op: Op::AtMost,
+        scope: Scope::Placement,
+    },
+    Check {
+        name: "max_cross_node_migration_ratio",
+        bound: |c| c.max_cross_node_migration_ratio,
+        range: Some((0.0, 1.0)),
+        op: Op::AtMost,
+        scope: Scope::Placement,
     },
 ];
 
@@ -483,7 +528,7 @@ impl CheckConfig {
             .collect()
     }
 
-    fn enabled<T>(&self, name: &str, v: Option<T>) -> Option<T> {
+    pub(crate) fn enabled<T>(&self, name: &str, v: Option<T>) -> Option<T> {
         v.filter(|_| !self.disable.iter().any(|d| d == name))
     }
 
@@ -666,6 +711,8 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
 pub mod cause;
 pub(crate) mod cpu_wait;
 mod explain;
+pub(crate) mod placement;
+mod rates;
 mod stuck;
 
 #[cfg(test)]

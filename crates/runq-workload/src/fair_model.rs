@@ -156,13 +156,51 @@ fn cgroup_entity_of(scn: &Scenario, name: &str, online: &BTreeSet<usize>) -> Fai
         .collect();
     let cpus = usable.intersection(&allowed).copied().collect();
     FairEntity {
-        weight: limits.weight.unwrap_or(100) as f64 / 100.0,
+        weight: effective_weight(scn, name),
         cpus,
         quota_cpus: limits
             .cpu_max
             .filter(|&(q, p)| q != UNLIMITED && p > 0)
             .map(|(q, p)| q as f64 / p as f64),
     }
+}
+
+/// `name` and the cgroups above it, outermost first: `a`, `a/b`, `a/b/c`.
+fn path_prefixes(name: &str) -> impl Iterator<Item = &str> {
+    name.match_indices('/')
+        .map(|(i, _)| &name[..i])
+        .chain(std::iter::once(name))
+}
+
+/// A cgroup's weight as the kernel applies it down a hierarchy: its
+/// outermost cgroup's weight (compared with the other top-level cgroups,
+/// as a flat scenario's weights are), times at each level below its
+/// share among the siblings there that hold workers. A light parent
+/// holding a heavy child thus weighs what the parent does.
+fn effective_weight(scn: &Scenario, name: &str) -> f64 {
+    let weight = |n: &str| {
+        let w = scn.cgroups.iter().find(|c| c.name == n);
+        w.and_then(|c| c.limits.weight).unwrap_or(100) as f64 / 100.0
+    };
+    let occupied: Vec<&str> = scn
+        .groups
+        .iter()
+        .filter_map(|g| g.cgroup.as_deref())
+        .collect();
+    let chain: Vec<&str> = path_prefixes(name).collect();
+    let mut effective = weight(chain[0]);
+    for depth in 1..chain.len() {
+        let siblings: BTreeSet<&str> = occupied
+            .iter()
+            .filter(|o| path_prefixes(o).nth(depth - 1) == Some(chain[depth - 1]))
+            .filter_map(|o| path_prefixes(o).nth(depth))
+            .collect();
+        let total: f64 = siblings.iter().map(|s| weight(s)).sum();
+        if total > 0.0 {
+            effective *= weight(chain[depth]) / total;
+        }
+    }
+    effective
 }
 
 /// The CPUs a lone worker may use.
@@ -302,6 +340,29 @@ mod tests {
         let m = model_from_run(&scn, &reports, None, &online).unwrap();
         assert_eq!(m.basis, "no cgroups: one share per runnable worker");
         assert_eq!(m.entities.len(), 2);
+    }
+
+    #[test]
+    fn nested_weights_are_the_parents_share_split_among_the_children() {
+        let scn = ScenarioBuilder::new("s")
+            .cgroup("light", weighted(50))
+            .cgroup("light/heavy", weighted(1000))
+            .cgroup("heavy", weighted(500))
+            .cgroup("heavy/light", weighted(10))
+            .cgroup("heavy/other", weighted(30))
+            .group("a", spin(), 1, Some("light/heavy"))
+            .group("b", spin(), 1, Some("heavy/light"))
+            .group("c", spin(), 1, Some("heavy/other"))
+            .build();
+        let w = |n: &str| effective_weight(&scn, n);
+        assert_eq!(w("light/heavy"), 0.5, "alone under its parent");
+        assert!((w("heavy/light") - 5.0 * 0.25).abs() < 1e-9);
+        assert!((w("heavy/other") - 5.0 * 0.75).abs() < 1e-9);
+        // The kernel's split, 1:10 between the parents, passes.
+        let reports = [report(0, 91, 909), report(1, 227, 773), report(2, 682, 318)];
+        let m = model_from_run(&scn, &reports, Some("cpu.weight"), &BTreeSet::from([0])).unwrap();
+        let res = fair_share_checks(&m, 0.5);
+        assert!(res.iter().all(|c| c.pass), "{res:?}");
     }
 
     #[test]

@@ -54,4 +54,4 @@ pub use spawn::{
     CloneMode, CustomContext, CustomWork, Freeze, Watchdog, Work, WorkSpec, WorkloadHandle,
 };
 pub use summary::{summarize_group, GroupSummary};
-pub use worktype::{taobench_ops, OpsFigures, WakeFigure, WorkType};
+pub use worktype::{net_figures, taobench_ops, NetFigures, OpsFigures, WakeFigure, WorkType};

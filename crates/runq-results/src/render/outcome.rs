@@ -102,6 +102,26 @@ fn ops_note(o: &RunOutcome, group_idx: usize, work_type: &str) -> String {
     })
 }
 
+/// NetTraffic's throughput: the bytes and messages a second that arrived
+/// (see `runq_workload::net_figures`); empty for the other types.
+fn net_note(o: &RunOutcome, group_idx: usize, work_type: &str) -> String {
+    if work_type != "NetTraffic" {
+        return String::new();
+    }
+    let live: Vec<&WorkerReport> = o
+        .reports
+        .iter()
+        .filter(|r| r.group_idx == group_idx && r.exit_info.is_none())
+        .collect();
+    runq_workload::net_figures(&live).map_or_else(String::new, |f| {
+        format!(
+            "; {}B/s and {} messages/s arrived",
+            fmt_rate(f.bytes_per_s),
+            fmt_rate(f.messages_per_s)
+        )
+    })
+}
+
 /// One line per marked group saying what its wake columns measure.
 fn render_wake_legend(out: &mut String, o: &RunOutcome) {
     for g in &o.groups {
@@ -112,7 +132,11 @@ fn render_wake_legend(out: &mut String, o: &RunOutcome) {
                 g.wake_figure.meaning(),
                 backlog(o, g.group_idx)
             ),
-            other => other.meaning().into(),
+            other => format!(
+                "{}{}",
+                other.meaning(),
+                net_note(o, g.group_idx, &g.work_type)
+            ),
         };
         if g.wake_total > 0 {
             let _ = writeln!(out, "* {}: {}: {note}", g.name, g.wake_figure.label());

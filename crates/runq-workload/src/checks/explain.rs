@@ -29,6 +29,7 @@ pub(super) fn explain(name: &str, o: &Observed<'_>) -> Option<String> {
                 .map(|r| r.work_units / crate::telemetry::CHECK_PERIOD_UNITS)
                 .sum::<u64>()
         )),
+        "max_throughput_cv" | "min_iteration_rate" => super::rates::explain(name, &o.live),
         "min_numa_locality" => Some(
             "share of each worker's pages on its busiest NUMA node; the lowest worker's".into(),
         ),

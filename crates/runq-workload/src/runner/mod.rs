@@ -475,6 +475,9 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         host_load.as_ref(),
     );
     let skipped_checks = judge_sched_ext(scn, series.as_ref(), run_ns, &mut checks);
+    let placed = matches!(placement, Placement::Cgroups { .. });
+    let nodes = crate::checks::placement::NodeMap::read(std::path::Path::new("/sys"));
+    checks.extend(scn.checks.evaluate_placement(scn, &reports, placed, &nodes));
     let failed = scheduler_death.is_some() || run_error.is_some();
     let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);
     Ok(RunOutcome {

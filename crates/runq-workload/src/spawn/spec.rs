@@ -19,19 +19,55 @@ pub enum CloneMode {
     Thread,
 }
 
-/// What a Custom worker's function is given.
+/// What a Custom worker's function is given: who it is, whether to stop,
+/// and a way to build its report.
 #[derive(Debug, Clone, Copy)]
 pub struct CustomContext {
     /// Index of the worker in its group.
     pub worker_idx: usize,
     /// Index of the group.
     pub group_idx: usize,
+    /// When the function was called (monotonic ns) and the thread's CPU
+    /// time then, for [`Self::report`].
+    pub(crate) started: (u64, u64),
 }
 
 impl CustomContext {
+    /// The context of worker `worker_idx` of group `group_idx`, its
+    /// clocks started now.
+    pub(crate) fn start(worker_idx: usize, group_idx: usize) -> Self {
+        let clocks = (
+            runq_kernel::clock::monotonic_ns(),
+            runq_kernel::clock::thread_cpu_ns(),
+        );
+        CustomContext {
+            worker_idx,
+            group_idx,
+            started: clocks,
+        }
+    }
+
     /// True once the worker has been told to stop (poll it in your loop).
     pub fn stop_requested(&self) -> bool {
         crate::stop::stop_requested()
+    }
+
+    /// A report of `work_units` and `iterations` done since the function
+    /// was called, with its wall time, its thread's CPU time and the time
+    /// it spent off CPU filled in (what `min_work_rate`-style figures and
+    /// the report's rates are computed from); return it from `run`.
+    pub fn report(&self, work_units: u64, iterations: u64) -> WorkerReport {
+        let wall = runq_kernel::clock::monotonic_ns().saturating_sub(self.started.0);
+        let cpu = runq_kernel::clock::thread_cpu_ns().saturating_sub(self.started.1);
+        WorkerReport {
+            tid: runq_kernel::clock::gettid(),
+            work_units,
+            iterations,
+            wall_time_ns: wall,
+            cpu_time_ns: cpu,
+            off_cpu_ns: wall.saturating_sub(cpu),
+            ..Default::default()
+        }
     }
 }
 
@@ -133,11 +169,15 @@ impl WorkSpec {
 
 /// Built-in types whose workers can run as threads: every type whose body
 /// owns its resources outright. ForkExit stays a process: forking from a
-/// thread of the runq process would copy runq itself. CgroupChurn too: a
-/// thread cannot leave the runq process's cgroup for one of its own.
+/// thread of the runq process would copy runq itself, as would
+/// CgroupAttachStorm's victims. CgroupChurn too: a thread cannot leave
+/// the runq process's cgroup for one of its own.
 pub fn thread_capable(work: &Work) -> bool {
     match work {
         Work::Custom(_) => true,
-        Work::Builtin(t) => !matches!(t, WorkType::ForkExit(_) | WorkType::CgroupChurn(_)),
+        Work::Builtin(t) => !matches!(
+            t,
+            WorkType::ForkExit(_) | WorkType::CgroupChurn(_) | WorkType::CgroupAttachStorm(_)
+        ),
     }
 }

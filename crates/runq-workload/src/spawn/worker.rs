@@ -53,10 +53,7 @@ pub(super) fn run_worker(
 ) -> WorkerReport {
     let mut report = match (&spec.work, body) {
         (Work::Custom(c), _) => {
-            let mut r = (c.run)(&CustomContext {
-                worker_idx: idx,
-                group_idx: spec.group_idx,
-            });
+            let mut r = (c.run)(&CustomContext::start(idx, spec.group_idx));
             r.completed = true;
             if r.tid == 0 {
                 r.tid = runq_kernel::clock::gettid();

@@ -1,8 +1,10 @@
 //! CgroupChurn (ktstr's nested task move): each worker moves itself
-//! between two leaf cgroups, `churn-a` and `churn-b`, made under its own
-//! group's cgroup in every hierarchy runq placed it in (the v2 unified
-//! one and, on hybrid hosts, the v1 `cpu` and `cpuset` ones), then spins.
-//! Every iteration is a cgroup migration of a running task.
+//! round `groups` leaf cgroups (`churn-a`, `churn-b`, ...), made under its
+//! own group's cgroup in every hierarchy runq placed it in (the v2 unified
+//! one and, on hybrid hosts, the v1 `cpu` and `cpuset` ones), and spins
+//! between moves. With `cycle_ms = 0` every iteration is a move (a cgroup
+//! migration of a running task); otherwise a worker moves once per
+//! `cycle_ms`, so a lap of the leaves takes `groups × cycle_ms`.
 //!
 //! The worker learns its cgroup from `/proc/self/cgroup` on its first
 //! iteration. Every worker of the group creates the leaves, an existing
@@ -15,26 +17,60 @@
 use std::path::{Path, PathBuf};
 
 use runq_kernel::cgroup::{create_child_cgroup, CgroupLayout, Hierarchy, RUNQ_PARENT};
+use runq_kernel::clock::monotonic_ns;
+use serde::{Deserialize, Serialize};
 
-use super::{independent, PreparedWork, SpinParams, TypeInfo, WorkerBody};
+use super::ranges::{ParamRange, MAX_ITERS, MAX_MS};
+use super::{independent, PreparedWork, TypeInfo, WorkerBody};
 use crate::telemetry::Telemetry;
+
+/// CgroupChurn parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// Spin units per iteration.
+    pub spin_iters: u64,
+    /// Leaf cgroups each worker moves round, 2 to 26.
+    pub groups: u64,
+    /// Time between a worker's moves, ms; 0: a move every iteration.
+    pub cycle_ms: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            spin_iters: 1024,
+            groups: 2,
+            cycle_ms: 0,
+        }
+    }
+}
 
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
     name: "CgroupChurn",
-    summary: "each worker moves itself between two child cgroups (churn-a, churn-b) of its \
-              group's cgroup every iteration, in every hierarchy it was placed in; needs the \
-              group to have a cgroup (processes only)",
-    units: "spin_iters units per move (at least 1)",
+    summary: "each worker moves itself round `groups` child cgroups (churn-a, churn-b, ...) of \
+              its group's cgroup, every iteration or once per cycle_ms, in every hierarchy it \
+              was placed in; needs the group to have a cgroup (processes only)",
+    units: "spin_iters units per iteration (at least 1); a move every iteration at cycle_ms = 0",
     wakes: None,
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::None,
-    params: super::ranges::SPIN,
+    params: &[
+        ParamRange::new("spin_iters", 0, MAX_ITERS),
+        ParamRange::new("groups", 2, LEAF_NAMES.len() as i64),
+        ParamRange::new("cycle_ms", 0, MAX_MS),
+    ],
     needs: super::HostNeed::Nothing,
 };
 
-/// The two leaves each worker alternates between.
-const LEAVES: [&str; 2] = ["churn-a", "churn-b"];
+/// The leaves' names; a worker uses the first `groups`.
+const LEAF_NAMES: [&str; 26] = [
+    "churn-a", "churn-b", "churn-c", "churn-d", "churn-e", "churn-f", "churn-g", "churn-h",
+    "churn-i", "churn-j", "churn-k", "churn-l", "churn-m", "churn-n", "churn-o", "churn-p",
+    "churn-q", "churn-r", "churn-s", "churn-t", "churn-u", "churn-v", "churn-w", "churn-x",
+    "churn-y", "churn-z",
+];
 
 /// One line of `/proc/self/cgroup`: the v1 controllers (`None` for the v2
 /// unified hierarchy) and the path below the hierarchy's root.
@@ -79,23 +115,29 @@ fn placed_dirs(memberships: &[Membership<'_>], layout: &CgroupLayout) -> Vec<(Hi
         .collect()
 }
 
-/// Finds the worker's group cgroups and makes the two leaves under each:
-/// per hierarchy, the leaves' directories.
-fn make_leaves() -> Result<Vec<[PathBuf; 2]>, String> {
+/// The runq cgroups (hierarchy and directory) the calling process is in;
+/// `who` names the type in the error when it is in none.
+pub(super) fn own_group_dirs(who: &str) -> Result<Vec<(Hierarchy, PathBuf)>, String> {
     let text = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("CgroupChurn: /proc/self/cgroup: {e}"))?;
-    let layout = CgroupLayout::detect().map_err(|e| format!("CgroupChurn: {e}"))?;
+        .map_err(|e| format!("{who}: /proc/self/cgroup: {e}"))?;
+    let layout = CgroupLayout::detect().map_err(|e| format!("{who}: {e}"))?;
     let dirs = placed_dirs(&parse_memberships(&text), &layout);
     if dirs.is_empty() {
-        return Err(
-            "CgroupChurn: the worker is in no runq cgroup (the group needs a cgroup, \
-                    root, and no --no-cgroups), so it spun without moving"
-                .into(),
-        );
+        return Err(format!(
+            "{who}: the worker is in no runq cgroup (the group needs a cgroup, root, and no \
+             --no-cgroups)"
+        ));
     }
+    Ok(dirs)
+}
+
+/// Finds the worker's group cgroups and makes `groups` leaves under each:
+/// per hierarchy, the leaves' directories.
+fn make_leaves(groups: usize) -> Result<Vec<Vec<PathBuf>>, String> {
+    let dirs = own_group_dirs("CgroupChurn").map_err(|e| format!("{e}, so it spun in place"))?;
     dirs.iter()
         .map(|(h, dir)| {
-            let leaves = LEAVES.map(|leaf| dir.join(leaf));
+            let leaves: Vec<PathBuf> = LEAF_NAMES[..groups].iter().map(|l| dir.join(l)).collect();
             for leaf in &leaves {
                 create_child_cgroup(h, leaf).map_err(|e| format!("CgroupChurn: {e}"))?;
             }
@@ -104,18 +146,23 @@ fn make_leaves() -> Result<Vec<[PathBuf; 2]>, String> {
         .collect()
 }
 
-/// Moves the calling process into the cgroup `dir`.
-fn move_into(dir: &Path) -> Result<(), String> {
+/// Moves process `pid` into the cgroup `dir` (a `cgroup.procs` write);
+/// `who` names the type in the error.
+pub(super) fn move_into(dir: &Path, pid: u32, who: &str) -> Result<(), String> {
     let procs = dir.join("cgroup.procs");
-    std::fs::write(&procs, std::process::id().to_string())
-        .map_err(|e| format!("CgroupChurn: moving into {}: {e}", procs.display()))
+    std::fs::write(&procs, pid.to_string())
+        .map_err(|e| format!("{who}: moving {pid} into {}: {e}", procs.display()))
 }
 
 struct Body {
     spin: u64,
-    /// Per hierarchy, the two leaves; `None` before the first iteration.
-    leaves: Option<Vec<[PathBuf; 2]>>,
-    /// The leaf (0 or 1) the next move goes to.
+    groups: usize,
+    cycle_ns: u64,
+    /// When the next move is due (monotonic ns; 0: at once).
+    due_ns: u64,
+    /// Per hierarchy, the leaves; `None` before the first iteration.
+    leaves: Option<Vec<Vec<PathBuf>>>,
+    /// The leaf the next move goes to.
     next: usize,
     /// The first failure to set up or move; the worker spins on.
     error: Option<String>,
@@ -124,25 +171,34 @@ struct Body {
 impl Body {
     /// Moves to the next leaf in every hierarchy.
     fn move_on(&mut self) {
+        let groups = self.groups;
         let leaves = self.leaves.get_or_insert_with(|| {
-            make_leaves().unwrap_or_else(|e| {
+            make_leaves(groups).unwrap_or_else(|e| {
                 self.error.get_or_insert(e);
                 Vec::new()
             })
         });
-        for pair in leaves.iter() {
-            if let Err(e) = move_into(&pair[self.next]) {
+        for ring in leaves.iter() {
+            if let Err(e) = move_into(&ring[self.next], std::process::id(), "CgroupChurn") {
                 self.error.get_or_insert(e);
             }
         }
-        self.next ^= 1;
+        self.next = (self.next + 1) % self.groups;
     }
 }
 
 impl WorkerBody for Body {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        self.move_on();
+        if self.cycle_ns == 0 {
+            self.move_on();
+        } else {
+            let now = monotonic_ns();
+            if now >= self.due_ns {
+                self.move_on();
+                self.due_ns = now + self.cycle_ns;
+            }
+        }
         tel.spin(self.spin)
     }
 
@@ -152,11 +208,14 @@ impl WorkerBody for Body {
 }
 
 /// Builds the per-worker bodies.
-pub fn prepare(p: &SpinParams) -> Box<dyn PreparedWork> {
-    let spin = p.spin_iters;
+pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
+    let (spin, groups, cycle_ns) = (p.spin_iters, p.groups as usize, p.cycle_ms * 1_000_000);
     independent(move |_| {
         Ok(Box::new(Body {
             spin,
+            groups,
+            cycle_ns,
+            due_ns: 0,
             leaves: None,
             next: 0,
             error: None,
@@ -224,6 +283,23 @@ mod tests {
             ]
             .map(PathBuf::from)
         );
+    }
+
+    #[test]
+    fn group_count_and_cycle_are_parameters_with_ranges() {
+        let t = crate::WorkType::from_name("CgroupChurn").unwrap();
+        let set = |k: &str, v: &str| t.with_params(&[(k.into(), v.into())]);
+        let t2 = set("groups", "5").unwrap();
+        assert_eq!(
+            t2,
+            crate::WorkType::CgroupChurn(Params {
+                groups: 5,
+                ..Params::default()
+            })
+        );
+        assert!(set("groups", "1").is_err(), "a ring of one moves nowhere");
+        assert!(set("groups", "27").is_err(), "26 leaf names");
+        assert!(set("cycle_ms", "250").is_ok());
     }
 
     #[test]

@@ -35,6 +35,14 @@ pub enum WakeFigure {
     /// The time across an I/O call (`pread`, `fdatasync`): the device's
     /// and the file system's time with any wakeup in it.
     IoLatency,
+    /// From a message's sender stamp, taken just before its `send`, to
+    /// the receiver running with the whole message, for receives that
+    /// blocked (NetTraffic): the network stack's time with the wakeup in
+    /// it.
+    MessageLatency,
+    /// The time across the `cgroup.procs` writes that move a task
+    /// (CgroupAttachStorm): the kernel's cgroup migration, not a wakeup.
+    AttachTime,
     /// The type takes no latency sample; its groups show none.
     None,
 }
@@ -51,6 +59,8 @@ impl WakeFigure {
             WakeFigure::QueueWait => "queue wait",
             WakeFigure::YieldWait => "yield wait",
             WakeFigure::IoLatency => "I/O call latency",
+            WakeFigure::MessageLatency => "message latency",
+            WakeFigure::AttachTime => "cgroup attach time",
             WakeFigure::None => "no latency figure",
         }
     }
@@ -73,6 +83,14 @@ impl WakeFigure {
             WakeFigure::QueueWait => "from an item's enqueue to its dequeue; not only a wakeup",
             WakeFigure::YieldWait => "the time across sched_yield(); not a wakeup",
             WakeFigure::IoLatency => "the time across the I/O call; not a wakeup",
+            WakeFigure::MessageLatency => {
+                "from the sender's stamp just before send() to the receiver running with the \
+                 whole message, for receives that blocked: the network stack's time and the \
+                 wakeup"
+            }
+            WakeFigure::AttachTime => {
+                "the time across the cgroup.procs writes moving a task; not a wakeup"
+            }
             WakeFigure::None => "the type takes no latency sample",
         }
     }
@@ -126,5 +144,8 @@ mod tests {
         assert_eq!(figure("IoSyncWrite"), WakeFigure::IoLatency);
         assert_eq!(figure("PriorityInversion"), WakeFigure::LockWait);
         assert_eq!(figure("IdleChurn"), WakeFigure::SleepOvershoot);
+        assert_eq!(figure("IrqWake"), WakeFigure::Latency);
+        assert_eq!(figure("NetTraffic"), WakeFigure::MessageLatency);
+        assert_eq!(figure("CgroupAttachStorm"), WakeFigure::AttachTime);
     }
 }

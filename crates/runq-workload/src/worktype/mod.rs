@@ -12,6 +12,7 @@ mod bursty;
 mod cache_pipe;
 mod cache_pressure;
 mod cache_yield;
+mod cgroup_attach_storm;
 mod cgroup_churn;
 mod churn;
 mod cross_affinity;
@@ -25,8 +26,10 @@ mod futex_ping_pong;
 mod idle_churn;
 mod io_mix;
 mod io_sync_write;
+mod irq_wake;
 pub(crate) mod locks;
 mod mixed;
+mod net_traffic;
 mod numa;
 mod page_fault_churn;
 mod pipe_io;
@@ -56,6 +59,8 @@ pub use alu::{AluParams, IpcParams};
 pub use bursty::Params as BurstyParams;
 pub use cache_pipe::Params as CachePipeParams;
 pub use cache_pressure::Params as CachePressureParams;
+pub use cgroup_attach_storm::Params as CgroupAttachStormParams;
+pub use cgroup_churn::Params as CgroupChurnParams;
 pub use churn::NiceSweepParams;
 pub use epoll_storm::Params as EpollStormParams;
 pub use fan_out_types::{FanOutComputeParams, ThunderingHerdParams};
@@ -63,7 +68,11 @@ pub use fork_exit::Params as ForkExitParams;
 pub use idle_churn::Params as IdleChurnParams;
 pub use io_mix::Params as IoMixParams;
 pub use io_sync_write::Params as IoSyncWriteParams;
+pub use irq_wake::Params as IrqWakeParams;
 pub use locks::{InversionParams, MutexParams};
+pub use net_traffic::{
+    net_figures, Mode as NetMode, NetFigures, Params as NetTrafficParams, Proto as NetProto,
+};
 pub use numa::{ChurnParams as NumaChurnParams, SweepParams as NumaSweepParams};
 pub use page_fault_churn::Params as PageFaultChurnParams;
 pub use pipe_io::Params as PipeIoParams;
@@ -74,6 +83,7 @@ pub use schbench::Params as SchbenchParams;
 pub use sequence::{Params as SequenceParams, Phase, PhaseKind};
 pub use taobench::{ops_figures as taobench_ops, OpsFigures, Params as TaobenchParams};
 pub use timer_latency::Params as TimerLatencyParams;
+pub use wake_chain::{Params as WakeChainParams, WakeMode};
 pub use yield_heavy::Params as YieldHeavyParams;
 
 use std::path::Path;
@@ -167,7 +177,7 @@ fn independent(
 
 /// Parameters of the types whose one knob is a spin burst per iteration
 /// (SpinWait, Mixed, FutexPingPong, FutexFanOut, AffinityChurn,
-/// PolicyChurn, WakeChain).
+/// PolicyChurn).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SpinParams {
@@ -414,7 +424,16 @@ impl WorkType {
         }
     }
 
-    /// Checks that `workers` suits this type.
+    /// True for the types that make child cgroups under their group's
+    /// cgroup (CgroupChurn, CgroupAttachStorm): a group of them needs a
+    /// cgroup of its own.
+    pub fn needs_own_cgroup(&self) -> bool {
+        matches!(
+            self,
+            WorkType::CgroupChurn(_) | WorkType::CgroupAttachStorm(_)
+        )
+    }
+
     /// The memory a group of `workers` of this type maps for its buffers,
     /// with the parameter that sets it: per-worker cache buffers, and
     /// IpcVariance's one shared chase buffer (0 for the other types).

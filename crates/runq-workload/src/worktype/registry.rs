@@ -9,11 +9,11 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    alu, bursty, cache_pipe, cache_pressure, cache_yield, cgroup_churn, churn, cross_affinity,
-    epoll_storm, fan_out_types, fork_exit, futex_ping_pong, idle_churn, io_mix, io_sync_write,
-    locks, mixed, numa, page_fault_churn, pipe_io, preempt, producer_consumer, request_rate,
-    schbench, sequence, signal_storm, smt, spin_wait, taobench, timer_latency, wake_chain,
-    yield_heavy, PreparedWork, SpinParams, TypeInfo,
+    alu, bursty, cache_pipe, cache_pressure, cache_yield, cgroup_attach_storm, cgroup_churn, churn,
+    cross_affinity, epoll_storm, fan_out_types, fork_exit, futex_ping_pong, idle_churn, io_mix,
+    io_sync_write, irq_wake, locks, mixed, net_traffic, numa, page_fault_churn, pipe_io, preempt,
+    producer_consumer, request_rate, schbench, sequence, signal_storm, smt, spin_wait, taobench,
+    timer_latency, wake_chain, yield_heavy, PreparedWork, SpinParams, TypeInfo,
 };
 
 /// Builds a group's shared resources from the parameters and the worker
@@ -220,8 +220,8 @@ work_types! {
         check: no_check,
         prepare: |p, _| Ok(timer_latency::prepare(p)),
     }
-    /// A ring of workers passing a token.
-    WakeChain(SpinParams) {
+    /// A ring of workers passing a token (futex or pipe wakeups).
+    WakeChain(wake_chain::Params) {
         info: wake_chain::INFO,
         check: no_check,
         prepare: wake_chain::prepare,
@@ -322,8 +322,8 @@ work_types! {
         check: no_check,
         prepare: request_rate::prepare,
     }
-    /// Moves itself between two child cgroups of its group's cgroup.
-    CgroupChurn(SpinParams) {
+    /// Moves itself round child cgroups of its group's cgroup.
+    CgroupChurn(cgroup_churn::Params) {
         info: cgroup_churn::INFO,
         check: no_check,
         prepare: |p, _| Ok(cgroup_churn::prepare(p)),
@@ -341,5 +341,23 @@ work_types! {
         info: taobench::INFO,
         check: taobench::check,
         prepare: taobench::prepare,
+    }
+    /// Pairs exchanging messages over TCP or UDP on loopback.
+    NetTraffic(net_traffic::Params) {
+        info: net_traffic::INFO,
+        check: net_traffic::Params::validate,
+        prepare: net_traffic::prepare,
+    }
+    /// A periodic timerfd standing in for a device interrupt.
+    IrqWake(irq_wake::Params) {
+        info: irq_wake::INFO,
+        check: no_check,
+        prepare: |p, _| Ok(irq_wake::prepare(p)),
+    }
+    /// Moves child tasks round cgroups it made, at a rate.
+    CgroupAttachStorm(cgroup_attach_storm::Params) {
+        info: cgroup_attach_storm::INFO,
+        check: no_check,
+        prepare: |p, _| Ok(cgroup_attach_storm::prepare(p)),
     }
 }

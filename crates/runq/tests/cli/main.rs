@@ -9,6 +9,7 @@
 mod common;
 
 mod bench;
+mod breadth;
 
 mod catalog;
 mod closed_pipe;

@@ -136,6 +136,26 @@ fn bad_input_is_one_line_and_exit_2() {
             &["run", "--work-type", "CgroupChurn", "--no-cgroups"],
             "needs one of its own",
         ),
+        (
+            &["run", "--work-type", "CgroupAttachStorm", "--no-cgroups"],
+            "CgroupAttachStorm moves tasks between cgroups and needs one of its own",
+        ),
+        (
+            &[
+                "run",
+                "--work-type",
+                "NetTraffic",
+                "--param",
+                "proto=udp",
+                "--param",
+                "msg_bytes=70000",
+            ],
+            "does not fit one UDP datagram",
+        ),
+        (
+            &["run", "--work-type", "WakeChain", "--param", "wake=signal"],
+            "unknown variant",
+        ),
     ];
     for (args, needle) in cases {
         let out = runq().args(*args).output().unwrap();
@@ -631,6 +651,10 @@ fn the_largest_parameters_still_stop_in_time() {
         ("Taobench", "miss_us=3600000000", "3"),
         ("Taobench", "cache_kb=262144", "3"),
         ("FutexPingPong", "spin_iters=1000000000000", "2"),
+        ("IrqWake", "period_us=3600000000", "2"),
+        ("IrqWake", "handler_iters=1000000000000", "2"),
+        ("NetTraffic", "msg_bytes=1048576", "2"),
+        ("NetTraffic", "spin_iters=1000000000000", "2"),
     ] {
         let out = runq()
             .args([

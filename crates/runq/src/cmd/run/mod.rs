@@ -94,8 +94,9 @@ pub struct RunArgs {
     pub duration: Option<Duration>,
     /// Place the group in this cgroup, relative to runq's own parent
     /// (`runq/<run-id>/PATH`). Needs root; exits 77 without it.
-    /// CgroupChurn, which moves between children of its group's cgroup,
-    /// gets one named after it when root, unless `--no-cgroups`.
+    /// CgroupChurn and CgroupAttachStorm, which make children of their
+    /// group's cgroup, get one named after the type when root, unless
+    /// `--no-cgroups`.
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<String>,
     /// Never create cgroups, even when permitted.
@@ -295,12 +296,12 @@ fn single_group_scenario(
         .map(runq_workload::scenario_file::parse_policy)
         .transpose()
         .map_err(|e| exit::usage(format!("--policy: {e}")))?;
-    // A type that works on its own cgroup (CgroupChurn) gets one named
-    // after it unless told otherwise.
-    let cgroup = args.cgroup.clone().or_else(|| {
-        (matches!(work, WorkType::CgroupChurn(_)) && !args.no_cgroups)
-            .then(|| work.name().to_string())
-    });
+    // A type that works on its own cgroup (CgroupChurn,
+    // CgroupAttachStorm) gets one named after it unless told otherwise.
+    let cgroup = args
+        .cgroup
+        .clone()
+        .or_else(|| (work.needs_own_cgroup() && !args.no_cgroups).then(|| work.name().to_string()));
     let mut builder = ScenarioBuilder::new(work.name()).duration(duration);
     if let Some(cg) = &cgroup {
         builder = builder.cgroup(cg, Default::default());
@@ -402,19 +403,22 @@ fn listing(args: &RunArgs) -> anyhow::Result<Option<String>> {
         .transpose()
 }
 
-/// CgroupChurn moves its workers between cgroups of its own group's
-/// cgroup: without cgroups it cannot do what it is for, so the run is
-/// refused before it starts (it used to run its whole duration and FAIL
-/// `setup_applied`).
+/// CgroupChurn and CgroupAttachStorm move tasks between child cgroups of
+/// their group's cgroup: without cgroups they cannot do what they are
+/// for, so the run is refused before it starts (CgroupChurn used to run
+/// its whole duration and FAIL `setup_applied`).
 fn refuse_churn_without_cgroups(scn: &Scenario, mode: CgroupMode) -> anyhow::Result<()> {
     let churn = scn.groups.iter().find(|g| {
-        g.work.name() == "CgroupChurn" && (mode == CgroupMode::Off || g.cgroup.is_none())
+        g.custom.is_none()
+            && g.work.needs_own_cgroup()
+            && (mode == CgroupMode::Off || g.cgroup.is_none())
     });
     match churn {
         Some(g) => Err(exit::usage(format!(
-            "group {}: CgroupChurn moves its workers between cgroups and needs one of its own; \
+            "group {}: {} moves tasks between cgroups and needs one of its own; \
              drop --no-cgroups, or give the group a cgroup in the scenario",
-            g.name
+            g.name,
+            g.work.name()
         ))),
         None => Ok(()),
     }

@@ -1,0 +1,220 @@
+//! Checks on where a group's workers ran, judged with the scenario and
+//! the host's topology rather than the reports alone:
+//!
+//! - `cpuset_isolation`: every CPU a worker was seen on (its `cpus_used`,
+//!   read at each checkpoint) is one its cgroup's cpuset allowed at some
+//!   point of the run: the union of the cpusets its cgroup had (at
+//!   creation and after every step), intersected over the cgroup and its
+//!   ancestors. Groups without a cpuset are not judged.
+//! - `max_cross_node_migration_ratio`: the share of a group's migrations
+//!   (CPU changes seen between checkpoints) whose two CPUs are on
+//!   different NUMA nodes. A host with one node cannot cross one, so the
+//!   check says it skipped and why.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::{CheckConfig, CheckResult, Op};
+use crate::report::WorkerReport;
+use crate::scenario::{GroupSpec, Scenario, StepAction};
+use crate::spawn::CloneMode;
+use runq_kernel::cpulist::CpuListDisplay;
+
+/// Which NUMA node each CPU is on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct NodeMap(BTreeMap<usize, usize>);
+
+impl NodeMap {
+    /// The live host's map, from sysfs under `sys_root`.
+    pub(crate) fn read(sys_root: &Path) -> NodeMap {
+        use runq_kernel::topology::{node_cpus, numa_nodes};
+        let mut map = BTreeMap::new();
+        for node in numa_nodes(sys_root) {
+            for cpu in node_cpus(sys_root, node) {
+                map.insert(cpu, node);
+            }
+        }
+        NodeMap(map)
+    }
+
+    /// A map from `(cpu, node)` pairs.
+    #[cfg(test)]
+    pub(crate) fn from_pairs(pairs: impl IntoIterator<Item = (usize, usize)>) -> NodeMap {
+        NodeMap(pairs.into_iter().collect())
+    }
+
+    /// How many nodes hold a CPU (1 when sysfs said nothing).
+    pub(crate) fn nodes(&self) -> usize {
+        self.0.values().collect::<BTreeSet<_>>().len().max(1)
+    }
+}
+
+/// The CPUs a worker in cgroup `cgroup` may have run on over the run;
+/// `None` when neither it nor an ancestor ever had a cpuset.
+pub(crate) fn allowed_cpus(scn: &Scenario, cgroup: &str) -> Option<BTreeSet<usize>> {
+    let chain = cgroup
+        .match_indices('/')
+        .map(|(i, _)| &cgroup[..i])
+        .chain([cgroup]);
+    chain
+        .filter_map(|name| {
+            let initial = scn
+                .cgroups
+                .iter()
+                .filter(|c| c.name == name)
+                .filter_map(|c| c.limits.cpuset.clone());
+            let stepped = scn.steps.iter().filter_map(|s| match &s.action {
+                StepAction::SetLimits { cgroup, limits } if cgroup == name => limits.cpuset.clone(),
+                _ => None,
+            });
+            initial.chain(stepped).reduce(|a, b| &a | &b)
+        })
+        .reduce(|a, b| &a & &b)
+}
+
+/// The workers seen on a CPU outside `allowed`: tid and those CPUs.
+fn outside(reports: &[&WorkerReport], allowed: &BTreeSet<usize>) -> Vec<(u32, BTreeSet<usize>)> {
+    reports
+        .iter()
+        .filter_map(|r| {
+            let out: BTreeSet<usize> = r.cpus_used.difference(allowed).copied().collect();
+            (!out.is_empty()).then_some((r.tid, out))
+        })
+        .collect()
+}
+
+/// `cpuset_isolation` on one group, or `None` when there is nothing to
+/// judge; `placed`: the run had its cgroups.
+fn cpuset_result(
+    scn: &Scenario,
+    g: &GroupSpec,
+    reports: &[&WorkerReport],
+    placed: bool,
+) -> Option<CheckResult> {
+    if g.custom.is_some() || g.clone_mode == CloneMode::Thread {
+        return None;
+    }
+    let allowed = allowed_cpus(scn, g.cgroup.as_deref()?)?;
+    let mut r = result("cpuset_isolation", &g.name, 0.0, Op::AtMost, 0.0);
+    if !placed {
+        r.detail = Some("skipped: the run had no cgroups, so no cpuset applied".into());
+        return Some(r);
+    }
+    let seen = outside(reports, &allowed);
+    r.measured = seen.len() as f64;
+    r.pass = seen.is_empty();
+    let allowed = CpuListDisplay(&allowed).to_string();
+    r.detail = Some(match seen.first() {
+        None => format!("every CPU seen at a checkpoint was in the cpuset ({allowed})"),
+        Some((tid, cpus)) => format!(
+            "worker {tid} ran on CPU {} outside its cpuset {allowed}{}",
+            CpuListDisplay(cpus),
+            match seen.len() {
+                1 => String::new(),
+                n => format!(" ({} more workers did too)", n - 1),
+            }
+        ),
+    });
+    Some(r)
+}
+
+/// Migrations whose CPUs are on different nodes, and migrations whose
+/// nodes are both known, over the reports' recorded migrations.
+pub(crate) fn cross_node_migrations(reports: &[&WorkerReport], nodes: &NodeMap) -> (u64, u64) {
+    let node = |cpu: usize| nodes.0.get(&cpu);
+    let mut cross = 0;
+    let mut known = 0;
+    for m in reports.iter().flat_map(|r| &r.migrations) {
+        if let (Some(a), Some(b)) = (node(m.from_cpu), node(m.to_cpu)) {
+            known += 1;
+            cross += u64::from(a != b);
+        }
+    }
+    (cross, known)
+}
+
+/// `max_cross_node_migration_ratio` on one group.
+fn cross_node_result(
+    bound: f64,
+    g: &GroupSpec,
+    reports: &[&WorkerReport],
+    nodes: &NodeMap,
+) -> Option<CheckResult> {
+    if g.custom.is_some() {
+        return None;
+    }
+    let mut r = result(
+        "max_cross_node_migration_ratio",
+        &g.name,
+        0.0,
+        Op::AtMost,
+        bound,
+    );
+    if nodes.nodes() < 2 {
+        r.detail = Some(format!(
+            "skipped: this host has {} NUMA node, so no migration can cross one",
+            nodes.nodes()
+        ));
+        return Some(r);
+    }
+    let (cross, known) = cross_node_migrations(reports, nodes);
+    r.measured = if known == 0 {
+        0.0
+    } else {
+        cross as f64 / known as f64
+    };
+    r.pass = r.measured <= bound;
+    r.detail = Some(format!(
+        "{cross} of {known} migrations seen between checkpoints crossed NUMA nodes"
+    ));
+    Some(r)
+}
+
+fn result(name: &str, group: &str, measured: f64, op: Op, bound: f64) -> CheckResult {
+    CheckResult {
+        name: name.into(),
+        group: group.into(),
+        measured,
+        op,
+        bound,
+        pass: true,
+        detail: None,
+        cause: None,
+    }
+}
+
+impl CheckConfig {
+    /// The placement checks of every group: `placed` says the run had
+    /// its cgroups, `nodes` is the host's CPU-to-node map.
+    pub(crate) fn evaluate_placement(
+        &self,
+        scn: &Scenario,
+        reports: &[WorkerReport],
+        placed: bool,
+        nodes: &NodeMap,
+    ) -> Vec<CheckResult> {
+        let isolation = self.enabled("cpuset_isolation", self.cpuset_isolation.then_some(()));
+        let cross = self.enabled(
+            "max_cross_node_migration_ratio",
+            self.max_cross_node_migration_ratio,
+        );
+        let mut out = Vec::new();
+        for (i, g) in scn.groups.iter().enumerate() {
+            let mine: Vec<&WorkerReport> = reports
+                .iter()
+                .filter(|r| r.group_idx == i && r.exit_info.is_none())
+                .collect();
+            if isolation.is_some() {
+                out.extend(cpuset_result(scn, g, &mine, placed));
+            }
+            if let Some(bound) = cross {
+                out.extend(cross_node_result(bound, g, &mine, nodes));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+#[path = "placement_tests.rs"]
+mod tests;
