@@ -6,17 +6,21 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A task that held a worker's CPU while the worker waited for it.
+/// A task that held a CPU a worker waited on, while run workers waited
+/// there.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Holder {
     /// Its thread id.
     pub pid: u32,
     /// Its name (comm) when it got the CPU.
     pub comm: String,
-    /// How long it held the CPU while the worker waited, ns.
+    /// How long it held those CPUs while a worker of the run waited
+    /// there, ns.
     pub held_ns: u64,
-    /// How many of its turns overlapped the worker's waits.
+    /// How many of its turns did.
     pub turns: u64,
+    /// Its class: 0 outside the run, `g + 1` a worker of group `g`.
+    pub class: u32,
 }
 
 /// A task that woke a worker.
@@ -35,8 +39,9 @@ pub struct Waker {
 pub struct TaskRecord {
     /// The worker's thread id (its pid for a process worker).
     pub worker: u32,
-    /// Its threads recorded (1 for a worker that cloned none).
-    pub threads: u32,
+    /// Its threads recorded, its own first (one for a worker that cloned
+    /// none).
+    pub tids: Vec<u32>,
     /// Time on a CPU, ns.
     pub run_ns: u64,
     /// Time runnable without a CPU (from a wakeup or a preemption to the
@@ -52,23 +57,31 @@ pub struct TaskRecord {
     pub wakeups: u64,
     /// Migrations between CPUs.
     pub migrations: u64,
-    /// Waiting time the CPU's history did not reach back to, ns.
-    pub unattributed_ns: u64,
-    /// Waiting time its CPU ran the idle task (the wait was for another
-    /// CPU, or it had just been placed), ns.
+    /// Waiting time its queue's CPU ran the idle task, ns.
     pub idle_ns: u64,
-    /// Who held its CPU while it waited, the longest first.
+    /// The CPUs it waited on (those below 64).
+    pub wait_cpus: Vec<u32>,
+    /// How long each class of task held its CPU while it waited, ns:
+    /// index 0 tasks outside the run, `g + 1` the workers of group `g`
+    /// (the last index holds every group from it on).
+    pub held_by_class: Vec<u64>,
+    /// The tasks that held the CPUs it waited on while workers of the run
+    /// waited there, the longest first.
     pub holders: Vec<Holder>,
     /// Who woke it, the most first.
     pub wakers: Vec<Waker>,
 }
 
 impl TaskRecord {
-    /// The tasks that held its CPU, with `pred` true of their pid, and
-    /// their total held time, ns.
+    /// The time the classes with `pred` true held its CPU while it
+    /// waited, ns, and the holders of those classes.
     pub fn held_by(&self, pred: impl Fn(u32) -> bool) -> (Vec<&Holder>, u64) {
-        let held: Vec<&Holder> = self.holders.iter().filter(|h| pred(h.pid)).collect();
-        let ns = held.iter().map(|h| h.held_ns).sum();
+        let held: Vec<&Holder> = self.holders.iter().filter(|h| pred(h.class)).collect();
+        let ns = (0u32..)
+            .zip(&self.held_by_class)
+            .filter(|(k, _)| pred(*k))
+            .map(|(_, ns)| ns)
+            .sum();
         (held, ns)
     }
 }

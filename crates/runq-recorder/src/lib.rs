@@ -12,7 +12,7 @@ use aya::programs::TracePoint;
 use aya::{Ebpf, EbpfLoader};
 use runq_kernel::task_record::Recorded;
 
-use decode::{RawCharged, RawMaps, RawPair, RawTask};
+use decode::{RawCpuTask, RawHeld, RawMaps, RawPair, RawTask, RawWoke};
 
 /// The compiled object, 8-byte aligned as the ELF parser wants.
 #[repr(C, align(8))]
@@ -67,6 +67,7 @@ pub enum RecorderError {
 /// The loaded, attached programs.
 pub struct Recorder {
     ebpf: Ebpf,
+    watched: std::collections::HashSet<u32>,
 }
 
 impl Recorder {
@@ -101,7 +102,10 @@ impl Recorder {
             tp.load().map_err(attach_err)?;
             tp.attach("sched", tracepoint).map_err(attach_err)?;
         }
-        Ok(Recorder { ebpf })
+        Ok(Recorder {
+            ebpf,
+            watched: Default::default(),
+        })
     }
 
     fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> RecorderError {
@@ -118,9 +122,13 @@ impl Recorder {
         })
     }
 
-    /// Records thread `tid` as a worker of its own (and every thread or
-    /// process it clones from now on, under it).
-    pub fn watch(&mut self, tid: u32) -> Result<(), RecorderError> {
+    /// Records thread `tid` as a worker of group `group` (and every thread or
+    /// process it clones from now on, under it). Watching it again keeps
+    /// what was recorded.
+    pub fn watch(&mut self, tid: u32, group: usize) -> Result<(), RecorderError> {
+        if !self.watched.insert(tid) {
+            return Ok(());
+        }
         let map = self.ebpf.map_mut("TASKS").ok_or(RecorderError::Map {
             map: "TASKS",
             reason: "not in the object".into(),
@@ -129,6 +137,7 @@ impl Recorder {
             HashMap::try_from(map).map_err(Self::map_err("TASKS"))?;
         let fresh = RawTask {
             worker: tid,
+            cls: u32::try_from(group + 1).unwrap_or(u32::MAX),
             ..RawTask::default()
         };
         tasks.insert(tid, fresh, 0).map_err(Self::map_err("TASKS"))
@@ -138,13 +147,18 @@ impl Recorder {
     pub fn read(&self) -> Result<Recorded, RecorderError> {
         let tasks: HashMap<&MapData, u32, RawTask> =
             HashMap::try_from(self.map("TASKS")?).map_err(Self::map_err("TASKS"))?;
-        let pairs = |name: &'static str| -> Result<Vec<(RawPair, RawCharged)>, RecorderError> {
-            let m: HashMap<&MapData, RawPair, RawCharged> =
-                HashMap::try_from(self.map(name)?).map_err(Self::map_err(name))?;
+        fn all<K: aya::Pod, V: aya::Pod>(
+            m: &HashMap<&MapData, K, V>,
+            name: &'static str,
+        ) -> Result<Vec<(K, V)>, RecorderError> {
             m.iter()
                 .collect::<Result<_, _>>()
-                .map_err(Self::map_err(name))
-        };
+                .map_err(Recorder::map_err(name))
+        }
+        let held: HashMap<&MapData, RawCpuTask, RawHeld> =
+            HashMap::try_from(self.map("HELD")?).map_err(Self::map_err("HELD"))?;
+        let wakers: HashMap<&MapData, RawPair, RawWoke> =
+            HashMap::try_from(self.map("WAKERS")?).map_err(Self::map_err("WAKERS"))?;
         let lost: PerCpuArray<&MapData, u64> =
             PerCpuArray::try_from(self.map("LOST")?).map_err(Self::map_err("LOST"))?;
         let mut sums = [0u64; 2];
@@ -157,8 +171,8 @@ impl Recorder {
                 .iter()
                 .collect::<Result<_, _>>()
                 .map_err(Self::map_err("TASKS"))?,
-            held: pairs("HELD")?,
-            wakers: pairs("WAKERS")?,
+            held: all(&held, "HELD")?,
+            wakers: all(&wakers, "WAKERS")?,
             lost: sums,
         };
         Ok(decode::aggregate(&raw))
@@ -235,14 +249,18 @@ mod tests {
             spin(Duration::from_millis(300));
         });
         let low_tid = rx.recv().unwrap();
-        rec.watch(low_tid).unwrap();
+        rec.watch(low_tid, 0).unwrap();
         go_tx.send(()).unwrap();
         low.join().unwrap();
         hog.join().unwrap();
         let r = rec.read().unwrap();
         let w = r.worker(low_tid).expect("the watched thread is recorded");
-        assert_eq!(w.threads, 2, "{w:?}");
+        assert_eq!(w.tids.len(), 2, "{w:?}");
         assert!(w.run_ns > 0 && w.wait_ns > 0, "{w:?}");
-        assert!(w.holders.iter().any(|h| h.pid == hog_tid), "{w:?}");
+        assert!(
+            w.holders.iter().any(|h| h.pid == hog_tid && h.class == 0),
+            "{w:?}"
+        );
+        assert!(w.held_by_class[0] > 0, "{w:?}");
     }
 }

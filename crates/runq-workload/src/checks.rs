@@ -608,6 +608,7 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
 pub mod cause;
 pub(crate) mod cpu_wait;
 mod explain;
+pub(crate) mod recorded;
 mod stuck;
 
 #[cfg(test)]

@@ -203,6 +203,7 @@ fn outcome() -> RunOutcome {
         checks: Vec::new(),
         series: None,
         host_load: None,
+        recorded: Err("no recorder in this test".into()),
         verdict: runq_workload::Verdict::Fail,
         reports,
     }

@@ -243,6 +243,7 @@ mod tests {
             checks: vec![check],
             series: None,
             host_load: None,
+            recorded: Err("no recorder in this test".into()),
             verdict,
             reports,
         }

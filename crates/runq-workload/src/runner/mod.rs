@@ -28,6 +28,7 @@ use crate::series::sampler::Sampler;
 use crate::series::RunSeries;
 use crate::spawn::{WorkSpec, WorkloadHandle};
 use crate::summary::GroupSummary;
+use crate::task_recorder::{MaybeRecorder, Recorded};
 use host::{start_scheduler, stop_scheduler, watchdog_for};
 use host_load::HostLoad;
 use judge::{final_verdict, judge_run};
@@ -84,6 +85,9 @@ pub struct RunOptions<'a> {
     /// The flight recorder's stop-on-threshold trigger, armed in every
     /// framework worker, when the caller records.
     pub freeze: Option<Freeze>,
+    /// The per-task recorder of the workers, or why there is none (the
+    /// failed checks' causes then say so).
+    pub recorder: MaybeRecorder,
 }
 
 /// Everything a run produced.
@@ -124,6 +128,9 @@ pub struct RunOutcome {
     pub host_load: Option<HostLoad>,
     /// Every worker's report.
     pub reports: Vec<WorkerReport>,
+    /// What the per-task recorder saw, or why there is nothing.
+    #[serde(skip)]
+    pub recorded: Result<Recorded, String>,
 }
 
 /// Why a run could not happen.
@@ -237,6 +244,7 @@ struct LiveRun<'s> {
     /// Per group, whether its workers stay out of runq's v1 cpu cgroup
     /// (RT workers under v1 RT group scheduling, see `rt.rs`).
     outside_v1_cpu: Vec<bool>,
+    recorder: MaybeRecorder,
 }
 
 impl<'s> LiveRun<'s> {
@@ -263,6 +271,7 @@ impl<'s> LiveRun<'s> {
         opts: &mut RunOptions<'_>,
     ) -> Self {
         let wait = std::mem::replace(&mut opts.runnable_wait, Err("used by the run".into()));
+        let recorder = std::mem::replace(&mut opts.recorder, Err("used by the run".into()));
         let mut handle = WorkloadHandle::default();
         handle.inject_fault(opts.fault);
         LiveRun {
@@ -274,6 +283,7 @@ impl<'s> LiveRun<'s> {
             reports: Vec::new(),
             outside_v1_cpu: vec![false; scn.groups.len()],
             collect_timeout: opts.collect_timeout,
+            recorder,
             sampler: scn
                 .snapshot_interval
                 .and_then(|i| Sampler::new(scn, i, wait).ok())
@@ -329,6 +339,12 @@ impl<'s> LiveRun<'s> {
                 self.handle.fail_worker(pid, why);
             }
         }
+        let ids = self
+            .handle
+            .workers()
+            .into_iter()
+            .map(|w| (w.id, w.group_idx));
+        crate::task_recorder::watch_all(&mut self.recorder, ids);
         self.handle.start();
         if let Some(s) = &mut self.sampler {
             let workers = self.handle.workers();
@@ -446,7 +462,9 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     load.stop();
     let t_collect = Instant::now();
     let timeout = collect_timeout(&opts, live.handle.pids().len());
+    let recorder = std::mem::replace(&mut live.recorder, Err("read".into()));
     let (cgroups, mut reports, series) = live.collect(timeout);
+    let recorded = crate::task_recorder::finish(recorder);
     let host_load = load.finish(run_ns, &reports);
     log::debug!("host load over the run: {host_load:?}");
     let collect_ns = elapsed_ns(t_collect);
@@ -467,7 +485,10 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         series.as_ref(),
         died,
         interrupted,
-        host_load.as_ref(),
+        (
+            host_load.as_ref(),
+            recorded.as_ref().map_err(String::as_str),
+        ),
     );
     let failed = scheduler_death.is_some() || run_error.is_some();
     let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);
@@ -488,6 +509,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         series,
         host_load,
         reports,
+        recorded,
     })
 }
 

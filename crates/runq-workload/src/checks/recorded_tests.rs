@@ -1,0 +1,2 @@
+//! Tests of the recorder-based explanation (see recorded.rs).
+use super::*;
