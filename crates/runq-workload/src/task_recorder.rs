@@ -40,6 +40,7 @@ pub(crate) fn finish(rec: MaybeRecorder) -> Result<Recorded, String> {
             r.bytes_read,
             r.lost_pairs
         );
+        log::debug!("recorded: {}", serde_json::to_string(r).unwrap_or_default());
     }
     got
 }

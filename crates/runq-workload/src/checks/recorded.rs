@@ -38,6 +38,38 @@ impl RunTasks<'_> {
             _ => format!("group {}", spec.name),
         }
     }
+
+    /// True when class `k` (group `k - 1`) shares group `g`'s container:
+    /// it is `g`, or both ran in the same cgroup of the run.
+    fn same_container(&self, k: u32, g: usize) -> bool {
+        let Some(other) = (k as usize).checked_sub(1) else {
+            return false;
+        };
+        if other == g {
+            return true;
+        }
+        let cgroup = |i: usize| self.scn.groups.get(i).and_then(|x| x.cgroup.as_ref());
+        self.in_cgroups && cgroup(g).is_some() && cgroup(g) == cgroup(other)
+    }
+
+    /// The containers of the classes of `holders`, deduplicated: `cgroups
+    /// pingpong, b` or `groups x, y`.
+    fn containers_of(&self, holders: &[&Holder]) -> String {
+        let mut names: Vec<String> = Vec::new();
+        for h in holders {
+            let Some(g) = (h.class as usize)
+                .checked_sub(1)
+                .filter(|&g| g < self.scn.groups.len())
+            else {
+                continue;
+            };
+            let c = self.container(g);
+            if !names.contains(&c) {
+                names.push(c);
+            }
+        }
+        names.join(", ")
+    }
 }
 
 /// Who held a worker's CPU while it waited, in three parts.
@@ -58,12 +90,12 @@ impl Split<'_> {
 }
 
 /// `w`'s held time split by whom its holders belong to, `w` being of
-/// group `g` (its class is `g + 1`, 0 is outside the run).
-pub(crate) fn split(w: &TaskRecord, g: usize) -> Split<'_> {
-    let own = u32::try_from(g + 1).unwrap_or(u32::MAX);
+/// group `g` (its class is `g + 1`, 0 is outside the run): its own group
+/// and those in its cgroup, the run's other workers, the rest.
+pub(crate) fn split<'r>(w: &'r TaskRecord, g: usize, tasks: &RunTasks<'_>) -> Split<'r> {
     Split {
-        own: w.held_by(|k| k == own),
-        run: w.held_by(|k| k != 0 && k != own),
+        own: w.held_by(|k| tasks.same_container(k, g)),
+        run: w.held_by(|k| k != 0 && !tasks.same_container(k, g)),
         outside: w.held_by(|k| k == 0),
     }
 }
@@ -139,27 +171,36 @@ fn evidence(
     s: &Split<'_>,
     group_name: &dyn Fn(u32) -> String,
 ) -> String {
-    let mut text = format!(
-        "recorder: worker {} ({group}) ran {} and waited {} runnable ({} waits, the longest {} \
-         on CPU {}; {} migrations",
-        w.worker,
-        ms(w.run_ns),
-        ms(w.wait_ns),
-        w.waits,
-        ms(w.max_wait_ns),
-        w.max_wait_cpu,
-        w.migrations,
-    );
+    let mut text = if w.waits == 0 {
+        format!(
+            "recorder: worker {} ({group}) ran {} and never waited runnable ({} migrations",
+            w.worker,
+            ms(w.run_ns),
+            w.migrations
+        )
+    } else {
+        format!(
+            "recorder: worker {} ({group}) ran {} and waited {} runnable ({} waits, the \
+             longest {} on CPU {}; {} migrations",
+            w.worker,
+            ms(w.run_ns),
+            ms(w.wait_ns),
+            w.waits,
+            ms(w.max_wait_ns),
+            w.max_wait_cpu,
+            w.migrations,
+        )
+    };
     match w.wakers.first() {
         Some(k) => text.push_str(&format!(
-            "; woken {} times, most by {}[{}])",
+            "; woken {}x, most by {}[{}])",
             w.wakeups, k.comm, k.pid
         )),
         None => text.push(')'),
     }
     let mut held = Vec::new();
     for (label, (_, ns)) in [
-        ("its own group", &s.own),
+        ("its own group or cgroup", &s.own),
         ("the run's other groups", &s.run),
         ("tasks outside the run", &s.outside),
     ] {
@@ -240,7 +281,8 @@ fn mechanism(
         (text, control.or_else(trace))
     } else if s.run.1 >= s.outside.1 {
         let text = format!(
-            "the run's other workers kept worker {} off its CPU: they held it for {} ({})",
+            "the workers of the run's {} kept worker {} off its CPU: they held it for {} ({})",
+            tasks.containers_of(&s.run.0),
             w.worker,
             of(s.run.1),
             named(&s.run.0)
@@ -330,12 +372,12 @@ pub(crate) fn explain_all(
         };
         let report = reports.iter().find(|r| r.tid == w.worker);
         let wall = report.map_or(w.run_ns + w.wait_ns, |r| r.wall_time_ns);
-        let died = report.is_some_and(|r| {
+        let died = report.and_then(|r| {
             r.exit_info
                 .as_ref()
-                .is_some_and(|e| *e != crate::report::WorkerExitInfo::TimedOut)
+                .filter(|e| **e != crate::report::WorkerExitInfo::TimedOut)
         });
-        let s = split(w, g);
+        let s = split(w, g, &tasks);
         let (mechanism, next) = mechanism(w, g, wall, &tasks, &s);
         let cause = c.cause.get_or_insert_with(Cause::default);
         let group_name = |k: u32| match k {
@@ -346,7 +388,19 @@ pub(crate) fn explain_all(
                 .map_or_else(|| "the run".into(), |x| x.name.clone()),
         };
         cause.evidence = Some(evidence(w, &scn.groups[g].name, &s, &group_name));
-        if died {
+        if let Some(how) = died {
+            cause.mechanism.get_or_insert(format!(
+                "worker {} ended ({how}) after it ran {} and waited {} for a CPU: its end, not \
+                 a wait for a CPU, failed the check",
+                w.worker,
+                ms(w.run_ns),
+                ms(w.wait_ns)
+            ));
+            cause.next_step.get_or_insert_with(|| {
+                "look for what ended it: its exit status, the kernel log (the OOM killer), a \
+                 fault injected with RUNQ_FAULT"
+                    .into()
+            });
             continue;
         }
         cause.mechanism = Some(match cause.mechanism.take() {
