@@ -102,6 +102,12 @@ pub(crate) fn load_can_act(c: &CheckResult) -> bool {
     effect_of(c) != LoadEffect::None
 }
 
+/// True when load outside the run cuts check `c`'s figure in proportion
+/// to the CPU time it took (a share, a rate).
+pub(crate) fn is_proportional(c: &CheckResult) -> bool {
+    effect_of(c) == LoadEffect::Proportional
+}
+
 /// What the run tells about the group a failed check judged.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GroupFacts {

@@ -267,7 +267,14 @@ fn mechanism(
             .to_string()
     });
     let trace = || Some("rerun with --flight-recorder for the trace of its CPU".to_string());
-    let of = |ns: u64| format!("{} of the {} it waited", ms(ns), ms(w.wait_ns));
+    // Held time can pass the wait by the turn in progress when it ended.
+    let of = |ns: u64| {
+        format!(
+            "{} of the {} it waited",
+            ms(ns.min(w.wait_ns)),
+            ms(w.wait_ns)
+        )
+    };
     if s.own.1 >= s.run.1 && s.own.1 >= s.outside.1 {
         let text = format!(
             "starvation inside {container}: worker {} ran {} of its {}; the other workers of \
@@ -306,16 +313,17 @@ fn mechanism(
 }
 
 /// Revises the judgement on outside load with what the recorder saw:
-/// tasks outside the run that held at least half of the time the
-/// worker's CPU was held from it explain the figure; fewer do not,
-/// whatever the host's load.
+/// for a delay, tasks outside the run that held at least half of the time
+/// the worker's CPU was held from it explain the figure, fewer do not,
+/// whatever the host's load; a share or a rate is explained when the
+/// worker, given its part of their time (in the proportion it got of the
+/// run's time on its CPU), could have reached its bound.
 fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>) {
     let total = s.total();
     if total == 0 {
         return;
     }
-    let outside = s.outside.1;
-    let explains = 2 * outside >= total;
+    let outside = s.outside.1.min(w.wait_ns);
     let mut seen = format!(
         "the recorder saw tasks outside the run hold its CPU for {} of the {} worker {} waited",
         ms(outside),
@@ -325,19 +333,42 @@ fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>) {
     if outside > 0 {
         seen.push_str(&format!(" ({})", named(&s.outside.0)));
     }
+    let explains = if super::cause::is_proportional(c) {
+        // A share or a rate: what the worker would have done had their
+        // time gone to it in the proportion it got of the run's time there.
+        let run_time = (w.run_ns + s.own.1 + s.run.1).max(1) as f64;
+        let best = c.measured * (1.0 + outside as f64 / run_time);
+        seen.push_str(&format!(
+            ": with its part of that time {} could have reached about {best:.3}",
+            c.name
+        ));
+        c.op == super::Op::AtLeast && best >= c.bound
+    } else {
+        2 * s.outside.1 >= total
+    };
     let own = format!("the run's own workers {}", ms(s.own.1 + s.run.1));
     let cause = c.cause.get_or_insert_with(Cause::default);
-    let reason = match (&cause.outside_load, explains) {
-        (Some(o), true) => format!("{}; {seen}", o.reason),
-        (Some(o), false) if !o.explains => format!("{}; {seen}, {own}", o.reason),
-        (Some(o), false) => format!(
+    let reason = match &cause.outside_load {
+        Some(o) if o.explains == explains => format!("{}; {seen}, {own}", o.reason),
+        Some(o) if explains => format!("{}, and {seen}, so that load explains it", used(&o.reason)),
+        Some(o) => format!(
             "{}, but {seen} and {own}, so that load does not explain it",
-            o.reason.split(", and ").next().unwrap_or(&o.reason)
+            used(&o.reason)
         ),
-        (None, true) => seen,
-        (None, false) => return,
+        None if explains => seen,
+        None => return,
     };
     cause.outside_load = Some(OutsideLoad { explains, reason });
+}
+
+/// The figure of a judgement on outside load without its conclusion:
+/// `tasks outside the run used 0.52 of the host's 2 CPUs`.
+fn used(reason: &str) -> &str {
+    [", which cannot", ", and any", ":"]
+        .iter()
+        .filter_map(|cut| reason.find(cut))
+        .min()
+        .map_or(reason, |end| &reason[..end])
 }
 
 /// Adds the recorder's evidence to every failed check (its mechanism
