@@ -318,7 +318,7 @@ fn mechanism(
 /// whatever the host's load; a share or a rate is explained when the
 /// worker, given its part of their time (in the proportion it got of the
 /// run's time on its CPU), could have reached its bound.
-fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>) {
+fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>, wall_ns: u64) {
     let total = s.total();
     if total == 0 {
         return;
@@ -344,7 +344,11 @@ fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>) {
         ));
         c.op == super::Op::AtLeast && best >= c.bound
     } else {
-        2 * s.outside.1 >= total
+        // A delay the figures did not take for a wait for a CPU is the
+        // load's only when the worker waited most of its time.
+        let waited_most = 2 * w.wait_ns >= wall_ns;
+        let judged = cause_says(c).unwrap_or(true);
+        2 * s.outside.1 >= total && (judged || waited_most)
     };
     let own = format!("the run's own workers {}", ms(s.own.1 + s.run.1));
     let cause = c.cause.get_or_insert_with(Cause::default);
@@ -361,6 +365,12 @@ fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>) {
     cause.outside_load = Some(OutsideLoad { explains, reason });
 }
 
+/// Whether the figures' judgement on outside load (when there is one)
+/// says it explains check `c`.
+fn cause_says(c: &CheckResult) -> Option<bool> {
+    c.cause.as_ref()?.outside_load.as_ref().map(|o| o.explains)
+}
+
 /// The figure of a judgement on outside load without its conclusion:
 /// `tasks outside the run used 0.52 of the host's 2 CPUs`.
 fn used(reason: &str) -> &str {
@@ -369,6 +379,23 @@ fn used(reason: &str) -> &str {
         .filter_map(|cut| reason.find(cut))
         .min()
         .map_or(reason, |end| &reason[..end])
+}
+
+/// The cause of a check failed by worker `w`'s end (`how`): the end
+/// itself, not a wait for a CPU.
+fn died_cause(cause: &mut Cause, w: &TaskRecord, how: &crate::report::WorkerExitInfo) {
+    cause.mechanism.get_or_insert(format!(
+        "worker {} ended ({how}) after it ran {} and waited {} for a CPU: its end, not a wait \
+         for a CPU, failed the check",
+        w.worker,
+        ms(w.run_ns),
+        ms(w.wait_ns)
+    ));
+    cause.next_step.get_or_insert_with(|| {
+        "look for what ended it: its exit status, the kernel log (the OOM killer), a fault \
+         injected with RUNQ_FAULT"
+            .into()
+    });
 }
 
 /// Adds the recorder's evidence to every failed check (its mechanism
@@ -410,6 +437,12 @@ pub(crate) fn explain_all(
         });
         let s = split(w, g, &tasks);
         let (mechanism, next) = mechanism(w, g, wall, &tasks, &s);
+        // A delay the figures found was no wait for a CPU (a partner
+        // stopped, a sleep) keeps that account unless the worker waited
+        // most of its time.
+        let not_a_wait = !super::cause::is_proportional(c)
+            && cause_says(c) == Some(false)
+            && 2 * w.wait_ns < wall;
         let cause = c.cause.get_or_insert_with(Cause::default);
         let group_name = |k: u32| match k {
             0 => "outside the run".to_string(),
@@ -420,18 +453,10 @@ pub(crate) fn explain_all(
         };
         cause.evidence = Some(evidence(w, &scn.groups[g].name, &s, &group_name));
         if let Some(how) = died {
-            cause.mechanism.get_or_insert(format!(
-                "worker {} ended ({how}) after it ran {} and waited {} for a CPU: its end, not \
-                 a wait for a CPU, failed the check",
-                w.worker,
-                ms(w.run_ns),
-                ms(w.wait_ns)
-            ));
-            cause.next_step.get_or_insert_with(|| {
-                "look for what ended it: its exit status, the kernel log (the OOM killer), a \
-                 fault injected with RUNQ_FAULT"
-                    .into()
-            });
+            died_cause(cause, w, how);
+            continue;
+        }
+        if not_a_wait {
             continue;
         }
         cause.mechanism = Some(match cause.mechanism.take() {
@@ -441,7 +466,7 @@ pub(crate) fn explain_all(
         if next.is_some() {
             cause.next_step = next;
         }
-        revise_load(c, w, &s);
+        revise_load(c, w, &s, wall);
     }
 }
 
