@@ -292,6 +292,7 @@ fn tids_of(v: &Value, group: usize) -> Vec<u64> {
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn the_default_scenarios_fail_names_the_cgroup_that_held_its_cpu() {
+    let _alone = STARVATION.lock().unwrap_or_else(|e| e.into_inner());
     let (code, v, stderr) = run_json(&["run", "--json"]);
     runq_testkit::assert_matches_schema("run", &v);
     if code == Some(0) {
@@ -375,6 +376,10 @@ fn starvation_inside_a_cgroup_names_the_cgroup_and_its_holder() {
     }
 }
 
+/// Held by the tests whose runs starve a CPU on purpose or whose cause
+/// depends on who else runs there, so that they do not overlap.
+static STARVATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A nice -20 busy loop on one CPU (`sh`), killed when dropped.
 struct NiceHog(std::process::Child);
 
@@ -424,6 +429,7 @@ fn not_stuck_beside_a_nice_hog_names_the_hog() {
         ),
     )
     .unwrap();
+    let _alone = STARVATION.lock().unwrap_or_else(|e| e.into_inner());
     let hog = NiceHog::start(cpu);
     let hog_pid = hog.0.id();
     let child = spawn(&[
@@ -439,8 +445,21 @@ fn not_stuck_beside_a_nice_hog_names_the_hog() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(75), "{stderr}");
     runq_testkit::assert_matches_schema("run", &v);
+    if out.status.code() == Some(0) {
+        // Another run's cgroups on that CPU can give the worker its turns
+        // (seen beside the default scenario): then there is no cause to
+        // name, and the worker was not starved.
+        let r = &v["reports"][0];
+        let (ran, wall) = (
+            r["cpu_time_ns"].as_f64().unwrap(),
+            r["wall_time_ns"].as_f64().unwrap(),
+        );
+        assert!(ran > 0.05 * wall, "a starved worker passed: {r}");
+        eprintln!("note: the hog did not starve the worker on this host ({ran} of {wall} ns)");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(75), "{stderr}");
     let cause = cause_of(&v, "not_stuck", "low")
         .or_else(|| cause_of(&v, "max_gap_ms", "low"))
         .unwrap_or_else(|| panic!("{stderr}"));
