@@ -413,9 +413,8 @@ impl Drop for NiceHog {
 /// As root: a nice-19 worker pinned to the last CPU (other tests starve
 /// CPU 0) beside a nice -20 busy loop there hardly runs and may not even
 /// stop when asked: `not_stuck` FAILs, or its gaps past 500 ms do; the
-/// cause names the
-/// loop by comm and pid as the task outside the run that held its CPU,
-/// so the verdict is INDETERMINATE.
+/// cause names the loop by comm and pid as the task outside the run that
+/// held its CPU, so the verdict is INDETERMINATE.
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn not_stuck_beside_a_nice_hog_names_the_hog() {
