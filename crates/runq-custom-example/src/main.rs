@@ -111,6 +111,7 @@ fn main() -> ExitCode {
             max_workers_per_cpu: runq_workload::DEFAULT_WORKERS_PER_CPU,
             runnable_wait: Err("the example runs no probe".into()),
             freeze: None,
+            recorder: Err("the example runs no per-task recorder".into()),
         },
     );
     let outcome = match outcome {

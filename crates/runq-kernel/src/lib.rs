@@ -22,6 +22,7 @@ pub mod sched_ext_log;
 pub mod sched_trace;
 pub mod schedstat;
 pub mod signal;
+pub mod task_record;
 pub mod taskstats;
 pub mod topology;
 pub mod tracefs;

@@ -713,6 +713,7 @@ pub(crate) mod cpu_wait;
 mod explain;
 pub(crate) mod placement;
 mod rates;
+pub(crate) mod recorded;
 mod stuck;
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ mod spawn;
 mod spin;
 mod stop;
 mod summary;
+mod task_recorder;
 mod telemetry;
 mod wake_stamp;
 pub mod worktype;
@@ -54,4 +55,5 @@ pub use spawn::{
     CloneMode, CustomContext, CustomWork, Freeze, Watchdog, Work, WorkSpec, WorkloadHandle,
 };
 pub use summary::{summarize_group, GroupSummary};
+pub use task_recorder::{Recorded, TaskRecorder};
 pub use worktype::{net_figures, taobench_ops, NetFigures, OpsFigures, WakeFigure, WorkType};

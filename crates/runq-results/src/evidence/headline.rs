@@ -38,11 +38,18 @@ pub fn first_line(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<Str
             .iter()
             .find(|e| e.check == worst.name && e.group == worst.group)
     });
+    let recorded = worst.cause.as_ref().and_then(|c| c.evidence.as_deref());
+    if let Some(r) = recorded {
+        line.push_str(&format!("; {r}"));
+    }
     match ev {
         Some(e) => match &e.trace_file {
             Some(f) => line.push_str(&format!("; evidence: {f}")),
+            // The per-task recorder's evidence stands without the stream.
+            None if recorded.is_some() && e.summary.starts_with("no evidence: no recording") => {}
             None => line.push_str(&format!("; {}", e.summary)),
         },
+        None if recorded.is_some() => {}
         None => line.push_str("; no evidence recorded"),
     }
     Some(line)

@@ -204,6 +204,7 @@ fn outcome() -> RunOutcome {
         skipped_checks: Vec::new(),
         series: None,
         host_load: None,
+        recorded: Err("no recorder in this test".into()),
         verdict: runq_workload::Verdict::Fail,
         reports,
     }

@@ -335,6 +335,9 @@ fn render_cause(out: &mut String, cause: &runq_workload::Cause) {
     if let Some(n) = &cause.next_step {
         let _ = writeln!(out, "     next: {n}");
     }
+    if let Some(e) = &cause.evidence {
+        let _ = writeln!(out, "     {e}");
+    }
 }
 
 #[cfg(test)]

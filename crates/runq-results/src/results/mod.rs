@@ -244,6 +244,7 @@ mod tests {
             skipped_checks: Vec::new(),
             series: None,
             host_load: None,
+            recorded: Err("no recorder in this test".into()),
             verdict,
             reports,
         }

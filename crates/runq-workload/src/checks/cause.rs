@@ -34,6 +34,11 @@ pub struct Cause {
     /// The run to make next to tell the causes apart.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_step: Option<String>,
+    /// What the per-task recorder saw of the worker the check points at:
+    /// its run time and wait, who held its CPU while it waited, or why
+    /// there was no recorder (see [`super::recorded`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
 }
 
 /// The judgement on the load outside the run.
@@ -88,6 +93,19 @@ fn effect_of(c: &CheckResult) -> LoadEffect {
         | "converges_to" => LoadEffect::Delay,
         _ => LoadEffect::None,
     }
+}
+
+/// True when load outside the run can act on check `c` at all (a share,
+/// a rate, a wait or a delay; not a death, a setting, the scheduler's
+/// survival).
+pub(crate) fn load_can_act(c: &CheckResult) -> bool {
+    effect_of(c) != LoadEffect::None
+}
+
+/// True when load outside the run cuts check `c`'s figure in proportion
+/// to the CPU time it took (a share, a rate).
+pub(crate) fn is_proportional(c: &CheckResult) -> bool {
+    effect_of(c) == LoadEffect::Proportional
 }
 
 /// What the run tells about the group a failed check judged.

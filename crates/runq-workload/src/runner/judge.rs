@@ -11,6 +11,7 @@ use crate::scenario::Scenario;
 use crate::scheduler::{SchedulerDeath, SchedulerSpec};
 use crate::series::RunSeries;
 use crate::summary::{summarize_group, GroupSummary};
+use crate::task_recorder::Recorded;
 
 /// The run's verdict. An interrupted run is INTERRUPTED whatever its
 /// checks said (they are reported as reached: a run cut short cannot
@@ -74,7 +75,7 @@ pub(super) fn judge_run(
     series: Option<&RunSeries>,
     death: Option<&SchedulerDeath>,
     interrupted: bool,
-    load: Option<&HostLoad>,
+    (load, recorded): (Option<&HostLoad>, Result<&Recorded, &str>),
 ) -> (Vec<GroupSummary>, Vec<CheckResult>) {
     let (groups, mut checks) = judge(scn, reports, weight_file, series);
     super::ejection::split_at_ejection(scn, reports, death, &mut checks);
@@ -87,6 +88,8 @@ pub(super) fn judge_run(
     if let Some(load) = load {
         judge_load(scn, reports, series, load, &mut checks);
     }
+    let in_cgroups = weight_file.is_some();
+    crate::checks::recorded::explain_all(scn, reports, recorded, in_cgroups, &mut checks);
     (groups, checks)
 }
 

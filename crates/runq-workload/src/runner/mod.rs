@@ -29,6 +29,7 @@ use crate::series::sampler::Sampler;
 use crate::series::RunSeries;
 use crate::spawn::{WorkSpec, WorkloadHandle};
 use crate::summary::GroupSummary;
+use crate::task_recorder::{MaybeRecorder, Recorded};
 use host::{start_scheduler, stop_scheduler, watchdog_for};
 use host_load::HostLoad;
 use judge::{final_verdict, judge_run, judge_sched_ext};
@@ -85,6 +86,9 @@ pub struct RunOptions<'a> {
     /// The flight recorder's stop-on-threshold trigger, armed in every
     /// framework worker, when the caller records.
     pub freeze: Option<Freeze>,
+    /// The per-task recorder of the workers, or why there is none (the
+    /// failed checks' causes then say so).
+    pub recorder: MaybeRecorder,
 }
 
 /// Everything a run produced.
@@ -129,6 +133,9 @@ pub struct RunOutcome {
     pub host_load: Option<HostLoad>,
     /// Every worker's report.
     pub reports: Vec<WorkerReport>,
+    /// What the per-task recorder saw, or why there is nothing.
+    #[serde(skip)]
+    pub recorded: Result<Recorded, String>,
 }
 
 /// Why a run could not happen.
@@ -242,6 +249,7 @@ struct LiveRun<'s> {
     /// Per group, whether its workers stay out of runq's v1 cpu cgroup
     /// (RT workers under v1 RT group scheduling, see `rt.rs`).
     outside_v1_cpu: Vec<bool>,
+    recorder: MaybeRecorder,
 }
 
 impl<'s> LiveRun<'s> {
@@ -268,6 +276,7 @@ impl<'s> LiveRun<'s> {
         opts: &mut RunOptions<'_>,
     ) -> Self {
         let wait = std::mem::replace(&mut opts.runnable_wait, Err("used by the run".into()));
+        let recorder = std::mem::replace(&mut opts.recorder, Err("used by the run".into()));
         let mut handle = WorkloadHandle::default();
         handle.inject_fault(opts.fault);
         LiveRun {
@@ -279,6 +288,7 @@ impl<'s> LiveRun<'s> {
             reports: Vec::new(),
             outside_v1_cpu: vec![false; scn.groups.len()],
             collect_timeout: opts.collect_timeout,
+            recorder,
             sampler: scn
                 .snapshot_interval
                 .and_then(|i| Sampler::new(scn, i, wait).ok())
@@ -334,6 +344,12 @@ impl<'s> LiveRun<'s> {
                 self.handle.fail_worker(pid, why);
             }
         }
+        let ids = self
+            .handle
+            .workers()
+            .into_iter()
+            .map(|w| (w.id, w.group_idx));
+        crate::task_recorder::watch_all(&mut self.recorder, ids);
         self.handle.start();
         if let Some(s) = &mut self.sampler {
             let workers = self.handle.workers();
@@ -451,7 +467,9 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     load.stop();
     let t_collect = Instant::now();
     let timeout = collect_timeout(&opts, live.handle.pids().len());
+    let recorder = std::mem::replace(&mut live.recorder, Err("read".into()));
     let (cgroups, mut reports, series) = live.collect(timeout);
+    let recorded = crate::task_recorder::finish(recorder);
     let host_load = load.finish(run_ns, &reports);
     log::debug!("host load over the run: {host_load:?}");
     let collect_ns = elapsed_ns(t_collect);
@@ -472,7 +490,10 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         series.as_ref(),
         died,
         interrupted,
-        host_load.as_ref(),
+        (
+            host_load.as_ref(),
+            recorded.as_ref().map_err(String::as_str),
+        ),
     );
     let skipped_checks = judge_sched_ext(scn, series.as_ref(), run_ns, &mut checks);
     let placed = matches!(placement, Placement::Cgroups { .. });
@@ -498,6 +519,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         series,
         host_load,
         reports,
+        recorded,
     })
 }
 

@@ -55,6 +55,7 @@ pub fn run_to_end(scn: &Scenario, cgroups: CgroupMode, stop: &AtomicBool) -> Run
             fault: None,
             max_workers_per_cpu: runq_workload::DEFAULT_WORKERS_PER_CPU,
             runnable_wait: Err("the engine tests run no probe".into()),
+            recorder: Err("the engine tests run no recorder".into()),
             freeze: None,
         },
     )

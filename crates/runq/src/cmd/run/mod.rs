@@ -5,6 +5,7 @@ pub mod error_doc;
 mod evidence;
 mod hostwait;
 mod progress;
+mod recorder;
 mod repeats;
 mod scenarios;
 mod scheduler_args;
@@ -168,6 +169,13 @@ pub struct RunArgs {
     /// of the run cannot overwrite that moment; the evidence says when.
     #[arg(long, requires = "flight_recorder")]
     pub no_freeze: bool,
+    /// Run without the per-task recorder. By default (as root) BPF
+    /// programs on the scheduler tracepoints sum, for each worker only,
+    /// its run time and runnable waits, who woke it and who held its CPU
+    /// while it waited, so that each failed check names the tasks behind
+    /// it; without root the causes come from /proc and schedstat alone.
+    #[arg(long)]
+    pub no_recorder: bool,
     /// Where a FAIL's evidence traces go (default: the system's temporary
     /// directory).
     #[arg(long, value_name = "DIR")]
@@ -185,7 +193,7 @@ pub struct RunArgs {
 
 /// The flags that shape a run, which the listings refuse (only `--json`
 /// goes with them).
-const RUN_ONLY: [&str; 17] = [
+const RUN_ONLY: [&str; 18] = [
     "scenario",
     "work_type",
     "params",
@@ -202,6 +210,7 @@ const RUN_ONLY: [&str; 17] = [
     "runnable_wait",
     "flight_recorder",
     "no_freeze",
+    "no_recorder",
     "evidence_dir",
 ];
 
@@ -501,6 +510,7 @@ fn run_plan(args: &RunArgs, cgroups: CgroupMode) -> anyhow::Result<RunPlan> {
         runnable_wait: args.runnable_wait,
         flight_recorder: args.flight_recorder,
         freeze: !args.no_freeze,
+        recorder: !args.no_recorder,
     })
 }
 

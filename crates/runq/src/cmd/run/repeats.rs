@@ -38,6 +38,9 @@ pub struct RunPlan {
     /// Freeze the recording at the first gap beyond `max_gap_ms` (not
     /// `--no-freeze`).
     pub freeze: bool,
+    /// Record each worker's run time, waits and the holders of its CPU
+    /// (not `--no-recorder`).
+    pub recorder: bool,
 }
 
 impl RunPlan {
@@ -63,6 +66,7 @@ impl RunPlan {
                 scn.total_workers(),
             ),
             freeze: None,
+            recorder: super::recorder::task_recorder(self.recorder),
         }
     }
 }

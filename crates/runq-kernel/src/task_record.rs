@@ -1,0 +1,107 @@
+//! What the per-task recorder saw of a run's workers: per worker, its time
+//! on a CPU and runnable without one, who held its CPU while it waited,
+//! who woke it, and its migrations. runq-recorder's BPF programs produce
+//! it; runq-workload's checks explain a FAIL with it. This crate, below
+//! both, holds the one definition.
+
+use serde::{Deserialize, Serialize};
+
+/// A task that held a CPU a worker waited on, while run workers waited
+/// there.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    /// Its thread id.
+    pub pid: u32,
+    /// Its name (comm) when it got the CPU.
+    pub comm: String,
+    /// How long it held those CPUs while a worker of the run waited
+    /// there, ns.
+    pub held_ns: u64,
+    /// How many of its turns did.
+    pub turns: u64,
+    /// Its class: 0 outside the run, `g + 1` a worker of group `g`.
+    pub class: u32,
+}
+
+/// A task that woke a worker.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waker {
+    /// Its thread id (0: an interrupt on an idle CPU).
+    pub pid: u32,
+    /// Its name (comm).
+    pub comm: String,
+    /// How many wakeups of the worker it issued.
+    pub wakeups: u64,
+}
+
+/// One worker (its own thread and every thread it cloned), as recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// The worker's thread id (its pid for a process worker).
+    pub worker: u32,
+    /// Its threads recorded, its own first (one for a worker that cloned
+    /// none).
+    pub tids: Vec<u32>,
+    /// Time on a CPU, ns.
+    pub run_ns: u64,
+    /// Time runnable without a CPU (from a wakeup or a preemption to the
+    /// next switch-in), ns.
+    pub wait_ns: u64,
+    /// Waits that ended.
+    pub waits: u64,
+    /// The longest wait, ns.
+    pub max_wait_ns: u64,
+    /// The CPU the longest wait ended on.
+    pub max_wait_cpu: u32,
+    /// Wakeups of it.
+    pub wakeups: u64,
+    /// Migrations between CPUs.
+    pub migrations: u64,
+    /// Waiting time its queue's CPU ran the idle task, ns.
+    pub idle_ns: u64,
+    /// The CPUs it waited on (those below 64).
+    pub wait_cpus: Vec<u32>,
+    /// How long each class of task held its CPU while it waited, ns:
+    /// index 0 tasks outside the run, `g + 1` the workers of group `g`
+    /// (the last index holds every group from it on).
+    pub held_by_class: Vec<u64>,
+    /// The tasks that held the CPUs it waited on while workers of the run
+    /// waited there, the longest first.
+    pub holders: Vec<Holder>,
+    /// Who woke it, the most first.
+    pub wakers: Vec<Waker>,
+}
+
+impl TaskRecord {
+    /// The time the classes with `pred` true held its CPU while it
+    /// waited, ns, and the holders of those classes.
+    pub fn held_by(&self, pred: impl Fn(u32) -> bool) -> (Vec<&Holder>, u64) {
+        let held: Vec<&Holder> = self.holders.iter().filter(|h| pred(h.class)).collect();
+        let ns = (0u32..)
+            .zip(&self.held_by_class)
+            .filter(|(k, _)| pred(*k))
+            .map(|(_, ns)| ns)
+            .sum();
+        (held, ns)
+    }
+}
+
+/// Everything the recorder saw over one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recorded {
+    /// One record per worker it watched, by worker thread id.
+    pub workers: Vec<TaskRecord>,
+    /// Holder or waker pairs its tables had no room for.
+    pub lost_pairs: u64,
+    /// Threads of workers its table had no room for.
+    pub lost_threads: u64,
+    /// Bytes read from its maps.
+    pub bytes_read: u64,
+}
+
+impl Recorded {
+    /// The record of the worker with thread id `tid`.
+    pub fn worker(&self, tid: u32) -> Option<&TaskRecord> {
+        self.workers.iter().find(|w| w.worker == tid)
+    }
+}

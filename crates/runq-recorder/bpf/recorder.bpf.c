@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0
+// runq's per-task recorder: what happened to the run's workers, summed in
+// maps instead of streamed, cheap enough to stay on (classic tracepoints
+// only).
+//
+// TASKS holds the watched threads: user space adds each worker as it is
+// forked, with its class (its group's index + 1); a thread or process a
+// watched task clones is added here under the same worker and class. For
+// each: time on a CPU, time runnable without one (from a wakeup or a
+// preemption to the next switch-in), the longest wait, wakeups,
+// migrations, and the time its CPU was held from it by class.
+//
+// Who held a waiting worker's CPU, in O(1) per switch: each CPU sums the
+// time it gave each class of task (CPUS: 0 is every task outside the
+// run, the idle task apart). A worker that starts waiting notes its CPU's
+// sums; when it gets a CPU (or moves to another queue) the difference is
+// what each class held from it. While any watched task waits on a CPU,
+// each task that gets off that CPU is charged there by name (HELD:
+// (cpu, task) -> time, with its comm and class), which names the holders.
+//
+// WAKERS (wakee, waker) counts who woke each watched task (the task
+// running when the wakeup was issued; a timer's interrupt names whoever
+// it cut).
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <stddef.h>
+
+#define CLASSES 16   /* 0: outside the run; g + 1: group g (the last holds the rest) */
+#define MAX_CPUS 1024
+
+/* One watched thread (crates/runq-recorder/src/decode.rs mirrors it). */
+struct task_stats {
+	__u64 run_ns;          /* on a CPU */
+	__u64 wait_ns;         /* runnable without a CPU */
+	__u64 waits;           /* waits that ended */
+	__u64 max_wait_ns;     /* the longest */
+	__u64 wakeups;         /* sched_wakeup(_new) of it */
+	__u64 migrations;      /* sched_migrate_task of it */
+	__u64 idle_ns;         /* its queue's CPU ran the idle task while it waited */
+	__u64 wait_cpus;       /* CPUs (below 64) it waited on, a bit each */
+	__u64 in_ns;           /* on a CPU since (0: off) */
+	__u64 enq_ns;          /* runnable since (0: not waiting) */
+	__u32 worker;          /* the worker (tid user space added) it belongs to */
+	__u32 cls;             /* its class */
+	__u32 max_wait_cpu;    /* where the longest wait ended */
+	__u32 wait_cpu;        /* the queue it waits on */
+	__u64 held[CLASSES];   /* time each class held its CPU while it waited */
+	__u64 mark[CLASSES + 1]; /* its queue's sums when it began waiting there (the last: idle) */
+};
+
+_Static_assert(offsetof(struct task_stats, in_ns) == 64, "task_stats.in_ns");
+_Static_assert(offsetof(struct task_stats, held) == 96, "task_stats.held");
+_Static_assert(sizeof(struct task_stats) == 96 + 8 * (2 * CLASSES + 1), "task_stats size");
+
+struct cpu_time {
+	__u64 by_class[CLASSES]; /* time given to each class */
+	__u64 idle;              /* time the idle task had it */
+	__u64 since;             /* when its current task got it */
+	__s64 waiting;           /* watched tasks waiting on it */
+};
+
+struct cpu_task {
+	__u32 cpu;
+	__u32 pid;
+};
+
+struct held {
+	__u64 ns;    /* time it held the CPU while a watched task waited there */
+	__u64 turns; /* such turns */
+	__u32 cls;   /* its class */
+	__u32 pad;
+	char comm[16];
+};
+
+struct pair {
+	__u32 task;  /* the watched thread */
+	__u32 other; /* the waker */
+};
+
+struct woke {
+	__u64 count;
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct task_stats);
+} TASKS SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct cpu_time);
+} CPUS SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct cpu_task);
+	__type(value, struct held);
+} HELD SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct pair);
+	__type(value, struct woke);
+} WAKERS SEC(".maps");
+
+/* [0]: HELD or WAKERS entries that found no room; [1]: threads TASKS had
+ * no room for. Per CPU, summed by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} LOST SEC(".maps");
+
+/* Classic tracepoint records (see events/sched/<name>/format). */
+struct switch_args {
+	__u64 common;
+	char prev_comm[16];
+	__s32 prev_pid;
+	__s32 prev_prio;
+	__s64 prev_state;
+	char next_comm[16];
+	__s32 next_pid;
+	__s32 next_prio;
+};
+
+struct wakeup_args {
+	__u64 common;
+	char comm[16];
+	__s32 pid;
+	__s32 prio;
+	__s32 target_cpu;
+};
+
+struct migrate_args {
+	__u64 common;
+	__u32 comm_loc;
+	__s32 pid;
+	__s32 prio;
+	__s32 orig_cpu;
+	__s32 dest_cpu;
+};
+
+struct fork_args {
+	__u64 common;
+	__u32 parent_comm_loc;
+	__s32 parent_pid;
+	__u32 child_comm_loc;
+	__s32 child_pid;
+};
+
+static __always_inline void lost(__u32 which)
+{
+	__u64 *n = bpf_map_lookup_elem(&LOST, &which);
+	if (n)
+		(*n)++;
+}
+
+static __always_inline struct cpu_time *cpu_time(__u32 cpu)
+{
+	return bpf_map_lookup_elem(&CPUS, &cpu);
+}
+
+/* `s` begins waiting on `cpu`'s queue at `now`. */
+static __always_inline void begin_wait(struct task_stats *s, __u32 cpu, __u64 now)
+{
+	struct cpu_time *c = cpu_time(cpu);
+	if (!c)
+		return;
+	s->enq_ns = now;
+	s->wait_cpu = cpu;
+	if (cpu < 64)
+		s->wait_cpus |= 1ULL << cpu;
+	for (int k = 0; k < CLASSES; k++)
+		s->mark[k] = c->by_class[k];
+	s->mark[CLASSES] = c->idle;
+	__sync_fetch_and_add(&c->waiting, 1);
+}
+
+/* `s` stops waiting on its queue: what each class held from it there. */
+static __always_inline void leave_queue(struct task_stats *s)
+{
+	struct cpu_time *c = cpu_time(s->wait_cpu);
+	if (!c)
+		return;
+	for (int k = 0; k < CLASSES; k++)
+		s->held[k] += c->by_class[k] - s->mark[k];
+	s->idle_ns += c->idle - s->mark[CLASSES];
+	__sync_fetch_and_add(&c->waiting, -1);
+}
+
+/* This CPU's task `prev` got off it at `now`: its time goes to its class,
+ * and by name when a watched task waits here. */
+static __always_inline void account(struct switch_args *ctx, __u32 cpu, __u32 prev,
+				    struct task_stats *ps, __u64 now)
+{
+	struct cpu_time *c = cpu_time(cpu);
+	if (!c)
+		return;
+	__u64 ran = c->since && now > c->since ? now - c->since : 0;
+	c->since = now;
+	if (!prev) {
+		c->idle += ran;
+		return;
+	}
+	__u32 cls = ps ? ps->cls : 0;
+	if (cls >= CLASSES)
+		cls = CLASSES - 1;
+	c->by_class[cls] += ran;
+	if (c->waiting <= 0 || !ran)
+		return;
+	struct cpu_task key = { .cpu = cpu, .pid = prev };
+	struct held *h = bpf_map_lookup_elem(&HELD, &key);
+	if (h) {
+		h->ns += ran;
+		h->turns++;
+		return;
+	}
+	struct held fresh = { .ns = ran, .turns = 1, .cls = cls };
+	__builtin_memcpy(fresh.comm, ctx->prev_comm, sizeof(fresh.comm));
+	if (bpf_map_update_elem(&HELD, &key, &fresh, BPF_NOEXIST))
+		lost(0);
+}
+
+SEC("tracepoint/sched/sched_switch")
+int recorder_switch(struct switch_args *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 prev = (__u32)ctx->prev_pid, next = (__u32)ctx->next_pid;
+	struct task_stats *ps = prev ? bpf_map_lookup_elem(&TASKS, &prev) : NULL;
+	account(ctx, cpu, prev, ps, now);
+	if (ps) {
+		if (ps->in_ns)
+			ps->run_ns += now - ps->in_ns;
+		ps->in_ns = 0;
+		/* Still runnable (preempted: 0, or 0x100 "R+"): it waits from now. */
+		if ((ctx->prev_state & 0xff) == 0 && !ps->enq_ns)
+			begin_wait(ps, cpu, now);
+	}
+	struct task_stats *ns = next ? bpf_map_lookup_elem(&TASKS, &next) : NULL;
+	if (!ns)
+		return 0;
+	ns->in_ns = now;
+	if (!ns->enq_ns)
+		return 0;
+	__u64 waited = now - ns->enq_ns;
+	ns->wait_ns += waited;
+	ns->waits++;
+	if (waited > ns->max_wait_ns) {
+		ns->max_wait_ns = waited;
+		ns->max_wait_cpu = cpu;
+	}
+	leave_queue(ns);
+	ns->enq_ns = 0;
+	return 0;
+}
+
+static __always_inline void woken(__u32 pid, __s32 target_cpu)
+{
+	struct task_stats *s = bpf_map_lookup_elem(&TASKS, &pid);
+	if (!s)
+		return;
+	s->wakeups++;
+	if (!s->enq_ns && !s->in_ns)
+		begin_wait(s, (__u32)target_cpu, bpf_ktime_get_ns());
+	struct pair key = { .task = pid, .other = (__u32)bpf_get_current_pid_tgid() };
+	struct woke *w = bpf_map_lookup_elem(&WAKERS, &key);
+	if (w) {
+		w->count++;
+		return;
+	}
+	struct woke fresh = { .count = 1 };
+	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+	if (bpf_map_update_elem(&WAKERS, &key, &fresh, BPF_NOEXIST))
+		lost(0);
+}
+
+SEC("tracepoint/sched/sched_wakeup")
+int recorder_wakeup(struct wakeup_args *ctx)
+{
+	woken((__u32)ctx->pid, ctx->target_cpu);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_wakeup_new")
+int recorder_wakeup_new(struct wakeup_args *ctx)
+{
+	woken((__u32)ctx->pid, ctx->target_cpu);
+	return 0;
+}
+
+/* A waiting task moved to another queue: what it was held from on the
+ * old one is kept, and it waits on the new one from now. */
+SEC("tracepoint/sched/sched_migrate_task")
+int recorder_migrate(struct migrate_args *ctx)
+{
+	__u32 pid = (__u32)ctx->pid;
+	struct task_stats *s = bpf_map_lookup_elem(&TASKS, &pid);
+	if (!s)
+		return 0;
+	s->migrations++;
+	if (!s->enq_ns)
+		return 0;
+	__u64 since = s->enq_ns;
+	leave_queue(s);
+	begin_wait(s, (__u32)ctx->dest_cpu, since);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_fork")
+int recorder_fork(struct fork_args *ctx)
+{
+	__u32 parent = (__u32)ctx->parent_pid, child = (__u32)ctx->child_pid;
+	struct task_stats *p = bpf_map_lookup_elem(&TASKS, &parent);
+	if (!p)
+		return 0;
+	struct task_stats fresh = { .worker = p->worker, .cls = p->cls };
+	if (bpf_map_update_elem(&TASKS, &child, &fresh, BPF_NOEXIST))
+		lost(1);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

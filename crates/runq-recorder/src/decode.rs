@@ -1,0 +1,327 @@
+//! The recorder's maps as Rust sees them (mirrors of the C structs in
+//! `bpf/recorder.bpf.c`) and their aggregation into one [`TaskRecord`]
+//! per worker: a worker's threads summed, and the named holders of the
+//! CPUs it waited on merged over those CPUs and sorted, the longest first.
+
+use std::collections::BTreeMap;
+
+use runq_kernel::task_record::{Holder, Recorded, TaskRecord, Waker};
+
+/// The most holders and wakers kept per worker.
+pub const TOP: usize = 8;
+
+/// Classes of task: 0 outside the run, `g + 1` group `g`.
+pub const CLASSES: usize = 16;
+
+/// One watched thread, as `struct task_stats`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawTask {
+    pub(crate) run_ns: u64,
+    pub(crate) wait_ns: u64,
+    pub(crate) waits: u64,
+    pub(crate) max_wait_ns: u64,
+    pub(crate) wakeups: u64,
+    pub(crate) migrations: u64,
+    pub(crate) idle_ns: u64,
+    pub(crate) wait_cpus: u64,
+    pub(crate) in_ns: u64,
+    pub(crate) enq_ns: u64,
+    pub(crate) worker: u32,
+    pub(crate) cls: u32,
+    pub(crate) max_wait_cpu: u32,
+    pub(crate) wait_cpu: u32,
+    pub(crate) held: [u64; CLASSES],
+    pub(crate) mark: [u64; CLASSES + 1],
+}
+
+/// A (CPU, task) key of HELD, as `struct cpu_task`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawCpuTask {
+    pub(crate) cpu: u32,
+    pub(crate) pid: u32,
+}
+
+/// A holder's time on a CPU, as `struct held`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawHeld {
+    pub(crate) ns: u64,
+    pub(crate) turns: u64,
+    pub(crate) cls: u32,
+    pub(crate) pad: u32,
+    pub(crate) comm: [u8; 16],
+}
+
+/// A (watched thread, waker) key of WAKERS, as `struct pair`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawPair {
+    pub(crate) task: u32,
+    pub(crate) other: u32,
+}
+
+/// A waker's count, as `struct woke`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawWoke {
+    pub(crate) count: u64,
+    pub(crate) comm: [u8; 16],
+}
+
+// SAFETY: plain integers and bytes without padding (sizes asserted in the
+// C and in the tests below).
+unsafe impl aya::Pod for RawTask {}
+// SAFETY: as above.
+unsafe impl aya::Pod for RawCpuTask {}
+// SAFETY: as above.
+unsafe impl aya::Pod for RawHeld {}
+// SAFETY: as above.
+unsafe impl aya::Pod for RawPair {}
+// SAFETY: as above.
+unsafe impl aya::Pod for RawWoke {}
+
+/// What was read from the maps, before aggregation.
+#[derive(Debug, Clone, Default)]
+pub struct RawMaps {
+    /// TASKS: thread id and its figures.
+    pub tasks: Vec<(u32, RawTask)>,
+    /// HELD: (CPU, holder) and its time there while workers waited.
+    pub held: Vec<(RawCpuTask, RawHeld)>,
+    /// WAKERS: (wakee thread, waker) and the wakeups.
+    pub wakers: Vec<(RawPair, RawWoke)>,
+    /// LOST: pairs, threads, each summed over the CPUs.
+    pub lost: [u64; 2],
+}
+
+fn comm(raw: &[u8; 16]) -> String {
+    let len = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+    String::from_utf8_lossy(&raw[..len]).into_owned()
+}
+
+/// Worker records with their threads' figures summed, by worker tid.
+fn sum_threads(tasks: &[(u32, RawTask)]) -> BTreeMap<u32, (TaskRecord, u64)> {
+    let mut workers: BTreeMap<u32, (TaskRecord, u64)> = BTreeMap::new();
+    for (tid, s) in tasks {
+        let (w, cpus) = workers.entry(s.worker).or_insert_with(|| {
+            let w = TaskRecord {
+                worker: s.worker,
+                held_by_class: vec![0; CLASSES],
+                ..TaskRecord::default()
+            };
+            (w, 0)
+        });
+        if *tid == s.worker {
+            w.tids.insert(0, *tid);
+        } else {
+            w.tids.push(*tid);
+        }
+        w.run_ns += s.run_ns;
+        w.wait_ns += s.wait_ns;
+        w.waits += s.waits;
+        w.wakeups += s.wakeups;
+        w.migrations += s.migrations;
+        w.idle_ns += s.idle_ns;
+        *cpus |= s.wait_cpus;
+        for (sum, ns) in w.held_by_class.iter_mut().zip(s.held) {
+            *sum += ns;
+        }
+        if s.max_wait_ns > w.max_wait_ns {
+            w.max_wait_ns = s.max_wait_ns;
+            w.max_wait_cpu = s.max_wait_cpu;
+        }
+    }
+    workers
+}
+
+/// The holders of the CPUs in `cpus` (a bit each), merged by task.
+fn holders_on(held: &[(RawCpuTask, RawHeld)], cpus: u64) -> Vec<Holder> {
+    let mut by_pid: BTreeMap<u32, Holder> = BTreeMap::new();
+    for (k, h) in held
+        .iter()
+        .filter(|(k, _)| k.cpu < 64 && cpus >> k.cpu & 1 == 1)
+    {
+        let e = by_pid.entry(k.pid).or_insert_with(|| Holder {
+            pid: k.pid,
+            comm: comm(&h.comm),
+            class: h.cls,
+            ..Holder::default()
+        });
+        e.held_ns += h.ns;
+        e.turns += h.turns;
+    }
+    let mut out: Vec<Holder> = by_pid.into_values().collect();
+    out.sort_by(|a, b| b.held_ns.cmp(&a.held_ns).then(a.pid.cmp(&b.pid)));
+    out
+}
+
+/// One record per worker, in thread id order, with its threads' figures
+/// summed, the holders of the CPUs it waited on and its top wakers.
+pub fn aggregate(raw: &RawMaps) -> Recorded {
+    let worker_of: BTreeMap<u32, u32> = raw.tasks.iter().map(|(t, s)| (*t, s.worker)).collect();
+    let mut workers = sum_threads(&raw.tasks);
+    let mut woke: BTreeMap<(u32, u32), Waker> = BTreeMap::new();
+    for (k, c) in &raw.wakers {
+        let Some(&w) = worker_of.get(&k.task) else {
+            continue;
+        };
+        let h = woke.entry((w, k.other)).or_insert_with(|| Waker {
+            pid: k.other,
+            comm: comm(&c.comm),
+            ..Waker::default()
+        });
+        h.wakeups += c.count;
+    }
+    for ((w, _), h) in woke {
+        if let Some((rec, _)) = workers.get_mut(&w) {
+            rec.wakers.push(h);
+        }
+    }
+    for (w, cpus) in workers.values_mut() {
+        w.wait_cpus = (0..64).filter(|c| *cpus >> c & 1 == 1).collect();
+        w.holders = holders_on(&raw.held, *cpus);
+        w.holders.retain(|h| !w.tids.contains(&h.pid));
+        w.holders.truncate(TOP);
+        w.wakers
+            .sort_by(|a, b| b.wakeups.cmp(&a.wakeups).then(a.pid.cmp(&b.pid)));
+        w.wakers.truncate(TOP);
+    }
+    let bytes = raw.tasks.len() * (4 + size_of::<RawTask>())
+        + raw.held.len() * (size_of::<RawCpuTask>() + size_of::<RawHeld>())
+        + raw.wakers.len() * (size_of::<RawPair>() + size_of::<RawWoke>());
+    Recorded {
+        workers: workers.into_values().map(|(w, _)| w).collect(),
+        lost_pairs: raw.lost[0],
+        lost_threads: raw.lost[1],
+        bytes_read: bytes as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn task(worker: u32, cls: u32, run_ms: u64, wait_ms: u64, cpus: u64) -> RawTask {
+        let mut held = [0; CLASSES];
+        held[0] = wait_ms / 4 * MS;
+        held[1] = wait_ms / 2 * MS;
+        RawTask {
+            run_ns: run_ms * MS,
+            wait_ns: wait_ms * MS,
+            waits: 3,
+            max_wait_ns: wait_ms / 2 * MS,
+            wakeups: 2,
+            migrations: 1,
+            wait_cpus: cpus,
+            worker,
+            cls,
+            max_wait_cpu: worker % 2,
+            held,
+            ..RawTask::default()
+        }
+    }
+
+    fn held(cpu: u32, pid: u32, ms: u64, cls: u32, name: &str) -> (RawCpuTask, RawHeld) {
+        let mut h = RawHeld {
+            ns: ms * MS,
+            turns: 1,
+            cls,
+            ..RawHeld::default()
+        };
+        h.comm[..name.len()].copy_from_slice(name.as_bytes());
+        (RawCpuTask { cpu, pid }, h)
+    }
+
+    fn woke(task: u32, other: u32, count: u64, name: &str) -> (RawPair, RawWoke) {
+        let mut w = RawWoke {
+            count,
+            ..RawWoke::default()
+        };
+        w.comm[..name.len()].copy_from_slice(name.as_bytes());
+        (RawPair { task, other }, w)
+    }
+
+    #[test]
+    fn the_mirrors_have_the_c_layout() {
+        assert_eq!(size_of::<RawTask>(), 96 + 8 * (2 * CLASSES + 1));
+        assert_eq!(std::mem::offset_of!(RawTask, in_ns), 64);
+        assert_eq!(std::mem::offset_of!(RawTask, held), 96);
+        assert_eq!(size_of::<RawCpuTask>(), 8);
+        assert_eq!(size_of::<RawHeld>(), 40);
+        assert_eq!(size_of::<RawWoke>(), 24);
+    }
+
+    /// A worker with a cloned thread: both threads' figures add up under
+    /// the worker; its holders are those of the CPUs it waited on, merged
+    /// over them, without its own threads.
+    #[test]
+    fn threads_sum_into_their_worker_and_holders_come_from_its_cpus() {
+        let raw = RawMaps {
+            tasks: vec![
+                (10, task(10, 1, 4, 2980, 0b10)),
+                (11, task(10, 1, 6, 20, 0b01)),
+                (20, task(20, 1, 2900, 8, 0b10)),
+            ],
+            held: vec![
+                held(1, 20, 2000, 1, "spinner"),
+                held(0, 20, 500, 1, "spinner"),
+                held(1, 999, 800, 0, "hog"),
+                held(1, 10, 7, 1, "spinner"),
+                held(5, 1, 5, 0, "elsewhere"),
+            ],
+            wakers: vec![woke(20, 10, 4, "spinner"), woke(20, 0, 9, "swapper/0")],
+            lost: [2, 0],
+        };
+        let r = aggregate(&raw);
+        assert_eq!(r.workers.len(), 2);
+        let w = r.worker(10).unwrap();
+        assert_eq!(w.tids, [10, 11]);
+        assert_eq!((w.run_ns, w.wait_ns), (10 * MS, 3000 * MS));
+        assert_eq!((w.waits, w.wakeups, w.migrations), (6, 4, 2));
+        assert_eq!((w.max_wait_ns, w.max_wait_cpu), (1490 * MS, 0));
+        assert_eq!(w.wait_cpus, [0, 1]);
+        assert_eq!(
+            &w.held_by_class[..2],
+            [745 * MS + 5 * MS, 1490 * MS + 10 * MS]
+        );
+        let holders: Vec<_> = w
+            .holders
+            .iter()
+            .map(|h| (h.pid, h.comm.as_str(), h.held_ns / MS, h.class))
+            .collect();
+        assert_eq!(holders, [(20, "spinner", 2500, 1), (999, "hog", 800, 0)]);
+        let (outside, ns) = w.held_by(|class| class == 0);
+        assert_eq!((outside.len(), ns), (1, 750 * MS));
+        let wakers: Vec<_> = r
+            .worker(20)
+            .unwrap()
+            .wakers
+            .iter()
+            .map(|h| (h.pid, h.wakeups))
+            .collect();
+        assert_eq!(wakers, [(0, 9), (10, 4)]);
+        assert_eq!(r.lost_pairs, 2);
+        assert_eq!(
+            r.bytes_read as usize,
+            3 * (4 + size_of::<RawTask>()) + 5 * 48 + 2 * 32
+        );
+    }
+
+    #[test]
+    fn only_the_top_holders_are_kept() {
+        let held = (1..=20)
+            .map(|i| held(0, 100 + i, u64::from(i), 0, "t"))
+            .collect();
+        let raw = RawMaps {
+            tasks: vec![(10, task(10, 1, 1, 1, 1))],
+            held,
+            ..RawMaps::default()
+        };
+        let r = aggregate(&raw);
+        let pids: Vec<u32> = r.workers[0].holders.iter().map(|h| h.pid).collect();
+        assert_eq!(pids, (113..=120).rev().collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,475 @@
+//! A failed check explained by the per-task recorder: which worker the
+//! check points at, how long it ran and waited runnable, and who held its
+//! CPU while it waited, split into its own group's workers (starvation
+//! inside its cgroup), the run's other groups and tasks outside the run,
+//! each named with its pid, comm and held time. The largest part is the
+//! mechanism; tasks outside the run that held most of the wait make load
+//! outside the run the cause, others rule it out. Without a recorder the
+//! causes keep what /proc and schedstat tell, and say what was missing.
+
+use runq_kernel::task_record::{Holder, Recorded, TaskRecord};
+
+use super::cause::{Cause, OutsideLoad};
+use super::CheckResult;
+use crate::report::WorkerReport;
+use crate::scenario::Scenario;
+
+/// Below this share of its wall time spent waiting for a CPU, a worker's
+/// failure was not a wait for a CPU.
+const MIN_WAIT_SHARE: f64 = 0.05;
+
+/// Holders named per part.
+const NAMED: usize = 3;
+
+/// What the run knows about its groups, for naming them.
+pub(crate) struct RunTasks<'a> {
+    scn: &'a Scenario,
+    /// Whether the groups were placed in runq's cgroups.
+    in_cgroups: bool,
+}
+
+impl RunTasks<'_> {
+    /// `cgroup X` when group `g` ran in a cgroup of its own making, else
+    /// `group X`.
+    fn container(&self, g: usize) -> String {
+        let spec = &self.scn.groups[g];
+        match (&spec.cgroup, self.in_cgroups) {
+            (Some(cg), true) => format!("cgroup {cg}"),
+            _ => format!("group {}", spec.name),
+        }
+    }
+
+    /// True when class `k` (group `k - 1`) shares group `g`'s container:
+    /// it is `g`, or both ran in the same cgroup of the run.
+    fn same_container(&self, k: u32, g: usize) -> bool {
+        let Some(other) = (k as usize).checked_sub(1) else {
+            return false;
+        };
+        if other == g {
+            return true;
+        }
+        let cgroup = |i: usize| self.scn.groups.get(i).and_then(|x| x.cgroup.as_ref());
+        self.in_cgroups && cgroup(g).is_some() && cgroup(g) == cgroup(other)
+    }
+
+    /// The containers of the classes of `holders`, deduplicated: `cgroups
+    /// pingpong, b` or `groups x, y`.
+    fn containers_of(&self, holders: &[&Holder]) -> String {
+        let mut names: Vec<String> = Vec::new();
+        for h in holders {
+            let Some(g) = (h.class as usize)
+                .checked_sub(1)
+                .filter(|&g| g < self.scn.groups.len())
+            else {
+                continue;
+            };
+            let c = self.container(g);
+            if !names.contains(&c) {
+                names.push(c);
+            }
+        }
+        names.join(", ")
+    }
+}
+
+/// Who held a worker's CPU while it waited, in three parts.
+#[derive(Debug, Default)]
+pub(crate) struct Split<'r> {
+    /// Workers of its own group, their held time.
+    pub own: (Vec<&'r Holder>, u64),
+    /// Workers of the run's other groups.
+    pub run: (Vec<&'r Holder>, u64),
+    /// Tasks outside the run.
+    pub outside: (Vec<&'r Holder>, u64),
+}
+
+impl Split<'_> {
+    fn total(&self) -> u64 {
+        self.own.1 + self.run.1 + self.outside.1
+    }
+}
+
+/// `w`'s held time split by whom its holders belong to, `w` being of
+/// group `g` (its class is `g + 1`, 0 is outside the run): its own group
+/// and those in its cgroup, the run's other workers, the rest.
+pub(crate) fn split<'r>(w: &'r TaskRecord, g: usize, tasks: &RunTasks<'_>) -> Split<'r> {
+    Split {
+        own: w.held_by(|k| tasks.same_container(k, g)),
+        run: w.held_by(|k| k != 0 && !tasks.same_container(k, g)),
+        outside: w.held_by(|k| k == 0),
+    }
+}
+
+/// `1,234 ms`, or `0.4 ms` below 10.
+fn ms(ns: u64) -> String {
+    let v = ns as f64 / 1e6;
+    if v < 10.0 {
+        return format!("{v:.1} ms");
+    }
+    let digits = format!("{v:.0}");
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{out} ms")
+}
+
+/// `comm[pid], comm[pid] and 2 more` for the first few holders.
+fn named(holders: &[&Holder]) -> String {
+    let mut parts: Vec<String> = holders
+        .iter()
+        .take(NAMED)
+        .map(|h| format!("{}[{}]", h.comm, h.pid))
+        .collect();
+    if holders.len() > NAMED {
+        parts.push(format!("{} more", holders.len() - NAMED));
+    }
+    parts.join(", ")
+}
+
+/// The worker check `c` points at: a stuck or dead one for `not_stuck`,
+/// the longest gap for `max_gap_ms`, the one that ran least for a share
+/// or a rate, else the one that waited longest for a CPU (over the whole
+/// run for a check of the host).
+fn subject<'r>(
+    c: &CheckResult,
+    scn: &Scenario,
+    reports: &[WorkerReport],
+    rec: &'r Recorded,
+) -> Option<(&'r TaskRecord, Option<usize>)> {
+    let g = scn.group_index(&c.group);
+    let mine = || {
+        reports
+            .iter()
+            .filter(move |r| g.is_none_or(|g| r.group_idx == g) && rec.worker(r.tid).is_some())
+    };
+    let kind = c.name.split_once('(').map_or(c.name.as_str(), |(k, _)| k);
+    let chosen = match kind {
+        "not_stuck" => mine()
+            .find(|r| r.exit_info.is_some())
+            .or_else(|| mine().find(|r| r.work_units == 0)),
+        "max_gap_ms" => mine().max_by_key(|r| r.max_gap_ms),
+        "min_fair_share" | "min_fair_share_worker" | "min_work_rate" | "rate_within" => mine()
+            .filter(|r| r.exit_info.is_none())
+            .min_by_key(|r| r.cpu_time_ns),
+        _ => None,
+    };
+    let chosen =
+        chosen.or_else(|| mine().max_by_key(|r| rec.worker(r.tid).map_or(0, |w| w.wait_ns)))?;
+    Some((rec.worker(chosen.tid)?, Some(chosen.group_idx)))
+}
+
+/// The recorder's sentence on worker `w`: what it did, how long each
+/// part held its CPU while it waited, and the tasks that held the CPUs it
+/// waited on while workers waited there (`group_name` names a class).
+fn evidence(
+    w: &TaskRecord,
+    group: &str,
+    s: &Split<'_>,
+    group_name: &dyn Fn(u32) -> String,
+) -> String {
+    let mut text = if w.waits == 0 {
+        format!(
+            "recorder: worker {} ({group}) ran {} and never waited runnable ({} migrations",
+            w.worker,
+            ms(w.run_ns),
+            w.migrations
+        )
+    } else {
+        format!(
+            "recorder: worker {} ({group}) ran {} and waited {} runnable ({} waits, the \
+             longest {} on CPU {}; {} migrations",
+            w.worker,
+            ms(w.run_ns),
+            ms(w.wait_ns),
+            w.waits,
+            ms(w.max_wait_ns),
+            w.max_wait_cpu,
+            w.migrations,
+        )
+    };
+    match w.wakers.first() {
+        Some(k) => text.push_str(&format!(
+            "; woken {}x, most by {}[{}])",
+            w.wakeups, k.comm, k.pid
+        )),
+        None => text.push(')'),
+    }
+    let mut held = Vec::new();
+    for (label, (_, ns)) in [
+        ("its own group or cgroup", &s.own),
+        ("the run's other groups", &s.run),
+        ("tasks outside the run", &s.outside),
+    ] {
+        if *ns > 0 {
+            held.push(format!("{label} {}", ms(*ns)));
+        }
+    }
+    if !held.is_empty() {
+        text.push_str(&format!(
+            "; while it waited its CPU went to {}",
+            held.join(", ")
+        ));
+    }
+    if !w.holders.is_empty() {
+        let top: Vec<String> = w
+            .holders
+            .iter()
+            .take(2 * NAMED)
+            .map(|h| {
+                format!(
+                    "{}[{}] ({}) {}",
+                    h.comm,
+                    h.pid,
+                    group_name(h.class),
+                    ms(h.held_ns)
+                )
+            })
+            .collect();
+        text.push_str(&format!(
+            "; the tasks that held the CPUs it waited on, while workers waited there: {}",
+            top.join(", ")
+        ));
+    }
+    text
+}
+
+/// The mechanism the recorder shows for worker `w` of group `g` (wall
+/// time `wall_ns`) and the run to make next: the largest part of the
+/// time its CPU was held from it, or no wait for a CPU at all.
+fn mechanism(
+    w: &TaskRecord,
+    g: usize,
+    wall_ns: u64,
+    tasks: &RunTasks<'_>,
+    s: &Split<'_>,
+) -> (String, Option<String>) {
+    let total = s.total();
+    if (w.wait_ns as f64) < MIN_WAIT_SHARE * wall_ns as f64 || total == 0 {
+        return (
+            format!(
+                "not a wait for a CPU: worker {} waited runnable {} of its {} ({:.1}%)",
+                w.worker,
+                ms(w.wait_ns),
+                ms(wall_ns),
+                100.0 * w.wait_ns as f64 / wall_ns.max(1) as f64
+            ),
+            None,
+        );
+    }
+    let container = tasks.container(g);
+    let control = (tasks.in_cgroups && tasks.scn.groups[g].cgroup.is_some()).then(|| {
+        "for a control, run the same scenario with --no-cgroups (every worker then competes \
+         as a task)"
+            .to_string()
+    });
+    let trace = || Some("rerun with --flight-recorder for the trace of its CPU".to_string());
+    // Held time can pass the wait by the turn in progress when it ended.
+    let of = |ns: u64| {
+        format!(
+            "{} of the {} it waited",
+            ms(ns.min(w.wait_ns)),
+            ms(w.wait_ns)
+        )
+    };
+    if s.own.1 >= s.run.1 && s.own.1 >= s.outside.1 {
+        let text = format!(
+            "starvation inside {container}: worker {} ran {} of its {}; the other workers of \
+             its {container} held its CPU for {} ({})",
+            w.worker,
+            ms(w.run_ns),
+            ms(wall_ns),
+            of(s.own.1),
+            named(&s.own.0)
+        );
+        (text, control.or_else(trace))
+    } else if s.run.1 >= s.outside.1 {
+        let text = format!(
+            "the workers of the run's {} kept worker {} off its CPU: they held it for {} ({})",
+            tasks.containers_of(&s.run.0),
+            w.worker,
+            of(s.run.1),
+            named(&s.run.0)
+        );
+        (text, control.or_else(trace))
+    } else {
+        let top = s.outside.0[0];
+        let text = format!(
+            "a task outside the run kept worker {} off its CPU: tasks outside the run held it \
+             for {} ({})",
+            w.worker,
+            of(s.outside.1),
+            named(&s.outside.0)
+        );
+        let next = format!(
+            "stop {}[{}] or keep the run off the CPU it holds, then rerun",
+            top.comm, top.pid
+        );
+        (text, Some(next))
+    }
+}
+
+/// Revises the judgement on outside load with what the recorder saw:
+/// for a delay, tasks outside the run that held at least half of the time
+/// the worker's CPU was held from it explain the figure, fewer do not,
+/// whatever the host's load; a share or a rate is explained when the
+/// worker, given its part of their time (in the proportion it got of the
+/// run's time on its CPU), could have reached its bound.
+fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>, wall_ns: u64) {
+    let total = s.total();
+    if total == 0 {
+        return;
+    }
+    let outside = s.outside.1.min(w.wait_ns);
+    let mut seen = format!(
+        "the recorder saw tasks outside the run hold its CPU for {} of the {} worker {} waited",
+        ms(outside),
+        ms(w.wait_ns),
+        w.worker
+    );
+    if outside > 0 {
+        seen.push_str(&format!(" ({})", named(&s.outside.0)));
+    }
+    let explains = if super::cause::is_proportional(c) {
+        // A share or a rate: what the worker would have done had their
+        // time gone to it in the proportion it got of the run's time there.
+        let run_time = (w.run_ns + s.own.1 + s.run.1).max(1) as f64;
+        let best = c.measured * (1.0 + outside as f64 / run_time);
+        seen.push_str(&format!(
+            ": with its part of that time {} could have reached about {best:.3}",
+            c.name
+        ));
+        c.op == super::Op::AtLeast && best >= c.bound
+    } else {
+        // A delay the figures did not take for a wait for a CPU is the
+        // load's only when the worker waited most of its time.
+        let waited_most = 2 * w.wait_ns >= wall_ns;
+        let judged = cause_says(c).unwrap_or(true);
+        2 * s.outside.1 >= total && (judged || waited_most)
+    };
+    let own = format!("the run's own workers {}", ms(s.own.1 + s.run.1));
+    let cause = c.cause.get_or_insert_with(Cause::default);
+    let reason = match &cause.outside_load {
+        Some(o) if o.explains == explains => format!("{}; {seen}, {own}", o.reason),
+        Some(o) if explains => format!("{}, and {seen}, so that load explains it", used(&o.reason)),
+        Some(o) => format!(
+            "{}, but {seen} and {own}, so that load does not explain it",
+            used(&o.reason)
+        ),
+        None if explains => seen,
+        None => return,
+    };
+    cause.outside_load = Some(OutsideLoad { explains, reason });
+}
+
+/// Whether the figures' judgement on outside load (when there is one)
+/// says it explains check `c`.
+fn cause_says(c: &CheckResult) -> Option<bool> {
+    c.cause.as_ref()?.outside_load.as_ref().map(|o| o.explains)
+}
+
+/// The figure of a judgement on outside load without its conclusion:
+/// `tasks outside the run used 0.52 of the host's 2 CPUs`.
+fn used(reason: &str) -> &str {
+    [", which cannot", ", and any", ":"]
+        .iter()
+        .filter_map(|cut| reason.find(cut))
+        .min()
+        .map_or(reason, |end| &reason[..end])
+}
+
+/// The cause of a check failed by worker `w`'s end (`how`): the end
+/// itself, not a wait for a CPU.
+fn died_cause(cause: &mut Cause, w: &TaskRecord, how: &crate::report::WorkerExitInfo) {
+    cause.mechanism.get_or_insert(format!(
+        "worker {} ended ({how}) after it ran {} and waited {} for a CPU: its end, not a wait \
+         for a CPU, failed the check",
+        w.worker,
+        ms(w.run_ns),
+        ms(w.wait_ns)
+    ));
+    cause.next_step.get_or_insert_with(|| {
+        "look for what ended it: its exit status, the kernel log (the OOM killer), a fault \
+         injected with RUNQ_FAULT"
+            .into()
+    });
+}
+
+/// Adds the recorder's evidence to every failed check (its mechanism
+/// first, the figures' after; its next step; the judgement on outside
+/// load by the holders it named), or, without a recorder, says why there
+/// is none.
+pub(crate) fn explain_all(
+    scn: &Scenario,
+    reports: &[WorkerReport],
+    rec: Result<&Recorded, &str>,
+    in_cgroups: bool,
+    checks: &mut [CheckResult],
+) {
+    let rec = match rec {
+        Ok(r) => r,
+        Err(why) => {
+            for c in checks.iter_mut().filter(|c| !c.pass) {
+                c.cause.get_or_insert_with(Cause::default).evidence = Some(format!(
+                    "no recorder ({why}): the cause is what /proc and schedstat tell"
+                ));
+            }
+            return;
+        }
+    };
+    let tasks = RunTasks { scn, in_cgroups };
+    for c in checks.iter_mut().filter(|c| !c.pass) {
+        if c.name == "scheduler_alive" || !super::cause::load_can_act(c) && c.name != "not_stuck" {
+            continue;
+        }
+        let Some((w, Some(g))) = subject(c, scn, reports, rec) else {
+            continue;
+        };
+        let report = reports.iter().find(|r| r.tid == w.worker);
+        let wall = report.map_or(w.run_ns + w.wait_ns, |r| r.wall_time_ns);
+        let died = report.and_then(|r| {
+            r.exit_info
+                .as_ref()
+                .filter(|e| **e != crate::report::WorkerExitInfo::TimedOut)
+        });
+        let s = split(w, g, &tasks);
+        let (mechanism, next) = mechanism(w, g, wall, &tasks, &s);
+        // A delay the figures found was no wait for a CPU (a partner
+        // stopped, a sleep) keeps that account unless the worker waited
+        // most of its time.
+        let not_a_wait = !super::cause::is_proportional(c)
+            && cause_says(c) == Some(false)
+            && 2 * w.wait_ns < wall;
+        let cause = c.cause.get_or_insert_with(Cause::default);
+        let group_name = |k: u32| match k {
+            0 => "outside the run".to_string(),
+            k => scn
+                .groups
+                .get(k as usize - 1)
+                .map_or_else(|| "the run".into(), |x| x.name.clone()),
+        };
+        cause.evidence = Some(evidence(w, &scn.groups[g].name, &s, &group_name));
+        if let Some(how) = died {
+            died_cause(cause, w, how);
+            continue;
+        }
+        if not_a_wait {
+            continue;
+        }
+        cause.mechanism = Some(match cause.mechanism.take() {
+            Some(m) => format!("{mechanism}; {m}"),
+            None => mechanism,
+        });
+        if next.is_some() {
+            cause.next_step = next;
+        }
+        revise_load(c, w, &s, wall);
+    }
+}
+
+#[cfg(test)]
+#[path = "recorded_tests.rs"]
+mod tests;

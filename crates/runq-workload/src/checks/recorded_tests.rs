@@ -1,0 +1,224 @@
+//! The recorder's explanations on two recorded runs (the maps read at the
+//! end of real runs on a busy 2-CPU host, `fixtures/recorded-*.json`):
+//! the default scenario, whose spinner 8679 lost its CPU mostly to the
+//! pingpong cgroup's workers and partly to tasks outside the run, and a
+//! nice-19 worker pinned beside a nice -20 busy loop (`sh`, pid 6408).
+
+use std::time::Duration;
+
+use runq_kernel::cgroup::CgroupLimits;
+
+use super::*;
+use crate::checks::Op;
+use crate::report::WorkerExitInfo;
+use crate::scenario::ScenarioBuilder;
+use crate::WorkType;
+
+fn fixture(name: &str) -> Recorded {
+    let path = format!("{}/src/checks/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A report for each recorded worker, in `group_of`'s group, with its
+/// recorded run time as its CPU time.
+fn reports(rec: &Recorded, group_of: impl Fn(u32) -> usize) -> Vec<WorkerReport> {
+    rec.workers
+        .iter()
+        .map(|w| {
+            let mut r =
+                WorkerReport::sentinel(w.worker, group_of(w.worker), WorkerExitInfo::TimedOut);
+            r.exit_info = None;
+            r.cpu_time_ns = w.run_ns;
+            r.wall_time_ns = 3_000_000_000;
+            r.work_units = 1;
+            r
+        })
+        .collect()
+}
+
+fn failed(name: &str, group: &str) -> CheckResult {
+    CheckResult {
+        name: name.into(),
+        group: group.into(),
+        measured: 0.343,
+        op: Op::AtLeast,
+        bound: 0.5,
+        pass: false,
+        detail: None,
+        cause: None,
+    }
+}
+
+fn default_run(cgroups: [&str; 2]) -> (Scenario, Vec<WorkerReport>, Recorded) {
+    let rec = fixture("recorded-default.json");
+    let spin = WorkType::from_name("SpinWait").unwrap();
+    let pipe = WorkType::from_name("PipeIo").unwrap();
+    let scn = ScenarioBuilder::new("default")
+        .duration(Duration::from_secs(3))
+        .cgroup(cgroups[0], CgroupLimits::default())
+        .cgroup(cgroups[1], CgroupLimits::default())
+        .group("spinners", spin, 2, Some(cgroups[0]))
+        .group("pingpong", pipe, 4, Some(cgroups[1]))
+        .build();
+    let reports = reports(&rec, |tid| usize::from(tid >= 8680));
+    (scn, reports, rec)
+}
+
+fn explain(scn: &Scenario, reports: &[WorkerReport], rec: &Recorded, c: CheckResult) -> Cause {
+    let mut checks = [c];
+    explain_all(scn, reports, Ok(rec), true, &mut checks);
+    let [c] = checks;
+    c.cause.expect("a cause")
+}
+
+#[test]
+fn the_default_scenarios_spinner_lost_its_cpu_to_the_other_cgroup() {
+    let (scn, reports, rec) = default_run(["spinners", "pingpong"]);
+    let cause = explain(&scn, &reports, &rec, failed("min_fair_share", "spinners"));
+    let m = cause.mechanism.unwrap();
+    assert!(
+        m.starts_with("the workers of the run's cgroup pingpong kept worker 8679 off its CPU: they held it for 1,559 ms of the 2,834 ms it waited"),
+        "{m}"
+    );
+    assert!(cause.next_step.unwrap().contains("--no-cgroups"));
+    let e = cause.evidence.unwrap();
+    assert!(
+        e.starts_with("recorder: worker 8679 (spinners) ran 214 ms"),
+        "{e}"
+    );
+    assert!(e.contains("runq[8680] (pingpong) 804 ms"), "{e}");
+    // Outside the run held 1,177 ms; its part of that (214 of the 1,874
+    // ms the run had on its CPUs) lifts 0.343 to 0.558, past the bound.
+    let load = cause.outside_load.unwrap();
+    assert!(load.explains, "{}", load.reason);
+    assert!(
+        load.reason.ends_with("could have reached about 0.558"),
+        "{}",
+        load.reason
+    );
+}
+
+#[test]
+fn one_cgroup_for_both_groups_is_starvation_inside_it() {
+    let (scn, reports, rec) = default_run(["all", "all"]);
+    let cause = explain(&scn, &reports, &rec, failed("min_fair_share", "spinners"));
+    let m = cause.mechanism.unwrap();
+    assert!(
+        m.starts_with("starvation inside cgroup all: worker 8679 ran 214 ms of its 3,000 ms"),
+        "{m}"
+    );
+    assert!(
+        m.contains("held its CPU for 1,660 ms of the 2,834 ms it waited"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_busy_host_clause_gives_way_to_what_the_recorder_saw() {
+    let (scn, reports, rec) = default_run(["spinners", "pingpong"]);
+    let mut c = failed("min_fair_share", "spinners");
+    c.measured = 0.2;
+    c.cause = Some(Cause {
+        outside_load: Some(OutsideLoad {
+            explains: true,
+            reason:
+                "tasks outside the run used 0.90 of the host's 2 CPUs, and any of them may have"
+                    .into(),
+        }),
+        ..Cause::default()
+    });
+    let load = explain(&scn, &reports, &rec, c).outside_load.unwrap();
+    assert!(!load.explains, "{}", load.reason);
+    assert!(
+        load.reason
+            .contains("hold its CPU for 1,177 ms of the 2,834 ms"),
+        "{}",
+        load.reason
+    );
+    assert!(
+        load.reason.ends_with("so that load does not explain it"),
+        "{}",
+        load.reason
+    );
+}
+
+#[test]
+fn not_stuck_beside_a_nice_hog_names_the_hog() {
+    let rec = fixture("recorded-nice-hog.json");
+    let spin = WorkType::from_name("SpinWait").unwrap();
+    let scn = ScenarioBuilder::new("hog")
+        .group("low", spin, 1, None)
+        .build();
+    let mut reports = reports(&rec, |_| 0);
+    reports[0].exit_info = Some(WorkerExitInfo::TimedOut);
+    let mut checks = [failed("not_stuck", "low")];
+    explain_all(&scn, &reports, Ok(&rec), false, &mut checks);
+    let cause = checks[0].cause.clone().unwrap();
+    let m = cause.mechanism.unwrap();
+    assert!(
+        m.starts_with("a task outside the run kept worker 6432 off its CPU"),
+        "{m}"
+    );
+    assert!(m.contains("(sh[6408], rustc[6463]"), "{m}");
+    assert_eq!(
+        cause.next_step.unwrap(),
+        "stop sh[6408] or keep the run off the CPU it holds, then rerun"
+    );
+    let load = cause.outside_load.unwrap();
+    assert!(load.explains, "{}", load.reason);
+    assert!(cause
+        .evidence
+        .unwrap()
+        .contains("sh[6408] (outside the run) 24,424 ms"));
+}
+
+#[test]
+fn a_killed_worker_is_its_end_not_the_load() {
+    let rec = fixture("recorded-nice-hog.json");
+    let spin = WorkType::from_name("SpinWait").unwrap();
+    let scn = ScenarioBuilder::new("hog")
+        .group("low", spin, 1, None)
+        .build();
+    let mut reports = reports(&rec, |_| 0);
+    reports[0].exit_info = Some(WorkerExitInfo::Signaled(9));
+    let mut checks = [failed("not_stuck", "low")];
+    explain_all(&scn, &reports, Ok(&rec), false, &mut checks);
+    let cause = checks[0].cause.clone().unwrap();
+    assert!(cause
+        .mechanism
+        .unwrap()
+        .starts_with("worker 6432 ended (killed by SIGKILL)"));
+    assert_eq!(cause.outside_load, None);
+}
+
+#[test]
+fn without_a_recorder_each_failed_check_says_what_is_missing() {
+    let (scn, reports, _) = default_run(["spinners", "pingpong"]);
+    let mut checks = [
+        failed("min_fair_share", "spinners"),
+        CheckResult {
+            pass: true,
+            ..failed("max_gap_ms", "spinners")
+        },
+    ];
+    explain_all(
+        &scn,
+        &reports,
+        Err("off (--no-recorder)"),
+        true,
+        &mut checks,
+    );
+    assert_eq!(
+        checks[0].cause.as_ref().unwrap().evidence.as_deref(),
+        Some("no recorder (off (--no-recorder)): the cause is what /proc and schedstat tell")
+    );
+    assert_eq!(checks[1].cause, None);
+}
+
+#[test]
+fn milliseconds_group_their_thousands() {
+    assert_eq!(ms(2_980_400_000), "2,980 ms");
+    assert_eq!(ms(24_423_754_261), "24,424 ms");
+    assert_eq!(ms(4_000_000), "4.0 ms");
+    assert_eq!(ms(999_000_000), "999 ms");
+}
