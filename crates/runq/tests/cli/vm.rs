@@ -74,6 +74,46 @@ fn kernel_builds_refuse_what_is_not_a_source_in_one_line() {
     );
 }
 
+/// A kernel tree whose sched_ext build is in the cache (its image and a
+/// scheduler, made here under the key runq computes) is found at once:
+/// the document names them and matches its schema, and nothing is built.
+#[test]
+fn a_cached_build_of_a_tree_is_found_at_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let tree = tempfile::tempdir().unwrap();
+    let makefile = "VERSION = 6\nPATCHLEVEL = 15\nSUBLEVEL = 0\nEXTRAVERSION = -rc2\n";
+    std::fs::write(tree.path().join("Makefile"), makefile).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let canon = tree.path().canonicalize().unwrap();
+    let id = runq_vm::kernel::cache::Identity::tree(&canon, "6.15.0-rc2", None);
+    let dir = id.dir(cache.path(), runq_vm::kernel::fragment(true));
+    std::fs::create_dir_all(dir.join("scx")).unwrap();
+    std::fs::write(dir.join("bzImage"), "image").unwrap();
+    let simple = dir.join("scx/scx_simple");
+    std::fs::write(&simple, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&simple, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = runq()
+        .args(["vm", "kernel", "build", "--sched-ext", "--json", "--source"])
+        .arg(tree.path())
+        .env("RUNQ_KERNEL_CACHE", cache.path())
+        .output()
+        .expect("run runq");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    runq_testkit::assert_matches_schema("vm-kernel-build", &doc);
+    assert_eq!(doc["cached"], true, "{doc}");
+    assert_eq!(doc["version"], "6.15.0-rc2");
+    assert_eq!(doc["image"], dir.join("bzImage").to_str().unwrap());
+    assert_eq!(doc["schedulers"][0]["path"], simple.to_str().unwrap());
+    assert_eq!(
+        doc["steps"].as_array().map(Vec::len),
+        Some(0),
+        "nothing built"
+    );
+    assert!(stderr.is_empty(), "no build step announced: {stderr}");
+}
+
 #[test]
 fn vm_flags_need_vm() {
     let (code, err) = fails(&["run", "--topology", "2n2c2t"]);
