@@ -11,7 +11,8 @@ fn work_rate(r: &WorkerReport) -> f64 {
     r.work_units as f64 * 1e9 / r.wall_time_ns.max(1) as f64
 }
 
-/// stddev / mean of `rates`; `None` for fewer than 2 or a zero mean.
+/// stddev / mean of `rates` (none negative); `None` for fewer than 2,
+/// 0 when every rate is 0 (they are all equal).
 fn cv(rates: &[f64]) -> Option<f64> {
     if rates.len() < 2 {
         return None;
@@ -19,17 +20,18 @@ fn cv(rates: &[f64]) -> Option<f64> {
     let n = rates.len() as f64;
     let mean = rates.iter().sum::<f64>() / n;
     if mean <= 0.0 {
-        return None;
+        return Some(0.0);
     }
     let var = rates.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
     Some(var.sqrt() / mean)
 }
 
 /// The workers of each role (a stream's senders and receivers, a
-/// fan-out's messenger and receivers do different work by design).
+/// fan-out's messenger and receivers do different work by design). A
+/// worker that never ran its loop counts, at a rate of 0.
 fn by_role<'a>(reports: &[&'a WorkerReport]) -> BTreeMap<u8, Vec<&'a WorkerReport>> {
     let mut roles: BTreeMap<u8, Vec<&WorkerReport>> = BTreeMap::new();
-    for r in reports.iter().filter(|r| r.wall_time_ns > 0) {
+    for r in reports {
         roles.entry(r.role).or_default().push(r);
     }
     roles
@@ -116,6 +118,12 @@ mod tests {
     fn equal_workers_have_no_spread_and_an_outlier_raises_it() {
         let (a, b) = (worker(1, 0, 1000, 10), worker(2, 0, 1000, 10));
         assert_eq!(throughput_cv(&[&a, &b]), Some(0.0));
+        let idle = [worker(4, 0, 0, 0), worker(5, 0, 0, 0)];
+        assert_eq!(
+            throughput_cv(&[&idle[0], &idle[1]]),
+            Some(0.0),
+            "equal at zero"
+        );
         let c = worker(3, 0, 100, 10);
         let spread = throughput_cv(&[&a, &b, &c]).unwrap();
         // Rates 500, 500, 50: mean 350, sample stddev 259.8.

@@ -12,6 +12,14 @@
 //! This is not a device's interrupt path: no device, no IRQ line, no
 //! softirq. The wake is a hard interrupt's (the local APIC timer's), and
 //! the figure is from the expiry's deadline to the worker running again.
+//!
+//! With `source = "eventfd"` the workers pair up as a device and its
+//! handler: the even worker raises the interrupt every `period_us` by
+//! writing to an eventfd (the way VFIO and KVM's irqfd hand a device's
+//! interrupt to a thread: an eventfd signalled from the interrupt
+//! handler), the odd one blocks in `read` on it. Here the signal comes
+//! from a task, not from interrupt context; the figure runs from the
+//! device's stamp just before its write to the handler running.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -23,10 +31,23 @@ use super::{independent, PreparedWork, TypeInfo, WorkerBody};
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::monotonic_ns;
 
+/// What stands in for the device's interrupt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// A periodic timerfd: the timer's hard interrupt wakes the reader.
+    #[default]
+    Timerfd,
+    /// A device worker writing an eventfd its handler worker reads.
+    Eventfd,
+}
+
 /// IrqWake parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Params {
+    /// What raises the interrupt.
+    pub source: Source,
     /// Time between the stand-in interrupts, µs.
     pub period_us: u64,
     /// Spin units the handler does per interrupt.
@@ -36,22 +57,36 @@ pub struct Params {
 impl Default for Params {
     fn default() -> Self {
         Params {
+            source: Source::Timerfd,
             period_us: 1000,
             handler_iters: 256,
         }
     }
 }
 
+/// The eventfd source pairs a device with a handler.
+pub fn check_workers(p: &Params, workers: usize) -> Result<(), String> {
+    if p.source == Source::Eventfd && workers % 2 != 0 {
+        return Err(format!(
+            "source=eventfd pairs a device worker with a handler worker: give an even number \
+             of workers (got {workers})"
+        ));
+    }
+    Ok(())
+}
+
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
     name: "IrqWake",
     summary: "host stand-in for a device interrupt waking its handler thread: a periodic \
-              timerfd whose expiry (the hrtimer interrupt) wakes the worker blocked in read, \
-              which then does handler_iters of work; not a device's IRQ path",
+              timerfd whose expiry (the hrtimer interrupt) wakes the worker blocked in read, or \
+              (source = eventfd) a device worker's eventfd write waking its handler; then \
+              handler_iters of work; not a device's IRQ path",
     units: "handler_iters spin units per interrupt (at least 1)",
     wakes: Some(
-        "per expiry: from the timer's deadline to the worker running after its read returned \
-         (expiries missed while it worked are counted, not sampled)",
+        "per interrupt: from the timer's deadline (timerfd; expiries missed while it worked \
+         are counted, not sampled) or the device's stamp just before its eventfd write \
+         (eventfd) to the handler running after its read returned",
     ),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
@@ -151,15 +186,18 @@ impl WorkerBody for Body {
 }
 
 /// Builds the per-worker bodies.
-pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
+pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
+    if p.source == Source::Eventfd {
+        return super::irq_eventfd::prepare(p, workers);
+    }
     let (period_ns, handler) = (p.period_us * 1000, p.handler_iters);
-    independent(move |_| {
+    Ok(independent(move |_| {
         Ok(Box::new(Body {
             period_ns,
             handler,
             timer: None,
         }))
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -168,10 +206,15 @@ mod tests {
 
     #[test]
     fn each_expiry_wakes_the_reader_and_is_timed_from_its_deadline() {
-        let mut body = prepare(&Params {
-            period_us: 2000,
-            handler_iters: 8,
-        })
+        let mut body = prepare(
+            &Params {
+                period_us: 2000,
+                handler_iters: 8,
+                ..Params::default()
+            },
+            1,
+        )
+        .unwrap()
         .worker(0)
         .unwrap();
         let mut tel = Telemetry::start();

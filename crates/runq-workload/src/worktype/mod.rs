@@ -26,6 +26,7 @@ mod futex_ping_pong;
 mod idle_churn;
 mod io_mix;
 mod io_sync_write;
+mod irq_eventfd;
 mod irq_wake;
 pub(crate) mod locks;
 mod mixed;
@@ -68,7 +69,7 @@ pub use fork_exit::Params as ForkExitParams;
 pub use idle_churn::Params as IdleChurnParams;
 pub use io_mix::Params as IoMixParams;
 pub use io_sync_write::Params as IoSyncWriteParams;
-pub use irq_wake::Params as IrqWakeParams;
+pub use irq_wake::{Params as IrqWakeParams, Source as IrqSource};
 pub use locks::{InversionParams, MutexParams};
 pub use net_traffic::{
     net_figures, Mode as NetMode, NetFigures, Params as NetTrafficParams, Proto as NetProto,
@@ -484,6 +485,12 @@ impl WorkType {
                     work_type: info.name.to_string(),
                     reason,
                 }),
+            WorkType::IrqWake(p) => {
+                irq_wake::check_workers(p, workers).map_err(|reason| WorkTypeError::BadParam {
+                    work_type: info.name.to_string(),
+                    reason,
+                })
+            }
             _ => Ok(()),
         }
     }

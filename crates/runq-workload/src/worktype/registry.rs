@@ -348,11 +348,11 @@ work_types! {
         check: net_traffic::Params::validate,
         prepare: net_traffic::prepare,
     }
-    /// A periodic timerfd standing in for a device interrupt.
+    /// A timerfd or an eventfd standing in for a device interrupt.
     IrqWake(irq_wake::Params) {
         info: irq_wake::INFO,
         check: no_check,
-        prepare: |p, _| Ok(irq_wake::prepare(p)),
+        prepare: irq_wake::prepare,
     }
     /// Moves child tasks round cgroups it made, at a rate.
     CgroupAttachStorm(cgroup_attach_storm::Params) {
