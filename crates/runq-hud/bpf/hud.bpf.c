@@ -31,6 +31,12 @@
 // kernel's trampoline while the poll runs: stacks copied meanwhile get the
 // original address back (frame-pointer stacks are fixed by the kernel).
 //
+// Task ids (when the target has the symbol): a uprobe on every instance of
+// tokio::runtime::context::set_current_task_id (which Tokio calls as a
+// task's poll begins and ends, with the task's id or the one it restores)
+// keeps each watched thread's current task id in TASKS; every event
+// carries it (0: no task), and a long poll the first id set inside it.
+//
 // Two ways to a user stack, chosen by user space per target (CONFIG[1]):
 // - frame pointers: bpf_get_stack walks the chain in the kernel;
 // - copy: the user registers (ip, sp, bp) and the top of the user stack
@@ -59,6 +65,7 @@ struct task_struct {
 
 /* Offsets of the user registers in x86_64's struct pt_regs (uapi). */
 #define PT_RBP 32
+#define PT_RDI 112
 #define PT_RIP 128
 #define PT_RSP 152
 
@@ -97,6 +104,8 @@ struct event {
 	__u32 holder_tid;
 	__u32 holder_tgid;
 	char holder_comm[16];
+	/* the Tokio task the worker was polling (0: none, or not tracked) */
+	__u64 task_id;
 	__u64 stack[MAX_FRAMES];
 };
 
@@ -117,8 +126,9 @@ _Static_assert(offsetof(struct event, switches) == 72, "event.switches");
 _Static_assert(offsetof(struct event, holder_tid) == 80, "event.holder_tid");
 _Static_assert(offsetof(struct event, holder_tgid) == 84, "event.holder_tgid");
 _Static_assert(offsetof(struct event, holder_comm) == 88, "event.holder_comm");
-_Static_assert(offsetof(struct event, stack) == 104, "event.stack");
-_Static_assert(sizeof(struct event) == 104 + 8 * MAX_FRAMES, "event size");
+_Static_assert(offsetof(struct event, task_id) == 104, "event.task_id");
+_Static_assert(offsetof(struct event, stack) == 112, "event.stack");
+_Static_assert(sizeof(struct event) == 112 + 8 * MAX_FRAMES, "event size");
 
 /* Who held a CPU, as the sched_switch that gave it back saw it. */
 struct holder {
@@ -263,6 +273,7 @@ struct poll_open {
 	__u64 fn_ip;    /* the instance of raw::poll (one per future type) */
 	__u64 ret_slot; /* where the return address sits on the stack */
 	__u64 ret_addr; /* the return address the uretprobe replaced */
+	__u64 task_id;  /* the first task id set inside the poll */
 };
 
 struct {
@@ -286,6 +297,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct off_total);
 } OFFNS SEC(".maps");
+
+/* Task ids: per watched thread, the Tokio task it polls now (0: none). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u64);
+} TASKS SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -375,6 +394,8 @@ static __always_inline void fill(struct event *e, __u32 kind, __u32 tid, __u64 s
 	e->holder_tid = 0;
 	e->holder_tgid = 0;
 	__builtin_memset(e->holder_comm, 0, sizeof(e->holder_comm));
+	__u64 *task = bpf_map_lookup_elem(&TASKS, &tid);
+	e->task_id = task ? *task : 0;
 }
 
 static __always_inline void set_holder(struct event *e, const struct holder *h)
@@ -828,6 +849,7 @@ int hud_poll_exit(void *ctx)
 	__u64 on = wall > off ? wall - off : 0;
 	__u64 start = p->start_ns;
 	__u64 fn_ip = p->fn_ip;
+	__u64 task_id = p->task_id;
 	bpf_map_delete_elem(&POLLS, &tid);
 	if (on < threshold_ns())
 		return 0;
@@ -844,7 +866,26 @@ int hud_poll_exit(void *ctx)
 	/* state: the poll's wall time; ip: which instance of raw::poll. */
 	fill(e, EV_POLL, tid, start, on, wall);
 	e->ip = fn_ip;
+	e->task_id = task_id;
 	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* Task ids: Tokio sets a thread's current task (its first argument, an
+ * Option<task::Id>: 0 is None) as a poll begins and ends. */
+SEC("uprobe")
+int hud_task_id(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	if (!bpf_map_lookup_elem(&WORKERS, &tid))
+		return 0;
+	__u64 id = *(__u64 *)((char *)ctx + PT_RDI);
+	bpf_map_update_elem(&TASKS, &tid, &id, BPF_ANY);
+	if (!id)
+		return 0;
+	struct poll_open *p = bpf_map_lookup_elem(&POLLS, &tid);
+	if (p && !p->task_id)
+		p->task_id = id;
 	return 0;
 }
 

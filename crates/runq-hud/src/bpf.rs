@@ -196,6 +196,32 @@ impl Probe {
         Ok(())
     }
 
+    /// Task ids: attaches the uprobe that keeps each watched thread's
+    /// current Tokio task to every instance of Tokio's
+    /// `set_current_task_id` at `offsets` in `exe`, for process `pid` only;
+    /// events then carry the task being polled.
+    pub fn track_tasks(
+        &mut self,
+        exe: &std::path::Path,
+        offsets: &[u64],
+        pid: u32,
+    ) -> Result<(), BpfError> {
+        let what = "the task-id uprobe";
+        let probe: &mut UProbe = self
+            .ebpf
+            .program_mut("hud_task_id")
+            .ok_or_else(|| BpfError::Load("no program hud_task_id".into()))?
+            .try_into()
+            .map_err(attach_err(what))?;
+        probe.load().map_err(attach_err(what))?;
+        for offset in offsets {
+            probe
+                .attach(None, *offset, exe, Some(pid as libc::pid_t))
+                .map_err(attach_err(what))?;
+        }
+        Ok(())
+    }
+
     /// Adds threads to the in-kernel filter. What the programs kept of
     /// a thread from an earlier watch (a switch-out, a preempted stack)
     /// is forgotten first: its next switch-in would otherwise measure a
@@ -233,11 +259,13 @@ impl Probe {
     }
 
     /// Deletes the per-thread state of `tids`: the switch-out each one's
-    /// next switch-in is measured from (OFFCPU) and the stack kept at a
+    /// next switch-in is measured from (OFFCPU), the stack kept at a
     /// preemption (RQCOPY, whose few entries a thread no longer watched
-    /// would otherwise hold for good).
+    /// would otherwise hold for good) and its current task (TASKS, which
+    /// the uprobe updates only while it is watched).
     fn forget(&mut self, tids: &[u32]) -> Result<(), BpfError> {
         self.remove_from::<OFFCPU_VALUE>("OFFCPU", tids)?;
+        self.remove_from::<8>("TASKS", tids)?;
         self.remove_from::<STACK_COPY_VALUE>("RQCOPY", tids)
     }
 

@@ -47,6 +47,8 @@ pub struct EventHeader {
     pub holder_tgid: u32,
     /// That task's name.
     pub holder_comm: [u8; 16],
+    /// The Tokio task the worker was polling (0: none, or not tracked).
+    pub task_id: u64,
 }
 
 const HEADER_SIZE: usize = size_of::<EventHeader>();
@@ -71,7 +73,8 @@ const _: () = {
     assert!(offset_of!(EventHeader, holder_tid) == 80);
     assert!(offset_of!(EventHeader, holder_tgid) == 84);
     assert!(offset_of!(EventHeader, holder_comm) == 88);
-    assert!(HEADER_SIZE == 104);
+    assert!(offset_of!(EventHeader, task_id) == 104);
+    assert!(HEADER_SIZE == 112);
 };
 
 /// `enum event_kind` of the C source.
@@ -224,6 +227,9 @@ pub struct RawEvent {
     pub holder: Option<Holder>,
     /// Exact polls: the poll's wall time and instance.
     pub poll: Option<PollSpan>,
+    /// The Tokio task the worker was polling (for a long poll, the task
+    /// it polled), when task ids are tracked.
+    pub task_id: Option<u64>,
 }
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
@@ -319,6 +325,7 @@ pub fn decode(b: &[u8]) -> Option<RawEvent> {
         switches: field!(u64, b, switches)?,
         holder: decode_holder(b),
         poll,
+        task_id: field!(u64, b, task_id).filter(|id| *id != 0),
     })
 }
 
@@ -366,6 +373,7 @@ pub(crate) mod tests {
         assert_eq!(e.stack, vec![0x1000, 0x2000]);
         assert_eq!(e.switches, 5);
         assert!(e.copy.is_none() && !e.truncated && !e.copy_failed);
+        assert_eq!(e.task_id, None, "task id 0 is no task");
     }
 
     #[test]
@@ -426,7 +434,9 @@ pub(crate) mod tests {
         let mut b = record(kind::EV_POLL, 0, &[]);
         b[24..32].copy_from_slice(&31_000_000u64.to_ne_bytes());
         b[40..48].copy_from_slice(&0x5555_0002_0bf0u64.to_ne_bytes());
+        b[104..112].copy_from_slice(&2345u64.to_ne_bytes());
         let e = decode(&b).unwrap();
+        assert_eq!(e.task_id, Some(2345));
         assert_eq!(e.kind, Kind::Poll);
         assert_eq!(e.duration_ns, 7_000_000);
         let span = e.poll.unwrap();

@@ -39,6 +39,7 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
                 "category": f.category,
                 "location": culprit.and_then(|c| c.location()),
                 "holder": f.holder,
+                "task_id": f.task_id,
                 "stack": f.stack.iter().map(|fr| match fr.location() {
                     Some(l) => format!("{} ({l})", fr.function),
                     None => fr.function.to_string(),
@@ -109,6 +110,7 @@ mod tests {
                 frame("app::main::{{closure}}", "/src/main.rs"),
             ],
             holder: None,
+            task_id: None,
         }
     }
 
@@ -132,6 +134,7 @@ mod tests {
             stacks: Default::default(),
             poll_timing: Default::default(),
             app_crates: Vec::new(),
+            task_ids: Default::default(),
         }
     }
 

@@ -203,6 +203,7 @@ mod tests {
                 frame("tokio::runtime::task::harness::poll"),
             ],
             holder: None,
+            task_id: None,
         }
     }
 

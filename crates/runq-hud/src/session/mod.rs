@@ -21,7 +21,7 @@ use crate::event::{Kind, RawEvent};
 use crate::health::{StackHealth, UnwindChoice};
 use crate::polls::{PollSitesError, RuntimeSites};
 use crate::prep::StackPrep;
-use crate::report::{PollMethod, PollTiming, Report};
+use crate::report::{PollMethod, PollTiming, Report, TaskTracking};
 use crate::stacks::Stacks;
 use crate::symbols::debugfile::DEBUG_DIRS;
 use crate::symbols::{Symbols, TargetError};
@@ -53,6 +53,9 @@ pub struct Options {
     pub app_crates: Vec<String>,
     /// Time every poll with uprobes on Tokio's task poll (`--exact-polls`).
     pub exact_polls: bool,
+    /// Tag every event with the Tokio task being polled (a uprobe on
+    /// Tokio's `set_current_task_id`; off with `--no-task-ids`).
+    pub task_ids: bool,
 }
 
 /// Why a session could not run.
@@ -149,6 +152,8 @@ struct Attached {
     holders: HolderCulprits,
     /// How task CPU time is measured.
     poll_timing: PollTiming,
+    /// Whether events carry task ids.
+    task_ids: TaskTracking,
 }
 
 /// The culprits on the stacks of the target's threads that held a waiting
@@ -233,6 +238,48 @@ fn time_polls(
     })
 }
 
+/// Task ids: attaches the uprobe on Tokio's `set_current_task_id`, found
+/// in the executable or its debug file. A target without the symbol is
+/// watched all the same, without task ids, and says so once (`-v` and
+/// the report).
+fn track_tasks(opts: &Options, probe: &mut Probe, debug_file: Option<PathBuf>) -> TaskTracking {
+    if !opts.task_ids {
+        return TaskTracking {
+            reason: Some("--no-task-ids".into()),
+            ..TaskTracking::default()
+        };
+    }
+    let attach_to = opts.proc_root.join(format!("{}/exe", opts.pid));
+    let others: Vec<PathBuf> = opts
+        .target_binary
+        .iter()
+        .cloned()
+        .chain(debug_file)
+        .collect();
+    let found = crate::task_ids::find(&attach_to, &others)
+        .map_err(|e| e.to_string())
+        .and_then(|offsets| {
+            probe
+                .track_tasks(&attach_to, &offsets, opts.pid)
+                .map_err(|e| e.to_string())
+                .map(|()| offsets.len())
+        });
+    match found {
+        Ok(instances) => TaskTracking {
+            tracked: true,
+            instances,
+            reason: None,
+        },
+        Err(why) => {
+            log::warn!("hud: findings carry no task ids: {why}");
+            TaskTracking {
+                reason: Some(why),
+                ..TaskTracking::default()
+            }
+        }
+    }
+}
+
 /// Runs one step of attaching, and logs how long it took (`-vv`).
 fn timed<T>(step: &str, f: impl FnOnce() -> T) -> T {
     let started = Instant::now();
@@ -279,6 +326,7 @@ impl Attached {
         })?;
         // Loading symbols and debug info up front keeps that work out of the
         // measured part of a target's life.
+        let debug_file = symbols.debug_file().map(|(p, _)| p.to_path_buf());
         let mut stacks = timed("loading debug info", || {
             symbols.prewarm();
             Stacks::new(symbols)
@@ -299,7 +347,11 @@ impl Attached {
             true => time_polls(opts, &mut probe, &mut detector)?,
             false => PollTiming::default(),
         };
+        let task_ids = timed("attaching the task-id uprobe", || {
+            track_tasks(opts, &mut probe, debug_file)
+        });
         Ok(Attached {
+            task_ids,
             probe,
             watched,
             stacks,

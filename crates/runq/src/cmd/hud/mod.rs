@@ -54,6 +54,12 @@ pub struct HudArgs {
     /// about two uprobe hits per poll; needs the target's symbol table.
     #[arg(long)]
     pub exact_polls: bool,
+    /// Do not tag findings with the Tokio task they ran in. By default a
+    /// uprobe on Tokio's `tokio::runtime::context::set_current_task_id`
+    /// (two hits per poll) keeps each worker's current task id, and the
+    /// report names the top tasks of each blocker.
+    #[arg(long)]
+    pub no_task_ids: bool,
     /// Report blocking longer than this.
     #[arg(long, default_value = "5ms", value_parser = parse_threshold)]
     pub threshold: Duration,
@@ -191,6 +197,7 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
         unwind: args.unwind.into(),
         app_crates: args.app_crates.clone(),
         exact_polls: args.exact_polls,
+        task_ids: !args.no_task_ids,
     };
     let stop = runq_kernel::signal::install().context("installing signal handlers")?;
     let session = if args.headless {
