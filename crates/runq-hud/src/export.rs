@@ -82,13 +82,13 @@ pub fn report_from_trace(doc: &Value) -> Result<Report, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::detect::{Category, Tally};
     use crate::report::{group, RunQueueStats};
     use crate::symbols::Frame;
 
-    fn finding(category: Category, dur_ms: u64) -> Finding {
+    pub(crate) fn finding(category: Category, dur_ms: u64) -> Finding {
         let frame = |n: &str, file: &str| Frame {
             function: n.into(),
             file: Some(file.into()),
@@ -114,7 +114,7 @@ mod tests {
         }
     }
 
-    fn report(findings: &[Finding]) -> Report {
+    pub(crate) fn report(findings: &[Finding]) -> Report {
         Report {
             pid: 1,
             comm: "app".into(),

@@ -16,6 +16,9 @@
 //! task being polled, from a uprobe on Tokio's `set_current_task_id`
 //! ([`task_ids`] finds it).
 //!
+//! [`fleet`] is continuous mode: hud as a host's service, exporting
+//! OpenMetrics.
+//!
 //! Beside hud, [`hostwait`] measures the longest runnable wait on the whole
 //! host (for `runq run`'s host monitor).
 
@@ -26,6 +29,7 @@ pub mod detect;
 pub mod discovery;
 pub mod event;
 pub mod export;
+pub mod fleet;
 pub mod health;
 pub mod hostwait;
 pub mod live;

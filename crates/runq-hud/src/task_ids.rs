@@ -139,7 +139,7 @@ mod tests {
         assert_eq!(vaddrs.len(), 1, "{name} in {}", exe.display());
         let offset = file_offset(&data, vaddrs[0]).unwrap() as usize;
         // SAFETY: the first 16 bytes of a function this process runs.
-        let code = unsafe { std::slice::from_raw_parts(marker as usize as *const u8, 16) };
+        let code = unsafe { std::slice::from_raw_parts(marker as *const () as *const u8, 16) };
         assert_eq!(&data[offset..offset + 16], code);
     }
 }

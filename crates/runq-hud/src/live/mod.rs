@@ -98,6 +98,8 @@ impl Feed {
                     }
                 }
             }
+            // The live view runs one window, its whole session.
+            Update::Window(_) => {}
         }
     }
 

@@ -56,6 +56,10 @@ pub struct Options {
     /// Tag every event with the Tokio task being polled (a uprobe on
     /// Tokio's `set_current_task_id`; off with `--no-task-ids`).
     pub task_ids: bool,
+    /// Continuous mode: every this long, the findings so far become a
+    /// report of their own ([`Update::Window`]) and are let go, so that a
+    /// session that runs for days holds one window's findings at most.
+    pub rotate: Option<Duration>,
 }
 
 /// Why a session could not run.
@@ -133,6 +137,9 @@ pub enum Update<'a> {
     Discovery(&'a str),
     /// Every watched worker (after discovery and each rediscovery).
     Workers(&'a [u32]),
+    /// Continuous mode: the report of the window that just ended (its
+    /// findings are gone from the session).
+    Window(&'a Report),
 }
 
 /// The state of an attached session.
@@ -437,11 +444,20 @@ pub fn run(
     on_update(Update::Discovery(&s.watched.method.to_string()));
     on_update(Update::Workers(&s.worker_tids()));
     let started = Instant::now();
+    let mut window_start = Instant::now();
     let mut last_refresh = Instant::now();
     let mut target_exited = false;
     loop {
         std::thread::sleep(POLL);
         s.drain(&mut on_update);
+        if opts.rotate.is_some_and(|w| window_start.elapsed() >= w) {
+            let findings = std::mem::take(&mut s.findings);
+            let elapsed = window_start.elapsed().as_secs_f64();
+            let report = build_report(opts, &mut s, &findings, elapsed, false);
+            on_update(Update::Window(&report));
+            s.latency.clear();
+            window_start = Instant::now();
+        }
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
@@ -466,7 +482,13 @@ pub fn run(
     // worker that later joined the pool keeps its findings); these are the
     // cut stacks of threads that never showed a role.
     findings.extend(s.detector.flush());
-    let elapsed = started.elapsed().as_secs_f64();
+    // In continuous mode the last report covers the last window only.
+    let from = if opts.rotate.is_some() {
+        window_start
+    } else {
+        started
+    };
+    let elapsed = from.elapsed().as_secs_f64();
     let report = build_report(opts, &mut s, &findings, elapsed, target_exited);
     Ok(Session {
         report,
