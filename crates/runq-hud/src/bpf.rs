@@ -8,7 +8,7 @@ use aya::programs::{PerfEvent, TracePoint, UProbe};
 use aya::{Ebpf, EbpfError, EbpfLoader};
 
 use crate::event::config_slot::{
-    CFG_COPY_MODE, CFG_EXACT_POLLS, CFG_TARGET_TGID, CFG_THRESHOLD_NS,
+    CFG_COPY_MODE, CFG_EXACT_POLLS, CFG_TARGET_TGID, CFG_TASK_TLS, CFG_THRESHOLD_NS,
 };
 use crate::event::counter_slot::{CNT_COPIED, CNT_LOST, CNT_NO_RQ_COPY, CNT_POLLS_UNTIMED};
 use crate::event::{decode, RawEvent, MAX_FRAMES};
@@ -220,6 +220,20 @@ impl Probe {
                 .map_err(attach_err(what))?;
         }
         Ok(())
+    }
+
+    /// Task ids: the programs read each worker's current Tokio task id
+    /// from its thread-local storage, `tp_offset` bytes from its thread
+    /// pointer.
+    pub fn read_task_ids(&mut self, tp_offset: i64) -> Result<(), BpfError> {
+        let map = self
+            .ebpf
+            .map_mut("CONFIG")
+            .ok_or_else(|| BpfError::Load("no CONFIG map".into()))?;
+        let mut config: Array<_, u64> = Array::try_from(map).map_err(load_err)?;
+        config
+            .set(CFG_TASK_TLS, tp_offset as u64, 0)
+            .map_err(load_err)
     }
 
     /// Adds threads to the in-kernel filter. What the programs kept of

@@ -111,6 +111,9 @@ pub mod config_slot {
     pub const CFG_TARGET_TGID: u32 = 2;
     /// 1 when the poll uprobes are attached.
     pub const CFG_EXACT_POLLS: u32 = 3;
+    /// The current task id's offset from the thread pointer (0: not read
+    /// from thread-local storage).
+    pub const CFG_TASK_TLS: u32 = 4;
 }
 
 /// Slots of the C side's COUNTERS array (`enum counter_slot`).
@@ -487,6 +490,10 @@ pub(crate) mod tests {
                 "{name} differs between C and Rust"
             );
         }
+        assert_eq!(
+            c_value(src, "CFG_TASK_TLS"),
+            Some(config_slot::CFG_TASK_TLS.into())
+        );
         assert_eq!(
             c_value(src, "CNT_NO_RQ_COPY"),
             Some(counter_slot::CNT_NO_RQ_COPY.into())

@@ -37,9 +37,13 @@ pub struct TaskRow {
 /// Whether findings carry task ids, and why not when they do not.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskTracking {
-    /// A uprobe on Tokio's `set_current_task_id` tags every event.
+    /// Every event carries its worker's current task id.
     pub tracked: bool,
-    /// How many instances of that function were probed.
+    /// How it is read: `tls` (from the worker's thread-local storage) or
+    /// `uprobe` (a uprobe on Tokio's `set_current_task_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// With `uprobe`: how many instances of that function were probed.
     #[serde(default)]
     pub instances: usize,
     /// Why task ids are not tracked (absent when they are).

@@ -76,9 +76,11 @@ fn task_tracking(attached: &TaskTracking, findings: &[Finding]) -> TaskTracking 
     }
     TaskTracking {
         tracked: false,
+        method: attached.method.clone(),
         instances: attached.instances,
         reason: Some(format!(
-            "{} findings and not one in a task: the probed {} is not on this build's poll path              (inlined into Tokio's poll, as optimized builds do)",
+            "{} findings and not one in a task: the probed {} is not on this build's poll path \
+             (inlined into Tokio's poll, as optimized builds do)",
             findings.len(),
             crate::task_ids::SET_TASK_FN
         )),

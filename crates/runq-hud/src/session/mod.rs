@@ -25,6 +25,7 @@ use crate::report::{PollMethod, PollTiming, Report, TaskTracking};
 use crate::stacks::Stacks;
 use crate::symbols::debugfile::DEBUG_DIRS;
 use crate::symbols::{Symbols, TargetError};
+use crate::task_ids::Method;
 use build::build_report;
 use discover::discover;
 use watched::Watched;
@@ -245,10 +246,11 @@ fn time_polls(
     })
 }
 
-/// Task ids: attaches the uprobe on Tokio's `set_current_task_id`, found
-/// in the executable or its debug file. A target without the symbol is
-/// watched all the same, without task ids, and says so once (`-v` and
-/// the report).
+/// Task ids: has the programs read each worker's current task id from
+/// its thread-local storage, or attaches the uprobe on Tokio's
+/// `set_current_task_id` (see [`crate::task_ids`]). A target without the
+/// symbol is watched all the same, without task ids, and says so once
+/// (a warning and the report).
 fn track_tasks(opts: &Options, probe: &mut Probe, debug_file: Option<PathBuf>) -> TaskTracking {
     if !opts.task_ids {
         return TaskTracking {
@@ -265,15 +267,21 @@ fn track_tasks(opts: &Options, probe: &mut Probe, debug_file: Option<PathBuf>) -
         .collect();
     let found = crate::task_ids::find(&attach_to, &others)
         .map_err(|e| e.to_string())
-        .and_then(|offsets| {
-            probe
-                .track_tasks(&attach_to, &offsets, opts.pid)
+        .and_then(|method| {
+            let attached = match &method {
+                Method::Tls { tp_offset } => probe.read_task_ids(*tp_offset).map(|()| 0),
+                Method::Uprobe { offsets } => probe
+                    .track_tasks(&attach_to, offsets, opts.pid)
+                    .map(|()| offsets.len()),
+            };
+            attached
+                .map(|n| (method.label(), n))
                 .map_err(|e| e.to_string())
-                .map(|()| offsets.len())
         });
     match found {
-        Ok(instances) => TaskTracking {
+        Ok((method, instances)) => TaskTracking {
             tracked: true,
+            method: Some(method.to_string()),
             instances,
             reason: None,
         },

@@ -1,8 +1,10 @@
 //! `runq hud`'s per-task attribution end to end (root): each finding
-//! carries the Tokio task it ran in (a uprobe on Tokio's
-//! `set_current_task_id`), each blocker its top tasks named by their
-//! future; a stripped target says once that it has no task ids and is
-//! watched all the same, and its debug file gives them back.
+//! carries the Tokio task it ran in (read from the workers' thread-local
+//! storage in an optimized build, by a uprobe on Tokio's
+//! `set_current_task_id` in a debug one), each blocker its top tasks
+//! named by their future; a stripped target says once that it has no
+//! task ids and is watched all the same, and its debug file gives them
+//! back.
 
 use std::ffi::OsStr;
 use std::process::Command;
@@ -39,6 +41,7 @@ fn every_blocker_names_the_tasks_it_ran_in() {
     let stop = || drop(child.0.kill());
     let (report, trace) = hud_then(&runq, pid, 5, &[OsStr::new("--exact-polls")], stop);
     assert_eq!(report["task_ids"]["tracked"], true, "{report:#}");
+    assert_eq!(report["task_ids"]["method"], "uprobe", "a debug build");
     assert!(report["task_ids"]["instances"].as_u64().unwrap() >= 1);
     for (category, function) in [
         ("blocking_call", "runq_demo_service::render_invoice"),
@@ -123,26 +126,24 @@ fn a_stripped_target_runs_without_task_ids_until_given_its_symbols() {
 }
 
 /// The service built with cargo's release defaults inlines Tokio's
-/// setting of the current task into its poll: the report says that its
-/// findings carry no task ids instead of attributing none silently.
+/// setting of the current task into its poll, where no uprobe sees it:
+/// the task ids are read from the workers' thread-local storage instead,
+/// and name the same tasks.
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
-fn an_optimized_build_says_its_tasks_cannot_be_seen() {
+fn an_optimized_build_gives_its_task_ids_through_thread_local_storage() {
     let runq = runq_bin();
     let service = runq_testkit::demo_with_cargo_defaults("runq-demo-service");
     let (_child, pid) = start(&service);
-    let (report, _) = hud(&runq, pid, 4, &[]);
-    let ids = &report["task_ids"];
-    let tagged = report["blockers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|b| b["task_count"] != 0);
-    assert!(
-        tagged
-            || ids["reason"]
-                .as_str()
-                .is_some_and(|r| r.contains("inlined")),
-        "{ids:#}"
-    );
+    let (report, _) = hud(&runq, pid, 5, &[]);
+    assert_eq!(report["task_ids"]["method"], "tls", "{report:#}");
+    assert_eq!(report["task_ids"]["tracked"], true, "{report:#}");
+    let b = row(
+        &report,
+        "blocking_call",
+        "runq_demo_service::render_invoice",
+    )
+    .unwrap_or_else(|| panic!("no render_invoice row: {report:#}"));
+    assert_eq!(b["task_count"], 1, "{b:#}");
+    assert_eq!(b["tasks"][0]["future"], "runq_demo_service::every", "{b:#}");
 }

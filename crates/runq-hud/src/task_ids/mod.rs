@@ -1,14 +1,26 @@
-//! Task ids: where the target's Tokio sets a thread's current task, for
-//! the uprobe that tags every event with the task being polled.
+//! Task ids: how hud learns which Tokio task each worker is polling.
 //!
-//! Tokio calls `tokio::runtime::context::set_current_task_id(Option<Id>)`
-//! as a task's poll begins (with the task's id) and ends (with the id it
-//! restores, usually none). The function is small but is called from
-//! several places, so builds keep it out of line: cargo's debug and
-//! release profiles keep one instance per codegen unit that uses it, each
-//! with a local symbol in `.symtab`. A stripped executable has none; its
-//! separate debug file (or an unstripped copy) still does, and the
-//! executable's own program headers place them.
+//! Tokio keeps the current task's id in its thread-local `CONTEXT` and
+//! sets it through `tokio::runtime::context::set_current_task_id` as a
+//! task's poll begins (the task's id) and ends (the id it restores,
+//! usually none). Two ways to read it, tried in this order:
+//!
+//! - **Thread-local storage** ([`tls`]): the slot's offset from the thread
+//!   pointer, from the TLS symbol of `CONTEXT`, the executable's TLS
+//!   segment and the store instruction in the function's out-of-line
+//!   instances (optimized builds compile it to a plain store; cargo's
+//!   release profile inlines it into Tokio's poll, where no uprobe would
+//!   see it). The BPF programs then read the id from the worker's own
+//!   memory at each sample and switch-out: no probe on the poll path.
+//! - **A uprobe** on every instance of the function, whose first argument
+//!   is the id: for builds whose code hud does not decode (debug builds,
+//!   where the function is called, not inlined).
+//!
+//! Both need the symbol table: a stripped executable has none, its
+//! separate debug file (or an unstripped copy) does, and the executable's
+//! own program headers place what they name.
+
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +28,33 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
 /// The function that sets a thread's current task.
 pub const SET_TASK_FN: &str = "tokio::runtime::context::set_current_task_id";
+
+/// How the current task id is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Method {
+    /// From the worker's thread-local storage, at this offset from its
+    /// thread pointer (fs base).
+    Tls {
+        /// The offset, bytes (negative: x86-64's TLS lies below the
+        /// thread pointer).
+        tp_offset: i64,
+    },
+    /// A uprobe at these file offsets of the executable.
+    Uprobe {
+        /// One per instance of [`SET_TASK_FN`].
+        offsets: Vec<u64>,
+    },
+}
+
+impl Method {
+    /// How the report names it.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Method::Tls { .. } => "tls",
+            Method::Uprobe { .. } => "uprobe",
+        }
+    }
+}
 
 /// Why task ids cannot be tracked in a target.
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +70,7 @@ pub enum TaskIdsError {
     /// No instance of [`SET_TASK_FN`] in any symbol table searched.
     #[error(
         "no symbol for {SET_TASK_FN} in {searched} (a Tokio older than 1.29, a stripped \
-         executable without its debug file, or a build that inlined it)"
+         executable without its debug file, or a build that inlined every call)"
     )]
     NotFound {
         /// The files searched.
@@ -46,19 +85,21 @@ fn unreadable(path: &Path, reason: impl std::fmt::Display) -> TaskIdsError {
     }
 }
 
-/// The addresses (ELF virtual addresses) of every instance of the
-/// function `name` (demangled, without its hash) in the symbol table of
-/// the ELF file `data`.
-fn instances(data: &[u8], path: &Path, name: &str) -> Result<Vec<u64>, TaskIdsError> {
+/// A function's address (ELF virtual address) and size.
+pub type Instance = (u64, u64);
+
+/// Every instance of the function `name` (demangled, without its hash)
+/// in the symbol table of the ELF file `data`, by address.
+fn instances(data: &[u8], path: &Path, name: &str) -> Result<Vec<Instance>, TaskIdsError> {
     let file = object::File::parse(data).map_err(|e| unreadable(path, e))?;
-    let mut out: Vec<u64> = file
+    let mut out: Vec<Instance> = file
         .symbols()
         .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.size() > 0)
         .filter(|s| {
             s.name()
                 .is_ok_and(|n| format!("{:#}", rustc_demangle::demangle(n)) == name)
         })
-        .map(|s| s.address())
+        .map(|s| (s.address(), s.size()))
         .collect();
     out.sort_unstable();
     out.dedup();
@@ -76,32 +117,39 @@ fn file_offset(data: &[u8], vaddr: u64) -> Option<u64> {
     })
 }
 
-/// Where the uprobe goes: the file offsets in the executable `exe` of
-/// every instance of [`SET_TASK_FN`], found in the symbol table of the
-/// first of `exe` and `others` (a debug file, an unstripped copy) that
-/// has it.
-pub fn find(exe: &Path, others: &[PathBuf]) -> Result<Vec<u64>, TaskIdsError> {
+/// How to read the current task id of the executable `exe`, from the
+/// symbol table of the first of `exe` and `others` (a debug file, an
+/// unstripped copy) that has [`SET_TASK_FN`]: its thread-local slot when
+/// [`tls::slot`] finds it, else a uprobe on the function's instances.
+pub fn find(exe: &Path, others: &[PathBuf]) -> Result<Method, TaskIdsError> {
     let exe_data = std::fs::read(exe).map_err(|e| unreadable(exe, e))?;
     let mut searched = vec![exe.display().to_string()];
-    let mut vaddrs = instances(&exe_data, exe, SET_TASK_FN)?;
+    let mut found = instances(&exe_data, exe, SET_TASK_FN)?;
+    let mut symbols = None;
     for other in others {
-        if !vaddrs.is_empty() {
+        if !found.is_empty() {
             break;
         }
         searched.push(other.display().to_string());
         let data = std::fs::read(other).map_err(|e| unreadable(other, e))?;
-        vaddrs = instances(&data, other, SET_TASK_FN)?;
+        found = instances(&data, other, SET_TASK_FN)?;
+        symbols = Some(data);
     }
-    let offsets: Vec<u64> = vaddrs
+    let symbols = symbols.as_deref().unwrap_or(&exe_data);
+    match tls::slot(&exe_data, symbols, &found) {
+        Ok(tp_offset) => return Ok(Method::Tls { tp_offset }),
+        Err(why) => log::info!("hud: task ids by uprobe: {why}"),
+    }
+    let offsets: Vec<u64> = found
         .into_iter()
-        .filter_map(|v| file_offset(&exe_data, v))
+        .filter_map(|(v, _)| file_offset(&exe_data, v))
         .collect();
     if offsets.is_empty() {
         return Err(TaskIdsError::NotFound {
             searched: searched.join(", "),
         });
     }
-    Ok(offsets)
+    Ok(Method::Uprobe { offsets })
 }
 
 #[cfg(test)]
@@ -135,9 +183,9 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         let data = std::fs::read(&exe).unwrap();
         let name = "runq_hud::task_ids::tests::marker";
-        let vaddrs = instances(&data, &exe, name).unwrap();
-        assert_eq!(vaddrs.len(), 1, "{name} in {}", exe.display());
-        let offset = file_offset(&data, vaddrs[0]).unwrap() as usize;
+        let found = instances(&data, &exe, name).unwrap();
+        assert_eq!(found.len(), 1, "{name} in {}", exe.display());
+        let offset = file_offset(&data, found[0].0).unwrap() as usize;
         // SAFETY: the first 16 bytes of a function this process runs.
         let code = unsafe { std::slice::from_raw_parts(marker as *const () as *const u8, 16) };
         assert_eq!(&data[offset..offset + 16], code);
