@@ -67,7 +67,8 @@ fn independent_parsers_accept_both_dialects() {
     m.attached("svc \"a\"\\b", 1);
     for i in 0..50u64 {
         let mut f = finding(Category::BlockingCall, 5 + i);
-        f.stack[1].function = format!("app::handler_{i}").into();
+        f.stack[1].function =
+            format!("my_service::handlers::orders::handler_{i}::{{{{closure}}}}").into();
         m.add_window("svc \"a\"\\b", &report(&[f]));
     }
     let om = m.render(Dialect::OpenMetrics);
@@ -80,6 +81,13 @@ fn independent_parsers_accept_both_dialects() {
         panic!("Prometheus text rejected: {e:?}\n{prom}");
     }
     assert_eq!(samples(&om, "runq_hud_blocker_findings_total{").len(), 50);
+    // A scrape of 50 rows: three samples per row, under 32 KiB.
+    eprintln!(
+        "figure: scrape of 50 blocker rows: {} bytes OpenMetrics, {} bytes Prometheus text",
+        om.len(),
+        prom.len()
+    );
+    assert!(om.len() < 32 * 1024, "{} bytes", om.len());
     assert!(om.contains("target=\"svc \\\"a\\\"\\\\b\""), "{om}");
 }
 
