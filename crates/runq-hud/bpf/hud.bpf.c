@@ -31,6 +31,17 @@
 // kernel's trampoline while the poll runs: stacks copied meanwhile get the
 // original address back (frame-pointer stacks are fixed by the kernel).
 //
+// Task ids, two ways chosen by user space: where it found the slot of
+// Tokio's thread-local CONTEXT that holds the current task id (an offset
+// from the thread pointer, CONFIG[4]), the programs read it from the
+// worker's own memory whenever it is current (samples, switch-outs,
+// syscall exits); otherwise a uprobe on every instance of
+// tokio::runtime::context::set_current_task_id (which Tokio calls as a
+// task's poll begins and ends, with the task's id or the one it restores)
+// keeps it. Either way TASKS holds each watched thread's last known task
+// id; every event carries its worker's (0: no task), and a long poll the
+// first id seen inside it.
+//
 // Two ways to a user stack, chosen by user space per target (CONFIG[1]):
 // - frame pointers: bpf_get_stack walks the chain in the kernel;
 // - copy: the user registers (ip, sp, bp) and the top of the user stack
@@ -47,11 +58,17 @@
 #include <bpf/bpf_helpers.h>
 #include <stddef.h>
 
-/* The two fields of the kernel's task_struct that exact polls read; their
- * offsets are relocated against the running kernel's BTF (CO-RE). */
+/* The fields of the kernel's task_struct that exact polls and task ids
+ * read; their offsets are relocated against the running kernel's BTF
+ * (CO-RE). */
+struct thread_struct {
+	unsigned long fsbase;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned long nvcsw;
 	unsigned long nivcsw;
+	struct thread_struct thread;
 } __attribute__((preserve_access_index));
 
 /* bpf_get_stack's limit (kernel.perf_event_max_stack defaults to 127). */
@@ -59,6 +76,7 @@ struct task_struct {
 
 /* Offsets of the user registers in x86_64's struct pt_regs (uapi). */
 #define PT_RBP 32
+#define PT_RDI 112
 #define PT_RIP 128
 #define PT_RSP 152
 
@@ -97,6 +115,8 @@ struct event {
 	__u32 holder_tid;
 	__u32 holder_tgid;
 	char holder_comm[16];
+	/* the Tokio task the worker was polling (0: none, or not tracked) */
+	__u64 task_id;
 	__u64 stack[MAX_FRAMES];
 };
 
@@ -117,8 +137,9 @@ _Static_assert(offsetof(struct event, switches) == 72, "event.switches");
 _Static_assert(offsetof(struct event, holder_tid) == 80, "event.holder_tid");
 _Static_assert(offsetof(struct event, holder_tgid) == 84, "event.holder_tgid");
 _Static_assert(offsetof(struct event, holder_comm) == 88, "event.holder_comm");
-_Static_assert(offsetof(struct event, stack) == 104, "event.stack");
-_Static_assert(sizeof(struct event) == 104 + 8 * MAX_FRAMES, "event size");
+_Static_assert(offsetof(struct event, task_id) == 104, "event.task_id");
+_Static_assert(offsetof(struct event, stack) == 112, "event.stack");
+_Static_assert(sizeof(struct event) == 112 + 8 * MAX_FRAMES, "event size");
 
 /* Who held a CPU, as the sched_switch that gave it back saw it. */
 struct holder {
@@ -174,7 +195,8 @@ enum config_slot {
 	CFG_COPY_MODE = 1,    /* 0: frame pointers, 1: copy stacks */
 	CFG_TARGET_TGID = 2,  /* the target's pid: a holder in it gets EV_HOLDER */
 	CFG_EXACT_POLLS = 3,  /* 1: the poll uprobes are attached (count off-CPU time) */
-	CFG_SLOTS = 4,
+	CFG_TASK_TLS = 4,     /* the task id's offset from the thread pointer (0: not read) */
+	CFG_SLOTS = 5,
 };
 
 /* Slots of the COUNTERS array, read by user space. */
@@ -263,6 +285,7 @@ struct poll_open {
 	__u64 fn_ip;    /* the instance of raw::poll (one per future type) */
 	__u64 ret_slot; /* where the return address sits on the stack */
 	__u64 ret_addr; /* the return address the uretprobe replaced */
+	__u64 task_id;  /* the first task id set inside the poll */
 };
 
 struct {
@@ -286,6 +309,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct off_total);
 } OFFNS SEC(".maps");
+
+/* Task ids: per watched thread, the Tokio task it polls now (0: none). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u64);
+} TASKS SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -355,6 +386,43 @@ static __always_inline __u64 kernel_switches(void)
 	return v + iv;
 }
 
+/* Task ids by thread-local storage: the current task's current task id,
+ * read from its own memory at the thread pointer's offset user space
+ * found (0 when that is unknown or unreadable). */
+static __always_inline __u64 tls_task_id(void)
+{
+	__s64 off = (__s64)config(CFG_TASK_TLS, 0);
+	if (!off)
+		return 0;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 fsbase = 0, id = 0;
+	bpf_probe_read_kernel(&fsbase, sizeof(fsbase), &task->thread.fsbase);
+	if (!fsbase || bpf_probe_read_user(&id, sizeof(id), (void *)(fsbase + off)))
+		return 0;
+	return id;
+}
+
+/* The task id of watched thread `tid`: its own, read now when it is the
+ * current task and the slot is known; else the last one kept for it (at
+ * its switch-out, or by the uprobe). */
+static __always_inline __u64 task_id_of(__u32 tid)
+{
+	if (config(CFG_TASK_TLS, 0) && tid == (__u32)bpf_get_current_pid_tgid())
+		return tls_task_id();
+	__u64 *task = bpf_map_lookup_elem(&TASKS, &tid);
+	return task ? *task : 0;
+}
+
+/* Exact polls: a poll in progress takes the first task id seen in it. */
+static __always_inline void note_poll_task(__u32 tid, __u64 id)
+{
+	if (!id)
+		return;
+	struct poll_open *p = bpf_map_lookup_elem(&POLLS, &tid);
+	if (p && !p->task_id)
+		p->task_id = id;
+}
+
 static __always_inline void fill(struct event *e, __u32 kind, __u32 tid, __u64 start, __u64 dur,
 				 __u64 state)
 {
@@ -375,6 +443,7 @@ static __always_inline void fill(struct event *e, __u32 kind, __u32 tid, __u64 s
 	e->holder_tid = 0;
 	e->holder_tgid = 0;
 	__builtin_memset(e->holder_comm, 0, sizeof(e->holder_comm));
+	e->task_id = task_id_of(tid);
 }
 
 static __always_inline void set_holder(struct event *e, const struct holder *h)
@@ -582,6 +651,13 @@ static __always_inline void flush_pending(__u32 tid, struct offcpu *o)
 static __always_inline void switch_out(struct switch_args *ctx, __u32 tid, __u64 now)
 {
 	count_switch(tid);
+	/* The outgoing task is still current: keep its task id for the
+	 * events of its time off CPU. */
+	if (config(CFG_TASK_TLS, 0)) {
+		__u64 id = tls_task_id();
+		bpf_map_update_elem(&TASKS, &tid, &id, BPF_ANY);
+		note_poll_task(tid, id);
+	}
 	struct offcpu *old = bpf_map_lookup_elem(&OFFCPU, &tid);
 	if (old)
 		flush_pending(tid, old);
@@ -748,6 +824,8 @@ int hud_sample(struct bpf_perf_event_data *ctx)
 	if (!bpf_map_lookup_elem(&WORKERS, &tid))
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
+	if (config(CFG_TASK_TLS, 0))
+		note_poll_task(tid, tls_task_id());
 	if (copy_mode()) {
 		struct span s = {EV_SAMPLE, tid, now, 0, 0};
 		emit_copy(&s, 0);
@@ -828,6 +906,7 @@ int hud_poll_exit(void *ctx)
 	__u64 on = wall > off ? wall - off : 0;
 	__u64 start = p->start_ns;
 	__u64 fn_ip = p->fn_ip;
+	__u64 task_id = p->task_id;
 	bpf_map_delete_elem(&POLLS, &tid);
 	if (on < threshold_ns())
 		return 0;
@@ -844,7 +923,22 @@ int hud_poll_exit(void *ctx)
 	/* state: the poll's wall time; ip: which instance of raw::poll. */
 	fill(e, EV_POLL, tid, start, on, wall);
 	e->ip = fn_ip;
+	e->task_id = task_id;
 	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* Task ids: Tokio sets a thread's current task (its first argument, an
+ * Option<task::Id>: 0 is None) as a poll begins and ends. */
+SEC("uprobe")
+int hud_task_id(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	if (!bpf_map_lookup_elem(&WORKERS, &tid))
+		return 0;
+	__u64 id = *(__u64 *)((char *)ctx + PT_RDI);
+	bpf_map_update_elem(&TASKS, &tid, &id, BPF_ANY);
+	note_poll_task(tid, id);
 	return 0;
 }
 

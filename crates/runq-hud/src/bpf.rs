@@ -8,7 +8,7 @@ use aya::programs::{PerfEvent, TracePoint, UProbe};
 use aya::{Ebpf, EbpfError, EbpfLoader};
 
 use crate::event::config_slot::{
-    CFG_COPY_MODE, CFG_EXACT_POLLS, CFG_TARGET_TGID, CFG_THRESHOLD_NS,
+    CFG_COPY_MODE, CFG_EXACT_POLLS, CFG_TARGET_TGID, CFG_TASK_TLS, CFG_THRESHOLD_NS,
 };
 use crate::event::counter_slot::{CNT_COPIED, CNT_LOST, CNT_NO_RQ_COPY, CNT_POLLS_UNTIMED};
 use crate::event::{decode, RawEvent, MAX_FRAMES};
@@ -196,6 +196,46 @@ impl Probe {
         Ok(())
     }
 
+    /// Task ids: attaches the uprobe that keeps each watched thread's
+    /// current Tokio task to every instance of Tokio's
+    /// `set_current_task_id` at `offsets` in `exe`, for process `pid` only;
+    /// events then carry the task being polled.
+    pub fn track_tasks(
+        &mut self,
+        exe: &std::path::Path,
+        offsets: &[u64],
+        pid: u32,
+    ) -> Result<(), BpfError> {
+        let what = "the task-id uprobe";
+        let probe: &mut UProbe = self
+            .ebpf
+            .program_mut("hud_task_id")
+            .ok_or_else(|| BpfError::Load("no program hud_task_id".into()))?
+            .try_into()
+            .map_err(attach_err(what))?;
+        probe.load().map_err(attach_err(what))?;
+        for offset in offsets {
+            probe
+                .attach(None, *offset, exe, Some(pid as libc::pid_t))
+                .map_err(attach_err(what))?;
+        }
+        Ok(())
+    }
+
+    /// Task ids: the programs read each worker's current Tokio task id
+    /// from its thread-local storage, `tp_offset` bytes from its thread
+    /// pointer.
+    pub fn read_task_ids(&mut self, tp_offset: i64) -> Result<(), BpfError> {
+        let map = self
+            .ebpf
+            .map_mut("CONFIG")
+            .ok_or_else(|| BpfError::Load("no CONFIG map".into()))?;
+        let mut config: Array<_, u64> = Array::try_from(map).map_err(load_err)?;
+        config
+            .set(CFG_TASK_TLS, tp_offset as u64, 0)
+            .map_err(load_err)
+    }
+
     /// Adds threads to the in-kernel filter. What the programs kept of
     /// a thread from an earlier watch (a switch-out, a preempted stack)
     /// is forgotten first: its next switch-in would otherwise measure a
@@ -233,11 +273,13 @@ impl Probe {
     }
 
     /// Deletes the per-thread state of `tids`: the switch-out each one's
-    /// next switch-in is measured from (OFFCPU) and the stack kept at a
+    /// next switch-in is measured from (OFFCPU), the stack kept at a
     /// preemption (RQCOPY, whose few entries a thread no longer watched
-    /// would otherwise hold for good).
+    /// would otherwise hold for good) and its current task (TASKS, which
+    /// the uprobe updates only while it is watched).
     fn forget(&mut self, tids: &[u32]) -> Result<(), BpfError> {
         self.remove_from::<OFFCPU_VALUE>("OFFCPU", tids)?;
+        self.remove_from::<8>("TASKS", tids)?;
         self.remove_from::<STACK_COPY_VALUE>("RQCOPY", tids)
     }
 

@@ -75,8 +75,9 @@ pub enum DiscoveryError {
     },
 }
 
-/// Processes whose comm or executable basename is `name` (not this one).
-pub fn find_process(proc_root: &Path, name: &str) -> Result<u32, DiscoveryError> {
+/// Every process (but this one) whose comm or executable name is
+/// `name`, by pid, with its comm.
+pub fn processes_named(proc_root: &Path, name: &str) -> Vec<(u32, String)> {
     let me = std::process::id();
     let mut found = Vec::new();
     for pid in tasks::pids(proc_root).unwrap_or_default() {
@@ -93,6 +94,12 @@ pub fn find_process(proc_root: &Path, name: &str) -> Result<u32, DiscoveryError>
         }
     }
     found.sort();
+    found
+}
+
+/// Processes whose comm or executable basename is `name` (not this one).
+pub fn find_process(proc_root: &Path, name: &str) -> Result<u32, DiscoveryError> {
+    let found = processes_named(proc_root, name);
     match found.len() {
         0 => Err(DiscoveryError::NotFound(name.to_string())),
         1 => Ok(found[0].0),

@@ -47,6 +47,8 @@ pub struct EventHeader {
     pub holder_tgid: u32,
     /// That task's name.
     pub holder_comm: [u8; 16],
+    /// The Tokio task the worker was polling (0: none, or not tracked).
+    pub task_id: u64,
 }
 
 const HEADER_SIZE: usize = size_of::<EventHeader>();
@@ -71,7 +73,8 @@ const _: () = {
     assert!(offset_of!(EventHeader, holder_tid) == 80);
     assert!(offset_of!(EventHeader, holder_tgid) == 84);
     assert!(offset_of!(EventHeader, holder_comm) == 88);
-    assert!(HEADER_SIZE == 104);
+    assert!(offset_of!(EventHeader, task_id) == 104);
+    assert!(HEADER_SIZE == 112);
 };
 
 /// `enum event_kind` of the C source.
@@ -108,6 +111,9 @@ pub mod config_slot {
     pub const CFG_TARGET_TGID: u32 = 2;
     /// 1 when the poll uprobes are attached.
     pub const CFG_EXACT_POLLS: u32 = 3;
+    /// The current task id's offset from the thread pointer (0: not read
+    /// from thread-local storage).
+    pub const CFG_TASK_TLS: u32 = 4;
 }
 
 /// Slots of the C side's COUNTERS array (`enum counter_slot`).
@@ -224,6 +230,9 @@ pub struct RawEvent {
     pub holder: Option<Holder>,
     /// Exact polls: the poll's wall time and instance.
     pub poll: Option<PollSpan>,
+    /// The Tokio task the worker was polling (for a long poll, the task
+    /// it polled), when task ids are tracked.
+    pub task_id: Option<u64>,
 }
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
@@ -319,6 +328,7 @@ pub fn decode(b: &[u8]) -> Option<RawEvent> {
         switches: field!(u64, b, switches)?,
         holder: decode_holder(b),
         poll,
+        task_id: field!(u64, b, task_id).filter(|id| *id != 0),
     })
 }
 
@@ -366,6 +376,7 @@ pub(crate) mod tests {
         assert_eq!(e.stack, vec![0x1000, 0x2000]);
         assert_eq!(e.switches, 5);
         assert!(e.copy.is_none() && !e.truncated && !e.copy_failed);
+        assert_eq!(e.task_id, None, "task id 0 is no task");
     }
 
     #[test]
@@ -426,7 +437,9 @@ pub(crate) mod tests {
         let mut b = record(kind::EV_POLL, 0, &[]);
         b[24..32].copy_from_slice(&31_000_000u64.to_ne_bytes());
         b[40..48].copy_from_slice(&0x5555_0002_0bf0u64.to_ne_bytes());
+        b[104..112].copy_from_slice(&2345u64.to_ne_bytes());
         let e = decode(&b).unwrap();
+        assert_eq!(e.task_id, Some(2345));
         assert_eq!(e.kind, Kind::Poll);
         assert_eq!(e.duration_ns, 7_000_000);
         let span = e.poll.unwrap();
@@ -477,6 +490,10 @@ pub(crate) mod tests {
                 "{name} differs between C and Rust"
             );
         }
+        assert_eq!(
+            c_value(src, "CFG_TASK_TLS"),
+            Some(config_slot::CFG_TASK_TLS.into())
+        );
         assert_eq!(
             c_value(src, "CNT_NO_RQ_COPY"),
             Some(counter_slot::CNT_NO_RQ_COPY.into())

@@ -39,6 +39,7 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
                 "category": f.category,
                 "location": culprit.and_then(|c| c.location()),
                 "holder": f.holder,
+                "task_id": f.task_id,
                 "stack": f.stack.iter().map(|fr| match fr.location() {
                     Some(l) => format!("{} ({l})", fr.function),
                     None => fr.function.to_string(),
@@ -81,13 +82,13 @@ pub fn report_from_trace(doc: &Value) -> Result<Report, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::detect::{Category, Tally};
     use crate::report::{group, RunQueueStats};
     use crate::symbols::Frame;
 
-    fn finding(category: Category, dur_ms: u64) -> Finding {
+    pub(crate) fn finding(category: Category, dur_ms: u64) -> Finding {
         let frame = |n: &str, file: &str| Frame {
             function: n.into(),
             file: Some(file.into()),
@@ -109,10 +110,11 @@ mod tests {
                 frame("app::main::{{closure}}", "/src/main.rs"),
             ],
             holder: None,
+            task_id: None,
         }
     }
 
-    fn report(findings: &[Finding]) -> Report {
+    pub(crate) fn report(findings: &[Finding]) -> Report {
         Report {
             pid: 1,
             comm: "app".into(),
@@ -132,6 +134,7 @@ mod tests {
             stacks: Default::default(),
             poll_timing: Default::default(),
             app_crates: Vec::new(),
+            task_ids: Default::default(),
         }
     }
 

@@ -12,7 +12,12 @@
 //! Chrome trace ([`export`]); [`live`] is the ratatui view. Workers are
 //! found by [`discovery`]. With `--exact-polls`, uprobes time every poll
 //! of Tokio's tasks ([`polls`] finds them; [`poll_culprit`] names a long
-//! one from the samples taken during it).
+//! one from the samples taken during it). Every event carries the Tokio
+//! task being polled, from a uprobe on Tokio's `set_current_task_id`
+//! ([`task_ids`] finds it).
+//!
+//! [`fleet`] is continuous mode: hud as a host's service, exporting
+//! OpenMetrics.
 //!
 //! Beside hud, [`hostwait`] measures the longest runnable wait on the whole
 //! host (for `runq run`'s host monitor).
@@ -24,6 +29,7 @@ pub mod detect;
 pub mod discovery;
 pub mod event;
 pub mod export;
+pub mod fleet;
 pub mod health;
 pub mod hostwait;
 pub mod live;
@@ -35,4 +41,5 @@ pub mod roles;
 pub mod session;
 pub mod stacks;
 pub mod symbols;
+pub mod task_ids;
 pub mod unwind;

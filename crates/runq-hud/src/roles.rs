@@ -233,6 +233,7 @@ mod tests {
             duration_ns: 10,
             stack: Vec::new(),
             holder: None,
+            task_id: None,
         }
     }
 

@@ -264,6 +264,30 @@ pub fn inlined_task(frames: &[Frame]) -> Option<String> {
         .find_map(|f| task_in_generics(&f.function))
 }
 
+/// The task a stack was polling, named by its future: the future type
+/// among the generics of Tokio's poll frame when the debug info names it,
+/// else the outermost frame outside the runtime inside the innermost task
+/// poll (the task's own async fn or block, or a library's connection
+/// future), without its closure or async environment suffix. `None` when
+/// the stack shows no task poll.
+pub fn task_future(frames: &[Frame]) -> Option<String> {
+    if let Some(task) = inlined_task(frames) {
+        return Some(task);
+    }
+    let poll = frames.iter().position(|f| class_of(f).task_poll)?;
+    let outer = frames[..poll].iter().rev().find(|f| !is_runtime_frame(f))?;
+    Some(without_env(&outer.function))
+}
+
+/// A path without its closure or async environment segments
+/// (`app::serve::{{closure}}` is `app::serve`).
+fn without_env(path: &str) -> String {
+    path.split("::")
+        .take_while(|seg| !seg.starts_with('{'))
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
 /// The first program path among a name's generic parameters, without its
 /// closure or async environment suffix.
 fn task_in_generics(name: &str) -> Option<String> {
@@ -273,12 +297,7 @@ fn task_in_generics(name: &str) -> Option<String> {
     if ["std", "core", "alloc", "tokio"].contains(&krate) || !first.contains("::") {
         return None;
     }
-    let path = first
-        .split("::")
-        .take_while(|seg| !seg.starts_with('{'))
-        .collect::<Vec<_>>()
-        .join("::");
-    Some(path)
+    Some(without_env(first))
 }
 
 /// Where a worker was, from a stack cut short before any loop: the
@@ -444,6 +463,7 @@ mod tests {
                 .into(),
         );
         assert_eq!(inlined_task(&s).as_deref(), Some("app::handlers::report"));
+        assert_eq!(task_future(&s).as_deref(), Some("app::handlers::report"));
         // Tokio's own frames elsewhere are not task code.
         let timer = stack(&[
             "std::sync::Mutex::lock",
@@ -451,5 +471,22 @@ mod tests {
             "tokio::runtime::scheduler::multi_thread::worker::Context::run",
         ]);
         assert_eq!(place(&timer), Place::Other);
+    }
+
+    #[test]
+    fn a_task_is_named_by_its_outermost_frame_inside_the_innermost_poll() {
+        let mut s = stack(&[
+            "std::thread::sleep",
+            "app::load",
+            "app::serve::{{closure}}::{{closure}}",
+            "tokio::runtime::task::core::Core<T,S>::poll::{{closure}}",
+            "tokio::runtime::task::harness::Harness<T,S>::poll",
+        ]);
+        s.extend(stack(&WORKER_TAIL[1..]));
+        // A block_on in the program's main, below the loop, is no task.
+        s.extend(stack(&["app::main", "std::rt::lang_start"]));
+        assert_eq!(task_future(&s).as_deref(), Some("app::serve"));
+        // No task poll on the stack (the runtime's own code, or cut short).
+        assert_eq!(task_future(&s[..2]), None);
     }
 }

@@ -151,6 +151,10 @@ pub struct Finding {
     /// Run-queue delays: the task that held the CPU the worker waited for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<CpuHolder>,
+    /// The Tokio task the worker was polling (its id), when the target's
+    /// task ids are tracked and it was in a task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<u64>,
 }
 
 /// The task that ran on the CPU just before a waiting worker got it back.
@@ -449,6 +453,7 @@ impl Detector {
             duration_ns: ev.duration_ns,
             stack: stack(),
             holder,
+            task_id: ev.task_id,
         })
     }
 
@@ -478,6 +483,7 @@ impl Detector {
             duration_ns: self.sample_period_ns,
             stack,
             holder: None,
+            task_id: ev.task_id,
         })
     }
 
@@ -503,6 +509,7 @@ impl Detector {
             duration_ns: ev.duration_ns,
             stack: polls.stack_for(ev.tid, ev.start_ns, span.wall_ns, span.fn_ip),
             holder: None,
+            task_id: ev.task_id,
         })
     }
 

@@ -98,6 +98,8 @@ impl Feed {
                     }
                 }
             }
+            // The live view runs one window, its whole session.
+            Update::Window(_) => {}
         }
     }
 
@@ -203,6 +205,7 @@ mod tests {
                 frame("tokio::runtime::task::harness::poll"),
             ],
             holder: None,
+            task_id: Some(u64::from(tid) + 100),
         }
     }
 
@@ -300,7 +303,9 @@ mod tests {
         a.key(Key::Enter);
         let s = screen(&a, 100, 30);
         assert!(
-            s.contains("stack (innermost first)") && s.contains("workers: 7 (2)"),
+            s.contains("stack (innermost first)")
+                && s.contains("workers: 7 (2)")
+                && s.contains("tasks (1): #107"),
             "{s}"
         );
         a.key(Key::Esc);

@@ -217,6 +217,7 @@ mod tests {
             duration_ns: dur_ms * 1_000_000,
             stack: vec![frame("std::thread::sleep"), frame(name)],
             holder: None,
+            task_id: None,
         }
     }
 

@@ -60,6 +60,7 @@ pub fn findings(doc: &Value) -> Vec<Finding> {
                 holder: serde_json::from_value(e["args"]["holder"].clone())
                     .ok()
                     .flatten(),
+                task_id: e["args"]["task_id"].as_u64(),
             })
         })
         .collect()

@@ -192,6 +192,18 @@ fn drill(f: &mut Frame<'_>, app: &App, area: Rect) {
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
+        Line::from(match b.tasks.is_empty() {
+            true => "tasks: none known (no task ids, see the report)".to_string(),
+            false => format!(
+                "tasks ({}): {}",
+                b.task_count,
+                b.tasks
+                    .iter()
+                    .map(crate::report::task_cell)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
         Line::from("stack (innermost first):"),
     ];
     for fr in &b.sample_stack {

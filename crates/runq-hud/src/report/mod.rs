@@ -12,7 +12,9 @@ use crate::detect::{Category, Finding, Tally};
 use crate::health::StackReport;
 use crate::symbols::Frame;
 
+mod tasks;
 mod text;
+pub use tasks::{task_cell, TaskRow, TaskTracking, TOP_TASKS};
 pub use text::render;
 #[cfg(test)]
 pub(crate) use text::text;
@@ -52,6 +54,13 @@ pub struct Blocker {
     pub runtimes: BTreeMap<Flavor, u64>,
     /// One full stack (function and location per frame).
     pub sample_stack: Vec<Frame>,
+    /// The Tokio tasks its findings ran in, most time first (at most
+    /// [`TOP_TASKS`]; empty when task ids were not tracked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskRow>,
+    /// How many distinct tasks its findings ran in.
+    #[serde(default)]
+    pub task_count: u64,
 }
 
 impl Blocker {
@@ -184,6 +193,9 @@ pub struct Report {
     /// innermost frames).
     #[serde(default)]
     pub app_crates: Vec<String>,
+    /// Whether findings carry the Tokio task they ran in.
+    #[serde(default)]
+    pub task_ids: TaskTracking,
 }
 
 /// The version of the report's JSON layout (2: `stacks` added; 3: the
@@ -207,30 +219,36 @@ pub fn holder_culprit(stack: &[Frame], app: &AppCode) -> String {
 
 /// Groups findings into blockers, naming each by `app`'s culprit rule.
 pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
-    let mut by_key: BTreeMap<(Category, String), Blocker> = BTreeMap::new();
+    let mut by_key: BTreeMap<(Category, String), (Blocker, tasks::TaskTally)> = BTreeMap::new();
     for f in findings {
         let idx = app.culprit_index(&f.stack);
         let culprit = idx.map(|i| &f.stack[i]);
         let function = culprit.map_or_else(|| no_culprit(&f.stack), |c| c.function.to_string());
-        let b = by_key
+        let (b, tasks) = by_key
             .entry((f.category, function.clone()))
-            .or_insert_with(|| Blocker {
-                category: f.category,
-                function,
-                location: None,
-                locations: BTreeMap::new(),
-                below: BTreeMap::new(),
-                user_frames: user_frames(&f.stack)
-                    .iter()
-                    .map(|u| u.function.to_string())
-                    .collect(),
-                count: 0,
-                total_ns: 0,
-                max_ns: 0,
-                workers: BTreeMap::new(),
-                runtimes: BTreeMap::new(),
-                sample_stack: f.stack.clone(),
+            .or_insert_with(|| {
+                let b = Blocker {
+                    category: f.category,
+                    function,
+                    location: None,
+                    locations: BTreeMap::new(),
+                    below: BTreeMap::new(),
+                    user_frames: user_frames(&f.stack)
+                        .iter()
+                        .map(|u| u.function.to_string())
+                        .collect(),
+                    count: 0,
+                    total_ns: 0,
+                    max_ns: 0,
+                    workers: BTreeMap::new(),
+                    runtimes: BTreeMap::new(),
+                    sample_stack: f.stack.clone(),
+                    tasks: Vec::new(),
+                    task_count: 0,
+                };
+                (b, tasks::TaskTally::default())
             });
+        tasks.add(f);
         if let Some(loc) = culprit.and_then(Frame::location) {
             *b.locations.entry(loc).or_default() += 1;
         }
@@ -242,7 +260,13 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
         b.max_ns = b.max_ns.max(f.duration_ns);
         *b.workers.entry(f.tid).or_default() += 1;
     }
-    let mut out: Vec<Blocker> = by_key.into_values().collect();
+    let mut out: Vec<Blocker> = by_key
+        .into_values()
+        .map(|(mut b, tasks)| {
+            tasks.finish(&mut b);
+            b
+        })
+        .collect();
     for b in &mut out {
         b.location = b
             .locations
@@ -354,6 +378,7 @@ mod tests {
             duration_ns: ms * 1_000_000,
             stack: vec![frame("std::thread::sleep"), frame(name)],
             holder: None,
+            task_id: None,
         }
     }
 

@@ -77,6 +77,7 @@ pub(crate) fn text(r: &Report) -> String {
         let _ = writeln!(out, "WARNING: {w}");
     }
     render_blockers(&mut out, r);
+    super::tasks::render_tasks(&mut out, r);
     render_block_in_place(&mut out, r);
     render_holders(&mut out, &r.run_queue);
     for w in &r.workers {

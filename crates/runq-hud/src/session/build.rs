@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Attached, Options};
 use crate::detect::{Category, Finding, Tally};
-use crate::report::{group, group_by_runtime, run_queue_stats, Report, WorkerStats};
+use crate::report::{group, group_by_runtime, run_queue_stats, Report, TaskTracking, WorkerStats};
 
 fn worker_stats(s: &Attached, findings: &[Finding], elapsed: f64) -> Vec<WorkerStats> {
     // A worker is a thread whose stacks showed a runtime's task loop at
@@ -60,6 +60,33 @@ fn symbol_hint(opts: &Options, s: &Attached, seen: &BTreeSet<u32>) -> Option<Str
     })
 }
 
+/// Findings in tasks after which, when not one carried a task id, the
+/// probed function is taken to be off the poll path.
+const TASKLESS_FINDINGS: usize = 20;
+
+/// Whether the findings carry task ids: when the uprobe is attached but
+/// many findings came and none had an id, the build inlined Tokio's
+/// setting of the current task into its poll (cargo's release profile
+/// does: the out-of-line instances run only as a task's guard is dropped),
+/// and the report says so rather than claiming tasks it cannot see.
+fn task_tracking(attached: &TaskTracking, findings: &[Finding]) -> TaskTracking {
+    let tagged = findings.iter().any(|f| f.task_id.is_some());
+    if !attached.tracked || tagged || findings.len() < TASKLESS_FINDINGS {
+        return attached.clone();
+    }
+    TaskTracking {
+        tracked: false,
+        method: attached.method.clone(),
+        instances: attached.instances,
+        reason: Some(format!(
+            "{} findings and not one in a task: the probed {} is not on this build's poll path \
+             (inlined into Tokio's poll, as optimized builds do)",
+            findings.len(),
+            crate::task_ids::SET_TASK_FN
+        )),
+    }
+}
+
 pub(super) fn build_report(
     opts: &Options,
     s: &mut Attached,
@@ -113,5 +140,6 @@ pub(super) fn build_report(
         stacks,
         poll_timing: s.poll_timing,
         app_crates: s.app.crates(),
+        task_ids: task_tracking(&s.task_ids, findings),
     }
 }

@@ -21,10 +21,11 @@ use crate::event::{Kind, RawEvent};
 use crate::health::{StackHealth, UnwindChoice};
 use crate::polls::{PollSitesError, RuntimeSites};
 use crate::prep::StackPrep;
-use crate::report::{PollMethod, PollTiming, Report};
+use crate::report::{PollMethod, PollTiming, Report, TaskTracking};
 use crate::stacks::Stacks;
 use crate::symbols::debugfile::DEBUG_DIRS;
 use crate::symbols::{Symbols, TargetError};
+use crate::task_ids::Method;
 use build::build_report;
 use discover::discover;
 use watched::Watched;
@@ -53,6 +54,13 @@ pub struct Options {
     pub app_crates: Vec<String>,
     /// Time every poll with uprobes on Tokio's task poll (`--exact-polls`).
     pub exact_polls: bool,
+    /// Tag every event with the Tokio task being polled (a uprobe on
+    /// Tokio's `set_current_task_id`; off with `--no-task-ids`).
+    pub task_ids: bool,
+    /// Continuous mode: every this long, the findings so far become a
+    /// report of their own ([`Update::Window`]) and are let go, so that a
+    /// session that runs for days holds one window's findings at most.
+    pub rotate: Option<Duration>,
 }
 
 /// Why a session could not run.
@@ -130,6 +138,9 @@ pub enum Update<'a> {
     Discovery(&'a str),
     /// Every watched worker (after discovery and each rediscovery).
     Workers(&'a [u32]),
+    /// Continuous mode: the report of the window that just ended (its
+    /// findings are gone from the session).
+    Window(&'a Report),
 }
 
 /// The state of an attached session.
@@ -149,6 +160,8 @@ struct Attached {
     holders: HolderCulprits,
     /// How task CPU time is measured.
     poll_timing: PollTiming,
+    /// Whether events carry task ids.
+    task_ids: TaskTracking,
 }
 
 /// The culprits on the stacks of the target's threads that held a waiting
@@ -233,6 +246,55 @@ fn time_polls(
     })
 }
 
+/// Task ids: has the programs read each worker's current task id from
+/// its thread-local storage, or attaches the uprobe on Tokio's
+/// `set_current_task_id` (see [`crate::task_ids`]). A target without the
+/// symbol is watched all the same, without task ids, and says so once
+/// (a warning and the report).
+fn track_tasks(opts: &Options, probe: &mut Probe, debug_file: Option<PathBuf>) -> TaskTracking {
+    if !opts.task_ids {
+        return TaskTracking {
+            reason: Some("--no-task-ids".into()),
+            ..TaskTracking::default()
+        };
+    }
+    let attach_to = opts.proc_root.join(format!("{}/exe", opts.pid));
+    let others: Vec<PathBuf> = opts
+        .target_binary
+        .iter()
+        .cloned()
+        .chain(debug_file)
+        .collect();
+    let found = crate::task_ids::find(&attach_to, &others)
+        .map_err(|e| e.to_string())
+        .and_then(|method| {
+            let attached = match &method {
+                Method::Tls { tp_offset } => probe.read_task_ids(*tp_offset).map(|()| 0),
+                Method::Uprobe { offsets } => probe
+                    .track_tasks(&attach_to, offsets, opts.pid)
+                    .map(|()| offsets.len()),
+            };
+            attached
+                .map(|n| (method.label(), n))
+                .map_err(|e| e.to_string())
+        });
+    match found {
+        Ok((method, instances)) => TaskTracking {
+            tracked: true,
+            method: Some(method.to_string()),
+            instances,
+            reason: None,
+        },
+        Err(why) => {
+            log::warn!("hud: findings carry no task ids: {why}");
+            TaskTracking {
+                reason: Some(why),
+                ..TaskTracking::default()
+            }
+        }
+    }
+}
+
 /// Runs one step of attaching, and logs how long it took (`-vv`).
 fn timed<T>(step: &str, f: impl FnOnce() -> T) -> T {
     let started = Instant::now();
@@ -279,6 +341,7 @@ impl Attached {
         })?;
         // Loading symbols and debug info up front keeps that work out of the
         // measured part of a target's life.
+        let debug_file = symbols.debug_file().map(|(p, _)| p.to_path_buf());
         let mut stacks = timed("loading debug info", || {
             symbols.prewarm();
             Stacks::new(symbols)
@@ -299,7 +362,11 @@ impl Attached {
             true => time_polls(opts, &mut probe, &mut detector)?,
             false => PollTiming::default(),
         };
+        let task_ids = timed("attaching the task-id uprobe", || {
+            track_tasks(opts, &mut probe, debug_file)
+        });
         Ok(Attached {
+            task_ids,
             probe,
             watched,
             stacks,
@@ -385,11 +452,20 @@ pub fn run(
     on_update(Update::Discovery(&s.watched.method.to_string()));
     on_update(Update::Workers(&s.worker_tids()));
     let started = Instant::now();
+    let mut window_start = Instant::now();
     let mut last_refresh = Instant::now();
     let mut target_exited = false;
     loop {
         std::thread::sleep(POLL);
         s.drain(&mut on_update);
+        if opts.rotate.is_some_and(|w| window_start.elapsed() >= w) {
+            let findings = std::mem::take(&mut s.findings);
+            let elapsed = window_start.elapsed().as_secs_f64();
+            let report = build_report(opts, &mut s, &findings, elapsed, false);
+            on_update(Update::Window(&report));
+            s.latency.clear();
+            window_start = Instant::now();
+        }
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
@@ -414,7 +490,13 @@ pub fn run(
     // worker that later joined the pool keeps its findings); these are the
     // cut stacks of threads that never showed a role.
     findings.extend(s.detector.flush());
-    let elapsed = started.elapsed().as_secs_f64();
+    // In continuous mode the last report covers the last window only.
+    let from = if opts.rotate.is_some() {
+        window_start
+    } else {
+        started
+    };
+    let elapsed = from.elapsed().as_secs_f64();
     let report = build_report(opts, &mut s, &findings, elapsed, target_exited);
     Ok(Session {
         report,

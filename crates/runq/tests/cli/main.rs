@@ -26,6 +26,8 @@ mod hud;
 mod hud_actix;
 mod hud_gateway;
 mod hud_objects;
+mod hud_serve;
+mod hud_tasks;
 mod json_contract;
 mod man;
 mod readme_console;

@@ -3,6 +3,7 @@
 
 mod live;
 mod output;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,17 +23,36 @@ use crate::exit;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     sudo runq hud my-service --headless --duration 10\n  \
-    sudo runq hud --pid 4242 --threshold 2ms --headless --duration 5 --output hud.json\n\n\
+    sudo runq hud --pid 4242 --threshold 2ms --headless --duration 5 --output hud.json\n  \
+    sudo runq hud --serve my-service --serve other --metrics-addr 0.0.0.0:9464 --window 60s\n\n\
     Needs root, or CAP_BPF + CAP_PERFMON. The export is Chrome trace-event JSON\n\
     (open it in ui.perfetto.dev).")]
 pub struct HudArgs {
     /// The target, by name (its comm or executable name).
     #[arg(
         value_name = "PROCESS",
-        required_unless_present_any = ["pid", "replay"],
+        required_unless_present_any = ["pid", "replay", "serve"],
         conflicts_with = "pid"
     )]
     pub process: Option<String>,
+    /// Continuous mode: run as a service watching every process named
+    /// NAME (repeatable; by comm or executable name), attaching each new
+    /// one as it appears (a restarted target too), until SIGINT/SIGTERM.
+    /// Memory stays bounded: every --window the findings become counters
+    /// and are let go. Exports per target and blocker (category, culprit
+    /// function): findings, seconds and the window's longest finding.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["process", "pid", "replay", "headless", "json", "export", "export_folded", "flamegraph", "duration"])]
+    pub serve: Vec<String>,
+    /// With --serve: serve the figures at http://HOST:PORT/metrics
+    /// (OpenMetrics when the scraper asks for it, as Prometheus does; else
+    /// Prometheus text).
+    #[arg(long, value_name = "HOST:PORT", requires = "serve")]
+    pub metrics_addr: Option<String>,
+    /// With --serve: write the figures to FILE (Prometheus text, for
+    /// node_exporter's textfile collector) after every window, by an
+    /// atomic rename.
+    #[arg(long, value_name = "FILE.prom", requires = "serve")]
+    pub metrics_file: Option<PathBuf>,
     /// The target, by pid.
     #[arg(long)]
     pub pid: Option<u32>,
@@ -54,6 +74,12 @@ pub struct HudArgs {
     /// about two uprobe hits per poll; needs the target's symbol table.
     #[arg(long)]
     pub exact_polls: bool,
+    /// Do not tag findings with the Tokio task they ran in. By default a
+    /// uprobe on Tokio's `tokio::runtime::context::set_current_task_id`
+    /// (two hits per poll) keeps each worker's current task id, and the
+    /// report names the top tasks of each blocker.
+    #[arg(long)]
+    pub no_task_ids: bool,
     /// Report blocking longer than this.
     #[arg(long, default_value = "5ms", value_parser = parse_threshold)]
     pub threshold: Duration,
@@ -63,7 +89,8 @@ pub struct HudArgs {
     /// Print a report at the end instead of the live view.
     #[arg(long)]
     pub headless: bool,
-    /// How much history the live view keeps.
+    /// How much history the live view keeps; with --serve, how often the
+    /// findings are turned into counters (and the textfile rewritten).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub window: Duration,
     /// Write a flame graph (SVG) of the findings, weighted by their time
@@ -151,6 +178,25 @@ fn target_pid(args: &HudArgs, proc_root: &std::path::Path) -> anyhow::Result<u32
     Ok(pid)
 }
 
+/// How a session runs, from the arguments (`pid` is the target's; 0
+/// until continuous mode gives each process its own).
+fn session_options(args: &HudArgs, pid: u32, proc_root: PathBuf) -> Options {
+    Options {
+        pid,
+        threshold_ns: args.threshold.as_nanos() as u64,
+        frequency: args.frequency,
+        duration: args.duration,
+        worker_prefix: args.worker_prefix.clone(),
+        proc_root,
+        target_binary: args.target.clone(),
+        unwind: args.unwind.into(),
+        app_crates: args.app_crates.clone(),
+        exact_polls: args.exact_polls,
+        task_ids: !args.no_task_ids,
+        rotate: None,
+    }
+}
+
 /// Runs `runq hud`.
 pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.replay {
@@ -174,24 +220,16 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let proc_root = PathBuf::from("/proc");
+    if !args.serve.is_empty() {
+        return serve::execute(&args, session_options(&args, 0, proc_root));
+    }
     let pid = target_pid(&args, &proc_root)?;
     if !privileged() {
         return Err(exit::no_privilege(
             "runq hud needs root, or CAP_BPF and CAP_PERFMON, to load its BPF programs",
         ));
     }
-    let opts = Options {
-        pid,
-        threshold_ns: args.threshold.as_nanos() as u64,
-        frequency: args.frequency,
-        duration: args.duration,
-        worker_prefix: args.worker_prefix.clone(),
-        proc_root,
-        target_binary: args.target.clone(),
-        unwind: args.unwind.into(),
-        app_crates: args.app_crates.clone(),
-        exact_polls: args.exact_polls,
-    };
+    let opts = session_options(&args, pid, proc_root);
     let stop = runq_kernel::signal::install().context("installing signal handlers")?;
     let session = if args.headless {
         session::run(&opts, stop, |_| {})?
