@@ -136,7 +136,8 @@ pub fn render_explain(work: &WorkType, json: bool) -> anyhow::Result<String> {
         None => "none: the type takes no latency sample".into(),
     };
     let mut out = String::new();
-    let title = wrap(&format!("{}: {}", info.name, info.summary), LIST_WIDTH);
+    // The lines after the first are indented by 2: wrap them all 2 short.
+    let title = wrap(&format!("{}: {}", info.name, info.summary), LIST_WIDTH - 2);
     out.push_str(&hanging(&title[0], &title[1..], 2));
     for (label, text) in [
         ("work units:", info.units),
