@@ -175,15 +175,27 @@ fn boot_the_tier_vm(d: &Path, limit: Duration) {
             TCG on 2 cores); needs qemu-system-x86, virtme-ng and a kernel in /boot (`.ci/run` installs \
             them): cargo test -p runq --test cli -- --ignored vm_tier::"]
 fn vm_tier_every_scenario_and_work_type_in_a_2n2c2t_vm() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
     let scenarios = names(&["run", "--list-scenarios"], "scenarios");
     let types = names(&["run", "--list"], "work_types");
+    // Two guests, the catalog in one and the work types in the other: one
+    // guest of 100 runs stalled on its 87th (PageFaultChurn past its own
+    // 300 s limit), which ran alone in a fresh guest in seconds.
+    let mut problems = tier_guest(&scenarios, &[]);
+    problems.extend(tier_guest(&[], &types));
+    assert!(problems.is_empty(), "vm tier:\n{}", problems.join("\n"));
+}
+
+/// Runs `scenarios` and `types` in one tier guest and says what went
+/// wrong: runs without a verdict, setup not applied, cgroups or
+/// processes left behind.
+fn tier_guest(scenarios: &[String], types: &[String]) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
     std::fs::write(d.join("scenarios"), scenarios.join("\n")).unwrap();
     std::fs::write(d.join("types"), types.join("\n")).unwrap();
     std::fs::write(d.join("guest.sh"), GUEST).unwrap();
     let t0 = Instant::now();
-    boot_the_tier_vm(d, Duration::from_secs(20 * 60));
+    boot_the_tier_vm(d, Duration::from_secs(15 * 60));
     let mut problems = Vec::new();
     if !d.join("done").exists() {
         problems
@@ -215,5 +227,5 @@ fn vm_tier_every_scenario_and_work_type_in_a_2n2c2t_vm() {
             ));
         }
     }
-    assert!(problems.is_empty(), "vm tier:\n{}", problems.join("\n"));
+    problems
 }
