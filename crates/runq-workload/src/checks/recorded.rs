@@ -296,7 +296,6 @@ fn mechanism(
         );
         (text, control.or_else(trace))
     } else {
-        let top = s.outside.0[0];
         let text = format!(
             "a task outside the run kept worker {} off its CPU: tasks outside the run held it \
              for {} ({})",
@@ -304,10 +303,15 @@ fn mechanism(
             of(s.outside.1),
             named(&s.outside.0)
         );
-        let next = format!(
-            "stop {}[{}] or keep the run off the CPU it holds, then rerun",
-            top.comm, top.pid
-        );
+        // The outside time can have no named holder (tasks that exited,
+        // such as a fork storm's children, before the recorder named them).
+        let next = match s.outside.0.first() {
+            Some(top) => format!(
+                "stop {}[{}] or keep the run off the CPU it holds, then rerun",
+                top.comm, top.pid
+            ),
+            None => "keep the run off the CPUs that tasks outside it held, then rerun".to_string(),
+        };
         (text, Some(next))
     }
 }
