@@ -496,9 +496,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         ),
     );
     let skipped_checks = judge_sched_ext(scn, series.as_ref(), run_ns, &mut checks);
-    let placed = matches!(placement, Placement::Cgroups { .. });
-    let nodes = crate::checks::placement::NodeMap::read(std::path::Path::new("/sys"));
-    checks.extend(scn.checks.evaluate_placement(scn, &reports, placed, &nodes));
+    checks.extend(judge_placement(scn, &reports, &placement));
     let failed = scheduler_death.is_some() || run_error.is_some();
     let verdict = final_verdict(&checks, failed, interrupted, aborted_at_start);
     Ok(RunOutcome {
@@ -521,6 +519,18 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         reports,
         recorded,
     })
+}
+
+/// The checks that need the run's placement and the host's NUMA nodes
+/// (cpuset isolation, cross-node migrations).
+fn judge_placement(
+    scn: &Scenario,
+    reports: &[WorkerReport],
+    placement: &Placement,
+) -> Vec<CheckResult> {
+    let placed = matches!(placement, Placement::Cgroups { .. });
+    let nodes = crate::checks::placement::NodeMap::read(std::path::Path::new("/sys"));
+    scn.checks.evaluate_placement(scn, reports, placed, &nodes)
 }
 
 /// Removes the run's cgroups (once every worker is gone), logging how
