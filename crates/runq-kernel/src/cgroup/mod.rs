@@ -42,6 +42,19 @@ pub enum CgroupError {
         /// The kernel's error.
         source: io::Error,
     },
+    /// A limit file is absent: its controller is not enabled for this
+    /// cgroup (the parent's `cgroup.subtree_control` lacks it).
+    #[error(
+        "{path} does not exist: the {controller} controller is not enabled for this cgroup \
+         (its parent's cgroup.subtree_control lacks +{controller}; on cgroup v2 a cgroup that \
+         holds workers cannot also hand controllers to child cgroups)"
+    )]
+    ControllerMissing {
+        /// The limit file that was wanted.
+        path: PathBuf,
+        /// The controller that provides it (the file name's prefix).
+        controller: String,
+    },
     /// A group name that would leave runq's own subtree.
     #[error("invalid cgroup path {0:?}: use a relative name such as `bench/a` (no `..`, no leading `/`)")]
     InvalidPath(String),

@@ -40,6 +40,9 @@ pub struct RunCgroups {
     groups: Vec<GroupCgroup>,
     /// Every directory created, in creation order.
     created: Vec<PathBuf>,
+    /// The relative paths that will hold worker processes: never given
+    /// controllers for children (see [`RunCgroups::make_dir`]).
+    worker_cgroups: Vec<String>,
 }
 
 /// Checks that a user-given group path stays inside runq's own subtree.
@@ -79,6 +82,7 @@ impl RunCgroups {
             run_id: run_id.to_string(),
             groups: Vec::new(),
             created: Vec::new(),
+            worker_cgroups: Vec::new(),
         };
         let hierarchies = run.layout.hierarchies.clone();
         for h in &hierarchies {
@@ -106,7 +110,9 @@ impl RunCgroups {
     /// workers, never does: a v2 cgroup with processes and threaded
     /// controllers (cpu, cpuset) in its `cgroup.subtree_control` becomes
     /// a thread root, and a child made in it (CgroupChurn's `churn-a`) is
-    /// then an invalid domain that refuses processes with EOPNOTSUPP.
+    /// then an invalid domain that refuses processes with EOPNOTSUPP. A
+    /// declared cgroup that holds no workers (a parent of weighted
+    /// children) is interior as soon as a child is made in it.
     fn make_dir(
         &mut self,
         h: &Hierarchy,
@@ -125,6 +131,15 @@ impl RunCgroups {
         Ok(())
     }
 
+    /// Declares that the cgroup `rel` will hold worker processes, so it is
+    /// never made interior. Call it for every worker cgroup before
+    /// [`RunCgroups::add_group`].
+    pub fn expect_workers_in(&mut self, rel: &str) {
+        if !self.worker_cgroups.iter().any(|w| w == rel) {
+            self.worker_cgroups.push(rel.to_string());
+        }
+    }
+
     /// Creates the cgroup `rel` (nested paths allowed) in every hierarchy,
     /// applies `limits`, and returns its index.
     pub fn add_group(&mut self, rel: &str, limits: &CgroupLimits) -> Result<usize, CgroupError> {
@@ -139,7 +154,7 @@ impl RunCgroups {
             let parts: Vec<&str> = rel.split('/').collect();
             for (i, part) in parts.iter().enumerate() {
                 dir.push(part);
-                let interior = i + 1 < parts.len() && !self.is_group_dir(&dir);
+                let interior = i + 1 < parts.len() && !self.holds_workers(&parts[..=i]);
                 self.make_dir(&h, &dir, true, interior)?;
             }
             dirs.push((h, dir));
@@ -153,11 +168,11 @@ impl RunCgroups {
         Ok(idx)
     }
 
-    /// True when `dir` is the directory of a group already added.
-    fn is_group_dir(&self, dir: &Path) -> bool {
-        self.groups
-            .iter()
-            .any(|g| g.dirs.iter().any(|(_, d)| d == dir))
+    /// True when the cgroup `parts` will hold workers (declared with
+    /// [`RunCgroups::expect_workers_in`]).
+    fn holds_workers(&self, parts: &[&str]) -> bool {
+        let rel = parts.join("/");
+        self.worker_cgroups.iter().any(|w| *w == rel)
     }
 
     /// The group at `idx`.
@@ -169,7 +184,12 @@ impl RunCgroups {
     pub fn set_limits(&self, idx: usize, limits: &CgroupLimits) -> Result<(), CgroupError> {
         for (h, dir) in &self.groups[idx].dirs {
             for (file, value) in limits.writes_for(h) {
-                write_file(&dir.join(file), &value)?;
+                let path = dir.join(file);
+                if !path.exists() {
+                    let controller = file.split('.').next().unwrap_or(file).to_string();
+                    return Err(CgroupError::ControllerMissing { path, controller });
+                }
+                write_file(&path, &value)?;
             }
         }
         Ok(())
@@ -452,13 +472,19 @@ mod tests {
         )
         .unwrap();
         let mut run = RunCgroups::create(layout, "78-1").unwrap();
+        for workers in ["outer/churn", "flat", "parent/light"] {
+            run.expect_workers_in(workers);
+        }
+        run.add_group("parent", &CgroupLimits::default()).unwrap();
+        run.add_group("parent/light", &CgroupLimits::default())
+            .unwrap();
         run.add_group("outer/churn", &CgroupLimits::default())
             .unwrap();
         run.add_group("flat", &CgroupLimits::default()).unwrap();
         let subtree = |rel: &str| {
             fs::read_to_string(dir.path().join(rel).join("cgroup.subtree_control")).ok()
         };
-        for interior in ["runq", "runq/78-1", "runq/78-1/outer"] {
+        for interior in ["runq", "runq/78-1", "runq/78-1/outer", "runq/78-1/parent"] {
             assert_eq!(
                 subtree(interior).as_deref(),
                 Some("+cpu +cpuset"),
@@ -479,6 +505,25 @@ mod tests {
             None,
             "a group's directory stays a leaf domain"
         );
+    }
+
+    #[test]
+    fn a_limit_whose_controller_is_not_enabled_names_the_controller() {
+        let (_dir, mut layout) = fake_v2_root();
+        layout.hierarchies[0].kind = HierarchyKind::V2 {
+            controllers: ["cpu".to_string()].into_iter().collect(),
+        };
+        let mut run = RunCgroups::create(layout, "79-1").unwrap();
+        let weight = CgroupLimits {
+            weight: Some(400),
+            ..Default::default()
+        };
+        let err = run.add_group("heavy", &weight).unwrap_err();
+        assert!(
+            matches!(&err, CgroupError::ControllerMissing { controller, .. } if controller == "cpu"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("+cpu"), "{err}");
     }
 
     #[test]

@@ -212,6 +212,9 @@ fn setup_cgroups(
         Err(e) if e.is_permission() => return Err(RunError::NeedsPrivilege(e.to_string())),
         Err(e) => return Err(e.into()),
     };
+    for name in scn.groups.iter().filter_map(|g| g.cgroup.as_deref()) {
+        run.expect_workers_in(name);
+    }
     for c in &scn.cgroups {
         run.add_group(&c.name, &c.limits)?;
     }
