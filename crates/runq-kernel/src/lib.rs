@@ -12,6 +12,7 @@ pub mod cpustat;
 pub mod host;
 pub mod kmsg;
 pub mod mapping;
+pub mod netns;
 pub mod numa_maps;
 pub mod proc;
 pub mod psi;

@@ -62,7 +62,7 @@ pub fn guest_args(host: &[String], dir: &Path) -> GuestArgs {
         };
         let mut value = || inline.clone().or_else(|| it.next().cloned());
         match flag {
-            "--vm" | "--vm-matrix" => {}
+            "--vm" | "--vm-matrix" | "--vm-net" => {}
             f if VM_VALUE_FLAGS.contains(&f) => {
                 value();
             }
@@ -121,6 +121,46 @@ fn disk_setup(d: &dyn Fn(&str) -> String) -> String {
     )
 }
 
+/// The MAC address of `--vm-net`'s near device; the far one's last octet
+/// is one more (virtme-ng counts up from the address it is given).
+pub const NET_MAC: &str = "52:54:00:72:71:00";
+
+/// Shell lines that find `--vm-net`'s two virtio-net devices by MAC,
+/// move the far one into [`runq_kernel::netns::NIC_PEER_NETNS`] and give
+/// both their addresses; on failure the run ends with exit 3 and the
+/// reason in its stderr, runq not started.
+fn net_setup(d: &dyn Fn(&str) -> String) -> String {
+    use runq_kernel::netns::{NIC_LOCAL_ADDR, NIC_PEER_ADDR, NIC_PEER_NETNS};
+    let far_mac = format!("{}01", &NET_MAC[..NET_MAC.len() - 2]);
+    format!(
+        "near=; far=; for n in /sys/class/net/*; do case \"$(cat \"$n/address\")\" in \
+         {NET_MAC}) near=${{n##*/}};; {far_mac}) far=${{n##*/}};; esac; done\n\
+         if [ -z \"$near\" ] || [ -z \"$far\" ] || ! {{ ip netns add {NIC_PEER_NETNS} \
+         && ip link set \"$far\" netns {NIC_PEER_NETNS} && ip addr add {NIC_LOCAL_ADDR}/24 dev \"$near\" \
+         && ip link set \"$near\" up && ip -n {NIC_PEER_NETNS} addr add {NIC_PEER_ADDR}/24 dev \"$far\" \
+         && ip -n {NIC_PEER_NETNS} link set \"$far\" up && ip -n {NIC_PEER_NETNS} link set lo up; }} \
+         > {log} 2>&1; then\n\
+         echo \"runq: --vm-net: the guest could not set up its two virtio-net devices \
+         (near ${{near:-none}}, far ${{far:-none}}): $(tail -n 1 {log} 2>/dev/null)\" > {stderr}\n\
+         echo 3 > {rc}; exit 0\n\
+         fi\n\
+         echo \"$near $far\" > {net}\n",
+        log = d("net.log"),
+        stderr = d("stderr"),
+        rc = d("rc"),
+        net = d("net"),
+    )
+}
+
+/// What the guest sets up before runq starts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Setup {
+    /// `--vm-disk`: format and mount the scratch disk as TMPDIR.
+    pub disk: bool,
+    /// `--vm-net`: the NIC pair, its far device in its own namespace.
+    pub net: bool,
+}
+
 /// Quotes `s` for a POSIX shell.
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -131,12 +171,20 @@ fn quote(s: &str) -> String {
 /// [`crate::guest_topology`]), gives the root's children the cpu and cpuset controllers as
 /// systemd does on a production cgroup v2 host, copies runq into the
 /// guest's memory (`COPY_RUNQ`), runs it in the host's working
-/// directory, and leaves its stdout, stderr and exit code in `dir`; with
-/// `disk`, first sets up `--vm-disk` (`disk_setup`).
-pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String], disk: bool) -> String {
+/// directory, and leaves its stdout, stderr and exit code in `dir`;
+/// first sets up `--vm-disk` (`disk_setup`) and `--vm-net` (`net_setup`)
+/// as `setup` asks.
+pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String], setup: Setup) -> String {
     let d = |name: &str| quote(&dir.join(name).display().to_string());
     let argv: Vec<String> = args.iter().map(|a| quote(a)).collect();
-    let disk = if disk { disk_setup(&d) } else { String::new() };
+    let mut disk = if setup.disk {
+        disk_setup(&d)
+    } else {
+        String::new()
+    };
+    if setup.net {
+        disk.push_str(&net_setup(&d));
+    }
     format!(
         "#!/bin/sh\n\
          # runq run --vm: the guest side of one run\n\
@@ -200,7 +248,7 @@ mod tests {
             Path::new("/usr/bin/runq"),
             Path::new("/home/a b"),
             &args("run --param it's=1"),
-            false,
+            Setup::default(),
         );
         assert!(s.contains("cd '/home/a b'"), "{s}");
         assert!(s.contains("R='/usr/bin/runq'\n"), "{s}");
@@ -211,7 +259,29 @@ mod tests {
         assert!(s.contains("echo $? > '/tmp/d/rc'"), "{s}");
         assert!(s.find("/tmp/d/started") < s.find("/usr/bin/runq"));
         assert!(s.find(COPY_RUNQ) < s.find("NO_COLOR"));
-        assert!(!s.contains("mkfs"), "{s}");
+        assert!(!s.contains("mkfs") && !s.contains("netns"), "{s}");
+    }
+
+    #[test]
+    fn the_nic_pair_is_found_by_mac_and_split_across_namespaces() {
+        let s = script(
+            Path::new("/tmp/d"),
+            Path::new("/usr/bin/runq"),
+            Path::new("/"),
+            &args("run --vm-net"),
+            Setup {
+                disk: false,
+                net: true,
+            },
+        );
+        assert!(s.contains("52:54:00:72:71:00) near="), "{s}");
+        assert!(s.contains("52:54:00:72:71:01) far="), "{s}");
+        assert!(s.contains("ip link set \"$far\" netns runq-peer"), "{s}");
+        assert!(s.contains("ip addr add 10.77.0.1/24"), "{s}");
+        assert!(s.contains("addr add 10.77.0.2/24"), "{s}");
+        assert!(s.find("/tmp/d/net'") < s.find("NO_COLOR"), "{s}");
+        let dropped = guest_args(&args("run --vm --vm-net"), Path::new("/tmp/d"));
+        assert_eq!(dropped.args, args("run"));
     }
 
     #[test]
@@ -221,7 +291,10 @@ mod tests {
             Path::new("/usr/bin/runq"),
             Path::new("/"),
             &args("run"),
-            true,
+            Setup {
+                disk: true,
+                net: false,
+            },
         );
         assert!(s.contains("= runq-disk ]"), "{s}");
         assert!(

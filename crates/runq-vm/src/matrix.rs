@@ -379,6 +379,7 @@ mod tests {
             tcg_threads: kvm_failed.map(|_| "single"),
             retried_after: kvm_failed.map(|_| "the VM stopped before runq started: Oops".into()),
             disk: None,
+            net: None,
             guest_topology: crate::guest_topology::GuestTopology::parse(
                 "cpu 0 0-1 0-3 0\ncpu 1 0-1 0-3 0\ncpu 2 2-3 0-3 0\ncpu 3 2-3 0-3 0\n\
                  cpu 4 4-5 4-7 1\ncpu 5 4-5 4-7 1\ncpu 6 6-7 4-7 1\ncpu 7 6-7 4-7 1\n\
@@ -458,6 +459,7 @@ mod tests {
             accel: crate::Accel::Tcg,
             tcg_threads: crate::TcgThreads::Auto,
             disk_mib: None,
+            net: false,
         };
         assert_eq!(kernels(&cfg("/boot/vmlinuz-6.1.0-56-amd64")), [None]);
         let axis = kernels(&cfg("debian:6.12-rt, /boot/vmlinuz-6.1.0-56-amd64"));

@@ -57,6 +57,9 @@ pub struct VmConfig {
     /// A scratch virtio block device of this many MiB (`--vm-disk`),
     /// formatted ext4 in the guest and made the run's TMPDIR.
     pub disk_mib: Option<u64>,
+    /// Two virtio-net devices joined by a qemu hub (`--vm-net`), the far
+    /// one in its own network namespace ([`runq_kernel::netns`]).
+    pub net: bool,
 }
 
 /// Something the runner tells the user while it works.
@@ -104,6 +107,9 @@ pub struct VmFacts {
     /// `--vm-disk`: the guest's device, its size and where it was mounted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk: Option<String>,
+    /// `--vm-net`: the two devices, their addresses and namespaces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net: Option<String>,
     /// The topology the guest's sysfs showed, which matched the preset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guest_topology: Option<GuestTopology>,
@@ -287,7 +293,10 @@ impl Boot<'_> {
                 &runq,
                 &cwd,
                 guest_args,
-                self.cfg.disk_mib.is_some(),
+                guest::Setup {
+                    disk: self.cfg.disk_mib.is_some(),
+                    net: self.cfg.net,
+                },
             ),
         )
         .map_err(|e| VmError::io(format!("writing {}", script.display()), e))?;
@@ -323,6 +332,7 @@ impl Boot<'_> {
         let mut facts = self.facts(accel, kvm_failed, boot, retried_after);
         facts.guest_topology = guest_topology;
         facts.disk = self.disk_fact(&dir);
+        facts.net = self.net_fact(&dir);
         Ok(GuestRun {
             dir,
             console,
@@ -362,6 +372,20 @@ impl Boot<'_> {
         ))
     }
 
+    /// What `--vm-net` was in the guest, when it was set up.
+    fn net_fact(&self, dir: &SharedDir) -> Option<String> {
+        use runq_kernel::netns::{NIC_LOCAL_ADDR, NIC_PEER_ADDR, NIC_PEER_NETNS};
+        if !self.cfg.net {
+            return None;
+        }
+        let devs = std::fs::read_to_string(dir.path().join("net")).ok()?;
+        let (near, far) = devs.trim().split_once(' ')?;
+        Some(format!(
+            "virtio-net {near} {NIC_LOCAL_ADDR} and {far} {NIC_PEER_ADDR} (netns \
+             {NIC_PEER_NETNS}), joined by a qemu hub"
+        ))
+    }
+
     fn deadlines(&self) -> Deadlines {
         Deadlines {
             boot: self.cfg.boot_timeout,
@@ -395,6 +419,7 @@ impl Boot<'_> {
             }),
             retried_after,
             disk: None,
+            net: None,
             guest_topology: None,
         }
     }
@@ -420,6 +445,13 @@ impl Boot<'_> {
         );
         if let Some(mib) = self.cfg.disk_mib {
             vng_args.push(scratch_disk(dir, mib)?);
+        }
+        if self.cfg.net {
+            vng_args.extend([
+                "--network=loop".to_string(),
+                "--no-dhcp".to_string(),
+                format!("--net-mac-address={}", guest::NET_MAC),
+            ]);
         }
         vng_args.push(format!("--rwdir={}", dir.display()));
         vng_args.extend([
@@ -559,6 +591,9 @@ pub fn vm_line(f: &VmFacts) -> String {
         .disk
         .as_ref()
         .map_or(String::new(), |d| format!("; disk {d}"))
+        + &f.net
+            .as_ref()
+            .map_or(String::new(), |n| format!("; net {n}"))
 }
 
 /// The directory the guest writes into (shared read-write), removed at

@@ -172,7 +172,7 @@ impl RunCgroups {
     /// [`RunCgroups::expect_workers_in`]).
     fn holds_workers(&self, parts: &[&str]) -> bool {
         let rel = parts.join("/");
-        self.worker_cgroups.iter().any(|w| *w == rel)
+        self.worker_cgroups.contains(&rel)
     }
 
     /// The group at `idx`.

@@ -50,7 +50,8 @@ impl NodeMap {
 }
 
 /// The CPUs a worker in cgroup `cgroup` may have run on over the run;
-/// `None` when neither it nor an ancestor ever had a cpuset.
+/// `None` when neither it nor an ancestor had a cpuset from the start (a
+/// level whose cpuset a step sets later allowed every CPU before it).
 pub(crate) fn allowed_cpus(scn: &Scenario, cgroup: &str) -> Option<BTreeSet<usize>> {
     let chain = cgroup
         .match_indices('/')
@@ -62,12 +63,12 @@ pub(crate) fn allowed_cpus(scn: &Scenario, cgroup: &str) -> Option<BTreeSet<usiz
                 .cgroups
                 .iter()
                 .filter(|c| c.name == name)
-                .filter_map(|c| c.limits.cpuset.clone());
+                .find_map(|c| c.limits.cpuset.clone())?;
             let stepped = scn.steps.iter().filter_map(|s| match &s.action {
                 StepAction::SetLimits { cgroup, limits } if cgroup == name => limits.cpuset.clone(),
                 _ => None,
             });
-            initial.chain(stepped).reduce(|a, b| &a | &b)
+            Some(stepped.fold(initial, |a, b| &a | &b))
         })
         .reduce(|a, b| &a & &b)
 }

@@ -50,6 +50,25 @@ fn the_allowed_cpus_are_every_cpuset_over_time_within_the_ancestors() {
 }
 
 #[test]
+fn a_cpuset_set_only_by_a_step_allowed_every_cpu_before_it() {
+    // cpuset_apply's shape: `work` starts unrestricted and is narrowed at
+    // 1 s, so the CPUs its spinners used before then are no violation.
+    let spin = WorkType::from_name("SpinWait").unwrap();
+    let scn = ScenarioBuilder::new("apply")
+        .cgroup("work", CgroupLimits::default())
+        .group("spin", spin, 2, Some("work"))
+        .step(
+            Duration::from_secs(1),
+            StepAction::SetLimits {
+                cgroup: "work".into(),
+                limits: cpuset(&[0]),
+            },
+        )
+        .build();
+    assert_eq!(allowed_cpus(&scn, "work"), None);
+}
+
+#[test]
 fn a_worker_seen_outside_its_cpuset_fails_isolation_and_is_named() {
     let scn = nested();
     let reports = [

@@ -41,7 +41,8 @@ pub(super) fn start_scheduler(
 pub(super) fn host_has_what_groups_need(scn: &Scenario, sys_root: &Path) -> Result<(), RunError> {
     for g in scn.groups.iter().filter(|g| g.custom.is_none()) {
         let work = &g.work;
-        if let Some(why) = work.info().needs.lacking(work.name(), sys_root) {
+        let lacking = work.info().needs.lacking(work.name(), sys_root);
+        if let Some(why) = lacking.or_else(|| work.params_lacking()) {
             let why = if g.name == work.name() {
                 why
             } else {

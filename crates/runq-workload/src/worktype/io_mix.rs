@@ -1,7 +1,8 @@
 //! Storage-side blocking beyond IoSyncWrite: IoRandRead (random 4 KiB
 //! `pread`s from a private file whose cache is dropped every iteration) and
 //! IoConvoy (every worker writes and `fdatasync`s one shared file, so
-//! they queue behind each other's flushes).
+//! they queue behind each other's flushes). With `direct`, both use
+//! `O_DIRECT` (reads and writes reach the device, not the page cache).
 
 use std::fs::File;
 use std::io;
@@ -10,7 +11,7 @@ use std::os::unix::fs::FileExt;
 
 use serde::{Deserialize, Serialize};
 
-use super::io_sync_write::{io_goes_on, unlinked_temp_file};
+use super::io_sync_write::{io_goes_on, set_direct, unlinked_temp_file, Block};
 use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
@@ -25,6 +26,8 @@ pub struct Params {
     pub ops_per_iter: u64,
     /// File size per worker, KiB.
     pub file_kb: u64,
+    /// `O_DIRECT` I/O (the temp directory must be on a block device).
+    pub direct: bool,
 }
 
 impl Default for Params {
@@ -32,6 +35,7 @@ impl Default for Params {
         Params {
             ops_per_iter: 16,
             file_kb: 4096,
+            direct: false,
         }
     }
 }
@@ -75,17 +79,20 @@ pub const IO_CONVOY: TypeInfo = TypeInfo {
 
 struct RandRead {
     file: File,
-    buf: Vec<u8>,
+    buf: Block,
     blocks: u64,
     ops: u64,
     rng: u64,
+    direct: bool,
 }
 
 impl WorkerBody for RandRead {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        // SAFETY: advisory call on our own descriptor.
-        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if !self.direct {
+            // SAFETY: advisory call on our own descriptor.
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
         let mut units = 0;
         while units < self.ops && io_goes_on(tel, units) {
             self.rng ^= self.rng << 13;
@@ -93,7 +100,11 @@ impl WorkerBody for RandRead {
             self.rng ^= self.rng << 17;
             let offset = (self.rng % self.blocks) * BLOCK;
             let t0 = now_ns();
-            if self.file.read_exact_at(&mut self.buf, offset).is_err() {
+            if self
+                .file
+                .read_exact_at(self.buf.bytes_mut(), offset)
+                .is_err()
+            {
                 break;
             }
             tel.record_wake_since(t0);
@@ -107,10 +118,11 @@ impl WorkerBody for RandRead {
 /// block spent most of a large fill in system calls (2 GiB in 2.7 s).
 const FILL_BLOCKS: u64 = 256;
 
-/// A private temp file of `blocks` written, flushed blocks; a SIGINT or
-/// SIGTERM ends the fill (a 16 GiB file takes the disk's time to write).
-fn filled_file(blocks: u64) -> io::Result<File> {
-    let file = unlinked_temp_file()?;
+/// A private temp file of `blocks` written, flushed blocks (then in
+/// `O_DIRECT` mode with `direct`); a SIGINT or SIGTERM ends the fill (a
+/// 16 GiB file takes the disk's time to write).
+fn filled_file(blocks: u64, direct: bool) -> io::Result<File> {
+    let file = unlinked_temp_file(false)?;
     let chunk = vec![0x5Au8; (BLOCK * FILL_BLOCKS) as usize];
     let mut b = 0;
     while b < blocks {
@@ -125,6 +137,9 @@ fn filled_file(blocks: u64) -> io::Result<File> {
         b += n;
     }
     file.sync_data()?;
+    if direct {
+        set_direct(&file, &std::env::temp_dir())?;
+    }
     Ok(file)
 }
 
@@ -145,9 +160,10 @@ impl PreparedWork for RandReadGroup {
             .ok_or_else(|| io::Error::other("read file already taken"))?;
         Ok(Box::new(RandRead {
             file,
-            buf: vec![0; BLOCK as usize],
+            buf: Block::filled(0),
             blocks: self.params.blocks(),
             ops: self.params.ops_per_iter,
+            direct: self.params.direct,
             rng: now_ns() ^ ((idx as u64 + 1) << 32) | 1,
         }))
     }
@@ -160,7 +176,7 @@ impl PreparedWork for RandReadGroup {
 /// Fills one private file per worker (before fork, before the start).
 pub fn prepare_rand_read(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
     let files = (0..workers)
-        .map(|_| filled_file(p.blocks()).map(Some))
+        .map(|_| filled_file(p.blocks(), p.direct).map(Some))
         .collect::<io::Result<_>>()?;
     Ok(Box::new(RandReadGroup {
         files,
@@ -170,7 +186,7 @@ pub fn prepare_rand_read(p: &Params, workers: usize) -> io::Result<Box<dyn Prepa
 
 struct Convoy {
     file: File,
-    block: Vec<u8>,
+    block: Block,
     base: u64,
     blocks: u64,
     next: u64,
@@ -183,7 +199,7 @@ impl WorkerBody for Convoy {
         let mut units = 0;
         while units < self.ops && io_goes_on(tel, units) {
             let offset = self.base + self.next * BLOCK;
-            if self.file.write_all_at(&self.block, offset).is_err() {
+            if self.file.write_all_at(self.block.bytes(), offset).is_err() {
                 break;
             }
             self.next = (self.next + 1) % self.blocks;
@@ -215,7 +231,7 @@ impl PreparedWork for ConvoyGroup {
         let blocks = self.params.blocks();
         Ok(Box::new(Convoy {
             file: shared.try_clone()?,
-            block: vec![0xC3; BLOCK as usize],
+            block: Block::filled(0xC3),
             base: idx as u64 * blocks * BLOCK,
             blocks,
             next: 0,
@@ -231,7 +247,7 @@ impl PreparedWork for ConvoyGroup {
 /// Creates the group's shared file.
 pub fn prepare_convoy(p: &Params) -> io::Result<Box<dyn PreparedWork>> {
     Ok(Box::new(ConvoyGroup {
-        file: Some(unlinked_temp_file()?),
+        file: Some(unlinked_temp_file(p.direct)?),
         params: p.clone(),
     }))
 }
@@ -245,6 +261,7 @@ mod tests {
         let p = Params {
             ops_per_iter: 4,
             file_kb: 64,
+            direct: false,
         };
         let mut group = prepare_rand_read(&p, 2).unwrap();
         // The fill happened in prepare: a worker only takes its file.

@@ -1,9 +1,11 @@
 //! IoSyncWrite: 4 KiB `pwrite`s followed by `fdatasync` to a private,
 //! already-unlinked temporary file, then an optional short sleep. The
-//! `fdatasync` is the wake sample.
+//! `fdatasync` is the wake sample. With `direct`, the file is opened
+//! `O_DIRECT` (every write reaches the device, bypassing the page cache).
 
 use std::fs::File;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
@@ -23,6 +25,8 @@ pub struct Params {
     pub sleep_us: u64,
     /// File size at which writes wrap to offset 0, KiB.
     pub file_kb: u64,
+    /// `O_DIRECT` writes (the temp directory must be on a block device).
+    pub direct: bool,
 }
 
 impl Default for Params {
@@ -31,6 +35,7 @@ impl Default for Params {
             writes_per_sync: 16,
             sleep_us: 100,
             file_kb: 1024,
+            direct: false,
         }
     }
 }
@@ -54,9 +59,64 @@ pub const INFO: TypeInfo = TypeInfo {
 const BLOCK: u64 = 4096;
 
 /// Opens a private file in the temp dir that is gone from the namespace
-/// already, so nothing is left behind even on SIGKILL.
-pub fn unlinked_temp_file() -> io::Result<File> {
-    let dir = std::env::temp_dir();
+/// already, so nothing is left behind even on SIGKILL; with `direct`, in
+/// `O_DIRECT` mode.
+pub fn unlinked_temp_file(direct: bool) -> io::Result<File> {
+    let file = unlinked_file_in(&std::env::temp_dir())?;
+    if direct {
+        set_direct(&file, &std::env::temp_dir())?;
+    }
+    Ok(file)
+}
+
+/// Turns on `O_DIRECT` for `file` (made in `dir`), or says which
+/// directory's file system refused it and what to do.
+pub(super) fn set_direct(file: &impl AsRawFd, dir: &std::path::Path) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own; no pointers are passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_DIRECT) } < 0 {
+        let why = io::Error::last_os_error();
+        return Err(io::Error::new(
+            why.kind(),
+            format!(
+                "direct=true: the file system of {} refuses O_DIRECT ({why}); point TMPDIR at a \
+                 directory on a block device (in a VM: --vm-disk SIZE)",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// One 4 KiB block at a 4 KiB-aligned address, as `O_DIRECT` needs.
+pub(super) struct Block {
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl Block {
+    /// A block of `byte`s.
+    pub(super) fn filled(byte: u8) -> Block {
+        let buf = vec![byte; 2 * BLOCK as usize];
+        let at = buf.as_ptr().align_offset(BLOCK as usize);
+        Block { buf, at }
+    }
+
+    /// The block's bytes.
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.buf[self.at..self.at + BLOCK as usize]
+    }
+
+    /// The block's bytes, to read into.
+    pub(super) fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.at..self.at + BLOCK as usize]
+    }
+}
+
+/// A private file in `dir`, unlinked at once.
+fn unlinked_file_in(dir: &std::path::Path) -> io::Result<File> {
     let path = dir.join(format!(
         "runq-io-{}-{}",
         std::process::id(),
@@ -94,7 +154,7 @@ pub(super) fn io_goes_on(tel: &mut Telemetry, done: u64) -> bool {
 
 struct Body {
     file: File,
-    block: Vec<u8>,
+    block: Block,
     offset: u64,
     writes: u64,
     file_bytes: u64,
@@ -106,7 +166,11 @@ impl WorkerBody for Body {
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
         let mut units = 0;
         while units < self.writes && io_goes_on(tel, units) {
-            if self.file.write_all_at(&self.block, self.offset).is_err() {
+            if self
+                .file
+                .write_all_at(self.block.bytes(), self.offset)
+                .is_err()
+            {
                 break;
             }
             self.offset = (self.offset + BLOCK) % self.file_bytes.max(BLOCK);
@@ -129,17 +193,62 @@ impl WorkerBody for Body {
     }
 }
 
-/// Builds the per-worker bodies (each opens its own file in the child).
-pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
+/// Builds the per-worker bodies (each opens its own file in the child);
+/// with `direct`, first checks here that the temp directory takes
+/// `O_DIRECT`, so a refusal is the run's one error, not every worker's.
+pub fn prepare(p: &Params) -> io::Result<Box<dyn PreparedWork>> {
+    if p.direct {
+        unlinked_temp_file(true)?;
+    }
     let p = p.clone();
-    independent(move |_| {
+    Ok(independent(move |_| {
         Ok(Box::new(Body {
-            file: unlinked_temp_file()?,
-            block: vec![0xA5; BLOCK as usize],
+            file: unlinked_temp_file(p.direct)?,
+            block: Block::filled(0xA5),
             offset: 0,
             writes: p.writes_per_sync,
             file_bytes: p.file_kb * 1024,
             sleep: Duration::from_micros(p.sleep_us),
         }))
-    })
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_aligned_for_o_direct() {
+        let mut b = Block::filled(7);
+        assert_eq!(b.bytes().as_ptr() as usize % BLOCK as usize, 0);
+        assert_eq!(b.bytes().len(), BLOCK as usize);
+        assert!(b.bytes_mut().iter().all(|&x| x == 7));
+    }
+
+    #[test]
+    fn a_refusal_of_o_direct_names_the_directory_and_the_way_out() {
+        // A socket never takes O_DIRECT (tmpfs does since Linux 6.6, so
+        // no file system here is sure to refuse it).
+        let (socket, _) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        let dir = std::path::Path::new("/some/dir");
+        let err = set_direct(&socket, dir).unwrap_err().to_string();
+        assert!(
+            err.contains("/some/dir") && err.contains("--vm-disk"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn direct_writes_reach_a_disk_backed_directory() {
+        // The crate's own target directory lies on a disk file system.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let file = unlinked_file_in(dir).unwrap();
+        set_direct(&file, dir).unwrap();
+        let block = Block::filled(0x5A);
+        file.write_all_at(block.bytes(), BLOCK).unwrap();
+        file.sync_data().unwrap();
+        let mut back = Block::filled(0);
+        file.read_exact_at(back.bytes_mut(), BLOCK).unwrap();
+        assert_eq!(back.bytes(), block.bytes());
+    }
 }

@@ -20,6 +20,9 @@
 //! handler), the odd one blocks in `read` on it. Here the signal comes
 //! from a task, not from interrupt context; the figure runs from the
 //! device's stamp just before its write to the handler running.
+//!
+//! With `source = "nic"` (a VM run with `--vm-net`) the interrupt is a
+//! real device's: a virtio-net receive interrupt ([`super::irq_nic`]).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -40,6 +43,9 @@ pub enum Source {
     Timerfd,
     /// A device worker writing an eventfd its handler worker reads.
     Eventfd,
+    /// A datagram through the NIC pair of `--vm-net`: the far virtio-net
+    /// device's receive interrupt wakes the handler.
+    Nic,
 }
 
 /// IrqWake parameters.
@@ -64,11 +70,16 @@ impl Default for Params {
     }
 }
 
-/// The eventfd source pairs a device with a handler.
+/// The eventfd and nic sources pair a device with a handler.
 pub fn check_workers(p: &Params, workers: usize) -> Result<(), String> {
-    if p.source == Source::Eventfd && workers % 2 != 0 {
+    let source = match p.source {
+        Source::Timerfd => return Ok(()),
+        Source::Eventfd => "eventfd",
+        Source::Nic => "nic",
+    };
+    if workers % 2 != 0 {
         return Err(format!(
-            "source=eventfd pairs a device worker with a handler worker: give an even number \
+            "source={source} pairs a device worker with a handler worker: give an even number \
              of workers (got {workers})"
         ));
     }
@@ -78,15 +89,16 @@ pub fn check_workers(p: &Params, workers: usize) -> Result<(), String> {
 /// Description for `--list`.
 pub const INFO: TypeInfo = TypeInfo {
     name: "IrqWake",
-    summary: "host stand-in for a device interrupt waking its handler thread: a periodic \
-              timerfd whose expiry (the hrtimer interrupt) wakes the worker blocked in read, or \
-              (source = eventfd) a device worker's eventfd write waking its handler; then \
-              handler_iters of work; not a device's IRQ path",
+    summary: "a device interrupt waking its handler thread: a periodic timerfd whose expiry \
+              (the hrtimer interrupt) wakes the worker blocked in read; (source = eventfd) a \
+              device worker's eventfd write waking its handler; or (source = nic, in a --vm-net \
+              VM) a datagram whose virtio-net receive interrupt wakes it; then handler_iters \
+              of work",
     units: "handler_iters spin units per interrupt (at least 1)",
     wakes: Some(
         "per interrupt: from the timer's deadline (timerfd; expiries missed while it worked \
          are counted, not sampled) or the device's stamp just before its eventfd write \
-         (eventfd) to the handler running after its read returned",
+         (eventfd) or its send (nic) to the handler running after its read returned",
     ),
     workers: super::WorkerRule::Any,
     wake_figure: super::WakeFigure::Latency,
@@ -187,8 +199,10 @@ impl WorkerBody for Body {
 
 /// Builds the per-worker bodies.
 pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
-    if p.source == Source::Eventfd {
-        return super::irq_eventfd::prepare(p, workers);
+    match p.source {
+        Source::Eventfd => return super::irq_eventfd::prepare(p, workers),
+        Source::Nic => return super::irq_nic::prepare(p, workers),
+        Source::Timerfd => {}
     }
     let (period_ns, handler) = (p.period_us * 1000, p.handler_iters);
     Ok(independent(move |_| {

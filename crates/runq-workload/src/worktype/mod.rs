@@ -27,6 +27,7 @@ mod idle_churn;
 mod io_mix;
 mod io_sync_write;
 mod irq_eventfd;
+mod irq_nic;
 mod irq_wake;
 pub(crate) mod locks;
 mod mixed;
@@ -72,7 +73,8 @@ pub use io_sync_write::Params as IoSyncWriteParams;
 pub use irq_wake::{Params as IrqWakeParams, Source as IrqSource};
 pub use locks::{InversionParams, MutexParams};
 pub use net_traffic::{
-    net_figures, Mode as NetMode, NetFigures, Params as NetTrafficParams, Proto as NetProto,
+    net_figures, Mode as NetMode, NetFigures, NetPath, Params as NetTrafficParams,
+    Proto as NetProto,
 };
 pub use numa::{ChurnParams as NumaChurnParams, SweepParams as NumaSweepParams};
 pub use page_fault_churn::Params as PageFaultChurnParams;
@@ -465,6 +467,21 @@ impl WorkType {
                 .saturating_mul(1024)
                 .saturating_mul(workers as u64),
             _ => 0,
+        }
+    }
+
+    /// Why this host cannot run the type with these parameters, beyond
+    /// its type's topology ([`HostNeed`]): the NIC pair of `--vm-net` for
+    /// NetTraffic's `path = nic` and IrqWake's `source = nic`.
+    pub fn params_lacking(&self) -> Option<String> {
+        match self {
+            WorkType::NetTraffic(p) if p.path == net_traffic::NetPath::Nic => {
+                runq_kernel::netns::nic_pair_lacking("NetTraffic path=nic")
+            }
+            WorkType::IrqWake(p) if p.source == irq_wake::Source::Nic => {
+                runq_kernel::netns::nic_pair_lacking("IrqWake source=nic")
+            }
+            _ => None,
         }
     }
 

@@ -2,7 +2,10 @@
 //! TCP or UDP sockets on the loopback interface (127.0.0.1), so every
 //! message goes through the kernel's network stack (the socket layer,
 //! TCP/UDP and IP, loopback's transmit and the receive softirq) before it
-//! wakes its receiver.
+//! wakes its receiver. With `path = "nic"` (in a VM with `--vm-net`) the
+//! odd worker's socket lives in the NIC pair's far namespace, so every
+//! message leaves through one virtio-net device and arrives through the
+//! other's receive interrupt ([`runq_kernel::netns`]).
 //!
 //! - `ping_pong`: the even worker of a pair sends a message and waits for
 //!   the odd one's reply of the same size; a round trip per iteration.
@@ -28,6 +31,7 @@ use super::{PreparedWork, TypeInfo, WorkerBody};
 use crate::stop::request_stop;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::fast::now_ns;
+use runq_kernel::netns;
 
 /// The transport.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +55,18 @@ pub enum Mode {
     Stream,
 }
 
+/// Which way the messages go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetPath {
+    /// The loopback device, inside one namespace.
+    #[default]
+    Loopback,
+    /// The NIC pair of `--vm-net`: out of one virtio-net device, in
+    /// through the other's receive interrupt.
+    Nic,
+}
+
 /// The largest UDP payload over IPv4.
 const MAX_UDP_BYTES: u64 = 65_507;
 
@@ -66,6 +82,8 @@ pub struct Params {
     pub msg_bytes: u64,
     /// Spin units before each send.
     pub spin_iters: u64,
+    /// Loopback, or the NIC pair of a VM run with `--vm-net`.
+    pub path: NetPath,
 }
 
 impl Default for Params {
@@ -75,6 +93,7 @@ impl Default for Params {
             mode: Mode::PingPong,
             msg_bytes: 1024,
             spin_iters: 0,
+            path: NetPath::Loopback,
         }
     }
 }
@@ -97,7 +116,8 @@ impl Params {
 pub const INFO: TypeInfo = TypeInfo {
     name: "NetTraffic",
     summary: "pairs of workers exchange stamped messages over TCP or UDP on loopback \
-              (127.0.0.1), ping-pong or a one-way stream, through the kernel's network stack",
+              (127.0.0.1) or, with path=nic in a --vm-net VM, through two virtio-net devices; \
+              ping-pong or a one-way stream",
     units: "one unit per byte sent or received; one iteration per round trip (ping_pong) or \
             message (stream); the report adds the bytes/s and messages/s that arrived",
     wakes: Some(
@@ -113,11 +133,22 @@ pub const INFO: TypeInfo = TypeInfo {
     needs: super::HostNeed::Nothing,
 };
 
-/// A connected pair of sockets on loopback.
-fn socket_pair(proto: Proto) -> io::Result<(OwnedFd, OwnedFd)> {
+/// A connected pair of sockets: both on loopback, or (`path = nic`) the
+/// even one at the NIC pair's near address and the odd one made in its
+/// far namespace.
+pub(super) fn socket_pair(proto: Proto, path: NetPath) -> io::Result<(OwnedFd, OwnedFd)> {
+    let (near, far) = match path {
+        NetPath::Loopback => (Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST),
+        NetPath::Nic => (netns::NIC_LOCAL_ADDR, netns::NIC_PEER_ADDR),
+    };
+    let in_far = |f: &dyn Fn() -> io::Result<OwnedFd>| match path {
+        NetPath::Loopback => f(),
+        NetPath::Nic => netns::with_netns(&netns::nic_peer_netns(), f),
+    };
     match proto {
         Proto::Tcp => {
-            let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+            let listener = in_far(&|| TcpListener::bind((far, 0)).map(OwnedFd::from))?;
+            let listener = TcpListener::from(listener);
             let a = TcpStream::connect(listener.local_addr()?)?;
             let (b, _) = listener.accept()?;
             a.set_nodelay(true)?;
@@ -125,8 +156,8 @@ fn socket_pair(proto: Proto) -> io::Result<(OwnedFd, OwnedFd)> {
             Ok((a.into(), b.into()))
         }
         Proto::Udp => {
-            let a = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
-            let b = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
+            let a = UdpSocket::bind((near, 0))?;
+            let b = UdpSocket::from(in_far(&|| UdpSocket::bind((far, 0)).map(OwnedFd::from))?);
             a.connect(b.local_addr()?)?;
             b.connect(a.local_addr()?)?;
             Ok((a.into(), b.into()))
@@ -155,7 +186,7 @@ impl PreparedWork for Pairs {
 /// Connects one socket pair per worker pair.
 pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
     let sockets = (0..workers / 2)
-        .map(|_| socket_pair(p.proto).map(|(a, b)| (Some(a), Some(b))))
+        .map(|_| socket_pair(p.proto, p.path).map(|(a, b)| (Some(a), Some(b))))
         .collect::<io::Result<_>>()?;
     Ok(Box::new(Pairs {
         sockets,
@@ -353,7 +384,7 @@ mod tests {
     use crate::{WorkType, WorkerReport};
 
     fn run_pair(p: &Params, turns: usize) -> (Telemetry, Telemetry) {
-        let (fa, fb) = socket_pair(p.proto).unwrap();
+        let (fa, fb) = socket_pair(p.proto, p.path).unwrap();
         let (mut a, mut b) = (Peer::new(fa, 0, p), Peer::new(fb, 1, p));
         let receiver = std::thread::spawn(move || {
             let mut tel = Telemetry::start();

@@ -134,7 +134,7 @@ work_types! {
     IoSyncWrite(io_sync_write::Params) {
         info: io_sync_write::INFO,
         check: no_check,
-        prepare: |p, _| Ok(io_sync_write::prepare(p)),
+        prepare: |p, _| io_sync_write::prepare(p),
     }
     /// The CachePressure walk, then a yield.
     CacheYield(cache_pressure::Params) {

@@ -161,7 +161,7 @@ pub fn prepare(p: &Params) -> Box<dyn PreparedWork> {
             phases: phases.clone(),
             current: 0,
             phase_end_ns: 0,
-            file: unlinked_temp_file()?,
+            file: unlinked_temp_file(false)?,
             block: vec![0x3C; BLOCK],
         }))
     })

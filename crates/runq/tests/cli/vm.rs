@@ -222,9 +222,7 @@ fn merge_refuses_what_is_not_a_shard_in_one_line() {
     }
 }
 
-/// Two shards of a two-topology matrix (1n2c1t and 1n1c2t: one VM each,
-/// about a minute each under TCG), each with its own document, merged
-/// into one table and verdict that covers both cells.
+/// IoSyncWrite with `direct = true` on `--vm-disk`'s virtio block device.
 #[test]
 #[ignore = "vm tier: boots a VM (about a minute under TCG); needs qemu-system-x86, virtme-ng \
             and a kernel in /boot (`.ci/run` installs them): cargo test -p runq --test cli -- \
@@ -232,6 +230,7 @@ fn merge_refuses_what_is_not_a_shard_in_one_line() {
 fn io_work_writes_a_virtio_disk_with_vm_disk() {
     let out = runq()
         .args(["run", "--work-type", "IoSyncWrite", "--workers", "2"])
+        .args(["--param", "direct=true"])
         .args(["--duration", "1s", "--json", "--memory", "1G"])
         .args(["--vm", "--vm-disk", "128M"])
         .output()
@@ -253,6 +252,57 @@ fn io_work_writes_a_virtio_disk_with_vm_disk() {
     assert!(
         reports.iter().all(|r| r["completed"] == true),
         "every worker ran to its end on the disk: {reports:?}"
+    );
+}
+
+/// NetTraffic `path = nic` and IrqWake `source = nic` in one `--vm-net`
+/// VM: every message and interrupt crosses the two virtio-net devices.
+#[test]
+#[ignore = "vm tier: boots a VM (about a minute under TCG); needs qemu-system-x86, virtme-ng \
+            and a kernel in /boot (`.ci/run` installs them): cargo test -p runq --test cli -- \
+            --ignored vm::"]
+fn net_work_crosses_the_nic_pair_with_vm_net() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("nic.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"nic\"\nduration = \"2s\"\n\
+         [[group]]\nname = \"net\"\nwork_type = \"NetTraffic\"\nworkers = 2\n\
+         params = { path = \"nic\", proto = \"udp\" }\n\
+         [[group]]\nname = \"irq\"\nwork_type = \"IrqWake\"\nworkers = 2\n\
+         params = { source = \"nic\", period_us = 2000 }\n",
+    )
+    .unwrap();
+    let out = runq()
+        .arg("run")
+        .arg(&scenario)
+        .args(["--json", "--memory", "1G", "--vm", "--vm-net"])
+        .output()
+        .expect("run runq");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1 | 75)),
+        "a verdict, not {:?}: {stderr}",
+        out.status.code()
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let net = doc["host"]["vm"]["net"].as_str().unwrap_or_default();
+    assert!(
+        net.contains("10.77.0.1") && net.contains("netns runq-peer"),
+        "{net}"
+    );
+    let reports = doc["reports"].as_array().expect("reports");
+    assert_eq!(reports.len(), 4, "{reports:?}");
+    for r in reports {
+        assert_eq!(r["completed"], true, "every worker ran to its end: {r}");
+    }
+    let receivers_woken = reports
+        .iter()
+        .filter(|r| r["wake_sample_total"].as_u64().unwrap_or(0) > 0)
+        .count();
+    assert!(
+        receivers_woken >= 2,
+        "the net receiver and the irq handler were woken across the devices: {reports:?}"
     );
 }
 

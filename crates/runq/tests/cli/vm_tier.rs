@@ -26,13 +26,17 @@ O="$1"; R="$2"; T="timeout -k 10 300"
 # every exec faulted the image in page by page (7.6 s for --version).
 D=$(mktemp -d /tmp/runq-bin.XXXXXX) && cp "$R" "$D/runq" && R="$D/runq"
 for c in cpu cpuset; do echo "+$c" > /sys/fs/cgroup/cgroup.subtree_control; done
-for s in $(cat "$O/scenarios"); do
-  NO_COLOR=1 $T "$R" run "$s" --json > "$O/S-$s.json" 2> "$O/S-$s.err"; echo $? > "$O/S-$s.rc"
-done
-for t in $(cat "$O/types"); do
-  NO_COLOR=1 $T "$R" run --work-type "$t" --duration 1s --json > "$O/T-$t.json" 2> "$O/T-$t.err"
-  echo $? > "$O/T-$t.rc"
-done
+# One run: its JSON, stderr, exit code, and its wall seconds with the
+# guest's free memory, slab and per-CPU memory after it (kB), to see a
+# guest that degrades run by run.
+one() {
+  k="$1"; shift; t0=$(date +%s)
+  NO_COLOR=1 $T "$R" run "$@" --json > "$O/$k.json" 2> "$O/$k.err"; echo $? > "$O/$k.rc"
+  m=$(awk '/^(MemAvailable|Slab|Percpu):/ { printf "%s ", $2 }' /proc/meminfo)
+  echo "$(( $(date +%s) - t0 )) $m" > "$O/$k.t"
+}
+for s in $(cat "$O/scenarios"); do one "S-$s" "$s"; done
+for t in $(cat "$O/types"); do one "T-$t" --work-type "$t" --duration 1s; done
 find /sys/fs/cgroup/runq -mindepth 1 -type d > "$O/leftover-cgroups"
 for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = runq ] && echo "${p#/proc/}"; done > "$O/runq-procs"
 : > "$O/done"
@@ -63,6 +67,7 @@ fn kernel() -> PathBuf {
 fn judge(dir: &Path, key: &str) -> (String, Option<String>) {
     let read = |ext: &str| std::fs::read_to_string(dir.join(format!("{key}.{ext}")));
     let rc: i32 = read("rc").map_or(-1, |t| t.trim().parse().unwrap_or(-1));
+    let cost = cost_of_run(&read("t").unwrap_or_default());
     let err = read("err").unwrap_or_default();
     if rc == 77 {
         let why = err.lines().last().unwrap_or_default().to_string();
@@ -71,13 +76,13 @@ fn judge(dir: &Path, key: &str) -> (String, Option<String>) {
     }
     let Ok(doc) = read("json").map(|t| serde_json::from_str::<Value>(&t)) else {
         return (
-            format!("{key}: exit {rc}"),
+            format!("{key}: exit {rc} ({cost})"),
             Some(format!("{key}: exit {rc}: {err}")),
         );
     };
     let Ok(doc) = doc else {
         return (
-            format!("{key}: exit {rc}"),
+            format!("{key}: exit {rc} ({cost})"),
             Some(format!("{key}: exit {rc}, no JSON: {err}")),
         );
     };
@@ -95,9 +100,10 @@ fn judge(dir: &Path, key: &str) -> (String, Option<String>) {
         })
         .collect();
     let line = format!(
-        "{key}: {} exit {rc} failed: {}",
+        "{key}: {} exit {rc} failed: {} ({})",
         doc["verdict"],
-        failed.join(" ")
+        failed.join(" "),
+        cost
     );
     let mut bad = Vec::new();
     if !matches!(rc, 0 | 1 | 75) || !doc["run_error"].is_null() {
@@ -130,6 +136,24 @@ fn judge(dir: &Path, key: &str) -> (String, Option<String>) {
         line,
         (!bad.is_empty()).then(|| format!("{key}: {}", bad.join("; "))),
     )
+}
+
+/// A run's wall time and the guest's memory after it, from the guest's
+/// `<seconds> <MemAvailable> <Slab> <Percpu>` line (kB).
+fn cost_of_run(line: &str) -> String {
+    let n: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    match n[..] {
+        [secs, avail, slab, percpu] => format!(
+            "{secs} s; guest memory available {} MiB, slab {} MiB, per-cpu {} MiB",
+            avail / 1024,
+            slab / 1024,
+            percpu / 1024
+        ),
+        _ => "no timing".to_string(),
+    }
 }
 
 /// Boots the tier's VM (2 NUMA nodes × 2 cores × 2 threads, TCG) on

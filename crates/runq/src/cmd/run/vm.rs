@@ -64,6 +64,12 @@ pub struct VmArgs {
     /// read a real block device
     #[arg(long, value_name = "SIZE")]
     pub vm_disk: Option<String>,
+    /// Give the VM two virtio-net devices joined by a qemu hub, the second
+    /// in network namespace runq-peer (10.77.0.1 and 10.77.0.2), so that
+    /// NetTraffic path=nic and IrqWake source=nic go out of one device and
+    /// in through the other's receive interrupt
+    #[arg(long)]
+    pub vm_net: bool,
     /// The VM's memory (split evenly over its NUMA nodes): 2G, 512M
     #[arg(long, value_name = "SIZE", default_value = "2G")]
     pub memory: String,
@@ -88,10 +94,14 @@ impl VmArgs {
     /// error for a VM flag given without either.
     pub fn wanted(&self) -> anyhow::Result<bool> {
         let wanted = self.vm || self.vm_matrix;
-        let stray = self.kernel.is_some() || self.topology.is_some() || self.vm_disk.is_some();
+        let stray = self.kernel.is_some()
+            || self.topology.is_some()
+            || self.vm_disk.is_some()
+            || self.vm_net;
         if stray && !wanted {
             return Err(exit::usage(
-                "--kernel, --topology and --vm-disk shape a VM: add --vm (or --vm-matrix)",
+                "--kernel, --topology, --vm-disk and --vm-net shape a VM: add --vm (or \
+                 --vm-matrix)",
             ));
         }
         let kernel_list = self
@@ -162,6 +172,7 @@ impl VmArgs {
                 _ => TcgThreads::Auto,
             },
             disk_mib,
+            net: self.vm_net,
         })
     }
 }
