@@ -126,7 +126,7 @@ pub fn run_matrix(
             if let Some(k) = &c.kernel {
                 cell_cfg.kernel = Some(PathBuf::from(k));
             }
-            let p = plan(&cell_cfg, &c.preset, m.scheduler)?;
+            let p = plan(&cell_cfg, &c.preset, m.patches_text)?;
             plans.push((&c.cell, cell_cfg, p));
         }
     }
@@ -224,8 +224,9 @@ pub struct MatrixRun<'a> {
     pub host_args: &'a [String],
     /// How long the run lasts in each guest.
     pub run_for: Duration,
-    /// Whether the run starts a scheduler under test.
-    pub scheduler: bool,
+    /// Whether the run attaches a BPF scheduler or tracepoints (which
+    /// patch the kernel's text: see [`crate::run::plan`]).
+    pub patches_text: bool,
     /// How many VMs run at once (`--jobs`).
     pub jobs: usize,
 }

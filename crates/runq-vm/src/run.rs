@@ -30,7 +30,9 @@ pub enum Accel {
 /// How TCG runs the vCPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TcgThreads {
-    /// Single when a scheduler runs, multi otherwise.
+    /// Single when the guest's run patches the kernel's text (a BPF
+    /// scheduler, or tracepoints attached by the recorders), multi
+    /// otherwise.
     Auto,
     /// One host thread for every vCPU: safe from the race between
     /// multi-threaded TCG and the kernel patching its own code.
@@ -129,9 +131,14 @@ pub struct Plan {
 /// The default topology of `--vm`.
 pub const DEFAULT_TOPOLOGY: &str = "1n2c1t";
 
-/// Checks the flags for the VM of `preset` (whose run starts a scheduler
-/// when `scheduler`) and finds virtme-ng, qemu and a kernel.
-pub fn plan(cfg: &VmConfig, preset: &str, scheduler: bool) -> Result<Plan, VmError> {
+/// Checks the flags for the VM of `preset` and finds virtme-ng, qemu and
+/// a kernel. `patches_text`: the guest's run attaches a BPF scheduler or
+/// tracepoints, whose static keys the kernel flips by patching its own
+/// code with int3 breakpoints; under multi-threaded TCG that race locked
+/// a guest's CPUs up (an RCU stall in `exc_int3` at `__schedule`'s
+/// tracepoint, then soft lockups) in 1 of about 50 runs with the
+/// per-task recorder, so `auto` then runs TCG single-threaded.
+pub fn plan(cfg: &VmConfig, preset: &str, patches_text: bool) -> Result<Plan, VmError> {
     let topo = Topology::parse(preset).map_err(|e| VmError::Usage(format!("--topology: {e}")))?;
     let memory_mib = topology::parse_memory(&cfg.memory).map_err(VmError::Usage)?;
     topo.vng_args(memory_mib, true).map_err(VmError::Usage)?;
@@ -145,7 +152,7 @@ pub fn plan(cfg: &VmConfig, preset: &str, scheduler: bool) -> Result<Plan, VmErr
     }
     let kernel = kernel_image(cfg.kernel.as_deref())?;
     let tcg_single = match cfg.tcg_threads {
-        TcgThreads::Auto => scheduler,
+        TcgThreads::Auto => patches_text,
         mode => mode == TcgThreads::Single,
     };
     Ok(Plan {
@@ -200,17 +207,18 @@ fn kernel_image(given: Option<&Path>) -> Result<PathBuf, VmError> {
 
 /// Runs runq with the host's arguments `host_args` (after the program
 /// name) in one VM of `cfg` and hands back what the guest left;
-/// `scheduler` when the run starts a scheduler under test.
+/// `patches_text` when the run attaches a BPF scheduler or tracepoints
+/// ([`plan`]).
 pub fn run_in_vm(
     cfg: &VmConfig,
     host_args: &[String],
     run_for: Duration,
-    scheduler: bool,
+    patches_text: bool,
     interrupt: &AtomicBool,
     notice: &mut dyn FnMut(Notice),
 ) -> Result<(guest::GuestArgs, GuestRun), VmError> {
     let preset = cfg.topology.as_deref().unwrap_or(DEFAULT_TOPOLOGY);
-    let plan = plan(cfg, preset, scheduler)?;
+    let plan = plan(cfg, preset, patches_text)?;
     let dir = SharedDir::create()?;
     let g = guest::guest_args(host_args, dir.path());
     let boot = Boot {

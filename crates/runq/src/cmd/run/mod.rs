@@ -442,12 +442,18 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (mut scn, cgroups) = scenario_from_args(&args)?;
     if args.vm.wanted()? {
         check_outputs(&args)?;
-        let scheduler = scn.scheduler.is_some() || args.sched.scheduler.is_some();
+        // A scheduler, the per-task recorder, the flight recorder and
+        // --runnable-wait each attach to the kernel's tracepoints.
+        let patches_text = scn.scheduler.is_some()
+            || args.sched.scheduler.is_some()
+            || !args.no_recorder
+            || args.flight_recorder.is_some()
+            || args.runnable_wait;
         return vm::run_in_vm(
             &args,
             &scn.name,
             scn.duration * args.repeat.max(1),
-            scheduler,
+            patches_text,
         );
     }
     args.sched.apply(&mut scn)?;

@@ -83,8 +83,10 @@ pub struct VmArgs {
     /// How software emulation (TCG) runs the vCPUs: single (one host
     /// thread for them all: slower, but safe from the race between
     /// multi-threaded TCG and the kernel patching its own code, which
-    /// killed 5 of 19 guests as a sched_ext scheduler attached), multi,
-    /// or auto (single when a scheduler runs, multi otherwise)
+    /// killed 5 of 19 guests as a sched_ext scheduler attached and locks
+    /// a guest up now and then as the recorder attaches its tracepoints),
+    /// multi, or auto (single unless the run has no scheduler and
+    /// --no-recorder)
     #[arg(long, value_name = "MODE", default_value = "auto", value_parser = ["auto", "single", "multi"])]
     pub vm_tcg_threads: String,
 }
@@ -179,12 +181,13 @@ impl VmArgs {
 
 /// Runs the whole `runq run` inside a VM (one per cell with
 /// `--vm-matrix`) and prints what it brought out; `scenario` names the
-/// scenario, `scheduler` when the run starts a scheduler under test.
+/// scenario, `patches_text` when the run attaches a scheduler or
+/// tracepoints (so TCG runs single-threaded: see [`runq_vm::run::plan`]).
 pub fn run_in_vm(
     args: &super::RunArgs,
     scenario: &str,
     run_for: Duration,
-    scheduler: bool,
+    patches_text: bool,
 ) -> anyhow::Result<ExitCode> {
     if args.scenario.as_deref() == Some("-") {
         return Err(exit::usage(
@@ -213,7 +216,7 @@ pub fn run_in_vm(
             scenario,
             host_args: &host_args,
             run_for,
-            scheduler,
+            patches_text,
             jobs: args.vm.jobs as usize,
         };
         let t0 = Instant::now();
@@ -224,8 +227,14 @@ pub fn run_in_vm(
         }
         return Ok(ExitCode::from(matrix_code(&doc.runs, 0)));
     }
-    let (g, run) =
-        runq_vm::run::run_in_vm(&cfg, &host_args, run_for, scheduler, interrupt, &mut notice)?;
+    let (g, run) = runq_vm::run::run_in_vm(
+        &cfg,
+        &host_args,
+        run_for,
+        patches_text,
+        interrupt,
+        &mut notice,
+    )?;
     bring_out(args, &g, &run)
 }
 
