@@ -63,8 +63,7 @@ impl PreparedWork for Pairs {
                 fd,
                 stamps,
                 slot,
-                period_ns: self.period_ns,
-                due_ns: 0,
+                period: Period::every(self.period_ns),
             })
         } else {
             Box::new(Handler {
@@ -81,26 +80,52 @@ impl PreparedWork for Pairs {
     }
 }
 
-struct Device {
-    fd: OwnedFd,
-    stamps: SharedRegion,
-    slot: usize,
+/// A device's interrupts, `period_ns` apart: the deadlines it sleeps to.
+pub(super) struct Period {
     period_ns: u64,
     due_ns: u64,
 }
 
-impl WorkerBody for Device {
+impl Period {
+    /// Interrupts every `period_ns`, the first one period after the first
+    /// wait.
+    pub(super) fn every(period_ns: u64) -> Period {
+        Period {
+            period_ns,
+            due_ns: 0,
+        }
+    }
+
+    /// Sleeps to the next deadline (planned, so the sleep is not a gap);
+    /// false at a stop signal. A deadline already past moves on to now.
     #[inline(always)]
-    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+    pub(super) fn wait(&mut self, tel: &mut Telemetry) -> bool {
         if self.due_ns == 0 {
             super::fine_timer_slack();
             self.due_ns = monotonic_ns() + self.period_ns;
         }
         tel.plan(self.due_ns.saturating_sub(monotonic_ns()));
         if !sleep_until(self.due_ns) {
-            return 0; // a stop signal
+            return false;
         }
         self.due_ns = (self.due_ns + self.period_ns).max(monotonic_ns());
+        true
+    }
+}
+
+struct Device {
+    fd: OwnedFd,
+    stamps: SharedRegion,
+    slot: usize,
+    period: Period,
+}
+
+impl WorkerBody for Device {
+    #[inline(always)]
+    fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
+        if !self.period.wait(tel) {
+            return 0; // a stop signal
+        }
         WakeStamp::new(self.stamps.atomic_u64(self.slot)).mark();
         let one = 1u64;
         // SAFETY: writing an 8-byte count from a valid u64.

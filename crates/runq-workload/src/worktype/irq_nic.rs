@@ -12,9 +12,9 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
+use super::irq_eventfd::Period;
 use super::irq_wake::Params;
 use super::net_traffic::{socket_pair, NetPath, Proto};
-use super::timer_latency::sleep_until;
 use super::{PreparedWork, WorkerBody};
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::monotonic_ns;
@@ -45,8 +45,7 @@ impl PreparedWork for Pairs {
         Ok(if idx % 2 == 0 {
             Box::new(Device {
                 fd,
-                period_ns: self.period_ns,
-                due_ns: 0,
+                period: Period::every(self.period_ns),
             })
         } else {
             Box::new(Handler {
@@ -63,22 +62,15 @@ impl PreparedWork for Pairs {
 
 struct Device {
     fd: OwnedFd,
-    period_ns: u64,
-    due_ns: u64,
+    period: Period,
 }
 
 impl WorkerBody for Device {
     #[inline(always)]
     fn iterate(&mut self, tel: &mut Telemetry) -> u64 {
-        if self.due_ns == 0 {
-            super::fine_timer_slack();
-            self.due_ns = monotonic_ns() + self.period_ns;
-        }
-        tel.plan(self.due_ns.saturating_sub(monotonic_ns()));
-        if !sleep_until(self.due_ns) {
+        if !self.period.wait(tel) {
             return 0; // a stop signal
         }
-        self.due_ns = (self.due_ns + self.period_ns).max(monotonic_ns());
         let stamp = monotonic_ns().to_ne_bytes();
         // SAFETY: sending 8 bytes from a valid buffer on our own socket.
         let n = unsafe { libc::send(self.fd.as_raw_fd(), stamp.as_ptr().cast(), 8, 0) };

@@ -22,6 +22,17 @@ fn assert_usage_error(args: &[&str], says: &str) {
     assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
 }
 
+/// The document of a VM run that ended in a verdict (0, 1 or 75).
+fn verdict_doc(out: &std::process::Output) -> Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1 | 75)),
+        "a verdict, not {:?}: {stderr}",
+        out.status.code()
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
 #[test]
 fn bad_topologies_and_sizes_are_usage_errors_before_any_boot() {
     for (args, says) in [
@@ -146,13 +157,7 @@ fn boots_a_small_vm_and_runs_one_second() {
         .args(["--vm", "--topology", "2n1c2t25d", "--memory", "1G"])
         .output()
         .expect("run runq");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        matches!(out.status.code(), Some(0 | 1 | 75)),
-        "a verdict, not {:?}: {stderr}",
-        out.status.code()
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let doc = verdict_doc(&out);
     let host = &doc["host"];
     let vm = &host["vm"];
     assert!(
@@ -235,13 +240,7 @@ fn io_work_writes_a_virtio_disk_with_vm_disk() {
         .args(["--vm", "--vm-disk", "128M"])
         .output()
         .expect("run runq");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        matches!(out.status.code(), Some(0 | 1 | 75)),
-        "a verdict, not {:?}: {stderr}",
-        out.status.code()
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let doc = verdict_doc(&out);
     let disk = doc["host"]["vm"]["disk"].as_str().unwrap_or_default();
     assert!(
         disk.starts_with("virtio-blk /dev/vd") && disk.contains("ext4 at /tmp/runq-disk"),
@@ -279,13 +278,7 @@ fn net_work_crosses_the_nic_pair_with_vm_net() {
         .args(["--json", "--memory", "1G", "--vm", "--vm-net"])
         .output()
         .expect("run runq");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        matches!(out.status.code(), Some(0 | 1 | 75)),
-        "a verdict, not {:?}: {stderr}",
-        out.status.code()
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let doc = verdict_doc(&out);
     let net = doc["host"]["vm"]["net"].as_str().unwrap_or_default();
     assert!(
         net.contains("10.77.0.1") && net.contains("netns runq-peer"),
