@@ -6,12 +6,14 @@
 //! window ([`chrome`]), and the one line a FAIL starts with
 //! ([`headline`]); for a wake-latency FAIL, the worst wakeups
 //! ([`wakes`]); with `--ctprof`, the snapshot pair's compare of the
-//! threads it names ([`ctprof`]). The events come from runq-kernel's
-//! `sched_trace` recorder, which the binary starts; this module only reads
-//! them.
+//! threads it names ([`ctprof`]); every failed check's evidence, its
+//! trace files and the report's evidence section ([`flight`]). The events
+//! come from runq-kernel's `sched_trace` recorder, which the binary
+//! starts and stops; this module only reads them.
 
 pub mod chrome;
 pub mod ctprof;
+pub mod flight;
 pub mod headline;
 pub mod series;
 pub mod wakes;

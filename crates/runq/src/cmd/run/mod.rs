@@ -548,7 +548,10 @@ fn print_report(doc: &RunDocument, json: bool) -> anyhow::Result<()> {
         }
     } else {
         let text = runq_results::render::outcome(&doc.last, crate::style::color_enabled());
-        crate::out!("{}", evidence::with_report(text, doc.evidence.as_ref()));
+        crate::out!(
+            "{}",
+            runq_results::evidence::flight::with_report(text, doc.evidence.as_ref())
+        );
         if let Some(s) = &doc.repeat_summary {
             crate::out!("{}", runq_results::render::repeat_summary(s));
         }
