@@ -6,6 +6,27 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Classes of task the recorder tells apart: 0 is every task outside the
+/// run, `g + 1` group `g`, and the last, [`LAST_CLASS`], every group from
+/// `LAST_CLASS - 1` on (a run of more groups shares it).
+pub const CLASSES: usize = 16;
+
+/// The class that holds group `LAST_CLASS - 1` and every later one.
+pub const LAST_CLASS: u32 = CLASSES as u32 - 1;
+
+/// The groups class `k` stands for in a run of `groups` groups: none for
+/// 0 (outside the run), one for most, every later group for
+/// [`LAST_CLASS`].
+pub fn groups_of_class(k: u32, groups: usize) -> std::ops::Range<usize> {
+    let first = (k as usize).saturating_sub(1);
+    let end = match k {
+        0 => 0,
+        LAST_CLASS => groups,
+        _ => k as usize,
+    };
+    first.min(groups)..end.min(groups).max(first.min(groups))
+}
+
 /// A task that held a CPU a worker waited on, while run workers waited
 /// there.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,7 +40,8 @@ pub struct Holder {
     pub held_ns: u64,
     /// How many of its turns did.
     pub turns: u64,
-    /// Its class: 0 outside the run, `g + 1` a worker of group `g`.
+    /// Its class: 0 outside the run, `g + 1` a worker of group `g` (see
+    /// [`groups_of_class`]).
     pub class: u32,
 }
 
@@ -103,5 +125,20 @@ impl Recorded {
     /// The record of the worker with thread id `tid`.
     pub fn worker(&self, tid: u32) -> Option<&TaskRecord> {
         self.workers.iter().find(|w| w.worker == tid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_class_stands_for_every_later_group() {
+        assert_eq!(groups_of_class(0, 20), 0..0);
+        assert_eq!(groups_of_class(1, 20), 0..1);
+        assert_eq!(groups_of_class(14, 20), 13..14);
+        assert_eq!(groups_of_class(LAST_CLASS, 20), 14..20);
+        assert_eq!(groups_of_class(LAST_CLASS, 15), 14..15);
+        assert_eq!(groups_of_class(3, 2), 2..2, "a class past the run's groups");
     }
 }

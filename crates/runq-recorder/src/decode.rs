@@ -11,7 +11,7 @@ use runq_kernel::task_record::{Holder, Recorded, TaskRecord, Waker};
 pub const TOP: usize = 8;
 
 /// Classes of task: 0 outside the run, `g + 1` group `g`.
-pub const CLASSES: usize = 16;
+pub use runq_kernel::task_record::CLASSES;
 
 /// One watched thread, as `struct task_stats`.
 #[repr(C)]

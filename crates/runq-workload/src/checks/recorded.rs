@@ -7,7 +7,7 @@
 //! outside the run the cause, others rule it out. Without a recorder the
 //! causes keep what /proc and schedstat tell, and say what was missing.
 
-use runq_kernel::task_record::{Holder, Recorded, TaskRecord};
+use runq_kernel::task_record::{groups_of_class, Holder, Recorded, TaskRecord};
 
 use super::cause::{Cause, OutsideLoad};
 use super::CheckResult;
@@ -39,17 +39,15 @@ impl RunTasks<'_> {
         }
     }
 
-    /// True when class `k` (group `k - 1`) shares group `g`'s container:
-    /// it is `g`, or both ran in the same cgroup of the run.
+    /// True when class `k` shares group `g`'s container: every group it
+    /// stands for ([`groups_of_class`]) is `g` or ran in `g`'s cgroup.
     fn same_container(&self, k: u32, g: usize) -> bool {
-        let Some(other) = (k as usize).checked_sub(1) else {
-            return false;
-        };
-        if other == g {
-            return true;
-        }
         let cgroup = |i: usize| self.scn.groups.get(i).and_then(|x| x.cgroup.as_ref());
-        self.in_cgroups && cgroup(g).is_some() && cgroup(g) == cgroup(other)
+        let mut others = groups_of_class(k, self.scn.groups.len()).peekable();
+        others.peek().is_some()
+            && others.all(|other| {
+                other == g || (self.in_cgroups && cgroup(g).is_some() && cgroup(g) == cgroup(other))
+            })
     }
 
     /// The containers of the classes of `holders`, deduplicated: `cgroups
@@ -57,15 +55,11 @@ impl RunTasks<'_> {
     fn containers_of(&self, holders: &[&Holder]) -> String {
         let mut names: Vec<String> = Vec::new();
         for h in holders {
-            let Some(g) = (h.class as usize)
-                .checked_sub(1)
-                .filter(|&g| g < self.scn.groups.len())
-            else {
-                continue;
-            };
-            let c = self.container(g);
-            if !names.contains(&c) {
-                names.push(c);
+            for g in groups_of_class(h.class, self.scn.groups.len()) {
+                let c = self.container(g);
+                if !names.contains(&c) {
+                    names.push(c);
+                }
             }
         }
         names.join(", ")
