@@ -19,6 +19,7 @@ pub mod psi;
 pub mod runnable_wait;
 pub mod sched_debug;
 pub mod sched_ext;
+pub mod sched_ext_dump;
 pub mod sched_ext_log;
 pub mod sched_trace;
 pub mod schedstat;

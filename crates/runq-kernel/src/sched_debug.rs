@@ -1,6 +1,7 @@
 //! debugfs `sched/debug` (`/sys/kernel/debug/sched/debug`, kernels 5.13+):
 //! the scheduler's state dump, of which runq takes each CPU's run-queue
-//! depth (`.nr_running` of its `cpu#N` block). It needs no schedstats, but
+//! depth, the task on it and its run-queue clock (`.nr_running`,
+//! `.curr->pid` and `.clock` of its `cpu#N` block). It needs no schedstats, but
 //! it needs debugfs mounted and root; runq mounts debugfs when it may,
 //! where only its reading thread sees it ([`open`]).
 
@@ -15,35 +16,66 @@ pub fn sched_debug_path(debugfs: &Path) -> PathBuf {
     debugfs.join("sched/debug")
 }
 
-/// Each CPU's run-queue depth in a `sched/debug` dump: `(cpu, nr_running)`
-/// in the dump's order. Only the `.nr_running` line directly in a `cpu#N`
-/// block counts (not `.rt_nr_running`, `.dl_nr_running`, nor a cfs_rq's
-/// `.nr_running` of older kernels, which come under their own headers).
-pub fn parse_nr_running(text: &str) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
-    let mut cpu: Option<u32> = None;
+/// One CPU's run queue in a `sched/debug` dump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuRq {
+    /// The CPU.
+    pub cpu: u32,
+    /// `.nr_running`: tasks on its run queue, the running one included.
+    pub nr_running: u32,
+    /// `.curr->pid`: the task on the CPU (0 is its idle task).
+    pub curr_pid: Option<i64>,
+    /// `.clock`: the run queue's clock, ns (`ms.nnnnnn` in the dump).
+    pub clock_ns: Option<u64>,
+}
+
+/// Each CPU's run queue in a `sched/debug` dump, in the dump's order
+/// (CPUs without `.nr_running` left out). Only the lines directly in a
+/// `cpu#N` block count, up to its blank line (not `.rt_nr_running`,
+/// `.dl_nr_running`, nor a cfs_rq's `.nr_running` or `.clock`, which come
+/// under their own headers).
+pub fn parse_rqs(text: &str) -> Vec<CpuRq> {
+    let mut out: Vec<CpuRq> = Vec::new();
+    let mut block: Option<CpuRq> = None;
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("cpu#") {
+            out.extend(block.take().filter(|b| b.nr_running != u32::MAX));
             let num = rest.split(|c: char| !c.is_ascii_digit()).next();
-            cpu = num.and_then(|n| n.parse().ok());
+            block = num.and_then(|n| n.parse().ok()).map(|cpu| CpuRq {
+                cpu,
+                nr_running: u32::MAX,
+                curr_pid: None,
+                clock_ns: None,
+            });
             continue;
         }
         if line.trim().is_empty() || !line.starts_with(' ') {
-            cpu = None; // a blank line or another header ends the block
+            // A blank line or another header ends the block.
+            out.extend(block.take().filter(|b| b.nr_running != u32::MAX));
             continue;
         }
-        let Some(c) = cpu else { continue };
-        let Some((key, value)) = line.split_once(':') else {
+        let (Some(b), Some((key, value))) = (block.as_mut(), line.split_once(':')) else {
             continue;
         };
-        if key.trim() == ".nr_running" {
-            if let Ok(n) = value.trim().parse() {
-                out.push((c, n));
-            }
-            cpu = None;
+        let value = value.trim();
+        match key.trim() {
+            ".nr_running" => b.nr_running = value.parse().unwrap_or(u32::MAX),
+            ".curr->pid" => b.curr_pid = value.parse().ok(),
+            ".clock" => b.clock_ns = parse_ms_ns(value),
+            _ => {}
         }
     }
+    out.extend(block.filter(|b| b.nr_running != u32::MAX));
     out
+}
+
+/// A `sched/debug` time, `MS.NNNNNN` (milliseconds, then nanoseconds),
+/// in ns.
+fn parse_ms_ns(value: &str) -> Option<u64> {
+    let (ms, ns) = value.split_once('.')?;
+    let ms: u64 = ms.parse().ok()?;
+    let ns: u64 = ns.parse().ok().filter(|_| ns.len() == 6)?;
+    ms.checked_mul(1_000_000)?.checked_add(ns)
 }
 
 /// The `sched/debug` reader.
@@ -55,11 +87,11 @@ pub struct SchedDebug {
 
 impl SchedDebug {
     /// Reads the dump (into a buffer kept between reads) and returns each
-    /// CPU's run-queue depth.
-    pub fn read_nr_running(&mut self) -> io::Result<Vec<(u32, u32)>> {
+    /// CPU's run queue.
+    pub fn read_rqs(&mut self) -> io::Result<Vec<CpuRq>> {
         self.buf.clear();
         std::fs::File::open(&self.path)?.read_to_string(&mut self.buf)?;
-        Ok(parse_nr_running(&self.buf))
+        Ok(parse_rqs(&self.buf))
     }
 }
 
@@ -194,16 +226,58 @@ cpu#3, 2445.430 MHz
   .nr_running                    : 12
 ";
 
+    fn depths(text: &str) -> Vec<(u32, u32)> {
+        parse_rqs(text)
+            .iter()
+            .map(|r| (r.cpu, r.nr_running))
+            .collect()
+    }
+
     #[test]
     fn takes_only_each_cpu_blocks_nr_running() {
-        assert_eq!(parse_nr_running(FIXTURE), vec![(0, 3), (1, 0), (3, 12)]);
+        assert_eq!(depths(FIXTURE), vec![(0, 3), (1, 0), (3, 12)]);
     }
 
     #[test]
     fn empty_and_foreign_text() {
-        assert!(parse_nr_running("").is_empty());
-        assert!(parse_nr_running("  .nr_running : 4\n").is_empty());
-        assert!(parse_nr_running("cpu#x\n  .nr_running : 4\n").is_empty());
+        assert!(parse_rqs("").is_empty());
+        assert!(parse_rqs("  .nr_running : 4\n").is_empty());
+        assert!(parse_rqs("cpu#x\n  .nr_running : 4\n").is_empty());
+        assert!(parse_rqs("cpu#2\n  .clock : 5.000001\n").is_empty());
+    }
+
+    /// A real 6.12 guest's dump: each CPU's clock, task and depth, none
+    /// taken from the cfs_rq blocks that follow.
+    #[test]
+    fn a_6_12_guest_gives_clock_and_curr_per_cpu() {
+        let text = include_str!("../tests/fixtures/sched_debug/6.12-simple-busy-1");
+        let rqs = parse_rqs(text);
+        assert_eq!(rqs.len(), 4);
+        assert_eq!(
+            rqs[0],
+            CpuRq {
+                cpu: 0,
+                nr_running: 2,
+                curr_pid: Some(103),
+                clock_ns: Some(21_386_210_341),
+            }
+        );
+        assert_eq!(depths(text), vec![(0, 2), (1, 1), (2, 1), (3, 2)]);
+        let later = parse_rqs(include_str!(
+            "../tests/fixtures/sched_debug/6.12-simple-busy-2"
+        ));
+        for (a, b) in rqs.iter().zip(&later) {
+            assert!(b.clock_ns > a.clock_ns, "cpu {}: {a:?} then {b:?}", a.cpu);
+        }
+    }
+
+    #[test]
+    fn clock_values_are_ms_then_six_digits_of_ns() {
+        assert_eq!(parse_ms_ns("21386.210341"), Some(21_386_210_341));
+        assert_eq!(parse_ms_ns("0.000001"), Some(1));
+        assert_eq!(parse_ms_ns("12.5"), None);
+        assert_eq!(parse_ms_ns("x.000001"), None);
+        assert_eq!(parse_ms_ns("12"), None);
     }
 
     #[test]

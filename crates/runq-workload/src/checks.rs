@@ -64,6 +64,15 @@ pub struct CheckConfig {
     /// `SCX_EV_DISPATCH_KEEP_LAST` events per second (ops.dispatch() gave
     /// a CPU nothing and its last task kept it), as above. Default: 100.
     pub max_scx_keep_last_rate: Option<f64>,
+    /// Longest time a busy CPU's run-queue clock stood still between two
+    /// of the host monitor's `sched/debug` samples, ms, judged while a BPF
+    /// scheduler runs. Default: 1000.
+    pub max_rq_clock_stall_ms: Option<u64>,
+    /// Most tasks queued on one CPU's local dispatch queue at a sched_ext
+    /// debug dump (SysRq-D, every 2 s or so), judged while a BPF scheduler
+    /// runs on a kernel with the `sched_ext_dump` trace event (6.12+).
+    /// Default: 50.
+    pub max_scx_local_dsq_depth: Option<u64>,
     /// Every CPU a worker was seen on is in its cgroup's cpuset (see
     /// [`placement`]); groups without a cpuset are not judged. Default: on.
     pub cpuset_isolation: bool,
@@ -98,6 +107,8 @@ impl Default for CheckConfig {
             max_scx_rejected_tasks: Some(0),
             max_scx_fallback_rate: Some(1.0),
             max_scx_keep_last_rate: Some(100.0),
+            max_rq_clock_stall_ms: Some(1000),
+            max_scx_local_dsq_depth: Some(50),
             cpuset_isolation: true,
             max_throughput_cv: None,
             min_iteration_rate: None,
@@ -238,7 +249,7 @@ const fn telemetry(measure: fn(&Observed) -> Option<f64>) -> Scope {
 }
 
 /// Every check, in the order results are reported.
-const CHECKS: [Check; 20] = [
+const CHECKS: [Check; 22] = [
     Check {
         name: "not_stuck",
         bound: |c| c.not_stuck.then_some(0.0),
@@ -357,6 +368,20 @@ const CHECKS: [Check; 20] = [
         name: "max_scx_keep_last_rate",
         bound: |c| c.max_scx_keep_last_rate,
         range: Some((0.0, f64::MAX)),
+        op: Op::AtMost,
+        scope: Scope::SchedExt,
+    },
+    Check {
+        name: "max_rq_clock_stall_ms",
+        bound: |c| c.max_rq_clock_stall_ms.map(|b| b as f64),
+        range: None,
+        op: Op::AtMost,
+        scope: Scope::SchedExt,
+    },
+    Check {
+        name: "max_scx_local_dsq_depth",
+        bound: |c| c.max_scx_local_dsq_depth.map(|b| b as f64),
+        range: None,
         op: Op::AtMost,
         scope: Scope::SchedExt,
     },

@@ -81,10 +81,7 @@ impl Recorder {
             Tracefs::Mounted(p) | Tracefs::MountedNow(p) => p,
         };
         remove_stale(&root.join("instances"));
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = root
-            .join("instances")
-            .join(format!("runq-{}-{n}", std::process::id()));
+        let dir = root.join("instances").join(instance_name());
         fs::create_dir(&dir).map_err(|source| RecorderError::Io {
             path: dir.clone(),
             source,
@@ -148,9 +145,16 @@ impl Drop for Recorder {
     }
 }
 
+/// A fresh name for a tracefs instance of this process, `runq-<pid>-<n>`
+/// ([`remove_stale`] removes it once the process is gone).
+pub(crate) fn instance_name() -> String {
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("runq-{}-{n}", std::process::id())
+}
+
 /// Removes the instances of runq processes that are gone (killed before
 /// they could remove their own), which would otherwise keep tracing.
-fn remove_stale(instances: &Path) {
+pub(crate) fn remove_stale(instances: &Path) {
     let Ok(dir) = fs::read_dir(instances) else {
         return;
     };

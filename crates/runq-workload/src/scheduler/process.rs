@@ -273,7 +273,9 @@ impl SchedulerProc {
             .map(|k| {
                 k.read_new()
                     .into_iter()
+                    // Not the host monitor's own SysRq-D dumps.
                     .filter(|l| l.contains("sched_ext") || l.contains("scx"))
+                    .filter(|l| !l.contains("sysrq: Dump sched_ext state"))
                     .collect()
             })
             .unwrap_or_default();

@@ -1,8 +1,10 @@
 //! The host monitor: every [`HOST_INTERVAL`] or so (every Nth snapshot),
 //! each CPU's run-queue depth from debugfs `sched/debug`, summarized as
 //! depth per CPU and imbalance (max − min depth at one sample); the
+//! run-queue clocks' stalls from the same dump ([`super::rq_clock`]); the
 //! sched_ext state and event counters from sysfs at the start and end of
-//! the run; and, when a [`RunnableWaitProbe`] is given (the binary's is
+//! the run, and, with a BPF scheduler enabled, its dispatch queues from
+//! its debug dump ([`super::dsq`]); and, when a [`RunnableWaitProbe`] is given (the binary's is
 //! BPF on the scheduler tracepoints, as root), the longest time any
 //! runnable task on the host waited for a CPU.
 
@@ -12,6 +14,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::check::NOT_JUDGED;
+use super::dsq::DsqSeries;
+use super::rq_clock::RqClocks;
 use crate::checks::{CheckResult, Op};
 
 /// How often the host monitor samples, at most: less often when a read
@@ -50,6 +54,22 @@ pub struct HostSeries {
     pub longest_runnable_wait_unavailable: Option<String>,
     /// sched_ext over the run, `None` when the kernel has none.
     pub sched_ext: Option<HostSchedExt>,
+    /// Each CPU's run-queue clock over the samples, when `sched/debug`
+    /// gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rq_clock: Option<RqClocks>,
+    /// Why there are no run-queue clocks, when sched/debug was read
+    /// without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rq_clock_unavailable: Option<String>,
+    /// sched_ext's dispatch queues, from its debug dumps, when a BPF
+    /// scheduler was enabled at the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsq: Option<DsqSeries>,
+    /// Why there are no dumps of the dispatch queues, when there are none
+    /// though a BPF scheduler was enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsq_unavailable: Option<String>,
 }
 
 /// Measures how long runnable tasks wait for a CPU, on the whole host

@@ -6,6 +6,11 @@
 //! delaying the run loop; the run's end takes what it has and does
 //! not wait for a read under way. The thread mounts debugfs, when it must,
 //! in a mount namespace of its own: the host never sees that mount.
+//! With a BPF scheduler enabled at the start, the thread also has the
+//! kernel dump sched_ext's state (SysRq-D into a tracefs instance of its
+//! own) every [`DUMP_INTERVAL`] or 100 times the dump's cost, for the
+//! dispatch queues' depths; the run's end waits up to [`THREAD_EXIT_WAIT`]
+//! for the thread to remove that instance.
 //! The runnable-wait probe, when given, starts with the run and is read
 //! once at its end, on the run's thread.
 
@@ -14,7 +19,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use runq_kernel::sched_debug::SchedDebug;
+use runq_kernel::sched_debug::{CpuRq, SchedDebug};
+use runq_kernel::sched_ext_dump::DumpReader;
 use std::time::{Duration, Instant};
 
 use runq_kernel::sched_ext::{read_events, read_sched_ext, SchedExtSysfs};
@@ -22,6 +28,7 @@ use runq_kernel::sched_ext::{read_events, read_sched_ext, SchedExtSysfs};
 use super::host::{
     summarize, HostSchedExt, HostSeries, RunnableWait, RunnableWaitProbe, HOST_INTERVAL,
 };
+use super::rq_clock::StallTracker;
 
 /// A runnable-wait probe, or why there is none.
 pub(crate) type WaitProbe = Result<Box<dyn RunnableWaitProbe>, String>;
@@ -36,6 +43,13 @@ const MAX_COST_SHARE: u32 = 100;
 /// How long the thread sleeps between looks at its stop flag.
 const STOP_POLL: Duration = Duration::from_millis(25);
 
+/// How often the thread has sched_ext dump its state, at most.
+const DUMP_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How long the run's end waits for the thread to end (and remove its
+/// tracefs instance).
+const THREAD_EXIT_WAIT: Duration = Duration::from_secs(2);
+
 /// sched_ext's sysfs values at the start of the run.
 #[derive(Debug)]
 struct ExtStart {
@@ -47,6 +61,8 @@ struct ExtStart {
 #[derive(Debug, Default)]
 struct Shared {
     stop: AtomicBool,
+    /// Set by the thread as it ends, its tracefs instance removed.
+    ended: AtomicBool,
     series: Mutex<HostSeries>,
 }
 
@@ -86,24 +102,18 @@ impl HostMonitor {
             Err(why) => log::info!("host monitor: no runnable-wait figures: {why}"),
         }
         let shared = Arc::clone(&self.shared);
+        let ext = self
+            .ext_start
+            .as_ref()
+            .is_some_and(|e| e.sysfs.state == "enabled");
         let spawned = std::thread::Builder::new()
             .name("runq-host".into())
-            .spawn(move || match runq_kernel::sched_debug::open() {
-                Ok(debug) => {
-                    log::info!("host monitor: sampling debugfs sched/debug");
-                    // Ahead of any crowd of workers, as the parent is while
-                    // it starts them: it never spins, and its reads are
-                    // held to 1% of a CPU.
-                    let _boost = crate::spawn::boost::Boost::raise();
-                    lock(&shared).source = Some("debugfs sched/debug".into());
-                    sample_until_stopped(debug, &shared, start);
-                }
-                Err(why) => {
-                    log::info!("host monitor: no run-queue samples: {why}");
-                    lock(&shared).unavailable = Some(why);
-                }
+            .spawn(move || {
+                monitor_thread(&shared, start, ext);
+                shared.ended.store(true, Ordering::Release);
             });
         if let Err(e) = spawned {
+            self.shared.ended.store(true, Ordering::Release);
             self.lock().unavailable = Some(format!("no monitor thread: {e}"));
         }
     }
@@ -117,6 +127,10 @@ impl HostMonitor {
     /// next look, a read under way not waited for.
     pub(crate) fn finish(mut self) -> HostSeries {
         self.shared.stop.store(true, Ordering::Relaxed);
+        let waited = Instant::now();
+        while !self.shared.ended.load(Ordering::Acquire) && waited.elapsed() < THREAD_EXIT_WAIT {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let mut s = self.lock().clone();
         let read = match &mut self.wait {
             Ok(probe) => probe.read().map(|f| RunnableWait::new(probe.source(), f)),
@@ -151,49 +165,149 @@ fn lock(shared: &Shared) -> MutexGuard<'_, HostSeries> {
     shared.series.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The thread: a sample, then a sleep of [`HOST_INTERVAL`] or 100 times
-/// the read's CPU cost, whichever is longer, until stopped or a read fails.
-fn sample_until_stopped(mut debug: SchedDebug, shared: &Shared, start: Instant) {
-    let mut next = Duration::ZERO;
-    while !shared.stop.load(Ordering::Relaxed) {
-        if start.elapsed() < next {
-            std::thread::sleep(STOP_POLL.min(next - start.elapsed()));
-            continue;
+/// The thread: opens `sched/debug` (mounting debugfs in its own mount
+/// namespace when it must) and, when `ext` (a BPF scheduler enabled at
+/// the start), sched_ext's dump; samples until stopped.
+fn monitor_thread(shared: &Shared, start: Instant, ext: bool) {
+    let debug = match runq_kernel::sched_debug::open() {
+        Ok(debug) => {
+            log::info!("host monitor: sampling debugfs sched/debug");
+            lock(shared).source = Some("debugfs sched/debug".into());
+            Some(debug)
         }
-        let t0 = runq_kernel::clock::thread_cpu_ns();
-        let at_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let before = current_cpu();
-        let read = debug.read_nr_running();
-        let me = current_cpu().filter(|c| Some(*c) == before);
-        let cost = runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
-        let mut s = lock(shared);
-        s.cpu_ns += cost;
-        match read {
-            Ok(depths) if !depths.is_empty() => push_sample(&mut s, at_ns, &depths, me),
-            Ok(_) => s.stopped = Some(format!("no CPU in sched/debug at {at_ns} ns")),
-            Err(e) => s.stopped = Some(format!("sched/debug unreadable at {at_ns} ns: {e}")),
+        Err(why) => {
+            log::info!("host monitor: no run-queue samples: {why}");
+            lock(shared).unavailable = Some(why);
+            None
         }
-        if s.stopped.is_some() {
-            return;
+    };
+    let dump = ext.then(DumpReader::open).and_then(|d| {
+        d.map_err(|why| {
+            log::info!("host monitor: no sched_ext dumps: {why}");
+            lock(shared).dsq_unavailable = Some(why);
+        })
+        .ok()
+    });
+    if debug.is_none() && dump.is_none() {
+        return;
+    }
+    // Ahead of any crowd of workers, as the parent is while it starts
+    // them: it never spins, and its reads are held to 1% of a CPU.
+    let _boost = crate::spawn::boost::Boost::raise();
+    sample_until_stopped(debug, dump, shared, start);
+}
+
+/// When each source is next due, from the start of the run.
+#[derive(Default)]
+struct Due {
+    debug: Duration,
+    dump: Duration,
+}
+
+/// A sample of each source that is due, then a sleep until the next is,
+/// until stopped or every source has failed. Each source waits
+/// [`HOST_INTERVAL`] (the dump [`DUMP_INTERVAL`]) or 100 times its read's
+/// CPU cost, whichever is longer.
+fn sample_until_stopped(
+    mut debug: Option<SchedDebug>,
+    mut dump: Option<DumpReader>,
+    shared: &Shared,
+    start: Instant,
+) {
+    let mut due = Due::default();
+    let mut clocks = StallTracker::default();
+    while !shared.stop.load(Ordering::Relaxed) && (debug.is_some() || dump.is_some()) {
+        let now = start.elapsed();
+        if let Some(d) = debug.as_mut().filter(|_| now >= due.debug) {
+            let cost = sample_debug(d, shared, start, &mut clocks);
+            due.debug = start.elapsed() + HOST_INTERVAL.max(cost * MAX_COST_SHARE);
+            if lock(shared).stopped.is_some() {
+                debug = None;
+            }
         }
-        let gap = Duration::from_nanos(cost) * MAX_COST_SHARE;
-        next = start.elapsed() + HOST_INTERVAL.max(gap);
+        if let Some(d) = dump.as_mut().filter(|_| now >= due.dump) {
+            match sample_dump(d, shared, start) {
+                Ok(cost) => due.dump = start.elapsed() + DUMP_INTERVAL.max(cost * MAX_COST_SHARE),
+                Err(why) => {
+                    lock(shared).dsq_unavailable = Some(why);
+                    dump = None;
+                }
+            }
+        }
+        let next = match (&debug, &dump) {
+            (Some(_), Some(_)) => due.debug.min(due.dump),
+            (Some(_), None) => due.debug,
+            _ => due.dump,
+        };
+        std::thread::sleep(STOP_POLL.min(next.saturating_sub(start.elapsed())));
     }
 }
 
-/// Appends one sample's depths, without the monitor's own thread (on CPU
-/// `me` while it read); a sample whose CPUs differ from the first's
-/// (hotplug) is left out.
-fn push_sample(s: &mut HostSeries, at_ns: u64, depths: &[(u32, u32)], me: Option<u32>) {
-    let cpus: Vec<u32> = depths.iter().map(|d| d.0).collect();
+/// One read of `sched/debug` into the series; its CPU cost.
+fn sample_debug(
+    debug: &mut SchedDebug,
+    shared: &Shared,
+    start: Instant,
+    clocks: &mut StallTracker,
+) -> Duration {
+    let t0 = runq_kernel::clock::thread_cpu_ns();
+    let at_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let before = current_cpu();
+    let read = debug.read_rqs();
+    let me = current_cpu().filter(|c| Some(*c) == before);
+    let cost = runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
+    let mut s = lock(shared);
+    s.cpu_ns += cost;
+    match read {
+        Ok(mut rqs) if !rqs.is_empty() => {
+            for r in rqs
+                .iter_mut()
+                .filter(|r| me == Some(r.cpu) && r.nr_running > 0)
+            {
+                r.nr_running -= 1;
+            }
+            push_sample(&mut s, at_ns, &rqs);
+            if clocks.observe(at_ns, &rqs) {
+                s.rq_clock = Some(clocks.clocks().clone());
+            } else {
+                s.rq_clock_unavailable =
+                    Some("this kernel's sched/debug has no per-CPU .clock lines".into());
+            }
+        }
+        Ok(_) => s.stopped = Some(format!("no CPU in sched/debug at {at_ns} ns")),
+        Err(e) => s.stopped = Some(format!("sched/debug unreadable at {at_ns} ns: {e}")),
+    }
+    Duration::from_nanos(cost)
+}
+
+/// One sched_ext dump into the series; its CPU cost, or why dumping
+/// failed.
+fn sample_dump(dump: &mut DumpReader, shared: &Shared, start: Instant) -> Result<Duration, String> {
+    let t0 = runq_kernel::clock::thread_cpu_ns();
+    let at_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let read = dump.dump();
+    let cost = runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
+    let mut s = lock(shared);
+    s.cpu_ns += cost;
+    match read {
+        Ok(Some(d)) => s.dsq.get_or_insert_with(Default::default).add(at_ns, &d),
+        Ok(None) => {} // no BPF scheduler enabled at this moment
+        Err(e) => return Err(format!("the sched_ext dump failed at {at_ns} ns: {e}")),
+    }
+    Ok(Duration::from_nanos(cost))
+}
+
+/// Appends one sample's depths (the monitor's own thread already left
+/// out); a sample whose CPUs differ from the first's (hotplug) is left
+/// out.
+fn push_sample(s: &mut HostSeries, at_ns: u64, rqs: &[CpuRq]) {
+    let cpus: Vec<u32> = rqs.iter().map(|r| r.cpu).collect();
     if s.cpus.is_empty() {
         s.cpus = cpus.clone();
     }
     if cpus == s.cpus {
-        let row = depths
-            .iter()
-            .map(|&(c, n)| n - u32::from(me == Some(c) && n > 0));
-        s.nr_running.push(row.collect());
+        s.nr_running
+            .push(rqs.iter().map(|r| r.nr_running).collect());
         s.at_ns.push(at_ns);
     }
 }

@@ -6,8 +6,10 @@
 //! CPU's run queue beside them, on its own thread.
 
 pub mod check;
+pub mod dsq;
 pub mod host;
 mod host_monitor;
+pub mod rq_clock;
 pub(crate) mod sampler;
 pub(crate) mod sched_ext;
 

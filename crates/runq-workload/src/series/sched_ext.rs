@@ -2,7 +2,10 @@
 //! host monitor's record, [`super::host::HostSchedExt`]): tasks the BPF
 //! scheduler rejected (`nr_rejected`, every kernel with sched_ext), and
 //! the rates of its `root/events` counters (6.15+): select_cpu fallbacks
-//! and dispatches that left the last task on its CPU. A check whose
+//! and dispatches that left the last task on its CPU; and on the host
+//! monitor's samples: a busy CPU's stuck run-queue clock
+//! ([`super::rq_clock`]) and the local dispatch queues' depth from
+//! sched_ext's debug dumps ([`super::dsq`]). A check whose
 //! figure the kernel does not give is skipped with the reason, never
 //! passed; with no BPF scheduler at the start of the run and none named,
 //! there is nothing to judge.
@@ -50,7 +53,7 @@ pub(crate) fn judge(
     for &(name, bound) in bounds {
         let judged = match (&whole, ext) {
             (Some(why), _) => Err(why.clone()),
-            (None, Some(e)) => measure(name, e, run.run_ns),
+            (None, Some(e)) => measure(name, e, run),
             (None, None) => continue,
         };
         match judged {
@@ -75,8 +78,20 @@ pub(crate) fn judge(
 }
 
 /// The figure of check `name` and a sentence on it, or why there is none.
-fn measure(name: &str, e: &HostSchedExt, run_ns: u64) -> Result<(f64, String), String> {
+fn measure(name: &str, e: &HostSchedExt, run: &SchedExtRun) -> Result<(f64, String), String> {
+    let host = run.host;
     let (event, what) = match name {
+        "max_rq_clock_stall_ms" => {
+            let why = host.and_then(|h| h.rq_clock_unavailable.as_ref().or(h.unavailable.as_ref()));
+            return super::rq_clock::measure(
+                host.and_then(|h| h.rq_clock.as_ref()),
+                why.map(String::as_str),
+            );
+        }
+        "max_scx_local_dsq_depth" => {
+            let why = host.and_then(|h| h.dsq_unavailable.as_deref());
+            return super::dsq::measure(host.and_then(|h| h.dsq.as_ref()), why);
+        }
         "max_scx_rejected_tasks" => {
             return Ok((
                 e.nr_rejected as f64,
@@ -94,7 +109,7 @@ fn measure(name: &str, e: &HostSchedExt, run_ns: u64) -> Result<(f64, String), S
     let count = *events(e)?
         .get(event)
         .ok_or_else(|| format!("this kernel's root/events has no {event}"))?;
-    let secs = run_ns.max(1) as f64 / 1e9;
+    let secs = run.run_ns.max(1) as f64 / 1e9;
     let rate = count as f64 / secs;
     Ok((
         rate,
@@ -229,5 +244,52 @@ mod tests {
         assert!(judge(&BOUNDS, &none).1[0]
             .reason
             .contains("host monitor did not run"));
+    }
+
+    #[test]
+    fn a_stuck_clock_and_dsq_depth_are_judged_on_the_monitors_samples_or_skipped() {
+        use crate::series::rq_clock::{RqClockStall, RqClocks};
+        let bounds = [
+            ("max_rq_clock_stall_ms", 1000.0),
+            ("max_scx_local_dsq_depth", 50.0),
+        ];
+        let mut ejected = simple_6_12();
+        ejected.state_end = "disabled".into();
+        let mut h = host(Some(ejected));
+        h.rq_clock = Some(RqClocks {
+            samples: 4,
+            longest_stall: Some(RqClockStall {
+                cpu: 1,
+                clock_ns: 5_000_000_000,
+                from_ns: 0,
+                to_ns: 1_500_000_000,
+                nr_running: 2,
+                curr_pid: Some(0),
+            }),
+        });
+        h.dsq_unavailable = Some("this kernel has no sched_ext_dump trace event".into());
+        let (checks, skipped) = judge(
+            &bounds,
+            &SchedExtRun {
+                host: Some(&h),
+                scheduler: true,
+                run_ns: 1,
+            },
+        );
+        assert_eq!(
+            checks.len(),
+            1,
+            "judged though the scheduler was gone by the end"
+        );
+        assert_eq!((checks[0].measured, checks[0].pass), (1500.0, false));
+        assert!(checks[0]
+            .detail
+            .as_ref()
+            .unwrap()
+            .starts_with("cpu 1's run-queue clock"));
+        assert_eq!(skipped[0].name, "max_scx_local_dsq_depth");
+        assert!(skipped[0]
+            .reason
+            .starts_with("no sched_ext dump: this kernel has no"));
     }
 }

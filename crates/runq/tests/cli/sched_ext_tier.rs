@@ -109,6 +109,19 @@ fn scx_simple_carries_a_run_to_its_verdict() {
         let s = skipped.iter().find(|c| c["name"] == name).expect(name);
         assert!(s["reason"].as_str().unwrap().contains("root/events"), "{s}");
     }
+    // 6.12 has the sched_ext_dump trace event: the host monitor's first
+    // dump comes as the run starts.
+    let dsq = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "max_scx_local_dsq_depth")
+        .expect("max_scx_local_dsq_depth judged");
+    assert_eq!(dsq["pass"], true, "{dsq}");
+    assert!(
+        dsq["detail"].as_str().unwrap().contains("sched_ext dumps"),
+        "{dsq}"
+    );
     assert_eq!(
         doc["host"]["vm"]["tcg_threads"], "single",
         "{}",

@@ -83,13 +83,15 @@ fn assert_passed_and_gone(out: &Output, dir: &Path, min_ready_ms: u64) {
 
 /// With a scheduler named, each sched_ext check is either judged or
 /// skipped with its reason, never both and never silently dropped (the
-/// host's kernel decides which: without sched_ext, all three skip).
+/// host's kernel decides which: without sched_ext, all of them skip).
 fn assert_sched_ext_checks_judged_or_skipped(v: &Value) {
     let skipped = v["skipped_checks"].as_array().cloned().unwrap_or_default();
     for name in [
         "max_scx_rejected_tasks",
         "max_scx_fallback_rate",
         "max_scx_keep_last_rate",
+        "max_rq_clock_stall_ms",
+        "max_scx_local_dsq_depth",
     ] {
         let judged = v["checks"]
             .as_array()

@@ -1,0 +1,253 @@
+//! The dispatch-queue depth check, on sched_ext's debug dumps taken by
+//! the host monitor ([`runq_kernel::sched_ext_dump`]): the deepest local
+//! DSQ (tasks handed to one CPU and not yet run there) is judged; the
+//! deepest other DSQ, the tasks the BPF scheduler held on no DSQ, and the
+//! task that had waited longest are the evidence beside it.
+
+use runq_kernel::sched_ext_dump::{ScxDump, DSQ_GLOBAL, DSQ_LOCAL};
+use serde::{Deserialize, Serialize};
+
+/// One DSQ's depth at one dump.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DsqDepth {
+    /// The DSQ's id (`SCX_DSQ_LOCAL`, `SCX_DSQ_GLOBAL` or the BPF
+    /// scheduler's own).
+    pub dsq: u64,
+    /// The CPU, for a local DSQ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    /// Tasks queued on it.
+    pub tasks: u32,
+    /// When, ns from the start of the run.
+    pub at_ns: u64,
+}
+
+/// The runnable task that had waited longest in any dump.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DsqWaiter {
+    /// Its pid.
+    pub pid: i64,
+    /// Its command name.
+    pub comm: String,
+    /// The CPU whose run queue listed it.
+    pub cpu: u32,
+    /// How long it had been runnable, ms.
+    pub runnable_ms: u64,
+    /// The DSQ it sat on; none when the BPF scheduler held it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsq: Option<u64>,
+    /// When, ns from the start of the run.
+    pub at_ns: u64,
+}
+
+/// sched_ext's dispatch queues over the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DsqSeries {
+    /// Dumps taken while a BPF scheduler was enabled.
+    pub dumps: u64,
+    /// The deepest local DSQ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_max: Option<DsqDepth>,
+    /// The deepest other DSQ (global or the scheduler's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_max: Option<DsqDepth>,
+    /// The most waiting tasks the BPF scheduler held on no DSQ at once.
+    pub held_max: u32,
+    /// The longest-waiting task (not running) of any dump.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_wait: Option<DsqWaiter>,
+}
+
+impl DsqSeries {
+    /// Adds one dump, taken at `at_ns`.
+    pub(crate) fn add(&mut self, at_ns: u64, dump: &ScxDump) {
+        self.dumps += 1;
+        for ((cpu, dsq), tasks) in dump.depths() {
+            let slot = if dsq == DSQ_LOCAL {
+                &mut self.local_max
+            } else {
+                &mut self.other_max
+            };
+            if slot.as_ref().is_none_or(|m| tasks > m.tasks) {
+                *slot = Some(DsqDepth {
+                    dsq,
+                    cpu,
+                    tasks,
+                    at_ns,
+                });
+            }
+        }
+        self.held_max = self.held_max.max(dump.held().count() as u32);
+        let waiting = dump.tasks.iter().filter(|t| !t.running);
+        if let Some(t) = waiting.max_by_key(|t| t.runnable_ms) {
+            if self
+                .longest_wait
+                .as_ref()
+                .is_none_or(|w| t.runnable_ms > w.runnable_ms)
+            {
+                self.longest_wait = Some(DsqWaiter {
+                    pid: t.pid,
+                    comm: t.comm.clone(),
+                    cpu: t.cpu,
+                    runnable_ms: t.runnable_ms,
+                    dsq: t.dsq,
+                    at_ns,
+                });
+            }
+        }
+    }
+}
+
+/// A DSQ's name for the report.
+fn dsq_name(dsq: u64, cpu: Option<u32>) -> String {
+    match (dsq, cpu) {
+        (DSQ_LOCAL, Some(c)) => format!("cpu {c}'s local DSQ"),
+        (DSQ_GLOBAL, _) => "the global DSQ".into(),
+        (id, _) => format!("DSQ {id:#x}"),
+    }
+}
+
+/// `max_scx_local_dsq_depth`'s figure and sentence, or why there is none.
+pub(crate) fn measure(
+    dsq: Option<&DsqSeries>,
+    why_none: Option<&str>,
+) -> Result<(f64, String), String> {
+    let Some(d) = dsq.filter(|d| d.dumps > 0) else {
+        return Err(why_none.map_or_else(
+            || "no sched_ext dump was taken while a BPF scheduler was enabled".into(),
+            |w| format!("no sched_ext dump: {w}"),
+        ));
+    };
+    let at = |ns: u64| format!("{:.2} s", ns as f64 / 1e9);
+    let mut detail = match &d.local_max {
+        Some(m) => format!(
+            "{} held {} queued task(s) at {}",
+            dsq_name(m.dsq, m.cpu),
+            m.tasks,
+            at(m.at_ns)
+        ),
+        None => "no task waited on a local DSQ".into(),
+    };
+    detail += &format!(" (deepest of {} sched_ext dumps)", d.dumps);
+    if let Some(m) = &d.other_max {
+        detail += &format!(
+            "; deepest other: {} with {} at {}",
+            dsq_name(m.dsq, m.cpu),
+            m.tasks,
+            at(m.at_ns)
+        );
+    }
+    if d.held_max > 0 {
+        detail += &format!(
+            "; the BPF scheduler held up to {} waiting task(s) on no DSQ",
+            d.held_max
+        );
+    }
+    if let Some(w) = &d.longest_wait {
+        let place = w.dsq.map_or("held by the BPF scheduler".into(), |id| {
+            format!("on {}", dsq_name(id, Some(w.cpu)))
+        });
+        detail += &format!(
+            "; longest wait: pid {} ({}) runnable {} ms on cpu {}, {place}, at {}",
+            w.pid,
+            w.comm,
+            w.runnable_ms,
+            w.cpu,
+            at(w.at_ns)
+        );
+    }
+    let depth = d.local_max.as_ref().map_or(0, |m| m.tasks);
+    Ok((f64::from(depth), detail))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runq_kernel::sched_ext_dump::{parse_dump, DumpTask};
+
+    fn task(cpu: u32, pid: i64, running: bool, ms: u64, dsq: Option<u64>) -> DumpTask {
+        DumpTask {
+            cpu,
+            pid,
+            comm: format!("t{pid}"),
+            running,
+            runnable_ms: ms,
+            dsq,
+        }
+    }
+
+    /// A real 6.12 dump under scx_simple: one hog waits on its shared DSQ
+    /// (id 0), none on a local DSQ.
+    #[test]
+    fn a_6_12_dump_under_scx_simple() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../runq-kernel/tests/fixtures");
+        let text = std::fs::read_to_string(format!("{dir}/sched_ext_dump/6.12-simple-sysrq-d"));
+        let dump = parse_dump(&text.expect("fixture")).expect("a dump");
+        let mut s = DsqSeries::default();
+        s.add(1_000_000_000, &dump);
+        let (depth, detail) = measure(Some(&s), None).unwrap();
+        assert_eq!(depth, 0.0);
+        assert_eq!(
+            detail,
+            "no task waited on a local DSQ (deepest of 1 sched_ext dumps); deepest other: \
+             DSQ 0x0 with 1 at 1.00 s; longest wait: pid 102 (yes) runnable 7 ms on cpu 3, \
+             on DSQ 0x0, at 1.00 s"
+        );
+    }
+
+    #[test]
+    fn the_deepest_local_dsq_and_the_longest_held_task_are_named() {
+        let mut s = DsqSeries::default();
+        let first = ScxDump {
+            nr_run: vec![(0, 3)],
+            tasks: vec![
+                task(0, 1, true, 1, None),
+                task(0, 2, false, 4, Some(DSQ_LOCAL)),
+                task(0, 3, false, 9, Some(DSQ_LOCAL)),
+            ],
+        };
+        let second = ScxDump {
+            nr_run: vec![(1, 2)],
+            tasks: vec![
+                task(1, 4, false, 5030, None),
+                task(1, 5, false, 2, Some(DSQ_GLOBAL)),
+            ],
+        };
+        s.add(500_000_000, &first);
+        s.add(2_000_000_000, &second);
+        assert_eq!(s.dumps, 2);
+        let (depth, detail) = measure(Some(&s), None).unwrap();
+        assert_eq!(depth, 2.0);
+        assert!(
+            detail.starts_with("cpu 0's local DSQ held 2 queued task(s) at 0.50 s"),
+            "{detail}"
+        );
+        assert!(
+            detail.contains("deepest other: the global DSQ with 1 at 2.00 s"),
+            "{detail}"
+        );
+        assert!(
+            detail.contains("held up to 1 waiting task(s) on no DSQ"),
+            "{detail}"
+        );
+        assert!(
+            detail.ends_with(
+                "pid 4 (t4) runnable 5030 ms on cpu 1, held by the BPF scheduler, at 2.00 s"
+            ),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn without_a_dump_the_check_says_why() {
+        let why = measure(None, Some("this kernel has no sched_ext_dump trace event")).unwrap_err();
+        assert!(
+            why.starts_with("no sched_ext dump: this kernel has no"),
+            "{why}"
+        );
+        let none = DsqSeries::default();
+        assert!(measure(Some(&none), None)
+            .unwrap_err()
+            .contains("no sched_ext dump was taken"));
+    }
+}
