@@ -55,6 +55,19 @@ pub enum CgroupError {
         /// The controller that provides it (the file name's prefix).
         controller: String,
     },
+    /// A limit file is absent although its controller is enabled: the
+    /// kernel was built without the option behind it.
+    #[error(
+        "{path} does not exist although the {controller} controller is enabled: this kernel \
+         was built without it (cpu.max needs CONFIG_CFS_BANDWIDTH, cpu.weight \
+         CONFIG_FAIR_GROUP_SCHED); run on a kernel that has it or drop that limit"
+    )]
+    KernelLacks {
+        /// The limit file that was wanted.
+        path: PathBuf,
+        /// The controller that would provide it.
+        controller: String,
+    },
     /// A group name that would leave runq's own subtree.
     #[error("invalid cgroup path {0:?}: use a relative name such as `bench/a` (no `..`, no leading `/`)")]
     InvalidPath(String),

@@ -186,8 +186,7 @@ impl RunCgroups {
             for (file, value) in limits.writes_for(h) {
                 let path = dir.join(file);
                 if !path.exists() {
-                    let controller = file.split('.').next().unwrap_or(file).to_string();
-                    return Err(CgroupError::ControllerMissing { path, controller });
+                    return Err(missing_limit_file(dir, path, file));
                 }
                 write_file(&path, &value)?;
             }
@@ -245,6 +244,21 @@ impl RunCgroups {
 impl Drop for RunCgroups {
     fn drop(&mut self) {
         self.remove_all();
+    }
+}
+
+/// Why the limit file `file` of cgroup `dir` is missing: its controller
+/// is not enabled there, or the kernel lacks the file.
+fn missing_limit_file(dir: &Path, path: PathBuf, file: &str) -> CgroupError {
+    let controller = file.split('.').next().unwrap_or(file).to_string();
+    let enabled = fs::read_to_string(dir.join("cgroup.controllers"))
+        .unwrap_or_default()
+        .split_ascii_whitespace()
+        .any(|c| c == controller);
+    if enabled {
+        CgroupError::KernelLacks { path, controller }
+    } else {
+        CgroupError::ControllerMissing { path, controller }
     }
 }
 
@@ -524,6 +538,19 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("+cpu"), "{err}");
+    }
+
+    #[test]
+    fn a_limit_file_the_kernel_lacks_is_told_from_a_disabled_controller() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("cgroup.controllers"), "cpuset cpu io\n").unwrap();
+        let path = dir.path().join("cpu.max");
+        let err = missing_limit_file(dir.path(), path, "cpu.max");
+        assert!(
+            matches!(&err, CgroupError::KernelLacks { controller, .. } if controller == "cpu"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("CONFIG_CFS_BANDWIDTH"), "{err}");
     }
 
     #[test]

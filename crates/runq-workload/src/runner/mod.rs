@@ -216,7 +216,10 @@ fn setup_cgroups(
         run.expect_workers_in(name);
     }
     for c in &scn.cgroups {
-        run.add_group(&c.name, &c.limits)?;
+        run.add_group(&c.name, &c.limits).map_err(|e| match e {
+            CgroupError::KernelLacks { .. } => RunError::HostLacks(e.to_string()),
+            e => e.into(),
+        })?;
     }
     for g in &scn.groups {
         if let Some(name) = &g.cgroup {
