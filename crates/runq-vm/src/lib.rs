@@ -16,6 +16,7 @@ pub mod matrix;
 pub mod matrix_doc;
 pub mod presets;
 pub mod run;
+pub mod scx;
 pub mod shard;
 pub mod topology;
 

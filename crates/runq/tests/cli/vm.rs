@@ -125,6 +125,41 @@ fn a_cached_build_of_a_tree_is_found_at_once() {
     assert!(stderr.is_empty(), "no build step announced: {stderr}");
 }
 
+/// `runq vm scheduler build` finds a scheduler cargo installed in its
+/// cache at once, as text, a path or JSON; a name that is no scx crate is
+/// a usage error.
+#[test]
+fn a_cached_scx_scheduler_is_found_and_bad_names_refused() {
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::create_dir(cache.path().join("bin")).unwrap();
+    std::fs::write(cache.path().join("bin/scx_lavd"), "").unwrap();
+    std::fs::write(
+        cache.path().join(".crates.toml"),
+        "[v1]\n\"scx_lavd 1.0.9 (registry+https://github.com/rust-lang/crates.io-index)\" = \
+         [\"scx_lavd\"]\n",
+    )
+    .unwrap();
+    let build = |extra: &[&str]| {
+        runq()
+            .env("RUNQ_SCX_CACHE", cache.path())
+            .args(["vm", "scheduler", "build", "scx_lavd"])
+            .args(extra)
+            .output()
+            .expect("run runq")
+    };
+    let path = build(&["--path"]);
+    let bin = cache.path().join("bin/scx_lavd");
+    assert_eq!(
+        String::from_utf8_lossy(&path.stdout).trim(),
+        bin.display().to_string()
+    );
+    let doc: Value = serde_json::from_slice(&build(&["--json"]).stdout).expect("JSON");
+    runq_testkit::assert_matches_schema("vm-scheduler-build", &doc);
+    assert_eq!(doc["cached"], true, "{doc}");
+    assert_eq!(doc["version"], "1.0.9", "{doc}");
+    assert_usage_error(&["vm", "scheduler", "build", "bpfland"], "scx_bpfland");
+}
+
 #[test]
 fn vm_flags_need_vm() {
     let (code, err) = fails(&["run", "--topology", "2n2c2t"]);

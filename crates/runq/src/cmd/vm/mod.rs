@@ -1,7 +1,9 @@
 //! `runq vm`: what `runq run --vm` boots. `kernel build` builds (or
 //! finds in its cache) a kernel for scheduler testing and prints its image
-//! and schedulers (runq-vm's `kernel` module); `presets` lists the named
-//! topologies of `--topology` (runq-vm's `presets`).
+//! and schedulers (runq-vm's `kernel` module); `scheduler build` builds
+//! (or finds) an scx scheduler from crates.io (runq-vm's `scx`);
+//! `presets` lists the named topologies of `--topology` (runq-vm's
+//! `presets`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +23,8 @@ pub struct VmArgs {
 pub enum VmCommand {
     /// Kernels for the VM.
     Kernel(KernelArgs),
+    /// sched_ext schedulers from crates.io for --scheduler.
+    Scheduler(SchedulerArgs),
     /// List the named topology presets of --topology (`--topology
     /// gauntlet` runs them all): name, vCPUs, NUMA nodes, LLCs, threads
     /// per core, and the counts spelling
@@ -31,6 +35,48 @@ pub enum VmCommand {
 #[derive(Debug, clap::Args)]
 pub struct PresetsArgs {
     /// Print the presets as a JSON document
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `runq vm scheduler`.
+#[derive(Debug, clap::Args)]
+pub struct SchedulerArgs {
+    /// The action.
+    #[command(subcommand)]
+    pub command: SchedulerCommand,
+}
+
+/// scheduler's actions.
+#[derive(Debug, clap::Subcommand)]
+pub enum SchedulerCommand {
+    /// Build an scx scheduler from crates.io (`cargo install --root`
+    /// into $RUNQ_SCX_CACHE, default ~/.cache/runq/scx), or find it
+    /// built, and print its path for --scheduler
+    #[command(after_help = "\
+Cost: scx_bpfland took 7 minutes of a 2-CPU host; a cached one returns
+at once. Needs cargo, clang (LIBCLANG_PATH is set to the newest
+/usr/lib/llvm-N/lib when unset), libelf-dev, zlib1g-dev and crates.io.
+The scheduler needs a sched_ext kernel (runq vm kernel build --sched-ext).
+
+Example:
+  runq run --vm --kernel ~/.cache/runq/kernels/linux-6.12.117-1_deb12u1-1d6725332d25059d \\
+      --scheduler \"$(runq vm scheduler build scx_bpfland --path)\"")]
+    Build(SchedulerBuildArgs),
+}
+
+/// Arguments of `runq vm scheduler build`.
+#[derive(Debug, clap::Args)]
+pub struct SchedulerBuildArgs {
+    /// The scheduler's crate, e.g. scx_bpfland, scx_lavd, scx_rusty
+    pub name: String,
+    /// The crate version [default: the one cached, else the newest]
+    #[arg(long, value_name = "VERSION")]
+    pub crate_version: Option<String>,
+    /// Print only the binary's path
+    #[arg(long, conflicts_with = "json")]
+    pub path: bool,
+    /// Print the result as JSON (schemas/vm-scheduler-build.schema.json)
     #[arg(long)]
     pub json: bool,
 }
@@ -94,8 +140,31 @@ pub fn execute(args: VmArgs) -> anyhow::Result<ExitCode> {
         VmCommand::Kernel(KernelArgs {
             command: KernelCommand::Build(b),
         }) => build(b),
+        VmCommand::Scheduler(SchedulerArgs {
+            command: SchedulerCommand::Build(b),
+        }) => build_scheduler(&b),
         VmCommand::Presets(p) => presets(&p),
     }
+}
+
+/// `runq vm scheduler build`.
+fn build_scheduler(args: &SchedulerBuildArgs) -> anyhow::Result<ExitCode> {
+    let mut progress = |step: &str| crate::errln!("runq: vm scheduler build: {step}");
+    let root = runq_vm::scx::root();
+    let built = runq_vm::scx::build(
+        &root,
+        &args.name,
+        args.crate_version.as_deref(),
+        &mut progress,
+    )?;
+    if args.json {
+        crate::outln!("{}", runq_common::json::to_pretty(&built)?);
+    } else if args.path {
+        crate::outln!("{}", built.path.display());
+    } else {
+        crate::out!("{}", runq_vm::scx::render(&built));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `runq vm presets`.
