@@ -136,8 +136,11 @@ pub fn find(path: &Path) -> Result<Vec<Site>, PollSitesError> {
     functions.sort_unstable();
     let mut sites: Vec<Site> = defined()
         .filter(|s| {
-            s.name()
-                .is_ok_and(|n| is_poll_fn(&format!("{:#}", rustc_demangle::demangle(n))))
+            // Both manglings spell the path out (`3raw4poll`): only the
+            // names that hold it are demangled.
+            s.name().is_ok_and(|n| {
+                n.contains("3raw4poll") && is_poll_fn(&format!("{:#}", rustc_demangle::demangle(n)))
+            })
         })
         .filter_map(|s| {
             let (vaddr, size, file_offset) = text(&s)?;
