@@ -132,7 +132,7 @@ fn open_database() -> rusqlite::Result<rusqlite::Connection> {
 }
 
 /// Sends requests to `addr` on one keep-alive connection, one at a time,
-/// until the connection ends; sends `()` on `served` after the first.
+/// until the connection ends; sends `()` on `served` after each answer.
 fn client(addr: SocketAddr, served: std::sync::mpsc::Sender<()>) -> std::io::Result<()> {
     let stream = TcpStream::connect(addr)?;
     let mut reader = BufReader::new(stream.try_clone()?);
