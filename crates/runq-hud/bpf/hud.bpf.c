@@ -286,6 +286,7 @@ struct poll_open {
 	__u64 ret_slot; /* where the return address sits on the stack */
 	__u64 ret_addr; /* the return address the uretprobe replaced */
 	__u64 task_id;  /* the first task id set inside the poll */
+	__u64 parent;   /* the task id in force at its entry: not the poll's own */
 };
 
 struct {
@@ -413,13 +414,18 @@ static __always_inline __u64 task_id_of(__u32 tid)
 	return task ? *task : 0;
 }
 
-/* Exact polls: a poll in progress takes the first task id seen in it. */
+/* Exact polls: a poll in progress takes the first task id seen in it
+ * other than the one in force at its entry. Tokio sets the task's id a
+ * little after raw::poll is entered and restores that one (the parent: a
+ * multi_thread worker runs inside the blocking task that launched it) a
+ * little before it returns, so a sample or switch-out at either edge
+ * reads the parent's id, which is never the poll's. */
 static __always_inline void note_poll_task(__u32 tid, __u64 id)
 {
 	if (!id)
 		return;
 	struct poll_open *p = bpf_map_lookup_elem(&POLLS, &tid);
-	if (p && !p->task_id)
+	if (p && !p->task_id && id != p->parent)
 		p->task_id = id;
 }
 
@@ -865,6 +871,7 @@ int hud_poll_enter(void *ctx)
 	if (bpf_probe_read_user(&p.ret_addr, 8, (void *)sp))
 		p.ret_addr = 0;
 	p.off_ns = t->ns;
+	p.parent = task_id_of(tid);
 	p.seen_switches = t->outs + t->ins;
 	p.kernel_switches = kernel_switches();
 	/* Last, so that a preemption inside this program shows in the

@@ -275,11 +275,16 @@ impl Probe {
     /// Deletes the per-thread state of `tids`: the switch-out each one's
     /// next switch-in is measured from (OFFCPU), the stack kept at a
     /// preemption (RQCOPY, whose few entries a thread no longer watched
-    /// would otherwise hold for good) and its current task (TASKS, which
-    /// the uprobe updates only while it is watched).
+    /// would otherwise hold for good), its current task (TASKS, which
+    /// the uprobe updates only while it is watched), its switch count
+    /// (SWITCHES) and exact polls' state (OFFNS, POLLS): no entry is left
+    /// for a thread that exited.
     fn forget(&mut self, tids: &[u32]) -> Result<(), BpfError> {
         self.remove_from::<OFFCPU_VALUE>("OFFCPU", tids)?;
         self.remove_from::<8>("TASKS", tids)?;
+        self.remove_from::<8>("SWITCHES", tids)?;
+        self.remove_from::<{ 3 * 8 }>("OFFNS", tids)?;
+        self.remove_from::<{ 9 * 8 }>("POLLS", tids)?;
         self.remove_from::<STACK_COPY_VALUE>("RQCOPY", tids)
     }
 

@@ -111,6 +111,13 @@ pub fn is_poll_fn(demangled: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with("::<"))
 }
 
+/// True when a mangled symbol name is an instance of [`POLL_FN`]. Both
+/// manglings spell the path out (`3raw4poll`): only the names that hold
+/// it are demangled, not the tens of thousands of a program's symbols.
+fn is_poll_symbol(mangled: &str) -> bool {
+    mangled.contains("3raw4poll") && is_poll_fn(&format!("{:#}", rustc_demangle::demangle(mangled)))
+}
+
 /// The instances of [`POLL_FN`] in the ELF file at `path`, by address.
 pub fn find(path: &Path) -> Result<Vec<Site>, PollSitesError> {
     let unreadable = |reason: String| PollSitesError::Unreadable {
@@ -135,10 +142,7 @@ pub fn find(path: &Path) -> Result<Vec<Site>, PollSitesError> {
     let mut functions: Vec<TextSymbol> = defined().filter_map(|s| text(&s)).collect();
     functions.sort_unstable();
     let mut sites: Vec<Site> = defined()
-        .filter(|s| {
-            s.name()
-                .is_ok_and(|n| is_poll_fn(&format!("{:#}", rustc_demangle::demangle(n))))
-        })
+        .filter(|s| s.name().is_ok_and(is_poll_symbol))
         .filter_map(|s| {
             let (vaddr, size, file_offset) = text(&s)?;
             let code = data.get(file_offset as usize..(file_offset + size) as usize)?;
@@ -232,6 +236,12 @@ mod tests {
             "{:#}",
             rustc_demangle::demangle(legacy)
         )));
+        assert!(is_poll_symbol(legacy));
+        let v0 = "_RINvNtNtNtCs1234_5tokio7runtime4task3raw4pollNtCs5678_3app5ServeE";
+        assert!(is_poll_symbol(v0));
+        assert!(!is_poll_symbol(
+            "_ZN5tokio7runtime4task3raw11poll_future17h0123456789abcdefE"
+        ));
     }
 
     #[test]

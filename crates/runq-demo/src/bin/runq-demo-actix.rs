@@ -1,40 +1,51 @@
-//! A service shaped like actix-web, built on Tokio directly (actix-web
-//! itself is not a dependency of the workspace): each HTTP worker is a
-//! thread of its own, named as actix-rt names its arbiters
+//! An actix-web 4 service, to try hud on the runtime shape actix-web
+//! gives every service: each HTTP worker is an arbiter thread of its own
 //! (`actix-rt|system:0|arbiter:N`, `actix-rt|system` in the kernel's
-//! 15-byte comm), running its own `current_thread` runtime with a
-//! `LocalSet` in its `block_on` (actix-rt's `Runtime`), its connections'
-//! handlers spawned onto the `LocalSet`. `web::block` is
-//! `spawn_blocking` on the worker's runtime, whose blocking-pool threads
-//! keep Tokio's default name, `tokio-rt-worker`; a pool thread that
-//! finishes a closure wakes its worker's runtime
-//! (`current_thread::Handle::wake`).
+//! 15-byte comm) running its own `current_thread` Tokio runtime, the
+//! system's runtime runs on the main thread, and `web::block` hands a
+//! closure to the worker's blocking pool, whose threads keep Tokio's
+//! default name (`tokio-runtime-worker`, comm `tokio-runtime-w`).
 //!
-//! Each worker listens on a local port of its own, and a client thread
-//! per worker sends it one request at a time. A request renders a page
-//! (a 25 ms sleep), compresses it (zstd, C code, about 10 ms of CPU),
-//! appends to an access log (a file write and `fsync`) and runs a child
-//! process (`true`). `runq-demo-actix [SECONDS] [calm|late]` prints its
-//! pid once every worker serves. Modes: by default the handlers do all of
-//! it on the worker (blockers); `calm` hands each part to the blocking
-//! pool (`web::block`), as a well-behaved actix-web handler does, so no
-//! worker ever blocks; `late` starts a fourth worker, on a thread named
-//! `late-rt`, [`LATE`] after the pid is out (a runtime started late).
+//! One client thread per worker sends it HTTP/1.1 requests on a
+//! keep-alive connection. A request renders a page (a 25 ms sleep),
+//! compresses it (zstd, C code, about 10 ms of CPU), records it in a
+//! SQLite database (C code: an insert, its journal written and synced)
+//! and runs a child process (`true`).
+//!
+//! `runq-demo-actix [SECONDS] [calm|late]` prints its pid once every
+//! worker has answered a request, and at the end what each part cost as
+//! it measured it (`truth NAME CALLS WALL_NS CPU_NS WAIT_NS`, see
+//! [`runq_demo::Truth`]). By default the handler does it all on its
+//! worker (the blockers); `calm` hands the whole of it to `web::block`,
+//! as a well-behaved actix-web handler does, so no worker ever blocks;
+//! `late` also starts a second actix system [`LATE`] after the pid is
+//! out, on a thread named `late-rt` whose one task runs the requests'
+//! work itself (a runtime started late, under a name of its own).
 
-use std::fs::File;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpStream};
+use actix_web::{web, App, HttpResponse, HttpServer};
+use runq_demo::Truth;
 
 /// The HTTP workers (actix-web's default is one per CPU).
 const WORKERS: usize = 3;
 
-/// When `late` starts its fourth worker, after the pid is printed.
+/// When `late` starts its second system, after the pid is printed.
 const LATE: Duration = Duration::from_secs(3);
 
 /// How long a page takes to render.
 const RENDER: Duration = Duration::from_millis(25);
+
+/// What each part of a request cost, as the service measured it.
+static TRUTHS: [Truth; 4] = [
+    Truth::new("render_page"),
+    Truth::new("compress_body"),
+    Truth::new("record_request"),
+    Truth::new("run_child"),
+];
 
 /// Renders a page: a sleep, as a template engine waiting on a file would.
 #[inline(never)]
@@ -49,13 +60,16 @@ fn compress_body(page: &[u8]) -> usize {
     zstd::bulk::compress(page, 9).map_or(0, |c| c.len())
 }
 
-/// Appends a line to the access log and syncs it.
+/// Records the request in the SQLite database: an insert in a
+/// transaction of its own, synced to disk.
 #[inline(never)]
-fn write_access_log(log: &File, id: u64, size: usize) -> usize {
-    let mut log = log;
-    let _ = writeln!(log, "request {id}: {size} bytes");
-    let _ = log.sync_data();
-    size
+fn record_request(db: &Mutex<rusqlite::Connection>, id: u64, size: usize) -> usize {
+    let db = db.lock().unwrap_or_else(|e| e.into_inner());
+    let inserted = db.execute(
+        "INSERT INTO requests (id, size) VALUES (?1, ?2)",
+        (id as i64, size as i64),
+    );
+    inserted.unwrap_or(0)
 }
 
 /// Runs a child process and waits for it.
@@ -66,140 +80,160 @@ fn run_child() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// The whole of one request, as blocking code.
-fn handle(log: &File, id: u64) -> usize {
-    let page = render_page(id);
-    let size = compress_body(&page);
-    run_child();
-    write_access_log(log, id, size)
+/// The whole of one request, as blocking code; returns the body's size.
+fn handle(db: &Mutex<rusqlite::Connection>, id: u64) -> usize {
+    let [render, compress, record, child] = &TRUTHS;
+    let page = render.time(|| render_page(id));
+    let size = compress.time(|| compress_body(&page));
+    record.time(|| record_request(db, id, size));
+    child.time(run_child);
+    size
 }
 
-/// Waits for the next request on `stream` (a line); false at its end.
-async fn next_request(stream: &TcpStream) -> bool {
-    let mut buf = [0u8; 64];
-    loop {
-        if stream.readable().await.is_err() {
-            return false;
-        }
-        match stream.try_read(&mut buf) {
-            Ok(0) => return false,
-            Ok(n) if buf[..n].contains(&b'\n') => return true,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => return false,
-        }
-    }
+/// What every handler shares: the database, and whether it offloads.
+struct Service {
+    db: Mutex<rusqlite::Connection>,
+    calm: bool,
+    requests: std::sync::atomic::AtomicU64,
 }
 
-/// Writes the whole of `answer` to `stream`.
-async fn answer(stream: &TcpStream, mut answer: &[u8]) -> bool {
-    while !answer.is_empty() {
-        if stream.writable().await.is_err() {
-            return false;
+/// `GET /`: handles a request, on the worker or through `web::block`.
+async fn index(service: web::Data<Service>) -> HttpResponse {
+    use std::sync::atomic::Ordering;
+    let id = service.requests.fetch_add(1, Ordering::Relaxed);
+    let size = match service.calm {
+        true => {
+            let service = service.clone();
+            web::block(move || handle(&service.db, id))
+                .await
+                .unwrap_or(0)
         }
-        match stream.try_write(answer) {
-            Ok(n) => answer = &answer[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => return false,
-        }
-    }
-    true
-}
-
-/// Serves one connection: a request per line, answered with its size.
-async fn serve(stream: TcpStream, calm: bool, log: std::sync::Arc<File>) {
-    let mut id = 0;
-    while next_request(&stream).await {
-        id += 1;
-        let size = match calm {
-            // web::block: the pool runs it, the worker awaits.
-            true => {
-                let log = log.clone();
-                tokio::task::spawn_blocking(move || handle(&log, id))
-                    .await
-                    .unwrap_or(0)
-            }
-            false => handle(&log, id),
-        };
-        if !answer(&stream, format!("{size}\n").as_bytes()).await {
-            return;
-        }
-    }
-}
-
-/// One HTTP worker: its own `current_thread` runtime and `LocalSet`,
-/// accepting on `listener` and spawning each connection's handler.
-fn worker(listener: std::net::TcpListener, calm: bool, log: std::sync::Arc<File>) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current_thread runtime");
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        let listener = TcpListener::from_std(listener).expect("the listener");
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::task::spawn_local(serve(stream, calm, log.clone()));
-        }
-    });
-}
-
-/// Sends requests to `addr`, one at a time, until the process exits.
-fn client(addr: std::net::SocketAddr) {
-    use std::io::BufRead;
-    let Ok(stream) = std::net::TcpStream::connect(addr) else {
-        return;
+        false => handle(&service.db, id),
     };
-    let mut reader = std::io::BufReader::new(stream.try_clone().expect("the socket"));
+    HttpResponse::Ok().body(format!("{size}\n"))
+}
+
+/// Opens the request database, synced on every commit, in a scratch
+/// directory it then removes: with no journal, SQLite needs no other file,
+/// and the open database is left behind by no end of the demo (the tests
+/// kill it).
+fn open_database() -> rusqlite::Result<rusqlite::Connection> {
+    let dir = std::env::temp_dir().join(format!("runq-demo-actix-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let db = rusqlite::Connection::open(dir.join("requests.db"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = db?;
+    db.execute_batch(
+        "PRAGMA journal_mode = OFF;
+         PRAGMA synchronous = FULL;
+         CREATE TABLE requests (id INTEGER PRIMARY KEY, size INTEGER);",
+    )?;
+    Ok(db)
+}
+
+/// Sends requests to `addr` on one keep-alive connection, one at a time,
+/// until the connection ends; sends `()` on `served` after each answer.
+fn client(addr: SocketAddr, served: std::sync::mpsc::Sender<()>) -> std::io::Result<()> {
+    let stream = TcpStream::connect(addr)?;
+    let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
-    let mut answer = String::new();
     loop {
-        answer.clear();
-        let sent = writer.write_all(b"GET /\n").is_ok();
-        if !sent || reader.read_line(&mut answer).unwrap_or(0) == 0 {
-            return;
+        writer.write_all(b"GET / HTTP/1.1\r\nHost: demo\r\n\r\n")?;
+        let mut length = 0;
+        let mut line = String::new();
+        while reader.read_line(&mut line)? > 2 {
+            let header = line.to_ascii_lowercase();
+            if let Some(v) = header.strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            line.clear();
         }
+        if line.is_empty() {
+            return Ok(());
+        }
+        reader.read_exact(&mut vec![0; length])?;
+        let _ = served.send(());
         std::thread::sleep(Duration::from_millis(5));
     }
 }
 
-/// Starts a worker on a thread named `name`, and its client.
-fn start_worker(name: String, calm: bool, log: &std::sync::Arc<File>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
-    listener
-        .set_nonblocking(true)
-        .expect("a non-blocking listener");
-    let addr = listener.local_addr().expect("the local address");
-    let log = log.clone();
+/// Starts one client thread per worker (the acceptor hands connections
+/// to the workers in turn) and waits until each has been answered once.
+fn start_clients(addr: SocketAddr) {
+    let (served, first) = std::sync::mpsc::channel();
+    for n in 0..WORKERS {
+        let served = served.clone();
+        std::thread::Builder::new()
+            .name(format!("client-{n}"))
+            .spawn(move || client(addr, served))
+            .expect("a client thread");
+        // The next connection only once this one is accepted and served,
+        // so that each worker gets one.
+        let _ = first.recv_timeout(Duration::from_secs(10));
+    }
+}
+
+/// Starts the second actix system, on a thread named `late-rt`: one task
+/// that does a request's work every 5 ms, blocking its runtime.
+fn start_late_system(service: web::Data<Service>) {
+    let late = move || {
+        actix_web::rt::System::new().block_on(async move {
+            for id in 0.. {
+                handle(&service.db, id);
+                actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
     std::thread::Builder::new()
-        .name(name)
-        .spawn(move || worker(listener, calm, log))
-        .expect("a worker thread");
-    std::thread::Builder::new()
-        .name("client".into())
-        .spawn(move || client(addr))
-        .expect("a client thread");
+        .name("late-rt".into())
+        .spawn(late)
+        .expect("the late system's thread");
+}
+
+/// Serves on the actix system of the main thread until `lifetime` ends.
+fn serve(mode: &str, lifetime: Option<Duration>) -> std::io::Result<()> {
+    let service = web::Data::new(Service {
+        db: Mutex::new(open_database().map_err(std::io::Error::other)?),
+        calm: mode == "calm",
+        requests: Default::default(),
+    });
+    let late = (mode == "late").then(|| service.clone());
+    actix_web::rt::System::new().block_on(async move {
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(service.clone())
+                .route("/", web::get().to(index))
+        })
+        .workers(WORKERS)
+        // SIGTERM and SIGINT end the demo, as they do the others.
+        .disable_signals()
+        .bind(("127.0.0.1", 0))?;
+        let addr = server.addrs()[0];
+        let server = server.run();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        actix_web::rt::task::spawn_blocking(move || start_clients(addr)).await?;
+        // The pid once every worker serves: a tool attached now sees it
+        // at work.
+        println!("{}", std::process::id());
+        let (started, lifetime) = (std::time::Instant::now(), lifetime.unwrap_or(Duration::MAX));
+        if let Some(service) = late.filter(|_| lifetime > LATE) {
+            actix_web::rt::time::sleep(LATE).await;
+            start_late_system(service);
+        }
+        actix_web::rt::time::sleep(lifetime.saturating_sub(started.elapsed())).await;
+        handle.stop(false).await;
+        Ok(())
+    })
 }
 
 fn main() {
     let mode = std::env::args().nth(2).unwrap_or_default();
-    let calm = mode == "calm";
-    let lifetime = runq_demo::duration_from_args().unwrap_or(Duration::MAX);
-    let dir = std::env::temp_dir().join(format!("runq-demo-actix-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
-    let log = std::sync::Arc::new(File::create(dir.join("access.log")).expect("the access log"));
-    for n in 0..WORKERS {
-        start_worker(format!("actix-rt|system:0|arbiter:{n}"), calm, &log);
+    if let Err(e) = serve(&mode, runq_demo::duration_from_args()) {
+        eprintln!("runq-demo-actix: {e}");
+        std::process::exit(1);
     }
-    // The pid once every worker serves (a first request has been answered
-    // by each; the clients connect right away).
-    std::thread::sleep(Duration::from_millis(200));
-    println!("{}", std::process::id());
-    let started = std::time::Instant::now();
-    if mode == "late" && lifetime > LATE {
-        std::thread::sleep(LATE);
-        start_worker("late-rt".into(), calm, &log);
+    for t in &TRUTHS {
+        println!("{}", t.line());
     }
-    std::thread::sleep(lifetime.saturating_sub(started.elapsed()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::process::exit(0);
 }

@@ -111,6 +111,12 @@ fn watch_process(cfg: &ServeOptions, name: &str, pid: u32, stop: &AtomicBool, m:
     started
 }
 
+/// The parent of process `pid` (from `PROC/PID/stat`), if it still runs.
+fn parent_of(proc_root: &std::path::Path, pid: u32) -> Option<u32> {
+    let text = std::fs::read(proc_root.join(format!("{pid}/stat"))).ok()?;
+    u32::try_from(runq_kernel::proc::stat::parse_stat(&text)?.ppid).ok()
+}
+
 /// Runs continuous mode until `stop` is set: watches every process of
 /// every name, the new ones as they appear.
 pub fn serve(cfg: &ServeOptions, stop: &'static AtomicBool, metrics: &Shared) {
@@ -137,6 +143,14 @@ pub fn serve(cfg: &ServeOptions, stop: &'static AtomicBool, metrics: &Shared) {
                 if watching.contains_key(&pid) || skip.contains(&pid) {
                     continue;
                 }
+                // A watched process's child under its name is a fork on its
+                // way to exec (a service running a command), no new
+                // instance: attaching to it would cost a BPF load for a
+                // process gone in a moment.
+                let parent = parent_of(&cfg.session.proc_root, pid);
+                if parent.is_some_and(|p| watching.contains_key(&p)) {
+                    continue;
+                }
                 let (cfg, name, m, failed) =
                     (cfg.clone(), name.clone(), metrics.clone(), failed.clone());
                 let handle = std::thread::spawn(move || {
@@ -156,5 +170,20 @@ pub fn serve(cfg: &ServeOptions, stop: &'static AtomicBool, metrics: &Shared) {
     }
     for (_, w) in watching {
         let _ = w.handle.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parent_of;
+    use std::path::Path;
+
+    #[test]
+    fn a_process_parent_is_read_from_its_stat() {
+        let me = std::process::id();
+        // SAFETY: getppid has no preconditions.
+        let parent = unsafe { libc::getppid() } as u32;
+        assert_eq!(parent_of(Path::new("/proc"), me), Some(parent));
+        assert_eq!(parent_of(Path::new("/nonexistent"), me), None);
     }
 }

@@ -358,13 +358,16 @@ impl Attached {
         let mut watched = Watched::new(found.method);
         watched.add(opts, &all, &found.tids, &mut probe)?;
         watched.know(&all);
+        // Task ids before exact polls: a poll whose entry the poll uprobe
+        // sees then has its task's id set under the task-id uprobe too,
+        // never only the parent's id restored at its end.
+        let task_ids = timed("attaching the task-id uprobe", || {
+            track_tasks(opts, &mut probe, debug_file)
+        });
         let poll_timing = match opts.exact_polls {
             true => time_polls(opts, &mut probe, &mut detector)?,
             false => PollTiming::default(),
         };
-        let task_ids = timed("attaching the task-id uprobe", || {
-            track_tasks(opts, &mut probe, debug_file)
-        });
         Ok(Attached {
             task_ids,
             probe,
@@ -464,6 +467,11 @@ pub fn run(
             let report = build_report(opts, &mut s, &findings, elapsed, false);
             on_update(Update::Window(&report));
             s.latency.clear();
+            // The window's report is out: the workers that exited in it
+            // are let go too.
+            if let Ok(all) = threads(&opts.proc_root, opts.pid) {
+                let _ = s.watched.forget_exited(&all, &mut s.probe, |_| false);
+            }
             window_start = Instant::now();
         }
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| started.elapsed() >= d) {

@@ -79,10 +79,11 @@ impl Watched {
         }
     }
 
-    /// The target's threads at discovery: those it did not choose are no
-    /// newcomers later.
+    /// The target's threads now: at discovery, those it did not choose are
+    /// no newcomers later; at each refresh, the threads a later one
+    /// compares with (only the living: a thread that exited is forgotten).
     pub(super) fn know(&mut self, all: &[Thread]) {
-        self.known.extend(all.iter().map(|t| t.tid));
+        self.known = all.iter().map(|t| t.tid).collect();
     }
 
     /// Reads every watched thread's on-CPU time now (a thread that has
@@ -161,10 +162,31 @@ impl Watched {
                 }
             }
             let ended = ended_probation(&mut self.probation, now, |t| roles.listed(t));
+            if !ended.is_empty() {
+                log::debug!("hud: threads {ended:?} showed no task loop on probation; unwatched");
+            }
             self.remove(&ended, probe)?;
         }
+        self.forget_exited(&all, probe, |t| roles.listed(t))?;
         self.know(&all);
         self.add(opts, &all, &tids, probe)
+    }
+
+    /// Forgets the watched threads that are not among `all` (they exited),
+    /// but those to `keep` (a listed worker keeps its figures for the
+    /// report, until the end of its window with `--window`): what hud
+    /// holds per thread stays as large as the target's threads, however
+    /// many come and go.
+    pub(super) fn forget_exited(
+        &mut self,
+        all: &[Thread],
+        probe: &mut Probe,
+        keep: impl Fn(u32) -> bool,
+    ) -> Result<(), HudError> {
+        let living: BTreeSet<u32> = all.iter().map(|t| t.tid).collect();
+        let gone = exited(self.comms.keys().copied(), &living, keep);
+        self.probation.retain(|t, _| living.contains(t));
+        self.remove(&gone, probe)
     }
 
     /// Takes threads out of the set and the probe's filter.
@@ -172,15 +194,26 @@ impl Watched {
         if tids.is_empty() {
             return Ok(());
         }
-        log::debug!("hud: threads {tids:?} showed no task loop on probation; unwatched");
         for t in tids {
             self.comms.remove(t);
             self.cpu_start.remove(t);
             self.cpu_last.remove(t);
+            self.since.0.remove(t);
         }
         probe.unwatch(tids)?;
         Ok(())
     }
+}
+
+/// The `watched` threads not `living` (they exited), but those to `keep`.
+fn exited(
+    watched: impl Iterator<Item = u32>,
+    living: &BTreeSet<u32>,
+    keep: impl Fn(u32) -> bool,
+) -> Vec<u32> {
+    watched
+        .filter(|t| !living.contains(t) && !keep(*t))
+        .collect()
 }
 
 /// Ends the probation of the threads watched on it for [`PROBATION`] by
@@ -206,7 +239,16 @@ mod tests {
     use std::collections::BTreeMap;
     use std::time::{Duration, Instant};
 
-    use super::{ended_probation, WatchedSince, PROBATION};
+    use super::{ended_probation, exited, WatchedSince, PROBATION};
+
+    #[test]
+    fn threads_that_exited_are_forgotten_but_those_kept() {
+        let living = [1, 2, 5].into_iter().collect();
+        // 3 and 4 exited; 4 is a listed worker whose window is not over.
+        let gone = exited([1, 2, 3, 4].into_iter(), &living, |t| t == 4);
+        assert_eq!(gone, [3]);
+        assert_eq!(exited([3, 4].into_iter(), &living, |_| false), [3, 4]);
+    }
 
     #[test]
     fn a_newcomer_leaves_at_the_end_of_its_probation_unless_it_ran_a_loop() {

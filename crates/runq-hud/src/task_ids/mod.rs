@@ -92,12 +92,17 @@ pub type Instance = (u64, u64);
 /// in the symbol table of the ELF file `data`, by address.
 fn instances(data: &[u8], path: &Path, name: &str) -> Result<Vec<Instance>, TaskIdsError> {
     let file = object::File::parse(data).map_err(|e| unreadable(path, e))?;
+    // Both manglings spell a path's last segment out (`19set_current_task_id`):
+    // only the names that hold it are demangled, not the tens of thousands
+    // of a program's symbols.
+    let last = name.rsplit("::").next().unwrap_or(name);
     let mut out: Vec<Instance> = file
         .symbols()
         .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.size() > 0)
         .filter(|s| {
-            s.name()
-                .is_ok_and(|n| format!("{:#}", rustc_demangle::demangle(n)) == name)
+            s.name().is_ok_and(|n| {
+                n.contains(last) && format!("{:#}", rustc_demangle::demangle(n)) == name
+            })
         })
         .map(|s| (s.address(), s.size()))
         .collect();

@@ -49,18 +49,10 @@ fn every_blocker_names_the_tasks_it_ran_in() {
     ] {
         let b = row(&report, category, function)
             .unwrap_or_else(|| panic!("no {category} row for {function}: {report:#}"));
-        // One task runs the handler; on a busy host a finding now and then
-        // carries the id its thread held just before (1 in 29 in CI, more
-        // beside a pinned hog), so the top task must hold most of the
-        // row's time.
+        assert_eq!(b["task_count"], 1, "one task runs {function}: {b:#}");
         let task = &b["tasks"][0];
         assert_eq!(task["future"], "runq_demo_service::every", "{b:#}");
         assert!(task["id"].as_u64().unwrap() >= 1, "{b:#}");
-        let (top, all) = (
-            task["total_ns"].as_f64().unwrap(),
-            b["total_ns"].as_f64().unwrap(),
-        );
-        assert!(top >= 0.5 * all, "one task runs {function}: {b:#}");
     }
     // The cooperative batches run in six tasks of their own.
     let burn = row(&report, "task_cpu_sampled", "runq_demo::burn");

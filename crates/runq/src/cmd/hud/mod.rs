@@ -74,10 +74,12 @@ pub struct HudArgs {
     /// about two uprobe hits per poll; needs the target's symbol table.
     #[arg(long)]
     pub exact_polls: bool,
-    /// Do not tag findings with the Tokio task they ran in. By default a
-    /// uprobe on Tokio's `tokio::runtime::context::set_current_task_id`
-    /// (two hits per poll) keeps each worker's current task id, and the
-    /// report names the top tasks of each blocker.
+    /// Do not tag findings with the Tokio task they ran in. By default the
+    /// probes read each worker's current task id from its thread-local
+    /// storage (optimized builds; no probe on the poll path), or a uprobe
+    /// on Tokio's `tokio::runtime::context::set_current_task_id` keeps it
+    /// (two hits per poll), and the report names the top tasks of each
+    /// blocker.
     #[arg(long)]
     pub no_task_ids: bool,
     /// Report blocking longer than this.

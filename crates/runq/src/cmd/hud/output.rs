@@ -19,6 +19,9 @@ pub fn write_exports(args: &HudArgs, session: &Session) -> anyhow::Result<()> {
         write_atomic(path, text.as_bytes(), Replace::OwnFile)
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    if args.export_folded.is_none() && args.flamegraph.is_none() {
+        return Ok(());
+    }
     let folded = runq_hud::export::folded(&session.findings);
     if let Some(path) = &args.export_folded {
         write_atomic(path, folded.as_bytes(), Replace::OwnFile)
