@@ -202,9 +202,9 @@ fn boot_the_tier_vm(d: &Path, limit: Duration) {
 }
 
 #[test]
-#[ignore = "vm tier: every scenario and work type in a 2n2c2t cgroup-v2 VM (about 5 min under \
-            TCG on 2 cores); needs qemu-system-x86, virtme-ng and a kernel in /boot (`.ci/run` installs \
-            them): cargo test -p runq --test cli -- --ignored vm_tier::"]
+#[ignore = "vm tier: every scenario and work type in two 2n2c2t cgroup-v2 VMs (up to 15 min each \
+            under TCG on 2 cores); needs qemu-system-x86, virtme-ng and a kernel in /boot (`.ci/run` \
+            installs them): cargo test -p runq --test cli -- --ignored vm_tier::"]
 fn vm_tier_every_scenario_and_work_type_in_a_2n2c2t_vm() {
     let scenarios = names(&["run", "--list-scenarios"], "scenarios");
     let types = names(&["run", "--list"], "work_types");
