@@ -319,6 +319,14 @@ impl<'s> LiveRun<'s> {
         spec
     }
 
+    /// Launches every group that is not deferred to a step.
+    fn launch_first_groups(&mut self) -> Result<(), RunError> {
+        let first: Vec<usize> = (0..self.scn.groups.len())
+            .filter(|&i| !self.scn.groups[i].deferred)
+            .collect();
+        self.launch(&first)
+    }
+
     /// Forks the groups, places their new workers, and releases them. A
     /// fork failure stops the forking (the group's missing workers get
     /// `NotStarted` sentinels) but still releases the workers that exist;
@@ -456,10 +464,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     // samples and reads reports; the workers start without the boost.
     let boost = crate::spawn::boost::Boost::raise();
     let t_spawn = Instant::now();
-    let first: Vec<usize> = (0..scn.groups.len())
-        .filter(|&i| !scn.groups[i].deferred)
-        .collect();
-    let launched = live.launch(&first);
+    let launched = live.launch_first_groups();
     let spawn_ns = elapsed_ns(t_spawn);
     let t_run = Instant::now();
     let mut load = host_load::HostLoadMeter::start();
@@ -480,10 +485,9 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     log::debug!("host load over the run: {host_load:?}");
     let collect_ns = elapsed_ns(t_collect);
     drop(boost);
-    if scheduler_death.is_none() {
-        // A death while the workers were being stopped counts too.
-        scheduler_death = scheduler.as_mut().and_then(|s| s.check_death(t_run));
-    }
+    // A death while the workers were being stopped counts too.
+    scheduler_death =
+        scheduler_death.or_else(|| scheduler.as_mut().and_then(|s| s.check_death(t_run)));
     let scheduler = stop_scheduler(scheduler, scheduler_death.as_ref());
     remove_cgroups(cgroups);
     reports.sort_by_key(|r| r.group_idx);
