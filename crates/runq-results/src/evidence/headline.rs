@@ -42,14 +42,17 @@ pub fn first_line(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<Str
     if let Some(r) = recorded {
         line.push_str(&format!("; {r}"));
     }
+    // The per-task recorder's evidence stands without the stream, and so
+    // does a dead scheduler's: its exit and the kernel's words are in the
+    // detail.
+    let stands_alone = recorded.is_some() || worst.name == "scheduler_alive";
     match ev {
         Some(e) => match &e.trace_file {
             Some(f) => line.push_str(&format!("; evidence: {f}")),
-            // The per-task recorder's evidence stands without the stream.
-            None if recorded.is_some() && e.summary.starts_with("no evidence: no recording") => {}
+            None if stands_alone && e.summary.starts_with("no evidence: no recording") => {}
             None => line.push_str(&format!("; {}", e.summary)),
         },
-        None if recorded.is_some() => {}
+        None if stands_alone => {}
         None => line.push_str("; no evidence recorded"),
     }
     Some(line)

@@ -165,6 +165,38 @@ fn the_worst_check_leads_the_headline() {
     );
 }
 
+#[test]
+fn a_dead_schedulers_fail_leads_without_asking_for_a_recording() {
+    use runq_workload::{CheckResult, Op};
+    let mut o = outcome();
+    let c = |name: &str, detail: &str| CheckResult {
+        name: name.into(),
+        group: "scheduler".into(),
+        measured: 0.0,
+        op: Op::AtLeast,
+        bound: 1.0,
+        pass: false,
+        cause: None,
+        detail: Some(detail.into()),
+    };
+    o.checks = vec![
+        c("min_work_rate", "slowest worker 0 units/s"),
+        c(
+            "scheduler_alive",
+            "the kernel ejected BPF scheduler \"qmap\": runnable task stall",
+        ),
+    ];
+    let line = headline::first_line(&o, None).unwrap();
+    assert!(
+        line.starts_with("runq: FAIL scheduler_alive (scheduler): measured 0 (bound >= 1)"),
+        "{line}"
+    );
+    assert!(line.ends_with("runnable task stall"), "{line}");
+    o.checks.remove(1);
+    let line = headline::first_line(&o, None).unwrap();
+    assert!(line.ends_with("; no evidence recorded"), "{line}");
+}
+
 /// Two spinners of group `g`: 500 with a 2.9 s gap closing 3.0 s into its
 /// loop on CPU 0, 501 with a 10 ms one; 500 also ran least.
 fn outcome() -> RunOutcome {

@@ -111,10 +111,10 @@ mod tests {
     fn the_debian_key_is_the_scripts() {
         let id = Identity::debian("6.12.117-1~deb12u1");
         let frag = include_str!("sched_ext.config");
-        assert_eq!(id.key(frag), "1d6725332d25059d");
+        assert_eq!(id.key(frag), "d2d856db1b69775e");
         assert_eq!(
             id.dir(Path::new("/c"), frag),
-            Path::new("/c/linux-6.12.117-1_deb12u1-1d6725332d25059d")
+            Path::new("/c/linux-6.12.117-1_deb12u1-d2d856db1b69775e")
         );
     }
 

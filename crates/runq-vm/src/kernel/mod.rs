@@ -1,9 +1,10 @@
 //! Kernels for scheduler testing, built once and cached (`runq vm kernel
 //! build`): virtme-ng's minimal config with a fragment merged onto it
 //! (`base.config`, or `sched_ext.config` for sched_ext: BTF, the BPF
-//! JIT, `SCHED_CLASS_EXT`, `IKCONFIG_PROC`), `make bzImage`, and with
-//! sched_ext the tree's `tools/sched_ext` schedulers, kept under
-//! [`cache::root`] in a directory keyed by the source and the fragment.
+//! JIT, `SCHED_CLASS_EXT`, `IKCONFIG_PROC`, `CFS_BANDWIDTH`, `PSI`),
+//! `make bzImage`, and with sched_ext the tree's `tools/sched_ext`
+//! schedulers, kept under [`cache::root`] in a directory keyed by the
+//! source and the fragment.
 
 pub mod cache;
 pub mod config;
@@ -110,6 +111,7 @@ fn must(sched_ext: bool) -> &'static [&'static str] {
             "DEBUG_INFO_BTF",
             "BPF_JIT",
             "IKCONFIG_PROC",
+            "CFS_BANDWIDTH",
         ]
     } else {
         &["IKCONFIG_PROC"]

@@ -48,13 +48,13 @@ mod tests {
     use super::*;
 
     pub(crate) fn doc(cached: bool) -> KernelBuild {
-        let dir = "/c/linux-6.12.117-1_deb12u1-1d6725332d25059d";
+        let dir = "/c/linux-6.12.117-1_deb12u1-d2d856db1b69775e";
         KernelBuild {
             source: "debian linux-source-6.12 6.12.117-1~deb12u1".into(),
             version: "6.12.117".into(),
             sched_ext: true,
             cache_dir: dir.into(),
-            key: "1d6725332d25059d".into(),
+            key: "d2d856db1b69775e".into(),
             image: format!("{dir}/bzImage"),
             schedulers: vec![Scheduler {
                 name: "scx_simple".into(),
@@ -85,11 +85,11 @@ mod tests {
     fn cached_and_built_reports() {
         let c = render(&doc(true));
         assert!(
-            c.starts_with("image      /c/linux-6.12.117-1_deb12u1-1d6725332d25059d/bzImage\n"),
+            c.starts_with("image      /c/linux-6.12.117-1_deb12u1-d2d856db1b69775e/bzImage\n"),
             "{c}"
         );
         assert!(
-            c.contains("scheduler  /c/linux-6.12.117-1_deb12u1-1d6725332d25059d/scx/scx_simple\n")
+            c.contains("scheduler  /c/linux-6.12.117-1_deb12u1-d2d856db1b69775e/scx/scx_simple\n")
         );
         assert!(c.contains("cached     built before; found in 0.0 s"), "{c}");
         let b = render(&doc(false));

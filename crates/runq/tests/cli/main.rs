@@ -36,6 +36,7 @@ mod run;
 mod scenarios;
 mod sched_ext_tier;
 mod scheduler;
+mod tier_guest;
 mod usage;
 mod vm;
 mod vm_tier;

@@ -1,20 +1,24 @@
 //! The sched_ext tier: real BPF schedulers under test in a VM that boots a
 //! sched_ext kernel (`runq vm kernel build --debian 6.12 --sched-ext`
 //! builds and caches it with the tree's `tools/sched_ext` schedulers;
-//! `scripts/sched-ext/build-kernel` installs what it needs and calls it). scx_simple must carry a
-//! run to its verdict; scx_qmap's injected stall (`-t N`: every Nth user
-//! thread is never dispatched) must end in a FAIL that names the kernel's
-//! ejection and its reason, not in a VM timeout.
+//! `scripts/sched-ext/build-kernel` installs what it needs and calls it).
+//! scx_simple must carry a `--vm` run to its verdict; the whole catalog
+//! runs under scx_simple and under scx_qmap, one guest each, and every
+//! scenario must reach its verdict with the scheduler alive; each known
+//! fault (scx_qmap's stall, error and loop switches, a SIGKILLed
+//! scheduler) must end in a FAIL that names it, not in a VM timeout.
 //!
 //! `RUNQ_SCHED_EXT_DIR` names the build's directory (its `bzImage` and
 //! `scx/`); without it each test says why it cannot run and fails, so the
 //! tier is run only where the kernel was built (`.ci/run` builds it).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::common::runq;
+use crate::tier_guest::{judge_all, names, TierGuest, TierRun};
 
 /// The sched_ext build's directory.
 fn build_dir() -> PathBuf {
@@ -129,37 +133,153 @@ fn scx_simple_carries_a_run_to_its_verdict() {
     );
 }
 
+/// A guest of the sched_ext kernel with 4 vCPUs on one node, as long as
+/// `limit` allows and CI's budget (`RUNQ_TIER_DEADLINE`, Unix seconds)
+/// leaves.
+fn scx_guest(label: &'static str, run_args: Vec<String>, limit: Duration) -> TierGuest {
+    let (dir, _) = build();
+    TierGuest {
+        label,
+        kernel: dir.join("bzImage"),
+        cpus: "4,sockets=1,cores=4,threads=1",
+        numa: &[],
+        run_args,
+        limit: within_ci_budget(limit),
+    }
+}
+
+/// `limit`, cut to what is left of CI's budget when it sets one.
+fn within_ci_budget(limit: Duration) -> Duration {
+    let Some(deadline) = std::env::var("RUNQ_TIER_DEADLINE")
+        .ok()
+        .and_then(|d| d.parse::<u64>().ok())
+    else {
+        return limit;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let left = Duration::from_secs(deadline.saturating_sub(now));
+    assert!(
+        left >= Duration::from_secs(60),
+        "not run: CI's budget for the tier (RUNQ_TIER_DEADLINE) is spent"
+    );
+    limit.min(left)
+}
+
+/// Every catalog scenario in one guest under `scheduler` (a name in the
+/// build's scx/): each must reach its verdict with the scheduler alive
+/// to the end, set up as asked, every worker reporting, nothing left.
+fn catalog_under(label: &'static str, scheduler: &str) {
+    let (_, scx) = build();
+    let path = scx.join(scheduler).to_string_lossy().into_owned();
+    let args = vec![path, "--scheduler-ready-sched-ext".to_string()];
+    let run_args = [vec!["--scheduler".to_string()], args].concat();
+    let runs: Vec<TierRun> = names(&["run", "--list-scenarios"], "scenarios")
+        .iter()
+        .map(|s| TierRun::scenario(s))
+        .collect();
+    let out = scx_guest(label, run_args, Duration::from_secs(15 * 60)).run(&runs);
+    let problems = judge_all(label, &out, &runs);
+    assert!(problems.is_empty(), "{label}:\n{}", problems.join("\n"));
+}
+
 #[test]
 #[ignore = "sched_ext tier: boots a sched_ext kernel in a VM (RUNQ_SCHED_EXT_DIR from \
             scripts/sched-ext/build-kernel): cargo test -p runq --test cli -- --ignored sched_ext_tier::"]
-fn scx_qmap_stall_is_a_fail_that_names_the_ejection() {
+fn catalog_under_scx_simple() {
+    catalog_under("sched_ext-tier scx_simple", "scx_simple");
+}
+
+#[test]
+#[ignore = "sched_ext tier: boots a sched_ext kernel in a VM (RUNQ_SCHED_EXT_DIR from \
+            scripts/sched-ext/build-kernel): cargo test -p runq --test cli -- --ignored sched_ext_tier::"]
+fn catalog_under_scx_qmap() {
+    catalog_under("sched_ext-tier scx_qmap", "scx_qmap");
+}
+
+/// A known fault: its name, the scheduler's command line (`{scx}` for the
+/// build's scx/), and what runq's first line must say of it.
+const FAULTS: [(&str, &str, &str); 5] = [
+    (
+        "qmap-t5-user-thread-stall",
+        "{scx}/scx_qmap -t 5",
+        "ejected BPF scheduler \"qmap\": runnable task stall",
+    ),
+    (
+        "qmap-T5-kernel-thread-stall",
+        "{scx}/scx_qmap -T 5",
+        "ejected BPF scheduler \"qmap\": runnable task stall",
+    ),
+    (
+        "qmap-e50-scx_bpf_error",
+        "{scx}/scx_qmap -e 50",
+        "ejected BPF scheduler \"qmap\": scx_bpf_error",
+    ),
+    (
+        "qmap-l50-dispatch-loop",
+        "{scx}/scx_qmap -l 50",
+        "ejected BPF scheduler \"qmap\"",
+    ),
+    (
+        "simple-sigkill-at-3s",
+        "sh -c '(sleep 3; kill -9 $$) & exec {scx}/scx_simple'",
+        "killed by signal 9",
+    ),
+];
+
+/// The fault matrix in one guest: scx_qmap's own fault switches (a user
+/// thread and a kernel thread never dispatched, an injected
+/// `scx_bpf_error`, a dispatch loop) and scx_simple SIGKILLed 3 s in. Each
+/// must end in FAIL (exit 1) whose first line names the fault, not in a
+/// timeout or a lost guest.
+#[test]
+#[ignore = "sched_ext tier: boots a sched_ext kernel in a VM (RUNQ_SCHED_EXT_DIR from \
+            scripts/sched-ext/build-kernel): cargo test -p runq --test cli -- --ignored sched_ext_tier::"]
+fn each_known_fault_fails_naming_itself() {
     let (_, scx) = build();
-    let qmap = format!("{} -t 5", scx.join("scx_qmap").display());
-    let (code, doc, stderr) = run_under(
-        &qmap,
-        &[
-            "--work-type",
-            "FutexPingPong",
-            "--workers",
-            "4",
-            "--duration",
-            "8s",
-        ],
-    );
-    assert_eq!(code, Some(1), "{stderr}");
-    assert_eq!(doc["verdict"], "fail");
-    let exit = &doc["scheduler_death"]["sched_ext_exit"];
-    assert_eq!(
-        exit["reason"], "runnable task stall",
-        "{}",
-        doc["scheduler_death"]
-    );
-    assert_eq!(exit["error"], true);
-    let first = stderr.lines().next().unwrap_or_default();
-    assert!(
-        first.contains("the kernel ejected BPF scheduler \"qmap\": runnable task stall"),
-        "{stderr}"
-    );
+    let scx = scx.to_string_lossy();
+    let runs: Vec<TierRun> = FAULTS
+        .iter()
+        .map(|(key, sched, _)| TierRun {
+            key: key.to_string(),
+            args: [
+                "--work-type",
+                "FutexPingPong",
+                "--workers",
+                "4",
+                "--duration",
+                "8s",
+                "--scheduler",
+                &sched.replace("{scx}", &scx),
+                "--scheduler-ready-sched-ext",
+            ]
+            .map(String::from)
+            .to_vec(),
+        })
+        .collect();
+    let label = "sched_ext-tier faults";
+    let out = scx_guest(label, Vec::new(), Duration::from_secs(10 * 60)).run(&runs);
+    let mut problems = out.leftovers();
+    for (key, _, names) in FAULTS {
+        let first = out.read(key, "err").unwrap_or_default();
+        let first = first.lines().next().unwrap_or_default().to_string();
+        let rc = out.rc(key);
+        println!("{label}: {key}: exit {rc}: {first}");
+        if rc != 1 || !first.contains(names) {
+            problems.push(format!(
+                "{key}: exit {rc}, first line not naming \"{names}\": {first}"
+            ));
+        }
+    }
+    let stall: Value = serde_json::from_str(&out.read(FAULTS[0].0, "json").unwrap_or_default())
+        .unwrap_or_default();
+    let exit = &stall["scheduler_death"]["sched_ext_exit"];
+    if exit["reason"] != "runnable task stall" || exit["error"] != true {
+        problems.push(format!("{}: sched_ext_exit {exit}", FAULTS[0].0));
+    }
+    assert!(problems.is_empty(), "{label}:\n{}", problems.join("\n"));
 }
 
 /// The build of the tier is found in the cache at once, with its image

@@ -60,7 +60,7 @@ at once. Needs cargo, clang (LIBCLANG_PATH is set to the newest
 The scheduler needs a sched_ext kernel (runq vm kernel build --sched-ext).
 
 Example:
-  runq run --vm --kernel ~/.cache/runq/kernels/linux-6.12.117-1_deb12u1-1d6725332d25059d \\
+  runq run --vm --kernel ~/.cache/runq/kernels/linux-6.12.117-1_deb12u1-d2d856db1b69775e \\
       --scheduler \"$(runq vm scheduler build scx_bpfland --path)\"")]
     Build(SchedulerBuildArgs),
 }
@@ -100,15 +100,16 @@ pub enum KernelCommand {
     /// ~/.cache/runq/kernels) in a directory keyed by the source and the
     /// fragment; a cached build is found at once.
     #[command(after_help = "\
-Cost: a cold build is about 17 minutes of `make -j2` on a 2-CPU host
-(the schedulers about 80 s more); a cached one returns at once. Needs
+Cost: a cold build is about 11.5 minutes of `make -j2` on a quiet 2-CPU
+host (1,305 CPU-seconds; the schedulers 10 s of it); a cached one
+returns at once. Needs
 build-essential flex bison bc libelf-dev libssl-dev dwarves, clang-19
 for the schedulers, and virtme-ng.
 
 Examples:
   runq vm kernel build --debian 6.12 --sched-ext
-  runq run --vm --kernel ~/.cache/runq/kernels/linux-6.12.117-1_deb12u1-1d6725332d25059d \\
-      --scheduler ~/.cache/runq/kernels/linux-6.12.117-1_deb12u1-1d6725332d25059d/scx/scx_simple")]
+  runq run --vm --kernel ~/.cache/runq/kernels/linux-6.12.117-1_deb12u1-d2d856db1b69775e \\
+      --scheduler ~/.cache/runq/kernels/linux-6.12.117-1_deb12u1-d2d856db1b69775e/scx/scx_simple")]
     Build(BuildArgs),
 }
 
