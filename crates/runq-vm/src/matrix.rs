@@ -302,25 +302,30 @@ fn fill_row(row: &mut Row, run: &GuestRun) {
     match serde_json::from_str::<Value>(&stdout) {
         Ok(doc) => {
             row.verdict = doc["verdict"].as_str().map(String::from);
-            row.failed_checks = doc["checks"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|c| c["pass"] == false)
-                .map(|c| {
-                    format!(
-                        "{}[{}]",
-                        c["name"].as_str().unwrap_or("?"),
-                        c["group"].as_str().unwrap_or("?")
-                    )
-                })
-                .collect();
+            row.failed_checks = failed_checks(&doc);
         }
         Err(_) => {
             let err = run.read("stderr").unwrap_or_default();
             row.error = Some(err.lines().last().unwrap_or("no report").to_string());
         }
     }
+}
+
+/// A run document's failed checks, as `name[group]`.
+pub fn failed_checks(doc: &Value) -> Vec<String> {
+    doc["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["pass"] == false)
+        .map(|c| {
+            format!(
+                "{}[{}]",
+                c["name"].as_str().unwrap_or("?"),
+                c["group"].as_str().unwrap_or("?")
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -136,13 +136,12 @@ fn scx_simple_carries_a_run_to_its_verdict() {
 /// A guest of the sched_ext kernel with 4 vCPUs on one node, as long as
 /// `limit` allows and CI's budget (`RUNQ_TIER_DEADLINE`, Unix seconds)
 /// leaves.
-fn scx_guest(label: &'static str, run_args: Vec<String>, limit: Duration) -> TierGuest {
+fn scx_guest(label: &str, run_args: Vec<String>, limit: Duration) -> TierGuest {
     let (dir, _) = build();
     TierGuest {
-        label,
+        label: label.to_string(),
         kernel: dir.join("bzImage"),
-        cpus: "4,sockets=1,cores=4,threads=1",
-        numa: &[],
+        topology: "1n4c1t".into(),
         run_args,
         limit: within_ci_budget(limit),
     }

@@ -2,7 +2,8 @@
 //! tier: virtme-ng boots a kernel under single-threaded TCG, a guest
 //! script runs each listed run from a copy of runq in the guest's memory
 //! (its JSON, stderr, exit code and cost left in the shared directory),
-//! then lists any runq cgroup or process left behind. Software emulation
+//! then lists any runq cgroup or process left behind and the topology
+//! its sysfs shows (checked against the one asked for). Software emulation
 //! is no scheduler's speed, so a run is judged only on what does not
 //! depend on it: a verdict reached (or a skip with its reason), the setup
 //! applied, every worker ran and reported.
@@ -12,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use runq_vm::guest_topology::GuestTopology;
+use runq_vm::topology::Topology;
 use serde_json::Value;
 
 use crate::common::runq;
@@ -25,6 +28,7 @@ O="$1"; R="$2"; T="timeout -k 10 300"; A=$(cat "$O/args")
 # runq from the guest's memory, as `runq run --vm` does: from the 9p root
 # every exec faulted the image in page by page (7.6 s for --version).
 D=$(mktemp -d /tmp/runq-bin.XXXXXX) && cp "$R" "$D/runq" && R="$D/runq"
+( @TOPOLOGY@ ) > "$O/topology" 2>/dev/null
 for c in cpu cpuset; do echo "+$c" > /sys/fs/cgroup/cgroup.subtree_control; done
 # One run: its JSON, stderr, exit code, and its wall seconds with the
 # guest's free memory, slab and per-CPU memory after it (kB), to see a
@@ -46,13 +50,11 @@ for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = runq ] && echo "${p#/
 /// run gets, and how long it may take.
 pub(crate) struct TierGuest {
     /// What its lines start with (`vm-tier`, `sched_ext-tier`).
-    pub label: &'static str,
+    pub label: String,
     /// The kernel image.
     pub kernel: PathBuf,
-    /// vng's `--cpus`.
-    pub cpus: &'static str,
-    /// vng's `--numa` values, one per node.
-    pub numa: &'static [&'static str],
+    /// Its vCPUs, caches and NUMA nodes (`2n2c2t`, a preset's name).
+    pub topology: String,
     /// Arguments every run gets (a scheduler, say).
     pub run_args: Vec<String>,
     /// How long the guest may take before it is killed.
@@ -92,6 +94,8 @@ pub(crate) struct TierOutcome {
     dir: tempfile::TempDir,
     /// Whether the guest finished every run.
     pub finished: bool,
+    /// The topology it was asked for.
+    topology: Topology,
 }
 
 impl TierOutcome {
@@ -111,9 +115,20 @@ impl TierOutcome {
             .map_or(-1, |t| t.trim().parse().unwrap_or(-1))
     }
 
-    /// What the guest left behind: runq cgroups and runq processes.
+    /// Where the guest's sysfs differed from the topology asked for
+    /// (`None`: it matched).
+    pub fn topology_mismatch(&self) -> Option<String> {
+        let seen = std::fs::read_to_string(self.dir.path().join("topology")).unwrap_or_default();
+        match GuestTopology::parse(&seen) {
+            Some(g) => g.mismatch(&self.topology),
+            None => Some(format!("the guest wrote no topology: {seen:?}")),
+        }
+    }
+
+    /// What the guest left behind: runq cgroups and runq processes, and a
+    /// topology other than the one asked for.
     pub fn leftovers(&self) -> Vec<String> {
-        let mut problems = Vec::new();
+        let mut problems: Vec<String> = self.topology_mismatch().into_iter().collect();
         for (file, what) in [
             ("leftover-cgroups", "runq cgroups left"),
             ("runq-procs", "runq processes left"),
@@ -158,14 +173,19 @@ impl TierGuest {
             .collect();
         std::fs::write(d.join("runs"), lines.join("\n") + "\n").unwrap();
         std::fs::write(d.join("args"), quoted(&self.run_args).join(" ")).unwrap();
-        std::fs::write(d.join("guest.sh"), GUEST).unwrap();
+        let script = GUEST.replace("@TOPOLOGY@", runq_vm::guest_topology::SCRIPT);
+        std::fs::write(d.join("guest.sh"), script).unwrap();
         let t0 = Instant::now();
         self.boot(d);
         let finished = d.join("done").exists();
         if !finished {
             self.print_complaints(d);
         }
-        let outcome = TierOutcome { finished, dir };
+        let outcome = TierOutcome {
+            finished,
+            topology: self.topology(),
+            dir,
+        };
         println!(
             "{}: {} runs in {:.0} s",
             self.label,
@@ -184,15 +204,21 @@ impl TierGuest {
     fn boot(&self, d: &Path) {
         let t0 = Instant::now();
         let console = std::fs::File::create(d.join("console")).expect("console file");
-        let mut vng = Command::new("vng");
-        vng.args(["-v", "--disable-kvm", "-r"])
+        let args = self
+            .topology()
+            .vng_args(2048, true)
+            .expect("2 GiB fit the topology");
+        // One --qemu-opts: the topology's CPU model with the accelerator.
+        let (qemu, args): (Vec<String>, Vec<String>) = args
+            .into_iter()
+            .partition(|a| a.starts_with("--qemu-opts="));
+        let mut qemu: Vec<&str> = qemu.iter().map(|a| &a["--qemu-opts=".len()..]).collect();
+        qemu.push("-accel tcg,thread=single");
+        let mut vm = Command::new("vng")
+            .args(["-v", "--disable-kvm", "-r"])
             .arg(&self.kernel)
-            .args(["--cpus", self.cpus, "--memory", "2048M"]);
-        for node in self.numa {
-            vng.args(["--numa", node]);
-        }
-        let mut vm = vng
-            .arg("--qemu-opts=-cpu max,vendor=GenuineIntel -accel tcg,thread=single")
+            .args(args)
+            .arg(format!("--qemu-opts={}", qemu.join(" ")))
             .arg(format!("--rwdir={}", d.display()))
             .args(["--", "/bin/sh"])
             .arg(d.join("guest.sh"))
@@ -215,9 +241,14 @@ impl TierGuest {
         }
     }
 
+    /// The guest's topology, parsed.
+    fn topology(&self) -> Topology {
+        Topology::parse(&self.topology).expect("a tier guest's topology")
+    }
+
     /// The guest's console lines that say its kernel was in trouble.
     fn print_complaints(&self, d: &Path) {
-        let label = self.label;
+        let label = &self.label;
         println!("{label}: the guest did not finish; its console, its kernel's complaints:");
         let console = std::fs::read_to_string(d.join("console")).unwrap_or_default();
         let complaints = console.lines().filter(|l| {
@@ -251,13 +282,17 @@ pub(crate) fn judge(out: &TierOutcome, key: &str) -> (String, Option<String>) {
             return (format!("{key}: exit {rc} ({cost})"), Some(bad));
         }
     };
-    let failed = failed_checks(&doc);
-    let line = format!(
+    let failed = runq_vm::matrix::failed_checks(&doc);
+    let mut line = format!(
         "{key}: {} exit {rc} failed: {} ({})",
         doc["verdict"],
         failed.join(" "),
         cost
     );
+    // A FAIL's cause, as runq's first line gives it.
+    if let Some(first) = err.lines().next().filter(|_| !failed.is_empty()) {
+        line.push_str(&format!("\n    {first}"));
+    }
     let mut bad = Vec::new();
     if !matches!(rc, 0 | 1 | 75) || !doc["run_error"].is_null() {
         bad.push(format!("exit {rc}, run_error {}", doc["run_error"]));
@@ -273,23 +308,6 @@ pub(crate) fn judge(out: &TierOutcome, key: &str) -> (String, Option<String>) {
         line,
         (!bad.is_empty()).then(|| format!("{key}: {}", bad.join("; "))),
     )
-}
-
-/// A document's failed checks, as `name[group]`.
-pub(crate) fn failed_checks(doc: &Value) -> Vec<String> {
-    doc["checks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["pass"] == false)
-        .map(|c| {
-            format!(
-                "{}[{}]",
-                c["name"].as_str().unwrap_or("?"),
-                c["group"].as_str().unwrap_or("?")
-            )
-        })
-        .collect()
 }
 
 /// Workers that did not start or did not report, and a run with no work

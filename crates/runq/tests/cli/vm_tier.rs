@@ -52,10 +52,9 @@ fn vm_tier_every_scenario_and_work_type_in_a_2n2c2t_vm() {
 /// cgroups or processes left behind.
 fn tier_guest(runs: &[TierRun]) -> Vec<String> {
     let guest = TierGuest {
-        label: "vm-tier",
+        label: "vm-tier".into(),
         kernel: kernel(),
-        cpus: "8,sockets=2,cores=2,threads=2",
-        numa: &["1024M,cpus=0-3", "1024M,cpus=4-7"],
+        topology: "2n2c2t".into(),
         run_args: Vec::new(),
         limit: Duration::from_secs(15 * 60),
     };
