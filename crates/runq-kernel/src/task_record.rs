@@ -7,20 +7,30 @@
 use serde::{Deserialize, Serialize};
 
 /// Classes of task the recorder tells apart: 0 is every task outside the
-/// run, `g + 1` group `g`, and the last, [`LAST_CLASS`], every group from
-/// `LAST_CLASS - 1` on (a run of more groups shares it).
+/// run, `g + 1` group `g`, [`LAST_CLASS`] every group from `LAST_CLASS - 1`
+/// on (a run of more groups shares it), and [`RUNQ_CLASS`] runq's own
+/// threads and what they start besides the workers (a scheduler).
 pub const CLASSES: usize = 16;
 
 /// The class that holds group `LAST_CLASS - 1` and every later one.
-pub const LAST_CLASS: u32 = CLASSES as u32 - 1;
+pub const LAST_CLASS: u32 = CLASSES as u32 - 2;
+
+/// The class of runq's own threads (its collector, its host monitor) and
+/// of what they start besides the workers: the run's, but no worker.
+pub const RUNQ_CLASS: u32 = CLASSES as u32 - 1;
+
+/// The class of a worker of group `group`.
+pub fn class_of_group(group: usize) -> u32 {
+    u32::try_from(group.saturating_add(1)).map_or(LAST_CLASS, |k| k.min(LAST_CLASS))
+}
 
 /// The groups class `k` stands for in a run of `groups` groups: none for
-/// 0 (outside the run), one for most, every later group for
-/// [`LAST_CLASS`].
+/// 0 (outside the run) and [`RUNQ_CLASS`], one for most, every later
+/// group for [`LAST_CLASS`].
 pub fn groups_of_class(k: u32, groups: usize) -> std::ops::Range<usize> {
     let first = (k as usize).saturating_sub(1);
     let end = match k {
-        0 => 0,
+        0 | RUNQ_CLASS => 0,
         LAST_CLASS => groups,
         _ => k as usize,
     };
@@ -41,7 +51,7 @@ pub struct Holder {
     /// How many of its turns did.
     pub turns: u64,
     /// Its class: 0 outside the run, `g + 1` a worker of group `g` (see
-    /// [`groups_of_class`]).
+    /// [`groups_of_class`]), [`RUNQ_CLASS`] runq's own.
     pub class: u32,
 }
 
@@ -85,7 +95,8 @@ pub struct TaskRecord {
     pub wait_cpus: Vec<u32>,
     /// How long each class of task held its CPU while it waited, ns:
     /// index 0 tasks outside the run, `g + 1` the workers of group `g`
-    /// (the last index holds every group from it on).
+    /// ([`LAST_CLASS`] holds every group from it on), [`RUNQ_CLASS`]
+    /// runq's own threads.
     pub held_by_class: Vec<u64>,
     /// The tasks that held the CPUs it waited on while workers of the run
     /// waited there, the longest first.
@@ -136,9 +147,19 @@ mod tests {
     fn the_last_class_stands_for_every_later_group() {
         assert_eq!(groups_of_class(0, 20), 0..0);
         assert_eq!(groups_of_class(1, 20), 0..1);
-        assert_eq!(groups_of_class(14, 20), 13..14);
-        assert_eq!(groups_of_class(LAST_CLASS, 20), 14..20);
-        assert_eq!(groups_of_class(LAST_CLASS, 15), 14..15);
+        assert_eq!(groups_of_class(13, 20), 12..13);
+        assert_eq!(groups_of_class(LAST_CLASS, 20), 13..20);
+        assert_eq!(groups_of_class(LAST_CLASS, 14), 13..14);
         assert_eq!(groups_of_class(3, 2), 2..2, "a class past the run's groups");
+        assert!(groups_of_class(RUNQ_CLASS, 20).is_empty(), "runq's own");
+    }
+
+    #[test]
+    fn groups_past_the_last_class_share_it() {
+        assert_eq!(class_of_group(0), 1);
+        assert_eq!(class_of_group(12), 13);
+        assert_eq!(class_of_group(13), LAST_CLASS);
+        assert_eq!(class_of_group(40), LAST_CLASS);
+        assert_ne!(class_of_group(usize::MAX), RUNQ_CLASS);
     }
 }

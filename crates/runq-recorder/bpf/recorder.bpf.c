@@ -4,8 +4,9 @@
 // only).
 //
 // TASKS holds the watched threads: user space adds each worker as it is
-// forked, with its class (its group's index + 1); a thread or process a
-// watched task clones is added here under the same worker and class. For
+// forked, with its class (its group's index + 1), and runq's own threads
+// with theirs; a thread or process a watched task clones is added here
+// under the same worker and class. For
 // each: time on a CPU, time runnable without one (from a wakeup or a
 // preemption to the next switch-in), the longest wait, wakeups,
 // migrations, and the time its CPU was held from it by class.
@@ -26,7 +27,7 @@
 #include <bpf/bpf_helpers.h>
 #include <stddef.h>
 
-#define CLASSES 16   /* 0: outside the run; g + 1: group g (the last holds the rest) */
+#define CLASSES 16   /* 0: outside the run; g + 1: group g (14 holds the rest); 15: runq's own */
 #define MAX_CPUS 1024
 
 /* One watched thread (crates/runq-recorder/src/decode.rs mirrors it). */
@@ -222,6 +223,7 @@ static __always_inline void account(struct switch_args *ctx, __u32 cpu, __u32 pr
 	if (h) {
 		h->ns += ran;
 		h->turns++;
+		h->cls = cls; /* a worker forked by runq is runq's until watched */
 		return;
 	}
 	struct held fresh = { .ns = ran, .turns = 1, .cls = cls };

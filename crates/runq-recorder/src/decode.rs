@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use runq_kernel::task_record::{Holder, Recorded, TaskRecord, Waker};
+use runq_kernel::task_record::{Holder, Recorded, TaskRecord, Waker, RUNQ_CLASS};
 
 /// The most holders and wakers kept per worker.
 pub const TOP: usize = 8;
@@ -103,7 +103,8 @@ fn comm(raw: &[u8; 16]) -> String {
 /// Worker records with their threads' figures summed, by worker tid.
 fn sum_threads(tasks: &[(u32, RawTask)]) -> BTreeMap<u32, (TaskRecord, u64)> {
     let mut workers: BTreeMap<u32, (TaskRecord, u64)> = BTreeMap::new();
-    for (tid, s) in tasks {
+    // runq's own threads are watched only to tell their class apart.
+    for (tid, s) in tasks.iter().filter(|(_, s)| s.cls != RUNQ_CLASS) {
         let (w, cpus) = workers.entry(s.worker).or_insert_with(|| {
             let w = TaskRecord {
                 worker: s.worker,

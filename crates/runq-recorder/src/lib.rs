@@ -10,7 +10,7 @@ pub mod decode;
 use aya::maps::{HashMap, MapData, PerCpuArray};
 use aya::programs::TracePoint;
 use aya::{Ebpf, EbpfLoader};
-use runq_kernel::task_record::Recorded;
+use runq_kernel::task_record::{class_of_group, Recorded, RUNQ_CLASS};
 
 use decode::{RawCpuTask, RawHeld, RawMaps, RawPair, RawTask, RawWoke};
 
@@ -129,6 +129,29 @@ impl Recorder {
         if !self.watched.insert(tid) {
             return Ok(());
         }
+        self.insert(tid, class_of_group(group))
+    }
+
+    /// Marks this process's threads as runq's own (and every thread or
+    /// process they start from now on, a worker until [`Recorder::watch`]
+    /// names it): the time they hold a worker's CPU is runq's, not load
+    /// outside the run. They get no record of their own.
+    pub fn watch_own_threads(&mut self) -> Result<(), RecorderError> {
+        let own = std::fs::read_dir("/proc/self/task").map_err(|e| RecorderError::Map {
+            map: "TASKS",
+            reason: format!("listing /proc/self/task: {e}"),
+        })?;
+        for tid in own
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        {
+            self.insert(tid, RUNQ_CLASS)?;
+        }
+        Ok(())
+    }
+
+    /// Puts thread `tid` in TASKS with class `cls`, afresh.
+    fn insert(&mut self, tid: u32, cls: u32) -> Result<(), RecorderError> {
         let map = self.ebpf.map_mut("TASKS").ok_or(RecorderError::Map {
             map: "TASKS",
             reason: "not in the object".into(),
@@ -137,7 +160,7 @@ impl Recorder {
             HashMap::try_from(map).map_err(Self::map_err("TASKS"))?;
         let fresh = RawTask {
             worker: tid,
-            cls: u32::try_from(group + 1).unwrap_or(u32::MAX),
+            cls,
             ..RawTask::default()
         };
         tasks.insert(tid, fresh, 0).map_err(Self::map_err("TASKS"))

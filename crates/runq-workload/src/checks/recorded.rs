@@ -1,13 +1,14 @@
 //! A failed check explained by the per-task recorder: which worker the
 //! check points at, how long it ran and waited runnable, and who held its
 //! CPU while it waited, split into its own group's workers (starvation
-//! inside its cgroup), the run's other groups and tasks outside the run,
-//! each named with its pid, comm and held time. The largest part is the
+//! inside its cgroup), the run's other groups, runq's own threads (its
+//! collector and host monitor: runq measuring itself) and tasks outside
+//! the run, each named with its pid, comm and held time. The largest part is the
 //! mechanism; tasks outside the run that held most of the wait make load
 //! outside the run the cause, others rule it out. Without a recorder the
 //! causes keep what /proc and schedstat tell, and say what was missing.
 
-use runq_kernel::task_record::{groups_of_class, Holder, Recorded, TaskRecord};
+use runq_kernel::task_record::{groups_of_class, Holder, Recorded, TaskRecord, RUNQ_CLASS};
 
 use super::cause::{Cause, OutsideLoad};
 use super::CheckResult;
@@ -73,23 +74,27 @@ pub(crate) struct Split<'r> {
     pub own: (Vec<&'r Holder>, u64),
     /// Workers of the run's other groups.
     pub run: (Vec<&'r Holder>, u64),
+    /// runq's own threads and what they started besides the workers.
+    pub runq: (Vec<&'r Holder>, u64),
     /// Tasks outside the run.
     pub outside: (Vec<&'r Holder>, u64),
 }
 
 impl Split<'_> {
     fn total(&self) -> u64 {
-        self.own.1 + self.run.1 + self.outside.1
+        self.own.1 + self.run.1 + self.runq.1 + self.outside.1
     }
 }
 
 /// `w`'s held time split by whom its holders belong to, `w` being of
 /// group `g` (its class is `g + 1`, 0 is outside the run): its own group
-/// and those in its cgroup, the run's other workers, the rest.
+/// and those in its cgroup, the run's other workers, runq's own threads,
+/// the rest.
 pub(crate) fn split<'r>(w: &'r TaskRecord, g: usize, tasks: &RunTasks<'_>) -> Split<'r> {
     Split {
         own: w.held_by(|k| tasks.same_container(k, g)),
-        run: w.held_by(|k| k != 0 && !tasks.same_container(k, g)),
+        run: w.held_by(|k| k != 0 && k != RUNQ_CLASS && !tasks.same_container(k, g)),
+        runq: w.held_by(|k| k == RUNQ_CLASS),
         outside: w.held_by(|k| k == 0),
     }
 }
@@ -196,6 +201,7 @@ fn evidence(
     for (label, (_, ns)) in [
         ("its own group or cgroup", &s.own),
         ("the run's other groups", &s.run),
+        ("runq's own threads", &s.runq),
         ("tasks outside the run", &s.outside),
     ] {
         if *ns > 0 {
@@ -269,7 +275,7 @@ fn mechanism(
             ms(w.wait_ns)
         )
     };
-    if s.own.1 >= s.run.1 && s.own.1 >= s.outside.1 {
+    if s.own.1 >= s.run.1 && s.own.1 >= s.outside.1 && s.own.1 >= s.runq.1 {
         let text = format!(
             "starvation inside {container}: worker {} ran {} of its {}; the other workers of \
              its {container} held its CPU for {} ({})",
@@ -280,7 +286,7 @@ fn mechanism(
             named(&s.own.0)
         );
         (text, control.or_else(trace))
-    } else if s.run.1 >= s.outside.1 {
+    } else if s.run.1 >= s.outside.1 && s.run.1 >= s.runq.1 {
         let text = format!(
             "the workers of the run's {} kept worker {} off its CPU: they held it for {} ({})",
             tasks.containers_of(&s.run.0),
@@ -289,6 +295,8 @@ fn mechanism(
             named(&s.run.0)
         );
         (text, control.or_else(trace))
+    } else if s.runq.1 >= s.outside.1 {
+        runq_itself(w, &of(s.runq.1), &s.runq.0)
     } else {
         let text = format!(
             "a task outside the run kept worker {} off its CPU: tasks outside the run held it \
@@ -308,6 +316,20 @@ fn mechanism(
         };
         (text, Some(next))
     }
+}
+
+/// The mechanism when runq's own threads held worker `w`'s CPU most
+/// (`held`: how long, of its wait): runq measured itself.
+fn runq_itself(w: &TaskRecord, held: &str, holders: &[&Holder]) -> (String, Option<String>) {
+    let text = format!(
+        "runq itself kept worker {} off its CPU: runq's own threads (its collector, its host \
+         monitor) held it for {held} ({}), not load outside the run",
+        w.worker,
+        named(holders)
+    );
+    let next = "leave runq a CPU: run fewer workers than CPUs, so that its collector and host \
+                monitor need not take a worker's, then rerun";
+    (text, Some(next.to_string()))
 }
 
 /// Revises the judgement on outside load with what the recorder saw:
@@ -334,7 +356,7 @@ fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>, wall_ns: u64)
     let explains = if super::cause::is_proportional(c) {
         // A share or a rate: what the worker would have done had their
         // time gone to it in the proportion it got of the run's time there.
-        let run_time = (w.run_ns + s.own.1 + s.run.1).max(1) as f64;
+        let run_time = (w.run_ns + s.own.1 + s.run.1 + s.runq.1).max(1) as f64;
         let best = c.measured * (1.0 + outside as f64 / run_time);
         seen.push_str(&format!(
             ": with its part of that time {} could have reached about {best:.3}",
@@ -348,7 +370,10 @@ fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>, wall_ns: u64)
         let judged = cause_says(c).unwrap_or(true);
         2 * s.outside.1 >= total && (judged || waited_most)
     };
-    let own = format!("the run's own workers {}", ms(s.own.1 + s.run.1));
+    let mut own = format!("the run's own workers {}", ms(s.own.1 + s.run.1));
+    if s.runq.1 > 0 {
+        own.push_str(&format!(" and runq's own threads {}", ms(s.runq.1)));
+    }
     let cause = c.cause.get_or_insert_with(Cause::default);
     let reason = match &cause.outside_load {
         Some(o) if o.explains == explains => format!("{}; {seen}, {own}", o.reason),
@@ -444,6 +469,7 @@ pub(crate) fn explain_all(
         let cause = c.cause.get_or_insert_with(Cause::default);
         let group_name = |k: u32| match k {
             0 => "outside the run".to_string(),
+            RUNQ_CLASS => "runq's own".to_string(),
             k => scn
                 .groups
                 .get(k as usize - 1)

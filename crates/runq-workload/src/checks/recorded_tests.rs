@@ -172,6 +172,50 @@ fn not_stuck_beside_a_nice_hog_names_the_hog() {
         .contains("sh[6408] (outside the run) 24,424 ms"));
 }
 
+/// The nice-hog run with the hog's time given to runq's own threads, as
+/// a 2-vCPU guest under TCG showed (runq[755] held a worker's CPU 69 ms).
+#[test]
+fn runq_holding_a_workers_cpu_is_runq_itself_not_outside_load() {
+    use runq_kernel::task_record::RUNQ_CLASS;
+    let mut rec = fixture("recorded-nice-hog.json");
+    let w = &mut rec.workers[0];
+    w.held_by_class[RUNQ_CLASS as usize] = w.held_by_class[0];
+    w.held_by_class[0] /= 100;
+    for h in w.holders.iter_mut().filter(|h| h.pid == 6408) {
+        h.comm = "runq-host".into();
+        h.class = RUNQ_CLASS;
+    }
+    let spin = WorkType::from_name("SpinWait").unwrap();
+    let scn = ScenarioBuilder::new("own")
+        .group("low", spin, 1, None)
+        .build();
+    let mut reports = reports(&rec, |_| 0);
+    reports[0].exit_info = Some(WorkerExitInfo::TimedOut);
+    let mut checks = [failed("not_stuck", "low")];
+    explain_all(&scn, &reports, Ok(&rec), false, &mut checks);
+    let cause = checks[0].cause.clone().unwrap();
+    let m = cause.mechanism.unwrap();
+    assert!(
+        m.starts_with("runq itself kept worker 6432 off its CPU: runq's own threads"),
+        "{m}"
+    );
+    assert!(m.contains("(runq-host[6408])"), "{m}");
+    assert!(
+        cause.next_step.unwrap().starts_with("leave runq a CPU"),
+        "never advise stopping runq"
+    );
+    assert!(cause.outside_load.is_none_or(|l| !l.explains));
+    let evidence = cause.evidence.unwrap();
+    assert!(
+        evidence.contains("runq-host[6408] (runq's own)"),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains("runq's own threads 25,240 ms"),
+        "{evidence}"
+    );
+}
+
 #[test]
 fn a_killed_worker_is_its_end_not_the_load() {
     let rec = fixture("recorded-nice-hog.json");

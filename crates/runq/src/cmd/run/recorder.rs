@@ -18,14 +18,14 @@ impl TaskRecorder for BpfRecorder {
     }
 }
 
-/// The recorder of one run, loaded and attached now, or why there is none
+/// The recorder of one run, loaded and attached now with runq's own
+/// threads told apart from load outside the run, or why there is none
 /// (`--no-recorder`, not root, a program that would not load).
 pub fn task_recorder(on: bool) -> Result<Box<dyn TaskRecorder>, String> {
     if !on {
         return Err("off (--no-recorder)".into());
     }
-    match Recorder::start() {
-        Ok(r) => Ok(Box::new(BpfRecorder(r))),
-        Err(e) => Err(e.to_string()),
-    }
+    let mut r = Recorder::start().map_err(|e| e.to_string())?;
+    r.watch_own_threads().map_err(|e| e.to_string())?;
+    Ok(Box::new(BpfRecorder(r)))
 }
