@@ -79,13 +79,16 @@ pub struct CpuWait {
 fn effect_of(c: &CheckResult) -> LoadEffect {
     let kind = c.name.split_once('(').map_or(c.name.as_str(), |(k, _)| k);
     match kind {
-        "min_fair_share" | "min_fair_share_worker" | "min_work_rate" => LoadEffect::Proportional,
+        "min_fair_share" | "min_fair_share_worker" | "min_work_rate" | "min_iteration_rate" => {
+            LoadEffect::Proportional
+        }
         // Load can lower a rate, never raise it.
         "rate_within" if c.op == Op::AtLeast => LoadEffect::Proportional,
         "max_gap_ms" | "max_p99_wake_latency_us" | "max_runnable_wait_ms" | "max_rq_imbalance" => {
             LoadEffect::CpuWait
         }
         "max_wake_latency_cv"
+        | "max_throughput_cv"
         | "max_offcpu_spread_pct"
         | "not_stuck"
         | "stall"
@@ -276,6 +279,19 @@ mod tests {
             run_cpus: 1.0,
             outside_cpus: outside,
         }
+    }
+
+    #[test]
+    fn every_rate_and_spread_of_the_table_is_one_load_can_act_on() {
+        for (name, op) in [
+            ("min_iteration_rate", Op::AtLeast),
+            ("min_work_rate", Op::AtLeast),
+            ("max_throughput_cv", Op::AtMost),
+        ] {
+            assert!(load_can_act(&failed(name, 1.0, op, 2.0)), "{name}");
+        }
+        assert!(is_proportional(&failed("min_iteration_rate", 88.0, Op::AtLeast, 100.0)));
+        assert!(!load_can_act(&failed("cpuset_isolation", 4.0, Op::AtMost, 0.0)));
     }
 
     #[test]

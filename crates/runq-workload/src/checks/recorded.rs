@@ -151,7 +151,11 @@ fn subject<'r>(
             .find(|r| r.exit_info.is_some())
             .or_else(|| mine().find(|r| r.work_units == 0)),
         "max_gap_ms" => mine().max_by_key(|r| r.max_gap_ms),
-        "min_fair_share" | "min_fair_share_worker" | "min_work_rate" | "rate_within" => mine()
+        "min_fair_share"
+        | "min_fair_share_worker"
+        | "min_work_rate"
+        | "min_iteration_rate"
+        | "rate_within" => mine()
             .filter(|r| r.exit_info.is_none())
             .min_by_key(|r| r.cpu_time_ns),
         _ => None,
