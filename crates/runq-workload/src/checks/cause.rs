@@ -290,8 +290,18 @@ mod tests {
         ] {
             assert!(load_can_act(&failed(name, 1.0, op, 2.0)), "{name}");
         }
-        assert!(is_proportional(&failed("min_iteration_rate", 88.0, Op::AtLeast, 100.0)));
-        assert!(!load_can_act(&failed("cpuset_isolation", 4.0, Op::AtMost, 0.0)));
+        assert!(is_proportional(&failed(
+            "min_iteration_rate",
+            88.0,
+            Op::AtLeast,
+            100.0
+        )));
+        assert!(!load_can_act(&failed(
+            "cpuset_isolation",
+            4.0,
+            Op::AtMost,
+            0.0
+        )));
     }
 
     #[test]
