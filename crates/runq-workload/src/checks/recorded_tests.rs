@@ -142,18 +142,23 @@ fn a_busy_host_clause_gives_way_to_what_the_recorder_saw() {
     );
 }
 
-#[test]
-fn not_stuck_beside_a_nice_hog_names_the_hog() {
-    let rec = fixture("recorded-nice-hog.json");
+/// The cause of `not_stuck` for the one stuck worker of `rec` (a group
+/// `low` of one spinner, not in a cgroup).
+fn stuck_spinner_cause(rec: &Recorded) -> Cause {
     let spin = WorkType::from_name("SpinWait").unwrap();
     let scn = ScenarioBuilder::new("hog")
         .group("low", spin, 1, None)
         .build();
-    let mut reports = reports(&rec, |_| 0);
+    let mut reports = reports(rec, |_| 0);
     reports[0].exit_info = Some(WorkerExitInfo::TimedOut);
     let mut checks = [failed("not_stuck", "low")];
-    explain_all(&scn, &reports, Ok(&rec), false, &mut checks);
-    let cause = checks[0].cause.clone().unwrap();
+    explain_all(&scn, &reports, Ok(rec), false, &mut checks);
+    checks[0].cause.clone().unwrap()
+}
+
+#[test]
+fn not_stuck_beside_a_nice_hog_names_the_hog() {
+    let cause = stuck_spinner_cause(&fixture("recorded-nice-hog.json"));
     let m = cause.mechanism.unwrap();
     assert!(
         m.starts_with("a task outside the run kept worker 6432 off its CPU"),
@@ -185,15 +190,7 @@ fn runq_holding_a_workers_cpu_is_runq_itself_not_outside_load() {
         h.comm = "runq-host".into();
         h.class = RUNQ_CLASS;
     }
-    let spin = WorkType::from_name("SpinWait").unwrap();
-    let scn = ScenarioBuilder::new("own")
-        .group("low", spin, 1, None)
-        .build();
-    let mut reports = reports(&rec, |_| 0);
-    reports[0].exit_info = Some(WorkerExitInfo::TimedOut);
-    let mut checks = [failed("not_stuck", "low")];
-    explain_all(&scn, &reports, Ok(&rec), false, &mut checks);
-    let cause = checks[0].cause.clone().unwrap();
+    let cause = stuck_spinner_cause(&rec);
     let m = cause.mechanism.unwrap();
     assert!(
         m.starts_with("runq itself kept worker 6432 off its CPU: runq's own threads"),
