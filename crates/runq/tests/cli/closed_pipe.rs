@@ -25,6 +25,9 @@ fn with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
 #[test]
 fn a_run_whose_reader_left_ends_quietly() {
     // The report comes after the 0.2 s run, so the pipe is closed by then.
+    // On a busy host the run may FAIL or be INDETERMINATE (a spinner kept
+    // 2.4 s off its CPU by other tests' workers): a verdict's first line
+    // is then all stderr may hold.
     for extra in [&[][..], &["--json"][..]] {
         let mut args = vec![
             "run",
@@ -38,8 +41,10 @@ fn a_run_whose_reader_left_ends_quietly() {
         ];
         args.extend_from_slice(extra);
         let (code, err) = with_stdout_closed(&args);
-        assert_eq!(code, Some(0), "{args:?}: {err}");
-        assert!(err.is_empty(), "{args:?}: {err}");
+        assert!(matches!(code, Some(0 | 1 | 75)), "{args:?}: {code:?} {err}");
+        let verdict = |l: &str| l.starts_with("runq: FAIL") || l.starts_with("runq: INDETERMINATE");
+        assert!(err.lines().all(verdict), "{args:?}: {err}");
+        assert_eq!(err.is_empty(), code == Some(0), "{args:?}: {err}");
     }
 }
 
