@@ -40,7 +40,9 @@ fn churning_workers_move_and_leave_no_cgroup_behind() {
     assert!(!churn.is_empty());
     for r in &churn {
         assert_eq!(r.affinity_error, None, "a move failed");
-        assert!(r.completed && r.work_units > 0, "{r:?}");
+        // A worker may get no CPU in 600 ms on a busy host (one ran 0.3 ms
+        // of its last 4 ms), but it ends on its own.
+        assert!(r.completed, "{r:?}");
     }
     let setup = out
         .checks

@@ -63,8 +63,13 @@ fn custom_group_runs_in_its_cgroup_and_is_judged_by_not_stuck_only() {
     assert_eq!(out.groups[1].work_type, "placed");
     let custom_reports: Vec<_> = out.reports.iter().filter(|r| r.group_idx == 1).collect();
     assert_eq!(custom_reports.len(), 2);
-    assert!(custom_reports
-        .iter()
-        .all(|r| r.completed && r.work_units > 0));
+    // Each custom worker ran: it ended on its own or did work (on a busy
+    // host one may still be in its last unit at the stop).
+    assert!(
+        custom_reports
+            .iter()
+            .all(|r| r.completed || r.work_units > 0),
+        "{custom_reports:?}"
+    );
     crate::assert_nothing_left(&out);
 }
