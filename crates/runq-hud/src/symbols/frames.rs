@@ -56,6 +56,8 @@ const ANONYMOUS: [(&str, &str); 3] = [
 /// crate the frame's source file belongs to, and not be one of the frame's
 /// own generic parameters (the closure of a function generic over another
 /// closure: `spawn_unchecked`'s `{closure#0}<app::main::{closure_env#0}>`).
+/// Where no frame gives one, a library's closure is named by the module of
+/// its source file (`hashbrown::map::{closure#0}<…>`).
 pub(super) fn qualify_inlined(frames: &mut [Frame]) {
     for i in 0..frames.len() {
         if !frames[i].inlined {
@@ -66,7 +68,8 @@ pub(super) fn qualify_inlined(frames: &mut [Frame]) {
         let this = &frames[i];
         let path = outward
             .chain(inward)
-            .find_map(|f| path_of(&this.function, &f.function).filter(|p| fits(this, p)));
+            .find_map(|f| path_of(&this.function, &f.function).filter(|p| fits(this, p)))
+            .or_else(|| library_module_of_anonymous(this));
         if let Some(path) = path {
             frames[i].function = format!("{path}::{}", frames[i].function).into();
         }
@@ -119,6 +122,38 @@ fn module_of(name: &str) -> Option<String> {
         segments.pop();
     }
     (!segments.is_empty()).then(|| segments.join("::"))
+}
+
+/// The module of a library's source file that holds `frame`'s anonymous
+/// function: `…/library/std/src/thread/mod.rs` is `std::thread`, and
+/// `…/hashbrown-0.16.1/src/map.rs` (a registry's or the standard library's
+/// vendored sources) is `hashbrown::map`. None for a named function, and
+/// for a file of no versioned crate directory (the program's own).
+fn library_module_of_anonymous(frame: &Frame) -> Option<String> {
+    if !ANONYMOUS.iter().any(|(a, _)| frame.function.starts_with(a)) {
+        return None;
+    }
+    let file = frame.file.as_deref()?.strip_suffix(".rs")?;
+    let (dir, rest) = file.rsplit_once("/src/")?;
+    let dir = dir.rsplit('/').next()?;
+    let krate = match file.contains("/library/") && !dir.contains('-') {
+        true => dir,
+        false => {
+            let (name, version) = dir.rsplit_once('-')?;
+            version
+                .starts_with(|c: char| c.is_ascii_digit())
+                .then_some(name)?
+        }
+    };
+    let mut segments = vec![krate.replace('-', "_")];
+    segments.extend(rest.split('/').map(str::to_string));
+    if matches!(segments.last().map(String::as_str), Some("lib" | "mod")) {
+        segments.pop();
+    }
+    let plain = segments
+        .iter()
+        .all(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    plain.then(|| segments.join("::"))
 }
 
 /// True when `path` can be the path of `frame`'s anonymous function: of
@@ -307,7 +342,7 @@ mod tests {
     }
 
     #[test]
-    fn a_library_closure_generic_over_the_programs_keeps_its_short_name() {
+    fn a_library_closure_generic_over_the_programs_is_named_by_its_own_file() {
         // std's thread-spawn closure, generic over the program's closure:
         // a callee names the program's closure type, with the same index.
         let mut frames = chain(&[
@@ -322,7 +357,10 @@ mod tests {
             "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/std/src/thread/lifecycle.rs",
         ));
         qualify_inlined(&mut frames);
-        assert!(frames[1].function.starts_with("{closure#0}<"), "{frames:?}");
+        assert_eq!(
+            frames[1].function.as_ref(),
+            "std::thread::lifecycle::{closure#0}<app::start::{closure_env#0}, ()>"
+        );
         // A closure of the standard library is named by a std path only.
         let mut frames = chain(&[
             ("{closure#1}", true),
@@ -331,7 +369,39 @@ mod tests {
         ]);
         frames[0].file = Some(Arc::from("/rustc/abc/library/core/src/iter/mod.rs"));
         qualify_inlined(&mut frames);
-        assert_eq!(frames[0].function.as_ref(), "{closure#1}");
+        assert_eq!(frames[0].function.as_ref(), "core::iter::{closure#1}");
+    }
+
+    #[test]
+    fn a_library_closure_no_frame_names_is_named_by_its_source_file() {
+        // hashbrown's `extend` closure, vendored by the standard library
+        // (an axum router's routes), generic over the program's closure.
+        let short = "{closure#0}<axum::routing::RouteId, axum::routing::path_router::{impl#1}::with_state::{closure_env#0}<(), false, ()>>";
+        let mut frames = chain(&[(short, true), ("axum::routing::Router::with_state", false)]);
+        frames[0].file = Some(Arc::from("/rust/deps/hashbrown-0.16.1/src/map.rs"));
+        qualify_inlined(&mut frames);
+        assert_eq!(
+            frames[0].function.as_ref(),
+            format!("hashbrown::map::{short}")
+        );
+        // A registry crate's module file; the program's own file (no
+        // versioned crate directory) and a named function keep their names.
+        let mut frames = chain(&[
+            ("{async_block#2}", true),
+            ("{closure#0}", true),
+            ("tick", true),
+            ("app::f", false),
+        ]);
+        frames[0].file = Some(Arc::from("/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/tokio-util-0.7.1/src/time/mod.rs"));
+        frames[1].file = Some(Arc::from("/work/app/src/handlers.rs"));
+        frames[2].file = Some(Arc::from(
+            "/root/.cargo/registry/src/x/tokio-1.0.0/src/time.rs",
+        ));
+        qualify_inlined(&mut frames);
+        assert_eq!(
+            names(&frames)[..3],
+            ["tokio_util::time::{async_block#2}", "{closure#0}", "tick"]
+        );
     }
 
     #[test]

@@ -146,8 +146,11 @@ fn actix_workers_are_its_runtimes_threads_and_its_blockers_are_named() {
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn an_actix_service_that_offloads_its_work_has_no_long_poll_and_no_blocker() {
-    let polls = OsStr::new("--exact-polls");
-    let (report, trace, truth) = session("calm", 5, &[polls]);
+    // 20 ms: a poll kept 5 ms on its CPU by interrupts or a stolen vCPU
+    // on a busy host is no finding of this demo's, while a pool thread
+    // taken for a worker would still show its 25 ms render.
+    let args = ["--exact-polls", "--threshold", "20ms"].map(OsStr::new);
+    let (report, trace, truth) = session("calm", 5, &args);
     judge_workers(&report, &trace, 3, &truth);
     assert!(
         truth.pool.len() >= 3,
