@@ -194,11 +194,11 @@ fn evidence(
             w.migrations,
         )
     };
+    // The wakers' pairs and the task's own count are kept apart (and a
+    // wakeup the task's count missed still names its waker): the larger.
+    let woken = w.wakeups.max(w.wakers.iter().map(|k| k.wakeups).sum());
     match w.wakers.first() {
-        Some(k) => text.push_str(&format!(
-            "; woken {}x, most by {}[{}])",
-            w.wakeups, k.comm, k.pid
-        )),
+        Some(k) => text.push_str(&format!("; woken {woken}x, most by {}[{}])", k.comm, k.pid)),
         None => text.push(')'),
     }
     let mut held = Vec::new();

@@ -263,3 +263,18 @@ fn milliseconds_group_their_thousands() {
     assert_eq!(ms(4_000_000), "4.0 ms");
     assert_eq!(ms(999_000_000), "999 ms");
 }
+
+#[test]
+fn a_worker_with_wakers_is_never_woken_zero_times() {
+    let (scn, reports, mut rec) = default_run(["spinners", "pingpong"]);
+    let w = rec.workers.iter_mut().find(|w| w.worker == 8679).unwrap();
+    w.wakeups = 0;
+    w.wakers = vec![runq_kernel::task_record::Waker {
+        pid: 29,
+        comm: "rcu_tasks_trace".into(),
+        wakeups: 3,
+    }];
+    let cause = explain(&scn, &reports, &rec, failed("min_fair_share", "spinners"));
+    let e = cause.evidence.unwrap();
+    assert!(e.contains("woken 3x, most by rcu_tasks_trace[29]"), "{e}");
+}

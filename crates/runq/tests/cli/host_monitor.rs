@@ -67,8 +67,8 @@ fn a_root_run_reports_the_host_run_queues_and_judges_them() {
 /// one gets ~0.7% of the CPU and waits hundreds of ms at a time. The
 /// host's longest runnable wait is measured (BPF, as root), ≥ 1 ms, and
 /// names a task (on a quiet host one of the run's workers or a CPU-0 task;
-/// on a busy one any of the host's); a `max_runnable_wait_ms` of 1 FAILs
-/// naming that task and CPU.
+/// on a busy one any of the host's); a `max_runnable_wait_ms` of 1 fails
+/// naming that task and CPU (FAIL, or INDETERMINATE on a busy host).
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_root_run_measures_the_longest_runnable_wait_behind_pinned_hogs() {
@@ -91,7 +91,9 @@ fn a_root_run_measures_the_longest_runnable_wait_behind_pinned_hogs() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // FAIL, or INDETERMINATE where tasks outside the run (other tests) held
+    // the victim's CPU for much of its wait: the check fails either way.
+    assert!(matches!(out.status.code(), Some(1 | 75)), "{out:?}");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     runq_testkit::assert_matches_schema("run", &doc);
     let wait = &doc["series"]["host"]["runnable_wait"];
