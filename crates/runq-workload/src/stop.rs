@@ -15,6 +15,10 @@ use runq_kernel::signal::install_handler;
 
 static PROCESS_STOP: AtomicBool = AtomicBool::new(false);
 
+/// Where a stop signal lands on a thread whose thread-mode work is done:
+/// nobody reads it (its handle may signal it again while it ends).
+static WORK_DONE: AtomicBool = AtomicBool::new(false);
+
 thread_local! {
     /// The flag this thread obeys: [`PROCESS_STOP`], or the flag of the
     /// thread-mode workload it works for (see [`StopFlag::obey`]).
@@ -64,7 +68,7 @@ impl StopFlag {
     }
 
     /// Makes the calling thread obey this flag until the returned guard
-    /// is dropped (then it obeys the process's flag again).
+    /// is dropped (then a stop signal no longer stops anything).
     #[must_use = "the thread obeys the flag only while the guard lives"]
     pub fn obey(&self) -> Obeying {
         let kept = self.clone();
@@ -81,9 +85,10 @@ pub struct Obeying {
 
 impl Drop for Obeying {
     fn drop(&mut self) {
-        // Point away before the flag can be freed: a late SIGUSR1 then
-        // lands on the process's flag.
-        OBEYED.with(|f| f.set(&PROCESS_STOP));
+        // Point away before the flag can be freed: a late SIGUSR1 (the
+        // handle signals a thread until its report arrives) then lands on
+        // a flag nobody reads, never on the process's.
+        OBEYED.with(|f| f.set(&WORK_DONE));
     }
 }
 
@@ -162,5 +167,18 @@ mod tests {
         b.set();
         tb.join().unwrap();
         assert!(!stop_requested(), "the process's flag is untouched");
+    }
+
+    #[test]
+    fn a_stop_signal_after_the_work_is_done_leaves_the_process_flag() {
+        install_stop_handler().unwrap();
+        std::thread::spawn(|| {
+            drop(StopFlag::default().obey());
+            // SAFETY: signalling this live thread of the process.
+            unsafe { libc::pthread_kill(libc::pthread_self(), libc::SIGUSR1) };
+        })
+        .join()
+        .unwrap();
+        assert!(!PROCESS_STOP.load(Ordering::Relaxed), "the process's flag");
     }
 }

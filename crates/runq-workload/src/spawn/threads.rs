@@ -122,11 +122,26 @@ impl ThreadWorkers {
     /// call; threads never started are released to return at once.
     fn signal_stop(&mut self) {
         self.stop.set();
-        // SAFETY: getpid/tgkill on our own threads.
-        let pid = unsafe { libc::getpid() };
         for s in &mut self.slots {
             s.start = None; // a waiting thread sees the channel close
-                            // SAFETY: as above.
+        }
+        self.interrupt_unreported();
+    }
+
+    /// Sends SIGUSR1 to each live thread that has not reported. Again and
+    /// again while collecting: a signal that lands between a thread's
+    /// look at its flag and its blocking call is lost, and the call (a
+    /// pipe read whose writer end a forked process also holds, a futex
+    /// wait) would block to the deadline.
+    fn interrupt_unreported(&self) {
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        let live =
+            |s: &&Slot| s.result.is_none() && s.thread.as_ref().is_some_and(|t| !t.is_finished());
+        for s in self.slots.iter().filter(live) {
+            // SAFETY: tgkill on a live thread of this process (its tid is
+            // not reused while it runs); past its work, the signal stops
+            // nothing (see `StopFlag::obey`).
             unsafe { libc::syscall(libc::SYS_tgkill, pid, s.tid as libc::pid_t, libc::SIGUSR1) };
         }
     }
@@ -139,16 +154,24 @@ impl ThreadWorkers {
             return 0;
         }
         self.signal_stop();
-        let mut running = 0;
-        for s in &mut self.slots {
-            let Some(t) = s.thread.take() else { continue };
-            while !t.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
+        let mut signalled = Instant::now();
+        while self
+            .slots
+            .iter()
+            .any(|s| s.thread.as_ref().is_some_and(|t| !t.is_finished()))
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(1));
+            if signalled.elapsed() >= LIFT_EVERY {
+                self.interrupt_unreported();
+                signalled = Instant::now();
             }
-            if t.is_finished() {
-                let _ = t.join();
-            } else {
-                running += 1;
+        }
+        let mut running = 0;
+        for t in self.slots.iter_mut().filter_map(|s| s.thread.take()) {
+            match t.is_finished() {
+                true => drop(t.join()),
+                false => running += 1,
             }
         }
         running
@@ -163,6 +186,7 @@ impl ThreadWorkers {
         if let Some((tx, rx)) = self.results.take() {
             drop(tx);
             let mut lifter = IdleLifter::default();
+            let mut signalled = Instant::now();
             while self.slots.iter().any(|s| s.result.is_none()) {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -170,6 +194,10 @@ impl ThreadWorkers {
                 }
                 let waiting = self.slots.iter().filter(|s| s.result.is_none());
                 lifter.lift(waiting.map(|s| s.tid));
+                if signalled.elapsed() >= LIFT_EVERY {
+                    self.interrupt_unreported();
+                    signalled = Instant::now();
+                }
                 match rx.recv_timeout(left.min(LIFT_EVERY)) {
                     Ok((slot, r)) => self.slots[slot].result = Some(r),
                     Err(RecvTimeoutError::Timeout) => {}

@@ -124,3 +124,44 @@ fn thread_mode_workers_and_panics() {
         other => panic!("expected Panicked, got {other:?}"),
     }
 }
+
+/// Sleeps through its first stop signal, as a worker does whose signal
+/// lands between its look at the flag and its blocking call; ends at the
+/// second.
+fn deaf_to_one_stop(_: &CustomContext) -> WorkerReport {
+    for _ in 0..2 {
+        // SAFETY: pause(2) returns once a signal was handled.
+        unsafe { libc::pause() };
+    }
+    WorkerReport {
+        work_units: 1,
+        iterations: 1,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_thread_worker_that_missed_the_stop_signal_is_signalled_again() {
+    let _threads = crate::thread_mode();
+    let mut deaf = custom("deaf", deaf_to_one_stop, 1);
+    deaf.clone_mode = CloneMode::Thread;
+    let mut handle = WorkloadHandle::spawn(&[deaf]).expect("spawn");
+    handle.start();
+    std::thread::sleep(RUN);
+    let reports = handle.stop_and_collect(Duration::from_secs(3));
+    assert!(reports[0].completed, "{:?}", reports[0]);
+}
+
+#[test]
+fn dropping_a_handle_signals_a_deaf_thread_worker_again() {
+    let _threads = crate::thread_mode();
+    let mut deaf = custom("deaf", deaf_to_one_stop, 1);
+    deaf.clone_mode = CloneMode::Thread;
+    let mut handle = WorkloadHandle::spawn(&[deaf]).expect("spawn");
+    handle.start();
+    std::thread::sleep(RUN);
+    let t = std::time::Instant::now();
+    drop(handle);
+    // Signalled once, it would be waited for to the 5 s bound and left.
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+}
