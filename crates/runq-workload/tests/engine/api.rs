@@ -140,26 +140,28 @@ fn deaf_to_one_stop(_: &CustomContext) -> WorkerReport {
     }
 }
 
-#[test]
-fn a_thread_worker_that_missed_the_stop_signal_is_signalled_again() {
-    let _threads = crate::thread_mode();
+/// One started thread worker that sleeps through its first stop signal,
+/// [`RUN`] into its run.
+fn started_deaf_thread() -> WorkloadHandle {
     let mut deaf = custom("deaf", deaf_to_one_stop, 1);
     deaf.clone_mode = CloneMode::Thread;
     let mut handle = WorkloadHandle::spawn(&[deaf]).expect("spawn");
     handle.start();
     std::thread::sleep(RUN);
-    let reports = handle.stop_and_collect(Duration::from_secs(3));
+    handle
+}
+
+#[test]
+fn a_thread_worker_that_missed_the_stop_signal_is_signalled_again() {
+    let _threads = crate::thread_mode();
+    let reports = started_deaf_thread().stop_and_collect(Duration::from_secs(3));
     assert!(reports[0].completed, "{:?}", reports[0]);
 }
 
 #[test]
 fn dropping_a_handle_signals_a_deaf_thread_worker_again() {
     let _threads = crate::thread_mode();
-    let mut deaf = custom("deaf", deaf_to_one_stop, 1);
-    deaf.clone_mode = CloneMode::Thread;
-    let mut handle = WorkloadHandle::spawn(&[deaf]).expect("spawn");
-    handle.start();
-    std::thread::sleep(RUN);
+    let handle = started_deaf_thread();
     let t = std::time::Instant::now();
     drop(handle);
     // Signalled once, it would be waited for to the 5 s bound and left.
