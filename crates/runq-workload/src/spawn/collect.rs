@@ -87,10 +87,7 @@ pub(super) fn stop_and_collect(
 ) -> Vec<WorkerReport> {
     let started = Instant::now();
     let cpu_before = runq_kernel::clock::thread_cpu_ns();
-    for w in &workers {
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(w.pid as libc::pid_t, libc::SIGUSR1) };
-    }
+    signal_unreported(&workers);
     read_reports(&mut workers, deadline);
     let read = started.elapsed();
     let reported = workers.iter().filter(|w| w.channel.is_none()).count();
@@ -106,6 +103,21 @@ pub(super) fn stop_and_collect(
         reap_cpu as f64 / 1e6
     );
     workers.into_iter().map(into_report).collect()
+}
+
+/// Sends SIGUSR1 (the stop) to each worker whose report is still open.
+/// Again and again while reading: a stop that lands between a worker's
+/// look at its flag and its blocking call is lost, and the call (a UDP
+/// receive whose sender has stopped, a futex wait) would block to the
+/// deadline.
+fn signal_unreported(workers: &[ProcWorker]) {
+    for w in workers
+        .iter()
+        .filter(|w| w.channel.is_some() && w.status.is_none())
+    {
+        // SAFETY: signalling our own unreaped child (its pid is not reused).
+        unsafe { libc::kill(w.pid as libc::pid_t, libc::SIGUSR1) };
+    }
 }
 
 /// SIGKILLs and reaps every worker not yet reaped (the RAII path).
@@ -133,10 +145,15 @@ fn read_reports(workers: &mut [ProcWorker], deadline: Instant) {
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut open = workers.iter().filter(|w| w.channel.is_some()).count();
     let mut lifter = IdleLifter::default();
+    let mut signalled = Instant::now();
     while open > 0 {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return;
+        }
+        if signalled.elapsed() >= LIFT_EVERY {
+            signal_unreported(workers);
+            signalled = Instant::now();
         }
         lifter.lift(
             workers

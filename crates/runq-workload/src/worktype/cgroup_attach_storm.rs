@@ -128,10 +128,14 @@ impl Storm {
 impl Drop for Storm {
     fn drop(&mut self) {
         for &pid in &self.victims {
-            // SAFETY: our own children, killed then reaped.
+            // SAFETY: our own children, killed then reaped (through the
+            // stop signals the parent repeats until the report is in).
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
+                while libc::waitpid(pid, std::ptr::null_mut(), 0) < 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                {
+                }
             }
         }
         for dir in self.rings.iter().flatten() {

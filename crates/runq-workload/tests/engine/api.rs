@@ -140,11 +140,11 @@ fn deaf_to_one_stop(_: &CustomContext) -> WorkerReport {
     }
 }
 
-/// One started thread worker that sleeps through its first stop signal,
-/// [`RUN`] into its run.
-fn started_deaf_thread() -> WorkloadHandle {
+/// One started worker (a thread or a process) that sleeps through its
+/// first stop signal, [`RUN`] into its run.
+fn started_deaf(mode: CloneMode) -> WorkloadHandle {
     let mut deaf = custom("deaf", deaf_to_one_stop, 1);
-    deaf.clone_mode = CloneMode::Thread;
+    deaf.clone_mode = mode;
     let mut handle = WorkloadHandle::spawn(&[deaf]).expect("spawn");
     handle.start();
     std::thread::sleep(RUN);
@@ -154,16 +154,22 @@ fn started_deaf_thread() -> WorkloadHandle {
 #[test]
 fn a_thread_worker_that_missed_the_stop_signal_is_signalled_again() {
     let _threads = crate::thread_mode();
-    let reports = started_deaf_thread().stop_and_collect(Duration::from_secs(3));
+    let reports = started_deaf(CloneMode::Thread).stop_and_collect(Duration::from_secs(3));
     assert!(reports[0].completed, "{:?}", reports[0]);
 }
 
 #[test]
 fn dropping_a_handle_signals_a_deaf_thread_worker_again() {
     let _threads = crate::thread_mode();
-    let handle = started_deaf_thread();
+    let handle = started_deaf(CloneMode::Thread);
     let t = std::time::Instant::now();
     drop(handle);
     // Signalled once, it would be waited for to the 5 s bound and left.
     assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+}
+
+#[test]
+fn a_process_worker_that_missed_the_stop_signal_is_signalled_again() {
+    let reports = started_deaf(CloneMode::Process).stop_and_collect(Duration::from_secs(3));
+    assert!(reports[0].completed, "{:?}", reports[0]);
 }
