@@ -242,24 +242,32 @@ fn evidence(
 }
 
 /// The mechanism the recorder shows for worker `w` of group `g` (wall
-/// time `wall_ns`) and the run to make next: the largest part of the
-/// time its CPU was held from it, or no wait for a CPU at all.
+/// time `wall_ns`; `stuck`: it did not end) and the run to make next: the
+/// largest part of the time its CPU was held from it, or no wait for a
+/// CPU at all.
 fn mechanism(
     w: &TaskRecord,
     g: usize,
-    wall_ns: u64,
+    (wall_ns, stuck): (u64, bool),
     tasks: &RunTasks<'_>,
     s: &Split<'_>,
 ) -> (String, Option<String>) {
     let total = s.total();
-    if (w.wait_ns as f64) < MIN_WAIT_SHARE * wall_ns as f64 || total == 0 {
+    // A stuck worker asleep (blocked in a call) more than twice as long as
+    // it waited for a CPU: the wait is not what held it. (A wake latency's
+    // worker sleeps between its wakes by design.)
+    let asleep = wall_ns.saturating_sub(w.run_ns + w.wait_ns);
+    let slept_through = stuck && asleep > 2 * w.wait_ns;
+    if (w.wait_ns as f64) < MIN_WAIT_SHARE * wall_ns as f64 || total == 0 || slept_through {
         return (
             format!(
-                "not a wait for a CPU: worker {} waited runnable {} of its {} ({:.1}%)",
+                "not a wait for a CPU: worker {} waited runnable {} of its {} ({:.1}%) and was \
+                 asleep {}",
                 w.worker,
                 ms(w.wait_ns),
                 ms(wall_ns),
-                100.0 * w.wait_ns as f64 / wall_ns.max(1) as f64
+                100.0 * w.wait_ns as f64 / wall_ns.max(1) as f64,
+                ms(asleep)
             ),
             None,
         );
@@ -463,7 +471,8 @@ pub(crate) fn explain_all(
                 .filter(|e| **e != crate::report::WorkerExitInfo::TimedOut)
         });
         let s = split(w, g, &tasks);
-        let (mechanism, next) = mechanism(w, g, wall, &tasks, &s);
+        let stuck = c.name.starts_with("not_stuck");
+        let (mechanism, next) = mechanism(w, g, (wall, stuck), &tasks, &s);
         // A delay the figures found was no wait for a CPU (a partner
         // stopped, a sleep) keeps that account unless the worker waited
         // most of its time.

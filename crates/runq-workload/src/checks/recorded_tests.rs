@@ -278,3 +278,20 @@ fn a_worker_with_wakers_is_never_woken_zero_times() {
     let e = cause.evidence.unwrap();
     assert!(e.contains("woken 3x, most by rcu_tasks_trace[29]"), "{e}");
 }
+
+#[test]
+fn a_worker_asleep_at_the_deadline_is_no_wait_for_a_cpu() {
+    // The spinner's record over a 10 s life that ended past the
+    // collection deadline: 214 ms run, 2,834 ms runnable, the rest asleep
+    // (a receive its stop never interrupted, say).
+    let (scn, mut reports, rec) = default_run(["spinners", "pingpong"]);
+    let r = reports.iter_mut().find(|r| r.tid == 8679).unwrap();
+    r.wall_time_ns = 10_000_000_000;
+    r.exit_info = Some(WorkerExitInfo::TimedOut);
+    let cause = explain(&scn, &reports, &rec, failed("not_stuck", "spinners"));
+    let m = cause.mechanism.unwrap();
+    assert!(
+        m.starts_with("not a wait for a CPU: worker 8679 waited runnable 2,834 ms of its 10,000 ms (28.3%) and was asleep 6,952 ms"),
+        "{m}"
+    );
+}
