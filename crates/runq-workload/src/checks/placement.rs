@@ -8,8 +8,9 @@
 //!   ancestors. Groups without a cpuset are not judged.
 //! - `max_cross_node_migration_ratio`: the share of a group's migrations
 //!   (CPU changes seen between checkpoints) whose two CPUs are on
-//!   different NUMA nodes. A host with one node cannot cross one, so the
-//!   check says it skipped and why.
+//!   different NUMA nodes. A host with one node cannot cross one, and a
+//!   share of fewer than 4 migrations says nothing, so the check says it
+//!   skipped and why.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -134,6 +135,11 @@ pub(crate) fn cross_node_migrations(reports: &[&WorkerReport], nodes: &NodeMap) 
     (cross, known)
 }
 
+/// The fewest migrations whose cross-node share is judged: one move that
+/// crossed (a share of 1, seen on a 2-node guest) says nothing of where
+/// the scheduler places the group.
+const MIN_MIGRATIONS: u64 = 4;
+
 /// `max_cross_node_migration_ratio` on one group.
 fn cross_node_result(
     bound: f64,
@@ -159,11 +165,14 @@ fn cross_node_result(
         return Some(r);
     }
     let (cross, known) = cross_node_migrations(reports, nodes);
-    r.measured = if known == 0 {
-        0.0
-    } else {
-        cross as f64 / known as f64
-    };
+    if known < MIN_MIGRATIONS {
+        r.detail = Some(format!(
+            "skipped: {known} migrations seen between checkpoints, too few for a share \
+             (at least {MIN_MIGRATIONS})"
+        ));
+        return Some(r);
+    }
+    r.measured = cross as f64 / known as f64;
     r.pass = r.measured <= bound;
     r.detail = Some(format!(
         "{cross} of {known} migrations seen between checkpoints crossed NUMA nodes"

@@ -172,3 +172,21 @@ fn cross_node_share_skips_on_one_node_with_the_reason() {
         Some("skipped: this host has 1 NUMA node, so no migration can cross one")
     );
 }
+
+#[test]
+fn cross_node_share_of_one_migration_is_not_judged() {
+    let two = NodeMap::from_pairs([(0, 0), (1, 1)]);
+    let scn = ScenarioBuilder::new("x")
+        .group("g", WorkType::from_name("SpinWait").unwrap(), 1, None)
+        .build();
+    let cfg = CheckConfig {
+        max_cross_node_migration_ratio: Some(0.5),
+        ..Default::default()
+    };
+    let out = cfg.evaluate_placement(&scn, &[migrating(1, &[(0, 1)])], true, &two);
+    assert!(out[0].pass);
+    assert_eq!(
+        out[0].detail.as_deref(),
+        Some("skipped: 1 migrations seen between checkpoints, too few for a share (at least 4)")
+    );
+}
