@@ -116,8 +116,12 @@ fn ms(ns: u64) -> String {
     format!("{out} ms")
 }
 
-/// `comm[pid], comm[pid] and 2 more` for the first few holders.
+/// ` (comm[pid], comm[pid], 2 more)` for the first few holders; nothing
+/// when none is named (the tasks exited before the recorder named them).
 fn named(holders: &[&Holder]) -> String {
+    if holders.is_empty() {
+        return String::new();
+    }
     let mut parts: Vec<String> = holders
         .iter()
         .take(NAMED)
@@ -126,7 +130,7 @@ fn named(holders: &[&Holder]) -> String {
     if holders.len() > NAMED {
         parts.push(format!("{} more", holders.len() - NAMED));
     }
-    parts.join(", ")
+    format!(" ({})", parts.join(", "))
 }
 
 /// The worker check `c` points at: a stuck or dead one for `not_stuck`,
@@ -290,7 +294,7 @@ fn mechanism(
     if s.own.1 >= s.run.1 && s.own.1 >= s.outside.1 && s.own.1 >= s.runq.1 {
         let text = format!(
             "starvation inside {container}: worker {} ran {} of its {}; the other workers of \
-             its {container} held its CPU for {} ({})",
+             its {container} held its CPU for {}{}",
             w.worker,
             ms(w.run_ns),
             ms(wall_ns),
@@ -300,7 +304,7 @@ fn mechanism(
         (text, control.or_else(trace))
     } else if s.run.1 >= s.outside.1 && s.run.1 >= s.runq.1 {
         let text = format!(
-            "the workers of the run's {} kept worker {} off its CPU: they held it for {} ({})",
+            "the workers of the run's {} kept worker {} off its CPU: they held it for {}{}",
             tasks.containers_of(&s.run.0),
             w.worker,
             of(s.run.1),
@@ -312,7 +316,7 @@ fn mechanism(
     } else {
         let text = format!(
             "a task outside the run kept worker {} off its CPU: tasks outside the run held it \
-             for {} ({})",
+             for {}{}",
             w.worker,
             of(s.outside.1),
             named(&s.outside.0)
@@ -335,7 +339,7 @@ fn mechanism(
 fn runq_itself(w: &TaskRecord, held: &str, holders: &[&Holder]) -> (String, Option<String>) {
     let text = format!(
         "runq itself kept worker {} off its CPU: runq's own threads (its collector, its host \
-         monitor) held it for {held} ({}), not load outside the run",
+         monitor) held it for {held}{}, not load outside the run",
         w.worker,
         named(holders)
     );
@@ -363,7 +367,7 @@ fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>, wall_ns: u64)
         w.worker
     );
     if outside > 0 {
-        seen.push_str(&format!(" ({})", named(&s.outside.0)));
+        seen.push_str(&named(&s.outside.0));
     }
     let explains = if super::cause::is_proportional(c) {
         // A share or a rate: what the worker would have done had their

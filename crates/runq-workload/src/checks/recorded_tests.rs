@@ -295,3 +295,14 @@ fn a_worker_asleep_at_the_deadline_is_no_wait_for_a_cpu() {
         "{m}"
     );
 }
+
+#[test]
+fn holders_none_of_which_was_named_leave_no_empty_parentheses() {
+    assert_eq!(named(&[]), "");
+    let h = runq_kernel::task_record::Holder {
+        pid: 7,
+        comm: "yes".into(),
+        ..Default::default()
+    };
+    assert_eq!(named(&[&h]), " (yes[7])");
+}
