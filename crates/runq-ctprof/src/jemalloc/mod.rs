@@ -105,23 +105,35 @@ const SEIZE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200
 /// reading the same process at the same moment, or a debugger) refuses
 /// with EPERM: while `/proc` names a tracer, the seize is retried for up to
 /// [`SEIZE_PATIENCE`], since a concurrent capture holds each thread for
-/// microseconds. An EPERM without a tracer is a real refusal.
+/// microseconds. A tracer's detach clears `TracerPid` a moment before the
+/// thread can be seized again, so an EPERM without a tracer is retried
+/// [`UNTRACED_RETRIES`] times before it counts as a real refusal.
 #[cfg(target_arch = "x86_64")]
 fn seize(tid: i32) -> bool {
     let deadline = std::time::Instant::now() + SEIZE_PATIENCE;
+    let mut untraced = 0;
     loop {
         // SAFETY: PTRACE_SEIZE on a tid; the caller detaches.
         if unsafe { libc::ptrace(libc::PTRACE_SEIZE, tid, 0, 0) } == 0 {
             return true;
         }
-        let busy = std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-            && tracer_of(tid).is_some_and(|t| t != 0);
-        if !busy || std::time::Instant::now() >= deadline {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EPERM) {
+            return false;
+        }
+        if tracer_of(tid).is_none_or(|t| t == 0) {
+            untraced += 1;
+        }
+        if untraced > UNTRACED_RETRIES || std::time::Instant::now() >= deadline {
             return false;
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
 }
+
+/// EPERMs without a tracer a seize sits through (200 µs apart): a detach
+/// in progress.
+#[cfg(target_arch = "x86_64")]
+const UNTRACED_RETRIES: u32 = 10;
 
 /// The `TracerPid` of a thread, from `/proc/<tid>/status`.
 #[cfg(target_arch = "x86_64")]

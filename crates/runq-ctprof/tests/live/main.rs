@@ -193,7 +193,8 @@ fn cgroup_enrichment_finds_test_cgroup() {
 
 /// Two captures at once: a thread another tracer holds for a moment is
 /// still read once it is let go (the seize of the second one used to fail
-/// with EPERM, and its counters read as an error).
+/// with EPERM, and its counters read as an error; and as the tracer's
+/// exit detached it, `TracerPid` read 0 while the seize still met EPERM).
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_thread_held_by_another_tracer_is_read_once_let_go() {
