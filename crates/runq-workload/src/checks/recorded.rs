@@ -245,6 +245,28 @@ fn evidence(
     text
 }
 
+/// "not a wait for a CPU: …" when worker `w` (wall time `wall_ns`) barely
+/// waited runnable, its CPU was held by nobody (`held` 0), or, `stuck`,
+/// it slept more than twice as long as it waited: a stuck worker blocked
+/// in a call. (A wake latency's worker sleeps between its wakes by
+/// design, so only a stuck one is judged by its sleep.)
+fn no_cpu_wait(w: &TaskRecord, wall_ns: u64, stuck: bool, held: u64) -> Option<String> {
+    let asleep = wall_ns.saturating_sub(w.run_ns + w.wait_ns);
+    let slept_through = stuck && asleep > 2 * w.wait_ns;
+    let barely = (w.wait_ns as f64) < MIN_WAIT_SHARE * wall_ns as f64;
+    (barely || held == 0 || slept_through).then(|| {
+        format!(
+            "not a wait for a CPU: worker {} waited runnable {} of its {} ({:.1}%) and was \
+             asleep {}",
+            w.worker,
+            ms(w.wait_ns),
+            ms(wall_ns),
+            100.0 * w.wait_ns as f64 / wall_ns.max(1) as f64,
+            ms(asleep)
+        )
+    })
+}
+
 /// The mechanism the recorder shows for worker `w` of group `g` (wall
 /// time `wall_ns`; `stuck`: it did not end) and the run to make next: the
 /// largest part of the time its CPU was held from it, or no wait for a
@@ -256,25 +278,8 @@ fn mechanism(
     tasks: &RunTasks<'_>,
     s: &Split<'_>,
 ) -> (String, Option<String>) {
-    let total = s.total();
-    // A stuck worker asleep (blocked in a call) more than twice as long as
-    // it waited for a CPU: the wait is not what held it. (A wake latency's
-    // worker sleeps between its wakes by design.)
-    let asleep = wall_ns.saturating_sub(w.run_ns + w.wait_ns);
-    let slept_through = stuck && asleep > 2 * w.wait_ns;
-    if (w.wait_ns as f64) < MIN_WAIT_SHARE * wall_ns as f64 || total == 0 || slept_through {
-        return (
-            format!(
-                "not a wait for a CPU: worker {} waited runnable {} of its {} ({:.1}%) and was \
-                 asleep {}",
-                w.worker,
-                ms(w.wait_ns),
-                ms(wall_ns),
-                100.0 * w.wait_ns as f64 / wall_ns.max(1) as f64,
-                ms(asleep)
-            ),
-            None,
-        );
+    if let Some(text) = no_cpu_wait(w, wall_ns, stuck, s.total()) {
+        return (text, None);
     }
     let container = tasks.container(g);
     let control = (tasks.in_cgroups && tasks.scn.groups[g].cgroup.is_some()).then(|| {
