@@ -1,14 +1,23 @@
 #!/bin/sh
 # Rebuilds the committed BPF objects from their C sources and records each
-# source's hash next to the object (a test fails when they disagree).
+# source's hash next to the objects (a test fails when they disagree):
+# recorder.bpf.o on the classic tracepoints, recorder-btf.bpf.o on the BTF
+# tracepoints (-DBTF_TP, CO-RE).
 # Needs clang and libbpf-dev: apt-get install -y clang libbpf-dev
 set -eu
 cd "$(dirname "$0")"
+build() {
+  clang -target bpf -O2 -g -I/usr/include/x86_64-linux-gnu "$@"
+}
 for src in *.bpf.c; do
-  obj="${src%.c}.o"
-  clang -target bpf -O2 -g -I/usr/include/x86_64-linux-gnu -c "$src" -o "$obj"
-  # Debug line info would embed this machine's paths; keep BTF, drop the rest.
-  llvm-strip -g "$obj" 2>/dev/null || true
+  base="${src%.bpf.c}"
+  build -c "$src" -o "$base.bpf.o"
+  build -DBTF_TP -c "$src" -o "$base-btf.bpf.o"
+  for obj in "$base.bpf.o" "$base-btf.bpf.o"; do
+    # Debug line info would embed this machine's paths; keep BTF (and the
+    # CO-RE relocations in .BTF.ext), drop the rest.
+    llvm-strip -g "$obj" 2>/dev/null || true
+    echo "built $obj"
+  done
   sha256sum "$src" | cut -d' ' -f1 > "$src.sha256"
-  echo "built $obj"
 done

@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 // runq's per-task recorder: what happened to the run's workers, summed in
-// maps instead of streamed, cheap enough to stay on (classic tracepoints
-// only).
+// maps instead of streamed, cheap enough to stay on.
+//
+// Built twice (build.sh): recorder.bpf.o on the classic tracepoints, which
+// load on any kernel, and, with -DBTF_TP, recorder-btf.bpf.o on the BTF
+// tracepoints (tp_btf), which skip the copy of each event into a trace
+// record and read the tasks' fields directly, placed by the kernel's BTF
+// (CO-RE): cheaper on every switch. User space loads the BTF object where
+// the kernel has BTF and takes the classic one when it does not load.
 //
 // TASKS holds the watched threads: user space adds each worker as it is
 // forked, with its class (its group's index + 1), and runq's own threads
@@ -121,43 +127,6 @@ struct {
 	__type(value, __u64);
 } LOST SEC(".maps");
 
-/* Classic tracepoint records (see events/sched/<name>/format). */
-struct switch_args {
-	__u64 common;
-	char prev_comm[16];
-	__s32 prev_pid;
-	__s32 prev_prio;
-	__s64 prev_state;
-	char next_comm[16];
-	__s32 next_pid;
-	__s32 next_prio;
-};
-
-struct wakeup_args {
-	__u64 common;
-	char comm[16];
-	__s32 pid;
-	__s32 prio;
-	__s32 target_cpu;
-};
-
-struct migrate_args {
-	__u64 common;
-	__u32 comm_loc;
-	__s32 pid;
-	__s32 prio;
-	__s32 orig_cpu;
-	__s32 dest_cpu;
-};
-
-struct fork_args {
-	__u64 common;
-	__u32 parent_comm_loc;
-	__s32 parent_pid;
-	__u32 child_comm_loc;
-	__s32 child_pid;
-};
-
 static __always_inline void lost(__u32 which)
 {
 	__u64 *n = bpf_map_lookup_elem(&LOST, &which);
@@ -200,8 +169,7 @@ static __always_inline void leave_queue(struct task_stats *s)
 
 /* This CPU's task `prev` got off it at `now`: its time goes to its class,
  * and by name when a watched task waits here. */
-static __always_inline void account(struct switch_args *ctx, __u32 cpu, __u32 prev,
-				    struct task_stats *ps, __u64 now)
+static __always_inline void account(__u32 cpu, __u32 prev, struct task_stats *ps, __u64 now)
 {
 	struct cpu_time *c = cpu_time(cpu);
 	if (!c)
@@ -227,33 +195,31 @@ static __always_inline void account(struct switch_args *ctx, __u32 cpu, __u32 pr
 		return;
 	}
 	struct held fresh = { .ns = ran, .turns = 1, .cls = cls };
-	__builtin_memcpy(fresh.comm, ctx->prev_comm, sizeof(fresh.comm));
+	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm)); /* prev is current */
 	if (bpf_map_update_elem(&HELD, &key, &fresh, BPF_NOEXIST))
 		lost(0);
 }
 
-SEC("tracepoint/sched/sched_switch")
-int recorder_switch(struct switch_args *ctx)
+/* This CPU switches from `prev` (still runnable, or not) to `next`. */
+static __always_inline void switched(__u32 prev, int runnable, __u32 next)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
-	__u32 prev = (__u32)ctx->prev_pid, next = (__u32)ctx->next_pid;
 	struct task_stats *ps = prev ? bpf_map_lookup_elem(&TASKS, &prev) : NULL;
-	account(ctx, cpu, prev, ps, now);
+	account(cpu, prev, ps, now);
 	if (ps) {
 		if (ps->in_ns)
 			ps->run_ns += now - ps->in_ns;
 		ps->in_ns = 0;
-		/* Still runnable (preempted: 0, or 0x100 "R+"): it waits from now. */
-		if ((ctx->prev_state & 0xff) == 0 && !ps->enq_ns)
+		if (runnable && !ps->enq_ns)
 			begin_wait(ps, cpu, now);
 	}
 	struct task_stats *ns = next ? bpf_map_lookup_elem(&TASKS, &next) : NULL;
 	if (!ns)
-		return 0;
+		return;
 	ns->in_ns = now;
 	if (!ns->enq_ns)
-		return 0;
+		return;
 	__u64 waited = now - ns->enq_ns;
 	ns->wait_ns += waited;
 	ns->waits++;
@@ -263,7 +229,6 @@ int recorder_switch(struct switch_args *ctx)
 	}
 	leave_queue(ns);
 	ns->enq_ns = 0;
-	return 0;
 }
 
 static __always_inline void woken(__u32 pid, __s32 target_cpu)
@@ -286,6 +251,79 @@ static __always_inline void woken(__u32 pid, __s32 target_cpu)
 		lost(0);
 }
 
+/* A waiting task moved to another queue: what it was held from on the
+ * old one is kept, and it waits on the new one from now. */
+static __always_inline void migrated(__u32 pid, __s32 dest_cpu)
+{
+	struct task_stats *s = bpf_map_lookup_elem(&TASKS, &pid);
+	if (!s)
+		return;
+	s->migrations++;
+	if (!s->enq_ns)
+		return;
+	__u64 since = s->enq_ns;
+	leave_queue(s);
+	begin_wait(s, (__u32)dest_cpu, since);
+}
+
+/* A watched task cloned `child`: it is watched under the same worker. */
+static __always_inline void forked(__u32 parent, __u32 child)
+{
+	struct task_stats *p = bpf_map_lookup_elem(&TASKS, &parent);
+	if (!p)
+		return;
+	struct task_stats fresh = { .worker = p->worker, .cls = p->cls };
+	if (bpf_map_update_elem(&TASKS, &child, &fresh, BPF_NOEXIST))
+		lost(1);
+}
+
+#ifndef BTF_TP
+
+/* Classic tracepoint records (see events/sched/<name>/format). */
+struct switch_args {
+	__u64 common;
+	char prev_comm[16];
+	__s32 prev_pid;
+	__s32 prev_prio;
+	__s64 prev_state;
+	char next_comm[16];
+	__s32 next_pid;
+	__s32 next_prio;
+};
+
+struct wakeup_args {
+	__u64 common;
+	char comm[16];
+	__s32 pid;
+	__s32 prio;
+	__s32 target_cpu;
+};
+
+struct migrate_args {
+	__u64 common;
+	__u32 comm_loc;
+	__s32 pid;
+	__s32 prio;
+	__s32 orig_cpu;
+	__s32 dest_cpu;
+};
+
+struct fork_args {
+	__u64 common;
+	__u32 parent_comm_loc;
+	__s32 parent_pid;
+	__u32 child_comm_loc;
+	__s32 child_pid;
+};
+
+SEC("tracepoint/sched/sched_switch")
+int recorder_switch(struct switch_args *ctx)
+{
+	/* Still runnable: preempted (0x100, "R+") or running (0). */
+	switched((__u32)ctx->prev_pid, (ctx->prev_state & 0xff) == 0, (__u32)ctx->next_pid);
+	return 0;
+}
+
 SEC("tracepoint/sched/sched_wakeup")
 int recorder_wakeup(struct wakeup_args *ctx)
 {
@@ -300,35 +338,91 @@ int recorder_wakeup_new(struct wakeup_args *ctx)
 	return 0;
 }
 
-/* A waiting task moved to another queue: what it was held from on the
- * old one is kept, and it waits on the new one from now. */
 SEC("tracepoint/sched/sched_migrate_task")
 int recorder_migrate(struct migrate_args *ctx)
 {
-	__u32 pid = (__u32)ctx->pid;
-	struct task_stats *s = bpf_map_lookup_elem(&TASKS, &pid);
-	if (!s)
-		return 0;
-	s->migrations++;
-	if (!s->enq_ns)
-		return 0;
-	__u64 since = s->enq_ns;
-	leave_queue(s);
-	begin_wait(s, (__u32)ctx->dest_cpu, since);
+	migrated((__u32)ctx->pid, ctx->dest_cpu);
 	return 0;
 }
 
 SEC("tracepoint/sched/sched_process_fork")
 int recorder_fork(struct fork_args *ctx)
 {
-	__u32 parent = (__u32)ctx->parent_pid, child = (__u32)ctx->child_pid;
-	struct task_stats *p = bpf_map_lookup_elem(&TASKS, &parent);
-	if (!p)
-		return 0;
-	struct task_stats fresh = { .worker = p->worker, .cls = p->cls };
-	if (bpf_map_update_elem(&TASKS, &child, &fresh, BPF_NOEXIST))
-		lost(1);
+	forked((__u32)ctx->parent_pid, (__u32)ctx->child_pid);
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+#else
+
+/* The fields read from the kernel's task_struct, placed by its BTF. */
+struct thread_info {
+	__u32 cpu;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	struct thread_info thread_info;
+	int pid;
+} __attribute__((preserve_access_index));
+
+/* The running task's pid (the outgoing task at a switch, the parent at a
+ * fork, the waker at a wakeup). */
+static __always_inline __u32 current_pid(void)
+{
+	return (__u32)bpf_get_current_pid_tgid();
+}
+
+/* The arguments of a BTF tracepoint, as its kernel function declares
+ * them; the task pointers among them are read directly. */
+static __always_inline struct task_struct *task_arg(__u64 *ctx, int i)
+{
+	return (struct task_struct *)ctx[i];
+}
+
+/* sched_switch(bool preempt, prev, next, unsigned int prev_state): the
+ * last argument exists from Linux 5.18; before it the program does not
+ * load and the classic object is used. */
+SEC("tp_btf/sched_switch")
+int recorder_switch(__u64 *ctx)
+{
+	int runnable = ctx[0] || (__u32)ctx[3] == 0;
+	switched(current_pid(), runnable, (__u32)task_arg(ctx, 2)->pid);
+	return 0;
+}
+
+/* sched_wakeup(p): it was put on task_cpu(p)'s queue. */
+static __always_inline void btf_woken(struct task_struct *p)
+{
+	woken((__u32)p->pid, (__s32)p->thread_info.cpu);
+}
+
+SEC("tp_btf/sched_wakeup")
+int recorder_wakeup(__u64 *ctx)
+{
+	btf_woken(task_arg(ctx, 0));
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int recorder_wakeup_new(__u64 *ctx)
+{
+	btf_woken(task_arg(ctx, 0));
+	return 0;
+}
+
+/* sched_migrate_task(p, int dest_cpu) */
+SEC("tp_btf/sched_migrate_task")
+int recorder_migrate(__u64 *ctx)
+{
+	migrated((__u32)task_arg(ctx, 0)->pid, (__s32)ctx[1]);
+	return 0;
+}
+
+/* sched_process_fork(parent, child): the parent is the running task. */
+SEC("tp_btf/sched_process_fork")
+int recorder_fork(__u64 *ctx)
+{
+	forked(current_pid(), (__u32)task_arg(ctx, 1)->pid);
+	return 0;
+}
+
+#endif

@@ -1,15 +1,17 @@
-//! runq's per-task recorder: `bpf/recorder.bpf.c` on the classic
-//! tracepoints `sched/sched_switch`, `sched_wakeup`, `sched_wakeup_new`,
+//! runq's per-task recorder: `bpf/recorder.bpf.c` on the tracepoints
+//! `sched/sched_switch`, `sched_wakeup`, `sched_wakeup_new`,
 //! `sched_migrate_task` and `sched_process_fork`, filtered in the kernel to
 //! the threads [`Recorder::watch`] names (and those they clone), summing
 //! per worker what the checks need in maps rather than streaming events.
-//! Loaded with aya; the programs detach when the [`Recorder`] is dropped.
+//! The BTF tracepoints (`tp_btf`) are used where the kernel has BTF (they
+//! cost less on every switch), the classic ones elsewhere. Loaded with aya; the programs
+//! detach when the [`Recorder`] is dropped.
 
 pub mod decode;
 
 use aya::maps::{HashMap, MapData, PerCpuArray};
-use aya::programs::TracePoint;
-use aya::{Ebpf, EbpfLoader};
+use aya::programs::{BtfTracePoint, TracePoint};
+use aya::{Btf, Ebpf, EbpfLoader};
 use runq_kernel::task_record::{class_of_group, Recorded, RUNQ_CLASS};
 
 use decode::{RawCpuTask, RawHeld, RawMaps, RawPair, RawTask, RawWoke};
@@ -20,9 +22,54 @@ struct Aligned<T: ?Sized>(T);
 
 static OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!("../bpf/recorder.bpf.o"));
 
-/// The object's bytes.
-pub fn object() -> &'static [u8] {
-    &OBJECT.0
+static BTF_OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!("../bpf/recorder-btf.bpf.o"));
+
+/// The kernel's own BTF, which the BTF object's field reads are placed by.
+const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// The tracepoints the recorder runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tracepoints {
+    /// BTF tracepoints (`tp_btf`, `recorder-btf.bpf.o`): no trace record
+    /// is built per event and task fields are read directly; needs the
+    /// kernel's BTF and Linux 5.18 or later.
+    Btf,
+    /// Classic tracepoints (`recorder.bpf.o`): any kernel with tracefs.
+    Classic,
+}
+
+/// The environment variable that picks the tracepoints (`btf` or
+/// `classic`) instead of the default choice: to compare their costs, or
+/// to step around a kernel whose BTF tracepoints misbehave.
+pub const TRACEPOINTS_ENV: &str = "RUNQ_RECORDER_TRACEPOINTS";
+
+impl Tracepoints {
+    /// The tracepoints [`TRACEPOINTS_ENV`] asks for, if it is set.
+    fn from_env() -> Result<Option<Tracepoints>, RecorderError> {
+        match std::env::var(TRACEPOINTS_ENV) {
+            Err(_) => Ok(None),
+            Ok(v) => Self::parse(&v).map(Some),
+        }
+    }
+
+    /// `btf` or `classic`.
+    fn parse(value: &str) -> Result<Tracepoints, RecorderError> {
+        match value {
+            "btf" => Ok(Tracepoints::Btf),
+            "classic" => Ok(Tracepoints::Classic),
+            other => Err(RecorderError::Setting(format!(
+                "{TRACEPOINTS_ENV}={other:?} is not a kind of tracepoint: use btf or classic, or unset it"
+            ))),
+        }
+    }
+
+    /// The object built for these tracepoints.
+    pub fn object(self) -> &'static [u8] {
+        match self {
+            Tracepoints::Btf => &BTF_OBJECT.0,
+            Tracepoints::Classic => &OBJECT.0,
+        }
+    }
 }
 
 /// The tracepoints the recorder attaches to, with their programs.
@@ -40,6 +87,9 @@ pub enum RecorderError {
     /// This process may not load BPF programs.
     #[error("the recorder needs CAP_BPF and CAP_PERFMON to load its BPF programs: run as root")]
     NotPermitted,
+    /// An environment setting of the recorder's is wrong.
+    #[error("{0}")]
+    Setting(String),
     /// The object did not load (verifier, map creation).
     #[error("loading the recorder's BPF programs failed: {0}")]
     Load(String),
@@ -64,9 +114,18 @@ pub enum RecorderError {
     },
 }
 
+/// An attach error of `tracepoint`'s program.
+fn attach_error(tracepoint: &'static str) -> impl Fn(aya::programs::ProgramError) -> RecorderError {
+    move |e| RecorderError::Attach {
+        tracepoint,
+        reason: e.to_string(),
+    }
+}
+
 /// The loaded, attached programs.
 pub struct Recorder {
     ebpf: Ebpf,
+    tracepoints: Tracepoints,
     watched: std::collections::HashSet<u32>,
 }
 
@@ -84,28 +143,87 @@ impl Recorder {
         })
     }
 
+    /// The tracepoints [`TRACEPOINTS_ENV`] names, or by default the BTF
+    /// ones where the kernel has BTF and they load, the classic ones
+    /// otherwise.
     fn load_and_attach() -> Result<Recorder, RecorderError> {
-        let mut ebpf = EbpfLoader::new()
-            .load(object())
-            .map_err(|e| RecorderError::Load(e.to_string()))?;
-        runq_kernel::tracefs::ensure_mounted()?;
-        for (prog, tracepoint) in TRACEPOINTS {
-            let attach_err = |e: aya::programs::ProgramError| RecorderError::Attach {
-                tracepoint,
-                reason: e.to_string(),
-            };
-            let tp: &mut TracePoint = ebpf
-                .program_mut(prog)
-                .ok_or_else(|| RecorderError::Load(format!("no program {prog} in the object")))?
-                .try_into()
-                .map_err(attach_err)?;
-            tp.load().map_err(attach_err)?;
-            tp.attach("sched", tracepoint).map_err(attach_err)?;
+        match Tracepoints::from_env()? {
+            Some(only) => Self::start_on(only),
+            None => {
+                Self::start_on(Tracepoints::Btf).or_else(|_| Self::start_on(Tracepoints::Classic))
+            }
         }
+    }
+
+    /// Loads and attaches the programs on `tracepoints`.
+    fn start_on(tracepoints: Tracepoints) -> Result<Recorder, RecorderError> {
+        let ebpf = match tracepoints {
+            Tracepoints::Btf => Self::attach_btf(),
+            Tracepoints::Classic => Self::attach_classic(),
+        }?;
         Ok(Recorder {
             ebpf,
+            tracepoints,
             watched: Default::default(),
         })
+    }
+
+    /// Loads the BTF object (its reads of task fields placed by the
+    /// kernel's BTF) and attaches each program to its BTF tracepoint.
+    fn attach_btf() -> Result<Ebpf, RecorderError> {
+        if !std::path::Path::new(KERNEL_BTF).exists() {
+            return Err(RecorderError::Load(format!("no {KERNEL_BTF}")));
+        }
+        let btf =
+            Btf::from_sys_fs().map_err(|e| RecorderError::Load(format!("{KERNEL_BTF}: {e}")))?;
+        let mut ebpf = Self::load(Tracepoints::Btf)?;
+        for (prog, tracepoint) in TRACEPOINTS {
+            let tp: &mut BtfTracePoint = Self::program(&mut ebpf, prog, tracepoint)?;
+            tp.load(tracepoint, &btf)
+                .map_err(attach_error(tracepoint))?;
+            tp.attach().map_err(attach_error(tracepoint))?;
+        }
+        Ok(ebpf)
+    }
+
+    /// Loads the classic object and attaches each program to its
+    /// tracepoint (mounting tracefs first when it is not).
+    fn attach_classic() -> Result<Ebpf, RecorderError> {
+        let mut ebpf = Self::load(Tracepoints::Classic)?;
+        runq_kernel::tracefs::ensure_mounted()?;
+        for (prog, tracepoint) in TRACEPOINTS {
+            let tp: &mut TracePoint = Self::program(&mut ebpf, prog, tracepoint)?;
+            tp.load().map_err(attach_error(tracepoint))?;
+            tp.attach("sched", tracepoint)
+                .map_err(attach_error(tracepoint))?;
+        }
+        Ok(ebpf)
+    }
+
+    fn load(tracepoints: Tracepoints) -> Result<Ebpf, RecorderError> {
+        EbpfLoader::new()
+            .load(tracepoints.object())
+            .map_err(|e| RecorderError::Load(e.to_string()))
+    }
+
+    /// Program `prog` of `ebpf`, as the kind `P` of its tracepoint.
+    fn program<'a, P>(
+        ebpf: &'a mut Ebpf,
+        prog: &str,
+        tracepoint: &'static str,
+    ) -> Result<&'a mut P, RecorderError>
+    where
+        &'a mut P: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+    {
+        ebpf.program_mut(prog)
+            .ok_or_else(|| RecorderError::Load(format!("no program {prog} in the object")))?
+            .try_into()
+            .map_err(attach_error(tracepoint))
+    }
+
+    /// The tracepoints this recorder runs on.
+    pub fn tracepoints(&self) -> Tracepoints {
+        self.tracepoints
     }
 
     fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> RecorderError {
@@ -226,7 +344,9 @@ mod tests {
             hash.split_whitespace().next().unwrap_or(""),
             "bpf/recorder.bpf.o is stale: run crates/runq-recorder/bpf/build.sh (needs clang, libbpf-dev)"
         );
-        assert!(object().starts_with(b"\x7fELF"));
+        for t in [Tracepoints::Btf, Tracepoints::Classic] {
+            assert!(t.object().starts_with(b"\x7fELF"), "{t:?}");
+        }
     }
 
     fn spin(d: Duration) {
@@ -236,13 +356,46 @@ mod tests {
         }
     }
 
-    /// As root: two threads pinned to one CPU, one at nice 19: the
-    /// recorder names the other as the holder of its CPU, and a thread
-    /// the watched one spawns is summed under it.
+    #[test]
+    fn the_tracepoints_variable_takes_btf_or_classic_and_names_a_bad_value() {
+        assert_eq!(Tracepoints::parse("btf").unwrap(), Tracepoints::Btf);
+        assert_eq!(Tracepoints::parse("classic").unwrap(), Tracepoints::Classic);
+        let e = Tracepoints::parse("raw").unwrap_err().to_string();
+        assert!(
+            e.contains("RUNQ_RECORDER_TRACEPOINTS=\"raw\"") && e.contains("btf or classic"),
+            "{e}"
+        );
+    }
+
+    /// As root: the BTF tracepoints are taken where the kernel has BTF.
+    #[test]
+    #[cfg_attr(not(runq_root), ignore = "needs root")]
+    fn the_btf_tracepoints_are_taken_where_the_kernel_has_btf() {
+        let rec = Recorder::start().expect("the recorder starts as root");
+        if std::path::Path::new(KERNEL_BTF).exists() {
+            assert_eq!(rec.tracepoints(), Tracepoints::Btf);
+        } else {
+            assert_eq!(rec.tracepoints(), Tracepoints::Classic);
+        }
+    }
+
+    /// As root, on the BTF tracepoints (where the kernel has BTF) and on
+    /// the classic ones: see [`names_the_holder_on`].
     #[test]
     #[cfg_attr(not(runq_root), ignore = "needs root")]
     fn names_the_thread_that_held_a_watched_threads_cpu() {
-        let mut rec = Recorder::start().expect("the recorder starts as root");
+        if std::path::Path::new(KERNEL_BTF).exists() {
+            names_the_holder_on(Tracepoints::Btf);
+        }
+        names_the_holder_on(Tracepoints::Classic);
+    }
+
+    /// Two threads pinned to one CPU, one at nice 19: the recorder names
+    /// the other as the holder of its CPU, the thread that woke it and the
+    /// CPU it waited on, and a thread the watched one spawns is summed
+    /// under it.
+    fn names_the_holder_on(tracepoints: Tracepoints) {
+        let mut rec = Recorder::start_on(tracepoints).expect("the recorder starts as root");
         let pin = || {
             // SAFETY: a zeroed cpu_set_t is valid; CPU 0 exists.
             unsafe {
@@ -272,18 +425,25 @@ mod tests {
             spin(Duration::from_millis(300));
         });
         let low_tid = rx.recv().unwrap();
+        let me = runq_kernel::clock::gettid();
         rec.watch(low_tid, 0).unwrap();
         go_tx.send(()).unwrap();
         low.join().unwrap();
         hog.join().unwrap();
         let r = rec.read().unwrap();
         let w = r.worker(low_tid).expect("the watched thread is recorded");
-        assert_eq!(w.tids.len(), 2, "{w:?}");
-        assert!(w.run_ns > 0 && w.wait_ns > 0, "{w:?}");
+        assert_eq!(w.tids.len(), 2, "{tracepoints:?}: {w:?}");
+        assert!(w.run_ns > 0 && w.wait_ns > 0, "{tracepoints:?}: {w:?}");
         assert!(
             w.holders.iter().any(|h| h.pid == hog_tid && h.class == 0),
-            "{w:?}"
+            "{tracepoints:?}: {w:?}"
         );
-        assert!(w.held_by_class[0] > 0, "{w:?}");
+        assert!(w.held_by_class[0] > 0, "{tracepoints:?}: {w:?}");
+        // Woken by this thread's send, on CPU 0's queue (where it waited).
+        assert!(
+            w.wakeups >= 1 && w.wakers.iter().any(|k| k.pid == me),
+            "{tracepoints:?}: {w:?}"
+        );
+        assert_eq!(w.wait_cpus, [0], "{tracepoints:?}: {w:?}");
     }
 }
