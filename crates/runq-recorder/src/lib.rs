@@ -45,7 +45,7 @@ pub const TRACEPOINTS_ENV: &str = "RUNQ_RECORDER_TRACEPOINTS";
 
 impl Tracepoints {
     /// The tracepoints [`TRACEPOINTS_ENV`] asks for, if it is set.
-    fn from_env() -> Result<Option<Tracepoints>, RecorderError> {
+    pub fn from_env() -> Result<Option<Tracepoints>, RecorderError> {
         match std::env::var(TRACEPOINTS_ENV) {
             Err(_) => Ok(None),
             Ok(v) => Self::parse(&v).map(Some),
@@ -54,12 +54,21 @@ impl Tracepoints {
 
     /// `btf` or `classic`.
     fn parse(value: &str) -> Result<Tracepoints, RecorderError> {
-        match value {
-            "btf" => Ok(Tracepoints::Btf),
-            "classic" => Ok(Tracepoints::Classic),
-            other => Err(RecorderError::Setting(format!(
-                "{TRACEPOINTS_ENV}={other:?} is not a kind of tracepoint: use btf or classic, or unset it"
-            ))),
+        [Tracepoints::Btf, Tracepoints::Classic]
+            .into_iter()
+            .find(|t| t.name() == value)
+            .ok_or_else(|| {
+                RecorderError::Setting(format!(
+                    "{TRACEPOINTS_ENV}={value:?} is not a kind of tracepoint: use btf or classic, or unset it"
+                ))
+            })
+    }
+
+    /// Their name in `RUNQ_RECORDER_TRACEPOINTS` and in log lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tracepoints::Btf => "btf",
+            Tracepoints::Classic => "classic",
         }
     }
 
@@ -149,9 +158,12 @@ impl Recorder {
     fn load_and_attach() -> Result<Recorder, RecorderError> {
         match Tracepoints::from_env()? {
             Some(only) => Self::start_on(only),
-            None => {
-                Self::start_on(Tracepoints::Btf).or_else(|_| Self::start_on(Tracepoints::Classic))
-            }
+            None => Self::start_on(Tracepoints::Btf).or_else(|e| {
+                log::info!(
+                    "recorder: the BTF tracepoints did not load ({e}); using the classic ones"
+                );
+                Self::start_on(Tracepoints::Classic)
+            }),
         }
     }
 

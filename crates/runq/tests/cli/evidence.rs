@@ -512,3 +512,29 @@ fn without_the_recorder_a_fail_says_what_is_missing() {
         "{first}"
     );
 }
+
+/// A `RUNQ_RECORDER_TRACEPOINTS` that names no kind of tracepoint is a
+/// usage error before anything starts, with or without root.
+#[test]
+fn a_bad_recorder_tracepoints_setting_is_refused() {
+    let out = crate::common::runq()
+        .args([
+            "run",
+            "--work-type",
+            "SpinWait",
+            "--workers",
+            "1",
+            "--duration",
+            "1s",
+        ])
+        .env("RUNQ_RECORDER_TRACEPOINTS", "raw")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "runq: RUNQ_RECORDER_TRACEPOINTS=\"raw\" is not a kind of tracepoint: use btf or classic, or unset it"
+    );
+    assert!(out.stdout.is_empty());
+}

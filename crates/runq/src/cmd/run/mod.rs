@@ -174,6 +174,8 @@ pub struct RunArgs {
     /// its run time and runnable waits, who woke it and who held its CPU
     /// while it waited, so that each failed check names the tasks behind
     /// it; without root the causes come from /proc and schedstat alone.
+    /// It runs on BTF tracepoints where the kernel has BTF, else on the
+    /// classic ones; `RUNQ_RECORDER_TRACEPOINTS=btf|classic` picks one.
     #[arg(long)]
     pub no_recorder: bool,
     /// Where a FAIL's evidence traces go (default: the system's temporary
@@ -458,6 +460,9 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     args.sched.apply(&mut scn)?;
     refuse_churn_without_cgroups(&scn, cgroups)?;
+    if !args.no_recorder {
+        runq_recorder::Tracepoints::from_env().map_err(|e| exit::usage(e.to_string()))?;
+    }
     if let Some(SnapshotInterval(i)) = args.snapshot_interval {
         scn.snapshot_interval = i;
     }

@@ -26,7 +26,7 @@ pub fn task_recorder(on: bool) -> Result<Box<dyn TaskRecorder>, String> {
         return Err("off (--no-recorder)".into());
     }
     let mut r = Recorder::start().map_err(|e| e.to_string())?;
-    log::info!("recorder: on the {:?} tracepoints", r.tracepoints());
+    log::info!("recorder: on the {} tracepoints", r.tracepoints().name());
     r.watch_own_threads().map_err(|e| e.to_string())?;
     Ok(Box::new(BpfRecorder(r)))
 }
