@@ -188,7 +188,7 @@ impl Recorder {
         }
         let btf =
             Btf::from_sys_fs().map_err(|e| RecorderError::Load(format!("{KERNEL_BTF}: {e}")))?;
-        let mut ebpf = Self::load(Tracepoints::Btf)?;
+        let mut ebpf = Self::load(Tracepoints::Btf, Some(&btf))?;
         for (prog, tracepoint) in TRACEPOINTS {
             let tp: &mut BtfTracePoint = Self::program(&mut ebpf, prog, tracepoint)?;
             tp.load(tracepoint, &btf)
@@ -201,7 +201,7 @@ impl Recorder {
     /// Loads the classic object and attaches each program to its
     /// tracepoint (mounting tracefs first when it is not).
     fn attach_classic() -> Result<Ebpf, RecorderError> {
-        let mut ebpf = Self::load(Tracepoints::Classic)?;
+        let mut ebpf = Self::load(Tracepoints::Classic, None)?;
         runq_kernel::tracefs::ensure_mounted()?;
         for (prog, tracepoint) in TRACEPOINTS {
             let tp: &mut TracePoint = Self::program(&mut ebpf, prog, tracepoint)?;
@@ -212,8 +212,10 @@ impl Recorder {
         Ok(ebpf)
     }
 
-    fn load(tracepoints: Tracepoints) -> Result<Ebpf, RecorderError> {
+    /// Loads `tracepoints`' object, its CO-RE reads placed by `btf`.
+    fn load(tracepoints: Tracepoints, btf: Option<&Btf>) -> Result<Ebpf, RecorderError> {
         EbpfLoader::new()
+            .btf(btf)
             .load(tracepoints.object())
             .map_err(|e| RecorderError::Load(e.to_string()))
     }
