@@ -297,8 +297,15 @@ fn mechanism(
         )
     };
     if s.own.1 >= s.run.1 && s.own.1 >= s.outside.1 && s.own.1 >= s.runq.1 {
+        // A worker that ran most of its time was not starved: its group
+        // mates only delayed it.
+        let kind = if 2 * w.run_ns < wall_ns {
+            "starvation"
+        } else {
+            "contention"
+        };
         let text = format!(
-            "starvation inside {container}: worker {} ran {} of its {}; the other workers of \
+            "{kind} inside {container}: worker {} ran {} of its {}; the other workers of \
              its {container} held its CPU for {}{}",
             w.worker,
             ms(w.run_ns),

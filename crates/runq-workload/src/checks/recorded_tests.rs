@@ -113,6 +113,21 @@ fn one_cgroup_for_both_groups_is_starvation_inside_it() {
     );
 }
 
+/// A worker that ran most of its time (here 1,600 of its 3,000 ms) was
+/// delayed by its group mates, not starved.
+#[test]
+fn a_worker_that_ran_most_of_its_time_met_contention_not_starvation() {
+    let (scn, reports, mut rec) = default_run(["all", "all"]);
+    let w = rec.workers.iter_mut().find(|w| w.worker == 8679).unwrap();
+    w.run_ns = 1_600_000_000;
+    let c = failed("max_p99_wake_latency_us", "spinners");
+    let m = explain(&scn, &reports, &rec, c).mechanism.unwrap();
+    assert!(
+        m.starts_with("contention inside cgroup all: worker 8679 ran 1,600 ms of its 3,000 ms"),
+        "{m}"
+    );
+}
+
 #[test]
 fn a_busy_host_clause_gives_way_to_what_the_recorder_saw() {
     let (scn, reports, rec) = default_run(["spinners", "pingpong"]);

@@ -310,6 +310,7 @@ fn the_default_scenarios_fail_names_the_cgroup_that_held_its_cpu() {
         .unwrap_or_else(|| panic!("{first}"));
     let mechanism = worst["cause"]["mechanism"].as_str().unwrap_or_default();
     let named_cgroup = mechanism.starts_with("starvation inside cgroup ")
+        || mechanism.starts_with("contention inside cgroup ")
         || mechanism.starts_with("the workers of the run's cgroup ");
     let outside = mechanism.starts_with("a task outside the run kept worker ");
     assert!(
