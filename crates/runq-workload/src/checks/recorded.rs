@@ -256,12 +256,13 @@ fn no_cpu_wait(w: &TaskRecord, wall_ns: u64, stuck: bool, held: u64) -> Option<S
     let barely = (w.wait_ns as f64) < MIN_WAIT_SHARE * wall_ns as f64;
     (barely || held == 0 || slept_through).then(|| {
         format!(
-            "not a wait for a CPU: worker {} waited runnable {} of its {} ({:.1}%) and was \
-             asleep {}",
+            "not a wait for a CPU: worker {} waited runnable {} of its {} ({:.1}%), ran {} \
+             and was asleep {}",
             w.worker,
             ms(w.wait_ns),
             ms(wall_ns),
             100.0 * w.wait_ns as f64 / wall_ns.max(1) as f64,
+            ms(w.run_ns),
             ms(asleep)
         )
     })

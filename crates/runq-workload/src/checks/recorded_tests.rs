@@ -306,7 +306,7 @@ fn a_worker_asleep_at_the_deadline_is_no_wait_for_a_cpu() {
     let cause = explain(&scn, &reports, &rec, failed("not_stuck", "spinners"));
     let m = cause.mechanism.unwrap();
     assert!(
-        m.starts_with("not a wait for a CPU: worker 8679 waited runnable 2,834 ms of its 10,000 ms (28.3%) and was asleep 6,952 ms"),
+        m.starts_with("not a wait for a CPU: worker 8679 waited runnable 2,834 ms of its 10,000 ms (28.3%), ran 214 ms and was asleep 6,952 ms"),
         "{m}"
     );
 }
