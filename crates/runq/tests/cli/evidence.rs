@@ -519,15 +519,7 @@ fn without_the_recorder_a_fail_says_what_is_missing() {
 #[test]
 fn a_bad_recorder_tracepoints_setting_is_refused() {
     let out = crate::common::runq()
-        .args([
-            "run",
-            "--work-type",
-            "SpinWait",
-            "--workers",
-            "1",
-            "--duration",
-            "1s",
-        ])
+        .args("run --work-type SpinWait --workers 1 --duration 1s".split(' '))
         .env("RUNQ_RECORDER_TRACEPOINTS", "raw")
         .output()
         .unwrap();
