@@ -299,9 +299,22 @@ struct wakeup_args {
 	__s32 target_cpu;
 };
 
+/* sched_migrate_task and sched_process_fork carry their comms as
+ * __data_loc strings on newer kernels (6.18 has them) and as char[16] on
+ * older ones (6.1, 6.12), which moves the pids after them: a program for
+ * each, user space attaches the one the tracepoint's format matches. */
 struct migrate_args {
 	__u64 common;
 	__u32 comm_loc;
+	__s32 pid;
+	__s32 prio;
+	__s32 orig_cpu;
+	__s32 dest_cpu;
+};
+
+struct migrate_args_fixed {
+	__u64 common;
+	char comm[16];
 	__s32 pid;
 	__s32 prio;
 	__s32 orig_cpu;
@@ -313,6 +326,14 @@ struct fork_args {
 	__u32 parent_comm_loc;
 	__s32 parent_pid;
 	__u32 child_comm_loc;
+	__s32 child_pid;
+};
+
+struct fork_args_fixed {
+	__u64 common;
+	char parent_comm[16];
+	__s32 parent_pid;
+	char child_comm[16];
 	__s32 child_pid;
 };
 
@@ -345,8 +366,22 @@ int recorder_migrate(struct migrate_args *ctx)
 	return 0;
 }
 
+SEC("tracepoint/sched/sched_migrate_task")
+int recorder_migrate_fixed(struct migrate_args_fixed *ctx)
+{
+	migrated((__u32)ctx->pid, ctx->dest_cpu);
+	return 0;
+}
+
 SEC("tracepoint/sched/sched_process_fork")
 int recorder_fork(struct fork_args *ctx)
+{
+	forked((__u32)ctx->parent_pid, (__u32)ctx->child_pid);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_fork")
+int recorder_fork_fixed(struct fork_args_fixed *ctx)
 {
 	forked((__u32)ctx->parent_pid, (__u32)ctx->child_pid);
 	return 0;

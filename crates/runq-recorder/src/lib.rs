@@ -8,11 +8,13 @@
 //! detach when the [`Recorder`] is dropped.
 
 pub mod decode;
+mod layout;
 
 use aya::maps::{HashMap, MapData, PerCpuArray};
 use aya::programs::{BtfTracePoint, TracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
 use runq_kernel::task_record::{class_of_group, Recorded, RUNQ_CLASS};
+use runq_kernel::tracefs::Tracefs;
 
 use decode::{RawCpuTask, RawHeld, RawMaps, RawPair, RawTask, RawWoke};
 
@@ -202,8 +204,12 @@ impl Recorder {
     /// tracepoint (mounting tracefs first when it is not).
     fn attach_classic() -> Result<Ebpf, RecorderError> {
         let mut ebpf = Self::load(Tracepoints::Classic, None)?;
-        runq_kernel::tracefs::ensure_mounted()?;
+        let tracefs = match runq_kernel::tracefs::ensure_mounted()? {
+            Tracefs::Mounted(p) | Tracefs::MountedNow(p) => p,
+        };
         for (prog, tracepoint) in TRACEPOINTS {
+            let prog = layout::classic_program(prog, tracepoint, &tracefs)
+                .map_err(|reason| RecorderError::Attach { tracepoint, reason })?;
             let tp: &mut TracePoint = Self::program(&mut ebpf, prog, tracepoint)?;
             tp.load().map_err(attach_error(tracepoint))?;
             tp.attach("sched", tracepoint)
@@ -441,6 +447,14 @@ mod tests {
         let low_tid = rx.recv().unwrap();
         let me = runq_kernel::clock::gettid();
         rec.watch(low_tid, 0).unwrap();
+        // Send once it sleeps in recv, so that this thread's send wakes it.
+        let stat = format!("/proc/self/task/{low_tid}/stat");
+        let t = Instant::now();
+        while !std::fs::read_to_string(&stat).is_ok_and(|s| s.contains(") S "))
+            && t.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         go_tx.send(()).unwrap();
         low.join().unwrap();
         hog.join().unwrap();

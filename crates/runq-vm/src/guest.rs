@@ -166,17 +166,25 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// runq's settings from the environment that the guest's runq takes
+/// from the host's.
+const FORWARDED_ENV: [&str; 2] = ["RUNQ_RECORDER_TRACEPOINTS", "RUNQ_CLOCK"];
+
 /// The script the guest runs: marks its start (the host times the boot
 /// by it), lists the topology it sees (`topology`, checked by the host:
 /// [`crate::guest_topology`]), gives the root's children the cpu and cpuset controllers as
 /// systemd does on a production cgroup v2 host, copies runq into the
 /// guest's memory (`COPY_RUNQ`), runs it in the host's working
-/// directory, and leaves its stdout, stderr and exit code in `dir`;
+/// directory with the host's [`FORWARDED_ENV`] settings, and leaves its stdout, stderr and exit code in `dir`;
 /// first sets up `--vm-disk` (`disk_setup`) and `--vm-net` (`net_setup`)
 /// as `setup` asks.
 pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String], setup: Setup) -> String {
     let d = |name: &str| quote(&dir.join(name).display().to_string());
     let argv: Vec<String> = args.iter().map(|a| quote(a)).collect();
+    let env: String = FORWARDED_ENV
+        .iter()
+        .filter_map(|k| Some(format!("{k}={} ", quote(&std::env::var(k).ok()?))))
+        .collect();
     let mut disk = if setup.disk {
         disk_setup(&d)
     } else {
@@ -195,7 +203,7 @@ pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String], setup: Setup
          R={runq}\n\
          {COPY_RUNQ}\n\
          cd {cwd} || exit 1\n\
-         NO_COLOR=1 \"$R\" {argv} > {stdout} 2> {stderr}\n\
+         NO_COLOR=1 {env}\"$R\" {argv} > {stdout} 2> {stderr}\n\
          echo $? > {rc}\n",
         started = d("started"),
         topology_script = crate::guest_topology::SCRIPT,
