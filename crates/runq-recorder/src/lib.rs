@@ -46,11 +46,12 @@ pub enum Tracepoints {
 pub const TRACEPOINTS_ENV: &str = "RUNQ_RECORDER_TRACEPOINTS";
 
 impl Tracepoints {
-    /// The tracepoints [`TRACEPOINTS_ENV`] asks for, if it is set.
+    /// The tracepoints [`TRACEPOINTS_ENV`] asks for, if it is set (and
+    /// not empty).
     pub fn from_env() -> Result<Option<Tracepoints>, RecorderError> {
         match std::env::var(TRACEPOINTS_ENV) {
-            Err(_) => Ok(None),
-            Ok(v) => Self::parse(&v).map(Some),
+            Ok(v) if !v.is_empty() => Self::parse(&v).map(Some),
+            _ => Ok(None),
         }
     }
 

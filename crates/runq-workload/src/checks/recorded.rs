@@ -399,7 +399,10 @@ fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>, wall_ns: u64)
         let judged = cause_says(c).unwrap_or(true);
         2 * s.outside.1 >= total && (judged || waited_most)
     };
-    let mut own = format!("the run's own workers {}", ms(s.own.1 + s.run.1));
+    let mut own = format!(
+        "while the run's own workers held it {}",
+        ms(s.own.1 + s.run.1)
+    );
     if s.runq.1 > 0 {
         own.push_str(&format!(" and runq's own threads {}", ms(s.runq.1)));
     }
@@ -408,7 +411,7 @@ fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>, wall_ns: u64)
         Some(o) if o.explains == explains => format!("{}; {seen}, {own}", o.reason),
         Some(o) if explains => format!("{}, and {seen}, so that load explains it", used(&o.reason)),
         Some(o) => format!(
-            "{}, but {seen} and {own}, so that load does not explain it",
+            "{}, but {seen}, {own}, so that load does not explain it",
             used(&o.reason)
         ),
         None if explains => seen,
