@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -90,6 +91,17 @@ pub enum SweepError {
         /// What went wrong.
         reason: String,
     },
+    /// A signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ended the sweep: the
+    /// running benchmark was killed and its profiler stopped.
+    #[error(
+        "interrupted after {done} of {total} runs; the benchmark and its profiler were stopped"
+    )]
+    Interrupted {
+        /// Runs finished.
+        done: usize,
+        /// Runs planned.
+        total: usize,
+    },
 }
 
 /// Every run of the sweep, in the order they run (see [`crate::order`]).
@@ -98,18 +110,46 @@ pub fn schedule(cfg: &SweepConfig) -> Vec<PlannedRun> {
 }
 
 /// Runs the sweep; `progress(done, total)` is called after every run.
+/// When `interrupt` turns true the running benchmark is killed, its
+/// profiler stopped, and the sweep ends with [`SweepError::Interrupted`].
 pub fn run_sweep(
     cfg: &SweepConfig,
     tsc: TscInfo,
+    interrupt: &AtomicBool,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<SweepResult, SweepError> {
     let plan = schedule(cfg);
     let mut points = Vec::with_capacity(plan.len());
+    let interrupted = |done| SweepError::Interrupted {
+        done,
+        total: plan.len(),
+    };
     for (i, &(procs, repeat, profiler)) in plan.iter().enumerate() {
-        points.push(run_point(cfg, &tsc, procs, repeat, profiler)?);
+        if interrupt.load(Ordering::Relaxed) {
+            return Err(interrupted(i));
+        }
+        let point = run_point(cfg, &tsc, procs, repeat, profiler, interrupt);
+        if interrupt.load(Ordering::Relaxed) {
+            return Err(interrupted(i));
+        }
+        points.push(point?);
         progress(i + 1, plan.len());
     }
     Ok(summarize(tsc, cfg.seed, points, &cfg.profilers))
+}
+
+/// Kills the benchmark child `pid` when `interrupt` turns true (its
+/// output is read with blocking reads that a signal does not end); stops
+/// watching once `done` is set.
+fn kill_on_interrupt(pid: u32, interrupt: &AtomicBool, done: &AtomicBool) {
+    while !done.load(Ordering::Relaxed) {
+        if interrupt.load(Ordering::Relaxed) {
+            // SAFETY: killing our own child, reaped only after `done`.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Starts the benchmark child, held before its work starts.
@@ -197,11 +237,30 @@ fn run_point(
     procs: usize,
     repeat: usize,
     profiler: Option<usize>,
+    interrupt: &AtomicBool,
 ) -> Result<Point, SweepError> {
     let fail = |reason: String| SweepError::Run { procs, reason };
     let mut child = spawn_benchmark(cfg, procs).map_err(|e| fail(e.to_string()))?;
+    let (pid, done) = (child.id(), AtomicBool::new(false));
+    std::thread::scope(|s| {
+        s.spawn(|| kill_on_interrupt(pid, interrupt, &done));
+        let point = measure_point(cfg, tsc, (procs, repeat, profiler), &mut child);
+        done.store(true, Ordering::Relaxed);
+        point
+    })
+}
+
+/// Runs one point on the held benchmark `child`: attaches the profiler,
+/// releases the benchmark and reads its result.
+fn measure_point(
+    cfg: &SweepConfig,
+    tsc: &TscInfo,
+    (procs, repeat, profiler): PlannedRun,
+    child: &mut Child,
+) -> Result<Point, SweepError> {
+    let fail = |reason: String| SweepError::Run { procs, reason };
     let prof = match profiler {
-        Some(k) => Some(attach_profiler(cfg, k, &mut child)?),
+        Some(k) => Some(attach_profiler(cfg, k, child)?),
         None => None,
     };
     // The window: from releasing the benchmark to its result. The

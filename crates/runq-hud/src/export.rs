@@ -123,6 +123,7 @@ pub(crate) mod tests {
             frequency_hz: 99,
             duration_s: 2.0,
             target_exited: false,
+            interrupted_by: None,
             blockers: group(findings, &crate::culprit::AppCode::default()),
             block_in_place: Vec::new(),
             workers: vec![],

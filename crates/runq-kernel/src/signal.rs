@@ -1,5 +1,5 @@
-//! Signal handling shared by the tools: SIGINT/SIGTERM set a flag the
-//! caller's loop polls (so a run stops its workers and removes its
+//! Signal handling shared by the tools: SIGINT, SIGTERM, SIGHUP (a closed
+//! terminal) and SIGQUIT set a flag the caller's loop polls (so a run stops its workers and removes its
 //! cgroups, a recorder finishes its snapshot, instead of dying midway),
 //! and a plain `sigaction` installer without `SA_RESTART`.
 
@@ -13,9 +13,14 @@ extern "C" fn on_signal(sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
-/// Routes SIGINT and SIGTERM to the flag; returns it.
+/// The signals that end a long command the one way: a report of what it
+/// had, cleanup, and exit 128+N.
+pub const ENDING_SIGNALS: [libc::c_int; 4] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Routes the [`ENDING_SIGNALS`] to the flag; returns it.
 pub fn install() -> std::io::Result<&'static AtomicBool> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in ENDING_SIGNALS {
         install_handler(sig, on_signal as *const () as usize)?;
     }
     Ok(&INTERRUPTED)

@@ -196,9 +196,13 @@ fn exit_of(e: &(dyn Error + 'static)) -> Option<Exit> {
             _ => Some(Exit::Usage),
         };
     }
-    if let Some(runq_collatz::sweep::SweepError::Profiler { .. }) = e.downcast_ref() {
+    match e.downcast_ref::<runq_collatz::sweep::SweepError>() {
         // The profiler command is the user's to fix.
-        return Some(Exit::Usage);
+        Some(runq_collatz::sweep::SweepError::Profiler { .. }) => return Some(Exit::Usage),
+        Some(runq_collatz::sweep::SweepError::Interrupted { .. }) => {
+            return Some(Exit::interrupted())
+        }
+        _ => {}
     }
     match e.downcast_ref::<HudError>()? {
         // Discovery problems are the user's to fix, a tracefs that may

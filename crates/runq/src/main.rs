@@ -57,7 +57,12 @@ fn parse_cli() -> Result<cli::Cli, ExitCode> {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { exit::USAGE } else { 0 });
         }
-        let args: Vec<String> = std::env::args().skip(1).collect();
+        // Lossy: an argument that is not UTF-8 (a file name) must not
+        // panic the usage line that names it.
+        let args: Vec<String> = std::env::args_os()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         runq_common::output::eprint_line(&format!("runq: {} (see --help)", usage_line(&e, &args)));
         exit::Exit::Usage.exit_code()
     })
@@ -125,9 +130,12 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => exit::report_error(&err),
     };
-    // Output lost to a full disk (not a reader that left) is a failure.
-    if code == ExitCode::SUCCESS && runq_common::output::stdout_failed() {
-        return ExitCode::FAILURE;
+    // Output lost to a full disk or a dead terminal (not a reader that
+    // left) is an I/O error, exit 3: never 0, and never 1, which CI reads
+    // as a FAIL verdict or a regression.
+    let verdicts = [0, exit::CHECK_FAILED, exit::INDETERMINATE].map(ExitCode::from);
+    if runq_common::output::stdout_failed() && verdicts.contains(&code) {
+        return exit::Exit::RunError.exit_code();
     }
     code
 }

@@ -162,6 +162,10 @@ pub struct Report {
     pub duration_s: f64,
     /// True if the target exited during the session.
     pub target_exited: bool,
+    /// The signal that ended the session (`SIGINT`, `SIGHUP`, ...), when
+    /// one did: the report holds what was seen until then.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub interrupted_by: Option<String>,
     /// Blockers, largest total first.
     pub blockers: Vec<Blocker>,
     /// Time in Tokio's `block_in_place` (sleeps over the threshold and

@@ -59,7 +59,7 @@ pub(crate) fn text(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "hud: pid {} ({}), {} workers by {}, threshold {}, {} Hz, {:.1}s{}",
+        "hud: pid {} ({}), {} workers by {}, threshold {}, {} Hz, {:.1}s{}{}",
         r.pid,
         r.comm,
         r.workers.len(),
@@ -71,7 +71,11 @@ pub(crate) fn text(r: &Report) -> String {
             " (target exited)"
         } else {
             ""
-        }
+        },
+        r.interrupted_by
+            .as_deref()
+            .map(|sig| format!(" (interrupted by {sig})"))
+            .unwrap_or_default()
     );
     if let Some(w) = &r.stacks.warning {
         let _ = writeln!(out, "WARNING: {w}");

@@ -122,6 +122,7 @@ pub(super) fn build_report(
         frequency_hz: opts.frequency,
         duration_s: elapsed,
         target_exited,
+        interrupted_by: runq_kernel::signal::received_signal().map(signal_name),
         blockers,
         block_in_place,
         workers: worker_stats(s, findings, elapsed),
@@ -141,5 +142,16 @@ pub(super) fn build_report(
         poll_timing: s.poll_timing,
         app_crates: s.app.crates(),
         task_ids: task_tracking(&s.task_ids, findings),
+    }
+}
+
+/// The name of an ending signal, as the report shows it.
+fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGQUIT => "SIGQUIT".into(),
+        other => format!("signal {other}"),
     }
 }

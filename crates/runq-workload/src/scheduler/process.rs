@@ -69,7 +69,13 @@ fn child_setup(parent: u32) -> io::Result<()> {
             return Err(io::Error::other("runq exited before the scheduler started"));
         }
         // Dispositions runq's own parent may have set to ignore.
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGUSR2] {
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGUSR2,
+        ] {
             libc::signal(sig, libc::SIG_DFL);
         }
     }

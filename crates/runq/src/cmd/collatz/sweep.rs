@@ -106,9 +106,13 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
         settle: args.settle,
         seed: args.seed,
     };
+    let interrupt = runq_kernel::signal::install()?;
     let bar = progress_bar(runq_collatz::sweep::schedule(&cfg).len());
-    let result = run_sweep(&cfg, tsc::info(), |done, _| bar.set_position(done as u64))?;
+    let result = run_sweep(&cfg, tsc::info(), interrupt, |done, _| {
+        bar.set_position(done as u64)
+    });
     bar.finish_and_clear();
+    let result = result?;
     let paths = runq_collatz::output::write_sweep(&args.out, &result)?;
     if args.json {
         crate::outln!("{}", runq_common::json::to_pretty(&result)?);

@@ -101,7 +101,7 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
         return Err(exit::usage("--interval must be positive, e.g. 1s"));
     }
     check_dir(&args.output)?;
-    let interrupt = runq_kernel::signal::install().context("installing the SIGINT handler")?;
+    let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let opts = RecordOptions {
         dir: args.output.clone(),
         interval: args.interval,
@@ -121,9 +121,13 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
         }
     })
     .context("recording")?;
+    let code = match runq_kernel::signal::received_signal() {
+        Some(sig) if sum.interrupted => exit::Exit::Interrupted(sig).exit_code(),
+        _ => ExitCode::SUCCESS,
+    };
     if args.json {
         crate::outln!("{}", runq_common::json::to_pretty(&sum)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     let mut out =
         format!(
@@ -139,5 +143,5 @@ pub fn execute(args: RecordArgs) -> anyhow::Result<ExitCode> {
         out.push_str(&format!("exited threads not counted: {why}\n"));
     }
     crate::out!("{out}");
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }

@@ -238,9 +238,14 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     } else {
         live::live_screen(opts, &args, stop)?
     };
-    output::write_exports(&args, &session)?;
+    // The report first: an --output that cannot be written (a full disk)
+    // must not take the session's findings with it.
     output::print_report(&session, args.json)?;
+    output::write_exports(&args, &session)?;
     // The probes detach only now, after the report is out.
     drop(session);
-    Ok(ExitCode::SUCCESS)
+    Ok(match runq_kernel::signal::received_signal() {
+        Some(sig) => exit::Exit::Interrupted(sig).exit_code(),
+        None => ExitCode::SUCCESS,
+    })
 }

@@ -52,7 +52,8 @@ fn check(args: &HudArgs) -> anyhow::Result<Option<TcpListener>> {
     args.metrics_addr.as_deref().map(listen).transpose()
 }
 
-/// Runs continuous mode until SIGINT or SIGTERM.
+/// Runs continuous mode until SIGINT, SIGTERM, SIGHUP or SIGQUIT, and
+/// ends with 128+N as every long command does.
 pub(super) fn execute(args: &HudArgs, session: Options) -> anyhow::Result<ExitCode> {
     let listener = check(args)?;
     if !super::privileged() {
@@ -89,5 +90,8 @@ pub(super) fn execute(args: &HudArgs, session: Options) -> anyhow::Result<ExitCo
     if let Some(s) = server {
         let _ = s.join();
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(match runq_kernel::signal::received_signal() {
+        Some(sig) => exit::Exit::Interrupted(sig).exit_code(),
+        None => ExitCode::SUCCESS,
+    })
 }

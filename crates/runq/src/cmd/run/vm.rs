@@ -201,7 +201,7 @@ pub fn run_in_vm(
     }
     let cfg = args.vm.config()?;
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
-    let host_args: Vec<String> = std::env::args().skip(1).collect();
+    let host_args = host_args_utf8()?;
     let json = args.json;
     let mut notice = |n: Notice| match n {
         Notice::Retry(why) => crate::errln!("runq: {why}"),
@@ -307,4 +307,20 @@ fn print_matrix(
         crate::junit::write(&crate::junit::from_matrix(name, &doc.runs, &[], took), path)?;
     }
     Ok(())
+}
+
+/// runq's own arguments, for the guest's command line: one that is not
+/// UTF-8 cannot be passed into the guest's script, and is a usage error.
+fn host_args_utf8() -> anyhow::Result<Vec<String>> {
+    std::env::args_os()
+        .skip(1)
+        .map(|a| {
+            a.into_string().map_err(|a| {
+                exit::usage(format!(
+                    "{}: not UTF-8; --vm passes its arguments into the guest as text: rename it",
+                    a.to_string_lossy()
+                ))
+            })
+        })
+        .collect()
 }
