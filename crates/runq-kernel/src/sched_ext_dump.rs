@@ -143,6 +143,8 @@ pub struct DumpReader {
     instance: PathBuf,
     sysrq: File,
     buf: String,
+    /// Removes the instance if runq dies without dropping the reader.
+    _guard: Option<crate::guard::Guard>,
 }
 
 impl DumpReader {
@@ -167,6 +169,7 @@ impl DumpReader {
         std::fs::create_dir(&instance)
             .map_err(|e| format!("a tracefs instance at {}: {e}", instance.display()))?;
         let reader = DumpReader {
+            _guard: crate::sched_trace::guard_instance(&instance),
             instance,
             sysrq,
             buf: String::new(),

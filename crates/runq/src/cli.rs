@@ -67,6 +67,10 @@ pub enum Command {
     Completions(cmd::completions::CompletionsArgs),
     /// Print the man page (roff) of runq or of one of its commands.
     Man(cmd::man::ManArgs),
+    /// List and remove what a killed runq left on the host: tracefs
+    /// instances (which may still be recording) and run cgroups whose
+    /// runq is gone. Every runq run as root also sweeps them at its start.
+    Clean(cmd::clean::CleanArgs),
 }
 
 /// A did-you-mean for a mistyped subcommand in `args` (the arguments after

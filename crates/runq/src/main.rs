@@ -126,6 +126,9 @@ fn main() -> ExitCode {
     };
     style::set_choice(cli.color);
     init_logging(cli.verbose);
+    if !matches!(cli.command, cli::Command::Clean(_)) {
+        cmd::clean::sweep_at_start();
+    }
     let code = match cmd::dispatch(cli) {
         Ok(code) => code,
         Err(err) => exit::report_error(&err),

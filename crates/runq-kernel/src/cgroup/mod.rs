@@ -11,8 +11,8 @@ pub use layout::{CgroupLayout, Hierarchy, HierarchyKind};
 pub use limits::{CgroupLimits, UNLIMITED};
 pub use mountinfo::{parse_mountinfo, CgroupMount};
 pub use run_tree::{
-    cleanup_stale_runs, create_child_cgroup, validate_group_path, GroupCgroup, RunCgroups,
-    RUNQ_PARENT,
+    cleanup_stale_runs, create_child_cgroup, remove_tree, stale_runs, validate_group_path,
+    GroupCgroup, RunCgroups, RUNQ_PARENT,
 };
 
 use std::io;

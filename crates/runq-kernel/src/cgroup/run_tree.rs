@@ -365,6 +365,17 @@ fn pid_alive(pid: i32) -> bool {
 /// exist (e.g. a run killed with SIGKILL). Returns how many were removed.
 pub fn cleanup_stale_runs(layout: &CgroupLayout) -> usize {
     let mut removed = 0;
+    for (dir, _) in stale_runs(layout) {
+        remove_tree(&dir);
+        removed += usize::from(!dir.exists());
+    }
+    removed
+}
+
+/// The run directories (`runq/<pid>-<n>`) of every hierarchy whose owner
+/// process no longer exists, with the owner's pid.
+pub fn stale_runs(layout: &CgroupLayout) -> Vec<(PathBuf, i32)> {
+    let mut stale = Vec::new();
     for h in &layout.hierarchies {
         let Ok(entries) = fs::read_dir(h.root.join(RUNQ_PARENT)) else {
             continue;
@@ -376,15 +387,14 @@ pub fn cleanup_stale_runs(layout: &CgroupLayout) -> usize {
             if owner <= 0 || pid_alive(owner) || !entry.path().is_dir() {
                 continue;
             }
-            remove_tree(&entry.path());
-            removed += usize::from(!entry.path().exists());
+            stale.push((entry.path(), owner));
         }
     }
-    removed
+    stale
 }
 
-/// Removes a cgroup subtree, children first.
-fn remove_tree(dir: &Path) {
+/// Removes a cgroup subtree, children first, killing what it holds.
+pub fn remove_tree(dir: &Path) {
     if let Ok(entries) = fs::read_dir(dir) {
         for entry in entries.flatten() {
             if entry.file_type().is_ok_and(|t| t.is_dir()) {

@@ -15,6 +15,7 @@ use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::guard::{Guard, Undo};
 use crate::tracefs::{ensure_mounted, Tracefs, TracefsError};
 
 /// The events recorded.
@@ -69,6 +70,9 @@ pub struct Recording {
 #[derive(Debug)]
 pub struct Recorder {
     dir: PathBuf,
+    /// Turns tracing off and removes the instance if runq dies without
+    /// dropping the recorder (SIGKILL, the OOM killer).
+    _guard: Option<Guard>,
 }
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -86,7 +90,8 @@ impl Recorder {
             path: dir.clone(),
             source,
         })?;
-        let rec = Recorder { dir };
+        let _guard = guard_instance(&dir);
+        let rec = Recorder { dir, _guard };
         rec.write("tracing_on", "0")?;
         rec.write("trace_clock", "mono")?;
         rec.write("buffer_size_kb", &kib_per_cpu.max(64).to_string())?;
@@ -145,6 +150,17 @@ impl Drop for Recorder {
     }
 }
 
+/// A guard (see [`crate::guard`]) that turns the instance at `dir` off
+/// and removes it when runq dies; `None` when it cannot fork (the next
+/// runq still removes an instance whose owner is gone, [`remove_stale`]).
+pub(crate) fn guard_instance(dir: &Path) -> Option<Guard> {
+    Guard::spawn(vec![
+        Undo::write(&dir.join("tracing_on"), b"0"),
+        Undo::rmdir(dir),
+    ])
+    .ok()
+}
+
 /// A fresh name for a tracefs instance of this process, `runq-<pid>-<n>`
 /// ([`remove_stale`] removes it once the process is gone).
 pub(crate) fn instance_name() -> String {
@@ -155,19 +171,30 @@ pub(crate) fn instance_name() -> String {
 /// Removes the instances of runq processes that are gone (killed before
 /// they could remove their own), which would otherwise keep tracing.
 pub(crate) fn remove_stale(instances: &Path) {
-    let Ok(dir) = fs::read_dir(instances) else {
-        return;
-    };
-    for e in dir.flatten() {
-        let name = e.file_name();
-        let Some(pid) = owner_pid(&name.to_string_lossy()) else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = fs::write(e.path().join("tracing_on"), "0");
-            let _ = fs::remove_dir(e.path());
-        }
+    for (dir, _) in stale_instances(instances) {
+        remove_instance(&dir);
     }
+}
+
+/// The tracefs instances (`runq-<pid>-<n>` under `instances`) whose owner
+/// process no longer exists, with the owner's pid.
+pub fn stale_instances(instances: &Path) -> Vec<(PathBuf, u32)> {
+    let Ok(dir) = fs::read_dir(instances) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let pid = owner_pid(&e.file_name().to_string_lossy())?;
+            let gone = !Path::new(&format!("/proc/{pid}")).exists();
+            gone.then(|| (e.path(), pid))
+        })
+        .collect()
+}
+
+/// Turns a tracefs instance off and removes it.
+pub fn remove_instance(dir: &Path) {
+    let _ = fs::write(dir.join("tracing_on"), "0");
+    let _ = fs::remove_dir(dir);
 }
 
 /// The pid in an instance name `runq-<pid>-<n>`.

@@ -1,5 +1,6 @@
 //! One module per subcommand; [`dispatch`] routes to them.
 
+pub mod clean;
 pub mod collatz;
 pub mod compare;
 pub mod completions;
@@ -36,5 +37,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Vm(args) => vm::execute(args),
         Command::Completions(args) => completions::execute(args),
         Command::Man(args) => man::execute(args),
+        Command::Clean(args) => clean::execute(args),
     }
 }

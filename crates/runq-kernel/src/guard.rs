@@ -1,0 +1,243 @@
+//! A guard process that undoes host state when runq dies without undoing
+//! it itself (SIGKILL, the OOM killer, a crash).
+//!
+//! State the kernel keeps after its creator is gone, such as a tracefs
+//! instance that records every CPU of the host, is not tied to any file
+//! descriptor. A [`Guard`] ties it to runq's lifetime: a forked child that
+//! blocks reading a pipe whose only writer is runq. When runq dies, the
+//! kernel closes the writer, the read returns end-of-file, and the guard
+//! carries out its [`Undo`] steps (turn tracing off, remove the
+//! directory) before it exits. On a normal end runq undoes the state
+//! itself and [`Guard`]'s drop kills the guard, which then does nothing.
+//!
+//! The child runs only async-signal-safe system calls on paths prepared
+//! before the fork, so forking a multi-threaded runq is safe. It ignores
+//! the terminal's signals (a Ctrl-C or hang-up reaches runq, which cleans
+//! up and exits; the guard then sees end-of-file), holds no descriptor of
+//! runq's but its pipe, and names itself `runq-guard`.
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// One step a guard carries out when runq dies.
+#[derive(Debug, Clone)]
+pub enum Undo {
+    /// Writes `value` to the file `path` (e.g. `0` to `tracing_on`).
+    Write {
+        /// The file.
+        path: CString,
+        /// What to write.
+        value: &'static [u8],
+    },
+    /// Removes the empty directory `path` (a tracefs instance, a cgroup),
+    /// retrying while it is busy (the dead runq's children still exiting).
+    Rmdir(CString),
+}
+
+impl Undo {
+    /// A [`Undo::Write`] of `value` to `path`.
+    pub fn write(path: &Path, value: &'static [u8]) -> Undo {
+        Undo::Write {
+            path: c_path(path),
+            value,
+        }
+    }
+
+    /// A [`Undo::Rmdir`] of `path`.
+    pub fn rmdir(path: &Path) -> Undo {
+        Undo::Rmdir(c_path(path))
+    }
+}
+
+fn c_path(path: &Path) -> CString {
+    // A path from the OS has no interior NUL; one that had would name
+    // nothing, and its step would fail harmlessly.
+    CString::new(path.as_os_str().as_bytes()).unwrap_or_default()
+}
+
+/// A running guard process (see the module doc).
+#[derive(Debug)]
+pub struct Guard {
+    pid: libc::pid_t,
+    writer: libc::c_int,
+}
+
+/// How long a guard retries a busy directory (the dead runq's workers
+/// hold its files until they die of `PR_SET_PDEATHSIG`).
+const RMDIR_TRIES: u32 = 500;
+const RMDIR_PAUSE_NS: libc::c_long = 10_000_000;
+
+impl Guard {
+    /// Forks the guard; it carries out `steps`, in order, if this process
+    /// dies while the [`Guard`] is alive.
+    pub fn spawn(steps: Vec<Undo>) -> io::Result<Guard> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills the two descriptors. O_CLOEXEC keeps the
+        // writer out of programs runq execs (a scheduler, a VM).
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let [reader, writer] = fds;
+        // SAFETY: the child runs only async-signal-safe calls on memory
+        // prepared before the fork and ends in _exit.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            let err = io::Error::last_os_error();
+            // SAFETY: closing the two descriptors just made.
+            unsafe {
+                libc::close(reader);
+                libc::close(writer);
+            }
+            return Err(err);
+        }
+        if pid == 0 {
+            // SAFETY: in the child, see `guard_main`.
+            unsafe { guard_main(reader, &steps) };
+        }
+        // SAFETY: the parent keeps only the writer.
+        unsafe { libc::close(reader) };
+        Ok(Guard { pid, writer })
+    }
+
+    /// The guard's pid.
+    pub fn pid(&self) -> u32 {
+        self.pid as u32
+    }
+}
+
+impl Drop for Guard {
+    /// runq undid the state itself: the guard is no longer needed, and is
+    /// killed and reaped (not left to act on end-of-file, which a forked
+    /// worker still holding the writer could delay).
+    fn drop(&mut self) {
+        // SAFETY: our own child and descriptor.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            libc::close(self.writer);
+            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
+/// The guard's life: wait for end-of-file on `reader`, carry out `steps`,
+/// exit.
+///
+/// # Safety
+/// Only in the child of a fork; never returns.
+unsafe fn guard_main(reader: libc::c_int, steps: &[Undo]) -> ! {
+    // SAFETY: each call is async-signal-safe (POSIX) or a raw system call.
+    unsafe {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        libc::prctl(libc::PR_SET_NAME, c"runq-guard".as_ptr());
+        // Only the pipe stays open: no terminal, no socket of runq's.
+        if reader != 0 {
+            libc::dup2(reader, 0);
+        }
+        libc::syscall(libc::SYS_close_range, 1u32, u32::MAX, 0u32);
+        let mut byte = 0u8;
+        loop {
+            let n = libc::read(0, (&mut byte as *mut u8).cast(), 1);
+            if n == 0 || (n < 0 && *libc::__errno_location() != libc::EINTR) {
+                break;
+            }
+        }
+        for step in steps {
+            undo(step);
+        }
+        libc::_exit(0)
+    }
+}
+
+/// Carries out one step, ignoring what fails (nothing is left to tell).
+///
+/// # Safety
+/// Async-signal-safe; called only by [`guard_main`].
+unsafe fn undo(step: &Undo) {
+    // SAFETY: raw system calls on NUL-terminated paths.
+    unsafe {
+        match step {
+            Undo::Write { path, value } => {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::write(fd, value.as_ptr().cast(), value.len());
+                    libc::close(fd);
+                }
+            }
+            Undo::Rmdir(path) => {
+                for _ in 0..RMDIR_TRIES {
+                    if libc::rmdir(path.as_ptr()) == 0 || *libc::__errno_location() != libc::EBUSY {
+                        return;
+                    }
+                    let pause = libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: RMDIR_PAUSE_NS,
+                    };
+                    libc::nanosleep(&pause, std::ptr::null_mut());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child that holds a guard and is then SIGKILLed: the guard
+    /// carries out its steps once the child is gone.
+    #[test]
+    fn a_guard_acts_when_its_owner_is_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let flag = dir.path().join("tracing_on");
+        let sub = dir.path().join("instance");
+        std::fs::write(&flag, "1").unwrap();
+        std::fs::create_dir(&sub).unwrap();
+        let steps = vec![Undo::write(&flag, b"0"), Undo::rmdir(&sub)];
+        // SAFETY: the child only spawns the guard, then waits to be killed.
+        let owner = unsafe { libc::fork() };
+        assert!(owner >= 0);
+        if owner == 0 {
+            let code = match Guard::spawn(steps) {
+                Ok(g) => {
+                    std::mem::forget(g);
+                    loop {
+                        // SAFETY: pause only waits for a signal.
+                        unsafe { libc::pause() };
+                    }
+                }
+                Err(_) => 1,
+            };
+            // SAFETY: ending the forked child.
+            unsafe { libc::_exit(code) };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // SAFETY: killing and reaping our own child.
+        unsafe {
+            libc::kill(owner, libc::SIGKILL);
+            libc::waitpid(owner, std::ptr::null_mut(), 0);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while sub.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!sub.exists(), "the guard did not remove the directory");
+        assert_eq!(std::fs::read_to_string(&flag).unwrap(), "0");
+    }
+
+    /// On a normal end the guard is killed and does nothing.
+    #[test]
+    fn a_dropped_guard_does_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("kept");
+        std::fs::create_dir(&sub).unwrap();
+        let guard = Guard::spawn(vec![Undo::rmdir(&sub)]).unwrap();
+        let pid = guard.pid();
+        drop(guard);
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "not reaped");
+        assert!(sub.exists(), "a dropped guard acted");
+    }
+}
