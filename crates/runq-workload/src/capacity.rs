@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use runq_kernel::cgroup::pids::PidsRoom;
+
 /// Workers per online CPU allowed unless the caller raises the cap.
 pub const DEFAULT_WORKERS_PER_CPU: usize = 1024;
 
@@ -13,7 +15,7 @@ pub const DEFAULT_WORKERS_PER_CPU: usize = 1024;
 pub const MIN_BYTES_PER_WORKER: u64 = 2 << 20;
 
 /// What the host offers, read from procfs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostLimits {
     /// Online CPUs.
     pub cpus: usize,
@@ -27,6 +29,9 @@ pub struct HostLimits {
     pub nproc_limit: Option<u64>,
     /// MemAvailable, bytes.
     pub mem_available: Option<u64>,
+    /// The tightest pids limit on runq's own cgroup chain (workers are
+    /// forked there before they are moved).
+    pub pids: Option<PidsRoom>,
 }
 
 impl HostLimits {
@@ -56,6 +61,7 @@ impl HostLimits {
             tasks_now,
             nproc_limit: nproc_soft_limit(),
             mem_available,
+            pids: runq_kernel::cgroup::pids::own_pids_room(),
         }
     }
 
@@ -82,6 +88,17 @@ impl HostLimits {
                 ));
             }
         }
+        if let Some(p) = self.pids.as_ref().filter(|p| workers as u64 > p.room()) {
+            return Err(format!(
+                "{workers} workers do not fit the pids limit of {} (pids.max {}, in use {}: \
+                 room for {}); raise pids.max there or run at most {} workers",
+                p.dir.display(),
+                p.max,
+                p.current,
+                p.room(),
+                p.room()
+            ));
+        }
         if let Some(l) = self.nproc_limit.filter(|&l| workers as u64 > l) {
             return Err(format!(
                 "{workers} workers is more than RLIMIT_NPROC ({l}); raise it with ulimit -u"
@@ -96,6 +113,29 @@ impl HostLimits {
             ));
         }
         Ok(())
+    }
+}
+
+/// What limit a failed fork most likely met, as a clause to follow the
+/// error: EAGAIN is the pids controller or RLIMIT_NPROC, ENOMEM memory.
+pub fn fork_failure_hint(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => match runq_kernel::cgroup::pids::own_pids_room() {
+            Some(p) if p.room() == 0 => format!(
+                "; the pids limit of {} is full (pids.max {}, in use {}): raise pids.max \
+                 there or run fewer workers",
+                p.dir.display(),
+                p.max,
+                p.current
+            ),
+            _ => "; a process limit was reached (RLIMIT_NPROC, ulimit -u; a cgroup's \
+                  pids.max; kernel.threads-max): raise it or run fewer workers"
+                .into(),
+        },
+        Some(libc::ENOMEM) => "; out of memory (a cgroup's memory.max, or MemAvailable): \
+                               raise the limit or run fewer workers"
+            .into(),
+        _ => String::new(),
     }
 }
 
@@ -231,6 +271,7 @@ mod tests {
             tasks_now: Some(300),
             nproc_limit: None,
             mem_available: Some(20 << 30),
+            pids: None,
         }
     }
 
@@ -244,12 +285,23 @@ mod tests {
         assert!(e.contains("kernel.threads-max (190000)"), "{e}");
         let small = HostLimits {
             nproc_limit: Some(100),
-            ..h
+            ..h.clone()
         };
         assert!(small
             .check(150, 1024)
             .unwrap_err()
             .contains("RLIMIT_NPROC (100)"));
+        let boxed = HostLimits {
+            pids: Some(PidsRoom {
+                dir: "/sys/fs/cgroup/box".into(),
+                max: 8,
+                current: 3,
+            }),
+            ..h.clone()
+        };
+        let e = boxed.check(12, 1024).unwrap_err();
+        assert!(e.contains("pids.max 8, in use 3: room for 5"), "{e}");
+        assert!(boxed.check(5, 1024).is_ok());
         let tight = HostLimits {
             mem_available: Some(100 << 20),
             ..h

@@ -4,6 +4,7 @@
 mod layout;
 mod limits;
 mod mountinfo;
+pub mod pids;
 pub mod rt;
 mod run_tree;
 

@@ -444,6 +444,20 @@ fn collect_timeout(opts: &RunOptions<'_>, workers: usize) -> Duration {
     opts.collect_timeout.min(window)
 }
 
+/// A run that ended on its own error (a fork, a cgroup write that
+/// failed) failed its checks because of that error, not because of other
+/// tasks: each failed check's cause says so, in place of what load or the
+/// recorder would have suggested.
+fn blame_the_run_error(error: &str, checks: &mut [crate::CheckResult]) {
+    for c in checks.iter_mut().filter(|c| !c.pass) {
+        c.cause = Some(crate::checks::cause::Cause {
+            mechanism: Some(format!("the run ended early: {error}")),
+            next_step: Some("fix what the error names, then run again".into()),
+            ..Default::default()
+        });
+    }
+}
+
 /// The longest sleep of the run loop: how late it may notice an interrupt,
 /// a due step or the scheduler's death.
 const TICK: Duration = Duration::from_millis(25);
@@ -505,6 +519,9 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
             recorded.as_ref().map_err(String::as_str),
         ),
     );
+    if let Some(e) = &run_error {
+        blame_the_run_error(e, &mut checks);
+    }
     let skipped_checks = judge_sched_ext(scn, series.as_ref(), run_ns, &mut checks);
     checks.extend(judge_placement(scn, &reports, &placement));
     let failed = scheduler_death.is_some() || run_error.is_some();

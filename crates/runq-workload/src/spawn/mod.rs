@@ -188,7 +188,10 @@ impl WorkloadHandle {
             let e = io::Error::last_os_error();
             return Err(io::Error::new(
                 e.kind(),
-                format!("fork of worker {idx}: {e}"),
+                format!(
+                    "fork of worker {idx}: {e}{}",
+                    crate::capacity::fork_failure_hint(&e)
+                ),
             ));
         }
         if pid == 0 {

@@ -530,6 +530,9 @@ fn run_plan(args: &RunArgs, cgroups: CgroupMode) -> anyhow::Result<RunPlan> {
 /// asked for cgroups and ran without them.
 fn print_stderr_lines(doc: &RunDocument, scn: &Scenario, json: bool, cgroups: CgroupMode) {
     let outcome = &doc.last;
+    if let Some(e) = &outcome.run_error {
+        crate::errln!("runq: run ended early: {e}");
+    }
     let plain_fail = outcome.run_error.is_none() && !outcome.interrupted;
     if let Some(line) = runq_results::evidence::headline::first_line(outcome, doc.evidence.as_ref())
         .filter(|_| plain_fail)
@@ -548,9 +551,6 @@ fn print_stderr_lines(doc: &RunDocument, scn: &Scenario, json: bool, cgroups: Cg
 fn print_report(doc: &RunDocument, json: bool) -> anyhow::Result<()> {
     if json {
         crate::outln!("{}", doc.to_json()?);
-        if let Some(e) = &doc.last.run_error {
-            crate::errln!("runq: run ended early: {e}");
-        }
     } else {
         let text = runq_results::render::outcome(&doc.last, crate::style::color_enabled());
         crate::out!(
