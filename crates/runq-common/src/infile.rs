@@ -7,6 +7,9 @@
 //! The file is opened with `O_NONBLOCK` (opening a FIFO with no writer
 //! then returns at once) and judged on the descriptor's `fstat`, so what
 //! is checked is what is read.
+//!
+//! A stream read line by line instead (standard input, perf script text)
+//! goes through [`LineCapped`], which bounds each line.
 
 use std::fmt;
 use std::fs::File;
@@ -158,6 +161,86 @@ pub fn read_text(path: &Path, max: u64, what: &'static str) -> Result<String, In
     })
 }
 
+/// A line-oriented text stream (standard input, a pipe, a file streamed
+/// rather than read whole) that ends in an [`io::ErrorKind::InvalidData`]
+/// error, instead of growing a reader's buffers without limit, on a line
+/// longer than its maximum or, when set, on more indented lines in a row
+/// (lines that begin with a space or a tab: the frames of one `perf
+/// script` sample) than [`LineCapped::indented_run`] allows. A stream of
+/// any length is read; what a line-by-line reader holds at once is bounded.
+pub struct LineCapped<R> {
+    inner: R,
+    max_line: u64,
+    max_run: u64,
+    /// Bytes of the current line so far.
+    line: u64,
+    /// Indented lines in a row, the current one included.
+    run: u64,
+}
+
+impl<R> LineCapped<R> {
+    /// `inner`, refusing a line longer than `max_line` bytes (its newline
+    /// not counted).
+    pub fn new(inner: R, max_line: u64) -> Self {
+        LineCapped {
+            inner,
+            max_line,
+            max_run: u64::MAX,
+            line: 0,
+            run: 0,
+        }
+    }
+
+    /// Also refuses more than `max_run` indented lines in a row (an empty
+    /// or unindented line ends a run).
+    pub fn indented_run(mut self, max_run: u64) -> Self {
+        self.max_run = max_run;
+        self
+    }
+
+    /// Follows the lines of `data`, the next bytes of the stream.
+    fn scan(&mut self, data: &[u8]) -> io::Result<()> {
+        for (i, seg) in data.split(|&b| b == b'\n').enumerate() {
+            if i > 0 {
+                // A newline ended the line before; an empty one ends a run.
+                if self.line == 0 {
+                    self.run = 0;
+                }
+                self.line = 0;
+            }
+            if self.line == 0 && !seg.is_empty() {
+                self.run = if matches!(seg[0], b' ' | b'\t') {
+                    self.run + 1
+                } else {
+                    0
+                };
+                if self.run > self.max_run {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("more than {} indented lines in a row", self.max_run),
+                    ));
+                }
+            }
+            self.line += seg.len() as u64;
+            if self.line > self.max_line {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a line longer than {}", mib(self.max_line)),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for LineCapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.scan(&buf[..n])?;
+        Ok(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +316,69 @@ mod tests {
                 .starts_with("cannot read /nonexistent/x.json: "),
             "{e}"
         );
+    }
+
+    /// Reads `input` through a pipe, as standard input would be, line by
+    /// line through [`LineCapped`]; returns the lines read and the error.
+    fn through_pipe(input: Vec<u8>, max_line: u64, max_run: u64) -> (usize, Option<io::Error>) {
+        use std::io::{BufRead, BufReader, Write};
+        let (r, mut w) = io::pipe().unwrap();
+        let writer = std::thread::spawn(move || {
+            // The reader may stop early: a broken pipe is expected then.
+            let _ = w.write_all(&input);
+        });
+        let mut lines = 0;
+        let mut err = None;
+        for line in BufReader::new(LineCapped::new(r, max_line).indented_run(max_run)).lines() {
+            match line {
+                Ok(_) => lines += 1,
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        writer.join().unwrap();
+        (lines, err)
+    }
+
+    #[test]
+    fn a_piped_line_over_the_maximum_is_refused_before_it_is_held() {
+        // 8 MiB without a newline, refused at 64 KiB.
+        let (lines, err) = through_pipe(vec![0; 8 << 20], 64 << 10, u64::MAX);
+        assert_eq!(lines, 0);
+        let err = err.expect("an error");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(err.to_string(), "a line longer than 64 KiB");
+    }
+
+    #[test]
+    fn a_long_stream_of_short_lines_is_read_whole() {
+        let mut input = b"header\n".to_vec();
+        input.extend(b"\tframe\n".repeat(1000));
+        input.extend(b"\nheader\n\tframe\n".repeat(50_000));
+        let (lines, err) = through_pipe(input, 16, 1000);
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(lines, 1001 + 150_000);
+    }
+
+    #[test]
+    fn too_many_indented_lines_in_a_row_are_refused() {
+        let mut input = b"header\n".to_vec();
+        input.extend(b" f\n".repeat(1001));
+        let (lines, err) = through_pipe(input, 16, 1000);
+        // The error comes with the read that holds the 1001st frame.
+        assert!(lines <= 1001, "{lines}");
+        assert_eq!(
+            err.expect("an error").to_string(),
+            "more than 1000 indented lines in a row"
+        );
+    }
+
+    #[test]
+    fn a_line_exactly_at_the_maximum_passes_across_reads() {
+        let mut r = LineCapped::new(&b""[..], 4);
+        assert!(r.scan(b"ab").is_ok() && r.scan(b"cd\nabcd").is_ok());
+        assert!(r.scan(b"e").is_err());
     }
 }

@@ -1,5 +1,11 @@
 //! The `.ctprof.zst` file: zstd (level 3) compressed JSON of a
 //! [`CtprofSnapshot`], with a format marker and a schema version.
+//!
+//! Reading one is bounded at every step: the file itself
+//! ([`MAX_SNAPSHOT_BYTES`]), what it decompresses to ([`decompressed_cap`]
+//! of its size), its header (format and version, checked before the body is
+//! read: a newer schema is refused) and the body, deserialized straight
+//! into its type (serde_json's recursion limit holds its nesting).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -14,8 +20,43 @@ use runq_common::safefile::Replace;
 pub const ZSTD_LEVEL: i32 = 3;
 /// The conventional file extension.
 pub const EXTENSION: &str = ".ctprof.zst";
-/// Largest decompressed snapshot accepted (guards against zip bombs).
-pub const MAX_DECOMPRESSED: u64 = 4 << 30;
+/// The most any snapshot may decompress to, however large its file.
+pub const MAX_DECOMPRESSED: u64 = 1 << 30;
+/// The most a snapshot may decompress to per byte of its file. runq's own
+/// grow 3 to 6 times (a delta, a host of 100 threads) and at most about 30
+/// times (10,000 threads alike); a file that grows more is a zstd bomb.
+pub const MAX_RATIO: u64 = 128;
+/// What any snapshot may decompress to, however small its file (the ratio
+/// never refuses a tiny one).
+pub const MIN_DECOMPRESSED_CAP: u64 = 16 << 20;
+
+/// The most a snapshot file of `compressed` bytes may decompress to:
+/// [`MAX_RATIO`] times its size, at least [`MIN_DECOMPRESSED_CAP`], at
+/// most [`MAX_DECOMPRESSED`].
+pub fn decompressed_cap(compressed: u64) -> u64 {
+    compressed
+        .saturating_mul(MAX_RATIO)
+        .clamp(MIN_DECOMPRESSED_CAP, MAX_DECOMPRESSED)
+}
+
+/// A size for an error line: KiB under one MiB, MiB above.
+fn size(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        format!("{} KiB", bytes.div_ceil(1024))
+    } else {
+        format!("{} MiB", bytes.div_ceil(1 << 20))
+    }
+}
+
+/// Why a file that decompresses past `cap` is not a snapshot.
+fn oversized_why(compressed: u64, cap: u64) -> String {
+    if cap >= MAX_DECOMPRESSED {
+        "more than any snapshot runq reads".into()
+    } else {
+        let ratio = cap / compressed.max(1);
+        format!("over {ratio}× its size; runq's own grow about 30× at most")
+    }
+}
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
@@ -48,6 +89,32 @@ pub enum FormatError {
         path: PathBuf,
         /// What the decoder said.
         detail: String,
+    },
+    /// zstd data that decompresses to more than [`decompressed_cap`]
+    /// allows for its size: a zstd bomb, not a snapshot runq wrote. Refused
+    /// as soon as the cap is passed.
+    #[error(
+        "{path}: not a ctprof snapshot: its {} decompress to more than {} ({}); pass a file written by `runq ctprof capture`",
+        size(*compressed), size(*cap), oversized_why(*compressed, *cap)
+    )]
+    Oversized {
+        /// The file.
+        path: PathBuf,
+        /// Its size, compressed.
+        compressed: u64,
+        /// The most it was allowed to decompress to.
+        cap: u64,
+    },
+    /// A snapshot (or delta) of a schema newer than this build reads;
+    /// refused before its body is read.
+    #[error("{path}: a ctprof snapshot of schema version {found}, newer than this runq reads (version {newest} and older); read it with a newer runq")]
+    Newer {
+        /// The file.
+        path: PathBuf,
+        /// The `schema_version` the file states.
+        found: u64,
+        /// The newest this build reads ([`SCHEMA_VERSION`]).
+        newest: u32,
     },
     /// Valid zstd, but not a ctprof JSON document.
     #[error(
@@ -96,6 +163,8 @@ enum Decoded {
     Delta(Box<DeltaFile>),
 }
 
+/// Decompresses a snapshot file's bytes, refusing data that grows past
+/// [`decompressed_cap`] of their size as soon as it does.
 fn decompress(bytes: &[u8], path: &Path) -> Result<Vec<u8>, FormatError> {
     let corrupt = |e: std::io::Error| FormatError::Corrupt {
         path: path.to_path_buf(),
@@ -106,36 +175,77 @@ fn decompress(bytes: &[u8], path: &Path) -> Result<Vec<u8>, FormatError> {
             path: path.to_path_buf(),
         });
     }
+    let compressed = bytes.len() as u64;
+    let cap = decompressed_cap(compressed);
     let dec = zstd::stream::Decoder::new(bytes).map_err(corrupt)?;
     let mut json = Vec::new();
-    dec.take(MAX_DECOMPRESSED)
-        .read_to_end(&mut json)
-        .map_err(corrupt)?;
+    dec.take(cap + 1).read_to_end(&mut json).map_err(corrupt)?;
+    if json.len() as u64 > cap {
+        return Err(FormatError::Oversized {
+            path: path.to_path_buf(),
+            compressed,
+            cap,
+        });
+    }
     Ok(json)
 }
 
-fn decode_any(bytes: &[u8], path: &Path) -> Result<Decoded, FormatError> {
-    let json = decompress(bytes, path)?;
+/// The two fields that say what a file is, read before its body (every
+/// other field is skipped without being built).
+#[derive(serde::Deserialize)]
+struct Header {
+    format: Option<String>,
+    schema_version: Option<u64>,
+}
+
+/// Checks the header of a decompressed file: its format marker and a
+/// version this build reads. Returns whether it is a delta snapshot.
+fn check_header(json: &[u8], path: &Path) -> Result<bool, FormatError> {
     let foreign = |detail: String| FormatError::Foreign {
         path: path.to_path_buf(),
         detail,
     };
-    let value: serde_json::Value =
-        serde_json::from_slice(&json).map_err(|e| foreign(format!("invalid JSON: {e}")))?;
-    let bad_value = |e: serde_json::Error| foreign(format!("unexpected field value: {e}"));
-    match value.get("format").and_then(|f| f.as_str()) {
-        Some(FORMAT_NAME) => {}
-        Some(DELTA_FORMAT) => {
-            return Ok(Decoded::Delta(Box::new(
-                serde_json::from_value(value).map_err(bad_value)?,
-            )))
-        }
-        _ => return Err(foreign(format!("no \"format\": \"{FORMAT_NAME}\" marker"))),
+    if json.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        // serde would take an array for a struct, field by field.
+        return Err(foreign("not a JSON object".into()));
     }
-    let mut snap: CtprofSnapshot = serde_json::from_value(value).map_err(bad_value)?;
-    // Forward compatible: a newer schema loads; unknown fields are ignored
-    // and fields this build expects but the file lacks take their default.
-    let _newer = snap.schema_version > SCHEMA_VERSION;
+    let header: Header = serde_json::from_slice(json).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => foreign(format!("bad header: {e}")),
+        _ => foreign(format!("invalid JSON: {e}")),
+    })?;
+    let delta = match header.format.as_deref() {
+        Some(FORMAT_NAME) => false,
+        Some(DELTA_FORMAT) => true,
+        _ => return Err(foreign(format!("no \"format\": \"{FORMAT_NAME}\" marker"))),
+    };
+    match header.schema_version {
+        None => Err(foreign("no \"schema_version\"".into())),
+        Some(0) => Err(foreign("schema_version 0, which runq never wrote".into())),
+        Some(v) if v > u64::from(SCHEMA_VERSION) => Err(FormatError::Newer {
+            path: path.to_path_buf(),
+            found: v,
+            newest: SCHEMA_VERSION,
+        }),
+        Some(_) => Ok(delta),
+    }
+}
+
+/// Decodes a snapshot file: bounded decompression, the header checked,
+/// then the body deserialized straight into its type (unknown fields are
+/// skipped; fields this build expects but the file lacks take their
+/// default).
+fn decode_any(bytes: &[u8], path: &Path) -> Result<Decoded, FormatError> {
+    let json = decompress(bytes, path)?;
+    let delta = check_header(&json, path)?;
+    let bad_value = |e: serde_json::Error| FormatError::Foreign {
+        path: path.to_path_buf(),
+        detail: format!("unexpected field value: {e}"),
+    };
+    if delta {
+        let d: DeltaFile = serde_json::from_slice(&json).map_err(bad_value)?;
+        return Ok(Decoded::Delta(Box::new(d)));
+    }
+    let mut snap: CtprofSnapshot = serde_json::from_slice(&json).map_err(bad_value)?;
     if snap.schema_version < 2 && snap.capabilities.is_none() {
         snap.capabilities = Some(infer_v1(&snap));
     }

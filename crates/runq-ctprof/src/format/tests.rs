@@ -38,13 +38,65 @@ fn zero_fields_are_not_written() {
 }
 
 #[test]
-fn forward_compatible() {
-    let json = br#"{"format":"runq-ctprof","schema_version":99,"new_top":1,"threads":[{"tid":3,"future_field":[1,2]}]}"#;
+fn unknown_fields_of_this_schema_are_skipped() {
+    let json = br#"{"format":"runq-ctprof","schema_version":2,"new_top":1,"threads":[{"tid":3,"future_field":[1,2]}]}"#;
     let bytes = zstd::encode_all(&json[..], 3).unwrap();
     let s = decode(&bytes, Path::new("f")).unwrap();
     assert_eq!(s.threads[0].tid, 3);
-    assert_eq!(s.schema_version, 99);
+    assert_eq!(s.schema_version, 2);
     assert!(s.host.is_none());
+}
+
+#[test]
+fn a_newer_schema_is_refused_naming_both_versions() {
+    let json = br#"{"format":"runq-ctprof","schema_version":999}"#;
+    let bytes = zstd::encode_all(&json[..], 3).unwrap();
+    let e = decode(&bytes, Path::new("f.ctprof.zst")).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            FormatError::Newer {
+                found: 999,
+                newest: SCHEMA_VERSION,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("f.ctprof.zst: a ctprof snapshot of schema version 999, newer than this runq reads (version {SCHEMA_VERSION} and older); read it with a newer runq")
+    );
+}
+
+#[test]
+fn the_cap_follows_the_size_between_its_floor_and_ceiling() {
+    assert_eq!(decompressed_cap(0), MIN_DECOMPRESSED_CAP);
+    assert_eq!(decompressed_cap(1 << 20), MAX_RATIO << 20);
+    assert_eq!(decompressed_cap(MAX_SNAPSHOT_BYTES), MAX_DECOMPRESSED);
+}
+
+#[test]
+fn an_oversized_file_says_why() {
+    let e = FormatError::Oversized {
+        path: "b".into(),
+        compressed: 100 << 10,
+        cap: decompressed_cap(100 << 10),
+    };
+    assert_eq!(
+        e.to_string(),
+        "b: not a ctprof snapshot: its 100 KiB decompress to more than 16 MiB (over 163× its size; runq's own grow about 30× at most); pass a file written by `runq ctprof capture`"
+    );
+    let e = FormatError::Oversized {
+        path: "b".into(),
+        compressed: 200 << 20,
+        cap: decompressed_cap(200 << 20),
+    };
+    assert!(
+        e.to_string()
+            .contains("more than 1024 MiB (more than any snapshot runq reads)"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -98,7 +98,7 @@ pub fn depth_report(args: DepthReportArgs) -> anyhow::Result<ExitCode> {
 fn read_input(args: &DepthReportArgs) -> anyhow::Result<DepthReport> {
     let name = args.input.display().to_string();
     let report = if name == "-" {
-        read_perf_script(std::io::stdin().lock()).map_err(|e| not_perf_script(&name, e))?
+        read_perf_script(perf_text(std::io::stdin())).map_err(|e| not_perf_script(&name, e))?
     } else {
         read_file(args, &name)?
     };
@@ -112,6 +112,23 @@ fn read_input(args: &DepthReportArgs) -> anyhow::Result<DepthReport> {
 
 /// The largest hud export read whole (perf script text is streamed).
 const MAX_EXPORT_BYTES: u64 = 512 << 20;
+
+/// The longest perf script line read (a header or a frame: address,
+/// symbol, DSO; a few hundred bytes).
+const MAX_LINE: u64 = 1 << 20;
+
+/// The most frames one perf script sample may have: more than any
+/// callchain perf records (`kernel.perf_event_max_stack` is at most
+/// 655,360).
+const MAX_FRAMES: u64 = 1 << 20;
+
+/// perf script text, streamed from a file, a pipe or standard input with
+/// what the reader holds at once bounded ([`MAX_LINE`], [`MAX_FRAMES`]):
+/// a stream of any length is read, a line or a sample that never ends is
+/// an error.
+fn perf_text<R: Read>(input: R) -> BufReader<runq_common::infile::LineCapped<R>> {
+    BufReader::new(runq_common::infile::LineCapped::new(input, MAX_LINE).indented_run(MAX_FRAMES))
+}
 
 /// Reads a named input: a regular file (a FIFO, a device or a directory
 /// is refused) holding JSON, perf.data or perf script text.
@@ -130,7 +147,7 @@ fn read_file(args: &DepthReportArgs, name: &str) -> anyhow::Result<DepthReport> 
         });
     }
     if !is_perf_data {
-        let text = BufReader::new(runq_common::infile::open_regular(&args.input)?);
+        let text = perf_text(runq_common::infile::open_regular(&args.input)?);
         return read_perf_script(text).map_err(|e| not_perf_script(name, e));
     }
     read_perf_data(args, name)
@@ -157,7 +174,7 @@ fn read_perf_data(args: &DepthReportArgs, name: &str) -> anyhow::Result<DepthRep
         .spawn()
         .map_err(|e| exit::usage(format!("cannot run perf script on {name} ({e}): install perf, or pipe perf script's output into `runq collatz depth-report -`")))?;
     let out = child.stdout.take().context("perf script's output")?;
-    let report = read_perf_script(BufReader::new(out));
+    let report = read_perf_script(perf_text(out));
     let status = child.wait()?;
     if !status.success() {
         anyhow::bail!("perf script -i {name} failed ({status})");
