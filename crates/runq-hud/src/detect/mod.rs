@@ -166,6 +166,9 @@ pub struct CpuHolder {
     pub comm: String,
     /// It is a thread of the target process.
     pub same_process: bool,
+    /// It is a thread of hud itself (its own cost, not another process).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hud_itself: bool,
     /// For a thread of the target: the culprit on its own stack.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub culprit: Option<String>,
@@ -178,6 +181,7 @@ impl CpuHolder {
             tid: h.tid,
             comm: h.comm.clone(),
             same_process: h.tgid == target_pid,
+            hud_itself: h.tgid == std::process::id(),
             culprit: None,
         }
     }

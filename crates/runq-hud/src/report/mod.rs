@@ -114,6 +114,9 @@ pub struct HolderRow {
     pub comm: String,
     /// It is a thread of the target.
     pub same_process: bool,
+    /// It is a thread of hud itself: hud's own cost, not another process.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hud_itself: bool,
     /// For a thread of the target, the culprit on its stack.
     pub culprit: Option<String>,
     /// Its thread ids.
@@ -340,7 +343,7 @@ fn no_culprit(stack: &[Frame]) -> String {
 /// per (name, process, culprit).
 pub fn run_queue_stats(findings: &[Finding]) -> RunQueueStats {
     let mut stats = RunQueueStats::default();
-    let mut holders: BTreeMap<(String, bool, Option<String>), HolderRow> = BTreeMap::new();
+    let mut holders: BTreeMap<(String, bool, bool, Option<String>), HolderRow> = BTreeMap::new();
     for f in findings
         .iter()
         .filter(|f| f.category == Category::RunQueueDelay)
@@ -349,10 +352,16 @@ pub fn run_queue_stats(findings: &[Finding]) -> RunQueueStats {
         stats.total_ns += f.duration_ns;
         stats.max_ns = stats.max_ns.max(f.duration_ns);
         let Some(h) = &f.holder else { continue };
-        let key = (h.comm.clone(), h.same_process, h.culprit.clone());
+        let key = (
+            h.comm.clone(),
+            h.same_process,
+            h.hud_itself,
+            h.culprit.clone(),
+        );
         let row = holders.entry(key).or_insert_with(|| HolderRow {
             comm: h.comm.clone(),
             same_process: h.same_process,
+            hud_itself: h.hud_itself,
             culprit: h.culprit.clone(),
             tids: Vec::new(),
             count: 0,

@@ -33,6 +33,7 @@ fn render_holders(out: &mut String, q: &RunQueueStats) {
         let whose = match (h.same_process, &h.culprit) {
             (true, Some(c)) => format!("this process: {c}"),
             (true, None) => "this process".to_string(),
+            (false, _) if h.hud_itself => "hud itself (its own cost)".to_string(),
             (false, _) => "another process".to_string(),
         };
         let tids = match h.tids.as_slice() {

@@ -177,7 +177,36 @@ fn target_pid(args: &HudArgs, proc_root: &std::path::Path) -> anyhow::Result<u32
     if !proc_root.join(pid.to_string()).exists() {
         return Err(exit::usage(format!("no process with pid {pid}")));
     }
+    check_attachable(proc_root, pid)?;
     Ok(pid)
+}
+
+/// Refuses a target hud cannot watch, saying what it is: a zombie (it has
+/// exited) or a kernel thread (no user space, no Tokio).
+fn check_attachable(proc_root: &std::path::Path, pid: u32) -> anyhow::Result<()> {
+    let dir = proc_root.join(pid.to_string());
+    let Some(stat) = std::fs::read(dir.join("stat"))
+        .ok()
+        .and_then(|t| runq_kernel::proc::stat::parse_stat(&t))
+    else {
+        return Err(exit::run_error(format!(
+            "pid {pid} exited before hud could attach; start hud while it runs"
+        )));
+    };
+    let comm = stat.comm.escape_debug().to_string();
+    if stat.state == 'Z' || stat.state == 'X' {
+        return Err(exit::usage(format!(
+            "pid {pid} ({comm}) is a zombie: it has exited and waits for its parent to \
+             reap it; there is nothing to watch"
+        )));
+    }
+    let kernel_thread = pid == 2 || stat.ppid == 2;
+    if kernel_thread && std::fs::read_link(dir.join("exe")).is_err() {
+        return Err(exit::usage(format!(
+            "pid {pid} ({comm}) is a kernel thread; hud watches a user-space Tokio process"
+        )));
+    }
+    Ok(())
 }
 
 /// How a session runs, from the arguments (`pid` is the target's; 0
@@ -238,6 +267,11 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     } else {
         live::live_screen(opts, &args, stop)?
     };
+    if session.report.target_exited && session.report.workers.is_empty() {
+        return Err(exit::run_error(format!(
+            "pid {pid} exited before hud found its worker threads; nothing was observed"
+        )));
+    }
     // The report first: an --output that cannot be written (a full disk)
     // must not take the session's findings with it.
     output::print_report(&session, args.json)?;
