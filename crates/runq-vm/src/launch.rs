@@ -78,7 +78,7 @@ pub fn boot(
     dir: &Path,
     console: &Path,
     deadlines: Deadlines,
-    interrupt: &AtomicBool,
+    (interrupt, progress): (&AtomicBool, &mut dyn FnMut(String)),
 ) -> std::io::Result<Ended> {
     let log = std::fs::File::create(console)?;
     let child = Command::new(vng)
@@ -92,6 +92,8 @@ pub fn boot(
     let t0 = Instant::now();
     let started = dir.join("started");
     let mut boot = None;
+    let mut last_word = t0;
+    progress("booting the guest".into());
     loop {
         if interrupt.load(Ordering::Relaxed) {
             vm.kill();
@@ -99,6 +101,19 @@ pub fn boot(
         }
         if boot.is_none() && started.exists() {
             boot = Some(t0.elapsed());
+            last_word = Instant::now();
+            progress(format!(
+                "the guest booted in {:.0} s; runq runs in it",
+                t0.elapsed().as_secs_f64()
+            ));
+        }
+        if last_word.elapsed() >= PROGRESS_EVERY {
+            last_word = Instant::now();
+            let phase = if boot.is_some() { "running" } else { "booting" };
+            progress(format!(
+                "{phase}, {:.0} s so far",
+                t0.elapsed().as_secs_f64()
+            ));
         }
         if vm.child.try_wait()?.is_some() {
             vm.done = true;
@@ -119,10 +134,19 @@ pub fn boot(
     }
 }
 
-/// The last `n` non-empty lines of the console, for an error message.
+/// How often a VM that is still booting or running says so.
+const PROGRESS_EVERY: Duration = Duration::from_secs(15);
+
+/// The last `n` non-empty lines of the console, for an error message,
+/// without control characters (a console holds NULs and escapes).
 pub fn console_tail(console: &Path, n: usize) -> String {
-    let text = std::fs::read_to_string(console).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let bytes = std::fs::read(console).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| l.chars().filter(|c| !c.is_control()).collect::<String>())
+        .filter(|l| !l.trim().is_empty())
+        .collect();
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
@@ -203,7 +227,11 @@ mod tests {
         let sleep = Path::new("/bin/sh");
         let args = ["-c".to_string(), "sleep 30 & sleep 30".to_string()];
         let t0 = Instant::now();
-        let ended = boot(sleep, &args, dir.path(), &console, deadlines, &never).unwrap();
+        let mut said = Vec::new();
+        let mut progress = |p: String| said.push(p);
+        let watch = (&never, &mut progress as &mut dyn FnMut(String));
+        let ended = boot(sleep, &args, dir.path(), &console, deadlines, watch).unwrap();
+        assert_eq!(said, ["booting the guest"]);
         assert!(matches!(ended, Ended::BootTimeout), "{ended:?}");
         assert!(t0.elapsed() < Duration::from_secs(5));
     }
@@ -217,17 +245,24 @@ mod tests {
             boot: Duration::from_secs(20),
             run: Duration::from_secs(20),
         };
+        let script = format!("printf 'hi\\0\\033[2J\\n'; {script}");
         let args = ["-c".to_string(), script];
+        let mut said = Vec::new();
+        let mut progress = |p: String| said.push(p);
+        let never = AtomicBool::new(false);
+        let watch = (&never, &mut progress as &mut dyn FnMut(String));
         let ended = boot(
             Path::new("/bin/sh"),
             &args,
             dir.path(),
             &console,
             deadlines,
-            &AtomicBool::new(false),
-        )
-        .unwrap();
-        assert!(matches!(ended, Ended::Ran { .. }), "{ended:?}");
-        assert_eq!(console_tail(&console, 2), "hi");
+            watch,
+        );
+        assert!(matches!(ended.unwrap(), Ended::Ran { .. }));
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(said[1].starts_with("the guest booted in "), "{said:?}");
+        // NULs and escapes of the console never reach a document.
+        assert_eq!(console_tail(&console, 2), "hi[2J | hi");
     }
 }

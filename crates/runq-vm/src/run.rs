@@ -69,6 +69,9 @@ pub struct VmConfig {
 pub enum Notice {
     /// A guest died and is booted once more, and why.
     Retry(String),
+    /// Where the VM is (booting, running), with its elapsed time: for a
+    /// terminal, where minutes would otherwise pass in silence.
+    Progress(String),
     /// A matrix's cell ended: its id and its verdict cell.
     CellDone {
         /// The cell's id.
@@ -314,14 +317,21 @@ impl Boot<'_> {
         };
         let mut kvm_failed = None;
         let mut accel = if try_kvm { "kvm" } else { "tcg" };
-        let mut ended = self.once(dir.path(), &script, accel)?;
+        let mut ended = self.once(dir.path(), &script, accel, notice)?;
         if try_kvm
             && self.cfg.accel == Accel::Auto
             && !matches!(ended, Ended::Ran { .. } | Ended::Interrupted)
         {
-            kvm_failed = Some(launch::console_tail(&dir.path().join("console.kvm"), 1));
+            kvm_failed = Some(kvm_failure(
+                &ended,
+                &launch::console_tail(&dir.path().join("console.kvm"), 1),
+            ));
+            notice(Notice::Retry(format!(
+                "--vm: {}",
+                kvm_failed.as_deref().unwrap_or_default()
+            )));
             accel = "tcg";
-            ended = self.once(dir.path(), &script, accel)?;
+            ended = self.once(dir.path(), &script, accel, notice)?;
         }
         let console = dir.path().join(format!("console.{accel}"));
         let mut retried_after = None;
@@ -330,7 +340,7 @@ impl Boot<'_> {
             let first = dir.path().join(format!("console.{accel}.1"));
             let _ = std::fs::rename(&console, &first);
             retried_after = Some(format!("{why} (console {})", first.display()));
-            ended = self.once(dir.path(), &script, accel)?;
+            ended = self.once(dir.path(), &script, accel, notice)?;
         }
         let boot = match ended {
             Ended::Ran { boot } => boot,
@@ -433,7 +443,13 @@ impl Boot<'_> {
     }
 
     /// One boot with `accel`, its console in `dir/console.<accel>`.
-    fn once(&self, dir: &Path, script: &Path, accel: &str) -> Result<Ended, VmError> {
+    fn once(
+        &self,
+        dir: &Path,
+        script: &Path,
+        accel: &str,
+        notice: &mut dyn FnMut(Notice),
+    ) -> Result<Ended, VmError> {
         let plan = self.plan;
         let tcg = accel == "tcg";
         // -v: the kernel's console goes to the console file (vng sends it to
@@ -468,13 +484,14 @@ impl Boot<'_> {
             script.display().to_string(),
         ]);
         let console = dir.join(format!("console.{accel}"));
+        let mut progress = |p: String| notice(Notice::Progress(format!("{p} ({accel})")));
         launch::boot(
             &plan.vng,
             &vng_args,
             dir,
             &console,
             self.deadlines(),
-            self.interrupt,
+            (self.interrupt, &mut progress),
         )
         .map_err(|e| VmError::Run(format!("--vm: starting {}: {e}", plan.vng.display())))
     }
@@ -637,5 +654,40 @@ impl Drop for SharedDir {
         if !self.1.get() {
             let _ = std::fs::remove_dir_all(&self.0);
         }
+    }
+}
+
+/// Why KVM was not used, in plain words, after `/dev/kvm` opened but the
+/// guest did not run on it; `tail` is the console's last line.
+fn kvm_failure(ended: &Ended, tail: &str) -> String {
+    let what = match ended {
+        Ended::BootTimeout => "the guest did not boot within the boot timeout under KVM",
+        Ended::RunTimeout => "the guest stopped making progress under KVM",
+        _ => "the VM stopped before the guest started under KVM",
+    };
+    let tail: String = tail.chars().filter(|c| !c.is_control()).collect();
+    let tail = tail.trim();
+    if tail.is_empty() {
+        format!("{what} (its console is empty); running under TCG (software emulation) instead")
+    } else {
+        format!(
+            "{what} (its console's last line: {tail}); running under TCG (software emulation) instead"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn why_kvm_was_not_used_is_plain_words_without_nuls() {
+        let why = kvm_failure(&Ended::BootTimeout, "Decompressing Linux...\0\0\0");
+        assert_eq!(
+            why,
+            "the guest did not boot within the boot timeout under KVM (its console's last \
+             line: Decompressing Linux...); running under TCG (software emulation) instead"
+        );
+        assert!(kvm_failure(&Ended::DiedAtBoot, "\0\0").contains("its console is empty"));
     }
 }

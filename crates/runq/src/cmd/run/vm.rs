@@ -203,8 +203,11 @@ pub fn run_in_vm(
     let interrupt = runq_kernel::signal::install().context("installing signal handlers")?;
     let host_args = host_args_utf8()?;
     let json = args.json;
+    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut notice = |n: Notice| match n {
         Notice::Retry(why) => crate::errln!("runq: {why}"),
+        Notice::Progress(p) if on_terminal => crate::errln!("runq: --vm: {p}"),
+        Notice::Progress(_) => {}
         Notice::CellDone { cell, verdict } if !json => {
             crate::errln!("runq: vm-matrix: {cell} done ({verdict})")
         }
