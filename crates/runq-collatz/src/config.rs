@@ -100,6 +100,20 @@ pub enum ConfigError {
     /// A target that is neither a number nor A..J.
     #[error("TARGET {0:?} is not valid: use 0 (each index), a number, or a letter A to J")]
     BadTarget(String),
+    /// A target whose sequence leaves 64 bits (its 3x + 1 would wrap).
+    #[error(
+        "TARGET {target}: its Collatz sequence passes 2^64 - 1 after {steps} steps, and runq \
+         computes in 64 bits; give a smaller target"
+    )]
+    TargetOverflows {
+        /// The target.
+        target: String,
+        /// The steps before the overflow.
+        steps: u64,
+    },
+    /// A target past 2^64 - 1.
+    #[error("TARGET {0}: larger than 2^64 - 1 (18446744073709551615); give a smaller target")]
+    TargetTooLarge(String),
 }
 
 /// Resolves CPUS as the original collatz does: 0 is 1 + ncpu/2, any
@@ -147,14 +161,55 @@ pub fn parse_target(s: &str) -> Result<Target, ConfigError> {
     }
     match t.parse::<u64>() {
         Ok(0) => Ok(Target::EachIndex),
-        Ok(v) => Ok(Target::Value(v)),
+        Ok(v) => match overflow_step(v) {
+            Some(steps) => Err(ConfigError::TargetOverflows {
+                target: t.to_string(),
+                steps,
+            }),
+            None => Ok(Target::Value(v)),
+        },
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err(ConfigError::TargetTooLarge(t.to_string()))
+        }
         Err(_) => Err(ConfigError::BadTarget(s.to_string())),
     }
+}
+
+/// The step at which `x`'s Collatz sequence would pass `u64::MAX`, if it
+/// does before it reaches 1 (every sequence known reaches 1 in far fewer
+/// than the steps searched).
+fn overflow_step(mut x: u64) -> Option<u64> {
+    for step in 0..1_000_000u64 {
+        if x <= 1 {
+            return None;
+        }
+        x = if x & 1 == 1 {
+            match x.checked_mul(3).and_then(|y| y.checked_add(1)) {
+                Some(y) => y,
+                None => return Some(step),
+            }
+        } else {
+            x / 2
+        };
+    }
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_target_past_64_bits_is_refused_not_wrapped() {
+        assert!(matches!(parse_target("27"), Ok(Target::Value(27))));
+        let max = u64::MAX.to_string();
+        let e = parse_target(&max).unwrap_err().to_string();
+        assert!(e.contains("passes 2^64 - 1 after 0 steps"), "{e}");
+        let e = parse_target("99999999999999999999999")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("larger than 2^64 - 1"), "{e}");
+    }
 
     #[test]
     fn cpus_rules() {

@@ -40,9 +40,10 @@ impl Shard {
             .split_once('/')
             .ok_or_else(|| bad("expected shard K of N as K/N"))?;
         let num = |s: &str, what: &str| {
-            s.trim()
-                .parse::<u32>()
-                .map_err(|_| bad(&format!("{what} {s:?} is not a whole number")))
+            s.trim().parse::<u32>().map_err(|e| match e.kind() {
+                std::num::IntErrorKind::PosOverflow => bad(&format!("{what} {s:?} is too large")),
+                _ => bad(&format!("{what} {s:?} is not a whole number")),
+            })
         };
         let (index, count) = (num(k, "K")?, num(n, "N")?);
         if count == 0 || count > MAX_SHARDS {

@@ -12,7 +12,13 @@ use crate::cmd;
 /// a profiler costs the program it profiles (`collatz`), and find what
 /// blocks a Tokio runtime's worker threads (`hud`).
 #[derive(Debug, Parser)]
-#[command(name = "runq", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "runq",
+    version,
+    propagate_version = true,
+    max_term_width = 100,
+    after_long_help = crate::exit::EXIT_CODES_HELP
+)]
 pub struct Cli {
     /// More log lines on stderr (`runq -v CMD`: -v runq's info, -vv its debug,
     /// -vvv every library's trace); RUST_LOG filters them as in other Rust

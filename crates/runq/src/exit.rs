@@ -19,6 +19,16 @@ use runq_hud::bpf::BpfError;
 use runq_hud::session::HudError;
 use runq_kernel::tracefs::TracefsError;
 
+/// The exit-code table, as `--help` and every man page list it.
+pub const EXIT_CODES_HELP: &str =
+    "Exit codes:\n  0    success: PASS, no regression, the work done\n  \
+    1    a check failed: a FAIL verdict, a regression, a profiler over its bound\n  \
+    2    usage error: a bad flag, value, name or input file\n  \
+    3    run error: the work could not be carried out (fork, cgroup, I/O, stdout)\n  \
+    75   INDETERMINATE: every failed check can be the load outside the run's\n  \
+    77   skipped: a missing privilege or host feature\n  \
+    128+N ended by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT)";
+
 /// A check failed: a FAIL verdict, a regression, a bound passed.
 pub const CHECK_FAILED: u8 = 1;
 /// The checks that failed can all be the load outside the run's (an

@@ -114,8 +114,9 @@ fn negative_value_line(args: &[String]) -> Option<String> {
         let (flag, value) = (&w[0], &w[1]);
         let digits = value.strip_prefix('-')?;
         let negative = digits.starts_with(|c: char| c.is_ascii_digit() || c == '.');
-        (negative && flag.starts_with('-') && !flag.contains('='))
-            .then(|| format!("{flag} {value}: the value is negative; give a value of 0 or more"))
+        (negative && flag.starts_with('-') && !flag.contains('=')).then(|| {
+            format!("{flag} {value}: the value is negative; see --help for the values it takes")
+        })
     })
 }
 
@@ -125,6 +126,10 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     style::set_choice(cli.color);
+    if let Err(e) = runq_kernel::clock::fast::check_env() {
+        runq_common::output::eprint_line(&format!("runq: {e}"));
+        return exit::Exit::Usage.exit_code();
+    }
     init_logging(cli.verbose);
     if !matches!(cli.command, cli::Command::Clean(_)) {
         cmd::clean::sweep_at_start();

@@ -94,6 +94,19 @@ pub fn now_ns() -> u64 {
     }
 }
 
+/// Checks `RUNQ_CLOCK`: unset, empty, `tsc` (the default where the TSC
+/// can be trusted) or `monotonic`; anything else is the user's mistake,
+/// said in one line.
+pub fn check_env() -> Result<(), String> {
+    match std::env::var("RUNQ_CLOCK").as_deref() {
+        Err(_) | Ok("" | "tsc" | "monotonic") => Ok(()),
+        Ok(other) => Err(format!(
+            "RUNQ_CLOCK={:?} is not a clock: use tsc or monotonic, or unset it",
+            other
+        )),
+    }
+}
+
 fn choose() -> Option<Scale> {
     let forced = std::env::var("RUNQ_CLOCK").ok();
     if forced.as_deref() == Some("monotonic") || !tsc_is_trusted() {

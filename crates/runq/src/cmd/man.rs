@@ -82,7 +82,19 @@ fn render(cmd: clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(text) = examples {
         write_examples(&text, out)?;
     }
+    write_exit_status(out)?;
     man.render_version_section(out)
+}
+
+/// The EXIT STATUS section: the table `--help` ends with, one tagged
+/// paragraph a code.
+fn write_exit_status(out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, ".SH \"EXIT STATUS\"")?;
+    for line in exit::EXIT_CODES_HELP.lines().skip(1) {
+        let (code, what) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+        writeln!(out, ".TP\n{code}\n{}", what.trim())?;
+    }
+    Ok(())
 }
 
 /// The EXAMPLES section: `text` without its "Examples:" heading, verbatim.
@@ -134,6 +146,11 @@ mod tests {
                 "{name}: no version"
             );
             assert!(!page.contains("EXTRA"), "{name}: an EXTRA section");
+            assert!(
+                page.contains(".SH \"EXIT STATUS\"\n.TP\n0\n"),
+                "{name}: no exit codes"
+            );
+            assert!(page.contains("128+N\nended by signal N"), "{name}");
         }
     }
 

@@ -106,6 +106,14 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
         settle: args.settle,
         seed: args.seed,
     };
+    // The output directory is made before the sweep's minutes, not after:
+    // one that cannot be made is the user's to fix (exit 2).
+    std::fs::create_dir_all(&args.out).map_err(|e| {
+        exit::usage(format!(
+            "--output {}: cannot create it: {e}",
+            args.out.display()
+        ))
+    })?;
     let interrupt = runq_kernel::signal::install()?;
     let bar = progress_bar(runq_collatz::sweep::schedule(&cfg).len());
     let result = run_sweep(&cfg, tsc::info(), interrupt, |done, _| {
@@ -113,12 +121,15 @@ pub fn execute(args: SweepArgs) -> anyhow::Result<ExitCode> {
     });
     bar.finish_and_clear();
     let result = result?;
-    let paths = runq_collatz::output::write_sweep(&args.out, &result)?;
+    // The summary first: files that cannot be written (a full disk) must
+    // not take the sweep's figures with them.
     if args.json {
         crate::outln!("{}", runq_common::json::to_pretty(&result)?);
     } else {
         print_summary(&result);
     }
+    let paths = runq_collatz::output::write_sweep(&args.out, &result)
+        .map_err(|e| exit::run_error(format!("--output {}: {e}", args.out.display())))?;
     for p in paths {
         crate::errln!("wrote {}", p.display());
     }

@@ -243,9 +243,16 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
         ("--flamegraph", args.flamegraph.as_deref()),
     ])?;
     if let Some(binary) = &args.target {
-        if !binary.is_file() {
+        let what = match std::fs::metadata(binary) {
+            Ok(m) if m.is_file() => None,
+            Ok(m) if m.is_dir() => Some("is a directory"),
+            Ok(_) => Some("is not a regular file (a device, a FIFO or a socket)"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("no such file"),
+            Err(_) => Some("cannot be read"),
+        };
+        if let Some(what) = what {
             return Err(exit::usage(format!(
-                "--debug-file {}: no such file; pass the target's debug file or an unstripped copy of its executable",
+                "--debug-file {}: {what}; pass the target's debug file or an unstripped copy of its executable",
                 binary.display()
             )));
         }

@@ -79,7 +79,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub repro: bool,
     /// Run one group of this work type instead of the default scenario;
-    /// `--list` shows all 40 types (SpinWait, PipeIo, FutexFanOut,
+    /// `--list` shows every type (SpinWait, PipeIo, FutexFanOut,
     /// TimerLatency, WakeChain, ...).
     #[arg(long, value_name = "TYPE")]
     pub work_type: Option<String>,
