@@ -142,6 +142,13 @@ fn main() -> ExitCode {
     // left) is an I/O error, exit 3: never 0, and never 1, which CI reads
     // as a FAIL verdict or a regression.
     let verdicts = [0, exit::CHECK_FAILED, exit::INDETERMINATE].map(ExitCode::from);
+    // A signal that came after the work ended (while the report was
+    // written) still ends runq the one way, 128+N: the report is whole.
+    if let Some(sig) = runq_kernel::signal::received_signal() {
+        if verdicts.contains(&code) {
+            return exit::Exit::Interrupted(sig).exit_code();
+        }
+    }
     if runq_common::output::stdout_failed() && verdicts.contains(&code) {
         return exit::Exit::RunError.exit_code();
     }

@@ -88,6 +88,7 @@ pub(super) fn stop_and_collect(
 ) -> Vec<WorkerReport> {
     let started = Instant::now();
     let cpu_before = runq_kernel::clock::thread_cpu_ns();
+    log::info!("collect: stopping {} workers", workers.len());
     signal_unreported(&workers);
     read_reports(&mut workers, deadline);
     let read = started.elapsed();

@@ -21,6 +21,7 @@ mod ctprof_export;
 mod ctprof_record;
 mod documented;
 mod evidence;
+mod fault_harness;
 mod gauntlet;
 mod host_monitor;
 mod hud;
