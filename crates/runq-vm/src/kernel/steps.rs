@@ -2,9 +2,10 @@
 //! file of the build's directory and its cost measured: wall time, and
 //! the CPU time of the command and its children (`RUSAGE_CHILDREN`).
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 use super::Step;
 use crate::launch::console_tail;
@@ -33,12 +34,14 @@ pub fn run_logged(name: &str, mut cmd: Command, log: &Path) -> Result<Step, VmEr
         .map_err(|e| VmError::io(format!("opening {}", log.display()), e))?;
     let t0 = Instant::now();
     let cpu0 = children_cpu_s();
-    let status = cmd
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(file)
         .stderr(err)
-        .status()
+        .process_group(0)
+        .spawn()
         .map_err(|e| VmError::Run(format!("{name}: starting {:?}: {e}", cmd.get_program())))?;
+    let status = wait_or_stop(name, child)?;
     if !status.success() {
         return Err(VmError::Run(format!(
             "{name} failed ({status}): {}; see {}",
@@ -51,6 +54,39 @@ pub fn run_logged(name: &str, mut cmd: Command, log: &Path) -> Result<Step, VmEr
         wall_s: round1(t0.elapsed().as_secs_f64()),
         cpu_s: round1(children_cpu_s() - cpu0),
     })
+}
+
+/// How long a stopped step's process group gets after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Waits for a step's `child` (the leader of its own process group); when
+/// runq gets an ending signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) the
+/// whole group is stopped, SIGTERM then SIGKILL, and the build ends
+/// interrupted: no compiler is left running.
+fn wait_or_stop(name: &str, mut child: Child) -> Result<ExitStatus, VmError> {
+    let io = |e| VmError::io(format!("{name}: waiting"), e);
+    loop {
+        if let Some(status) = child.try_wait().map_err(io)? {
+            return Ok(status);
+        }
+        if runq_kernel::signal::received_signal().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let group = -(child.id() as i32);
+    // SAFETY: signalling the process group this step made.
+    unsafe { libc::kill(group, libc::SIGTERM) };
+    let deadline = Instant::now() + STOP_GRACE;
+    while Instant::now() < deadline && child.try_wait().map_err(io)?.is_none() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: as above; whatever is left of the group.
+    unsafe { libc::kill(group, libc::SIGKILL) };
+    let _ = child.wait();
+    Err(VmError::Interrupted(format!(
+        "{name}: interrupted; the build was stopped"
+    )))
 }
 
 /// `x` to one decimal.

@@ -182,6 +182,9 @@ fn presets(args: &PresetsArgs) -> anyhow::Result<ExitCode> {
 
 /// `runq vm kernel build`.
 fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
+    // A signal stops the step under way (make and its compilers) and ends
+    // the build 128+N.
+    runq_kernel::signal::install()?;
     let source = match (args.source, args.debian) {
         (Some(dir), _) => Source::Tree(dir),
         (None, series) => Source::Debian(series.unwrap_or_else(|| "6.12".into())),
