@@ -103,9 +103,98 @@ pub struct TaskRecord {
     pub holders: Vec<Holder>,
     /// Who woke it, the most first.
     pub wakers: Vec<Waker>,
+    /// Under sampled fidelity, what its holders rest on (its run and wait
+    /// are then schedstat's, and each holder's time is its share of the
+    /// samples of the CPUs the worker used, applied to that wait).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampledBasis>,
+}
+
+/// What a worker's sampled holders rest on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampledBasis {
+    /// Samples of other tasks on its CPUs (the shares' denominator).
+    pub samples: u64,
+    /// The CPUs it used: those it waited on before the switch and those
+    /// the samples found it on, within those it was allowed.
+    pub cpus: Vec<u32>,
+    /// The time from the worker's last sample on a CPU (or, never sampled,
+    /// the wait it was in at the switch) to the reading, ns: for a worker
+    /// killed runnable at the deadline, the wait schedstat left out (it
+    /// counts a wait once it ends); runq-workload zeroes it otherwise.
+    #[serde(default)]
+    pub unended_wait_ns: u64,
+}
+
+impl SampledBasis {
+    /// The 95% half-width of a share `p` estimated from these samples.
+    pub fn margin(&self, p: f64) -> f64 {
+        let n = self.samples.max(1) as f64;
+        1.96 * (p * (1.0 - p) / n).sqrt()
+    }
+}
+
+/// How closely the recorder followed the run, and what it cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FidelityMode {
+    /// Every scheduler event of the watched tasks, in the kernel.
+    #[default]
+    Exact,
+    /// The per-event programs detached; each CPU sampled (the task
+    /// holding it), each worker's run and wait from schedstat.
+    Sampled,
+}
+
+/// The recorder's fidelity over a run and its own cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fidelity {
+    /// Exact or sampled (for the rest of the run, after the switch).
+    pub mode: FidelityMode,
+    /// Why, with the figures, in one clause.
+    pub reason: String,
+    /// The budget it was held to, in CPUs (0.01: 1% of one CPU).
+    pub budget_cpus: f64,
+    /// The exact programs' cost measured over the probe window, in CPUs;
+    /// `None` when it was not measured (fidelity forced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact_cpus: Option<f64>,
+    /// Events per second the exact programs handled over that window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_per_s: Option<f64>,
+    /// The programs' run time over the whole run, in CPUs (read from the
+    /// programs, or projected from the window where stats were off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_cpus: Option<f64>,
+    /// The sampling frequency per CPU, Hz (sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_hz: Option<u64>,
+    /// When the switch to sampling came, ms after the workers' release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switched_at_ms: Option<u64>,
 }
 
 impl TaskRecord {
+    /// Scales a sampled record to the worker's own `run_ns` and `wait_ns`
+    /// (schedstat's): each holder's and class's time (sample time) becomes
+    /// its share of the samples of other tasks, applied to the wait.
+    pub fn scale_to_wait(&mut self, run_ns: u64, wait_ns: u64) {
+        let wait_ns = wait_ns + self.sampled.as_ref().map_or(0, |b| b.unended_wait_ns);
+        self.run_ns = run_ns;
+        self.wait_ns = wait_ns;
+        let total: u64 = self.held_by_class.iter().sum();
+        if total == 0 {
+            return;
+        }
+        let share = |ns: u64| (ns as u128 * wait_ns as u128 / total as u128) as u64;
+        for h in &mut self.holders {
+            h.held_ns = share(h.held_ns);
+        }
+        for c in &mut self.held_by_class {
+            *c = share(*c);
+        }
+    }
+
     /// The time the classes with `pred` true held its CPU while it
     /// waited, ns, and the holders of those classes.
     pub fn held_by(&self, pred: impl Fn(u32) -> bool) -> (Vec<&Holder>, u64) {
@@ -120,7 +209,7 @@ impl TaskRecord {
 }
 
 /// Everything the recorder saw over one run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recorded {
     /// One record per worker it watched, by worker thread id.
     pub workers: Vec<TaskRecord>,
@@ -130,6 +219,9 @@ pub struct Recorded {
     pub lost_threads: u64,
     /// Bytes read from its maps.
     pub bytes_read: u64,
+    /// Its fidelity and cost (absent from recorders that do not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<Fidelity>,
 }
 
 impl Recorded {

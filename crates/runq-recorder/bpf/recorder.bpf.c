@@ -28,6 +28,12 @@
 // WAKERS (wakee, waker) counts who woke each watched task (the task
 // running when the wakeup was issued; a timer's interrupt names whoever
 // it cut).
+//
+// Sampled fidelity: when exact recording would cost more than runq's
+// overhead budget, user space detaches the programs above and attaches
+// recorder_sample to a software cpu-clock event on every CPU (about
+// 1 kHz): each sample counts the task holding that CPU by name (SAMPLES:
+// (cpu, task) -> samples, with its comm and class), nothing else runs.
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -117,6 +123,13 @@ struct {
 	__type(key, struct pair);
 	__type(value, struct woke);
 } WAKERS SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct cpu_task);
+	__type(value, struct held);
+} SAMPLES SEC(".maps");
 
 /* [0]: HELD or WAKERS entries that found no room; [1]: threads TASKS had
  * no room for. Per CPU, summed by user space. */
@@ -275,6 +288,31 @@ static __always_inline void forked(__u32 parent, __u32 child)
 	struct task_stats fresh = { .worker = p->worker, .cls = p->cls };
 	if (bpf_map_update_elem(&TASKS, &child, &fresh, BPF_NOEXIST))
 		lost(1);
+}
+
+/* One sample of this CPU (sampled fidelity): the task holding it, by
+ * name; `turns` counts the samples, `ns` is when the last was taken. The
+ * idle task is pid 0. */
+SEC("perf_event")
+int recorder_sample(void *ctx)
+{
+	struct cpu_task key = {
+		.cpu = bpf_get_smp_processor_id(),
+		.pid = (__u32)bpf_get_current_pid_tgid(),
+	};
+	__u64 now = bpf_ktime_get_ns();
+	struct held *h = bpf_map_lookup_elem(&SAMPLES, &key);
+	if (h) {
+		h->turns++;
+		h->ns = now;
+		return 0;
+	}
+	struct task_stats *s = key.pid ? bpf_map_lookup_elem(&TASKS, &key.pid) : NULL;
+	struct held fresh = { .ns = now, .turns = 1, .cls = s ? s->cls : 0 };
+	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+	if (bpf_map_update_elem(&SAMPLES, &key, &fresh, BPF_NOEXIST))
+		lost(0);
+	return 0;
 }
 
 #ifndef BTF_TP

@@ -95,7 +95,8 @@ pub struct RawMaps {
     pub lost: [u64; 2],
 }
 
-fn comm(raw: &[u8; 16]) -> String {
+/// A comm field's text (up to its NUL).
+pub(crate) fn comm(raw: &[u8; 16]) -> String {
     let len = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
     String::from_utf8_lossy(&raw[..len]).into_owned()
 }
@@ -196,6 +197,7 @@ pub fn aggregate(raw: &RawMaps) -> Recorded {
         lost_pairs: raw.lost[0],
         lost_threads: raw.lost[1],
         bytes_read: bytes as u64,
+        fidelity: None,
     }
 }
 

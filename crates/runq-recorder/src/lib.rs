@@ -8,7 +8,9 @@
 //! detach when the [`Recorder`] is dropped.
 
 pub mod decode;
+pub mod fidelity;
 mod layout;
+pub mod sampled;
 
 use aya::maps::{HashMap, MapData, PerCpuArray};
 use aya::programs::{BtfTracePoint, TracePoint};
@@ -139,6 +141,7 @@ pub struct Recorder {
     ebpf: Ebpf,
     tracepoints: Tracepoints,
     watched: std::collections::HashSet<u32>,
+    state: fidelity::FidelityState,
 }
 
 impl Recorder {
@@ -180,6 +183,7 @@ impl Recorder {
             ebpf,
             tracepoints,
             watched: Default::default(),
+            state: Default::default(),
         })
     }
 
@@ -337,7 +341,23 @@ impl Recorder {
             wakers: all(&wakers, "WAKERS")?,
             lost: sums,
         };
-        Ok(decode::aggregate(&raw))
+        let mut rec = decode::aggregate(&raw);
+        rec.fidelity = self.fidelity_at_end();
+        if let Some(hz) = rec.fidelity.as_ref().and_then(|f| f.sample_hz) {
+            let samples: HashMap<&MapData, RawCpuTask, RawHeld> =
+                HashMap::try_from(self.map("SAMPLES")?).map_err(Self::map_err("SAMPLES"))?;
+            let samples = all(&samples, "SAMPLES")?;
+            rec.bytes_read +=
+                (samples.len() * (size_of::<RawCpuTask>() + size_of::<RawHeld>())) as u64;
+            let ctx = sampled::SampleContext {
+                tasks: &raw.tasks,
+                allowed: self.state.allowed.clone(),
+                now_ns: runq_kernel::clock::monotonic_ns(),
+                period_ns: 1_000_000_000 / hz.max(1),
+            };
+            sampled::attribute(&mut rec, &samples, &ctx);
+        }
+        Ok(rec)
     }
 }
 

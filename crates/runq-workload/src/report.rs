@@ -168,6 +168,11 @@ pub struct WorkerReport {
     /// it saw (`None`: it never fired).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub watchdog: Option<WatchdogFiring>,
+    /// A worker killed at the collection deadline that was runnable then
+    /// (state R): its last wait had not ended, and schedstat, which counts
+    /// a wait once it ends, left it out (sentinels only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub runnable_at_deadline: bool,
 }
 
 /// A watchdog's firing: the worker went `stall_ms` without running while

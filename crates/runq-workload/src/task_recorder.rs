@@ -5,6 +5,8 @@
 
 pub use runq_kernel::task_record::Recorded;
 
+use crate::report::WorkerReport;
+
 /// A recorder of the run's workers.
 pub trait TaskRecorder {
     /// Watches thread `tid`, a worker of group `group` just forked (and
@@ -12,6 +14,14 @@ pub trait TaskRecorder {
     fn watch(&mut self, tid: u32, group: usize) -> Result<(), String>;
     /// What it saw, read once the workers stopped.
     fn read(&mut self) -> Result<Recorded, String>;
+    /// Called on each tick of the run after the workers' release: a
+    /// recorder within a budget measures itself here and may lower its
+    /// fidelity (see runq-recorder's `fidelity`).
+    fn tick(&mut self) {}
+    /// Called at the run's end, before the workers are stopped: a
+    /// sampling recorder stops sampling, so that the collection (a killed
+    /// worker's last run, to die) is not taken for the run.
+    fn end_of_run(&mut self) {}
 }
 
 /// The run's recorder, or why there is none.
@@ -30,9 +40,24 @@ pub(crate) fn watch_all(rec: &mut MaybeRecorder, tids: impl Iterator<Item = (u32
     }
 }
 
-/// What the recorder saw, or why there is nothing.
-pub(crate) fn finish(rec: MaybeRecorder) -> Result<Recorded, String> {
-    let got = rec?.read();
+/// What the recorder saw, or why there is nothing; a sampled worker's
+/// run and wait are its report's (schedstat), its holders' times their
+/// shares of that wait.
+pub(crate) fn finish(rec: MaybeRecorder, reports: &[WorkerReport]) -> Result<Recorded, String> {
+    let mut got = rec?.read();
+    if let Ok(r) = &mut got {
+        for w in r.workers.iter_mut().filter(|w| w.sampled.is_some()) {
+            let Some(report) = reports.iter().find(|r| r.tid == w.worker) else {
+                continue;
+            };
+            // The wait since it was last seen on a CPU counts only for a
+            // worker that was still runnable when it was killed.
+            if let (false, Some(b)) = (report.runnable_at_deadline, &mut w.sampled) {
+                b.unended_wait_ns = 0;
+            }
+            w.scale_to_wait(report.cpu_time_ns, report.schedstat_run_delay_ns);
+        }
+    }
     if let Ok(r) = &got {
         log::info!(
             "recorder: {} workers, {} bytes read from its maps, {} pairs lost",

@@ -425,6 +425,7 @@ impl Telemetry {
             start_error: None,
             planned_wait_ns: self.planned_total_ns,
             watchdog: self.watchdog_fired,
+            runnable_at_deadline: false,
         }
     }
 }

@@ -5,6 +5,7 @@
 
 mod compare;
 mod host;
+mod instrument;
 mod outcome;
 mod repeats;
 

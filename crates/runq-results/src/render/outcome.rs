@@ -191,6 +191,10 @@ pub fn outcome(o: &RunOutcome, color: bool) -> String {
     render_wake_legend(&mut out, o);
     let host = o.series.as_ref().and_then(|s| s.host.as_ref());
     out.push_str(&super::host::host_lines(host));
+    out.push_str(&super::instrument::instrument_line(
+        o.host_load.as_ref(),
+        &o.evidence,
+    ));
     render_failures(&mut out, o, color);
     render_checks(&mut out, o, color);
     if o.interrupted {

@@ -278,6 +278,7 @@ mod tests {
             busy_cpus: outside + 1.0,
             run_cpus: 1.0,
             outside_cpus: outside,
+            runq_cpus: 0.0,
         }
     }
 

@@ -178,7 +178,18 @@ fn evidence(
     s: &Split<'_>,
     group_name: &dyn Fn(u32) -> String,
 ) -> String {
-    let mut text = if w.waits == 0 {
+    let mut text = if let Some(basis) = &w.sampled {
+        format!(
+            "recorder (sampled: {} samples of other tasks on CPU {}): worker {} ({group}) ran {} \
+             and waited {} runnable (schedstat; {} migrations",
+            basis.samples,
+            cpu_list(&basis.cpus),
+            w.worker,
+            ms(w.run_ns),
+            ms(w.wait_ns),
+            w.migrations,
+        )
+    } else if w.waits == 0 {
         format!(
             "recorder: worker {} ({group}) ran {} and never waited runnable ({} migrations",
             w.worker,
@@ -229,11 +240,12 @@ fn evidence(
             .take(2 * NAMED)
             .map(|h| {
                 format!(
-                    "{}[{}] ({}) {}",
+                    "{}[{}] ({}) {}{}",
                     h.comm,
                     h.pid,
                     group_name(h.class),
-                    ms(h.held_ns)
+                    ms(h.held_ns),
+                    sample_share(w, h.turns)
                 )
             })
             .collect();
@@ -243,6 +255,34 @@ fn evidence(
         ));
     }
     text
+}
+
+/// Under sampled fidelity, a holder's share of the samples with its 95%
+/// margin (` (88% ± 2% of the samples)`); empty when exact.
+fn sample_share(w: &TaskRecord, samples: u64) -> String {
+    let Some(basis) = w.sampled.as_ref().filter(|b| b.samples > 0) else {
+        return String::new();
+    };
+    let p = samples as f64 / basis.samples as f64;
+    format!(
+        " ({:.0}% ± {:.0}% of the samples)",
+        p * 100.0,
+        basis.margin(p) * 100.0
+    )
+}
+
+/// CPUs as `0`, `0,1` or `0-3`.
+fn cpu_list(cpus: &[u32]) -> String {
+    match (cpus.first(), cpus.last()) {
+        (Some(a), Some(b)) if cpus.len() > 2 && (b - a) as usize + 1 == cpus.len() => {
+            format!("{a}-{b}")
+        }
+        _ => cpus
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+    }
 }
 
 /// "not a wait for a CPU: …" when worker `w` (wall time `wall_ns`) barely

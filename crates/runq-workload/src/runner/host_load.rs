@@ -26,6 +26,10 @@ pub struct HostLoad {
     /// Everything else: `busy_cpus - run_cpus` (0 at least; thread-mode
     /// workers count twice in `run_cpus`, so it errs low).
     pub outside_cpus: f64,
+    /// runq's own threads (its driver, sampler, host monitor; not its
+    /// thread-mode workers), in CPUs: what the instrument itself took.
+    #[serde(default)]
+    pub runq_cpus: f64,
 }
 
 impl HostLoad {
@@ -59,6 +63,8 @@ pub(super) struct HostLoadMeter {
     host: Option<CpuTimes>,
     own_ns: u64,
     end: Option<(CpuTimes, u64)>,
+    /// runq's threads at the end (thread-mode workers among them).
+    own_tids: Vec<u32>,
 }
 
 impl HostLoadMeter {
@@ -68,6 +74,7 @@ impl HostLoadMeter {
             host: read_cpu_times(Path::new("/proc")),
             own_ns: runq_kernel::clock::process_cpu_ns(),
             end: None,
+            own_tids: Vec::new(),
         }
     }
 
@@ -75,6 +82,13 @@ impl HostLoadMeter {
     pub(super) fn stop(&mut self) {
         let end = read_cpu_times(Path::new("/proc"));
         self.end = end.map(|e| (e, runq_kernel::clock::process_cpu_ns()));
+        self.own_tids = std::fs::read_dir("/proc/self/task")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
     }
 
     /// The load between [`Self::start`] and [`Self::stop`], a run of
@@ -84,7 +98,14 @@ impl HostLoadMeter {
         let busy_ns = end.busy_ns.saturating_sub(self.host?.busy_ns);
         let own_ns = own_end.saturating_sub(self.own_ns);
         let workers_ns: u64 = reports.iter().map(|r| r.cpu_time_ns).sum();
-        Some(load_of(busy_ns, workers_ns + own_ns, run_ns))
+        let thread_workers_ns: u64 = reports
+            .iter()
+            .filter(|r| self.own_tids.contains(&r.tid))
+            .map(|r| r.cpu_time_ns)
+            .sum();
+        let mut load = load_of(busy_ns, workers_ns + own_ns, run_ns);
+        load.runq_cpus = own_ns.saturating_sub(thread_workers_ns) as f64 / run_ns.max(1) as f64;
+        Some(load)
     }
 }
 
@@ -98,6 +119,7 @@ fn load_of(busy_ns: u64, run_ns_used: u64, window_ns: u64) -> HostLoad {
         busy_cpus,
         run_cpus,
         outside_cpus: (busy_cpus - run_cpus).max(0.0),
+        runq_cpus: 0.0,
     }
 }
 

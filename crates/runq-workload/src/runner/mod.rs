@@ -136,6 +136,38 @@ pub struct RunOutcome {
     /// What the per-task recorder saw, or why there is nothing.
     #[serde(skip)]
     pub recorded: Result<Recorded, String>,
+    /// The recorder's fidelity over the run and its programs' cost (or
+    /// why there was no recorder): beside `host_load.runq_cpus`, what
+    /// runq's instruments took from the run.
+    #[serde(default)]
+    pub evidence: EvidenceFidelity,
+}
+
+/// What the recorder was over one run (see [`RunOutcome::evidence`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct EvidenceFidelity {
+    /// Its fidelity and cost, when it ran and said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorder: Option<runq_kernel::task_record::Fidelity>,
+    /// Why there was no recorder (`--evidence off`, not root, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off: Option<String>,
+}
+
+impl EvidenceFidelity {
+    /// The fidelity of `recorded`, or why there is none.
+    pub fn of(recorded: &Result<Recorded, String>) -> Self {
+        match recorded {
+            Ok(r) => EvidenceFidelity {
+                recorder: r.fidelity.clone(),
+                off: None,
+            },
+            Err(why) => EvidenceFidelity {
+                recorder: None,
+                off: Some(why.clone()),
+            },
+        }
+    }
 }
 
 /// Why a run could not happen.
@@ -489,12 +521,15 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         Err(e) => (None, Some(e.to_string())),
     };
     let run_ns = elapsed_ns(t_run);
+    if let Ok(r) = &mut live.recorder {
+        r.end_of_run();
+    }
     load.stop();
     let t_collect = Instant::now();
     let timeout = collect_timeout(&opts, live.handle.pids().len());
     let recorder = std::mem::replace(&mut live.recorder, Err("read".into()));
     let (cgroups, mut reports, series) = live.collect(timeout);
-    let recorded = crate::task_recorder::finish(recorder);
+    let recorded = crate::task_recorder::finish(recorder, &reports);
     let host_load = load.finish(run_ns, &reports);
     log::debug!("host load over the run: {host_load:?}");
     let collect_ns = elapsed_ns(t_collect);
@@ -544,6 +579,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         series,
         host_load,
         reports,
+        evidence: EvidenceFidelity::of(&recorded),
         recorded,
     })
 }
@@ -654,6 +690,9 @@ fn drive_steps(
             return (Some(death), None);
         }
         on_tick(t_run.elapsed(), scn.duration);
+        if let Ok(r) = &mut live.recorder {
+            r.tick();
+        }
         let sample_in = live.sampler.as_mut().map_or(TICK, |s| {
             s.tick();
             s.until_due()

@@ -30,6 +30,8 @@ pub(super) struct ProcWorker {
     /// Its schedstat just before it was killed at the collection
     /// deadline: how long it ran and waited for a CPU, for its sentinel.
     last_schedstat: Option<runq_kernel::schedstat::Schedstat>,
+    /// Whether it was runnable (state R) when it was killed.
+    runnable_at_deadline: bool,
 }
 
 impl ProcWorker {
@@ -45,6 +47,7 @@ impl ProcWorker {
             status: None,
             released_at: None,
             last_schedstat: None,
+            runnable_at_deadline: false,
         }
     }
 
@@ -278,6 +281,11 @@ fn reap(workers: &mut [ProcWorker], deadline: Instant) -> usize {
     for w in workers.iter_mut().filter(|w| w.status.is_none()) {
         let path = format!("/proc/{}/schedstat", w.pid);
         w.last_schedstat = runq_kernel::schedstat::read_schedstat(std::path::Path::new(&path));
+        w.runnable_at_deadline = std::fs::read_to_string(format!("/proc/{}/stat", w.pid))
+            .is_ok_and(|s| {
+                s.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('R'))
+            });
     }
     // Kill every straggler first, then wait: killed one by one, each
     // would have to be scheduled among the others still spinning. A
@@ -396,6 +404,7 @@ fn into_report(mut w: ProcWorker) -> WorkerReport {
     let ended = w.status.unwrap_or(WorkerExitInfo::TimedOut);
     let mut r = WorkerReport::sentinel(w.pid, w.group_idx, ended);
     r.start_error = w.start_error;
+    r.runnable_at_deadline = w.runnable_at_deadline;
     if let (Some(st), Some(at)) = (w.last_schedstat, w.released_at) {
         r.cpu_time_ns = st.cpu_time_ns;
         r.schedstat_run_delay_ns = st.run_delay_ns;

@@ -176,8 +176,18 @@ pub struct RunArgs {
     /// it; without root the causes come from /proc and schedstat alone.
     /// It runs on BTF tracepoints where the kernel has BTF, else on the
     /// classic ones; `RUNQ_RECORDER_TRACEPOINTS=btf|classic` picks one.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "evidence")]
     pub no_recorder: bool,
+    /// The recorder's fidelity: `auto` (exact while its measured cost,
+    /// over the first 200 ms, fits --overhead-budget; else each CPU sampled
+    /// at 1 kHz, with each worker's run and wait from schedstat), `exact`,
+    /// `sampled`, or `off` (as --no-recorder).
+    #[arg(long, value_enum, default_value_t = recorder::EvidenceArg::Auto)]
+    pub evidence: recorder::EvidenceArg,
+    /// The most CPU runq's instruments may take from the run, as a share
+    /// of one CPU: `1%` (the default), `0.5%`, or a fraction (`0.01`).
+    #[arg(long, value_name = "SHARE", default_value = "1%", value_parser = recorder::parse_budget)]
+    pub overhead_budget: f64,
     /// Where a FAIL's evidence traces go (default: the system's temporary
     /// directory).
     #[arg(long, value_name = "DIR")]
@@ -195,7 +205,7 @@ pub struct RunArgs {
 
 /// The flags that shape a run, which the listings refuse (only `--json`
 /// goes with them).
-const RUN_ONLY: [&str; 18] = [
+const RUN_ONLY: [&str; 19] = [
     "scenario",
     "work_type",
     "params",
@@ -213,6 +223,7 @@ const RUN_ONLY: [&str; 18] = [
     "flight_recorder",
     "no_freeze",
     "no_recorder",
+    "overhead_budget",
     "evidence_dir",
 ];
 
@@ -448,7 +459,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         // --runnable-wait each attach to the kernel's tracepoints.
         let patches_text = scn.scheduler.is_some()
             || args.sched.scheduler.is_some()
-            || !args.no_recorder
+            || args.recorder_policy().is_ok()
             || args.flight_recorder.is_some()
             || args.runnable_wait;
         return vm::run_in_vm(
@@ -460,7 +471,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     args.sched.apply(&mut scn)?;
     refuse_churn_without_cgroups(&scn, cgroups)?;
-    if !args.no_recorder {
+    if args.recorder_policy().is_ok() {
         runq_recorder::Tracepoints::from_env().map_err(|e| exit::usage(e.to_string()))?;
     }
     if let Some(SnapshotInterval(i)) = args.snapshot_interval {
@@ -521,7 +532,7 @@ fn run_plan(args: &RunArgs, cgroups: CgroupMode) -> anyhow::Result<RunPlan> {
         runnable_wait: args.runnable_wait,
         flight_recorder: args.flight_recorder,
         freeze: !args.no_freeze,
-        recorder: !args.no_recorder,
+        recorder: args.recorder_policy(),
     })
 }
 

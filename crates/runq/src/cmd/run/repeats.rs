@@ -39,8 +39,9 @@ pub struct RunPlan {
     /// `--no-freeze`).
     pub freeze: bool,
     /// Record each worker's run time, waits and the holders of its CPU
-    /// (not `--no-recorder`).
-    pub recorder: bool,
+    /// within this policy (`--evidence`, `--overhead-budget`), or not at
+    /// all (`--evidence off`, `--no-recorder`).
+    pub recorder: Result<runq_recorder::fidelity::Policy, &'static str>,
 }
 
 impl RunPlan {
