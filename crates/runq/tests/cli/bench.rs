@@ -169,3 +169,28 @@ fn bench_wake_latency_agrees_with_the_kernel() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The wake path with runq's defaults (`scripts/wake-path-cost`, no
+/// flag: snapshots on, the recorder within its budget): FutexPingPong and
+/// PipeIo pinned, at least 0.95 of their bare floors and 0.98 of the same
+/// run with `--evidence off`, so that a default that costs the floors
+/// cannot land unseen.
+#[test]
+#[ignore = "bench tier (scripts/bench): needs root, perf and cc; judges the host's wakeups"]
+fn bench_wake_path_floors_with_defaults() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/wake-path-cost");
+    let out = std::process::Command::new(script)
+        .args([env!("CARGO_BIN_EXE_runq"), "3", "3", "1"])
+        .output()
+        .expect("scripts/wake-path-cost runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in text.lines().filter(|l| l.starts_with("figure:")) {
+        println!("{line}");
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
