@@ -48,7 +48,7 @@ pub use placement::{Affinity, MemPolicy, SchedPolicy, WorkerSetup};
 pub use report::{Migration, WatchdogFiring, WorkerExitInfo, WorkerReport, MAX_WAKE_SAMPLES};
 pub use runner::host_load::HostLoad;
 pub use runner::{
-    run_scenario, CgroupMode, EvidenceFidelity, Placement, RunError, RunOptions, RunOutcome,
+    run_scenario, CgroupMode, Placement, RecorderSummary, RunError, RunOptions, RunOutcome,
 };
 pub use scenario::{
     CgroupSpec, GroupSpec, Scenario, ScenarioBuilder, ScenarioError, Step, StepAction,

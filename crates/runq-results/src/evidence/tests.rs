@@ -237,7 +237,7 @@ fn outcome() -> RunOutcome {
         series: None,
         host_load: None,
         recorded: Err("no recorder in this test".into()),
-        evidence: Default::default(),
+        recorder: Default::default(),
         verdict: runq_workload::Verdict::Fail,
         reports,
     }

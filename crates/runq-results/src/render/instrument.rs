@@ -3,16 +3,16 @@
 //! with the recorder's fidelity and why.
 
 use runq_common::text::{hanging, wrap, LIST_WIDTH};
-use runq_workload::{EvidenceFidelity, HostLoad};
+use runq_workload::{HostLoad, RecorderSummary};
 
 /// `runq itself: 0.31% of a CPU (its threads), the recorder's programs
 /// 0.12% (sampled at 1 kHz: ...)`, wrapped; empty when nothing was
 /// measured.
-pub fn instrument_line(load: Option<&HostLoad>, evidence: &EvidenceFidelity) -> String {
+pub fn instrument_line(load: Option<&HostLoad>, recorder: &RecorderSummary) -> String {
     let Some(load) = load else {
         return String::new();
     };
-    let recorder = match (&evidence.recorder, &evidence.off) {
+    let recorder = match (&recorder.fidelity, &recorder.off) {
         (Some(f), _) => {
             let cost = f.bpf_cpus.map_or("not measured".to_string(), |c| pct(c));
             format!("the recorder's programs {cost} ({})", f.reason)
@@ -38,18 +38,18 @@ mod tests {
     use super::*;
     use runq_kernel::task_record::{Fidelity, FidelityMode};
 
-    fn line(evidence: EvidenceFidelity) -> String {
+    fn line(recorder: RecorderSummary) -> String {
         let load = HostLoad {
             runq_cpus: 0.0031,
             ..HostLoad::default()
         };
-        instrument_line(Some(&load), &evidence)
+        instrument_line(Some(&load), &recorder)
     }
 
     #[test]
     fn the_line_gives_runqs_share_and_the_recorders_fidelity() {
-        let sampled = EvidenceFidelity {
-            recorder: Some(Fidelity {
+        let sampled = RecorderSummary {
+            fidelity: Some(Fidelity {
                 mode: FidelityMode::Sampled,
                 reason: "sampled at 1 kHz: exact recording would have cost 9.8% of a CPU".into(),
                 bpf_cpus: Some(0.0012),
@@ -63,8 +63,8 @@ mod tests {
             "runq itself: 0.31% of a CPU (its threads), the recorder's programs 0.12% of a CPU \
              (sampled at 1 kHz: exact recording would have cost 9.8% of a CPU)"
         );
-        let off = EvidenceFidelity {
-            recorder: None,
+        let off = RecorderSummary {
+            fidelity: None,
             off: Some("off (--evidence off)".into()),
         };
         assert!(line(off).contains("no recorder (off (--evidence off))"));

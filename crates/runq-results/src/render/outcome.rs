@@ -193,7 +193,7 @@ pub fn outcome(o: &RunOutcome, color: bool) -> String {
     out.push_str(&super::host::host_lines(host));
     out.push_str(&super::instrument::instrument_line(
         o.host_load.as_ref(),
-        &o.evidence,
+        &o.recorder,
     ));
     render_failures(&mut out, o, color);
     render_checks(&mut out, o, color);

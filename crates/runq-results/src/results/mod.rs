@@ -245,7 +245,7 @@ mod tests {
             series: None,
             host_load: None,
             recorded: Err("no recorder in this test".into()),
-            evidence: Default::default(),
+            recorder: Default::default(),
             verdict,
             reports,
         }

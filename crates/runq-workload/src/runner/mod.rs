@@ -140,30 +140,30 @@ pub struct RunOutcome {
     /// why there was no recorder): beside `host_load.runq_cpus`, what
     /// runq's instruments took from the run.
     #[serde(default)]
-    pub evidence: EvidenceFidelity,
+    pub recorder: RecorderSummary,
 }
 
-/// What the recorder was over one run (see [`RunOutcome::evidence`]).
+/// What the recorder was over one run (see [`RunOutcome::recorder`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct EvidenceFidelity {
+pub struct RecorderSummary {
     /// Its fidelity and cost, when it ran and said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recorder: Option<runq_kernel::task_record::Fidelity>,
+    pub fidelity: Option<runq_kernel::task_record::Fidelity>,
     /// Why there was no recorder (`--evidence off`, not root, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off: Option<String>,
 }
 
-impl EvidenceFidelity {
+impl RecorderSummary {
     /// The fidelity of `recorded`, or why there is none.
     pub fn of(recorded: &Result<Recorded, String>) -> Self {
         match recorded {
-            Ok(r) => EvidenceFidelity {
-                recorder: r.fidelity.clone(),
+            Ok(r) => RecorderSummary {
+                fidelity: r.fidelity.clone(),
                 off: None,
             },
-            Err(why) => EvidenceFidelity {
-                recorder: None,
+            Err(why) => RecorderSummary {
+                fidelity: None,
                 off: Some(why.clone()),
             },
         }
@@ -579,7 +579,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         series,
         host_load,
         reports,
-        evidence: EvidenceFidelity::of(&recorded),
+        recorder: RecorderSummary::of(&recorded),
         recorded,
     })
 }

@@ -419,6 +419,21 @@ impl Drop for NiceHog {
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn not_stuck_beside_a_nice_hog_names_the_hog() {
+    // A low event rate: the default stays exact.
+    nice_hog_names_the_hog("auto", "exact");
+}
+
+/// The same with sampled evidence: the hog is named by its share of the
+/// samples of the worker's CPU.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn sampled_evidence_names_the_nice_hog_too() {
+    nice_hog_names_the_hog("sampled", "sampled");
+}
+
+/// See [`not_stuck_beside_a_nice_hog_names_the_hog`]: `--evidence
+/// evidence`, whose fidelity must be `mode`.
+fn nice_hog_names_the_hog(evidence: &str, mode: &str) {
     let dir = tempfile::tempdir().unwrap();
     let scn = dir.path().join("low.toml");
     let cpu = std::thread::available_parallelism().map_or(1, usize::from) - 1;
@@ -439,6 +454,8 @@ fn not_stuck_beside_a_nice_hog_names_the_hog() {
         "--json",
         "--collect-timeout",
         "1s",
+        "--evidence",
+        evidence,
     ]);
     // The worker, killed at the deadline, dies only once it gets CPU 0.
     std::thread::sleep(Duration::from_secs(5));
@@ -447,6 +464,7 @@ fn not_stuck_beside_a_nice_hog_names_the_hog() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     runq_testkit::assert_matches_schema("run", &v);
+    assert_eq!(v["recorder"]["fidelity"]["mode"], mode, "{}", v["recorder"]);
     if out.status.code() == Some(0) {
         // Another run's cgroups on that CPU can give the worker its turns
         // (seen beside the default scenario): then there is no cause to
@@ -530,4 +548,42 @@ fn a_bad_recorder_tracepoints_setting_is_refused() {
         "runq: RUNQ_RECORDER_TRACEPOINTS=\"raw\" is not a kind of tracepoint: use btf or classic, or unset it"
     );
     assert!(out.stdout.is_empty());
+}
+
+/// As root: a pinned FutexPingPong (hundreds of thousands of switches a
+/// second) costs the exact recorder more than its budget (0.1% here, so
+/// that a loaded host's lower rate still passes it): the default switches
+/// to sampling after its probe and the document and report say why.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_high_event_rate_switches_the_recorder_to_sampling() {
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_runq")])
+        .args(["run", "--work-type", "FutexPingPong", "--duration", "1s"])
+        .args(["--overhead-budget", "0.1%", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    runq_testkit::assert_matches_schema("run", &v);
+    let f = &v["recorder"]["fidelity"];
+    assert_eq!(f["mode"], "sampled", "{f}");
+    let reason = f["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("sampled at 1 kHz: exact recording would have cost "),
+        "{reason}"
+    );
+    assert!(f["events_per_s"].as_f64().unwrap() > 1000.0, "{f}");
+    assert!(f["bpf_cpus"].as_f64().unwrap() > 0.0, "{f}");
+    assert!(v["host_load"]["runq_cpus"].as_f64().unwrap() > 0.0, "{v:#}");
+    let text = std::process::Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_runq")])
+        .args(["run", "--work-type", "FutexPingPong", "--duration", "1s"])
+        .args(["--overhead-budget", "0.1%"])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&text.stdout).replace("\n      ", " ");
+    assert!(
+        report.contains("runq itself: ") && report.contains("(sampled at 1 kHz: exact recording"),
+        "{report}"
+    );
 }

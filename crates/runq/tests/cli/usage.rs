@@ -93,6 +93,29 @@ fn devices_fifos_and_directories_are_refused_by_every_reader() {
 }
 
 #[test]
+fn bad_evidence_settings_are_named() {
+    for (args, needle) in [
+        (
+            &["run", "--overhead-budget", "0"][..],
+            "give a share above 0",
+        ),
+        (
+            &["run", "--overhead-budget", "lots"][..],
+            "is not a share: give a percentage of one CPU",
+        ),
+        (&["run", "--overhead-budget", "150%"][..], "at most 100%"),
+        (&["run", "--evidence", "fuzzy"][..], "--evidence"),
+        (
+            &["run", "--evidence", "exact", "--no-recorder"][..],
+            "cannot be used with",
+        ),
+    ] {
+        let err = usage_error(args);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn negative_values_are_named_as_negative() {
     for (args, needle) in [
         (
