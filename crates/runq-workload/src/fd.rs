@@ -142,3 +142,38 @@ mod tests {
         assert_eq!(read_stamp(&rx).unwrap(), ReadStamp::Eof);
     }
 }
+
+/// What an inherited descriptor of runq's probes links to: a BPF link or
+/// program, or a perf event (a classic tracepoint's attachment).
+const PROBE_FDS: [&str; 4] = [
+    "anon_inode:bpf_link",
+    "anon_inode:bpf-link",
+    "anon_inode:bpf-prog",
+    "anon_inode:[perf_event]",
+];
+
+/// Closes, in a forked worker, the descriptors of runq's BPF probes it
+/// inherited: a probe stays attached while any process holds its link or
+/// perf event, so a worker's copy would keep a program runq detached (the
+/// recorder's switch to sampling) running on every event until the
+/// worker ends. Returns how many it closed.
+pub fn close_inherited_probes() -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    let fds: Vec<i32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut closed = 0;
+    for fd in fds {
+        let target = std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap_or_default();
+        if PROBE_FDS.iter().any(|p| target.as_os_str() == *p) {
+            // SAFETY: closing a descriptor this process holds and never
+            // uses (its owner, the parent's loader, stays in the parent).
+            unsafe { libc::close(fd) };
+            closed += 1;
+        }
+    }
+    closed
+}

@@ -195,8 +195,11 @@ impl WorkloadHandle {
             ));
         }
         if pid == 0 {
-            // Close the parent's ends of every earlier worker's socket.
+            // Close the parent's ends of every earlier worker's socket,
+            // and its probes' links: they stay attached while any copy
+            // of them lives.
             self.procs.clear();
+            crate::fd::close_inherited_probes();
             IN_FORKED_WORKER.store(true, Ordering::Relaxed);
             drop(parent_end);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

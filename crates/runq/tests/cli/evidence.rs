@@ -569,7 +569,7 @@ fn a_high_event_rate_switches_the_recorder_to_sampling() {
     assert_eq!(f["mode"], "sampled", "{f}");
     let reason = f["reason"].as_str().unwrap();
     assert!(
-        reason.starts_with("sampled at 1 kHz: exact recording would have cost "),
+        reason.starts_with("sampled at 250 Hz: exact recording would have cost "),
         "{reason}"
     );
     assert!(f["events_per_s"].as_f64().unwrap() > 1000.0, "{f}");
@@ -583,7 +583,7 @@ fn a_high_event_rate_switches_the_recorder_to_sampling() {
         .unwrap();
     let report = String::from_utf8_lossy(&text.stdout).replace("\n      ", " ");
     assert!(
-        report.contains("runq itself: ") && report.contains("(sampled at 1 kHz: exact recording"),
+        report.contains("runq itself: ") && report.contains("(sampled at 250 Hz: exact recording"),
         "{report}"
     );
 }

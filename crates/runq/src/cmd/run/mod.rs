@@ -179,8 +179,8 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "evidence")]
     pub no_recorder: bool,
     /// The recorder's fidelity: `auto` (exact while its measured cost,
-    /// over the first 200 ms, fits --overhead-budget; else each CPU sampled
-    /// at 1 kHz, with each worker's run and wait from schedstat), `exact`,
+    /// over the first 100 ms, fits --overhead-budget; else each CPU sampled
+    /// at 250 Hz, with each worker's run and wait from schedstat), `exact`,
     /// `sampled`, or `off` (as --no-recorder).
     #[arg(long, value_enum, default_value_t = recorder::EvidenceArg::Auto)]
     pub evidence: recorder::EvidenceArg,
