@@ -115,34 +115,6 @@ pub fn write_stamp(fd: &OwnedFd, stamp: u64) -> bool {
     unsafe { libc::write(fd.as_raw_fd(), b.as_ptr().cast(), 8) == 8 }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn read_sees_a_byte_then_eof_once_the_writer_closes() {
-        let (rx, tx) = pipe().unwrap();
-        assert!(write_byte(&tx));
-        assert_eq!(read_byte(&rx).unwrap(), ReadByte::Byte);
-        drop(tx);
-        assert_eq!(read_byte(&rx).unwrap(), ReadByte::Eof);
-    }
-
-    #[test]
-    fn a_stamp_crosses_the_pipe_whole() {
-        let (rx, tx) = pipe().unwrap();
-        assert!(write_stamp(&tx, 0x0123_4567_89ab_cdef));
-        assert!(write_stamp(&tx, 42));
-        assert_eq!(
-            read_stamp(&rx).unwrap(),
-            ReadStamp::Stamp(0x0123_4567_89ab_cdef)
-        );
-        assert_eq!(read_stamp(&rx).unwrap(), ReadStamp::Stamp(42));
-        drop(tx);
-        assert_eq!(read_stamp(&rx).unwrap(), ReadStamp::Eof);
-    }
-}
-
 /// What an inherited descriptor of runq's probes links to: a BPF link or
 /// program, or a perf event (a classic tracepoint's attachment).
 const PROBE_FDS: [&str; 4] = [
@@ -176,4 +148,32 @@ pub fn close_inherited_probes() -> usize {
         }
     }
     closed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_sees_a_byte_then_eof_once_the_writer_closes() {
+        let (rx, tx) = pipe().unwrap();
+        assert!(write_byte(&tx));
+        assert_eq!(read_byte(&rx).unwrap(), ReadByte::Byte);
+        drop(tx);
+        assert_eq!(read_byte(&rx).unwrap(), ReadByte::Eof);
+    }
+
+    #[test]
+    fn a_stamp_crosses_the_pipe_whole() {
+        let (rx, tx) = pipe().unwrap();
+        assert!(write_stamp(&tx, 0x0123_4567_89ab_cdef));
+        assert!(write_stamp(&tx, 42));
+        assert_eq!(
+            read_stamp(&rx).unwrap(),
+            ReadStamp::Stamp(0x0123_4567_89ab_cdef)
+        );
+        assert_eq!(read_stamp(&rx).unwrap(), ReadStamp::Stamp(42));
+        drop(tx);
+        assert_eq!(read_stamp(&rx).unwrap(), ReadStamp::Eof);
+    }
 }

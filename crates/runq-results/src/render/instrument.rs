@@ -14,7 +14,7 @@ pub fn instrument_line(load: Option<&HostLoad>, recorder: &RecorderSummary) -> S
     };
     let recorder = match (&recorder.fidelity, &recorder.off) {
         (Some(f), _) => {
-            let cost = f.bpf_cpus.map_or("not measured".to_string(), |c| pct(c));
+            let cost = f.bpf_cpus.map_or("not measured".to_string(), pct);
             format!("the recorder's programs {cost} ({})", f.reason)
         }
         (None, Some(why)) => format!("no recorder ({why})"),

@@ -382,6 +382,22 @@ fn hud_ends_one_way_at_every_phase() {
         phase("watching", None, 2500, true),
     ];
     matrix("hud", &args, &phases, "hud: pid");
+    let metrics = tempfile::tempdir().unwrap();
+    let file = metrics.path().join("hud.prom");
+    let serve = strings(&[
+        "hud",
+        "--serve",
+        "runq-demo-tokio",
+        "--window",
+        "1s",
+        "--metrics-file",
+        file.to_str().unwrap(),
+    ]);
+    let phases = [
+        phase("starting", None, 100, false),
+        phase("serving", Some("hud --serve: watching"), 1500, false),
+    ];
+    matrix("hud --serve", &serve, &phases, "");
     let _ = target.kill();
     let _ = target.wait();
 }
