@@ -145,6 +145,9 @@ pub fn plan(cfg: &VmConfig, preset: &str, patches_text: bool) -> Result<Plan, Vm
     let topo = Topology::parse(preset).map_err(|e| VmError::Usage(format!("--topology: {e}")))?;
     let memory_mib = topology::parse_memory(&cfg.memory).map_err(VmError::Usage)?;
     topo.vng_args(memory_mib, true).map_err(VmError::Usage)?;
+    // A --kernel that names nothing is the user's to fix, on any host:
+    // said before what this host lacks.
+    check_kernel_arg(cfg.kernel.as_deref())?;
     let vng = launch::which("vng").ok_or_else(|| {
         VmError::Skipped("--vm needs virtme-ng's `vng` on PATH (pip install virtme-ng)".into())
     })?;
@@ -165,6 +168,21 @@ pub fn plan(cfg: &VmConfig, preset: &str, patches_text: bool) -> Result<Plan, Vm
         vng,
         tcg_single,
     })
+}
+
+/// Refuses a `--kernel` that cannot name an image (an unknown
+/// distribution kernel, a missing path, a directory without one), before
+/// anything is looked for or fetched.
+fn check_kernel_arg(given: Option<&Path>) -> Result<(), VmError> {
+    let Some(k) = given else { return Ok(()) };
+    match k.to_str().and_then(DistroKernel::parse) {
+        Some(named) => named.map(|_| ()).map_err(|e| VmError::Usage(e.to_string())),
+        None if k.is_dir() && crate::kernel::cache::image_in(k).is_none() => {
+            kernel_image(Some(k)).map(|_| ())
+        }
+        None if !k.exists() => kernel_image(Some(k)).map(|_| ()),
+        None => Ok(()),
+    }
 }
 
 /// The image `--kernel` names (a file, a kernel tree built in place, a

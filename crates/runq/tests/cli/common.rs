@@ -21,12 +21,18 @@ pub fn spawn(args: &[&str]) -> Child {
         .expect("spawn runq")
 }
 
-/// Direct children of `pid` (from /proc/<pid>/task/<pid>/children).
+/// Direct children of `pid` (from /proc/<pid>/task/<pid>/children),
+/// less runq's guard process (`runq-guard`, which a flight recorder
+/// starts): the workers, a scheduler, what runq ran.
 pub fn children(pid: u32) -> Vec<i32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .unwrap_or_default()
         .split_whitespace()
         .filter_map(|p| p.parse().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .map_or(true, |c| c.trim() != "runq-guard")
+        })
         .collect()
 }
 

@@ -37,8 +37,10 @@ fn sigint_leaves_whole_snapshots_only() {
         signal(child.id() as i32, libc::SIGINT);
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
+        // The whole record, marked interrupted, and 128+SIGINT.
+        assert_eq!(
+            out.status.code(),
+            Some(130),
             "round {round}: {stdout} {}",
             String::from_utf8_lossy(&out.stderr)
         );

@@ -419,7 +419,8 @@ impl Drop for NiceHog {
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn not_stuck_beside_a_nice_hog_names_the_hog() {
-    // A low event rate: the default stays exact.
+    // The default: exact at a quiet host's event rate, sampled at a busy
+    // one's; the hog is named either way.
     nice_hog_names_the_hog("auto", "exact");
 }
 
@@ -464,7 +465,11 @@ fn nice_hog_names_the_hog(evidence: &str, mode: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     runq_testkit::assert_matches_schema("run", &v);
-    assert_eq!(v["recorder"]["fidelity"]["mode"], mode, "{}", v["recorder"]);
+    // Auto may sample on a busy host: the programs run on every
+    // scheduler event of the host, so their cost is the host's rate's.
+    if evidence != "auto" {
+        assert_eq!(v["recorder"]["fidelity"]["mode"], mode, "{}", v["recorder"]);
+    }
     if out.status.code() == Some(0) {
         // Another run's cgroups on that CPU can give the worker its turns
         // (seen beside the default scenario): then there is no cause to

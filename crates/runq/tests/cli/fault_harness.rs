@@ -20,10 +20,13 @@ use std::time::{Duration, Instant};
 
 use super::common::{run_dirs_of, runq, signal};
 
-/// A word in the command line of every process a cell's runq starts in a
-/// process group of its own (collatz's profiler), so that one left behind
-/// is found.
-const TOKEN: &str = "runq-fault-harness-token";
+/// A word a cell's arguments may hold: each cell puts a token of its own
+/// there, so that a process its runq starts in a process group of its own
+/// (collatz's profiler) and leaves behind is found by its command line.
+const TOKEN: &str = "@TOKEN@";
+
+/// The next cell's token.
+static CELLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// The signals of every cell.
 const SIGNALS: [(i32, &str); 5] = [
@@ -74,8 +77,10 @@ fn cell(
     report_mark: &str,
 ) -> Cell {
     let tmp = tempfile::tempdir().unwrap();
+    let n = CELLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let token = format!("runq-fault-harness-{}-{n}", std::process::id());
     let mut child = runq()
-        .args(args)
+        .args(args.iter().map(|a| a.replace(TOKEN, &token)))
         .env("TMPDIR", tmp.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -124,7 +129,7 @@ fn cell(
             }
         }
     }
-    findings.extend(leftovers(pid, tmp.path(), sig == libc::SIGKILL));
+    findings.extend(leftovers(pid, tmp.path(), sig == libc::SIGKILL, &token));
     Cell {
         command,
         phase: phase.name,
@@ -164,7 +169,7 @@ fn wait_bounded(
 /// What runq `pid` left: live processes of its group, tracefs instances,
 /// run cgroups (removed by `runq clean` after a SIGKILL, and said so when
 /// it could not), files in its TMPDIR.
-fn leftovers(pid: u32, tmp: &Path, killed: bool) -> Vec<String> {
+fn leftovers(pid: u32, tmp: &Path, killed: bool, token: &str) -> Vec<String> {
     let mut found = Vec::new();
     let settled = Instant::now() + Duration::from_secs(5);
     let mut group = group_members(pid);
@@ -178,7 +183,7 @@ fn leftovers(pid: u32, tmp: &Path, killed: bool) -> Vec<String> {
         found.push(format!("processes left: {group:?}"));
         signal(-(pid as i32), libc::SIGKILL);
     }
-    let tagged = tagged_processes();
+    let tagged = tagged_processes(token);
     if !tagged.is_empty() {
         found.push(format!("processes of its own group left: {tagged:?}"));
         for p in tagged {
@@ -228,8 +233,8 @@ fn group_members(pgid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Live processes whose command line holds [`TOKEN`].
-fn tagged_processes() -> Vec<u32> {
+/// Live processes whose command line holds `token`.
+fn tagged_processes(token: &str) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -237,7 +242,7 @@ fn tagged_processes() -> Vec<u32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|p| {
             std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(TOKEN))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(token))
                 && super::common::alive(*p as i32)
         })
         .collect()
@@ -296,7 +301,9 @@ fn run_ends_one_way_at_every_phase() {
         "-v",
         "run",
         "--work-type",
-        "SpinWait",
+        "Bursty",
+        "--param",
+        "burst_ms=1",
         "--workers",
         "24",
         "--duration",

@@ -262,6 +262,122 @@ fn merge_refuses_what_is_not_a_shard_in_one_line() {
     }
 }
 
+/// A shard document of the one-cell matrix `SpinWait/2n2c2t` split in
+/// two: shard 1 holds the cell (with `verdict`), shard 2 none.
+fn one_cell_shard(index: u32, verdict: &str) -> String {
+    let (cells, runs) = match index {
+        1 => (
+            serde_json::json!(["SpinWait/2n2c2t"]),
+            serde_json::json!([{
+                "cell": "SpinWait/2n2c2t", "scenario": "SpinWait", "topology": "2n2c2t",
+                "exit_code": 0, "verdict": verdict, "failed_checks": [], "error": null,
+                "vm": {"accel": "tcg", "topology": "2n2c2t", "cpus": 8, "numa_nodes": 2,
+                       "threads_per_core": 2, "memory_mib": 2048,
+                       "kernel_image": "/boot/vmlinuz", "boot_ms": 41000}
+            }]),
+        ),
+        _ => (serde_json::json!([]), serde_json::json!([])),
+    };
+    serde_json::json!({
+        "tool": "runq run --vm-matrix", "schema_version": 1,
+        "matrix": {"cells": ["SpinWait/2n2c2t"], "args": ["run", "--vm-matrix"]},
+        "shard": {"index": index, "count": 2, "cells": cells},
+        "runs": runs
+    })
+    .to_string()
+}
+
+#[test]
+fn merge_refuses_a_verdict_runq_never_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bogus = dir.path().join("shard-1.json");
+    std::fs::write(&bogus, one_cell_shard(1, "bogus")).unwrap();
+    assert_usage_error(
+        &["report", "merge", bogus.to_str().unwrap()],
+        "cell SpinWait/2n2c2t has the verdict `bogus`, which runq never writes",
+    );
+}
+
+/// Every shard skipped (no virtme-ng on the runners: each `runq run
+/// --vm-matrix --json` printed its error document and exited 77): the
+/// whole is skipped, exit 77, and -o holds the document --json printed.
+#[test]
+fn shards_that_were_all_skipped_merge_to_a_skipped_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let skipped = r#"{"tool":"runq run","schema_version":1,"verdict":"error","error":"skipped: virtme-ng (vng) is not installed","exit_code":77}"#;
+    let docs: Vec<_> = (1..=2)
+        .map(|k| {
+            let p = dir.path().join(format!("shard-{k}.json"));
+            std::fs::write(&p, skipped).unwrap();
+            p
+        })
+        .collect();
+    let saved = dir.path().join("merged.json");
+    let out = runq()
+        .args(["report", "merge", "--json", "-o"])
+        .arg(&saved)
+        .args(&docs)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(77), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    runq_testkit::assert_matches_schema("report-merge", &doc);
+    assert_eq!(
+        (doc["verdict"].as_str(), doc["exit_code"].as_u64()),
+        (Some("skipped"), Some(77))
+    );
+    assert_eq!(doc["not_run"].as_array().unwrap().len(), 2, "{doc}");
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(written, doc, "--output holds what --json printed");
+    let text = runq()
+        .args(["report", "merge"])
+        .args(&docs)
+        .output()
+        .unwrap();
+    assert_eq!(text.status.code(), Some(77));
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(stdout.ends_with("verdict: SKIPPED (exit 77)\n"), "{stdout}");
+}
+
+/// A missing shard is an incomplete gauntlet (exit 3) even when it had no
+/// cells of its own; `--allow-missing` judges the cells that ran.
+#[test]
+fn a_missing_shard_is_incomplete_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("shard-1.json");
+    std::fs::write(&first, one_cell_shard(1, "pass")).unwrap();
+    let merge = |extra: &[&str]| {
+        let out = runq()
+            .args(["report", "merge", "--json"])
+            .args(extra)
+            .arg(&first)
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        runq_testkit::assert_matches_schema("report-merge", &doc);
+        (out.status.code(), doc)
+    };
+    let (code, doc) = merge(&[]);
+    assert_eq!(code, Some(3), "{doc}");
+    assert_eq!(doc["verdict"], "incomplete");
+    assert_eq!(doc["shards"]["missing"], serde_json::json!([2]));
+    let (code, doc) = merge(&["--allow-missing"]);
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(
+        (doc["verdict"].as_str(), doc["allow_missing"].as_bool()),
+        (Some("pass"), Some(true))
+    );
+    let second = dir.path().join("shard-2.json");
+    std::fs::write(&second, one_cell_shard(2, "pass")).unwrap();
+    let both = runq()
+        .args(["report", "merge"])
+        .arg(&first)
+        .arg(&second)
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(0), "{both:?}");
+}
+
 /// IoSyncWrite with `direct = true` on `--vm-disk`'s virtio block device.
 #[test]
 #[ignore = "vm tier: boots a VM (about a minute under TCG); needs qemu-system-x86, virtme-ng \
