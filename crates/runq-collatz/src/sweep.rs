@@ -15,6 +15,8 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use runq_kernel::guard::{Guard, Undo};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -188,9 +190,16 @@ fn spawn_profiler(template: &str, pid: u32) -> Result<Child, SweepError> {
         })
 }
 
+/// A profiler's process group, SIGKILLed by a guard process if runq dies
+/// before [`stop_profiler`] (a SIGKILL of runq would leave it running).
+struct Profiler {
+    child: Child,
+    _guard: Option<Guard>,
+}
+
 /// SIGINT to the profiler's group (profilers flush on it), SIGKILL after
 /// 5 s, then reap.
-fn stop_profiler(mut child: Child) {
+fn stop_profiler(Profiler { mut child, .. }: Profiler) {
     let pgid = child.id() as i32;
     // SAFETY: signalling a process group we created.
     unsafe { libc::kill(-pgid, libc::SIGINT) };
@@ -209,12 +218,13 @@ fn stop_profiler(mut child: Child) {
 /// Starts profiler `k` on the held benchmark and gives it the settle
 /// time; an error when it is gone by then (command not found, no
 /// permission), which would make the run a second baseline.
-fn attach_profiler(cfg: &SweepConfig, k: usize, child: &mut Child) -> Result<Child, SweepError> {
+fn attach_profiler(cfg: &SweepConfig, k: usize, child: &mut Child) -> Result<Profiler, SweepError> {
     let abandon = |child: &mut Child| {
         let _ = child.kill();
         let _ = child.wait();
     };
     let mut p = spawn_profiler(&cfg.profilers[k], child.id()).inspect_err(|_| abandon(child))?;
+    let guard = Guard::spawn(vec![Undo::KillGroup(p.id() as i32)]).ok();
     std::thread::sleep(cfg.settle);
     if let Ok(Some(status)) = p.try_wait() {
         abandon(child);
@@ -223,12 +233,15 @@ fn attach_profiler(cfg: &SweepConfig, k: usize, child: &mut Child) -> Result<Chi
             reason: format!("it exited ({status}) before the benchmark started"),
         });
     }
-    Ok(p)
+    Ok(Profiler {
+        child: p,
+        _guard: guard,
+    })
 }
 
 /// CPU seconds of the profiler's process tree now.
-fn profiler_cpu(p: Option<&Child>) -> Option<f64> {
-    p.map(|p| tree_cpu_seconds(Path::new("/proc"), p.id() as i32))
+fn profiler_cpu(p: Option<&Profiler>) -> Option<f64> {
+    p.map(|p| tree_cpu_seconds(Path::new("/proc"), p.child.id() as i32))
 }
 
 fn run_point(

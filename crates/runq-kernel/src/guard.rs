@@ -3,7 +3,8 @@
 //!
 //! State the kernel keeps after its creator is gone, such as a tracefs
 //! instance that records every CPU of the host, is not tied to any file
-//! descriptor. A [`Guard`] ties it to runq's lifetime: a forked child that
+//! descriptor, and neither is a process group runq started apart from
+//! its own (a profiler). A [`Guard`] ties them to runq's lifetime: a forked child that
 //! blocks reading a pipe whose only writer is runq. When runq dies, the
 //! kernel closes the writer, the read returns end-of-file, and the guard
 //! carries out its [`Undo`] steps (turn tracing off, remove the
@@ -34,6 +35,9 @@ pub enum Undo {
     /// Removes the empty directory `path` (a tracefs instance, a cgroup),
     /// retrying while it is busy (the dead runq's children still exiting).
     Rmdir(CString),
+    /// SIGKILLs process group `pgid` (a profiler runq started in a group
+    /// of its own, which runq's death would not end).
+    KillGroup(libc::pid_t),
 }
 
 impl Undo {
@@ -73,31 +77,26 @@ impl Guard {
     /// Forks the guard; it carries out `steps`, in order, if this process
     /// dies while the [`Guard`] is alive.
     pub fn spawn(steps: Vec<Undo>) -> io::Result<Guard> {
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills the two descriptors. O_CLOEXEC keeps the
-        // writer out of programs runq execs (a scheduler, a VM).
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let [reader, writer] = fds;
+        let [reader, writer] = pipe()?;
+        // The guard says on this pipe that it bears its name, so that
+        // nobody who lists runq's children meanwhile takes it for a worker.
+        let [ready_r, ready_w] = pipe().inspect_err(|_| close_all(&[reader, writer]))?;
         // SAFETY: the child runs only async-signal-safe calls on memory
         // prepared before the fork and ends in _exit.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             let err = io::Error::last_os_error();
-            // SAFETY: closing the two descriptors just made.
-            unsafe {
-                libc::close(reader);
-                libc::close(writer);
-            }
+            close_all(&[reader, writer, ready_r, ready_w]);
             return Err(err);
         }
         if pid == 0 {
             // SAFETY: in the child, see `guard_main`.
-            unsafe { guard_main(reader, &steps) };
+            unsafe { guard_main(reader, ready_w, &steps) };
         }
-        // SAFETY: the parent keeps only the writer.
-        unsafe { libc::close(reader) };
+        // The parent keeps only the writer, once the guard is named.
+        close_all(&[reader, ready_w]);
+        wait_ready(ready_r);
+        close_all(&[ready_r]);
         Ok(Guard { pid, writer })
     }
 
@@ -121,18 +120,49 @@ impl Drop for Guard {
     }
 }
 
-/// The guard's life: wait for end-of-file on `reader`, carry out `steps`,
-/// exit.
+/// A pipe whose two ends close on exec.
+fn pipe() -> io::Result<[libc::c_int; 2]> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors. O_CLOEXEC keeps them out
+    // of programs runq execs (a scheduler, a VM).
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fds)
+}
+
+fn close_all(fds: &[libc::c_int]) {
+    for &fd in fds {
+        // SAFETY: closing descriptors this module made.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// Blocks until the guard writes its byte (or is gone).
+fn wait_ready(ready: libc::c_int) {
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: reading one byte into a local.
+        let n = unsafe { libc::read(ready, (&mut byte as *mut u8).cast(), 1) };
+        if n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+/// The guard's life: name itself and say so on `ready`, wait for
+/// end-of-file on `reader`, carry out `steps`, exit.
 ///
 /// # Safety
 /// Only in the child of a fork; never returns.
-unsafe fn guard_main(reader: libc::c_int, steps: &[Undo]) -> ! {
+unsafe fn guard_main(reader: libc::c_int, ready: libc::c_int, steps: &[Undo]) -> ! {
     // SAFETY: each call is async-signal-safe (POSIX) or a raw system call.
     unsafe {
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             libc::signal(sig, libc::SIG_IGN);
         }
         libc::prctl(libc::PR_SET_NAME, c"runq-guard".as_ptr());
+        libc::write(ready, [1u8].as_ptr().cast(), 1);
         // Only the pipe stays open: no terminal, no socket of runq's.
         if reader != 0 {
             libc::dup2(reader, 0);
@@ -166,6 +196,9 @@ unsafe fn undo(step: &Undo) {
                     libc::write(fd, value.as_ptr().cast(), value.len());
                     libc::close(fd);
                 }
+            }
+            Undo::KillGroup(pgid) => {
+                libc::kill(-*pgid, libc::SIGKILL);
             }
             Undo::Rmdir(path) => {
                 for _ in 0..RMDIR_TRIES {

@@ -263,9 +263,14 @@ fn instances_of(pid: u32) -> Vec<String> {
     .collect()
 }
 
+/// Held by each matrix, so that the harness loads the suite's host with
+/// one command at a time.
+static ONE_MATRIX: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs every phase × signal of one command; prints the matrix and fails
 /// on any finding.
 fn matrix(command: &'static str, args: &[String], phases: &[Phase], report_mark: &str) {
+    let _alone = ONE_MATRIX.lock().unwrap_or_else(|e| e.into_inner());
     let mut cells = Vec::new();
     for &p in phases {
         for &s in &SIGNALS {
@@ -357,7 +362,7 @@ fn collatz_sweep_ends_one_way_at_every_phase() {
         "--outer",
         "3",
         "--inner",
-        "200000",
+        "20000",
         "--profiler",
         &format!("sleep 600; : {{pid}} {TOKEN}"),
         "--settle",
