@@ -15,10 +15,9 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use runq_kernel::guard::{Guard, Undo};
 use std::time::{Duration, Instant};
 
+use runq_kernel::guard::{Guard, Undo};
 use serde::Serialize;
 
 use crate::config::{Config, Target};
