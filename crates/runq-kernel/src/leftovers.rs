@@ -114,7 +114,10 @@ mod tests {
         // A real instance's files go with its directory; this fake's stay,
         // so only the turning off can be seen.
         assert!(!remove(&found[0]));
-        assert_eq!(std::fs::read_to_string(dead.join("tracing_on")).unwrap(), "0");
+        assert_eq!(
+            std::fs::read_to_string(dead.join("tracing_on")).unwrap(),
+            "0"
+        );
         assert!(live.exists());
     }
 }
