@@ -182,6 +182,7 @@ fn a_death_mid_run_fails_the_run_and_every_report_quotes_it() {
         "{text}"
     );
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    runq_testkit::assert_matches_schema("run", &v);
     let death = &v["scheduler_death"];
     assert_eq!(death["exit_code"], 3);
     assert_eq!(death["stderr"][0], "scx_bpf_error: invalid CPU -1");
