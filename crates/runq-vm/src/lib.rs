@@ -17,6 +17,7 @@ pub mod matrix_doc;
 pub mod presets;
 pub mod run;
 pub mod scx;
+pub mod scx_deps;
 pub mod shard;
 pub mod topology;
 

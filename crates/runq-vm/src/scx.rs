@@ -107,6 +107,8 @@ pub fn build(
         root.display()
     ));
     let t0 = Instant::now();
+    crate::scx_deps::install(&crate::scx_deps::missing_packages(Path::new("/")), progress)
+        .map_err(VmError::Skipped)?;
     cargo_install(root, name, version)?;
     Ok(found(false, t0.elapsed().as_secs_f64()))
 }
@@ -125,6 +127,20 @@ fn cargo_install(root: &Path, name: &str, version: Option<&str>) -> Result<(), V
             cmd.env("LIBCLANG_PATH", lib);
         }
     }
+    // scx's build scripts run `clang` (or $BPF_CLANG): a host with only a
+    // versioned LLVM gets it named, and its bin first on PATH.
+    if crate::launch::which("clang").is_none() {
+        if let Some((clang, bin)) = crate::scx_deps::versioned_clang(Path::new("/")) {
+            if std::env::var_os("BPF_CLANG").is_none() {
+                cmd.env("BPF_CLANG", clang);
+            }
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let dirs = std::iter::once(bin).chain(std::env::split_paths(&path));
+            if let Ok(joined) = std::env::join_paths(dirs) {
+                cmd.env("PATH", joined);
+            }
+        }
+    }
     let out = cmd.output().map_err(|e| {
         VmError::Skipped(format!(
             "building {name} needs cargo on PATH (rustup.rs): {e}"
@@ -133,16 +149,10 @@ fn cargo_install(root: &Path, name: &str, version: Option<&str>) -> Result<(), V
     if out.status.success() {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let why = stderr
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("error"))
-        .unwrap_or("no error line")
-        .trim();
+    let why = crate::scx_deps::build_error(&String::from_utf8_lossy(&out.stderr));
     Err(VmError::Run(format!(
-        "cargo install {name} failed ({why}); it needs clang, libelf-dev, zlib1g-dev and \
-         network access to crates.io"
+        "cargo install {name} failed: {why}; it needs clang, libelf-dev, zlib1g-dev, \
+         libseccomp-dev and network access to crates.io"
     )))
 }
 
