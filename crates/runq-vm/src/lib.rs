@@ -6,6 +6,7 @@
 //! binary parses the flags into a [`VmConfig`] and
 //! prints what these return.
 
+mod accel;
 pub mod distro;
 mod error;
 pub mod guest;
