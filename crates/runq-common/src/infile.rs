@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// It could not be opened or read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {source}", shown(path))]
     Io {
         /// The file.
         path: PathBuf,
@@ -29,7 +29,10 @@ pub enum InputError {
         source: io::Error,
     },
     /// It is not a regular file.
-    #[error("{} is {kind}, not a file; give the path of a regular file", path.display())]
+    #[error(
+        "{} is {kind}, not a file; give the path of a regular file",
+        shown(path)
+    )]
     NotRegular {
         /// The file.
         path: PathBuf,
@@ -37,7 +40,7 @@ pub enum InputError {
         kind: FileKind,
     },
     /// It is larger than the reader accepts.
-    #[error("{} is {}, larger than the {} {what} can be; is it the right file?", path.display(), mib(*size), mib(*max))]
+    #[error("{} is {}, larger than the {} {what} can be; is it the right file?", shown(path), mib(*size), mib(*max))]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -75,6 +78,12 @@ impl fmt::Display for FileKind {
             FileKind::Socket => "a socket",
         })
     }
+}
+
+/// A path as an error names it: its control characters escaped (a file
+/// found in a directory can be named anything).
+fn shown(path: &Path) -> String {
+    crate::text::printable(&path.display().to_string()).into_owned()
 }
 
 fn mib(bytes: u64) -> String {
@@ -266,6 +275,18 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains("3 KiB") && text.contains("2 KiB"), "{text}");
         assert!(text.contains("a saved run"), "{text}");
+    }
+
+    #[test]
+    fn a_path_with_control_characters_is_named_printably() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("evil\x1b[2J\n.json");
+        std::fs::create_dir(&p).unwrap();
+        let e = read_bytes(&p, 1 << 20, "a saved run")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("evil\\x1b[2J\\n.json is a directory"), "{e}");
+        assert!(!e.contains(['\x1b', '\n']), "{e:?}");
     }
 
     #[test]

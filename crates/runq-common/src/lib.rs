@@ -2,14 +2,16 @@
 //! a closed pipe, the identity every JSON document carries (`tool`,
 //! `schema_version`), ANSI colour, the table printer, units and human
 //! durations, medians and percentiles, "did you mean" suggestions,
-//! plain-text layout, the one safe way to write an output file, and the
-//! one bounded way to read an input file.
+//! plain-text layout and names made safe to print, the one safe way to
+//! write an output file, the one bounded way to read an input file, and
+//! reading a JSON document's header before its body.
 
 pub mod color;
 pub mod duration;
 mod edit;
 pub mod infile;
 pub mod json;
+pub mod json_read;
 pub mod output;
 pub mod safefile;
 pub mod serde_ns;

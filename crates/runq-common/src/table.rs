@@ -1,8 +1,12 @@
 //! One text table printer for every report: columns as wide as their
 //! widest cell (in chars, so `µs` counts once), left- or right-aligned,
-//! two spaces apart, no trailing blanks.
+//! two spaces apart, no trailing blanks. Every cell and header goes
+//! through [`printable`]: a name with a control character (a newline, an
+//! escape sequence) cannot break a row or reach the terminal.
 
 use std::fmt::Write;
+
+use crate::text::{printable, printable_owned};
 
 /// A column's alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,15 +29,20 @@ impl Table {
     /// A table with these `(header, alignment)` columns.
     pub fn new(columns: &[(&str, Align)]) -> Self {
         Table {
-            header: columns.iter().map(|(h, _)| h.to_string()).collect(),
+            header: columns
+                .iter()
+                .map(|(h, _)| printable(h).into_owned())
+                .collect(),
             align: columns.iter().map(|(_, a)| *a).collect(),
             rows: Vec::new(),
         }
     }
 
-    /// Adds a row (missing cells are empty, extra ones dropped).
+    /// Adds a row (missing cells are empty, extra ones dropped; control
+    /// characters escaped).
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.rows
+            .push(cells.into_iter().map(printable_owned).collect());
     }
 
     /// The header line and every row, each ending in `\n`. `style_header`
@@ -108,6 +117,19 @@ mod tests {
         assert_eq!(lines[0], "group                  p99  note");
         assert_eq!(lines[1], "PriorityInversion    1.5µs  ok");
         assert_eq!(lines[2], "a                  12.25ms");
+    }
+
+    #[test]
+    fn control_characters_in_cells_are_escaped_and_keep_one_line_a_row() {
+        let mut t = Table::new(&[("comm", Align::Left), ("n", Align::Right)]);
+        t.row(vec!["\x1b[2Jevil\nrow".into(), "1".into()]);
+        t.row(vec!["ok".into(), "2".into()]);
+        let text = t.render(str::to_string);
+        assert!(!text.contains('\x1b'), "{text:?}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text:?}");
+        assert_eq!(lines[1], "\\x1b[2Jevil\\nrow  1");
+        assert_eq!(lines[2], "ok                2");
     }
 
     #[test]

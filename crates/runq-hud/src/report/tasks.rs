@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use runq_common::text::printable;
 use runq_common::units::fmt_ms;
 
 use super::{Blocker, Report};
@@ -93,7 +94,7 @@ pub fn task_cell(t: &TaskRow) -> String {
 pub(super) fn render_tasks(out: &mut String, r: &Report) {
     if !r.task_ids.tracked {
         if let Some(why) = &r.task_ids.reason {
-            let _ = writeln!(out, "tasks: not tracked ({why})");
+            let _ = writeln!(out, "tasks: not tracked ({})", printable(why));
         }
         return;
     }
@@ -117,8 +118,8 @@ pub(super) fn render_tasks(out: &mut String, r: &Report) {
             out,
             "  {} {}: {}",
             b.category.label(),
-            b.function,
-            cells.join(", ")
+            printable(&b.function),
+            printable(&cells.join(", "))
         );
         if more > 0 {
             let _ = write!(out, " (+{more} more tasks)");

@@ -1,9 +1,13 @@
 //! The report as text: the blockers, `block_in_place`, the CPU's holders,
-//! the workers, the events and the stacks line.
+//! the workers, the events and the stacks line. Thread and process names
+//! (any process can set its own with prctl), function names and paths
+//! from the target's binaries are printed through [`printable`] (the
+//! tables do so for every cell).
 
 use std::fmt::Write as _;
 
 use runq_common::table::{Align, Table};
+use runq_common::text::printable;
 use runq_common::units::fmt_ms;
 
 use super::{Blocker, PollMethod, Report, RunQueueStats};
@@ -62,9 +66,9 @@ pub(crate) fn text(r: &Report) -> String {
         out,
         "hud: pid {} ({}), {} workers by {}, threshold {}, {} Hz, {:.1}s{}{}",
         r.pid,
-        r.comm,
+        printable(&r.comm),
         r.workers.len(),
-        r.discovery,
+        printable(&r.discovery),
         fmt_ms(r.threshold_ns),
         r.frequency_hz,
         r.duration_s,
@@ -79,7 +83,7 @@ pub(crate) fn text(r: &Report) -> String {
             .unwrap_or_default()
     );
     if let Some(w) = &r.stacks.warning {
-        let _ = writeln!(out, "WARNING: {w}");
+        let _ = writeln!(out, "WARNING: {}", printable(w));
     }
     render_blockers(&mut out, r);
     super::tasks::render_tasks(&mut out, r);
@@ -96,7 +100,7 @@ pub(crate) fn text(r: &Report) -> String {
             out,
             "worker {:>7} {:<16} {:<14} {:>5.1}% busy  {}",
             w.tid,
-            w.comm,
+            printable(&w.comm),
             runtime,
             w.utilization * 100.0,
             if finds.is_empty() {
@@ -114,10 +118,10 @@ pub(crate) fn text(r: &Report) -> String {
     );
     render_stacks(&mut out, &r.stacks);
     if let Some(d) = &r.debug_file {
-        let _ = writeln!(out, "symbols: {d}");
+        let _ = writeln!(out, "symbols: {}", printable(d));
     }
     if let Some(h) = &r.symbol_hint {
-        let _ = writeln!(out, "note: {h}");
+        let _ = writeln!(out, "note: {}", printable(h));
     }
     out
 }
@@ -233,7 +237,7 @@ fn render_stacks(out: &mut String, s: &StackReport) {
         out,
         "stacks: {} ({}); {} stacks, {} cut short ({:.0}%; their time is under the deepest frame known)",
         s.source.label(),
-        s.reason,
+        printable(&s.reason),
         s.stacks,
         s.short,
         s.short as f64 * 100.0 / s.stacks.max(1) as f64
@@ -264,6 +268,51 @@ fn render_stacks(out: &mut String, s: &StackReport) {
                 format!("{name}: {}", o.method.label())
             })
             .collect();
-        let _ = writeln!(out, "objects: {}", objects.join(", "));
+        let _ = writeln!(out, "objects: {}", printable(&objects.join(", ")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::Category;
+    use crate::export::tests::{finding, report};
+    use crate::report::{HolderRow, WorkerStats};
+
+    /// Clears the screen, sets the title, rings the bell, breaks the line.
+    const HOSTILE: &str = "\x1b[2J\x1b]0;pwned\x07\r\nevil\u{9b}31m";
+    const ESCAPED: &str = "\\x1b[2J\\x1b]0;pwned\\x07\\r\\nevil\\u{9b}31m";
+
+    #[test]
+    fn names_from_the_target_print_as_escapes_on_their_own_line() {
+        let mut r = report(&[finding(Category::BlockingCall, 20)]);
+        r.comm = HOSTILE.into();
+        r.blockers[0].function = HOSTILE.into();
+        r.workers = vec![WorkerStats {
+            tid: 11,
+            comm: HOSTILE.into(),
+            runtime: None,
+            cpu_ns: 1,
+            utilization: 0.5,
+            findings: Default::default(),
+        }];
+        r.run_queue.holders = vec![HolderRow {
+            comm: HOSTILE.into(),
+            same_process: false,
+            hud_itself: false,
+            culprit: None,
+            tids: vec![12],
+            count: 1,
+            total_ns: 6_000_000,
+        }];
+        r.run_queue.count = 1;
+        let text = text(&r);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        let named: Vec<&str> = text.lines().filter(|l| l.contains("pwned")).collect();
+        assert_eq!(named.len(), 4, "header, blocker, holder, worker: {text}");
+        assert!(named.iter().all(|l| l.contains(ESCAPED)), "{text}");
     }
 }

@@ -4,11 +4,13 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use runq_common::json::JsonDocument;
+use runq_common::json_read::{read_header, DocHeader};
+use runq_common::text::printable;
 
+use super::body::read_body;
 use crate::results::{GroupFigures, HostFacts, RunDocument, OLDEST_READ_VERSION};
 
 /// The tool that writes the documents compare reads.
@@ -29,23 +31,6 @@ pub struct SavedRun {
     pub scenario_name: String,
     /// Per repeat, per group figures.
     pub repeats: Vec<Vec<GroupFigures>>,
-}
-
-/// The top level, every field optional so a foreign file is told apart
-/// from a damaged one. Unknown fields (the worker reports) are skipped.
-#[derive(Deserialize)]
-struct Head {
-    schema_version: Option<Value>,
-    tool: Option<Value>,
-    host: Option<Value>,
-    scenario_spec: Option<Value>,
-    scenario: Option<Value>,
-    repeats: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct SavedRepeat {
-    groups: Vec<GroupFigures>,
 }
 
 /// How to write a file compare reads, for the errors.
@@ -106,8 +91,12 @@ pub enum LoadError {
 }
 
 /// Checks the `schema_version` and `tool` fields.
-fn check_head(path: &str, head: &Head) -> Result<(), LoadError> {
-    let (Some(version), Some(tool)) = (&head.schema_version, &head.tool) else {
+fn check_head(path: &str, head: Option<DocHeader>) -> Result<(), LoadError> {
+    let Some(DocHeader {
+        schema_version: Some(version),
+        tool: Some(tool),
+    }) = head
+    else {
         return Err(LoadError::NotARunResult { path: path.into() });
     };
     if tool.as_str() != Some(TOOL) {
@@ -126,29 +115,36 @@ fn check_head(path: &str, head: &Head) -> Result<(), LoadError> {
     Ok(())
 }
 
-/// Parses a saved run from its text (`path` names it in errors).
+/// Parses a saved run from its text (`path` names it in errors): the
+/// header first (nothing else is built: a foreign file or layout is
+/// refused before its body is read), then the fields compare reads,
+/// straight into their types.
 pub(crate) fn parse_saved_run(path: &str, text: &str) -> Result<SavedRun, LoadError> {
-    let head: Head = serde_json::from_str(text).map_err(|source| LoadError::NotJson {
-        path: path.into(),
+    // Errors name the file and what was wrong printably: a file found by a
+    // glob, and serde's words on a value, can hold any character.
+    let shown = printable(path);
+    let head = read_header::<DocHeader>(text).map_err(|source| LoadError::NotJson {
+        path: shown.to_string(),
         source,
     })?;
-    check_head(path, &head)?;
-    let bad = |field: &'static str, why: String| LoadError::Damaged {
-        path: path.into(),
+    check_head(&shown, head)?;
+    let bad = |field: &'static str, why: &str| LoadError::Damaged {
+        path: shown.to_string(),
         field,
-        why,
+        why: printable(why).into_owned(),
     };
-    let host: HostFacts = serde_json::from_value(head.host.unwrap_or(Value::Null))
-        .map_err(|e| bad("host", e.to_string()))?;
-    let repeats: Vec<SavedRepeat> = serde_json::from_value(head.repeats.unwrap_or(Value::Null))
-        .map_err(|e| bad("repeats", e.to_string()))?;
+    let body = read_body(text)
+        .map_err(|(field, e)| bad(field.unwrap_or("(top level)"), &e.to_string()))?;
+    let host = body.host.ok_or_else(|| bad("host", "missing"))?;
+    let repeats = body.repeats.ok_or_else(|| bad("repeats", "missing"))?;
     if repeats.is_empty() {
-        return Err(bad("repeats", "no repeats".into()));
+        return Err(bad("repeats", "no repeats"));
     }
-    let scenario = head
+    let scenario = body
         .scenario_spec
-        .ok_or_else(|| bad("scenario_spec", "missing".into()))?;
-    let scenario_name = head
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| bad("scenario_spec", "missing"))?;
+    let scenario_name = body
         .scenario
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
@@ -303,6 +299,80 @@ mod tests {
         for e in [e, err("hello")] {
             assert!(!e.contains('\n'), "{e}");
         }
+    }
+
+    #[test]
+    fn the_header_is_checked_before_the_body_is_built() {
+        let zeros = format!("{{\"repeats\":[{}0]}}", "0,".repeat(1 << 20));
+        assert!(err(&zeros).contains("is not a runq run result"));
+        assert!(err("[\"runq run\",1]").contains("is not a runq run result"));
+        let e = err(&format!(
+            "{{\"tool\":[{}0],\"schema_version\":1}}",
+            "0,".repeat(1000)
+        ));
+        assert!(e.contains("written by an array, not `runq run`"), "{e}");
+        let e = err(r#"{"tool":"runq run\u001b[2J","schema_version":1}"#);
+        assert!(e.contains(r#"written by "runq run\x1b[2J""#), "{e}");
+        let full = doc("{}", 2);
+        for (v, shown) in [
+            ("3", "3"),
+            ("\"2\"", "\"2\""),
+            ("-1", "-1"),
+            ("[2]", "an array"),
+        ] {
+            let e = err(&full.replace("\"schema_version\":1", &format!("\"schema_version\":{v}")));
+            assert!(
+                e.contains(&format!(
+                    "has schema_version {shown}, this runq reads versions 1 to"
+                )),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn damaged_fields_are_named_and_huge_ones_refused() {
+        let full = doc("{}", 2);
+        let huge = format!("[{}0]", "0,".repeat(200_000));
+        let e = err(&full.replace("\"scenario_spec\":{}", &format!("\"scenario_spec\":{huge}")));
+        assert!(
+            e.contains("field scenario_spec is damaged (more than 100000 values"),
+            "{e}"
+        );
+        let e = err(&full.replace("\"repeats\":[", "\"repeats\":[],\"repeats\":["));
+        assert!(
+            e.contains("field repeats is damaged (duplicate field"),
+            "{e}"
+        );
+        let e = err(&full.replace("\"online_cpus\":2", "\"online_cpus\":\"2\""));
+        assert!(e.contains("field host is damaged (invalid type"), "{e}");
+        let e = err(&full.replace(
+            "\"group\":\"g\",",
+            "\"group\":\"g\",\"wake_figure\":\"\\u001b[2J\",",
+        ));
+        assert!(
+            e.contains("field repeats is damaged (unknown variant `\\x1b[2J`"),
+            "{e}"
+        );
+        let e = parse_saved_run("a\nb.json", "hello")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("a\\nb.json is not valid JSON"), "{e}");
+        let e = err(&full.replace("\"scenario_spec\":{}", "\"scenario_spec\":null"));
+        assert!(
+            e.contains("field scenario_spec is damaged (missing)"),
+            "{e}"
+        );
+        let e = err(r#"{"tool":"runq run","schema_version":1,"scenario_spec":{}}"#);
+        assert!(e.contains("field host is damaged (missing)"), "{e}");
+        let r = parse_saved_run(
+            "a",
+            &full.replace(
+                "{\"schema_version\"",
+                "{\"reports\":[[1,{}]],\"schema_version\"",
+            ),
+        );
+        assert!(r.is_ok(), "unknown fields are skipped");
     }
 
     #[test]

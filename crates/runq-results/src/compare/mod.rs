@@ -4,6 +4,7 @@
 //! against a threshold ([`analyze`]).
 
 pub mod analyze;
+mod body;
 pub mod figures;
 pub mod load;
 pub mod stats;

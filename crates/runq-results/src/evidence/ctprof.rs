@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use runq_common::text::printable;
+
 /// A thread the evidence names, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Subject {
@@ -105,7 +107,7 @@ impl ThreadDeltas {
     fn words(&self) -> String {
         let mut s = format!("{} {}", self.role, self.tid);
         if !self.comm.is_empty() {
-            let _ = write!(s, " `{}`", self.comm);
+            let _ = write!(s, " `{}`", printable(&self.comm));
         }
         match self.presence {
             Presence::Both => {}

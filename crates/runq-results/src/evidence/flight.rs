@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use runq_common::safefile::{write_atomic, Replace};
+use runq_common::text::printable;
 use runq_kernel::sched_trace::{Recording, SchedEvent, EVENTS};
 use runq_workload::RunOutcome;
 
@@ -200,7 +201,8 @@ pub fn with_report(mut text: String, r: Option<&EvidenceReport>) -> String {
     text
 }
 
-/// The evidence section of the text report.
+/// The evidence section of the text report (the tasks it names, by their
+/// comm, through [`printable`]).
 fn render(r: &EvidenceReport) -> String {
     let mut out = String::from("evidence");
     if let (Some(src), Some([a, b])) = (&r.source, r.recorded_s) {
@@ -218,12 +220,17 @@ fn render(r: &EvidenceReport) -> String {
         ));
     }
     for e in &r.checks {
-        out.push_str(&format!("  {} {}: {}\n", e.check, e.group, e.summary));
+        out.push_str(&format!(
+            "  {} {}: {}\n",
+            printable(&e.check),
+            printable(&e.group),
+            printable(&e.summary)
+        ));
         if let Some(c) = &e.ctprof {
             out.push_str(&c.lines("    "));
         }
         if let Some(f) = &e.trace_file {
-            out.push_str(&format!("    trace: {f}\n"));
+            out.push_str(&format!("    trace: {}\n", printable(f)));
         }
     }
     out

@@ -3,6 +3,7 @@
 //! tell, whether load outside the run can account for it, and its
 //! evidence (the trace file stays last, for scripts).
 
+use runq_common::text::printable;
 use runq_common::units::fmt_measure;
 
 use runq_workload::{CheckResult, Op, RunOutcome, Verdict};
@@ -11,7 +12,8 @@ use super::EvidenceReport;
 
 /// The first line of a FAIL or an INDETERMINATE run on stderr: `runq:
 /// FAIL <check> (<group>): measured ...: <detail>; cause: ...; outside
-/// load: ...; next: ...; evidence: <file>`. `None` when no check failed.
+/// load: ...; next: ...; evidence: <file>`, one printable line (the
+/// names in it escaped, [`printable`]). `None` when no check failed.
 pub fn first_line(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<String> {
     let worst = worst(o)?;
     let mut text = line(o, worst);
@@ -55,7 +57,7 @@ pub fn first_line(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<Str
         None if stands_alone => {}
         None => line.push_str("; no evidence recorded"),
     }
-    Some(line)
+    Some(printable(&line).into_owned())
 }
 
 /// How far past its bound a failed check is (1.0: at the bound). A check

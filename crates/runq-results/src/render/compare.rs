@@ -1,9 +1,12 @@
 //! The text of `runq compare` ([`Comparison`]): the header, one row per
-//! group and figure, why rows are inconclusive, and the tally.
+//! group and figure, why rows are inconclusive, and the tally. The saved
+//! files' names (groups, hosts, kernels) are printed through
+//! [`printable`].
 
 use std::fmt::Write;
 
 use runq_common::table::{Align, Table};
+use runq_common::text::printable;
 
 use crate::compare::{Comparison, Row, Unit, METHOD};
 
@@ -37,7 +40,7 @@ fn inconclusive_reasons(rows: &[Row]) -> Vec<(String, String)> {
         else {
             continue;
         };
-        let name = format!("{} {}", r.group, r.figure);
+        let name = format!("{} {}", printable(&r.group), r.figure);
         match by_reason.iter_mut().find(|(k, _)| k == reason) {
             Some((_, names)) => names.push(name),
             None => by_reason.push((reason.clone(), vec![name])),
@@ -64,14 +67,18 @@ pub fn comparison(rep: &Comparison) -> String {
     let _ = writeln!(
         out,
         "A {} ({} repeats) vs B {} ({} repeats); threshold {}%",
-        rep.a, reps[0], rep.b, reps[1], rep.threshold_pct
+        printable(&rep.a),
+        reps[0],
+        printable(&rep.b),
+        reps[1],
+        rep.threshold_pct
     );
     let _ = writeln!(out, "interval: {METHOD}");
     for n in &rep.notes {
-        let _ = writeln!(out, "note: {n}");
+        let _ = writeln!(out, "note: {}", printable(n));
     }
     for m in &rep.mismatches {
-        let _ = writeln!(out, "NOT COMPARABLE: {m}");
+        let _ = writeln!(out, "NOT COMPARABLE: {}", printable(m));
     }
     let mut t = Table::new(&[
         ("group", Align::Left),
@@ -95,7 +102,7 @@ pub fn comparison(rep: &Comparison) -> String {
     }
     out.push_str(&t.render(str::to_string));
     for (reason, rows) in inconclusive_reasons(&rep.rows) {
-        let _ = writeln!(out, "inconclusive ({rows}): {reason}");
+        let _ = writeln!(out, "inconclusive ({rows}): {}", printable(&reason));
     }
     let _ = writeln!(
         out,

@@ -1,7 +1,7 @@
 //! The host monitor's lines under the workers' table: run-queue depths
 //! and imbalance, the longest runnable wait, sched_ext.
 
-use runq_common::text::{hanging, wrap, LIST_WIDTH};
+use runq_common::text::{hanging, printable, wrap, LIST_WIDTH};
 use runq_common::units::fmt_ns;
 use runq_workload::series::host::{HostSchedExt, HostSeries, RqSummary, RunnableWait};
 
@@ -10,6 +10,8 @@ use runq_workload::series::host::{HostSchedExt, HostSeries, RqSummary, RunnableW
 const LISTED_CPUS: usize = 8;
 
 /// The host lines, wrapped within 100 columns; empty without a monitor.
+/// A task's name (any process's, set with prctl) and the kernel's words
+/// are printed through [`printable`].
 pub fn host_lines(host: Option<&HostSeries>) -> String {
     let Some(h) = host else {
         return String::new();
@@ -32,7 +34,7 @@ pub fn host_lines(host: Option<&HostSeries>) -> String {
         "host: {rq}{stopped}; {wait}; sched_ext: {}",
         sched_ext(h.sched_ext.as_ref())
     );
-    let lines = wrap(&text, LIST_WIDTH - 6);
+    let lines = wrap(&printable(&text), LIST_WIDTH - 6);
     hanging(&lines[0], &lines[1..], 6)
 }
 

@@ -1,11 +1,14 @@
 //! The text report of one run ([`RunOutcome`]): the per-group table, what
 //! its wake columns measure, the host's lines, lost workers and a dead
-//! scheduler, the checks and the verdict.
+//! scheduler, the checks and the verdict. Every name and line that came
+//! from outside runq (group and scenario names, a scheduler's stderr, the
+//! kernel's log) is printed through [`printable`].
 
 use std::fmt::Write;
 
 use runq_common::color::paint;
 use runq_common::table::{Align, Table};
+use runq_common::text::printable;
 use runq_common::units::{self, fmt_rate};
 
 use runq_workload::{Placement, RunOutcome, WakeFigure, WorkerExitInfo, WorkerReport};
@@ -139,7 +142,13 @@ fn render_wake_legend(out: &mut String, o: &RunOutcome) {
             ),
         };
         if g.wake_total > 0 {
-            let _ = writeln!(out, "* {}: {}: {note}", g.name, g.wake_figure.label());
+            let _ = writeln!(
+                out,
+                "* {}: {}: {}",
+                printable(&g.name),
+                g.wake_figure.label(),
+                printable(&note)
+            );
         }
     }
     for g in &o.groups {
@@ -147,7 +156,7 @@ fn render_wake_legend(out: &mut String, o: &RunOutcome) {
             let _ = writeln!(
                 out,
                 "{}: request latency p50 {} p99 {} ({}){}",
-                g.name,
+                printable(&g.name),
                 fmt_ns(p50),
                 fmt_ns(p99),
                 request_meaning(&g.work_type),
@@ -168,7 +177,7 @@ pub fn outcome(o: &RunOutcome, color: bool) -> String {
     let _ = writeln!(
         out,
         "scenario {}: {} workers, ran {:.2}s, {} (spawn+start {}, stop+collect {})",
-        o.scenario,
+        printable(&o.scenario),
         workers,
         o.run_ns as f64 / 1e9,
         place,
@@ -178,13 +187,16 @@ pub fn outcome(o: &RunOutcome, color: bool) -> String {
     if let Some(s) = &o.scheduler {
         let bpf = match (&s.sched_ext_ops, &s.sched_ext_state) {
             (Some(ops), _) => format!(" (sched_ext ran BPF scheduler {ops:?})"),
-            (None, Some(state)) => format!(" (sched_ext {state})"),
+            (None, Some(state)) => format!(" (sched_ext {})", printable(state)),
             (None, None) => String::new(),
         };
         let _ = writeln!(
             out,
             "scheduler {:?}: pid {}, ready after {}ms{bpf}; {}",
-            s.command, s.pid, s.ready_ms, s.stopped
+            s.command,
+            s.pid,
+            s.ready_ms,
+            printable(&s.stopped)
         );
     }
     out.push_str(&group_table(o).render(|h| paint(h, 1, color)));
@@ -235,19 +247,23 @@ fn lost_worker_lines(reports: &[WorkerReport]) -> Vec<String> {
 /// were never started are one line, not 2,000).
 fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
     for line in lost_worker_lines(&o.reports) {
-        let _ = writeln!(out, "{}", paint(&line, 31, color));
+        let _ = writeln!(out, "{}", paint(&printable(&line), 31, color));
     }
     if let Some(e) = &o.run_error {
-        let line = format!("run ended early: {e}");
+        let line = format!("run ended early: {}", printable(e));
         let _ = writeln!(out, "{}", paint(&line, 31, color));
     }
     if let Some(d) = &o.scheduler_death {
-        let line = format!("the scheduler died at {}ms: {}", d.at_ms, d.status);
+        let line = format!(
+            "the scheduler died at {}ms: {}",
+            d.at_ms,
+            printable(&d.status)
+        );
         let _ = writeln!(out, "{}", paint(&line, 31, color));
         for r in o.reports.iter().filter(|r| r.watchdog.is_some()) {
             let w = r.watchdog.unwrap_or_default();
             let group = o.groups.iter().find(|g| g.group_idx == r.group_idx);
-            let name = group.map_or("?", |g| g.name.as_str());
+            let name = printable(group.map_or("?", |g| g.name.as_str()));
             let _ = writeln!(
                 out,
                 "  watchdog: worker {} ({name}) was kept from running for {} ms and signalled \
@@ -256,7 +272,7 @@ fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
             );
         }
         for l in &d.stderr {
-            let _ = writeln!(out, "  stderr: {l}");
+            let _ = writeln!(out, "  stderr: {}", printable(l));
         }
         if d.stderr_lines > d.stderr.len() as u64 {
             let _ = writeln!(
@@ -267,7 +283,7 @@ fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
             );
         }
         for l in &d.kernel_log {
-            let _ = writeln!(out, "  kernel: {l}");
+            let _ = writeln!(out, "  kernel: {}", printable(l));
         }
     }
 }
@@ -284,14 +300,14 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             out,
             "{} {:<24} {:<12} {:>12} {} {}",
             paint(word, code, color),
-            c.name,
-            c.group,
+            printable(&c.name),
+            printable(&c.group),
             units::fmt_measure(c.measured),
             c.op,
             units::fmt_measure(c.bound)
         );
         if let (false, Some(d)) = (c.pass, &c.detail) {
-            let _ = writeln!(out, "     {d}");
+            let _ = writeln!(out, "     {}", printable(d));
         }
         if let (false, Some(cause)) = (c.pass, &c.cause) {
             render_cause(out, cause);
@@ -302,9 +318,9 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             out,
             "{} {:<24} {:<12} {}",
             paint("SKIP", 33, color),
-            c.name,
-            c.group,
-            c.reason
+            printable(&c.name),
+            printable(&c.group),
+            printable(&c.reason)
         );
     }
     if o.verdict == runq_workload::Verdict::Indeterminate {
@@ -331,16 +347,16 @@ pub fn verdict_word(v: runq_workload::Verdict) -> (&'static str, u8) {
 /// A failed check's cause, one labelled line each, under its detail.
 fn render_cause(out: &mut String, cause: &runq_workload::Cause) {
     if let Some(m) = &cause.mechanism {
-        let _ = writeln!(out, "     cause: {m}");
+        let _ = writeln!(out, "     cause: {}", printable(m));
     }
     if let Some(l) = &cause.outside_load {
-        let _ = writeln!(out, "     outside load: {}", l.reason);
+        let _ = writeln!(out, "     outside load: {}", printable(&l.reason));
     }
     if let Some(n) = &cause.next_step {
-        let _ = writeln!(out, "     next: {n}");
+        let _ = writeln!(out, "     next: {}", printable(n));
     }
     if let Some(e) = &cause.evidence {
-        let _ = writeln!(out, "     {e}");
+        let _ = writeln!(out, "     {}", printable(e));
     }
 }
 

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use crate::results::{CheckTally, RepeatSummary};
 use runq_common::table::{Align, Table};
+use runq_common::text::printable;
 use runq_common::units::{fmt_ns, fmt_rate};
 
 /// The summary as text: a table of groups, then the checks that did not
@@ -46,7 +47,10 @@ pub fn repeat_summary(s: &RepeatSummary) -> String {
         let _ = writeln!(
             out,
             "{} {} held in {} of {} repeats",
-            c.group, c.check, c.passed, c.of
+            printable(&c.group),
+            printable(&c.check),
+            c.passed,
+            c.of
         );
     }
     out

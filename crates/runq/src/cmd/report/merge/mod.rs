@@ -1,27 +1,25 @@
 //! `runq report merge FILE_OR_DIR…`: reads the shards' `--vm-matrix`
-//! documents (through `runq_common::infile`), joins them (`join.rs`) and
-//! prints one table and verdict, `--json` the merged document, `--junit`
-//! one suite with a testcase per cell.
+//! documents (through `runq_common::infile`, header first: `read.rs`),
+//! joins them (`join.rs`) and prints one table and verdict, `--json` the
+//! merged document, `--junit` one suite with a testcase per cell.
 
 mod join;
+mod read;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::exit;
-use crate::junit::from_matrix;
+use crate::junit::{from_matrix, Case, Outcome, Suite};
 use join::{join, Input, Merged};
+use read::{read_shard, Read};
 use runq_common::safefile::{write_atomic, Replace};
-use runq_vm::matrix_doc::{render, Matrix};
-
-/// The largest shard document read: a matrix of thousands of cells is a
-/// few MiB.
-const MAX_DOC_BYTES: u64 = 64 << 20;
+use runq_common::text::printable;
+use runq_vm::matrix_doc::{render, MissingCell, Row};
 
 /// How deep a named directory is searched for documents (CI artifact
 /// downloads put each artifact in a directory of its own).
@@ -32,8 +30,10 @@ const MAX_DEPTH: usize = 3;
 #[command(after_help = "\
 Exit status: the worst cell's, as runq run's: 0 every cell passed (or
 some were skipped), 1 a check failed, 75 indeterminate, 77 every cell
-skipped, 3 a cell gave no verdict or a shard is missing, 2 bad input
-(not a --vm-matrix document, shards of different matrices, a shard twice).
+skipped (or every shard was skipped), 3 a cell gave no verdict or a shard
+is missing (0 for the missing with --allow-missing), 2 bad input (not a
+--vm-matrix document, a verdict runq never writes, shards of different
+matrices, a shard twice).
 
 Example:
   runq run steady --vm-matrix --shard 1/2 --json > shard-1.json
@@ -55,6 +55,10 @@ pub struct MergeArgs {
     /// cell fails)
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Judge the cells that ran and list the missing shards and cells
+    /// without making the verdict INCOMPLETE (exit 3)
+    #[arg(long)]
+    pub allow_missing: bool,
 }
 
 /// Merges the shards and prints the verdict.
@@ -63,20 +67,30 @@ pub fn execute(args: MergeArgs) -> anyhow::Result<ExitCode> {
         ("--output", args.output.as_deref()),
         ("--junit", args.junit.as_deref()),
     ])?;
-    let mut inputs = Vec::new();
+    let (mut inputs, mut not_run) = (Vec::new(), Vec::new());
     for path in files(&args.inputs)? {
-        if let Some(doc) = read_shard(&path)? {
-            inputs.push(Input { path, doc });
+        match read_shard(&path)? {
+            Read::Shard(doc) => inputs.push(Input { path, doc }),
+            Read::NotRun(n) => {
+                crate::errln!(
+                    "runq: report merge: {}: a shard that did not run ({}); its cells count as \
+                     missing",
+                    printable(&n.path),
+                    printable(&n.error)
+                );
+                not_run.push(n);
+            }
         }
     }
-    if inputs.is_empty() {
+    if inputs.is_empty() && not_run.is_empty() {
         return Err(exit::usage(format!(
             "no --vm-matrix documents in {}; give the shards' `runq run --vm-matrix --json` \
              output",
-            shown(&args.inputs)
+            printable(&shown(&args.inputs))
         )));
     }
-    let merged = join(inputs).map_err(exit::usage)?;
+    let merged = join(inputs, not_run, args.allow_missing)
+        .map_err(|e| exit::usage(printable(&e).into_owned()))?;
     let text = runq_common::json::to_pretty(&merged)?;
     if let Some(path) = &args.output {
         write_atomic(path, format!("{text}\n").as_bytes(), Replace::OwnFile)
@@ -88,32 +102,65 @@ pub fn execute(args: MergeArgs) -> anyhow::Result<ExitCode> {
         crate::out!("{}", report_text(&merged));
     }
     if let Some(path) = &args.junit {
-        let s = &merged.shards;
-        let name = format!(
-            "runq report merge: {} cells, {} of {} shards",
-            merged.matrix.cells.len(),
-            s.present.len(),
-            s.count
-        );
-        let took = Duration::ZERO;
-        crate::junit::write(
-            &from_matrix(name, &merged.runs, &merged.missing_cells, took),
-            path,
-        )?;
+        crate::junit::write(&suite(&merged), path)?;
     }
     Ok(ExitCode::from(merged.exit_code))
 }
 
-/// The table, with a line on the shards before it and the verdict after.
+/// The first line of the text and the JUnit suite's name: how many cells
+/// of how many shards, or that no shard ran.
+fn headline(m: &Merged) -> String {
+    match (&m.matrix, &m.shards) {
+        (Some(matrix), Some(s)) => format!(
+            "{} cells, {} of {} shards",
+            matrix.cells.len(),
+            s.present.len(),
+            s.count
+        ),
+        _ => format!(
+            "no shard ran: {} of {} skipped",
+            m.not_run.iter().filter(|n| n.skipped()).count(),
+            m.not_run.len()
+        ),
+    }
+}
+
+/// The JUnit suite: a testcase per cell (a missing one fails, or is
+/// skipped with --allow-missing) and per shard that did not run (skipped,
+/// or failed when it was not a skip).
+fn suite(m: &Merged) -> Suite {
+    let name = format!("runq report merge: {}", headline(m));
+    let mut suite = from_matrix(name, &m.runs, &m.missing_cells, Duration::ZERO);
+    if m.allow_missing {
+        let missing: HashSet<&str> = m.missing_cells.iter().map(|c| c.cell.as_str()).collect();
+        for case in &mut suite.cases {
+            if let Outcome::Failure { message, .. } = &case.outcome {
+                if missing.contains(case.name.as_str()) {
+                    case.outcome = Outcome::Skipped(message.clone());
+                }
+            }
+        }
+    }
+    suite.cases.extend(m.not_run.iter().map(|n| Case {
+        class: "vm-matrix".into(),
+        name: n.path.clone(),
+        outcome: match n.skipped() {
+            true => Outcome::Skipped(n.error.clone()),
+            false => Outcome::Failure {
+                message: format!("the shard did not run: {}", n.error),
+                detail: String::new(),
+            },
+        },
+        output: String::new(),
+    }));
+    suite
+}
+
+/// The table, with a line on the shards before it and the verdict after;
+/// every name from the documents made printable.
 fn report_text(m: &Merged) -> String {
-    let s = &m.shards;
-    let mut out = format!(
-        "{} cells, {} of {} shards",
-        m.matrix.cells.len(),
-        s.present.len(),
-        s.count
-    );
-    if !s.missing.is_empty() {
+    let mut out = headline(m);
+    if let Some(s) = m.shards.as_ref().filter(|s| !s.missing.is_empty()) {
         let list: Vec<String> = s
             .missing
             .iter()
@@ -122,13 +169,57 @@ fn report_text(m: &Merged) -> String {
         out += &format!("; missing: shard {}", list.join(", "));
     }
     out += "\n";
-    out += &render(&m.runs, &m.missing_cells);
+    for n in &m.not_run {
+        out += &format!(
+            "not run: {} ({})\n",
+            printable(&n.path),
+            printable(&n.error)
+        );
+    }
+    if m.matrix.is_some() {
+        let rows: Vec<Row> = m.runs.iter().map(printable_row).collect();
+        let missing: Vec<MissingCell> = m
+            .missing_cells
+            .iter()
+            .map(|c| MissingCell {
+                cell: printable(&c.cell).into_owned(),
+                why: printable(&c.why).into_owned(),
+            })
+            .collect();
+        out += &render(&rows, &missing);
+    }
+    let allowed = match (m.allow_missing, m.missing_cells.len()) {
+        (true, n) if n > 0 => format!("; {n} missing cells allowed"),
+        _ => String::new(),
+    };
     out += &format!(
-        "verdict: {} (exit {})\n",
+        "verdict: {} (exit {}){allowed}\n",
         m.verdict.to_uppercase(),
         m.exit_code
     );
     out
+}
+
+/// A row with its names made printable, for the table.
+fn printable_row(r: &Row) -> Row {
+    let p = |s: &str| printable(s).into_owned();
+    Row {
+        cell: p(&r.cell),
+        scenario: p(&r.scenario),
+        topology: p(&r.topology),
+        exit_code: r.exit_code,
+        verdict: r.verdict.clone(),
+        failed_checks: r.failed_checks.iter().map(|c| p(c)).collect(),
+        error: r.error.as_deref().map(p),
+        vm: r.vm.clone().map(|mut vm| {
+            if let Some(accel) = vm.get_mut("accel") {
+                if let Some(a) = accel.as_str() {
+                    *accel = p(a).into();
+                }
+            }
+            vm
+        }),
+    }
 }
 
 /// The named paths as one string, for an error.
@@ -167,47 +258,4 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()>
         }
     }
     Ok(())
-}
-
-/// The shard document in `path`; `None` (said on stderr) for a run's
-/// error document, which a shard that could not run prints with `--json`.
-fn read_shard(path: &Path) -> anyhow::Result<Option<Matrix>> {
-    let text = runq_common::infile::read_text(path, MAX_DOC_BYTES, "a --vm-matrix document")
-        .map_err(exit::user_input)?;
-    let bad = |why: String| {
-        exit::usage(format!(
-            "{}: {why}; give the shards' `runq run --vm-matrix --json` output or --output files",
-            path.display()
-        ))
-    };
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not a JSON document ({e})")))?;
-    match (value["tool"].as_str(), value["schema_version"].as_u64()) {
-        (Some("runq run --vm-matrix"), Some(1)) => {}
-        (Some("runq run"), _) if value["verdict"] == "error" => {
-            crate::errln!(
-                "runq: report merge: {}: a shard that did not run ({}); its cells count as \
-                 missing",
-                path.display(),
-                value["error"].as_str().unwrap_or("no error given")
-            );
-            return Ok(None);
-        }
-        (Some("runq run --vm-matrix"), v) => {
-            return Err(bad(format!(
-                "schema_version {v:?}, this runq reads 1: merge with the runq that wrote it"
-            )))
-        }
-        (tool, _) => {
-            return Err(bad(format!(
-                "its tool is {tool:?}, not a --vm-matrix shard"
-            )))
-        }
-    }
-    let doc: Matrix = serde_json::from_value(value).map_err(|e| {
-        bad(format!(
-            "{e} (written by a runq without --shard? run the matrix again with this one)"
-        ))
-    })?;
-    Ok(Some(doc))
 }
