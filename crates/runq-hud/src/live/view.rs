@@ -7,6 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
+use runq_common::text::printable;
 use runq_common::units::fmt_ms;
 
 use super::app::{App, Mode};
@@ -54,7 +55,11 @@ fn hotspots(f: &mut Frame<'_>, app: &App, area: Rect) {
             b.count.to_string(),
             fmt_ms(b.total_ns),
             fmt_ms(b.max_ns),
-            format!("{} {}", b.function, b.location.as_deref().unwrap_or("")),
+            format!(
+                "{} {}",
+                printable(&b.function),
+                printable(b.location.as_deref().unwrap_or(""))
+            ),
         ])
     });
     let title = if app.query.is_empty() {
@@ -151,12 +156,12 @@ fn status_line(f: &mut Frame<'_>, app: &App, area: Rect) {
         s.events,
         s.lost,
         s.dropped,
-        s.target,
-        s.discovery,
+        printable(&s.target),
+        printable(&s.discovery),
         fmt_ms(s.threshold_ns)
     );
     let first = if app.mode == Mode::Search {
-        format!("search: {}_", app.query)
+        format!("search: {}_", printable(&app.query))
     } else {
         text
     };
@@ -177,7 +182,12 @@ fn drill(f: &mut Frame<'_>, app: &App, area: Rect) {
         return;
     };
     let mut lines = vec![
-        Line::from(format!("{} — {}", b.category.label(), b.function)).style(accent(app)),
+        Line::from(format!(
+            "{} — {}",
+            b.category.label(),
+            printable(&b.function)
+        ))
+        .style(accent(app)),
         Line::from(format!(
             "{} intervals, total {}, max {}",
             b.count,
@@ -199,7 +209,7 @@ fn drill(f: &mut Frame<'_>, app: &App, area: Rect) {
                 b.task_count,
                 b.tasks
                     .iter()
-                    .map(crate::report::task_cell)
+                    .map(|t| printable(&crate::report::task_cell(t)).into_owned())
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -209,8 +219,8 @@ fn drill(f: &mut Frame<'_>, app: &App, area: Rect) {
     for fr in &b.sample_stack {
         lines.push(Line::from(format!(
             "  {} {}",
-            fr.function,
-            fr.location().unwrap_or_default()
+            printable(&fr.function),
+            printable(&fr.location().unwrap_or_default())
         )));
     }
     f.render_widget(Clear, area);
