@@ -304,11 +304,20 @@ fn merge_refuses_a_verdict_runq_never_writes() {
 #[test]
 fn shards_that_were_all_skipped_merge_to_a_skipped_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let skipped = r#"{"tool":"runq run","schema_version":1,"verdict":"error","error":"skipped: virtme-ng (vng) is not installed","exit_code":77}"#;
+    // Each shard run where vng cannot be found (an empty PATH) is skipped
+    // and still writes its --output: the error document merge reads.
     let docs: Vec<_> = (1..=2)
         .map(|k| {
             let p = dir.path().join(format!("shard-{k}.json"));
-            std::fs::write(&p, skipped).unwrap();
+            let shard = runq()
+                .args(["run", "--vm-matrix", "--shard", &format!("{k}/2"), "-o"])
+                .arg(&p)
+                .env("PATH", dir.path())
+                .output()
+                .unwrap();
+            assert_eq!(shard.status.code(), Some(77), "{shard:?}");
+            let doc: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            assert_eq!(doc["exit_code"], 77, "{doc}");
             p
         })
         .collect();

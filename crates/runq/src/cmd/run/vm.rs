@@ -223,7 +223,8 @@ pub fn run_in_vm(
             jobs: args.vm.jobs as usize,
         };
         let t0 = Instant::now();
-        let doc = runq_vm::matrix::run_matrix(&cfg, shard, m, interrupt, &mut notice)?;
+        let doc = runq_vm::matrix::run_matrix(&cfg, shard, m, interrupt, &mut notice)
+            .map_err(|e| keep_error_document(args, e.into()))?;
         print_matrix(args, &doc, shard, t0.elapsed())?;
         if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(exit::interrupted("interrupted; the VM was stopped"));
@@ -239,6 +240,22 @@ pub fn run_in_vm(
         &mut notice,
     )?;
     bring_out(args, &g, &run)
+}
+
+/// A matrix (a shard) that could not run writes its error document to
+/// `--output` all the same, so that `runq report merge` of a gauntlet's
+/// shards sees it skipped (no vng) or failed, not missing.
+fn keep_error_document(args: &super::RunArgs, err: anyhow::Error) -> anyhow::Error {
+    if let Some(path) = &args.output {
+        let doc = super::error_doc::RunErrorDocument::of(&err);
+        if let Ok(text) = runq_common::json::to_pretty(&doc) {
+            let written = write_atomic(path, format!("{text}\n").as_bytes(), Replace::OwnFile);
+            if let Err(e) = written {
+                crate::errln!("runq: --output {}: {e}", path.display());
+            }
+        }
+    }
+    err
 }
 
 /// Prints the guest's report (or JSON, with `host.vm` added), writes
