@@ -12,6 +12,7 @@ mod edit;
 pub mod infile;
 pub mod json;
 pub mod json_read;
+pub mod openmetrics;
 pub mod output;
 pub mod safefile;
 pub mod serde_ns;

@@ -164,18 +164,6 @@ pub fn series(snap: &CtprofSnapshot, group: &ExportGroup, fams: &[Family]) -> Ve
     }
 }
 
-/// Escapes a label value (`\`, `"` and newline).
-pub fn escape_label(v: &str, out: &mut String) {
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-}
-
 fn label_text(labels: &[(&str, String)]) -> String {
     let mut s = String::from("{");
     for (i, (k, v)) in labels.iter().enumerate() {
@@ -184,7 +172,7 @@ fn label_text(labels: &[(&str, String)]) -> String {
         }
         s.push_str(k);
         s.push_str("=\"");
-        escape_label(v, &mut s);
+        runq_common::openmetrics::escape_label(v, &mut s);
         s.push('"');
     }
     s.push('}');

@@ -16,6 +16,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use runq_common::openmetrics::escaped_label;
+
 use crate::detect::Category;
 use crate::report::{Blocker, Report};
 
@@ -140,7 +142,12 @@ impl FleetMetrics {
         f.header(out, d);
         for (name, t) in &self.targets {
             if let Some(v) = value(t) {
-                let _ = writeln!(out, "{}{{target=\"{}\"}} {v}", f.sample(), escape(name));
+                let _ = writeln!(
+                    out,
+                    "{}{{target=\"{}\"}} {v}",
+                    f.sample(),
+                    escaped_label(name)
+                );
             }
         }
     }
@@ -161,9 +168,9 @@ impl FleetMetrics {
                     out,
                     "{}{{target=\"{}\",category=\"{}\",function=\"{}\"}} {v}",
                     f.sample(),
-                    escape(name),
+                    escaped_label(name),
                     category_name(*category),
-                    escape(function)
+                    escaped_label(function)
                 );
             }
         }
@@ -264,20 +271,6 @@ fn category_name(c: Category) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
-}
-
-/// A label value escaped (backslash, double quote, newline).
-fn escape(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
