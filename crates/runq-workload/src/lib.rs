@@ -52,6 +52,7 @@ pub use runner::{
 };
 pub use scenario::{
     CgroupSpec, GroupSpec, Scenario, ScenarioBuilder, ScenarioError, Step, StepAction,
+    DEFAULT_DURATION,
 };
 pub use spawn::{
     CloneMode, CustomContext, CustomWork, Freeze, Watchdog, Work, WorkSpec, WorkloadHandle,

@@ -149,6 +149,11 @@ fn invalid(msg: String) -> ScenarioError {
     ScenarioError::Invalid(msg)
 }
 
+/// How long a scenario runs unless it says otherwise: the default
+/// scenario, a scenario built in Rust, `runq run --work-type` without
+/// `--duration`.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(3);
+
 impl Scenario {
     /// The scenario `runq run` runs with no argument: CPU spinners beside
     /// pipe ping-pong pairs, each group in its own cgroup, for 3 s.
@@ -156,7 +161,6 @@ impl Scenario {
         let spin = WorkType::from_name("SpinWait").expect("built-in type");
         let pipe = WorkType::from_name("PipeIo").expect("built-in type");
         ScenarioBuilder::new("default")
-            .duration(Duration::from_secs(3))
             .cgroup("spinners", CgroupLimits::default())
             .cgroup("pingpong", CgroupLimits::default())
             .group("spinners", spin, 2, Some("spinners"))
@@ -311,7 +315,7 @@ impl ScenarioBuilder {
     pub fn new(name: &str) -> Self {
         ScenarioBuilder(Scenario {
             name: name.to_string(),
-            duration: Duration::from_secs(3),
+            duration: DEFAULT_DURATION,
             cgroups: Vec::new(),
             groups: Vec::new(),
             steps: Vec::new(),

@@ -248,7 +248,7 @@ fn parse_interval(text: &str) -> Result<SnapshotInterval, String> {
 
 /// Builds the scenario the flags describe.
 fn scenario_from_args(args: &RunArgs) -> anyhow::Result<(Scenario, CgroupMode)> {
-    let duration = args.duration.unwrap_or(Duration::from_secs(3));
+    let duration = args.duration.unwrap_or(runq_workload::DEFAULT_DURATION);
     let single = args.work_type.is_some()
         || args.workers.is_some()
         || args.cgroup.is_some()
