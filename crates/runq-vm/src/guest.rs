@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-/// Flags of the host side only, which take a value.
-const VM_VALUE_FLAGS: [&str; 9] = [
+/// Flags of the host side only, which take a value (the binary's
+/// `VmArgs` has these and [`VM_SWITCHES`]; a test there holds them equal).
+pub const VM_VALUE_FLAGS: [&str; 9] = [
     "--kernel",
     "--vm-disk",
     "--jobs",
@@ -16,6 +17,9 @@ const VM_VALUE_FLAGS: [&str; 9] = [
     "--vm-accel",
     "--vm-tcg-threads",
 ];
+
+/// Flags of the host side only, which take no value.
+pub const VM_SWITCHES: [&str; 3] = ["--vm", "--vm-matrix", "--vm-net"];
 
 /// The guest's command line and where its files land.
 #[derive(Debug, PartialEq, Eq)]
@@ -62,7 +66,7 @@ pub fn guest_args(host: &[String], dir: &Path) -> GuestArgs {
         };
         let mut value = || inline.clone().or_else(|| it.next().cloned());
         match flag {
-            "--vm" | "--vm-matrix" | "--vm-net" => {}
+            f if VM_SWITCHES.contains(&f) => {}
             f if VM_VALUE_FLAGS.contains(&f) => {
                 value();
             }

@@ -344,3 +344,35 @@ fn host_args_utf8() -> anyhow::Result<Vec<String>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The guest drops exactly the VM's own flags: those of [`VmArgs`],
+    /// as runq-vm's lists name them (a flag added to one and not the
+    /// other would reach the guest, or be lost).
+    #[test]
+    fn the_guests_flag_lists_are_vmargs_flags() {
+        use clap::Args as _;
+        let cmd = VmArgs::augment_args(clap::Command::new("vm"));
+        let (mut values, mut switches) = (Vec::new(), Vec::new());
+        for arg in cmd.get_arguments() {
+            let long = format!("--{}", arg.get_long().expect("a long flag"));
+            if arg.get_action().takes_values() {
+                values.push(long);
+            } else {
+                switches.push(long);
+            }
+        }
+        let sorted = |v: &[&str]| {
+            let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        };
+        values.sort();
+        switches.sort();
+        assert_eq!(values, sorted(&runq_vm::guest::VM_VALUE_FLAGS));
+        assert_eq!(switches, sorted(&runq_vm::guest::VM_SWITCHES));
+    }
+}
