@@ -178,37 +178,7 @@ fn evidence(
     s: &Split<'_>,
     group_name: &dyn Fn(u32) -> String,
 ) -> String {
-    let mut text = if let Some(basis) = &w.sampled {
-        format!(
-            "recorder (sampled: {} samples of other tasks on CPU {}): worker {} ({group}) ran {} \
-             and waited {} runnable (schedstat; {} migrations",
-            basis.samples,
-            cpu_list(&basis.cpus),
-            w.worker,
-            ms(w.run_ns),
-            ms(w.wait_ns),
-            w.migrations,
-        )
-    } else if w.waits == 0 {
-        format!(
-            "recorder: worker {} ({group}) ran {} and never waited runnable ({} migrations",
-            w.worker,
-            ms(w.run_ns),
-            w.migrations
-        )
-    } else {
-        format!(
-            "recorder: worker {} ({group}) ran {} and waited {} runnable ({} waits, the \
-             longest {} on CPU {}; {} migrations",
-            w.worker,
-            ms(w.run_ns),
-            ms(w.wait_ns),
-            w.waits,
-            ms(w.max_wait_ns),
-            w.max_wait_cpu,
-            w.migrations,
-        )
-    };
+    let mut text = evidence_head(w, group);
     // The wakers' pairs and the task's own count are kept apart (and a
     // wakeup the task's count missed still names its waker): the larger.
     let woken = w.wakeups.max(w.wakers.iter().map(|k| k.wakeups).sum());
@@ -255,6 +225,43 @@ fn evidence(
         ));
     }
     text
+}
+
+/// The opening of the recorder's sentence on worker `w` (of `group`):
+/// its run, its waits and migrations, from schedstat under sampled
+/// fidelity; the clause is left open for the wakers.
+fn evidence_head(w: &TaskRecord, group: &str) -> String {
+    if let Some(basis) = &w.sampled {
+        format!(
+            "recorder (sampled: {} samples of other tasks on CPU {}): worker {} ({group}) ran {} \
+             and waited {} runnable (schedstat; {} migrations",
+            basis.samples,
+            cpu_list(&basis.cpus),
+            w.worker,
+            ms(w.run_ns),
+            ms(w.wait_ns),
+            w.migrations,
+        )
+    } else if w.waits == 0 {
+        format!(
+            "recorder: worker {} ({group}) ran {} and never waited runnable ({} migrations",
+            w.worker,
+            ms(w.run_ns),
+            w.migrations
+        )
+    } else {
+        format!(
+            "recorder: worker {} ({group}) ran {} and waited {} runnable ({} waits, the \
+             longest {} on CPU {}; {} migrations",
+            w.worker,
+            ms(w.run_ns),
+            ms(w.wait_ns),
+            w.waits,
+            ms(w.max_wait_ns),
+            w.max_wait_cpu,
+            w.migrations,
+        )
+    }
 }
 
 /// Under sampled fidelity, a holder's share of the samples with its 95%

@@ -105,6 +105,7 @@ impl HostLoadMeter {
             .sum();
         let mut load = load_of(busy_ns, workers_ns + own_ns, run_ns);
         load.runq_cpus = own_ns.saturating_sub(thread_workers_ns) as f64 / run_ns.max(1) as f64;
+        log::debug!("host load over the run: {load:?}");
         Some(load)
     }
 }

@@ -291,6 +291,15 @@ struct LiveRun<'s> {
 }
 
 impl<'s> LiveRun<'s> {
+    /// The recorder, taken at the run's end (before the workers are
+    /// stopped, so that a sampling one stops sampling first).
+    fn take_recorder(&mut self) -> MaybeRecorder {
+        if let Ok(r) = &mut self.recorder {
+            r.end_of_run();
+        }
+        std::mem::replace(&mut self.recorder, Err("read".into()))
+    }
+
     /// Stops every worker within `timeout` and gathers its report (after
     /// those of groups removed earlier) and the snapshot series; hands
     /// back the run's cgroups for removal.
@@ -503,11 +512,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
     let watchdog = watchdog_for(scn, scheduler.as_ref(), opts.repro);
     let mut live = LiveRun::new(scn, cgroups, watchdog, &mut opts);
     live.outside_v1_cpu = outside_v1_cpu;
-    // From the first fork to the last report, runq's own thread must get
-    // a CPU whenever it is runnable among thousands of runnable workers:
-    // at their priority it got its turns seconds apart (Ctrl-C at 4,000
-    // spinners was seen 5-8 s after the signal). It only forks, sleeps,
-    // samples and reads reports; the workers start without the boost.
+    // Raised from the first fork to the last report (see `Boost`).
     let boost = crate::spawn::boost::Boost::raise();
     let t_spawn = Instant::now();
     let launched = live.launch_first_groups();
@@ -521,17 +526,13 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         Err(e) => (None, Some(e.to_string())),
     };
     let run_ns = elapsed_ns(t_run);
-    if let Ok(r) = &mut live.recorder {
-        r.end_of_run();
-    }
+    let recorder = live.take_recorder();
     load.stop();
     let t_collect = Instant::now();
     let timeout = collect_timeout(&opts, live.handle.pids().len());
-    let recorder = std::mem::replace(&mut live.recorder, Err("read".into()));
     let (cgroups, mut reports, series) = live.collect(timeout);
     let recorded = crate::task_recorder::finish(recorder, &reports);
     let host_load = load.finish(run_ns, &reports);
-    log::debug!("host load over the run: {host_load:?}");
     let collect_ns = elapsed_ns(t_collect);
     drop(boost);
     // A death while the workers were being stopped counts too.
