@@ -258,35 +258,48 @@ impl Recorder {
     /// Detaches the per-event programs (they stop at once) and attaches
     /// the sampler to every online CPU's cpu-clock at `hz`.
     fn switch_to_sampled(&mut self, hz: u64) -> Result<(), RecorderError> {
-        use aya::programs::Program;
+        // The sampler first: if it cannot run, the exact programs stay.
+        self.attach_sampler(hz)?;
         for (name, p) in self.ebpf.programs_mut() {
             // The classic object's unused variants were never loaded.
             let unloaded = match p {
-                Program::TracePoint(tp) => tp.unload(),
-                Program::BtfTracePoint(tp) => tp.unload(),
+                aya::programs::Program::TracePoint(tp) => tp.unload(),
+                aya::programs::Program::BtfTracePoint(tp) => tp.unload(),
                 _ => continue,
             };
             if let Err(e) = unloaded {
                 log::debug!("recorder: unloading {name}: {e}");
             }
         }
+        Ok(())
+    }
+
+    /// Loads `recorder_sample` and attaches it to every online CPU's
+    /// cpu-clock at `hz` (unloaded again if one CPU refuses it).
+    fn attach_sampler(&mut self, hz: u64) -> Result<(), RecorderError> {
         let sampler: &mut PerfEvent =
             Recorder::program(&mut self.ebpf, "recorder_sample", "cpu-clock")?;
         sampler.load().map_err(crate::attach_error("cpu-clock"))?;
         let cpus = aya::util::online_cpus()
-            .map_err(|(what, e)| RecorderError::Load(format!("{what}: {e}")))?;
-        for cpu in cpus {
-            sampler
-                .attach(
-                    PerfTypeId::Software,
-                    perf_sw_ids::PERF_COUNT_SW_CPU_CLOCK as u64,
-                    PerfEventScope::AllProcessesOneCpu { cpu },
-                    SamplePolicy::Frequency(hz),
-                    false,
-                )
-                .map_err(crate::attach_error("cpu-clock"))?;
+            .map_err(|(what, e)| RecorderError::Load(format!("{what}: {e}")));
+        let attached = cpus.and_then(|cpus| {
+            cpus.into_iter().try_for_each(|cpu| {
+                sampler
+                    .attach(
+                        PerfTypeId::Software,
+                        perf_sw_ids::PERF_COUNT_SW_CPU_CLOCK as u64,
+                        PerfEventScope::AllProcessesOneCpu { cpu },
+                        SamplePolicy::Frequency(hz),
+                        false,
+                    )
+                    .map(drop)
+                    .map_err(crate::attach_error("cpu-clock"))
+            })
+        });
+        if attached.is_err() {
+            let _ = sampler.unload();
         }
-        Ok(())
+        attached
     }
 
     /// Stops sampling at the run's end (the sampler is unloaded, its
