@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use runq_kernel::guard::{Guard, Undo};
+use runq_kernel::guard::Guard;
 use serde::Serialize;
 
 use crate::config::{Config, Target};
@@ -171,22 +171,27 @@ fn spawn_benchmark(cfg: &SweepConfig, procs: usize) -> std::io::Result<Child> {
         .spawn()
 }
 
-/// Starts `sh -c CMD` with `{pid}` replaced, in its own process group.
-fn spawn_profiler(template: &str, pid: u32) -> Result<Child, SweepError> {
+/// Starts `sh -c CMD` with `{pid}` replaced, in its own process group,
+/// which `guard` SIGKILLs if runq dies before it stops the profiler.
+fn spawn_profiler(template: &str, pid: u32, guard: Option<&Guard>) -> Result<Child, SweepError> {
     use std::os::unix::process::CommandExt;
     let command = template.replace("{pid}", &pid.to_string());
-    Command::new("sh")
-        .arg("-c")
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
         .arg(&command)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| SweepError::Profiler {
-            command,
-            reason: e.to_string(),
-        })
+        .process_group(0);
+    if let Some(fd) = guard.map(Guard::announce_fd) {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: announce_group makes only async-signal-safe calls.
+        unsafe { cmd.pre_exec(move || runq_kernel::guard::announce_group(fd, parent)) };
+    }
+    cmd.spawn().map_err(|e| SweepError::Profiler {
+        command,
+        reason: e.to_string(),
+    })
 }
 
 /// A profiler's process group, SIGKILLed by a guard process if runq dies
@@ -222,8 +227,9 @@ fn attach_profiler(cfg: &SweepConfig, k: usize, child: &mut Child) -> Result<Pro
         let _ = child.kill();
         let _ = child.wait();
     };
-    let mut p = spawn_profiler(&cfg.profilers[k], child.id()).inspect_err(|_| abandon(child))?;
-    let guard = Guard::spawn(vec![Undo::KillGroup(p.id() as i32)]).ok();
+    let guard = Guard::spawn(Vec::new()).ok();
+    let mut p = spawn_profiler(&cfg.profilers[k], child.id(), guard.as_ref())
+        .inspect_err(|_| abandon(child))?;
     std::thread::sleep(cfg.settle);
     if let Ok(Some(status)) = p.try_wait() {
         abandon(child);

@@ -35,9 +35,6 @@ pub enum Undo {
     /// Removes the empty directory `path` (a tracefs instance, a cgroup),
     /// retrying while it is busy (the dead runq's children still exiting).
     Rmdir(CString),
-    /// SIGKILLs process group `pgid` (a profiler runq started in a group
-    /// of its own, which runq's death would not end).
-    KillGroup(libc::pid_t),
 }
 
 impl Undo {
@@ -67,6 +64,9 @@ pub struct Guard {
     pid: libc::pid_t,
     writer: libc::c_int,
 }
+
+/// The most process groups one guard kills (see [`announce_group`]).
+const MAX_GROUPS: usize = 16;
 
 /// How long a guard retries a busy directory (the dead runq's workers
 /// hold its files until they die of `PR_SET_PDEATHSIG`).
@@ -104,6 +104,37 @@ impl Guard {
     pub fn pid(&self) -> u32 {
         self.pid as u32
     }
+
+    /// The pipe's end a child of runq (between its fork and its exec)
+    /// passes to [`announce_group`].
+    pub fn announce_fd(&self) -> libc::c_int {
+        self.writer
+    }
+}
+
+/// In a child between fork and exec (async-signal-safe): makes the child
+/// the leader of a process group of its own, has it die with runq
+/// (`PR_SET_PDEATHSIG`), and tells the guard behind `fd` to SIGKILL that
+/// group when runq dies. Once this returns, no death of runq leaves the
+/// group running: before it, the child dies with runq; after it, the
+/// guard kills the group. `parent` is runq's pid.
+pub fn announce_group(fd: libc::c_int, parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: raw system calls in the forked child.
+    unsafe {
+        if libc::setpgid(0, 0) != 0
+            || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            return Err(io::Error::other("runq exited before the child started"));
+        }
+        let me = libc::getpid().to_ne_bytes();
+        if libc::write(fd, me.as_ptr().cast(), me.len()) != me.len() as isize {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 impl Drop for Guard {
@@ -168,15 +199,29 @@ unsafe fn guard_main(reader: libc::c_int, ready: libc::c_int, steps: &[Undo]) ->
             libc::dup2(reader, 0);
         }
         libc::syscall(libc::SYS_close_range, 1u32, u32::MAX, 0u32);
-        let mut byte = 0u8;
+        // What comes down the pipe before its end: process groups to
+        // kill, 4 bytes each (see `announce_group`).
+        let mut groups = [0 as libc::pid_t; MAX_GROUPS];
+        let (mut buf, mut got, mut n_groups) = ([0u8; 4], 0usize, 0usize);
         loop {
-            let n = libc::read(0, (&mut byte as *mut u8).cast(), 1);
+            let n = libc::read(0, buf.as_mut_ptr().add(got).cast(), 4 - got);
             if n == 0 || (n < 0 && *libc::__errno_location() != libc::EINTR) {
                 break;
+            }
+            got += n.max(0) as usize;
+            if got == 4 {
+                if n_groups < MAX_GROUPS {
+                    groups[n_groups] = libc::pid_t::from_ne_bytes(buf);
+                    n_groups += 1;
+                }
+                got = 0;
             }
         }
         for step in steps {
             undo(step);
+        }
+        for &pgid in groups.iter().take(n_groups).filter(|&&g| g > 0) {
+            libc::kill(-pgid, libc::SIGKILL);
         }
         libc::_exit(0)
     }
@@ -196,9 +241,6 @@ unsafe fn undo(step: &Undo) {
                     libc::write(fd, value.as_ptr().cast(), value.len());
                     libc::close(fd);
                 }
-            }
-            Undo::KillGroup(pgid) => {
-                libc::kill(-*pgid, libc::SIGKILL);
             }
             Undo::Rmdir(path) => {
                 for _ in 0..RMDIR_TRIES {
@@ -259,6 +301,60 @@ mod tests {
         }
         assert!(!sub.exists(), "the guard did not remove the directory");
         assert_eq!(std::fs::read_to_string(&flag).unwrap(), "0");
+    }
+
+    /// A child that announced its process group to the guard (between its
+    /// fork and exec) is killed with its whole group when its runq dies.
+    #[test]
+    fn an_announced_group_dies_with_its_owner() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        // SAFETY: the child only spawns the guard and the group, then
+        // waits to be killed.
+        let owner = unsafe { libc::fork() };
+        assert!(owner >= 0);
+        if owner == 0 {
+            let Ok(guard) = Guard::spawn(Vec::new()) else {
+                // SAFETY: ending the forked child.
+                unsafe { libc::_exit(1) }
+            };
+            let fd = guard.announce_fd();
+            let me = std::process::id() as libc::pid_t;
+            let mut cmd = std::process::Command::new("sh");
+            cmd.arg("-c")
+                .arg(format!("echo $$ > {}; sleep 600", pidfile.display()));
+            // SAFETY: announce_group is async-signal-safe.
+            unsafe { cmd.pre_exec(move || announce_group(fd, me)) };
+            let spawned = cmd.spawn();
+            std::mem::forget(guard);
+            std::mem::forget(spawned);
+            loop {
+                // SAFETY: pause only waits for a signal.
+                unsafe { libc::pause() };
+            }
+        }
+        let t = std::time::Instant::now();
+        while !pidfile.exists() && t.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let group: libc::pid_t = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // SAFETY: killing and reaping our own child.
+        unsafe {
+            libc::kill(owner, libc::SIGKILL);
+            libc::waitpid(owner, std::ptr::null_mut(), 0);
+        }
+        // SAFETY: signal 0 only asks whether the group has a member.
+        let alive = || unsafe { libc::kill(-group, 0) } == 0;
+        let t = std::time::Instant::now();
+        while alive() && t.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!alive(), "the announced group outlived its owner");
     }
 
     /// On a normal end the guard is killed and does nothing.
