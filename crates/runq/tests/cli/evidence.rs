@@ -299,7 +299,12 @@ fn the_default_scenarios_fail_names_the_cgroup_that_held_its_cpu() {
         return;
     }
     let first = stderr.lines().next().unwrap_or_default();
-    assert!(first.contains("; recorder: worker "), "{first}");
+    // Exact, or sampled (the default scenario's event rate is over the
+    // recorder's budget on most hosts).
+    assert!(
+        first.contains("; recorder: worker ") || first.contains("; recorder (sampled: "),
+        "{first}"
+    );
     let worst = v["checks"]
         .as_array()
         .unwrap()
