@@ -386,7 +386,7 @@ fn starvation_inside_a_cgroup_names_the_cgroup_and_its_holder() {
 
 /// Held by the tests whose runs starve a CPU on purpose or whose cause
 /// depends on who else runs there, so that they do not overlap.
-static STARVATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static STARVATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A nice -20 busy loop on one CPU (`sh`), killed when dropped.
 struct NiceHog(std::process::Child);

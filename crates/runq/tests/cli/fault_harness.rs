@@ -206,8 +206,19 @@ fn leftovers(pid: u32, tmp: &Path, killed: bool, token: &str) -> Vec<String> {
     if !dirs.is_empty() {
         found.push(format!("cgroups left: {dirs:?}"));
     }
+    // A FAIL's evidence trace is an output the report names, not a
+    // leftover (a run the signal met while it wrote its report FAILs
+    // when the busy host's wakeups miss their bound).
     let files: Vec<PathBuf> = std::fs::read_dir(tmp)
-        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    !p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("runq-evidence-"))
+                })
+                .collect()
+        })
         .unwrap_or_default();
     if !files.is_empty() {
         found.push(format!("temporary files left: {files:?}"));
@@ -263,14 +274,14 @@ fn instances_of(pid: u32) -> Vec<String> {
     .collect()
 }
 
-/// Held by each matrix, so that the harness loads the suite's host with
-/// one command at a time.
-static ONE_MATRIX: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// Runs every phase × signal of one command; prints the matrix and fails
 /// on any finding.
 fn matrix(command: &'static str, args: &[String], phases: &[Phase], report_mark: &str) {
-    let _alone = ONE_MATRIX.lock().unwrap_or_else(|e| e.into_inner());
+    // One matrix at a time, and none beside the tests that starve a CPU
+    // on purpose (the harness's runs would be the load they measure).
+    let _alone = super::evidence::STARVATION
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let mut cells = Vec::new();
     for &p in phases {
         for &s in &SIGNALS {
