@@ -158,22 +158,7 @@ fn cargo_install(root: &Path, name: &str, version: Option<&str>) -> Result<(), V
 
 /// The newest `/usr/lib/llvm-N/lib` holding libclang.
 fn installed_libclang() -> Option<PathBuf> {
-    let mut libs: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib")
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let n = e
-                .file_name()
-                .to_str()?
-                .strip_prefix("llvm-")?
-                .parse()
-                .ok()?;
-            let lib = e.path().join("lib");
-            lib.join("libclang.so").exists().then_some((n, lib))
-        })
-        .collect();
-    libs.sort();
-    libs.pop().map(|(_, lib)| lib)
+    crate::scx_deps::newest_llvm(Path::new("/"), "lib/libclang.so").map(|d| d.join("lib"))
 }
 
 /// The text form: the path, and whether it was built now.

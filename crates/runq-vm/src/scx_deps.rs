@@ -70,8 +70,14 @@ pub fn install(packages: &[&str], progress: &mut dyn FnMut(&str)) -> Result<(), 
 /// directory to put first on `PATH`, when `clang` itself is not on it:
 /// the newest `/usr/lib/llvm-N/bin/clang` under `root`.
 pub fn versioned_clang(root: &Path) -> Option<(PathBuf, PathBuf)> {
-    let lib = root.join("usr/lib");
-    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(&lib)
+    let bin = newest_llvm(root, "bin/clang")?.join("bin");
+    Some((bin.join("clang"), bin))
+}
+
+/// The newest `usr/lib/llvm-N` under `root` that holds `file` (a path
+/// inside it, such as `bin/clang` or `lib/libclang.so`).
+pub fn newest_llvm(root: &Path, file: &str) -> Option<PathBuf> {
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(root.join("usr/lib"))
         .ok()?
         .flatten()
         .filter_map(|e| {
@@ -81,13 +87,11 @@ pub fn versioned_clang(root: &Path) -> Option<(PathBuf, PathBuf)> {
                 .strip_prefix("llvm-")?
                 .parse()
                 .ok()?;
-            let bin = e.path().join("bin");
-            bin.join("clang").is_file().then_some((n, bin))
+            e.path().join(file).is_file().then(|| (n, e.path()))
         })
         .collect();
     found.sort();
-    let (_, bin) = found.pop()?;
-    Some((bin.join("clang"), bin))
+    found.pop().map(|(_, dir)| dir)
 }
 
 /// The error a failed `cargo install` met, in one line: the first line
