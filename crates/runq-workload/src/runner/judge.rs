@@ -267,6 +267,20 @@ fn group_work(g: &crate::scenario::GroupSpec) -> GroupWork {
     }
 }
 
+/// A run that ended on its own error (a fork, a cgroup write that
+/// failed) failed its checks because of that error, not because of other
+/// tasks: each failed check's cause says so, in place of what load or the
+/// recorder would have suggested.
+pub(super) fn blame_the_run_error(error: &str, checks: &mut [crate::CheckResult]) {
+    for c in checks.iter_mut().filter(|c| !c.pass) {
+        c.cause = Some(crate::checks::cause::Cause {
+            mechanism: Some(format!("the run ended early: {error}")),
+            next_step: Some("fix what the error names, then run again".into()),
+            ..Default::default()
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

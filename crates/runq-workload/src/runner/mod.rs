@@ -9,6 +9,7 @@ mod host;
 pub mod host_load;
 mod interrupted;
 mod judge;
+mod recorder_summary;
 mod rt;
 
 use std::path::Path;
@@ -33,6 +34,7 @@ use crate::task_recorder::{MaybeRecorder, Recorded};
 use host::{start_scheduler, stop_scheduler, watchdog_for};
 use host_load::HostLoad;
 use judge::{final_verdict, judge_run, judge_sched_ext};
+pub use recorder_summary::RecorderSummary;
 
 /// Whether a run uses cgroups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,33 +143,6 @@ pub struct RunOutcome {
     /// runq's instruments took from the run.
     #[serde(default)]
     pub recorder: RecorderSummary,
-}
-
-/// What the recorder was over one run (see [`RunOutcome::recorder`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct RecorderSummary {
-    /// Its fidelity and cost, when it ran and said.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fidelity: Option<runq_kernel::task_record::Fidelity>,
-    /// Why there was no recorder (`--evidence off`, not root, ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub off: Option<String>,
-}
-
-impl RecorderSummary {
-    /// The fidelity of `recorded`, or why there is none.
-    pub fn of(recorded: &Result<Recorded, String>) -> Self {
-        match recorded {
-            Ok(r) => RecorderSummary {
-                fidelity: r.fidelity.clone(),
-                off: None,
-            },
-            Err(why) => RecorderSummary {
-                fidelity: None,
-                off: Some(why.clone()),
-            },
-        }
-    }
 }
 
 /// Why a run could not happen.
@@ -485,20 +460,6 @@ fn collect_timeout(opts: &RunOptions<'_>, workers: usize) -> Duration {
     opts.collect_timeout.min(window)
 }
 
-/// A run that ended on its own error (a fork, a cgroup write that
-/// failed) failed its checks because of that error, not because of other
-/// tasks: each failed check's cause says so, in place of what load or the
-/// recorder would have suggested.
-fn blame_the_run_error(error: &str, checks: &mut [crate::CheckResult]) {
-    for c in checks.iter_mut().filter(|c| !c.pass) {
-        c.cause = Some(crate::checks::cause::Cause {
-            mechanism: Some(format!("the run ended early: {error}")),
-            next_step: Some("fix what the error names, then run again".into()),
-            ..Default::default()
-        });
-    }
-}
-
 /// The longest sleep of the run loop: how late it may notice an interrupt,
 /// a due step or the scheduler's death.
 const TICK: Duration = Duration::from_millis(25);
@@ -556,7 +517,7 @@ pub fn run_scenario(scn: &Scenario, mut opts: RunOptions<'_>) -> Result<RunOutco
         ),
     );
     if let Some(e) = &run_error {
-        blame_the_run_error(e, &mut checks);
+        judge::blame_the_run_error(e, &mut checks);
     }
     let skipped_checks = judge_sched_ext(scn, series.as_ref(), run_ns, &mut checks);
     checks.extend(judge_placement(scn, &reports, &placement));

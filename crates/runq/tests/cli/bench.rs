@@ -149,25 +149,13 @@ fn bench_sigint_exits_within_one_second_with_2000_workers() {
 #[test]
 #[ignore = "bench tier (scripts/bench): needs root and bpftrace; judges the host's wakeups"]
 fn bench_wake_latency_agrees_with_the_kernel() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/wake-truth");
-    let out = std::process::Command::new(script)
-        .args(["--runq", env!("CARGO_BIN_EXE_runq"), "--rounds", "1"])
-        .output()
-        .expect("scripts/wake-truth runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    for line in text.lines() {
-        if line.starts_with("| ") {
-            println!("figure: wake-truth {line}");
-        } else if line.starts_with("figure:") {
-            println!("{line}");
-        }
-    }
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = run_script(
+        "wake-truth",
+        &["--runq", env!("CARGO_BIN_EXE_runq"), "--rounds", "1"],
     );
+    for line in text.lines().filter(|l| l.starts_with("| ")) {
+        println!("figure: wake-truth {line}");
+    }
 }
 
 /// The wake path with runq's defaults (`scripts/wake-path-cost`, no
@@ -178,12 +166,21 @@ fn bench_wake_latency_agrees_with_the_kernel() {
 #[test]
 #[ignore = "bench tier (scripts/bench): needs root, perf and cc; judges the host's wakeups"]
 fn bench_wake_path_floors_with_defaults() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/wake-path-cost");
-    let out = std::process::Command::new(script)
-        .args([env!("CARGO_BIN_EXE_runq"), "3", "3", "1"])
+    run_script(
+        "wake-path-cost",
+        &[env!("CARGO_BIN_EXE_runq"), "3", "3", "1"],
+    );
+}
+
+/// Runs `scripts/NAME` with `args`, prints its `figure:` lines, asserts
+/// it exited 0 and hands back its stdout.
+fn run_script(name: &str, args: &[&str]) -> String {
+    let script = format!("{}/../../scripts/{name}", env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(&script)
+        .args(args)
         .output()
-        .expect("scripts/wake-path-cost runs");
-    let text = String::from_utf8_lossy(&out.stdout);
+        .unwrap_or_else(|e| panic!("scripts/{name}: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     for line in text.lines().filter(|l| l.starts_with("figure:")) {
         println!("{line}");
     }
@@ -193,4 +190,5 @@ fn bench_wake_path_floors_with_defaults() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    text
 }
