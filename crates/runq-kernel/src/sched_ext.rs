@@ -48,6 +48,70 @@ pub fn read_sched_ext(sys_root: &Path) -> Option<SchedExtSysfs> {
     })
 }
 
+/// Where a BPF scheduler started after sched_ext's `enable_seq` read
+/// `before` stands, by one reading of sysfs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttachState {
+    /// Nothing new was enabled yet (or the kernel has no sched_ext).
+    Pending,
+    /// sched_ext is `enabled` with a new `enable_seq` and a `root/ops`
+    /// name: the kernel runs a scheduler enabled since `before`.
+    Attached {
+        /// The ops name (`qmap`, `rustland`).
+        ops: String,
+        /// `enable_seq` once it was enabled.
+        enable_seq: u64,
+    },
+    /// A scheduler was enabled since `before` (the sequence moved) and
+    /// sched_ext has left `enabled` already: it was ejected or
+    /// unregistered before it was seen attached.
+    Left {
+        /// The state read (`disabling`, `disabled`).
+        state: String,
+    },
+}
+
+/// Classifies one reading `now` for a scheduler started when `enable_seq`
+/// read `before` (`enable_seq` moves only once a scheduler reached
+/// `enabled`: 6.12's `scx_ops_enable()` increments it last).
+pub fn attach_state(before: u64, now: Option<&SchedExtSysfs>) -> AttachState {
+    let Some(now) = now.filter(|s| s.enable_seq > before) else {
+        return AttachState::Pending;
+    };
+    match (now.state.as_str(), &now.ops) {
+        ("enabled", Some(ops)) => AttachState::Attached {
+            ops: ops.clone(),
+            enable_seq: now.enable_seq,
+        },
+        // Enabled, root/ops not read yet: the next reading decides.
+        ("enabled", None) => AttachState::Pending,
+        (state, _) => AttachState::Left {
+            state: state.to_string(),
+        },
+    }
+}
+
+/// How sched_ext no longer runs the scheduler that attached as `ops`
+/// with `enable_seq`, by one reading `now`; `None` while it still does.
+/// A new sequence number means another scheduler replaced it.
+pub fn departure(ops: &str, enable_seq: u64, now: Option<&SchedExtSysfs>) -> Option<String> {
+    let Some(now) = now else {
+        return Some("/sys/kernel/sched_ext is gone".into());
+    };
+    if now.state != "enabled" {
+        return Some(format!("sched_ext state {:?}", now.state));
+    }
+    if now.enable_seq != enable_seq || now.ops.as_deref().is_some_and(|o| o != ops) {
+        return Some(format!(
+            "sched_ext now runs {:?} (enable_seq {} -> {})",
+            now.ops.as_deref().unwrap_or("?"),
+            enable_seq,
+            now.enable_seq
+        ));
+    }
+    None
+}
+
 /// `root/events`: ops.select_cpu() picked a CPU the task may not run on,
 /// and the kernel chose another.
 pub const EV_SELECT_CPU_FALLBACK: &str = "SCX_EV_SELECT_CPU_FALLBACK";
@@ -130,6 +194,56 @@ mod tests {
         for name in ["6.12-idle", "6.12-simple_ready", "6.12-qmap_t_ejected"] {
             assert_eq!(read_events(&guest(name)), None, "6.12 has no root/events");
         }
+    }
+
+    #[test]
+    fn a_new_scheduler_is_attached_once_enabled_with_a_new_sequence_and_a_name() {
+        let idle = read_sched_ext(&guest("6.12-idle"));
+        assert_eq!(attach_state(0, idle.as_ref()), AttachState::Pending);
+        assert_eq!(attach_state(0, None), AttachState::Pending);
+        let simple = read_sched_ext(&guest("6.12-simple_ready"));
+        assert_eq!(
+            attach_state(0, simple.as_ref()),
+            AttachState::Attached {
+                ops: "simple".into(),
+                enable_seq: 1
+            }
+        );
+        // Already enabled before the start: someone else's scheduler.
+        assert_eq!(attach_state(1, simple.as_ref()), AttachState::Pending);
+        let mut nameless = simple.clone().unwrap();
+        nameless.ops = None;
+        assert_eq!(attach_state(0, Some(&nameless)), AttachState::Pending);
+        // scx_qmap -t 3 enabled (seq 2 -> 3) and ejected before a reading.
+        let ejected = read_sched_ext(&guest("6.12-qmap_t_ejected"));
+        assert_eq!(
+            attach_state(2, ejected.as_ref()),
+            AttachState::Left {
+                state: "disabled".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_departure_is_a_state_off_enabled_or_another_scheduler() {
+        let qmap = read_sched_ext(&guest("6.12-qmap_after"));
+        assert_eq!(departure("qmap", 2, qmap.as_ref()), None);
+        let ejected = read_sched_ext(&guest("6.12-qmap_t_ejected"));
+        assert_eq!(
+            departure("qmap", 2, ejected.as_ref()).as_deref(),
+            Some("sched_ext state \"disabled\"")
+        );
+        let simple = read_sched_ext(&guest("6.12-simple_ready"));
+        assert_eq!(
+            departure("qmap", 1, simple.as_ref()).as_deref(),
+            Some("sched_ext now runs \"simple\" (enable_seq 1 -> 1)")
+        );
+        let mut disabling = qmap.unwrap();
+        disabling.state = "disabling".into();
+        assert!(departure("qmap", 2, Some(&disabling))
+            .unwrap()
+            .contains("disabling"));
+        assert!(departure("qmap", 2, None).unwrap().contains("gone"));
     }
 
     #[test]

@@ -83,7 +83,9 @@ pub(super) fn stop_scheduler(
     let proc = proc?;
     let mut run = proc.run_info();
     run.stopped = match death {
-        Some(d) => format!("{} during the run", d.status),
+        Some(d) if !d.still_running() => format!("{} during the run", d.status),
+        // sched_ext let it go while it lived: stopped as after any run.
+        Some(_) => format!("sched_ext let it go during the run; {}", proc.shutdown()),
         None => proc.shutdown(),
     };
     Some(run)

@@ -1,6 +1,7 @@
-//! The `scheduler` key of a scenario file: a command string (ready once it
-//! has stayed up 100 ms), or a `[scheduler]` table naming the command and
-//! how to tell it is ready.
+//! The `scheduler` key of a scenario file: a command string (ready once
+//! the kernel reports the BPF scheduler it enabled, or after 100 ms on a
+//! kernel without sched_ext), or a `[scheduler]` table naming the command
+//! and how to tell it is ready.
 
 use std::time::Duration;
 

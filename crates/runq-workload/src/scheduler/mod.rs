@@ -1,15 +1,19 @@
 //! The scheduler under test that a run may start (`runq run --scheduler`,
 //! or `scheduler` in a scenario file): what to start and how to tell it is
-//! ready ([`SchedulerSpec`]), the running process ([`SchedulerProc`]), and
-//! how it died when it did ([`SchedulerDeath`]).
+//! ready ([`SchedulerSpec`]; by default, once the kernel reports the BPF
+//! scheduler it enabled), the running process ([`SchedulerProc`]) and
+//! sched_ext's word on it through the run (`attach`), and how it died or
+//! the kernel let it go when that happened ([`SchedulerDeath`]).
 //!
 //! The command is split into words like a POSIX shell would (quotes and
 //! backslashes, no expansion) and executed directly, so the pid runq
 //! watches and signals is the scheduler's own; write `sh -c '...'` for
 //! shell syntax.
 
+mod attach;
 mod output;
 mod process;
+mod quote;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,10 +22,11 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use process::{SchedulerProc, StartError};
 
-/// How long a scheduler may take to become ready unless told otherwise.
-pub(crate) const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a scheduler may take to become ready unless told otherwise
+/// (a BPF scheduler takes 2-3 s to load under TCG, larger ones more).
+pub(crate) const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a scheduler must stay up to count as ready when no readiness
-/// signal is named.
+/// signal is named and the kernel has no sched_ext.
 pub(crate) const DEFAULT_READY_AFTER: Duration = Duration::from_millis(100);
 
 /// The file whose `enabled` marks a loaded sched_ext scheduler.
@@ -37,8 +42,13 @@ pub enum Readiness {
     /// Once a line of its stdout or stderr matches this regular
     /// expression (Rust schedulers log to stderr).
     Pattern(String),
-    /// Once `/sys/kernel/sched_ext/state` reads `enabled`.
+    /// Once the kernel reports a BPF scheduler it enabled since the start
+    /// (`/sys/kernel/sched_ext/state` `enabled`, a new `enable_seq`, a
+    /// `root/ops` name); needs a kernel with sched_ext.
     SchedExt,
+    /// The default: as [`Readiness::SchedExt`] on a kernel with sched_ext,
+    /// once it has stayed up [`DEFAULT_READY_AFTER`] on one without.
+    Auto,
 }
 
 /// A scheduler command to start before the workers and watch.
@@ -73,12 +83,11 @@ fn default_watchdog() -> Duration {
 }
 
 impl SchedulerSpec {
-    /// `command`, ready after [`DEFAULT_READY_AFTER`], with the default
-    /// timeout.
+    /// `command`, ready by [`Readiness::Auto`], with the default timeout.
     pub fn new(command: &str) -> Self {
         SchedulerSpec {
             command: command.to_string(),
-            ready: Readiness::After(DEFAULT_READY_AFTER),
+            ready: Readiness::Auto,
             ready_timeout: DEFAULT_READY_TIMEOUT,
             watchdog: DEFAULT_WATCHDOG,
         }
@@ -162,7 +171,7 @@ pub struct SchedulerRun {
     /// From its start until it was ready, ms.
     pub ready_ms: u64,
     /// How it ended: stopped after the run (`exited with status 0 after
-    /// runq sent SIGINT`), or died during it.
+    /// runq sent SIGINT`), or died or was let go by sched_ext during it.
     pub stopped: String,
     /// The BPF scheduler sched_ext ran once it was ready (`root/ops`:
     /// `qmap`, `simple`), when one was loaded.
@@ -174,15 +183,21 @@ pub struct SchedulerRun {
     pub sched_ext_state: Option<String>,
 }
 
-/// How the watched scheduler died during the run.
+/// How the watched scheduler died during the run, or sched_ext stopped
+/// running it (the kernel ejected it, or it unregistered) whether its
+/// process lived on or not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SchedulerDeath {
     /// The command that was started.
     pub command: String,
-    /// When it died, ms from the start of the run.
+    /// When it died, ms from the start of the run (0 when
+    /// `before_start`).
     pub at_ms: u64,
     /// Exit status or signal, as text (`exited with status 1`,
-    /// `killed by signal 12 (SIGUSR2)`).
+    /// `killed by signal 12 (SIGUSR2)`; `was still running, stopped
+    /// (state T), when sched_ext let it go (sched_ext state "disabled")`
+    /// when its process lived on), ending `before the workers started`
+    /// when it ended before it was ready.
     pub status: String,
     /// Its exit code, when it exited.
     pub exit_code: Option<i32>,
@@ -210,6 +225,12 @@ impl SchedulerDeath {
             Some(e) => format!("{}; then the scheduler {own}", e.describe()),
             None => own,
         }
+    }
+
+    /// Its process was still running when sched_ext let it go (it has
+    /// neither an exit code nor a signal).
+    pub fn still_running(&self) -> bool {
+        self.exit_code.is_none() && self.signal.is_none()
     }
 }
 

@@ -1,7 +1,9 @@
 //! The scheduler's stdout and stderr. A thread drains each pipe for the
 //! scheduler's whole life, so a chatty scheduler never blocks on a full
-//! pipe, and keeps a bounded [`LineLog`]: the first lines that mention
-//! "error" and the last lines, each cut at [`MAX_LINE_BYTES`].
+//! pipe, and keeps a bounded [`LineLog`]: the verifier's reason when a
+//! program load log passed, the first lines that say error, verifier,
+//! exit, fail or panicked (see [`super::quote`]) and the last lines, each
+//! cut at [`MAX_LINE_BYTES`].
 
 use std::collections::VecDeque;
 use std::io::Read;
@@ -9,18 +11,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Lines of stderr a report quotes at most.
+use super::quote::{Classifier, LineKind};
+
+/// Lines of a stream a report quotes at most.
 pub(crate) const EXCERPT_LINES: usize = 5;
 /// Longest line kept; the rest of a longer line is dropped.
 const MAX_LINE_BYTES: usize = 400;
+/// Last lines a start error quotes of a stream that said nothing worse.
+const LAST_LINES_QUOTED: usize = 3;
 
-/// A bounded record of a stream's lines: the first [`EXCERPT_LINES`] that
-/// mention "error" (any case) and the last [`EXCERPT_LINES`] non-blank
-/// ones, with their line numbers.
+/// A bounded record of a stream's lines: the first [`EXCERPT_LINES`] key
+/// lines (error, verifier, exit, fail, panicked; none from a stack
+/// backtrace), the first verifier reason, and the last [`EXCERPT_LINES`]
+/// non-blank lines, with their line numbers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct LineLog {
     errors: Vec<(u64, String)>,
     tail: VecDeque<(u64, String)>,
+    verifier: Option<String>,
+    classifier: Classifier,
     total: u64,
 }
 
@@ -33,13 +42,27 @@ impl LineLog {
             return;
         }
         let n = self.total;
-        if self.errors.len() < EXCERPT_LINES && line.to_ascii_lowercase().contains("error") {
-            self.errors.push((n, line.to_string()));
+        match self.classifier.feed(line) {
+            LineKind::Key if self.errors.len() < EXCERPT_LINES => {
+                self.errors.push((n, line.to_string()));
+            }
+            LineKind::Verifier(why) => {
+                self.verifier.get_or_insert(why);
+            }
+            _ => {}
         }
         if self.tail.len() == EXCERPT_LINES {
             self.tail.pop_front();
         }
         self.tail.push_back((n, line.to_string()));
+    }
+
+    /// The stream ended: a program load log it cut short still gives its
+    /// reason.
+    pub fn finish(&mut self) {
+        if let Some(why) = self.classifier.finish() {
+            self.verifier.get_or_insert(why);
+        }
     }
 
     /// Lines seen in all.
@@ -52,25 +75,77 @@ impl LineLog {
         self.tail.back().map(|(_, l)| l.as_str())
     }
 
-    /// At most [`EXCERPT_LINES`] lines worth quoting: the lines that
-    /// mention "error" first, then the last lines, each in the order
+    /// The verifier's reason (`prog 'x': only read is supported`), when a
+    /// program load log passed.
+    pub fn verifier(&self) -> Option<&str> {
+        self.verifier.as_deref()
+    }
+
+    /// The verifier's reason (`verifier: prog 'x': ...`) and the key
+    /// lines, in that order.
+    fn key_lines(&self) -> Vec<String> {
+        self.verifier
+            .iter()
+            .map(|v| format!("verifier: {v}"))
+            .chain(self.errors.iter().map(|(_, l)| l.clone()))
+            .collect()
+    }
+
+    /// What a start error quotes of this stream: its key lines, or when
+    /// it had none and no verifier reason its last [`LAST_LINES_QUOTED`]
+    /// lines.
+    pub fn quoted(&self) -> Vec<String> {
+        if self.errors.is_empty() && self.verifier.is_some() {
+            return Vec::new();
+        }
+        let skip = self.tail.len().saturating_sub(LAST_LINES_QUOTED);
+        let lines: Vec<&(u64, String)> = match self.errors.is_empty() {
+            false => self.errors.iter().collect(),
+            true => self.tail.iter().skip(skip).collect(),
+        };
+        lines
+            .into_iter()
+            .map(|(_, l)| l.trim().to_string())
+            .collect()
+    }
+
+    /// At most [`EXCERPT_LINES`] lines worth quoting: the verifier's
+    /// reason, the key lines, then the last lines, each in the order
     /// written and none twice.
     pub fn excerpt(&self) -> Vec<String> {
-        let room = EXCERPT_LINES - self.errors.len();
-        let mut rest: Vec<&(u64, String)> = self
+        let mut lines = self.key_lines();
+        lines.truncate(EXCERPT_LINES);
+        let room = EXCERPT_LINES - lines.len();
+        let mut rest: Vec<String> = self
             .tail
             .iter()
             .rev()
             .filter(|(n, _)| !self.errors.iter().any(|(e, _)| e == n))
             .take(room)
+            .map(|(_, l)| l.clone())
             .collect();
         rest.reverse();
-        self.errors
-            .iter()
-            .chain(rest)
-            .map(|(_, l)| l.clone())
-            .collect()
+        lines.extend(rest);
+        lines
     }
+}
+
+/// `; the verifier rejected prog 'x': why; stderr: a | b; stdout: c`: what a
+/// failed start quotes of both streams (stderr first, where schedulers
+/// report; libbpf's log may be on stdout), or nothing when both were
+/// silent.
+pub(crate) fn quote_streams(out: &LineLog, err: &LineLog) -> String {
+    let mut text = String::new();
+    if let Some(v) = err.verifier().or(out.verifier()) {
+        text.push_str(&format!("; the verifier rejected {v}"));
+    }
+    for (name, log) in [("stderr", err), ("stdout", out)] {
+        let lines = log.quoted();
+        if !lines.is_empty() {
+            text.push_str(&format!("; {name}: {}", lines.join(" | ")));
+        }
+    }
+    text
 }
 
 /// Calls `on_line` for every line `r` yields until EOF or an error, each
@@ -163,6 +238,9 @@ pub(super) fn watch(
                     l.push(line);
                 }
             });
+            if let Ok(mut l) = log.lock() {
+                l.finish();
+            }
             done.store(true, Ordering::Relaxed);
         })?;
     Ok(w)
@@ -222,6 +300,51 @@ mod tests {
             ["Error 0", "Error 1", "Error 2", "Error 3", "Error 4"]
         );
         assert_eq!(log.excerpt().len(), EXCERPT_LINES);
+    }
+
+    #[test]
+    fn a_failed_load_quotes_the_verifier_and_both_streams_key_lines() {
+        let mut out = log_of(&[
+            "libbpf: prog 'lavd_enqueue': BPF program load failed: Permission denied",
+            "libbpf: prog 'lavd_enqueue': -- BEGIN PROG LOAD LOG --",
+            "; if (err) return error; @ main.bpf.c:812",
+            "only read is supported",
+            "processed 5678 insns (limit 1000000) max_states_per_insn 4",
+            "-- END PROG LOAD LOG --",
+        ]);
+        out.finish();
+        let err = log_of(&[
+            "Error: Failed to load BPF program",
+            "",
+            "Caused by:",
+            "    Permission denied (os error 13)",
+            "Stack backtrace:",
+            "   0: anyhow::error::<impl anyhow::Error>::msg",
+        ]);
+        assert_eq!(
+            quote_streams(&out, &err),
+            "; the verifier rejected prog 'lavd_enqueue': only read is supported; \
+             stderr: Error: Failed to load BPF program | Permission denied (os error 13); \
+             stdout: libbpf: prog 'lavd_enqueue': \
+             BPF program load failed: Permission denied"
+        );
+        assert_eq!(
+            out.excerpt()[..2],
+            [
+                "verifier: prog 'lavd_enqueue': only read is supported",
+                "libbpf: prog 'lavd_enqueue': BPF program load failed: Permission denied",
+            ]
+        );
+    }
+
+    #[test]
+    fn silent_streams_quote_their_last_lines_or_nothing() {
+        let out = log_of(&["a", "b", "c", "d"]);
+        assert_eq!(
+            quote_streams(&out, &LineLog::default()),
+            "; stdout: b | c | d"
+        );
+        assert_eq!(quote_streams(&LineLog::default(), &LineLog::default()), "");
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The running scheduler: started in its own process group (so a Ctrl-C
 //! meant for runq does not reach it, and runq can signal everything it
 //! started at once), with `PR_SET_PDEATHSIG` so it dies with runq, waited
-//! on until ready, watched during the run, and stopped after it: SIGINT to
-//! the group, SIGTERM after 2 s, SIGKILL after 1 s more. Dropping a
+//! on until ready (by default, until the kernel reports the BPF scheduler
+//! it enabled, see [`super::attach`]), watched during the run (its process
+//! and sched_ext's state), and stopped after it: SIGINT to the group,
+//! SIGTERM after 2 s, SIGKILL after 1 s more. Dropping a
 //! [`SchedulerProc`] kills and reaps the group at once.
 
 use std::io;
@@ -11,11 +13,10 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use runq_kernel::kmsg::KmsgCursor;
-
-use super::output::{watch, Watched};
+use super::attach::{ScxWatch, Seen};
+use super::output::{quote_streams, watch, Watched};
 use super::{
-    describe_status, Readiness, SchedulerDeath, SchedulerRun, SchedulerSpec, SCHED_EXT_STATE,
+    describe_status, Readiness, SchedulerDeath, SchedulerRun, SchedulerSpec, DEFAULT_READY_AFTER,
 };
 
 /// How long a scheduler gets to exit after SIGINT, then after SIGTERM.
@@ -24,6 +25,9 @@ const STOP_GRACE: [(libc::c_int, Duration); 2] = [
     (libc::SIGTERM, Duration::from_secs(1)),
 ];
 const POLL: Duration = Duration::from_millis(10);
+/// How long a scheduler sched_ext let go gets to exit on its own (scx's
+/// user-space loops look at their exit flag once a second).
+const EXIT_GRACE: Duration = Duration::from_millis(1500);
 
 /// Why a scheduler could not be started or never became ready.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,9 +50,13 @@ pub(crate) struct SchedulerProc {
     command: String,
     stdout: Watched,
     stderr: Watched,
-    kmsg: Option<KmsgCursor>,
-    /// sched_ext's `enable_seq` before the scheduler started.
-    enable_seq: u64,
+    /// sched_ext's word on it, from before its start.
+    scx: ScxWatch,
+    /// A departure from sched_ext that the kernel called an error before
+    /// the scheduler was ready: the run's first death check reports it.
+    start_death: Option<SchedulerDeath>,
+    /// Its death was reported (once).
+    reported: bool,
     /// Start to ready, ms.
     ready_ms: u64,
     /// The BPF scheduler sched_ext ran once this one was ready (its
@@ -100,8 +108,7 @@ impl SchedulerProc {
             }
             _ => None,
         };
-        let kmsg = KmsgCursor::open_at_end().ok();
-        let enable_seq = sched_ext().map_or(0, |s| s.enable_seq);
+        let scx = ScxWatch::start();
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .stdin(Stdio::null())
@@ -125,8 +132,9 @@ impl SchedulerProc {
             command: spec.command.clone(),
             stdout: Watched::default(),
             stderr: Watched::default(),
-            kmsg,
-            enable_seq,
+            scx,
+            start_death: None,
+            reported: false,
             ready_ms: 0,
             sched_ext_at_ready: None,
             spawned_at,
@@ -143,8 +151,8 @@ impl SchedulerProc {
         Ok(proc)
     }
 
-    /// Polls until `spec.ready` holds, the scheduler exits, runq is
-    /// interrupted, or the ready timeout passes.
+    /// Polls until `spec.ready` holds, the scheduler exits or sched_ext
+    /// lets it go, runq is interrupted, or the ready timeout passes.
     fn wait_ready(
         &mut self,
         spec: &SchedulerSpec,
@@ -156,15 +164,14 @@ impl SchedulerProc {
             _ => spec.ready_timeout,
         };
         loop {
-            if let Some(status) = self.reap_if_exited() {
-                return Err(StartError::Failed(format!(
-                    "scheduler {:?} {} before it was ready{}",
-                    self.command,
-                    describe(status),
-                    self.stderr_quote()
-                )));
+            let seen = self.scx.poll();
+            if let Seen::Left(how) = seen {
+                return self.ended_at_start(Some(how));
             }
-            if self.is_ready(&spec.ready, t0.elapsed()) {
+            if self.has_exited() {
+                return self.ended_at_start(None);
+            }
+            if self.is_ready(&spec.ready, t0.elapsed(), &seen) {
                 self.ready_ms = t0.elapsed().as_millis() as u64;
                 self.sched_ext_at_ready = sched_ext().map(|s| (s.ops, s.state));
                 return Ok(());
@@ -182,13 +189,40 @@ impl SchedulerProc {
         }
     }
 
-    fn is_ready(&self, ready: &Readiness, elapsed: Duration) -> bool {
+    /// The scheduler exited, or sched_ext let it go (`left`), before it
+    /// was ready. An ejection (the kernel's error exit of the scheduler it
+    /// enabled) is the run's FAIL, reported by its first death check;
+    /// anything else is a start error quoting the kernel and both streams.
+    fn ended_at_start(&mut self, left: Option<String>) -> Result<(), StartError> {
+        let enabled = self.scx.was_enabled();
+        let mut death = self.death_record(0, left.clone());
+        if death.sched_ext_exit.as_ref().is_some_and(|e| e.error) {
+            self.ready_ms = self.spawned_at.elapsed().as_millis() as u64;
+            death.status.push_str(" before the workers started");
+            self.start_death = Some(death);
+            return Ok(());
+        }
+        let kernel = match (&death.sched_ext_exit, left) {
+            (Some(e), _) => format!("; {}", e.describe()),
+            (None, Some(how)) => format!("; sched_ext let it go ({how})"),
+            (None, None) if enabled => "; sched_ext had enabled it".into(),
+            (None, None) => String::new(),
+        };
+        Err(StartError::Failed(format!(
+            "scheduler {:?} {} before it was ready{kernel}{}",
+            self.command,
+            death.status,
+            self.streams_quote()
+        )))
+    }
+
+    fn is_ready(&self, ready: &Readiness, elapsed: Duration, seen: &Seen) -> bool {
         match ready {
             Readiness::After(d) => elapsed >= *d,
             Readiness::Pattern(_) => self.stdout.matched.load(Ordering::Relaxed),
-            Readiness::SchedExt => {
-                sched_ext().is_some_and(|s| s.state == "enabled" && s.enable_seq > self.enable_seq)
-            }
+            Readiness::SchedExt => *seen == Seen::Attached,
+            Readiness::Auto if self.scx.kernel_has_it() => *seen == Seen::Attached,
+            Readiness::Auto => elapsed >= DEFAULT_READY_AFTER,
         }
     }
 
@@ -206,8 +240,13 @@ impl SchedulerProc {
                     err.total()
                 )
             }
-            Readiness::SchedExt => {
-                format!("{SCHED_EXT_STATE} never read \"enabled\" for a new scheduler")
+            Readiness::SchedExt | Readiness::Auto => {
+                let now = sched_ext().unwrap_or_default();
+                format!(
+                    "it never attached: sched_ext enabled no new BPF scheduler (state {:?}, \
+                     enable_seq {})",
+                    now.state, now.enable_seq
+                )
             }
             Readiness::After(_) => "it did not stay up".into(),
         };
@@ -216,18 +255,15 @@ impl SchedulerProc {
              signal or raise the ready timeout (--scheduler-ready-timeout)",
             self.command,
             spec.ready_timeout,
-            self.stderr_quote()
+            self.streams_quote()
         )
     }
 
-    /// `; stderr: a | b` from the stderr excerpt, or nothing.
-    fn stderr_quote(&self) -> String {
+    /// What a start error quotes of both streams (see [`quote_streams`]).
+    fn streams_quote(&self) -> String {
         self.stderr.wait_done(Duration::from_millis(200));
-        let lines = self.stderr.snapshot().excerpt();
-        if lines.is_empty() {
-            return String::new();
-        }
-        format!("; stderr: {}", lines.join(" | "))
+        self.stdout.wait_done(Duration::from_millis(200));
+        quote_streams(&self.stdout.snapshot(), &self.stderr.snapshot())
     }
 
     /// The scheduler's pid (the watchdog's target).
@@ -267,36 +303,58 @@ impl SchedulerProc {
         child.wait().ok()
     }
 
-    /// `Some` once the scheduler has died (reported once): how, and what
-    /// it said on stderr.
+    /// `Some` once the scheduler has died or sched_ext stopped running it
+    /// (reported once): how, what it said, and the kernel's words.
     pub(crate) fn check_death(&mut self, run_start: Instant) -> Option<SchedulerDeath> {
-        let status = self.reap_if_exited()?;
-        self.stderr.wait_done(Duration::from_millis(300));
+        if let Some(d) = self.start_death.take() {
+            self.reported = true;
+            return Some(d);
+        }
+        if self.reported {
+            return None;
+        }
+        let left = match self.scx.poll_now_and_then() {
+            Seen::Left(how) => Some(how),
+            _ => None,
+        };
+        if left.is_none() && (self.child.is_none() || !self.has_exited()) {
+            return None;
+        }
+        self.reported = true;
+        let at_ms = run_start.elapsed().as_millis() as u64;
+        Some(self.death_record(at_ms, left))
+    }
+
+    /// The record of the scheduler's end: its process's status (reaped
+    /// if it exited, given [`EXIT_GRACE`] when sched_ext let it go), its
+    /// streams and the kernel's account.
+    fn death_record(&mut self, at_ms: u64, left: Option<String>) -> SchedulerDeath {
+        let end = Instant::now() + EXIT_GRACE;
+        while left.is_some() && !self.has_exited() && Instant::now() < end {
+            std::thread::sleep(POLL);
+        }
+        let status = self.reap_if_exited();
+        if status.is_some() {
+            self.stderr.wait_done(Duration::from_millis(300));
+            self.stdout.wait_done(Duration::from_millis(300));
+        }
+        let (kernel_log, sched_ext_exit) = self.scx.kernel_exit();
         let err = self.stderr.snapshot();
-        let kernel_log: Vec<String> = self
-            .kmsg
-            .as_mut()
-            .map(|k| {
-                k.read_new()
-                    .into_iter()
-                    // Not the host monitor's own SysRq-D dumps.
-                    .filter(|l| l.contains("sched_ext") || l.contains("scx"))
-                    .filter(|l| !l.contains("sysrq: Dump sched_ext state"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let sched_ext_exit = runq_kernel::sched_ext_log::parse_exit(&kernel_log);
-        Some(SchedulerDeath {
+        let mut words = status.map_or_else(|| still_running(self.pid), describe);
+        if let (Some(how), None) = (&left, status) {
+            words = format!("{words} when sched_ext let it go ({how})");
+        }
+        SchedulerDeath {
             command: self.command.clone(),
-            at_ms: run_start.elapsed().as_millis() as u64,
-            status: describe(status),
-            exit_code: status.code(),
-            signal: status.signal(),
+            at_ms,
+            status: words,
+            exit_code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
             stderr: err.excerpt(),
             stderr_lines: err.total(),
             kernel_log,
             sched_ext_exit,
-        })
+        }
     }
 
     /// Stops a still-running scheduler: SIGINT to its group, SIGTERM after
@@ -306,6 +364,9 @@ impl SchedulerProc {
         let Some(pgid) = self.child.as_ref().map(|c| c.id() as libc::pid_t) else {
             return "had already exited".into();
         };
+        // A stopped scheduler (SIGSTOP) would hold every signal pending.
+        // SAFETY: signalling the process group we created.
+        unsafe { libc::killpg(pgid, libc::SIGCONT) };
         let mut sent = Vec::new();
         for (sig, grace) in STOP_GRACE {
             if self.has_exited() {
@@ -337,7 +398,11 @@ impl SchedulerProc {
             pid: self.pid(),
             ready_ms: self.ready_ms,
             stopped: String::new(),
-            sched_ext_ops: sched_ext_ops.flatten(),
+            sched_ext_ops: self
+                .scx
+                .ops()
+                .map(str::to_string)
+                .or(sched_ext_ops.flatten()),
             sched_ext_state,
         }
     }
@@ -351,6 +416,20 @@ impl Drop for SchedulerProc {
 
 fn describe(status: ExitStatus) -> String {
     describe_status(status.code(), status.signal())
+}
+
+/// The status of a process sched_ext let go while it lived:
+/// `was still running`, or `was still running, stopped (state T)` when
+/// something stopped it (SIGSTOP, a debugger).
+fn still_running(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    match stat
+        .rsplit_once(") ")
+        .and_then(|(_, rest)| rest.chars().next())
+    {
+        Some(s @ ('T' | 't')) => format!("was still running, stopped (state {s}),"),
+        _ => "was still running".into(),
+    }
 }
 
 /// The kernel's sched_ext state, when it has sched_ext.
@@ -461,7 +540,36 @@ mod tests {
             text.contains("exited with status 4 before it was ready"),
             "{text}"
         );
-        assert!(text.contains("stderr: Error: no BPF | loading"), "{text}");
+        assert!(text.ends_with("; stderr: Error: no BPF"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_start_quotes_the_verifier_on_stdout_and_the_error_on_stderr() {
+        let no = AtomicBool::new(false);
+        let cmd = "sh -c 'echo \"libbpf: prog '\\''x_enqueue'\\'': -- BEGIN PROG LOAD LOG --\"; \
+                   echo \"R2 invalid mem access\"; echo \"processed 9 insns\"; \
+                   echo \"-- END PROG LOAD LOG --\"; echo \"Error: Failed to load BPF program\" >&2; \
+                   echo \"Stack backtrace:\" >&2; echo \"  0: anyhow::error\" >&2; exit 1'";
+        let err = SchedulerProc::start(&spec(cmd, Readiness::Auto), &no).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "scheduler {cmd:?} exited with status 1 before it was ready; the verifier \
+                 rejected prog 'x_enqueue': R2 invalid mem access; stderr: Error: Failed to \
+                 load BPF program"
+            )
+        );
+    }
+
+    #[test]
+    fn by_default_a_kernel_without_sched_ext_waits_100_ms() {
+        if std::path::Path::new(crate::scheduler::SCHED_EXT_STATE).exists() {
+            return;
+        }
+        let no = AtomicBool::new(false);
+        let s = SchedulerProc::start(&spec("sleep 30", Readiness::Auto), &no).unwrap();
+        assert!(s.run_info().ready_ms >= 100, "{:?}", s.run_info());
+        assert_eq!(s.run_info().sched_ext_ops, None);
     }
 
     #[test]

@@ -23,15 +23,20 @@ pub struct SchedulerArgs {
     /// log) matches REGEX, e.g. `--scheduler-ready-pattern 'started'`.
     #[arg(long, value_name = "REGEX", group = "scheduler_ready")]
     pub scheduler_ready_pattern: Option<String>,
-    /// Ready once it has stayed up DURATION (the default, 100ms).
+    /// Ready once it has stayed up DURATION. By default a scheduler is
+    /// ready once the kernel reports the BPF scheduler it enabled
+    /// (sched_ext `enabled` with a new enable_seq and an ops name), or,
+    /// on a kernel without sched_ext, once it has stayed up 100ms.
     #[arg(long, value_name = "DURATION", group = "scheduler_ready")]
     pub scheduler_ready_after: Option<String>,
-    /// Ready once /sys/kernel/sched_ext/state reads `enabled` (needs a
-    /// kernel with sched_ext).
+    /// Ready once the kernel reports the BPF scheduler it enabled
+    /// (/sys/kernel/sched_ext/state `enabled`, a new enable_seq, an ops
+    /// name); the default on a kernel with sched_ext, an error on one
+    /// without.
     #[arg(long, group = "scheduler_ready")]
     pub scheduler_ready_sched_ext: bool,
     /// How long to wait for readiness before giving up with exit code 3
-    /// [default: 10s].
+    /// [default: 15s].
     #[arg(long, value_name = "DURATION")]
     pub scheduler_ready_timeout: Option<String>,
 }
