@@ -1,14 +1,16 @@
-//! Every `runq run` example of README.md and of `runq run --help` runs
-//! and ends as documented: a usage, privilege or run error is exactly the
-//! exit code the README shows after it; a verdict (0 PASS, 1 FAIL) is the
+//! Every `runq run` example of README.md, of the guide's chapters
+//! (`docs/guide/src`) and of `runq run --help` runs and ends as
+//! documented: a usage, privilege or run error is exactly the exit code
+//! the page shows after it; a verdict (0 PASS, 1 FAIL) is the
 //! host's, and every FAIL carries a line saying what was measured.
 //! Every run lasts at most half a second (a scenario file's too) and
 //! `--repeat` runs twice, so the suite stays short; outputs go to a
 //! temporary directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::common::runq;
+use crate::guide::{pages, repo_root};
 
 /// One documented command: where it came from, its arguments after
 /// `runq`, and the exit code shown after it, if any.
@@ -19,14 +21,18 @@ struct Example {
     expected: Option<i32>,
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+/// `runq run …` command lines of the README's and the guide's pages,
+/// continuation lines joined, with the `$ echo $?` figure that follows
+/// them.
+fn page_examples() -> Vec<Example> {
+    pages()
+        .iter()
+        .flat_map(|p| examples_of(&p.name, &p.text))
+        .collect()
 }
 
-/// `runq run …` command lines of the README's code blocks, continuation
-/// lines joined, with the `$ echo $?` figure that follows them.
-fn readme_examples() -> Vec<Example> {
-    let text = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+/// The `runq run …` command lines of one page (see `page_examples`).
+fn examples_of(file: &str, text: &str) -> Vec<Example> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -49,7 +55,7 @@ fn readme_examples() -> Vec<Example> {
             .and_then(|p| lines.get(i + p + 1)?.trim().parse().ok());
         if let Some(args) = split(&cmd) {
             out.push(Example {
-                origin: format!("README.md:{}", start + 1),
+                origin: format!("{file}:{}", start + 1),
                 args,
                 expected,
             });
@@ -182,7 +188,7 @@ fn check(ex: &Example, dir: &Path) -> Option<String> {
     match ex.expected {
         Some(e) if !verdict_level(Some(e)) && code != Some(e) && !privilege => {
             return Some(format!(
-                "{}: exit {code:?}, the README shows {e}: {stderr}",
+                "{}: exit {code:?}, the page shows {e}: {stderr}",
                 ex.origin
             ));
         }
@@ -206,11 +212,12 @@ fn unexplained_fail(report: &str) -> Option<String> {
 #[test]
 fn every_documented_run_example_ends_as_documented() {
     let dir = tempfile::tempdir().unwrap();
-    let examples: Vec<Example> = readme_examples()
-        .into_iter()
-        .chain(help_examples())
-        .collect();
+    let examples: Vec<Example> = page_examples().into_iter().chain(help_examples()).collect();
     assert!(examples.len() >= 15, "{examples:#?}");
+    let in_readme = examples
+        .iter()
+        .filter(|e| e.origin.starts_with("README.md:"));
+    assert!(in_readme.count() >= 2, "{examples:#?}");
     // The examples run four at a time, each with its own output directory:
     // a run lasts its duration whatever else the host runs, and a verdict
     // is the host's either way.

@@ -23,6 +23,7 @@ mod documented;
 mod evidence;
 mod fault_harness;
 mod gauntlet;
+mod guide;
 mod host_monitor;
 mod hud;
 mod hud_actix;

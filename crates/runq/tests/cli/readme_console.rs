@@ -1,9 +1,11 @@
-//! Every `console` block of README.md is run against the binary and its
-//! output compared with the block, so the README's examples cannot drift
-//! from what runq prints.
+//! Every `console` block of README.md and of the guide's chapters
+//! (`docs/guide/src`, in its summary's order: see `guide`) is run against
+//! the binary and its output compared with the block, so the examples
+//! cannot drift from what runq prints.
 //!
 //! A block runs as one shell script in a scratch directory shared by all
-//! blocks (so a snapshot captured in one block is there for the next),
+//! blocks of every page (so a snapshot captured in one block is there for
+//! the next),
 //! with `runq` on `PATH`, `sudo` dropped (the test runs as root) and
 //! stderr merged into stdout, as a terminal shows them. Lines are compared
 //! by shape: every number (with its unit) matches any number, PASS, FAIL
@@ -11,36 +13,34 @@
 //! explanation line is optional, as are `min_fair_share` and
 //! `min_fair_share_worker` lines (they are judged only for a group or
 //! worker owed 100 ms of CPU), and a `...` line stands for any lines.
-//! Each line of the README's output must
+//! Each line of a block's output must
 //! appear in the real output, in order, except rows that name something
 //! the host does not have (another host's threads in a ctprof table).
 //! Blocks that need what the suite does not provide (perf, a demo
 //! service, background load, a file made by hand) are skipped, each with
 //! its reason printed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::guide::{pages, repo_root};
 
 /// One `$ command` of a block, continuation lines joined, with the lines
-/// the README shows after it.
+/// the page shows after it.
 #[derive(Debug)]
 struct Step {
     command: String,
     shown: Vec<String>,
 }
 
-/// A console block: where it starts and its steps.
+/// A console block: where it starts (`file:line`) and its steps.
 #[derive(Debug)]
 struct Block {
-    line: usize,
+    at: String,
     steps: Vec<Step>,
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The console blocks of a Markdown text.
-fn console_blocks(text: &str) -> Vec<Block> {
+/// The console blocks of the Markdown page `file`.
+fn console_blocks(file: &str, text: &str) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut lines = text.lines().enumerate();
     while let Some((n, line)) = lines.next() {
@@ -48,7 +48,7 @@ fn console_blocks(text: &str) -> Vec<Block> {
             continue;
         }
         let mut block = Block {
-            line: n + 1,
+            at: format!("{file}:{}", n + 1),
             steps: Vec::new(),
         };
         let mut continued = false;
@@ -104,7 +104,7 @@ fn skip_reason(block: &Block, scratch: &Path) -> Option<String> {
             return Some(format!("it runs {program}"));
         }
         if let Some(file) = missing_input(&words, scratch, &made) {
-            return Some(format!("it reads {file}, which the README makes by hand"));
+            return Some(format!("it reads {file}, which no earlier example writes"));
         }
         made.extend(outputs(&words));
     }
@@ -237,7 +237,8 @@ fn is_explanation(line: &str) -> bool {
     line.starts_with("     ") && !line.trim().is_empty()
 }
 
-/// The README lines of one step that the real output lacks, in order.
+/// The lines a page shows for one step that the real output lacks, in
+/// order.
 fn missing_lines(shown: &[String], real: &[String]) -> Vec<String> {
     let real_shapes: Vec<String> = real.iter().map(|l| shape(l)).collect();
     let real_text = real.join("\n");
@@ -291,14 +292,12 @@ fn shapes_match_numbers_and_verdicts_not_words() {
     assert_eq!(missing_lines(&shown, &real), shown);
 }
 
-#[test]
-#[cfg_attr(not(runq_root), ignore = "needs root (the README's examples use sudo)")]
-fn every_readme_console_block_matches_the_binary() {
+/// A scratch directory as the pages' examples expect it: they run from
+/// the repository (`scenarios/...`), and one writes a snapshot as
+/// `nobody`.
+fn scratch_dir() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
-    let text = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    // The README runs from the repository (scenarios/...), and one example
-    // writes a snapshot as `nobody`.
     std::os::unix::fs::symlink(
         repo_root().join("scenarios"),
         scratch.path().join("scenarios"),
@@ -306,28 +305,50 @@ fn every_readme_console_block_matches_the_binary() {
     .unwrap();
     let sticky = std::fs::Permissions::from_mode(0o1777);
     std::fs::set_permissions(scratch.path(), sticky).unwrap();
-    // Blocks that read nothing an earlier block writes run side by side
-    // (a run lasts its duration whatever else the host runs, and its
-    // figures and verdicts are compared by shape); the others then run in
-    // the README's order, on the files the first ones left.
-    let blocks = console_blocks(&text);
+    scratch
+}
+
+/// Runs the blocks: those that read nothing an earlier block writes side
+/// by side (a run lasts its duration whatever else the host runs, and its
+/// figures and verdicts are compared by shape), then the others in the
+/// pages' order, on the files the first ones left; a block that cannot
+/// run in the suite is skipped, with its reason printed.
+fn run_blocks<'a>(blocks: &'a [Block], scratch: &Path) -> Vec<(&'a Block, Vec<Vec<String>>)> {
     let (alone, after): (Vec<&Block>, Vec<&Block>) = blocks
         .iter()
         .partition(|b| skip_reason(b, Path::new("/nonexistent")).is_none());
     let mut results: Vec<(&Block, Vec<Vec<String>>)> = std::thread::scope(|s| {
         let handles: Vec<_> = alone
             .iter()
-            .map(|b| s.spawn(|| (*b, run_block(b, scratch.path()))))
+            .map(|b| s.spawn(|| (*b, run_block(b, scratch))))
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for block in after {
-        if let Some(why) = skip_reason(block, scratch.path()) {
-            eprintln!("skipped README.md:{}: {why}", block.line);
+        if let Some(why) = skip_reason(block, scratch) {
+            eprintln!("skipped {}: {why}", block.at);
             continue;
         }
-        results.push((block, run_block(block, scratch.path())));
+        results.push((block, run_block(block, scratch)));
     }
+    results
+}
+
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root (the examples use sudo)")]
+fn every_console_block_of_the_readme_and_the_guide_matches_the_binary() {
+    let pages = pages();
+    let blocks: Vec<Block> = pages
+        .iter()
+        .flat_map(|p| console_blocks(&p.name, &p.text))
+        .collect();
+    let in_readme = blocks.iter().filter(|b| b.at.starts_with("README.md:"));
+    assert!(
+        in_readme.count() >= 4,
+        "the README shows one example per tool"
+    );
+    let scratch = scratch_dir();
+    let results = run_blocks(&blocks, scratch.path());
     let ran = results.len();
     let mut failures = Vec::new();
     for (block, real) in results {
@@ -335,15 +356,15 @@ fn every_readme_console_block_matches_the_binary() {
             // The first missing line, with what runq printed instead.
             if let Some(line) = missing_lines(&step.shown, real).first() {
                 failures.push(format!(
-                    "README.md:{} `{}`: shows {line:?}; runq printed:\n{}",
-                    block.line,
+                    "{} `{}`: shows {line:?}; runq printed:\n{}",
+                    block.at,
                     step.command,
                     real.join("\n")
                 ));
             }
         }
     }
-    eprintln!("{ran} README console blocks run");
+    eprintln!("{ran} console blocks of {} pages run", pages.len());
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(ran >= 10, "only {ran} blocks ran");
+    assert!(ran >= 20, "only {ran} blocks ran");
 }

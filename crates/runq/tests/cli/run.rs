@@ -271,7 +271,8 @@ fn killed_worker_yields_signaled_sentinel() {
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn sigint_stops_collects_and_removes_cgroups() {
     // Spinners in one cgroup, not the default scenario: on cgroup-v1 hosts
-    // the kernel may starve its spinners (README), and a worker that never
+    // the kernel may starve its spinners (the guide's `runq run` chapter),
+    // and a worker that never
     // ran before the signal has no work to show.
     let child = spawn(&[
         "run",

@@ -575,8 +575,8 @@ fn print_report(doc: &RunDocument, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The fault injected by `RUNQ_FAULT` (tests and the README's example),
-/// if set.
+/// The fault injected by `RUNQ_FAULT` (tests and the guide's example in
+/// `docs/guide/src/run/checks.md`), if set.
 fn fault_from_env() -> anyhow::Result<Option<Fault>> {
     match std::env::var("RUNQ_FAULT") {
         Ok(text) => text
