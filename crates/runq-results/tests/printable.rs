@@ -10,6 +10,7 @@ use runq_results::render::{comparison, outcome, repeat_summary};
 use runq_results::results::{
     CheckTally, GroupFigures, GroupSpread, HostFacts, RepeatSummary, Spread, WakePercentiles,
 };
+use runq_workload::CheckId;
 use runq_workload::{
     summarize_group, Cause, CheckResult, Op, Placement, RunOutcome, SkippedCheck, Verdict,
     WakeFigure, WorkerReport,
@@ -36,7 +37,7 @@ fn assert_safe(text: &str) {
 
 fn check(pass: bool) -> CheckResult {
     CheckResult {
-        name: "max_gap_ms".into(),
+        check: CheckId::MaxGapMs,
         group: HOSTILE.into(),
         measured: 2_900.0,
         op: Op::AtMost,
@@ -83,7 +84,7 @@ fn run() -> RunOutcome {
         )],
         checks: vec![check(false)],
         skipped_checks: vec![SkippedCheck {
-            name: "sched_ext_events".into(),
+            check: CheckId::MaxScxFallbackRate,
             group: "scheduler".into(),
             reason: HOSTILE.into(),
         }],

@@ -6,118 +6,16 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use cause::Cause;
+pub use table::CheckConfig;
+pub(crate) use table::SchedExtFigure;
 pub use table::CHECK_NAMES;
 use table::{Check, Scope, CHECKS};
 
+use crate::check_id::{CheckId, PointsAt};
 use crate::report::WorkerReport;
-
-/// Bounds of the checks. `None` disables a check.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct CheckConfig {
-    /// Every worker did some work and sent a report. Default: on.
-    pub not_stuck: bool,
-    /// Every worker got the setup its group asked for (affinity, policy,
-    /// nice, mempolicy): a cpuset/affinity conflict fails the run unless
-    /// the scenario turns this off. Default: on.
-    pub setup_applied: bool,
-    /// Longest scheduling gap of any worker (time runnable without a CPU,
-    /// see `crate::gap`), ms. Default: 2000.
-    pub max_gap_ms: Option<u64>,
-    /// Largest difference in off-CPU share between the workers of a group,
-    /// percentage points. Default: 50.
-    pub max_offcpu_spread_pct: Option<f64>,
-    /// p99 wake latency of a group, µs. Default: 100000 (100 ms).
-    pub max_p99_wake_latency_us: Option<u64>,
-    /// Coefficient of variation (stddev / mean) of a group's wake
-    /// latencies. Default: off.
-    pub max_wake_latency_cv: Option<f64>,
-    /// Minimum work units per second per worker. Default: off.
-    pub min_work_rate: Option<f64>,
-    /// Migrations per checkpoint (1024 work units). Default: off.
-    pub max_migration_ratio: Option<f64>,
-    /// Share of a worker's pages on its most-used NUMA node. Default: 0.5.
-    pub min_numa_locality: Option<f64>,
-    /// Pages migrated across nodes during the run (vmstat delta, largest
-    /// worker value). Default: off.
-    pub max_numa_pages_migrated: Option<u64>,
-    /// Least share of its CPU entitlement each group (and each worker
-    /// within its group) must get, 0..=1; see `crate::fairness`.
-    /// Default: 0.5.
-    pub min_fair_share: Option<f64>,
-    /// Largest run-queue imbalance on the host (max − min `nr_running`
-    /// across CPUs at one sample of the host monitor). Default: off.
-    pub max_rq_imbalance: Option<u64>,
-    /// Longest time any runnable task on the host waited for a CPU during
-    /// the run (the host monitor's runnable-wait probe: BPF, as root), ms.
-    /// Default: off.
-    pub max_runnable_wait_ms: Option<u64>,
-    /// Tasks the BPF scheduler rejected during the run (sched_ext's
-    /// `nr_rejected`), judged while a BPF scheduler runs. Default: 0.
-    pub max_scx_rejected_tasks: Option<u64>,
-    /// `SCX_EV_SELECT_CPU_FALLBACK` events per second (ops.select_cpu()
-    /// chose a CPU the task may not use), judged while a BPF scheduler
-    /// runs on a kernel with `root/events` (6.15+). Default: 1.
-    pub max_scx_fallback_rate: Option<f64>,
-    /// `SCX_EV_DISPATCH_KEEP_LAST` events per second (ops.dispatch() gave
-    /// a CPU nothing and its last task kept it), as above. Default: 100.
-    pub max_scx_keep_last_rate: Option<f64>,
-    /// Longest time a busy CPU's run-queue clock stood still between two
-    /// of the host monitor's `sched/debug` samples, ms, judged while a BPF
-    /// scheduler runs. Default: 1000.
-    pub max_rq_clock_stall_ms: Option<u64>,
-    /// Most tasks queued on one CPU's local dispatch queue at a sched_ext
-    /// debug dump (SysRq-D, every 2 s or so), judged while a BPF scheduler
-    /// runs on a kernel with the `sched_ext_dump` trace event (6.12+).
-    /// Default: 50.
-    pub max_scx_local_dsq_depth: Option<u64>,
-    /// Every CPU a worker was seen on is in its cgroup's cpuset (see
-    /// [`placement`]); groups without a cpuset are not judged. Default: on.
-    pub cpuset_isolation: bool,
-    /// Coefficient of variation of the work rates of a group's workers
-    /// (within each role). Default: off.
-    pub max_throughput_cv: Option<f64>,
-    /// Minimum iterations per second of the slowest worker. Default: off.
-    pub min_iteration_rate: Option<f64>,
-    /// Share of a group's migrations that crossed NUMA nodes, 0..=1 (one
-    /// node: skipped). Default: off.
-    pub max_cross_node_migration_ratio: Option<f64>,
-    /// Names of checks to turn off (e.g. `["max_gap_ms"]`).
-    pub disable: Vec<String>,
-}
-
-impl Default for CheckConfig {
-    fn default() -> Self {
-        CheckConfig {
-            not_stuck: true,
-            setup_applied: true,
-            max_gap_ms: Some(2000),
-            max_offcpu_spread_pct: Some(50.0),
-            max_p99_wake_latency_us: Some(100_000),
-            max_wake_latency_cv: None,
-            min_work_rate: None,
-            max_migration_ratio: None,
-            min_numa_locality: Some(0.5),
-            max_numa_pages_migrated: None,
-            min_fair_share: Some(0.5),
-            max_rq_imbalance: None,
-            max_runnable_wait_ms: None,
-            max_scx_rejected_tasks: Some(0),
-            max_scx_fallback_rate: Some(1.0),
-            max_scx_keep_last_rate: Some(100.0),
-            max_rq_clock_stall_ms: Some(1000),
-            max_scx_local_dsq_depth: Some(50),
-            cpuset_isolation: true,
-            max_throughput_cv: None,
-            min_iteration_rate: None,
-            max_cross_node_migration_ratio: None,
-            disable: Vec::new(),
-        }
-    }
-}
 
 /// How a measured value must compare with its bound. Serialized and
 /// printed as the operator, `<=` or `>=`.
@@ -213,8 +111,9 @@ impl<'a> Observed<'a> {
 /// One evaluated check.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CheckResult {
-    /// Check name.
-    pub name: String,
+    /// Which check (`name` in JSON, under the check's name).
+    #[serde(rename = "name")]
+    pub check: CheckId,
     /// Group the check was evaluated on.
     pub group: String,
     /// What was measured.
@@ -238,8 +137,9 @@ pub struct CheckResult {
 /// figure (e.g. sched_ext's event counters before 6.15).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkippedCheck {
-    /// Check name.
-    pub name: String,
+    /// Which check (`name` in JSON).
+    #[serde(rename = "name")]
+    pub check: CheckId,
     /// What it would have been judged on (`scheduler`).
     pub group: String,
     /// Why it was not judged.
@@ -277,7 +177,7 @@ impl CheckConfig {
         for c in &CHECKS {
             if let (Some((lo, hi)), Some(v)) = (c.range, (c.bound)(self)) {
                 if !(lo..=hi).contains(&v) {
-                    return Err(format!("{} must be between {lo} and {hi}", c.name));
+                    return Err(format!("{} must be between {lo} and {hi}", c.id));
                 }
             }
         }
@@ -286,41 +186,52 @@ impl CheckConfig {
 
     /// The fair-share bound, unless the check is off.
     pub fn fair_share_bound(&self) -> Option<f64> {
-        self.enabled("min_fair_share", self.min_fair_share)
+        self.enabled(CheckId::MinFairShare, self.min_fair_share)
     }
 
     /// The run-queue imbalance bound, unless the check is off.
     pub fn rq_imbalance_bound(&self) -> Option<f64> {
-        self.enabled("max_rq_imbalance", self.max_rq_imbalance.map(|b| b as f64))
+        let bound = self.max_rq_imbalance.map(|b| b as f64);
+        self.enabled(CheckId::MaxRqImbalance, bound)
     }
 
     /// The gap bound, ms, unless the check is off (the flight recorder's
     /// stop-on-threshold trigger freezes the recording past it).
     pub fn gap_bound_ms(&self) -> Option<u64> {
-        self.enabled("max_gap_ms", self.max_gap_ms)
+        self.enabled(CheckId::MaxGapMs, self.max_gap_ms)
     }
 
     /// The runnable-wait bound, ms, unless the check is off.
     pub fn runnable_wait_bound(&self) -> Option<f64> {
         let bound = self.max_runnable_wait_ms.map(|b| b as f64);
-        self.enabled("max_runnable_wait_ms", bound)
+        self.enabled(CheckId::MaxRunnableWaitMs, bound)
     }
 
-    /// The bound of each sched_ext check that is on, by name.
-    pub fn sched_ext_bounds(&self) -> Vec<(&'static str, f64)> {
+    /// Each sched_ext check that is on: its id, what it reads, its bound.
+    pub(crate) fn sched_ext_bounds(&self) -> Vec<(CheckId, SchedExtFigure, f64)> {
         CHECKS
             .iter()
-            .filter(|c| matches!(c.scope, Scope::SchedExt))
-            .filter_map(|c| Some((c.name, self.enabled(c.name, (c.bound)(self))?)))
+            .filter_map(|c| match c.scope {
+                Scope::SchedExt(figure) => {
+                    Some((c.id, figure, self.enabled(c.id, (c.bound)(self))?))
+                }
+                _ => None,
+            })
             .collect()
     }
 
-    pub(crate) fn enabled<T>(&self, name: &str, v: Option<T>) -> Option<T> {
-        v.filter(|_| !self.disable.iter().any(|d| d == name))
+    /// `v`, unless check `id` is in `disable`.
+    pub(crate) fn enabled<T>(&self, id: CheckId, v: Option<T>) -> Option<T> {
+        v.filter(|_| {
+            !self
+                .disable
+                .iter()
+                .any(|d| Some(d.as_str()) == id.fixed_name())
+        })
     }
 
-    /// Evaluates every enabled check on one group's reports. A failed
-    /// `not_stuck` names the workers that died under a pipe partner.
+    /// Evaluates every enabled check on one group's reports; a failed one
+    /// carries its row's explanation.
     pub fn evaluate_group(
         &self,
         group: &str,
@@ -328,40 +239,38 @@ impl CheckConfig {
         work: GroupWork,
     ) -> Vec<CheckResult> {
         let observed = Observed::new(reports, work);
-        let mut out: Vec<CheckResult> = CHECKS
+        CHECKS
             .iter()
             .filter_map(|c| self.judge(c, group, &observed))
-            .collect();
-        for r in out.iter_mut().filter(|r| !r.pass) {
-            r.detail = match r.name.as_str() {
-                "not_stuck" => lost_partners(reports),
-                _ => None,
-            }
-            .or_else(|| explain::explain(&r.name, &observed));
-        }
-        out
+            .collect()
     }
 
     /// One group check's result, or `None` when it is off, judged across
     /// groups, or has nothing to measure.
     fn judge(&self, c: &Check, group: &str, observed: &Observed) -> Option<CheckResult> {
-        let Scope::Group { measure, telemetry } = c.scope else {
+        let Scope::Group {
+            measure,
+            telemetry,
+            explain,
+        } = c.scope
+        else {
             return None;
         };
         if telemetry && observed.is_custom {
             return None; // no framework telemetry to judge
         }
-        let bound = self.enabled(c.name, (c.bound)(self))?;
+        let bound = self.enabled(c.id, (c.bound)(self))?;
         let measured = measure(observed)?;
+        let pass = c.op.holds(measured, bound);
         Some(CheckResult {
-            name: c.name.into(),
+            check: c.id,
             group: group.into(),
             measured,
             op: c.op,
             bound,
-            pass: c.op.holds(measured, bound),
+            pass,
             cause: None,
-            detail: None,
+            detail: explain.filter(|_| !pass).and_then(|f| f(observed)),
         })
     }
 }
@@ -370,12 +279,7 @@ impl CheckConfig {
 /// judge the group's latency figure, whatever it is; this says which in
 /// each one's detail, before what the failure's explanation adds.
 pub(crate) fn name_latency_figure(results: &mut [CheckResult], figure: crate::WakeFigure) {
-    for r in results.iter_mut().filter(|r| {
-        matches!(
-            r.name.as_str(),
-            "max_p99_wake_latency_us" | "max_wake_latency_cv"
-        )
-    }) {
+    for r in results.iter_mut().filter(|r| r.check.judges_wake_latency()) {
         let judged = format!("judges the {}: {}", figure.label(), figure.meaning());
         r.detail = Some(match r.detail.take() {
             Some(more) => format!("{judged}; {more}"),
@@ -484,6 +388,28 @@ pub fn numa_locality(reports: &[&WorkerReport]) -> Option<f64> {
             (total > 0).then(|| top as f64 / total as f64)
         })
         .reduce(f64::min)
+}
+
+/// The worker of `workers` (one group's) that a failure of check `id`
+/// points at, by the check's [`PointsAt`]: the evidence's recorder
+/// account and its moment in a flight recording both look at this one.
+pub fn worker_pointed_at<'a>(
+    id: CheckId,
+    workers: &[&'a WorkerReport],
+) -> Option<&'a WorkerReport> {
+    let live = || workers.iter().copied().filter(|r| r.exit_info.is_none());
+    let least_cpu = || live().min_by_key(|r| r.cpu_time_ns);
+    match id.points_at() {
+        PointsAt::Stuck => workers
+            .iter()
+            .copied()
+            .find(|r| r.exit_info.is_some())
+            .or_else(|| live().find(|r| r.work_units == 0))
+            .or_else(least_cpu),
+        PointsAt::LongestGap => live().max_by_key(|r| r.max_gap_ms),
+        PointsAt::LeastCpu => least_cpu(),
+        PointsAt::Nobody => None,
+    }
 }
 
 /// The verdict over all results (and any run-level failure).

@@ -1,6 +1,7 @@
 //! Builds the fair-share model ([`crate::fairness`]) of a finished run
 //! from its scenario and reports, and turns it into check results.
 
+use crate::CheckId;
 use std::collections::BTreeSet;
 
 use runq_kernel::cgroup::UNLIMITED;
@@ -255,7 +256,7 @@ pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
         let ratio = s.ratio();
         let pass = Op::AtLeast.holds(ratio, bound);
         out.push(CheckResult {
-            name: "min_fair_share".into(),
+            check: CheckId::MinFairShare,
             group: m.group_names[s.group].clone(),
             measured: ratio,
             op: Op::AtLeast,
@@ -270,7 +271,7 @@ pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
             let pass = Op::AtLeast.holds(ratio, bound);
             let pct = |c: f64| 100.0 * c / w.pool_cpus.max(1e-9);
             out.push(CheckResult {
-                name: "min_fair_share_worker".into(),
+                check: CheckId::MinFairShareWorker,
                 group: m.group_names[s.group].clone(),
                 measured: ratio,
                 op: Op::AtLeast,

@@ -11,6 +11,7 @@
 mod alarm;
 mod capacity;
 pub mod catalog;
+mod check_id;
 mod checks;
 mod fair_cause;
 mod fair_model;
@@ -40,8 +41,11 @@ mod wake_stamp;
 pub mod worktype;
 
 pub use capacity::DEFAULT_WORKERS_PER_CPU;
+pub use check_id::{CheckId, Direction, LoadEffect, PointsAt, SeriesPattern};
 pub use checks::cause::{Cause, OutsideLoad};
-pub use checks::{CheckConfig, CheckResult, GroupWork, Op, SkippedCheck, Verdict};
+pub use checks::{
+    worker_pointed_at, CheckConfig, CheckResult, GroupWork, Op, SkippedCheck, Verdict,
+};
 pub use fault::{Fault, FaultStep};
 pub use gap::GapSource;
 pub use placement::{Affinity, MemPolicy, SchedPolicy, WorkerSetup};

@@ -2,6 +2,7 @@
 //! check), `runq compare --junit` (one per group and figure), and
 //! `--vm-matrix` and `runq report merge` (one per cell).
 
+use runq_workload::CheckId;
 use std::fmt::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -152,7 +153,7 @@ pub fn from_run(doc: &RunDocument) -> Suite {
         .checks
         .iter()
         .map(|c| {
-            let key = format!("{}: {}", c.group, c.name);
+            let key = format!("{}: {}", c.group, c.check);
             let failed_in: Vec<String> = doc
                 .repeats
                 .iter()
@@ -161,12 +162,12 @@ pub fn from_run(doc: &RunDocument) -> Suite {
                 .collect();
             let mut measured =
                 format!("measured {} {} {} (last repeat)", c.measured, c.op, c.bound);
-            if c.name == "scheduler_alive" {
+            if c.check == CheckId::SchedulerAlive {
                 measured.push_str(&scheduler_deaths(doc));
             }
             let first_death = doc.repeats.iter().find_map(|r| r.scheduler_death.as_ref());
             let why = match first_death {
-                Some(d) if c.name == "scheduler_alive" => format!(": {}", d.summary()),
+                Some(d) if c.check == CheckId::SchedulerAlive => format!(": {}", d.summary()),
                 _ => String::new(),
             };
             let outcome = if failed_in.is_empty() {
@@ -175,7 +176,7 @@ pub fn from_run(doc: &RunDocument) -> Suite {
                 Outcome::Failure {
                     message: format!(
                         "{} failed in repeat(s) {} of {}{why}",
-                        c.name,
+                        c.check,
                         failed_in.join(", "),
                         doc.repeats.len()
                     ),
@@ -184,7 +185,7 @@ pub fn from_run(doc: &RunDocument) -> Suite {
             };
             Case {
                 class: c.group.clone(),
-                name: c.name.clone(),
+                name: c.check.to_string(),
                 outcome,
                 output: measured,
             }

@@ -5,6 +5,7 @@
 //! text report ([`with_report`]). The binary only starts and stops the
 //! recorder.
 
+use runq_workload::CheckId;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
@@ -97,14 +98,14 @@ fn examine_all(
     for c in o.checks.iter().filter(|c| !c.pass) {
         let moment = moments
             .iter()
-            .find(|m| m.check == c.name && m.group == c.group);
+            .find(|m| m.check == c.check && m.group == c.group);
         // A moment after the recording froze: the one it holds instead.
         let held = moment
             .filter(|m| frozen.is_some_and(|end| base + m.from_ns > end))
             .and_then(|m| super::before_freeze(o, m, events, base));
         let found = match held.as_ref().or(moment) {
             Some(m) => Some(super::examine(events, base, m, &names)),
-            None if c.name == "max_p99_wake_latency_us" => {
+            None if c.check == CheckId::MaxP99WakeLatencyUs => {
                 super::examine_wakes(o, c, events, base, &names)
             }
             None => super::examine_series(o, c, events, base, &names),
@@ -120,7 +121,7 @@ fn examine_all(
             let file = format!(
                 "{}-{}-{}.json",
                 prefix.display(),
-                file_word(&c.name),
+                file_word(&c.check.to_string()),
                 file_word(&c.group)
             );
             match write_atomic(

@@ -5,6 +5,7 @@
 
 use runq_common::text::printable;
 use runq_common::units::fmt_measure;
+use runq_workload::CheckId;
 
 use runq_workload::{CheckResult, Op, RunOutcome, Verdict};
 
@@ -38,7 +39,7 @@ pub fn first_line(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<Str
     let ev = report.and_then(|r| {
         r.checks
             .iter()
-            .find(|e| e.check == worst.name && e.group == worst.group)
+            .find(|e| e.check == worst.check.to_string() && e.group == worst.group)
     });
     let recorded = worst.cause.as_ref().and_then(|c| c.evidence.as_deref());
     if let Some(r) = recorded {
@@ -47,11 +48,11 @@ pub fn first_line(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<Str
     // The per-task recorder's evidence stands without the stream, and so
     // does a dead scheduler's: its exit and the kernel's words are in the
     // detail.
-    let stands_alone = recorded.is_some() || worst.name == "scheduler_alive";
+    let stands_alone = recorded.is_some() || worst.check == CheckId::SchedulerAlive;
     match ev {
         Some(e) => match &e.trace_file {
             Some(f) => line.push_str(&format!("; evidence: {f}")),
-            None if stands_alone && e.summary.starts_with("no evidence: no recording") => {}
+            None if stands_alone && report.is_some_and(|r| r.unavailable.is_some()) => {}
             None => line.push_str(&format!("; {}", e.summary)),
         },
         None if stands_alone => {}
@@ -79,7 +80,7 @@ pub fn worst(o: &RunOutcome) -> Option<&CheckResult> {
     if let Some(dead) = o
         .checks
         .iter()
-        .find(|c| !c.pass && c.name == "scheduler_alive")
+        .find(|c| !c.pass && c.check == CheckId::SchedulerAlive)
     {
         return Some(dead);
     }
@@ -97,7 +98,7 @@ pub fn worst(o: &RunOutcome) -> Option<&CheckResult> {
 /// without a CPU (bound 2000 ms)`.
 pub fn line(o: &RunOutcome, c: &CheckResult) -> String {
     let bound = fmt_measure(c.bound);
-    if c.name == "max_gap_ms" {
+    if c.check == CheckId::MaxGapMs {
         let idx = o
             .groups
             .iter()
@@ -122,7 +123,7 @@ pub fn line(o: &RunOutcome, c: &CheckResult) -> String {
     }
     let mut s = format!(
         "FAIL {} ({}): measured {} (bound {} {bound})",
-        c.name,
+        c.check,
         c.group,
         fmt_measure(c.measured),
         c.op

@@ -22,8 +22,7 @@ pub mod window;
 use serde::{Deserialize, Serialize};
 
 use runq_workload::series::host::HostSeries;
-use runq_workload::CheckResult;
-use runq_workload::RunOutcome;
+use runq_workload::{worker_pointed_at, CheckId, CheckResult, PointsAt, RunOutcome, WorkerReport};
 
 /// Slack before a gap's window in the report (a gap lies somewhere in the
 /// 50 ms window that closed at `max_gap_at_ms`, or the iteration that
@@ -36,7 +35,7 @@ const AFTER_NS: u64 = 20_000_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Moment {
     /// The check.
-    pub check: String,
+    pub check: CheckId,
     /// Its group (`host` for host-wide checks).
     pub group: String,
     /// The task it is about (a worker's tid, or the host's waiting task).
@@ -157,41 +156,29 @@ pub fn before_freeze(
 }
 
 fn moment_of(o: &RunOutcome, c: &CheckResult) -> Option<Moment> {
-    if c.name == "max_runnable_wait_ms" {
+    if c.check == CheckId::MaxRunnableWaitMs {
         return host_wait_moment(o.series.as_ref().and_then(|s| s.host.as_ref()), c, o);
     }
     let idx = o.groups.iter().find(|g| g.name == c.group)?.group_idx;
-    let live = || {
-        o.reports
-            .iter()
-            .filter(move |r| r.group_idx == idx && r.exit_info.is_none())
-    };
-    let (worker, what) = match c.name.as_str() {
-        "max_gap_ms" => {
-            let w = live().max_by_key(|r| r.max_gap_ms)?;
-            let what = format!("waited {} ms runnable without a CPU", w.max_gap_ms);
-            (w, what)
-        }
-        "min_work_rate"
-        | "min_fair_share"
-        | "min_fair_share_worker"
-        | "not_stuck"
-        | "max_offcpu_spread_pct" => {
-            let w = live().min_by_key(|r| r.cpu_time_ns)?;
-            let what = format!(
-                "is the most starved worker: {} ms on a CPU in {} ms, longest wait {} ms",
-                w.cpu_time_ns / 1_000_000,
-                w.wall_time_ns / 1_000_000,
-                w.max_gap_ms
-            );
-            (w, what)
-        }
-        _ => return None,
+    let live: Vec<&WorkerReport> = o
+        .reports
+        .iter()
+        .filter(|r| r.group_idx == idx && r.exit_info.is_none())
+        .collect();
+    let worker = worker_pointed_at(c.check, &live)?;
+    let what = match c.check.points_at() {
+        PointsAt::LongestGap => format!("waited {} ms runnable without a CPU", worker.max_gap_ms),
+        PointsAt::Stuck | PointsAt::LeastCpu | PointsAt::Nobody => format!(
+            "is the most starved worker: {} ms on a CPU in {} ms, longest wait {} ms",
+            worker.cpu_time_ns / 1_000_000,
+            worker.wall_time_ns / 1_000_000,
+            worker.max_gap_ms
+        ),
     };
     let gap_end = worker.max_gap_at_ms * 1_000_000;
     let gap_start = gap_end.saturating_sub(worker.max_gap_ms * 1_000_000);
     Some(Moment {
-        check: c.name.clone(),
+        check: c.check,
         group: c.group.clone(),
         tid: worker.tid as i32,
         task_group: Some(c.group.clone()),
@@ -206,7 +193,7 @@ fn host_wait_moment(h: Option<&HostSeries>, c: &CheckResult, o: &RunOutcome) -> 
     let f = &h?.runnable_wait.as_ref()?.figures;
     let start = f.at_ns.saturating_sub(f.longest_ns);
     Some(Moment {
-        check: c.name.clone(),
+        check: c.check,
         group: c.group.clone(),
         tid: f.pid as i32,
         task_group: group_of(o, f.pid as i32),
@@ -257,7 +244,7 @@ pub fn examine(
     }
     let s = |ns: u64| ns.saturating_sub(base) as f64 / 1e9;
     let evidence = Evidence {
-        check: m.check.clone(),
+        check: m.check.to_string(),
         group: m.group.clone(),
         summary,
         window_s: Some([s(from), s(to)]),
@@ -356,11 +343,11 @@ pub fn examine_wakes(
 /// CV, a series check without a window): why there is none.
 pub fn without_moment(c: &CheckResult) -> Evidence {
     Evidence {
-        check: c.name.clone(),
+        check: c.check.to_string(),
         group: c.group.clone(),
         summary: format!(
             "no evidence: {} names no worker and moment to look at in the recording",
-            c.name
+            c.check
         ),
         window_s: None,
         trace_file: None,

@@ -124,7 +124,7 @@ pub fn examine(
         }
     }
     let evidence = Evidence {
-        check: c.name.clone(),
+        check: c.check.to_string(),
         group: c.group.clone(),
         summary: s,
         window_s: Some([a, b]),

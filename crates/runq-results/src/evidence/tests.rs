@@ -1,6 +1,7 @@
 //! Window selection and summaries on recorded event streams.
 
 use runq_kernel::sched_trace::{read_trace, SchedEvent};
+use runq_workload::CheckId;
 
 use super::window::{holders, longest_wait, summarize, Names};
 use super::*;
@@ -42,7 +43,7 @@ fn names_test(f: impl FnOnce(&Names)) {
 
 fn moment(from_ms: u64, to_ms: u64) -> Moment {
     Moment {
-        check: "max_gap_ms".into(),
+        check: CheckId::MaxGapMs,
         group: "spinners".into(),
         tid: 500,
         task_group: Some("spinners".into()),
@@ -138,8 +139,8 @@ fn the_trace_has_cpu_tracks_and_the_wait() {
 #[test]
 fn the_worst_check_leads_the_headline() {
     use runq_workload::{CheckResult, Op};
-    let c = |name: &str, measured: f64, op, bound: f64| CheckResult {
-        name: name.into(),
+    let c = |check: CheckId, measured: f64, op, bound: f64| CheckResult {
+        check,
         group: "g".into(),
         measured,
         op,
@@ -148,17 +149,17 @@ fn the_worst_check_leads_the_headline() {
         cause: None,
         detail: Some("slowest worker 3 units/s; see the table (and more)".into()),
     };
-    let rate = c("min_work_rate", 10.0, Op::AtLeast, 1e12);
-    let gap = c("max_offcpu_spread_pct", 80.0, Op::AtMost, 50.0);
+    let rate = c(CheckId::MinWorkRate, 10.0, Op::AtLeast, 1e12);
+    let gap = c(CheckId::MaxOffcpuSpreadPct, 80.0, Op::AtMost, 50.0);
     assert!(headline::severity(&rate) > headline::severity(&gap));
     assert_eq!(
-        headline::severity(&c("x", 0.0, Op::AtLeast, 1.0)),
+        headline::severity(&c(CheckId::MinWorkRate, 0.0, Op::AtLeast, 1.0)),
         f64::INFINITY
     );
     let mut o = outcome();
     o.checks = vec![gap, rate];
     let worst = headline::worst(&o).unwrap();
-    assert_eq!(worst.name, "min_work_rate");
+    assert_eq!(worst.check, CheckId::MinWorkRate);
     assert_eq!(
         headline::line(&o, worst),
         "FAIL min_work_rate (g): measured 10 (bound >= 1000000000000): slowest worker 3 units/s"
@@ -169,8 +170,8 @@ fn the_worst_check_leads_the_headline() {
 fn a_dead_schedulers_fail_leads_without_asking_for_a_recording() {
     use runq_workload::{CheckResult, Op};
     let mut o = outcome();
-    let c = |name: &str, detail: &str| CheckResult {
-        name: name.into(),
+    let c = |check: CheckId, detail: &str| CheckResult {
+        check,
         group: "scheduler".into(),
         measured: 0.0,
         op: Op::AtLeast,
@@ -180,9 +181,9 @@ fn a_dead_schedulers_fail_leads_without_asking_for_a_recording() {
         detail: Some(detail.into()),
     };
     o.checks = vec![
-        c("min_work_rate", "slowest worker 0 units/s"),
+        c(CheckId::MinWorkRate, "slowest worker 0 units/s"),
         c(
-            "scheduler_alive",
+            CheckId::SchedulerAlive,
             "the kernel ejected BPF scheduler \"qmap\": runnable task stall",
         ),
     ];
@@ -247,8 +248,8 @@ fn outcome() -> RunOutcome {
 fn moments_are_the_worst_instances_of_the_failed_checks() {
     use runq_workload::{CheckResult, Op};
     let mut o = outcome();
-    let c = |name: &str, pass| CheckResult {
-        name: name.into(),
+    let c = |check: CheckId, pass| CheckResult {
+        check,
         group: "g".into(),
         measured: 2_900.0,
         op: Op::AtMost,
@@ -258,10 +259,10 @@ fn moments_are_the_worst_instances_of_the_failed_checks() {
         detail: None,
     };
     o.checks = vec![
-        c("max_gap_ms", false),
-        c("min_fair_share", false),
-        c("max_p99_wake_latency_us", false),
-        c("max_offcpu_spread_pct", true),
+        c(CheckId::MaxGapMs, false),
+        c(CheckId::MinFairShare, false),
+        c(CheckId::MaxP99WakeLatencyUs, false),
+        c(CheckId::MaxOffcpuSpreadPct, true),
     ];
     let m = moments(&o);
     assert_eq!(m.len(), 2, "{m:?}");
@@ -388,7 +389,7 @@ fn a_wake_latency_fail_names_the_worst_wakeup_its_waker_and_the_cpus_holder() {
     use runq_workload::{CheckResult, Op};
     let mut o = outcome();
     o.checks = vec![CheckResult {
-        name: "max_p99_wake_latency_us".into(),
+        check: CheckId::MaxP99WakeLatencyUs,
         group: "g".into(),
         measured: 8_000.0,
         op: Op::AtMost,
@@ -453,7 +454,7 @@ fn a_moment_after_the_freeze_falls_back_to_the_wait_the_recording_holds() {
         "{}",
         m.what
     );
-    assert_eq!(m.check, "max_gap_ms");
+    assert_eq!(m.check, CheckId::MaxGapMs);
 }
 
 #[test]
@@ -461,7 +462,10 @@ fn a_series_window_on_a_wrapped_cpu_says_its_states_are_guessed() {
     use runq_workload::{CheckResult, Op};
     let o = outcome();
     let c = CheckResult {
-        name: "stall(work_units)".into(),
+        check: CheckId::Series {
+            pattern: runq_workload::SeriesPattern::Stall,
+            metric: "work_units",
+        },
         group: "g".into(),
         measured: 1_000.0,
         op: Op::AtMost,

@@ -191,7 +191,7 @@ pub fn examine(
         migrations: Vec::new(),
     };
     let evidence = Evidence {
-        check: c.name.clone(),
+        check: c.check.to_string(),
         group: c.group.clone(),
         summary: s,
         window_s: Some([secs(window.0), secs(window.1)]),

@@ -254,23 +254,26 @@ fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
         let _ = writeln!(out, "{}", paint(&line, 31, color));
     }
     if let Some(d) = &o.scheduler_death {
-        let line = format!(
-            "the scheduler died at {}ms: {}",
-            d.at_ms,
-            printable(&d.status)
-        );
+        let line = match d.still_running() {
+            true => format!("sched_ext let the scheduler go at {}ms", d.at_ms),
+            false => format!("the scheduler died at {}ms", d.at_ms),
+        };
+        let line = format!("{line}: {}", printable(&d.status));
         let _ = writeln!(out, "{}", paint(&line, 31, color));
-        for r in o.reports.iter().filter(|r| r.watchdog.is_some()) {
-            let w = r.watchdog.unwrap_or_default();
-            let group = o.groups.iter().find(|g| g.group_idx == r.group_idx);
-            let name = printable(group.map_or("?", |g| g.name.as_str()));
-            let _ = writeln!(
-                out,
-                "  watchdog: worker {} ({name}) was kept from running for {} ms and signalled \
-                 the scheduler {} ms into its loop",
-                r.tid, w.stall_ms, w.at_ms
-            );
-        }
+    }
+    // The watchdog's signals, whether the scheduler died of them or not.
+    for r in o.reports.iter().filter(|r| r.watchdog.is_some()) {
+        let w = r.watchdog.unwrap_or_default();
+        let group = o.groups.iter().find(|g| g.group_idx == r.group_idx);
+        let name = printable(group.map_or("?", |g| g.name.as_str()));
+        let _ = writeln!(
+            out,
+            "  watchdog: worker {} ({name}) was kept from running for {} ms and signalled \
+             the scheduler (SIGUSR2) {} ms into its loop",
+            r.tid, w.stall_ms, w.at_ms
+        );
+    }
+    if let Some(d) = &o.scheduler_death {
         for l in &d.stderr {
             let _ = writeln!(out, "  stderr: {}", printable(l));
         }
@@ -300,7 +303,7 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             out,
             "{} {:<24} {:<12} {:>12} {} {}",
             paint(word, code, color),
-            printable(&c.name),
+            printable(&c.check.to_string()),
             printable(&c.group),
             units::fmt_measure(c.measured),
             c.op,
@@ -318,7 +321,7 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             out,
             "{} {:<24} {:<12} {}",
             paint("SKIP", 33, color),
-            printable(&c.name),
+            printable(&c.check.to_string()),
             printable(&c.group),
             printable(&c.reason)
         );

@@ -48,7 +48,7 @@ impl Repeat {
                 .checks
                 .iter()
                 .filter(|c| !c.pass)
-                .map(|c| format!("{}: {}", c.group, c.name))
+                .map(|c| format!("{}: {}", c.group, c.check))
                 .collect(),
             groups: o.groups.iter().map(GroupFigures::from).collect(),
             scheduler_death: o.scheduler_death.clone(),
@@ -143,7 +143,7 @@ impl RunDocument {
         let checks: Vec<(String, String)> = last
             .checks
             .iter()
-            .map(|c| (c.group.clone(), c.name.clone()))
+            .map(|c| (c.group.clone(), c.check.to_string()))
             .collect();
         let repeat_summary = (repeats.len() > 1).then(|| summarize(&repeats, &checks));
         let mut doc = RunDocument {
@@ -197,6 +197,7 @@ impl RunDocument {
 mod tests {
     use super::*;
     use runq_workload::summarize_group;
+    use runq_workload::CheckId;
     use runq_workload::Placement;
     use runq_workload::{CheckResult, WakeFigure, WorkerReport};
 
@@ -211,7 +212,7 @@ mod tests {
             ..Default::default()
         }];
         let check = CheckResult {
-            name: "max_gap_ms".into(),
+            check: CheckId::MaxGapMs,
             group: "g".into(),
             measured: 1.0,
             op: runq_workload::Op::AtMost,

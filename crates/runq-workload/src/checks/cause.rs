@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use super::cpu_wait::MIN_WAIT_SHARE;
 use super::{CheckResult, Op};
+use crate::check_id::{Direction, LoadEffect};
 use crate::runner::host_load::HostLoad;
 
 /// What the run's figures say about one failed check.
@@ -50,21 +51,6 @@ pub struct OutsideLoad {
     pub reason: String,
 }
 
-/// How load outside the run can act on a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LoadEffect {
-    /// It takes CPU time in proportion: a share or a rate.
-    Proportional,
-    /// It keeps a runnable worker off the CPU: the figure is a wait for a
-    /// CPU itself (a gap, a runnable wait, a wake-up's latency).
-    CpuWait,
-    /// It delays, when the workers were waiting for a CPU (a stall, a
-    /// spread, a worker without work).
-    Delay,
-    /// It cannot cause the failure.
-    None,
-}
-
 /// How much the group checked waited for a CPU, where it matters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuWait {
@@ -74,28 +60,14 @@ pub struct CpuWait {
     pub over: String,
 }
 
-/// The effect on a check by its name (a check over time,
-/// `stall(work_units)`, by its kind) and, for a rate's range, its side.
+/// The effect of outside load on check `c`, whose operator says whether
+/// its bound is a floor or a ceiling.
 fn effect_of(c: &CheckResult) -> LoadEffect {
-    let kind = c.name.split_once('(').map_or(c.name.as_str(), |(k, _)| k);
-    match kind {
-        "min_fair_share" | "min_fair_share_worker" | "min_work_rate" | "min_iteration_rate" => {
-            LoadEffect::Proportional
-        }
-        // Load can lower a rate, never raise it.
-        "rate_within" if c.op == Op::AtLeast => LoadEffect::Proportional,
-        "max_gap_ms" | "max_p99_wake_latency_us" | "max_runnable_wait_ms" | "max_rq_imbalance" => {
-            LoadEffect::CpuWait
-        }
-        "max_wake_latency_cv"
-        | "max_throughput_cv"
-        | "max_offcpu_spread_pct"
-        | "not_stuck"
-        | "stall"
-        | "steady_within"
-        | "converges_to" => LoadEffect::Delay,
-        _ => LoadEffect::None,
-    }
+    let direction = match c.op {
+        Op::AtLeast => Direction::Floor,
+        Op::AtMost => Direction::Ceiling,
+    };
+    c.check.load_effect(direction)
 }
 
 /// True when load outside the run can act on check `c` at all (a share,
@@ -195,14 +167,14 @@ fn proportional(c: &CheckResult, n: f64, l: f64, used: &str) -> OutsideLoad {
     } else if explains {
         format!(
             "{used}: without them {} could have reached {}, within its bound {}",
-            c.name,
+            c.check,
             fmt3(best),
             fmt3(c.bound)
         )
     } else {
         format!(
             "{used}, which cannot explain it: without them {} would still be at most {}, short of {}",
-            c.name,
+            c.check,
             fmt3(best),
             fmt3(c.bound)
         )
@@ -234,10 +206,11 @@ pub fn load_explains_all(checks: &[CheckResult]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::CheckId;
 
-    fn failed(name: &str, measured: f64, op: Op, bound: f64) -> CheckResult {
+    fn failed(check: CheckId, measured: f64, op: Op, bound: f64) -> CheckResult {
         CheckResult {
-            name: name.into(),
+            check,
             group: "g".into(),
             measured,
             op,
@@ -259,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_run_that_oversubscribes_its_cpus_waits_without_any_load() {
-        let c = failed("max_runnable_wait_ms", 40.0, Op::AtMost, 1.0);
+        let c = failed(CheckId::MaxRunnableWaitMs, 40.0, Op::AtMost, 1.0);
         let crowded = GroupFacts {
             own_demand: 3.0,
             ..facts(1, false, None)
@@ -284,21 +257,21 @@ mod tests {
 
     #[test]
     fn every_rate_and_spread_of_the_table_is_one_load_can_act_on() {
-        for (name, op) in [
-            ("min_iteration_rate", Op::AtLeast),
-            ("min_work_rate", Op::AtLeast),
-            ("max_throughput_cv", Op::AtMost),
+        for (check, op) in [
+            (CheckId::MinIterationRate, Op::AtLeast),
+            (CheckId::MinWorkRate, Op::AtLeast),
+            (CheckId::MaxThroughputCv, Op::AtMost),
         ] {
-            assert!(load_can_act(&failed(name, 1.0, op, 2.0)), "{name}");
+            assert!(load_can_act(&failed(check, 1.0, op, 2.0)), "{check}");
         }
         assert!(is_proportional(&failed(
-            "min_iteration_rate",
+            CheckId::MinIterationRate,
             88.0,
             Op::AtLeast,
             100.0
         )));
         assert!(!load_can_act(&failed(
-            "cpuset_isolation",
+            CheckId::CpusetIsolation,
             4.0,
             Op::AtMost,
             0.0
@@ -308,7 +281,7 @@ mod tests {
     #[test]
     fn a_tiny_share_is_not_explained_by_a_little_load() {
         // The default scenario's FAIL: 0.011 of its share at 0.39 of 2 CPUs.
-        let c = failed("min_fair_share", 0.011, Op::AtLeast, 0.5);
+        let c = failed(CheckId::MinFairShare, 0.011, Op::AtLeast, 0.5);
         let j = judge_outside_load(&c, &load(2, 0.39), &facts(2, false, None)).unwrap();
         assert!(!j.explains, "{}", j.reason);
         assert!(j.reason.contains("cannot explain it"), "{}", j.reason);
@@ -317,13 +290,13 @@ mod tests {
 
     #[test]
     fn a_share_near_its_bound_is_explained_by_enough_load() {
-        let c = failed("min_fair_share", 0.4, Op::AtLeast, 0.5);
+        let c = failed(CheckId::MinFairShare, 0.4, Op::AtLeast, 0.5);
         let j = judge_outside_load(&c, &load(2, 0.5), &facts(2, false, None)).unwrap();
         assert!(j.explains, "{}", j.reason);
         // A pinned group sees its part of the load: 1 of 2 CPUs, 0.25.
         let pinned = judge_outside_load(&c, &load(2, 0.5), &facts(1, false, None)).unwrap();
         assert!(pinned.explains, "{}", pinned.reason);
-        let short = failed("min_fair_share", 0.3, Op::AtLeast, 0.5);
+        let short = failed(CheckId::MinFairShare, 0.3, Op::AtLeast, 0.5);
         assert!(
             !judge_outside_load(&short, &load(2, 0.5), &facts(1, false, None))
                 .unwrap()
@@ -333,12 +306,12 @@ mod tests {
 
     #[test]
     fn load_is_named_only_on_a_busy_host() {
-        let c = failed("max_gap_ms", 3000.0, Op::AtMost, 2000.0);
+        let c = failed(CheckId::MaxGapMs, 3000.0, Op::AtMost, 2000.0);
         assert_eq!(
             judge_outside_load(&c, &load(2, 0.1), &facts(2, false, None)),
             None
         );
-        let share = failed("min_fair_share", 0.011, Op::AtLeast, 0.5);
+        let share = failed(CheckId::MinFairShare, 0.011, Op::AtLeast, 0.5);
         assert_eq!(
             judge_outside_load(&share, &load(2, 0.1), &facts(2, false, None)),
             None
@@ -352,7 +325,11 @@ mod tests {
 
     #[test]
     fn a_stall_without_a_wait_for_a_cpu_is_not_the_loads() {
-        let c = failed("stall(work_units)", 2000.0, Op::AtMost, 1000.0);
+        let stall = CheckId::Series {
+            pattern: crate::SeriesPattern::Stall,
+            metric: "work_units",
+        };
+        let c = failed(stall, 2000.0, Op::AtMost, 1000.0);
         let asleep = CpuWait {
             share: 0.002,
             over: "its longest stall (2.0 s)".into(),
@@ -374,7 +351,7 @@ mod tests {
                 .explains
         );
         // A gap is a wait for a CPU by its definition.
-        let gap = failed("max_gap_ms", 3000.0, Op::AtMost, 2000.0);
+        let gap = failed(CheckId::MaxGapMs, 3000.0, Op::AtMost, 2000.0);
         let quiet_wait = CpuWait {
             share: 0.001,
             over: "the run".into(),
@@ -392,24 +369,28 @@ mod tests {
 
     #[test]
     fn a_death_or_a_setting_is_never_the_loads() {
-        let stuck = failed("not_stuck", 1.0, Op::AtMost, 0.0);
+        let stuck = failed(CheckId::NotStuck, 1.0, Op::AtMost, 0.0);
         assert_eq!(
             judge_outside_load(&stuck, &load(2, 1.5), &facts(2, true, None)),
             None
         );
-        for name in ["scheduler_alive", "setup_applied", "min_numa_locality"] {
-            let c = failed(name, 0.0, Op::AtLeast, 1.0);
+        for check in [
+            CheckId::SchedulerAlive,
+            CheckId::SetupApplied,
+            CheckId::MinNumaLocality,
+        ] {
+            let c = failed(check, 0.0, Op::AtLeast, 1.0);
             assert_eq!(
                 judge_outside_load(&c, &load(2, 1.9), &facts(2, false, None)),
                 None,
-                "{name}"
+                "{check}"
             );
         }
     }
 
     #[test]
     fn indeterminate_needs_every_failure_explained() {
-        let explained = |name: &str| CheckResult {
+        let explained = |check: CheckId| CheckResult {
             cause: Some(Cause {
                 outside_load: Some(OutsideLoad {
                     explains: true,
@@ -417,12 +398,12 @@ mod tests {
                 }),
                 ..Cause::default()
             }),
-            ..failed(name, 1.0, Op::AtMost, 0.0)
+            ..failed(check, 1.0, Op::AtMost, 0.0)
         };
-        assert!(load_explains_all(&[explained("max_gap_ms")]));
+        assert!(load_explains_all(&[explained(CheckId::MaxGapMs)]));
         assert!(!load_explains_all(&[
-            explained("max_gap_ms"),
-            failed("setup_applied", 1.0, Op::AtMost, 0.0)
+            explained(CheckId::MaxGapMs),
+            failed(CheckId::SetupApplied, 1.0, Op::AtMost, 0.0)
         ]));
         assert!(!load_explains_all(&[]));
     }

@@ -6,35 +6,69 @@ use super::Observed;
 use crate::gap::GapSource;
 use crate::report::WorkerReport;
 
-/// The explanation of check `name`'s failure on `o`, when there is one.
-pub(super) fn explain(name: &str, o: &Observed<'_>) -> Option<String> {
-    match name {
-        "not_stuck" => stuck(o),
-        "max_gap_ms" => gap(&o.live),
-        "setup_applied" => setup_errors(&o.live),
-        "max_offcpu_spread_pct" => {
-            super::worst_role(&o.live).and_then(|(_, members)| offcpu_spread(&members))
-        }
-        "max_p99_wake_latency_us" | "max_wake_latency_cv" => Some(format!(
-            "over {} samples of {} live workers",
-            o.wakes.len(),
-            o.live.len()
-        )),
-        "min_work_rate" => slowest(&o.live),
-        "max_migration_ratio" => Some(format!(
-            "{} migrations seen at {} checkpoints (one every 1024 work units)",
-            o.live.iter().map(|r| r.migration_count).sum::<u64>(),
-            o.live
-                .iter()
-                .map(|r| r.work_units / crate::telemetry::CHECK_PERIOD_UNITS)
-                .sum::<u64>()
-        )),
-        "max_throughput_cv" | "min_iteration_rate" => super::rates::explain(name, &o.live),
-        "min_numa_locality" => Some(
-            "share of each worker's pages on its busiest NUMA node; the lowest worker's".into(),
-        ),
-        _ => None,
-    }
+/// Type of a row's explanation: the sentence under its FAIL on `o`.
+pub(super) type Explain = fn(&Observed<'_>) -> Option<String>;
+
+/// `not_stuck`: the workers that died under a pipe partner, else which
+/// workers died or did no work.
+pub(super) fn not_stuck(o: &Observed<'_>) -> Option<String> {
+    super::lost_partners(o.all).or_else(|| stuck(o))
+}
+
+/// `max_gap_ms`: the worker with the longest gap.
+pub(super) fn max_gap(o: &Observed<'_>) -> Option<String> {
+    gap(&o.live)
+}
+
+/// `setup_applied`: the workers whose setup failed.
+pub(super) fn setup_applied(o: &Observed<'_>) -> Option<String> {
+    setup_errors(&o.live)
+}
+
+/// `max_offcpu_spread_pct`: the extremes of the worst role.
+pub(super) fn offcpu_spread_of_worst_role(o: &Observed<'_>) -> Option<String> {
+    super::worst_role(&o.live).and_then(|(_, members)| offcpu_spread(&members))
+}
+
+/// The latency checks: what the figure was computed over.
+pub(super) fn latency_samples(o: &Observed<'_>) -> Option<String> {
+    Some(format!(
+        "over {} samples of {} live workers",
+        o.wakes.len(),
+        o.live.len()
+    ))
+}
+
+/// `min_work_rate`: the slowest worker.
+pub(super) fn min_work_rate(o: &Observed<'_>) -> Option<String> {
+    slowest(&o.live)
+}
+
+/// `max_migration_ratio`: migrations against checkpoints.
+pub(super) fn migrations(o: &Observed<'_>) -> Option<String> {
+    Some(format!(
+        "{} migrations seen at {} checkpoints (one every 1024 work units)",
+        o.live.iter().map(|r| r.migration_count).sum::<u64>(),
+        o.live
+            .iter()
+            .map(|r| r.work_units / crate::telemetry::CHECK_PERIOD_UNITS)
+            .sum::<u64>()
+    ))
+}
+
+/// `min_numa_locality`: what the figure is.
+pub(super) fn numa_locality(_: &Observed<'_>) -> Option<String> {
+    Some("share of each worker's pages on its busiest NUMA node; the lowest worker's".into())
+}
+
+/// `max_throughput_cv`: the slowest and fastest worker of the worst role.
+pub(super) fn throughput_cv(o: &Observed<'_>) -> Option<String> {
+    super::rates::explain_throughput_cv(&o.live)
+}
+
+/// `min_iteration_rate`: the slowest worker's iterations.
+pub(super) fn iteration_rate(o: &Observed<'_>) -> Option<String> {
+    super::rates::explain_iteration_rate(&o.live)
 }
 
 /// Which workers died or did no work, and how: one entry per way, a

@@ -12,6 +12,7 @@
 //!   share of fewer than 4 migrations says nothing, so the check says it
 //!   skipped and why.
 
+use crate::CheckId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -97,7 +98,7 @@ fn cpuset_result(
         return None;
     }
     let allowed = allowed_cpus(scn, g.cgroup.as_deref()?)?;
-    let mut r = result("cpuset_isolation", &g.name, 0.0, Op::AtMost, 0.0);
+    let mut r = result(CheckId::CpusetIsolation, &g.name, 0.0, Op::AtMost, 0.0);
     if !placed {
         r.detail = Some("skipped: the run had no cgroups, so no cpuset applied".into());
         return Some(r);
@@ -151,7 +152,7 @@ fn cross_node_result(
         return None;
     }
     let mut r = result(
-        "max_cross_node_migration_ratio",
+        CheckId::MaxCrossNodeMigrationRatio,
         &g.name,
         0.0,
         Op::AtMost,
@@ -180,9 +181,9 @@ fn cross_node_result(
     Some(r)
 }
 
-fn result(name: &str, group: &str, measured: f64, op: Op, bound: f64) -> CheckResult {
+fn result(check: CheckId, group: &str, measured: f64, op: Op, bound: f64) -> CheckResult {
     CheckResult {
-        name: name.into(),
+        check,
         group: group.into(),
         measured,
         op,
@@ -203,9 +204,12 @@ impl CheckConfig {
         placed: bool,
         nodes: &NodeMap,
     ) -> Vec<CheckResult> {
-        let isolation = self.enabled("cpuset_isolation", self.cpuset_isolation.then_some(()));
+        let isolation = self.enabled(
+            CheckId::CpusetIsolation,
+            self.cpuset_isolation.then_some(()),
+        );
         let cross = self.enabled(
-            "max_cross_node_migration_ratio",
+            CheckId::MaxCrossNodeMigrationRatio,
             self.max_cross_node_migration_ratio,
         );
         let mut out = Vec::new();

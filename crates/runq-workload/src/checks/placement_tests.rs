@@ -1,3 +1,4 @@
+use crate::CheckId;
 use std::time::Duration;
 
 use super::*;
@@ -84,8 +85,8 @@ fn a_worker_seen_outside_its_cpuset_fails_isolation_and_is_named() {
     );
     let r = &out[0];
     assert_eq!(
-        (r.name.as_str(), r.group.as_str()),
-        ("cpuset_isolation", "pinned")
+        (r.check, r.group.as_str()),
+        (CheckId::CpusetIsolation, "pinned")
     );
     assert!(!r.pass);
     assert_eq!(r.measured, 1.0);

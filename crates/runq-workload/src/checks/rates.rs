@@ -57,46 +57,44 @@ pub(super) fn slowest_iteration_rate(reports: &[&WorkerReport]) -> Option<f64> {
     Some(if slowest.is_finite() { slowest } else { 0.0 })
 }
 
-/// The sentence under a FAIL of either check: the slowest and fastest
-/// worker it compared.
-pub(super) fn explain(name: &str, reports: &[&WorkerReport]) -> Option<String> {
-    match name {
-        "max_throughput_cv" => {
-            let (_, members) = by_role(reports).into_iter().max_by(|a, b| {
-                let cv_of = |m: &[&WorkerReport]| {
-                    cv(&m.iter().map(|r| work_rate(r)).collect::<Vec<_>>()).unwrap_or(0.0)
-                };
-                cv_of(&a.1).total_cmp(&cv_of(&b.1))
-            })?;
-            let slow = members
-                .iter()
-                .min_by(|a, b| work_rate(a).total_cmp(&work_rate(b)))?;
-            let fast = members
-                .iter()
-                .max_by(|a, b| work_rate(a).total_cmp(&work_rate(b)))?;
-            Some(format!(
-                "work rates of {} workers of one role: slowest worker {} at {:.0}/s, fastest {} \
-                 at {:.0}/s",
-                members.len(),
-                slow.tid,
-                work_rate(slow),
-                fast.tid,
-                work_rate(fast)
-            ))
-        }
-        "min_iteration_rate" => {
-            let slow = reports.iter().min_by_key(|r| {
-                (r.iterations as u128 * 1_000_000_000) / r.wall_time_ns.max(1) as u128
-            })?;
-            Some(format!(
-                "worker {} did {} iterations in {:.2} s",
-                slow.tid,
-                slow.iterations,
-                slow.wall_time_ns as f64 / 1e9
-            ))
-        }
-        _ => None,
-    }
+/// The sentence under a FAIL of `max_throughput_cv`: the slowest and
+/// fastest worker of the role whose rates vary most.
+pub(super) fn explain_throughput_cv(reports: &[&WorkerReport]) -> Option<String> {
+    let (_, members) = by_role(reports).into_iter().max_by(|a, b| {
+        let cv_of = |m: &[&WorkerReport]| {
+            cv(&m.iter().map(|r| work_rate(r)).collect::<Vec<_>>()).unwrap_or(0.0)
+        };
+        cv_of(&a.1).total_cmp(&cv_of(&b.1))
+    })?;
+    let slow = members
+        .iter()
+        .min_by(|a, b| work_rate(a).total_cmp(&work_rate(b)))?;
+    let fast = members
+        .iter()
+        .max_by(|a, b| work_rate(a).total_cmp(&work_rate(b)))?;
+    Some(format!(
+        "work rates of {} workers of one role: slowest worker {} at {:.0}/s, fastest {} \
+         at {:.0}/s",
+        members.len(),
+        slow.tid,
+        work_rate(slow),
+        fast.tid,
+        work_rate(fast)
+    ))
+}
+
+/// The sentence under a FAIL of `min_iteration_rate`: the slowest
+/// worker's iterations.
+pub(super) fn explain_iteration_rate(reports: &[&WorkerReport]) -> Option<String> {
+    let slow = reports
+        .iter()
+        .min_by_key(|r| (r.iterations as u128 * 1_000_000_000) / r.wall_time_ns.max(1) as u128)?;
+    Some(format!(
+        "worker {} did {} iterations in {:.2} s",
+        slow.tid,
+        slow.iterations,
+        slow.wall_time_ns as f64 / 1e9
+    ))
 }
 
 #[cfg(test)]
@@ -128,7 +126,7 @@ mod tests {
         let spread = throughput_cv(&[&a, &b, &c]).unwrap();
         // Rates 500, 500, 50: mean 350, sample stddev 259.8.
         assert!((spread - 0.742).abs() < 1e-3, "{spread}");
-        let why = explain("max_throughput_cv", &[&a, &b, &c]).unwrap();
+        let why = explain_throughput_cv(&[&a, &b, &c]).unwrap();
         assert!(why.contains("slowest worker 3 at 50/s"), "{why}");
     }
 
@@ -144,7 +142,7 @@ mod tests {
         let (a, b) = (worker(1, 0, 1, 400), worker(2, 0, 1, 100));
         assert_eq!(slowest_iteration_rate(&[&a, &b]), Some(50.0));
         assert_eq!(slowest_iteration_rate(&[]), Some(0.0));
-        let why = explain("min_iteration_rate", &[&a, &b]).unwrap();
+        let why = explain_iteration_rate(&[&a, &b]).unwrap();
         assert_eq!(why, "worker 2 did 100 iterations in 2.00 s");
     }
 }

@@ -8,6 +8,7 @@
 //! outside the run the cause, others rule it out. Without a recorder the
 //! causes keep what /proc and schedstat tell, and say what was missing.
 
+use crate::CheckId;
 use runq_kernel::task_record::{groups_of_class, Holder, Recorded, TaskRecord, RUNQ_CLASS};
 
 use super::cause::{Cause, OutsideLoad};
@@ -149,21 +150,8 @@ fn subject<'r>(
             .iter()
             .filter(move |r| g.is_none_or(|g| r.group_idx == g) && rec.worker(r.tid).is_some())
     };
-    let kind = c.name.split_once('(').map_or(c.name.as_str(), |(k, _)| k);
-    let chosen = match kind {
-        "not_stuck" => mine()
-            .find(|r| r.exit_info.is_some())
-            .or_else(|| mine().find(|r| r.work_units == 0)),
-        "max_gap_ms" => mine().max_by_key(|r| r.max_gap_ms),
-        "min_fair_share"
-        | "min_fair_share_worker"
-        | "min_work_rate"
-        | "min_iteration_rate"
-        | "rate_within" => mine()
-            .filter(|r| r.exit_info.is_none())
-            .min_by_key(|r| r.cpu_time_ns),
-        _ => None,
-    };
+    let candidates: Vec<&WorkerReport> = mine().collect();
+    let chosen = super::worker_pointed_at(c.check, &candidates);
     let chosen =
         chosen.or_else(|| mine().max_by_key(|r| rec.worker(r.tid).map_or(0, |w| w.wait_ns)))?;
     Some((rec.worker(chosen.tid)?, Some(chosen.group_idx)))
@@ -436,7 +424,7 @@ fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>, wall_ns: u64)
         let best = c.measured * (1.0 + outside as f64 / run_time);
         seen.push_str(&format!(
             ": with its part of that time {} could have reached about {best:.3}",
-            c.name
+            c.check
         ));
         c.op == super::Op::AtLeast && best >= c.bound
     } else {
@@ -524,7 +512,7 @@ pub(crate) fn explain_all(
     };
     let tasks = RunTasks { scn, in_cgroups };
     for c in checks.iter_mut().filter(|c| !c.pass) {
-        if c.name == "scheduler_alive" || !super::cause::load_can_act(c) && c.name != "not_stuck" {
+        if !super::cause::load_can_act(c) {
             continue;
         }
         let Some((w, Some(g))) = subject(c, scn, reports, rec) else {
@@ -538,7 +526,7 @@ pub(crate) fn explain_all(
                 .filter(|e| **e != crate::report::WorkerExitInfo::TimedOut)
         });
         let s = split(w, g, &tasks);
-        let stuck = c.name.starts_with("not_stuck");
+        let stuck = c.check == CheckId::NotStuck;
         let (mechanism, next) = mechanism(w, g, (wall, stuck), &tasks, &s);
         // A delay the figures found was no wait for a CPU (a partner
         // stopped, a sleep) keeps that account unless the worker waited

@@ -36,9 +36,9 @@ fn reports(rec: &Recorded, group_of: impl Fn(u32) -> usize) -> Vec<WorkerReport>
         .collect()
 }
 
-fn failed(name: &str, group: &str) -> CheckResult {
+fn failed(check: CheckId, group: &str) -> CheckResult {
     CheckResult {
-        name: name.into(),
+        check,
         group: group.into(),
         measured: 0.343,
         op: Op::AtLeast,
@@ -74,7 +74,12 @@ fn explain(scn: &Scenario, reports: &[WorkerReport], rec: &Recorded, c: CheckRes
 #[test]
 fn the_default_scenarios_spinner_lost_its_cpu_to_the_other_cgroup() {
     let (scn, reports, rec) = default_run(["spinners", "pingpong"]);
-    let cause = explain(&scn, &reports, &rec, failed("min_fair_share", "spinners"));
+    let cause = explain(
+        &scn,
+        &reports,
+        &rec,
+        failed(CheckId::MinFairShare, "spinners"),
+    );
     let m = cause.mechanism.unwrap();
     assert!(
         m.starts_with("the workers of the run's cgroup pingpong kept worker 8679 off its CPU: they held it for 1,559 ms of the 2,834 ms it waited"),
@@ -101,7 +106,12 @@ fn the_default_scenarios_spinner_lost_its_cpu_to_the_other_cgroup() {
 #[test]
 fn one_cgroup_for_both_groups_is_starvation_inside_it() {
     let (scn, reports, rec) = default_run(["all", "all"]);
-    let cause = explain(&scn, &reports, &rec, failed("min_fair_share", "spinners"));
+    let cause = explain(
+        &scn,
+        &reports,
+        &rec,
+        failed(CheckId::MinFairShare, "spinners"),
+    );
     let m = cause.mechanism.unwrap();
     assert!(
         m.starts_with("starvation inside cgroup all: worker 8679 ran 214 ms of its 3,000 ms"),
@@ -120,7 +130,7 @@ fn a_worker_that_ran_most_of_its_time_met_contention_not_starvation() {
     let (scn, reports, mut rec) = default_run(["all", "all"]);
     let w = rec.workers.iter_mut().find(|w| w.worker == 8679).unwrap();
     w.run_ns = 1_600_000_000;
-    let c = failed("max_p99_wake_latency_us", "spinners");
+    let c = failed(CheckId::MaxP99WakeLatencyUs, "spinners");
     let m = explain(&scn, &reports, &rec, c).mechanism.unwrap();
     assert!(
         m.starts_with("contention inside cgroup all: worker 8679 ran 1,600 ms of its 3,000 ms"),
@@ -131,7 +141,7 @@ fn a_worker_that_ran_most_of_its_time_met_contention_not_starvation() {
 #[test]
 fn a_busy_host_clause_gives_way_to_what_the_recorder_saw() {
     let (scn, reports, rec) = default_run(["spinners", "pingpong"]);
-    let mut c = failed("min_fair_share", "spinners");
+    let mut c = failed(CheckId::MinFairShare, "spinners");
     c.measured = 0.2;
     c.cause = Some(Cause {
         outside_load: Some(OutsideLoad {
@@ -166,7 +176,7 @@ fn stuck_spinner_cause(rec: &Recorded) -> Cause {
         .build();
     let mut reports = reports(rec, |_| 0);
     reports[0].exit_info = Some(WorkerExitInfo::TimedOut);
-    let mut checks = [failed("not_stuck", "low")];
+    let mut checks = [failed(CheckId::NotStuck, "low")];
     explain_all(&scn, &reports, Ok(rec), false, &mut checks);
     checks[0].cause.clone().unwrap()
 }
@@ -237,7 +247,7 @@ fn a_killed_worker_is_its_end_not_the_load() {
         .build();
     let mut reports = reports(&rec, |_| 0);
     reports[0].exit_info = Some(WorkerExitInfo::Signaled(9));
-    let mut checks = [failed("not_stuck", "low")];
+    let mut checks = [failed(CheckId::NotStuck, "low")];
     explain_all(&scn, &reports, Ok(&rec), false, &mut checks);
     let cause = checks[0].cause.clone().unwrap();
     assert!(cause
@@ -251,10 +261,10 @@ fn a_killed_worker_is_its_end_not_the_load() {
 fn without_a_recorder_each_failed_check_says_what_is_missing() {
     let (scn, reports, _) = default_run(["spinners", "pingpong"]);
     let mut checks = [
-        failed("min_fair_share", "spinners"),
+        failed(CheckId::MinFairShare, "spinners"),
         CheckResult {
             pass: true,
-            ..failed("max_gap_ms", "spinners")
+            ..failed(CheckId::MaxGapMs, "spinners")
         },
     ];
     explain_all(
@@ -289,7 +299,12 @@ fn a_worker_with_wakers_is_never_woken_zero_times() {
         comm: "rcu_tasks_trace".into(),
         wakeups: 3,
     }];
-    let cause = explain(&scn, &reports, &rec, failed("min_fair_share", "spinners"));
+    let cause = explain(
+        &scn,
+        &reports,
+        &rec,
+        failed(CheckId::MinFairShare, "spinners"),
+    );
     let e = cause.evidence.unwrap();
     assert!(e.contains("woken 3x, most by rcu_tasks_trace[29]"), "{e}");
 }
@@ -303,7 +318,7 @@ fn a_worker_asleep_at_the_deadline_is_no_wait_for_a_cpu() {
     let r = reports.iter_mut().find(|r| r.tid == 8679).unwrap();
     r.wall_time_ns = 10_000_000_000;
     r.exit_info = Some(WorkerExitInfo::TimedOut);
-    let cause = explain(&scn, &reports, &rec, failed("not_stuck", "spinners"));
+    let cause = explain(&scn, &reports, &rec, failed(CheckId::NotStuck, "spinners"));
     let m = cause.mechanism.unwrap();
     assert!(
         m.starts_with("not a wait for a CPU: worker 8679 waited runnable 2,834 ms of its 10,000 ms (28.3%), ran 214 ms and was asleep 6,952 ms"),

@@ -1,5 +1,6 @@
 use super::*;
 use crate::report::WorkerExitInfo;
+use crate::CheckId;
 
 fn report(units: u64, wall: u64, off: u64, gap: u64) -> WorkerReport {
     WorkerReport {
@@ -27,7 +28,7 @@ fn stuck_and_dead_workers_fail() {
     let idle = report(0, 1_000_000_000, 0, 0);
     let dead = WorkerReport::sentinel(1, 0, WorkerExitInfo::Signaled(9));
     let res = CheckConfig::default().evaluate_group("g", &[&idle, &dead], GroupWork::Framework);
-    let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
+    let ns = res.iter().find(|r| r.check == CheckId::NotStuck).unwrap();
     assert_eq!((ns.measured, ns.pass), (2.0, false));
 }
 
@@ -38,7 +39,7 @@ fn a_dead_partner_is_named_and_a_normal_stop_is_not() {
     survivor.partner_lost = Some(1);
     let dead = WorkerReport::sentinel(77, 0, WorkerExitInfo::Signaled(9));
     let res = CheckConfig::default().evaluate_group("g", &[&survivor, &dead], GroupWork::Framework);
-    let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
+    let ns = res.iter().find(|r| r.check == CheckId::NotStuck).unwrap();
     assert!(!ns.pass);
     let detail = ns.detail.as_deref().expect("detail names the partner");
     assert!(
@@ -50,7 +51,7 @@ fn a_dead_partner_is_named_and_a_normal_stop_is_not() {
     other.partner_lost = Some(0);
     let res =
         CheckConfig::default().evaluate_group("g", &[&survivor, &other], GroupWork::Framework);
-    let ns = res.iter().find(|r| r.name == "not_stuck").unwrap();
+    let ns = res.iter().find(|r| r.check == CheckId::NotStuck).unwrap();
     assert!(ns.pass && ns.detail.is_none(), "{ns:?}");
 }
 
@@ -59,7 +60,12 @@ fn gap_and_spread_bounds() {
     let a = report(1024, 1_000_000_000, 0, 2500);
     let b = report(1024, 1_000_000_000, 900_000_000, 1);
     let res = CheckConfig::default().evaluate_group("g", &[&a, &b], GroupWork::Framework);
-    let get = |n: &str| res.iter().find(|r| r.name == n).unwrap().clone();
+    let get = |n: &str| {
+        res.iter()
+            .find(|r| r.check.to_string() == n)
+            .unwrap()
+            .clone()
+    };
     assert!(!get("max_gap_ms").pass);
     assert_eq!(get("max_gap_ms").measured, 2500.0);
     assert!(!get("max_offcpu_spread_pct").pass);
@@ -76,7 +82,7 @@ fn disable_and_validate() {
     assert!(cfg
         .evaluate_group("g", &[&a], GroupWork::Framework)
         .iter()
-        .all(|r| r.name != "max_gap_ms"));
+        .all(|r| r.check != CheckId::MaxGapMs));
     assert!(CheckConfig {
         disable: vec!["nope".into()],
         ..Default::default()
@@ -124,7 +130,7 @@ fn names_and_ranges_come_from_the_table() {
     let names: Vec<String> = cfg
         .evaluate_group("g", &[&a], GroupWork::Framework)
         .into_iter()
-        .map(|r| r.name)
+        .map(|r| r.check.to_string())
         .collect();
     assert_eq!(
         names,
@@ -156,7 +162,7 @@ fn statistics() {
 fn custom_groups_skip_telemetry_checks() {
     let a = report(0, 0, 0, 99_999);
     let res = CheckConfig::default().evaluate_group("c", &[&a], GroupWork::Custom);
-    let names: Vec<&str> = res.iter().map(|r| r.name.as_str()).collect();
+    let names: Vec<String> = res.iter().map(|r| r.check.to_string()).collect();
     assert_eq!(names, ["not_stuck", "setup_applied"]);
     assert!(res.iter().all(|r| r.pass));
 }
@@ -176,7 +182,7 @@ fn every_failed_group_check_says_what_was_measured() {
     };
     let res = cfg.evaluate_group("g", &[&a, &b], GroupWork::Framework);
     let detail = |name: &str| {
-        let r = res.iter().find(|r| r.name == name).unwrap();
+        let r = res.iter().find(|r| r.check.to_string() == name).unwrap();
         assert!(!r.pass, "{name}");
         r.detail
             .clone()
@@ -198,7 +204,10 @@ fn a_setup_error_fails_unless_the_scenario_allows_it() {
     a.tid = 9;
     a.affinity_error = Some("sched_setaffinity(3): Invalid argument".into());
     let res = CheckConfig::default().evaluate_group("g", &[&a], GroupWork::Framework);
-    let s = res.iter().find(|r| r.name == "setup_applied").unwrap();
+    let s = res
+        .iter()
+        .find(|r| r.check == CheckId::SetupApplied)
+        .unwrap();
     assert!(!s.pass);
     assert_eq!(
         s.detail.as_deref(),
@@ -209,7 +218,7 @@ fn a_setup_error_fails_unless_the_scenario_allows_it() {
         ..Default::default()
     };
     let res = allowed.evaluate_group("g", &[&a], GroupWork::Framework);
-    assert!(res.iter().all(|r| r.name != "setup_applied"));
+    assert!(res.iter().all(|r| r.check != CheckId::SetupApplied));
 }
 
 #[test]
@@ -254,7 +263,7 @@ fn racing_workers_off_cpu_shares_are_not_compared() {
         CheckConfig::default()
             .evaluate_group("consumers", &[&winner, &loser], work)
             .into_iter()
-            .find(|c| c.name == "max_offcpu_spread_pct")
+            .find(|c| c.check == CheckId::MaxOffcpuSpreadPct)
     };
     assert!(!spread(GroupWork::Framework).unwrap().pass);
     assert!(spread(GroupWork::Race).is_none());

@@ -9,6 +9,7 @@ use crate::checks::CheckResult;
 use crate::report::WorkerReport;
 use crate::scenario::Scenario;
 use crate::scheduler::SchedulerDeath;
+use crate::CheckId;
 
 /// Adds to each failed group check of a run whose BPF scheduler ended
 /// during it the part of the run its failure falls in.
@@ -26,7 +27,7 @@ pub(super) fn split_at_ejection(
         let Some(g) = scn.group_index(&c.group) else {
             continue;
         };
-        let moment = (c.name == "max_gap_ms")
+        let moment = (c.check == CheckId::MaxGapMs)
             .then(|| worst_gap_end_ms(reports, g))
             .flatten();
         let clause = match moment {
@@ -68,9 +69,9 @@ mod tests {
     use crate::checks::Op;
     use runq_kernel::sched_ext_log::ScxExit;
 
-    fn failed(name: &str, group: &str) -> CheckResult {
+    fn failed(check: CheckId, group: &str) -> CheckResult {
         CheckResult {
-            name: name.into(),
+            check,
             group: group.into(),
             measured: 4974.0,
             op: Op::AtMost,
@@ -115,9 +116,9 @@ mod tests {
         let scn = Scenario::default_scenario();
         let g = scn.groups[0].name.clone();
         let mut checks = vec![
-            failed("max_gap_ms", &g),
-            failed("max_p99_wake_latency_us", &g),
-            failed("scheduler_alive", "scheduler"),
+            failed(CheckId::MaxGapMs, &g),
+            failed(CheckId::MaxP99WakeLatencyUs, &g),
+            failed(CheckId::SchedulerAlive, "scheduler"),
         ];
         let before = [report(4974, 5_050), report(100, 7_000)];
         split_at_ejection(&scn, &before, Some(&death()), &mut checks);
@@ -132,7 +133,7 @@ mod tests {
             checks[2].detail, None,
             "the scheduler's own check is not a group's"
         );
-        let mut after = vec![failed("max_gap_ms", &g)];
+        let mut after = vec![failed(CheckId::MaxGapMs, &g)];
         split_at_ejection(&scn, &[report(2500, 8_000)], Some(&death()), &mut after);
         assert!(after[0]
             .detail
@@ -144,7 +145,7 @@ mod tests {
     #[test]
     fn a_run_without_a_sched_ext_end_is_left_as_it_is() {
         let scn = Scenario::default_scenario();
-        let mut checks = vec![failed("max_gap_ms", &scn.groups[0].name)];
+        let mut checks = vec![failed(CheckId::MaxGapMs, &scn.groups[0].name)];
         let mut plain = death();
         plain.sched_ext_exit = None;
         split_at_ejection(&scn, &[report(4974, 5_050)], Some(&plain), &mut checks);

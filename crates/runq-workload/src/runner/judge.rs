@@ -12,6 +12,7 @@ use crate::scheduler::{SchedulerDeath, SchedulerSpec};
 use crate::series::RunSeries;
 use crate::summary::{summarize_group, GroupSummary};
 use crate::task_recorder::Recorded;
+use crate::CheckId;
 
 /// The run's verdict. An interrupted run is INTERRUPTED whatever its
 /// checks said (they are reported as reached: a run cut short cannot
@@ -35,7 +36,7 @@ pub(super) fn final_verdict(
 /// `scheduler_alive`: the scheduler under test lived through the run.
 fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckResult {
     CheckResult {
-        name: "scheduler_alive".into(),
+        check: CheckId::SchedulerAlive,
         group: "scheduler".into(),
         measured: if death.is_some() { 0.0 } else { 1.0 },
         op: Op::AtLeast,
@@ -121,10 +122,11 @@ fn cpu_wait_of(
     series: Option<&RunSeries>,
 ) -> Option<CpuWait> {
     let mine: Vec<&WorkerReport> = reports.iter().filter(|r| r.group_idx == g).collect();
-    let metric = c
-        .name
-        .split_once('(')
-        .and_then(|(_, m)| crate::series::Metric::from_name(m.trim_end_matches(')')));
+    let metric = if let CheckId::Series { metric, .. } = c.check {
+        crate::series::Metric::from_name(metric)
+    } else {
+        None
+    };
     let group = series.and_then(|s| s.groups.iter().find(|s| s.group == c.group));
     let stalled = metric
         .zip(group)
@@ -196,7 +198,7 @@ fn judge_load(
 /// CPU (the CPUs a group may use are all of the host's here: a pinned
 /// group is not judged, its CPUs may be the busy ones).
 fn idle_beside_waiting(c: &CheckResult, load: &HostLoad, g: &GroupFacts) -> Option<String> {
-    let share_check = matches!(c.name.as_str(), "min_fair_share" | "min_fair_share_worker");
+    let share_check = matches!(c.check, CheckId::MinFairShare | CheckId::MinFairShareWorker);
     let idle = load.cpus as f64 - load.busy_cpus;
     let waited = g.wait.as_ref()?.share;
     (share_check && g.usable_cpus == load.cpus && idle >= 0.2 && waited >= 0.5).then(|| {
@@ -287,7 +289,7 @@ mod tests {
 
     fn check(pass: bool) -> CheckResult {
         CheckResult {
-            name: "max_gap_ms".into(),
+            check: CheckId::MaxGapMs,
             group: "g".into(),
             measured: 1.0,
             op: Op::AtMost,

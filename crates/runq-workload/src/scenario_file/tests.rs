@@ -255,7 +255,7 @@ fn parses_checks_over_time() {
         c[2].kind,
         SeriesKind::ConvergesTo { target: Target::Share(s), last_ns: Some(1_000_000_000), .. } if s == 1.0
     ));
-    assert_eq!(c[4].name(), "nondecreasing(iterations)");
+    assert_eq!(c[4].id().to_string(), "nondecreasing(iterations)");
     let plain = parse(
         "duration = \"1s\"\n[[group]]\nname = \"a\"\nwork_type = \"SpinWait\"\nworkers = 1\n",
     );

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{GroupSeries, Metric, RunSeries, Window};
+use crate::check_id::{CheckId, SeriesPattern};
 use crate::checks::{CheckResult, Op};
 
 /// One check over time on one of a group's counters.
@@ -84,27 +85,35 @@ impl SeriesKind {
 
     /// This kind's name.
     pub fn name(&self) -> &'static str {
-        Self::NAMES[match self {
-            SeriesKind::Nondecreasing => 0,
-            SeriesKind::RateWithin { .. } => 1,
-            SeriesKind::SteadyWithin { .. } => 2,
-            SeriesKind::ConvergesTo { .. } => 3,
-            SeriesKind::Stall { .. } => 4,
-        }]
+        self.pattern().name()
+    }
+
+    /// The pattern this kind looks for, without its bounds.
+    pub fn pattern(&self) -> SeriesPattern {
+        match self {
+            SeriesKind::Nondecreasing => SeriesPattern::Nondecreasing,
+            SeriesKind::RateWithin { .. } => SeriesPattern::RateWithin,
+            SeriesKind::SteadyWithin { .. } => SeriesPattern::SteadyWithin,
+            SeriesKind::ConvergesTo { .. } => SeriesPattern::ConvergesTo,
+            SeriesKind::Stall { .. } => SeriesPattern::Stall,
+        }
     }
 }
 
 impl SeriesCheck {
-    /// The check's name in results: `rate_within(work_units)`.
-    pub fn name(&self) -> String {
-        format!("{}({})", self.kind.name(), self.metric.name())
+    /// The check's id in results, named `rate_within(work_units)`.
+    pub fn id(&self) -> CheckId {
+        CheckId::Series {
+            pattern: self.kind.pattern(),
+            metric: self.metric.name(),
+        }
     }
 }
 
 impl SeriesCheck {
     /// Rejects bounds that cannot be met or judged in a run of `duration`.
     pub fn validate(&self, duration: Duration) -> Result<(), String> {
-        let name = self.name();
+        let name = self.id();
         let bad = |why: &str| Err(format!("series_check {name}: {why}"));
         if Duration::from_nanos(self.after_ns) >= duration {
             return bad("after must be before the end of the run");
@@ -167,7 +176,7 @@ pub(crate) fn evaluate(
         .map(|c| {
             let (measured, op, bound, pass, detail) = judge(c, group, series);
             CheckResult {
-                name: c.name(),
+                check: c.id(),
                 group: group.into(),
                 measured,
                 op,

@@ -8,6 +8,7 @@
 //! BPF on the scheduler tracepoints, as root), the longest time any
 //! runnable task on the host waited for a CPU.
 
+use crate::CheckId;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -186,7 +187,7 @@ pub fn summarize(at_ns: &[u64], rows: &[Vec<u32>]) -> Option<RqSummary> {
 /// naming when it happened; a FAIL that says why when there was no sample.
 pub(crate) fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckResult {
     let result = |measured: f64, pass: bool, detail: String| CheckResult {
-        name: "max_rq_imbalance".into(),
+        check: CheckId::MaxRqImbalance,
         group: "host".into(),
         measured,
         op: Op::AtMost,
@@ -215,7 +216,7 @@ pub(crate) fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckRes
 /// when it was not measured.
 pub(crate) fn judge_runnable_wait(bound_ms: f64, host: Option<&HostSeries>) -> CheckResult {
     let result = |measured: f64, pass: bool, detail: String| CheckResult {
-        name: "max_runnable_wait_ms".into(),
+        check: CheckId::MaxRunnableWaitMs,
         group: "host".into(),
         measured,
         op: Op::AtMost,

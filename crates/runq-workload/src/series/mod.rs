@@ -229,7 +229,7 @@ pub(crate) fn validate_scenario(scn: &crate::Scenario) -> Result<(), String> {
             if g.custom.is_some() && matches!(c.metric, Metric::WorkUnits | Metric::Iterations) {
                 return Err(err(format!(
                     "series_check {}: custom work publishes no progress; judge cpu_time or run_delay",
-                    c.name()
+                    c.id()
                 )));
             }
         }

@@ -13,8 +13,8 @@
 use std::collections::BTreeMap;
 
 use super::host::{HostSchedExt, HostSeries};
-use crate::checks::{CheckResult, Op, SkippedCheck};
-use runq_kernel::sched_ext::{EV_DISPATCH_KEEP_LAST, EV_SELECT_CPU_FALLBACK};
+use crate::check_id::CheckId;
+use crate::checks::{CheckResult, Op, SchedExtFigure, SkippedCheck};
 
 /// What the checks are judged on.
 pub(crate) struct SchedExtRun<'a> {
@@ -26,10 +26,10 @@ pub(crate) struct SchedExtRun<'a> {
     pub run_ns: u64,
 }
 
-/// Judges each check of `bounds` (name, bound) on the run: the results
-/// and the checks skipped with their reasons.
+/// Judges each check of `bounds` (id, figure, bound) on the run: the
+/// results and the checks skipped with their reasons.
 pub(crate) fn judge(
-    bounds: &[(&'static str, f64)],
+    bounds: &[(CheckId, SchedExtFigure, f64)],
     run: &SchedExtRun,
 ) -> (Vec<CheckResult>, Vec<SkippedCheck>) {
     let ext = run.host.and_then(|h| h.sched_ext.as_ref());
@@ -50,15 +50,15 @@ pub(crate) fn judge(
     };
     let mut checks = Vec::new();
     let mut skipped = Vec::new();
-    for &(name, bound) in bounds {
+    for &(check, figure, bound) in bounds {
         let judged = match (&whole, ext) {
             (Some(why), _) => Err(why.clone()),
-            (None, Some(e)) => measure(name, e, run),
+            (None, Some(e)) => measure(figure, e, run),
             (None, None) => continue,
         };
         match judged {
             Ok((measured, detail)) => checks.push(CheckResult {
-                name: name.into(),
+                check,
                 group: "scheduler".into(),
                 measured,
                 op: Op::AtMost,
@@ -68,7 +68,7 @@ pub(crate) fn judge(
                 cause: None,
             }),
             Err(reason) => skipped.push(SkippedCheck {
-                name: name.into(),
+                check,
                 group: "scheduler".into(),
                 reason,
             }),
@@ -77,22 +77,26 @@ pub(crate) fn judge(
     (checks, skipped)
 }
 
-/// The figure of check `name` and a sentence on it, or why there is none.
-fn measure(name: &str, e: &HostSchedExt, run: &SchedExtRun) -> Result<(f64, String), String> {
+/// The value of `figure` and a sentence on it, or why there is none.
+fn measure(
+    figure: SchedExtFigure,
+    e: &HostSchedExt,
+    run: &SchedExtRun,
+) -> Result<(f64, String), String> {
     let host = run.host;
-    let (event, what) = match name {
-        "max_rq_clock_stall_ms" => {
+    let (event, what) = match figure {
+        SchedExtFigure::RqClockStall => {
             let why = host.and_then(|h| h.rq_clock_unavailable.as_ref().or(h.unavailable.as_ref()));
             return super::rq_clock::measure(
                 host.and_then(|h| h.rq_clock.as_ref()),
                 why.map(String::as_str),
             );
         }
-        "max_scx_local_dsq_depth" => {
+        SchedExtFigure::LocalDsqDepth => {
             let why = host.and_then(|h| h.dsq_unavailable.as_deref());
             return super::dsq::measure(host.and_then(|h| h.dsq.as_ref()), why);
         }
-        "max_scx_rejected_tasks" => {
+        SchedExtFigure::Rejected => {
             return Ok((
                 e.nr_rejected as f64,
                 format!(
@@ -102,9 +106,7 @@ fn measure(name: &str, e: &HostSchedExt, run: &SchedExtRun) -> Result<(f64, Stri
                 ),
             ))
         }
-        "max_scx_fallback_rate" => (EV_SELECT_CPU_FALLBACK, "select_cpu fallbacks"),
-        "max_scx_keep_last_rate" => (EV_DISPATCH_KEEP_LAST, "dispatches that kept the last task"),
-        other => return Err(format!("{other} is not a sched_ext check")),
+        SchedExtFigure::EventRate(event, what) => (event, what),
     };
     let count = *events(e)?
         .get(event)
@@ -143,11 +145,20 @@ fn events(e: &HostSchedExt) -> Result<&BTreeMap<String, u64>, String> {
 mod tests {
     use super::*;
 
-    const BOUNDS: [(&str, f64); 3] = [
-        ("max_scx_rejected_tasks", 0.0),
-        ("max_scx_fallback_rate", 1.0),
-        ("max_scx_keep_last_rate", 100.0),
-    ];
+    use crate::checks::CheckConfig;
+    use runq_kernel::sched_ext::{EV_DISPATCH_KEEP_LAST, EV_SELECT_CPU_FALLBACK};
+
+    /// The default bounds of the checks on sched_ext's counters.
+    fn counter_bounds() -> Vec<(CheckId, SchedExtFigure, f64)> {
+        let counters = [
+            CheckId::MaxScxRejectedTasks,
+            CheckId::MaxScxFallbackRate,
+            CheckId::MaxScxKeepLastRate,
+        ];
+        let mut bounds = CheckConfig::default().sched_ext_bounds();
+        bounds.retain(|(id, _, _)| counters.contains(id));
+        bounds
+    }
 
     /// sched_ext over a 2 s run with scx_simple on 6.12, as a real guest's
     /// sysfs gave it (`runq-kernel/tests/fixtures/sched_ext/6.12-*`).
@@ -175,16 +186,16 @@ mod tests {
             scheduler,
             run_ns: 2_000_000_000,
         };
-        judge(&BOUNDS, &r)
+        judge(&counter_bounds(), &r)
     }
 
     #[test]
     fn on_6_12_rejections_are_judged_and_event_rates_skipped() {
         let (checks, skipped) = run(&host(Some(simple_6_12())), true);
         assert_eq!(checks.len(), 1);
-        assert_eq!(checks[0].name, "max_scx_rejected_tasks");
+        assert_eq!(checks[0].check, CheckId::MaxScxRejectedTasks);
         assert!(checks[0].pass && checks[0].measured == 0.0);
-        let names: Vec<&str> = skipped.iter().map(|s| s.name.as_str()).collect();
+        let names: Vec<String> = skipped.iter().map(|s| s.check.to_string()).collect();
         assert_eq!(names, ["max_scx_fallback_rate", "max_scx_keep_last_rate"]);
         assert!(skipped[0]
             .reason
@@ -241,7 +252,7 @@ mod tests {
             scheduler: true,
             run_ns: 1,
         };
-        assert!(judge(&BOUNDS, &none).1[0]
+        assert!(judge(&counter_bounds(), &none).1[0]
             .reason
             .contains("host monitor did not run"));
     }
@@ -249,10 +260,13 @@ mod tests {
     #[test]
     fn a_stuck_clock_and_dsq_depth_are_judged_on_the_monitors_samples_or_skipped() {
         use crate::series::rq_clock::{RqClockStall, RqClocks};
-        let bounds = [
-            ("max_rq_clock_stall_ms", 1000.0),
-            ("max_scx_local_dsq_depth", 50.0),
-        ];
+        let mut bounds = CheckConfig::default().sched_ext_bounds();
+        bounds.retain(|(id, _, _)| {
+            matches!(
+                id,
+                CheckId::MaxRqClockStallMs | CheckId::MaxScxLocalDsqDepth
+            )
+        });
         let mut ejected = simple_6_12();
         ejected.state_end = "disabled".into();
         let mut h = host(Some(ejected));
@@ -287,7 +301,7 @@ mod tests {
             .as_ref()
             .unwrap()
             .starts_with("cpu 1's run-queue clock"));
-        assert_eq!(skipped[0].name, "max_scx_local_dsq_depth");
+        assert_eq!(skipped[0].check, CheckId::MaxScxLocalDsqDepth);
         assert!(skipped[0]
             .reason
             .starts_with("no sched_ext dump: this kernel has no"));

@@ -67,7 +67,7 @@ fn nondecreasing_catches_a_counter_reset_and_names_its_window() {
         "{}",
         detail(&bad)
     );
-    assert_eq!(bad.name, "nondecreasing(work_units)");
+    assert_eq!(bad.check.to_string(), "nondecreasing(work_units)");
 }
 
 #[test]

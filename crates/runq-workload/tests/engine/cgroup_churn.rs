@@ -3,6 +3,7 @@
 //! spins; every move succeeds, and the run's tree, the workers' own
 //! leaves included, is gone afterwards, also when the run is interrupted.
 
+use runq_workload::CheckId;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -47,7 +48,7 @@ fn churning_workers_move_and_leave_no_cgroup_behind() {
     let setup = out
         .checks
         .iter()
-        .find(|c| c.group == "churn" && c.name == "setup_applied")
+        .find(|c| c.group == "churn" && c.check == CheckId::SetupApplied)
         .expect("setup_applied judged");
     assert!(setup.pass, "{setup:?}");
     crate::assert_nothing_left(&out);

@@ -2,6 +2,7 @@
 //! built-in group, and only `not_stuck` judges it (it has no framework
 //! telemetry).
 
+use runq_workload::CheckId;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -52,13 +53,13 @@ fn custom_group_runs_in_its_cgroup_and_is_judged_by_not_stuck_only() {
     let stop = AtomicBool::new(false);
     let out = crate::run_to_end(&scn, CgroupMode::Required, &stop);
     let mine: Vec<_> = out.checks.iter().filter(|c| c.group == "mine").collect();
-    let names: Vec<&str> = mine.iter().map(|c| c.name.as_str()).collect();
+    let names: Vec<String> = mine.iter().map(|c| c.check.to_string()).collect();
     assert_eq!(names, ["not_stuck", "setup_applied"], "{:?}", out.checks);
     assert!(out
         .checks
         .iter()
-        .any(|c| c.group == "spin" && c.name == "max_gap_ms"));
-    assert!(out.checks.iter().all(|c| c.name != "min_fair_share"));
+        .any(|c| c.group == "spin" && c.check == CheckId::MaxGapMs));
+    assert!(out.checks.iter().all(|c| c.check != CheckId::MinFairShare));
     assert_eq!(out.verdict, Verdict::Pass, "{:?}", out.checks);
     assert_eq!(out.groups[1].work_type, "placed");
     let custom_reports: Vec<_> = out.reports.iter().filter(|r| r.group_idx == 1).collect();

@@ -2,6 +2,7 @@
 //! pipe close, stops (no spinning on EOF), reports which partner it lost,
 //! and the group's verdict fails naming the dead partner.
 
+use runq_workload::CheckId;
 use std::time::{Duration, Instant};
 
 use runq_workload::{CheckConfig, GroupWork};
@@ -51,7 +52,10 @@ fn killing_one_side_of_a_pair_fails_the_verdict_naming_it() {
     assert_eq!(v.exit_info, Some(WorkerExitInfo::Signaled(libc::SIGKILL)));
     let refs: Vec<_> = reports.iter().collect();
     let results = CheckConfig::default().evaluate_group("pipe", &refs, GroupWork::Framework);
-    let ns = results.iter().find(|r| r.name == "not_stuck").unwrap();
+    let ns = results
+        .iter()
+        .find(|r| r.check == CheckId::NotStuck)
+        .unwrap();
     assert!(!ns.pass, "a dead partner fails not_stuck: {ns:?}");
     let detail = ns.detail.as_deref().unwrap_or_default();
     assert!(
@@ -69,6 +73,9 @@ fn a_normal_stop_loses_no_partner() {
     let reports = handle.stop_and_collect(Duration::from_secs(10));
     let refs: Vec<_> = reports.iter().collect();
     let results = CheckConfig::default().evaluate_group("pipe", &refs, GroupWork::Framework);
-    let ns = results.iter().find(|r| r.name == "not_stuck").unwrap();
+    let ns = results
+        .iter()
+        .find(|r| r.check == CheckId::NotStuck)
+        .unwrap();
     assert!(ns.pass && ns.detail.is_none(), "{ns:?}");
 }

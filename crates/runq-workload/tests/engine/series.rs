@@ -68,7 +68,7 @@ fn snapshots_are_kept_and_an_impossible_rate_fails_in_a_named_window() {
     let rate = out
         .checks
         .iter()
-        .find(|c| c.name == "rate_within(work_units)")
+        .find(|c| c.check.to_string() == "rate_within(work_units)")
         .expect("the check ran");
     let detail = rate.detail.as_deref().unwrap_or("");
     assert!(!rate.pass && detail.contains("below"), "{rate:?}");
@@ -77,6 +77,6 @@ fn snapshots_are_kept_and_an_impossible_rate_fails_in_a_named_window() {
     let counted = out
         .checks
         .iter()
-        .filter(|c| c.name.starts_with("nondecreasing"));
+        .filter(|c| c.check.to_string().starts_with("nondecreasing"));
     assert_eq!(counted.filter(|c| c.pass).count(), 2, "{:?}", out.checks);
 }
