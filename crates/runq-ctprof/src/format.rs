@@ -128,11 +128,17 @@ pub enum FormatError {
     },
 }
 
+/// How much serialized JSON is handed to the compressor at once.
+const ENCODE_BUFFER: usize = 128 << 10;
+
 /// Serializes and compresses a snapshot (or a delta snapshot).
 pub fn encode<T: serde::Serialize>(snapshot: &T) -> std::io::Result<Vec<u8>> {
-    let mut enc = zstd::stream::Encoder::new(Vec::new(), ZSTD_LEVEL)?;
-    serde_json::to_writer(&mut enc, snapshot).map_err(std::io::Error::other)?;
-    enc.finish()
+    let enc = zstd::stream::Encoder::new(Vec::new(), ZSTD_LEVEL)?;
+    // serde_json writes a few bytes at a time: each unbuffered write would
+    // be one call into the compressor.
+    let mut buf = std::io::BufWriter::with_capacity(ENCODE_BUFFER, enc);
+    serde_json::to_writer(&mut buf, snapshot).map_err(std::io::Error::other)?;
+    buf.into_inner().map_err(|e| e.into_error())?.finish()
 }
 
 /// Writes a snapshot to `path` safely: a fresh temporary file renamed into

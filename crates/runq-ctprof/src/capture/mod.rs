@@ -6,6 +6,7 @@
 //! does not provide never fails the snapshot; the summaries count them.
 
 mod caps;
+pub mod cgroup_share;
 pub mod cgroups;
 pub mod tally;
 pub mod thread;
@@ -195,6 +196,16 @@ fn open_taskstats(opts: &CaptureOptions, why: &mut Option<String>) -> Option<Tas
     }
 }
 
+/// Where the cgroup v2 hierarchy is mounted: from mountinfo for the live
+/// `/proc`, `<sys_root>/fs/cgroup` for a synthetic tree.
+fn v2_root(opts: &CaptureOptions) -> Option<PathBuf> {
+    if opts.proc_root == Path::new("/proc") {
+        runq_kernel::cgroup_stats::CgroupRoots::detect().v2
+    } else {
+        Some(opts.sys_root.join("fs/cgroup"))
+    }
+}
+
 /// Reads every listed thread on a few scoped worker threads.
 fn capture_threads(
     opts: &CaptureOptions,
@@ -204,10 +215,12 @@ fn capture_threads(
 ) -> (Vec<ThreadState>, Tally) {
     let n = worker_count(opts.workers).min(listed.len().max(1));
     let root = opts.proc_root.as_os_str().as_bytes();
+    let v2_root = v2_root(opts);
     let mut workers: Vec<Worker> = (0..n)
         .map(|_| {
             let mut w = Worker::new(root, open_taskstats(opts, ts_unavailable));
             w.smaps = smaps;
+            w.cgroup = cgroup_share::SharedCgroup::new(v2_root.clone());
             w
         })
         .collect();

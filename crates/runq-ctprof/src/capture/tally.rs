@@ -19,7 +19,8 @@ pub enum Source {
     Status,
     /// `/proc/<tid>/io`.
     Io,
-    /// `/proc/<tid>/cgroup`.
+    /// `/proc/<tid>/cgroup` (a thread whose process's cgroup holds whole
+    /// processes counts the read of its process's file).
     Cgroup,
     /// `/proc/<pid>/smaps_rollup` (leaders).
     SmapsRollup,

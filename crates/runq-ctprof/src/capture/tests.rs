@@ -117,3 +117,44 @@ fn default_workers_are_one_per_available_cpu() {
     assert_eq!(super::worker_count(0), cpus, "no cap below the CPU count");
     assert_eq!(super::worker_count(3), 3);
 }
+
+/// A v2 cgroup of the synthetic tree (`<root>/sys/fs/cgroup/<rel>`).
+fn v2_cgroup(root: &Path, rel: &str, kind: &str) {
+    let d = root.join("sys/fs/cgroup").join(rel);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("cgroup.procs"), "").unwrap();
+    std::fs::write(d.join("cgroup.type"), format!("{kind}\n")).unwrap();
+}
+
+#[test]
+fn a_domain_cgroup_is_read_once_per_process() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    v2_cgroup(root, "app", "domain");
+    v2_cgroup(root, "pool", "domain threaded");
+    v2_cgroup(root, "pool/io", "threaded");
+    // Process 10 in a domain: its second thread's file is not read (here
+    // it has none), yet the thread holds the process's cgroup.
+    std::fs::write(task(root, 10, 10, "app").join("cgroup"), "0::/app\n").unwrap();
+    task(root, 10, 11, "app-worker");
+    // Process 20 in a threaded domain: each thread's own file counts.
+    std::fs::write(task(root, 20, 20, "pool").join("cgroup"), "0::/pool\n").unwrap();
+    std::fs::write(
+        task(root, 20, 21, "pool-io").join("cgroup"),
+        "0::/pool/io\n",
+    )
+    .unwrap();
+    let s = capture(&CaptureOptions::fixture(root, 1));
+    let cgroups: Vec<(u32, &str)> = s
+        .threads
+        .iter()
+        .map(|t| (t.tid, t.cgroup.as_str()))
+        .collect();
+    assert_eq!(
+        cgroups,
+        [(10, "/app"), (11, "/app"), (20, "/pool"), (21, "/pool/io")]
+    );
+    let probe = s.probe_summary.unwrap();
+    assert_eq!(probe.read_ok.get("cgroup"), Some(&4));
+    assert_eq!(probe.read_missing.get("cgroup"), None);
+}

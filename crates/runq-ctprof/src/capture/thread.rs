@@ -14,6 +14,7 @@ use runq_kernel::taskstats::{QueryError, Taskstats, TaskstatsClient};
 
 use runq_kernel::proc::reader::ReadError;
 
+use super::cgroup_share::SharedCgroup;
 use super::tally::{Source, Tally};
 use crate::avail::{Reason, Source as Src};
 use crate::metric_types::*;
@@ -47,7 +48,8 @@ pub struct Worker {
     pub tally: Tally,
     /// Taskstats socket, when taskstats is wanted and available.
     pub taskstats: Option<TaskstatsClient>,
-    last_cgroup: String,
+    /// The last process's cgroup, shared by its threads when it can be.
+    pub cgroup: SharedCgroup,
     /// Set after the first `EPERM` from taskstats.
     taskstats_denied: bool,
     /// True when reading the live `/proc` (affinity then comes from
@@ -66,7 +68,7 @@ impl Worker {
             dir: proc_root.to_vec(),
             tally: Tally::default(),
             taskstats,
-            last_cgroup: String::new(),
+            cgroup: SharedCgroup::default(),
             taskstats_denied: false,
             live: proc_root == b"/proc",
             smaps: true,
@@ -269,17 +271,21 @@ impl Worker {
     }
 
     fn read_cgroup(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
+        if let Some(path) = self.cgroup.shared(t.tgid) {
+            // Known without a read: counted as one.
+            t.cgroup = path.to_string();
+            self.tally.read(Source::Cgroup, &Ok(()));
+            return;
+        }
         let r = self.reader.read_at(dir, c"cgroup");
         self.tally.read(Source::Cgroup, &r);
-        if let Ok(text) = r {
-            match parse_v2_path(text) {
-                Some(p) if p == self.last_cgroup.as_bytes() => t.cgroup = self.last_cgroup.clone(),
-                Some(p) => {
-                    t.cgroup = String::from_utf8_lossy(p).into_owned();
-                    self.last_cgroup.clone_from(&t.cgroup);
-                }
-                None => self.tally.parse_failed(Source::Cgroup),
+        match r.map(parse_v2_path) {
+            Ok(Some(p)) => t.cgroup = self.cgroup.read(t.tgid, p),
+            Ok(None) => {
+                self.tally.parse_failed(Source::Cgroup);
+                self.cgroup.unread();
             }
+            Err(_) => self.cgroup.unread(),
         }
     }
 }
