@@ -136,6 +136,7 @@ pub(crate) mod tests {
             poll_timing: Default::default(),
             app_crates: Vec::new(),
             task_ids: Default::default(),
+            withheld: Vec::new(),
         }
     }
 

@@ -1,5 +1,7 @@
 //! A Tokio service with four known blockers in task code and their
-//! spawn_blocking twins, each run every 100 ms. `runq-demo-tokio [SECONDS]`.
+//! spawn_blocking twins, each run every 100 ms.
+//! `runq-demo-tokio [SECONDS] [calm]`: with `calm`, only the twins run
+//! (every blocking part through `spawn_blocking`, nothing blocks a worker).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,37 +11,14 @@ use runq_demo::*;
 const PERIOD: Duration = Duration::from_millis(100);
 
 fn main() {
+    let calm = std::env::args().nth(2).as_deref() == Some("calm");
     let runtime = runq_demo::runtime(2);
-    runtime.block_on(async {
+    runtime.block_on(async move {
         let mutex = contended_mutex();
-        let fifo = Arc::new(make_fifo("task").expect("fifo"));
         let twin_fifo = Arc::new(make_fifo("twin").expect("fifo"));
-        tokio::spawn(async {
-            loop {
-                demo_cpu_spin();
-                tokio::time::sleep(PERIOD).await;
-            }
-        });
-        tokio::spawn(async {
-            loop {
-                demo_thread_sleep();
-                tokio::time::sleep(PERIOD).await;
-            }
-        });
-        let f = fifo.clone();
-        tokio::spawn(async move {
-            loop {
-                demo_file_read(&f);
-                tokio::time::sleep(PERIOD).await;
-            }
-        });
-        let m = mutex.clone();
-        tokio::spawn(async move {
-            loop {
-                demo_mutex_lock(&m);
-                tokio::time::sleep(PERIOD).await;
-            }
-        });
+        if !calm {
+            spawn_blockers(mutex.clone());
+        }
         let (m, f) = (mutex.clone(), twin_fifo.clone());
         tokio::spawn(async move {
             loop {
@@ -60,4 +39,33 @@ fn main() {
         }
     });
     runtime.shutdown_timeout(Duration::from_millis(100));
+}
+
+/// The four blockers in task code, each every [`PERIOD`].
+fn spawn_blockers(mutex: Arc<std::sync::Mutex<u64>>) {
+    let fifo = Arc::new(make_fifo("task").expect("fifo"));
+    tokio::spawn(async {
+        loop {
+            demo_cpu_spin();
+            tokio::time::sleep(PERIOD).await;
+        }
+    });
+    tokio::spawn(async {
+        loop {
+            demo_thread_sleep();
+            tokio::time::sleep(PERIOD).await;
+        }
+    });
+    tokio::spawn(async move {
+        loop {
+            demo_file_read(&fifo);
+            tokio::time::sleep(PERIOD).await;
+        }
+    });
+    tokio::spawn(async move {
+        loop {
+            demo_mutex_lock(&mutex);
+            tokio::time::sleep(PERIOD).await;
+        }
+    });
 }

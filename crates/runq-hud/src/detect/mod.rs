@@ -229,6 +229,14 @@ pub struct Tally {
     /// scheduler tracepoints missed a switch while a uprobe program ran).
     #[serde(default)]
     pub untimed_polls: u64,
+    /// Without the executable's symbols: sleeps over the threshold that
+    /// no finding was made of (a park and a blocking call look alike).
+    #[serde(default)]
+    pub withheld_waits: u64,
+    /// Without the executable's symbols: cpu-clock samples that no
+    /// finding was made of (task code and the runtime's look alike).
+    #[serde(default)]
+    pub withheld_samples: u64,
 }
 
 /// The detector's state.
@@ -241,6 +249,9 @@ pub struct Detector {
     pub roles: Roles,
     /// Exact polls: the samples that name long polls.
     polls: Option<PollCulprits>,
+    /// Only thread-level facts are findings (see
+    /// [`Detector::thread_level_only`]).
+    thread_level: bool,
 }
 
 /// What the detector needs of a stack: where the worker was, for task
@@ -340,7 +351,24 @@ impl Detector {
             tally: Tally::default(),
             roles: Roles::default(),
             polls: None,
+            thread_level: false,
         }
+    }
+
+    /// The executable has no symbols (stripped, no debug file): a
+    /// worker's park and a blocking call, the runtime's code and a task's,
+    /// a worker and a blocking-pool thread of the same name all look
+    /// alike, so no stack can be checked. Only run-queue delays, a fact
+    /// about a thread whatever it runs, become findings; sleeps and
+    /// samples are counted as withheld ([`Tally::withheld_waits`],
+    /// [`Tally::withheld_samples`]).
+    pub fn thread_level_only(&mut self) {
+        self.thread_level = true;
+    }
+
+    /// True when only thread-level facts are findings.
+    pub fn is_thread_level(&self) -> bool {
+        self.thread_level
     }
 
     /// Exact polls are timed: long-poll events arrive, for the instances
@@ -372,6 +400,12 @@ impl Detector {
             Kind::Holder => return Vec::new(),
             Kind::Poll => return self.long_poll(ev).into_iter().collect(),
             Kind::Blocked | Kind::RunQueue | Kind::Sample => {}
+        }
+        if self.thread_level {
+            return self
+                .thread_level_event(ev, &summary, stack)
+                .into_iter()
+                .collect();
         }
         let mut out = Vec::new();
         let seen = summary.role();
@@ -407,6 +441,29 @@ impl Detector {
             None => self.roles.hold(f),
         }
         out
+    }
+
+    /// An event without the executable's symbols: a run-queue delay is a
+    /// finding of its thread; a sleep or a sample is counted, withheld.
+    fn thread_level_event(
+        &mut self,
+        ev: &RawEvent,
+        summary: &Summary,
+        stack: impl FnOnce() -> Vec<Frame>,
+    ) -> Option<Finding> {
+        match ev.kind {
+            Kind::Blocked => {
+                self.tally.blocked_events += 1;
+                self.tally.withheld_waits += 1;
+                None
+            }
+            Kind::Sample => {
+                self.tally.samples += 1;
+                self.tally.withheld_samples += 1;
+                None
+            }
+            _ => self.worker_event(ev, summary, stack),
+        }
     }
 
     /// An event of a thread in the blocking pool at the time: counted,

@@ -241,3 +241,30 @@ fn every_category_has_its_own_names_and_marks() {
         .collect();
     assert_eq!(sampled, [Category::TaskCpuSampled]);
 }
+
+#[test]
+fn without_symbols_only_run_queue_delays_are_findings() {
+    // A stripped executable: every frame is an offset, the park and a
+    // blocking call look alike.
+    let mut d = Detector::new(100, 1);
+    d.thread_level_only();
+    assert!(d.is_thread_level());
+    let unknown = vec![frame("syscall"), frame("svc+0x103947")];
+    assert!(d
+        .feed(&ev(Kind::Blocked, 7, 0, 188), unknown.clone())
+        .is_empty());
+    assert!(d
+        .feed(&ev(Kind::Sample, 7, 200, 0), unknown.clone())
+        .is_empty());
+    let waited = d.feed(&ev(Kind::RunQueue, 7, 300, 12), unknown);
+    assert_eq!(waited.len(), 1);
+    assert_eq!(waited[0].category, Category::RunQueueDelay);
+    assert_eq!(
+        (d.tally.withheld_waits, d.tally.withheld_samples),
+        (1, 1),
+        "{:?}",
+        d.tally
+    );
+    assert_eq!((d.tally.blocked_events, d.tally.samples), (1, 1));
+    assert!(d.flush().is_empty());
+}

@@ -14,10 +14,12 @@ use crate::symbols::Frame;
 
 mod tasks;
 mod text;
+mod withheld;
 pub use tasks::{task_cell, TaskRow, TaskTracking, TOP_TASKS};
 pub use text::render;
 #[cfg(test)]
 pub(crate) use text::text;
+pub use withheld::{without_symbols, Withheld};
 
 /// Findings of one culprit: one row per (category, culprit function),
 /// whatever file:line and library leaf each finding had.
@@ -203,6 +205,10 @@ pub struct Report {
     /// Whether findings carry the Tokio task they ran in.
     #[serde(default)]
     pub task_ids: TaskTracking,
+    /// The kinds of finding this session could not give, and why (an
+    /// executable without symbols: only thread-level facts are given).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<Withheld>,
 }
 
 /// The version of the report's JSON layout (2: `stacks` added; 3: the

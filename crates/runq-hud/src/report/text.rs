@@ -86,6 +86,7 @@ pub(crate) fn text(r: &Report) -> String {
         let _ = writeln!(out, "WARNING: {}", printable(w));
     }
     render_blockers(&mut out, r);
+    super::withheld::render_withheld(&mut out, &r.withheld);
     super::tasks::render_tasks(&mut out, r);
     render_block_in_place(&mut out, r);
     render_holders(&mut out, &r.run_queue);

@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Attached, Options};
 use crate::detect::{Category, Finding, Tally};
-use crate::report::{group, group_by_runtime, run_queue_stats, Report, TaskTracking, WorkerStats};
+use crate::report::{
+    group, group_by_runtime, run_queue_stats, without_symbols, Report, TaskTracking, WorkerStats,
+};
 
 fn worker_stats(s: &Attached, findings: &[Finding], elapsed: f64) -> Vec<WorkerStats> {
     // A worker is a thread whose stacks showed a runtime's task loop at
@@ -47,8 +49,9 @@ fn symbol_hint(opts: &Options, s: &Attached, seen: &BTreeSet<u32>) -> Option<Str
         return Some(format!(
             "{exe} is stripped (no symbol table, no debug info) and no separate debug info was \
              found (not at its build-id path under /usr/lib/debug/.build-id/, nor by a \
-             .gnu_debuglink): its functions show as offsets and its workers are known by name \
-             only; pass --debug-file with the file `objcopy --only-keep-debug` made (or an \
+             .gnu_debuglink): its functions show as offsets, its workers are known by name \
+             only (Tokio's blocking pool may share their name) and only thread-level facts are \
+             reported; pass --debug-file with the file `objcopy --only-keep-debug` made (or an \
              unstripped copy), or install it at that build-id path"
         ));
     }
@@ -117,7 +120,10 @@ pub(super) fn build_report(
     Report {
         pid: opts.pid,
         comm,
-        discovery: s.watched.method.to_string(),
+        discovery: match s.detector.is_thread_level() && s.watched.method.by_names() {
+            true => format!("{} (not checked: no symbols)", s.watched.method),
+            false => s.watched.method.to_string(),
+        },
         threshold_ns: opts.threshold_ns,
         frequency_hz: opts.frequency,
         duration_s: elapsed,
@@ -142,6 +148,10 @@ pub(super) fn build_report(
         poll_timing: s.poll_timing,
         app_crates: s.app.crates(),
         task_ids: task_tracking(&s.task_ids, findings),
+        withheld: match s.detector.is_thread_level() {
+            true => without_symbols(&s.detector.tally),
+            false => Vec::new(),
+        },
     }
 }
 

@@ -350,6 +350,10 @@ impl Attached {
             discover(opts, &all, &mut probe, &mut prep, &mut stacks)
         })?;
         let mut detector = Detector::new(opts.frequency, opts.pid);
+        if stacks.symbols().executable_stripped() {
+            // No stack can be checked: a guess makes no finding.
+            detector.thread_level_only();
+        }
         // The workers found by their stacks are workers from the start;
         // those taken by name are, until their stacks say otherwise.
         detector

@@ -4,9 +4,14 @@
 //! `set_current_task_id` in a debug one), each blocker its top tasks
 //! named by their future; a stripped target says once that it has no
 //! task ids and is watched all the same, and its debug file gives them
-//! back.
+//! back. Without its debug file a stripped target gets no finding from a
+//! guess: no stack can be checked (a worker's park and a blocking call,
+//! task code and the runtime's, a worker and a blocking-pool thread of
+//! the same name look alike), so only run-queue delays are reported, and
+//! the report says which kinds are withheld and why.
 
 use std::ffi::OsStr;
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
@@ -146,4 +151,66 @@ fn an_optimized_build_gives_its_task_ids_through_thread_local_storage() {
     .unwrap_or_else(|| panic!("no render_invoice row: {report:#}"));
     assert_eq!(b["task_count"], 1, "{b:#}");
     assert_eq!(b["tasks"][0]["future"], "runq_demo_service::every", "{b:#}");
+}
+
+/// The kinds of finding that need the executable's symbols.
+const NEEDS_SYMBOLS: [&str; 3] = ["blocking_call", "task_cpu_sampled", "block_in_place"];
+
+/// A hud session of 4 s on `exe` run in `mode` (`calm`: every blocking
+/// part through `spawn_blocking`; `blocking`: the blockers in task code
+/// too).
+fn session(exe: &Path, mode: &str) -> Value {
+    let mut cmd = Command::new(exe);
+    cmd.args([DEMO_LIFETIME.to_string().as_str(), mode]);
+    let (child, pid) = start_command(cmd);
+    let _child = KillOnDrop(child);
+    hud(&runq_bin(), pid, 4, &[]).0
+}
+
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn a_stripped_target_gets_no_finding_from_a_guess() {
+    let dir = tempfile::tempdir().unwrap();
+    let stripped = dir.path().join("runq-demo-tokio");
+    let status = Command::new("strip")
+        .arg("--strip-all")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(demo_bin("runq-demo-tokio"))
+        .status()
+        .expect("strip (binutils)");
+    assert!(status.success());
+    for mode in ["calm", "blocking"] {
+        let report = session(&stripped, mode);
+        for kind in NEEDS_SYMBOLS {
+            assert!(blockers(&report, kind).is_empty(), "{mode}: {report:#}");
+        }
+        assert!(
+            report["block_in_place"].as_array().unwrap().is_empty(),
+            "{mode}: {report:#}"
+        );
+        let withheld = report["withheld"].as_array().unwrap();
+        let kinds: Vec<&str> = withheld
+            .iter()
+            .map(|w| w["category"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, NEEDS_SYMBOLS, "{mode}: {report:#}");
+        assert!(
+            withheld
+                .iter()
+                .all(|w| w["reason"].as_str().unwrap().contains("no symbols")),
+            "{mode}: {report:#}"
+        );
+        // The park and the twins' sleeps were seen, and set aside.
+        assert!(
+            withheld[0]["events"].as_u64().unwrap() > 0,
+            "{mode}: {report:#}"
+        );
+        assert_eq!(
+            report["events"]["withheld_waits"], report["events"]["blocked_events"],
+            "{mode}: {report:#}"
+        );
+        let discovery = report["discovery"].as_str().unwrap();
+        assert!(discovery.contains("not checked"), "{discovery}");
+    }
 }
