@@ -8,8 +8,9 @@
 
 use serde_json::{json, Value};
 
+use crate::culprit::AppCode;
 use crate::detect::Finding;
-use crate::report::Report;
+use crate::report::{row_of, Report};
 
 /// The trace document.
 pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
@@ -25,11 +26,14 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
         json!({"ph": "M", "name": "process_name", "pid": report.pid, "tid": report.pid,
                        "args": {"name": report.comm}}),
     );
+    // Each event is named as the report names the row it counts toward.
+    let app = AppCode::named(report.app_crates.iter().cloned());
     for f in findings {
-        let culprit = f.culprit();
+        let (idx, name) = row_of(&f.stack, &app);
+        let culprit = idx.map(|i| &f.stack[i]);
         events.push(json!({
             "ph": "X",
-            "name": culprit.map_or("[runtime]", |c| &*c.function),
+            "name": name,
             "cat": f.category.label(),
             "pid": report.pid,
             "tid": f.tid,
@@ -183,6 +187,61 @@ pub(crate) mod tests {
                 .collect()
         };
         assert_eq!(rows(&back), rows(&fs));
+    }
+
+    #[test]
+    fn each_event_is_named_as_the_row_it_counts_toward() {
+        // A library's frame inside the program's: the row is the program's
+        // function, and so is the event; a long poll no sample named is
+        // unnamed in both.
+        let lib = Frame {
+            function: "serde_json::de::from_str".into(),
+            file: None,
+            line: None,
+            module: None,
+            inlined: false,
+        };
+        let mut parse = finding(Category::BlockingCall, 9);
+        parse.stack.insert(0, lib);
+        let mut unnamed = finding(Category::LongPoll, 16);
+        unnamed.stack = vec![Frame {
+            function: crate::poll_culprit::UNNAMED.into(),
+            file: None,
+            line: None,
+            module: None,
+            inlined: false,
+        }];
+        let fs = [parse, unnamed, finding(Category::BlockingCall, 20)];
+        let mut r = report(&fs);
+        r.app_crates = vec!["app".into()];
+        r.blockers = group(&fs, &crate::culprit::AppCode::named(r.app_crates.clone()));
+        let doc = trace_json(&r, &fs);
+        let events: Vec<(String, String)> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| (e["cat"].to_string(), e["name"].to_string()))
+            .collect();
+        let names: Vec<&str> = events.iter().map(|(_, n)| n.trim_matches('"')).collect();
+        assert_eq!(
+            names,
+            ["app::load", crate::poll_culprit::UNNAMED, "app::load"]
+        );
+        // Event for event: the events of each row are as many as its count.
+        let mut by_row = std::collections::BTreeMap::new();
+        for e in &events {
+            *by_row.entry(e.clone()).or_insert(0u64) += 1;
+        }
+        let rows: std::collections::BTreeMap<_, _> = r
+            .blockers
+            .iter()
+            .map(|b| {
+                let cat = serde_json::json!(b.category.label()).to_string();
+                ((cat, serde_json::json!(b.function).to_string()), b.count)
+            })
+            .collect();
+        assert_eq!(by_row, rows);
     }
 
     #[test]

@@ -1,30 +1,65 @@
 //! Exact polls: the stack that names a long poll's culprit. The uprobes
 //! time a poll but see no stack inside it (at its return the task's frames
-//! are gone), so the culprit comes from the cpu-clock samples taken
-//! during the poll on the same worker, and failing those (a poll shorter
-//! than a sampling period may get none) from the last sample seen inside
-//! the same instance of Tokio's `raw::poll`, i.e. the same future type.
+//! are gone), so the culprit comes from the cpu-clock samples that belong
+//! to the poll: taken on its worker while it ran, in its task (when task
+//! ids are tracked) and inside its instance of Tokio's `raw::poll` (when
+//! the sample's stack shows one). A poll that no sample of its own names
+//! is unnamed: another poll of the same future type (every request of a
+//! hyper or tonic service shares one) is another handler, whose name it
+//! must not borrow.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::classify::culprit;
-use crate::event::RawEvent;
+use crate::event::{PollSpan, RawEvent};
 use crate::polls::RuntimeSites;
 use crate::symbols::Frame;
 
 /// Task-code samples kept per worker, newest last.
 const RECENT_SAMPLES: usize = 64;
 
+/// One task-code sample of a worker.
+#[derive(Debug)]
+struct Sample {
+    /// When it was taken, ns.
+    at_ns: u64,
+    /// The Tokio task it was in, when tracked.
+    task_id: Option<u64>,
+    /// The innermost instance of `raw::poll` on its stack, if any.
+    instance: Option<u64>,
+    /// Its frames.
+    frames: Vec<Frame>,
+}
+
+/// One long poll, as the rule needs it.
+#[derive(Debug, Clone, Copy)]
+struct PollRef {
+    start_ns: u64,
+    end_ns: u64,
+    task_id: Option<u64>,
+    instance: Option<u64>,
+}
+
+impl PollRef {
+    /// True when `s` was taken in this poll: while it ran, and in no
+    /// other task or instance of `raw::poll` than its own where the
+    /// sample names one (a poll nested in it is another poll's).
+    fn owns(&self, s: &Sample) -> bool {
+        let differ =
+            |a: Option<u64>, b: Option<u64>| matches!((a, b), (Some(a), Some(b)) if a != b);
+        (self.start_ns..=self.end_ns).contains(&s.at_ns)
+            && !differ(self.task_id, s.task_id)
+            && !differ(self.instance, s.instance)
+    }
+}
+
 /// Recent task-code samples, for the polls that end after them.
 #[derive(Debug, Default)]
 pub struct PollCulprits {
     sites: RuntimeSites,
-    /// Per worker: (sample time, stack).
-    recent: HashMap<u32, VecDeque<(u64, Vec<Frame>)>>,
-    /// Per instance of `raw::poll` (its runtime start): the last task-code
-    /// stack sampled inside it.
-    by_instance: HashMap<u64, Vec<Frame>>,
+    /// Per worker, its recent samples.
+    recent: HashMap<u32, VecDeque<Sample>>,
 }
 
 impl PollCulprits {
@@ -38,45 +73,47 @@ impl PollCulprits {
 
     /// A task-code sample of `ev.tid` (its raw stack in `ev.stack`).
     pub fn note_sample(&mut self, ev: &RawEvent, frames: &[Frame]) {
+        let instance = ev.stack.iter().find_map(|a| self.sites.instance_of(*a));
         let recent = self.recent.entry(ev.tid).or_default();
         if recent.len() == RECENT_SAMPLES {
             recent.pop_front();
         }
-        recent.push_back((ev.start_ns, frames.to_vec()));
-        if let Some(instance) = ev.stack.iter().find_map(|a| self.sites.instance_of(*a)) {
-            self.by_instance.insert(instance, frames.to_vec());
-        }
+        recent.push_back(Sample {
+            at_ns: ev.start_ns,
+            task_id: ev.task_id,
+            instance,
+            frames: frames.to_vec(),
+        });
     }
 
-    /// The stack to name a poll of `tid` that ran from `start_ns` for
-    /// `wall_ns` in the instance entered at `fn_ip`: the samples inside
-    /// it, by their most frequent culprit; else the instance's last
-    /// sample; else a placeholder frame that says so.
-    pub fn stack_for(&self, tid: u32, start_ns: u64, wall_ns: u64, fn_ip: u64) -> Vec<Frame> {
-        let end = start_ns.saturating_add(wall_ns);
-        let inside: Vec<&Vec<Frame>> = self
+    /// The stack to name the long poll `ev` (timed as `span`): its own
+    /// samples, by their most frequent culprit; else the frame that says
+    /// it is unnamed.
+    pub fn stack_for(&self, ev: &RawEvent, span: PollSpan) -> Vec<Frame> {
+        let poll = PollRef {
+            start_ns: ev.start_ns,
+            end_ns: ev.start_ns.saturating_add(span.wall_ns),
+            task_id: ev.task_id,
+            instance: self.sites.instance_of(span.fn_ip),
+        };
+        let own: Vec<&Vec<Frame>> = self
             .recent
-            .get(&tid)
+            .get(&ev.tid)
             .into_iter()
             .flatten()
-            .filter(|(at, _)| (start_ns..=end).contains(at))
-            .map(|(_, frames)| frames)
+            .filter(|s| poll.owns(s))
+            .map(|s| &s.frames)
             .collect();
-        if let Some(frames) = most_frequent_culprit(&inside) {
-            return frames.clone();
-        }
-        self.sites
-            .instance_of(fn_ip)
-            .and_then(|i| self.by_instance.get(&i))
+        most_frequent_culprit(&own)
             .cloned()
-            .unwrap_or_else(|| vec![unsampled()])
+            .unwrap_or_else(|| vec![unnamed()])
     }
 }
 
-/// The culprit of a long poll no sample named.
-fn unsampled() -> Frame {
+/// The culprit of a long poll no sample of its own named.
+fn unnamed() -> Frame {
     Frame {
-        function: UNSAMPLED.into(),
+        function: UNNAMED.into(),
         file: None,
         line: None,
         module: None,
@@ -85,7 +122,7 @@ fn unsampled() -> Frame {
 }
 
 /// The name of that culprit.
-pub const UNSAMPLED: &str = "[task not sampled in its poll]";
+pub const UNNAMED: &str = "[unnamed: no sample inside this poll]";
 
 /// Of several stacks, one whose culprit is the most frequent (the first
 /// such in order).
@@ -122,11 +159,12 @@ mod tests {
         }
     }
 
+    /// Two instances of `raw::poll`, at 0x11000 and 0x12000 once mapped.
     fn sites() -> RuntimeSites {
-        let site = Site {
-            vaddr: 0x2000,
+        let site = |n: u64| Site {
+            vaddr: 0x1000 + n * 0x1000,
             size: 0x100,
-            file_offset: 0x1000,
+            file_offset: n * 0x1000,
             body: None,
         };
         let map = CodeMapping {
@@ -135,7 +173,35 @@ mod tests {
             offset: 0,
             path: "/app".into(),
         };
-        RuntimeSites::place(&[site], &[map])
+        RuntimeSites::place(&[site(1), site(2)], &[map])
+    }
+
+    /// A poll of `tid` in task `task` from `start` for `wall` ns, in the
+    /// instance entered at `fn_ip`.
+    fn poll(
+        tid: u32,
+        task: Option<u64>,
+        start: u64,
+        wall: u64,
+        fn_ip: u64,
+    ) -> (RawEvent, PollSpan) {
+        let ev = RawEvent {
+            tid,
+            start_ns: start,
+            task_id: task,
+            ..RawEvent::default()
+        };
+        (
+            ev,
+            PollSpan {
+                wall_ns: wall,
+                fn_ip,
+            },
+        )
+    }
+
+    fn name(c: &PollCulprits, p: (RawEvent, PollSpan)) -> String {
+        c.stack_for(&p.0, p.1)[0].function.to_string()
     }
 
     #[test]
@@ -146,18 +212,47 @@ mod tests {
         c.note_sample(&sample(7, 2_000, &[]), &task("app::compress"));
         c.note_sample(&sample(7, 3_000, &[]), &task("app::hash"));
         c.note_sample(&sample(8, 2_000, &[]), &task("app::elsewhere"));
-        let s = c.stack_for(7, 900, 2_500, 0);
-        assert_eq!(&*s[0].function, "app::hash");
+        assert_eq!(name(&c, poll(7, None, 900, 2_500, 0)), "app::hash");
     }
 
     #[test]
-    fn a_poll_without_samples_takes_its_instance_last_sample() {
+    fn a_poll_without_a_sample_of_its_own_is_unnamed_never_borrowed() {
         let mut c = PollCulprits::new(sites());
-        // A sample whose stack passes through the instance at 0x11000.
-        c.note_sample(&sample(7, 100, &[0x4444, 0x11010]), &task("app::parse"));
-        let s = c.stack_for(7, 5_000, 1_000, 0x11000);
-        assert_eq!(&*s[0].function, "app::parse");
-        let none = c.stack_for(7, 5_000, 1_000, 0x99999);
-        assert_eq!(&*none[0].function, UNSAMPLED);
+        // The write handler's poll, sampled inside the shared instance
+        // at 0x11000 (every request's future type).
+        let mut write = sample(7, 100, &[0x4444, 0x11010]);
+        write.task_id = Some(1);
+        c.note_sample(&write, &task("app::write"));
+        assert_eq!(name(&c, poll(7, Some(1), 50, 100, 0x11000)), "app::write");
+        // A lookup poll of the same instance, later, with no sample in it.
+        assert_eq!(name(&c, poll(7, Some(2), 5_000, 1_000, 0x11000)), UNNAMED);
+        assert_eq!(name(&c, poll(7, None, 5_000, 1_000, 0x11000)), UNNAMED);
+    }
+
+    #[test]
+    fn a_sample_of_another_task_or_instance_inside_the_window_is_not_the_polls() {
+        let mut c = PollCulprits::new(sites());
+        let mut nested = sample(7, 1_500, &[0x4444]);
+        nested.task_id = Some(9);
+        c.note_sample(&nested, &task("app::nested"));
+        // Task 3's poll from 1000 to 3000: the sample at 1500 is task 9's.
+        assert_eq!(name(&c, poll(7, Some(3), 1_000, 2_000, 0x11000)), UNNAMED);
+        // Without task ids, a sample inside the window is the poll's...
+        let mut plain = PollCulprits::new(sites());
+        plain.note_sample(&sample(7, 1_500, &[0x4444, 0x11010]), &task("app::mine"));
+        assert_eq!(
+            name(&plain, poll(7, None, 1_000, 2_000, 0x11000)),
+            "app::mine"
+        );
+        // ...unless its stack shows another instance of raw::poll.
+        assert_eq!(name(&plain, poll(7, None, 1_000, 2_000, 0x12000)), UNNAMED);
+        // And a task's id, set on both, names its own poll.
+        let mut tagged = sample(7, 2_500, &[]);
+        tagged.task_id = Some(3);
+        c.note_sample(&tagged, &task("app::three"));
+        assert_eq!(
+            name(&c, poll(7, Some(3), 1_000, 2_000, 0x11000)),
+            "app::three"
+        );
     }
 }

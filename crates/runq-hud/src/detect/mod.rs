@@ -568,7 +568,7 @@ impl Detector {
             tid: ev.tid,
             start_ns: ev.start_ns,
             duration_ns: ev.duration_ns,
-            stack: polls.stack_for(ev.tid, ev.start_ns, span.wall_ns, span.fn_ip),
+            stack: polls.stack_for(ev, span),
             holder: None,
             task_id: ev.task_id,
         })

@@ -234,9 +234,8 @@ pub fn holder_culprit(stack: &[Frame], app: &AppCode) -> String {
 pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
     let mut by_key: BTreeMap<(Category, String), (Blocker, tasks::TaskTally)> = BTreeMap::new();
     for f in findings {
-        let idx = app.culprit_index(&f.stack);
+        let (idx, function) = row_of(&f.stack, app);
         let culprit = idx.map(|i| &f.stack[i]);
-        let function = culprit.map_or_else(|| no_culprit(&f.stack), |c| c.function.to_string());
         let (b, tasks) = by_key
             .entry((f.category, function.clone()))
             .or_insert_with(|| {
@@ -316,6 +315,15 @@ pub fn group_by_runtime(rows: &mut [Blocker], flavors: &BTreeMap<u32, Flavor>) {
     if kinds.len() > 1 {
         rows.sort_by_key(|b| (b.main_runtime(), std::cmp::Reverse(b.total_ns)));
     }
+}
+
+/// The culprit of a finding's `stack` by `app`'s rule (its index, when a
+/// frame is one) and the name of the row it counts toward: the report's
+/// rows and the trace's events are named by this one rule.
+pub fn row_of(stack: &[Frame], app: &AppCode) -> (Option<usize>, String) {
+    let idx = app.culprit_index(stack);
+    let name = idx.map_or_else(|| no_culprit(stack), |i| stack[i].function.to_string());
+    (idx, name)
 }
 
 /// The name of a row whose stack holds no program frame: `[runtime]` when
