@@ -29,6 +29,8 @@ pub enum CheckId {
     MaxOffcpuSpreadPct,
     /// A group's p99 wake latency.
     MaxP99WakeLatencyUs,
+    /// A group's p99.9 wake latency (schbench's tail).
+    MaxP999WakeLatencyUs,
     /// The coefficient of variation of a group's wake latencies.
     MaxWakeLatencyCv,
     /// The slowest worker's work units per second.
@@ -135,12 +137,13 @@ pub enum Direction {
 
 impl CheckId {
     /// Every check with a fixed name, in the order results are reported.
-    pub const FIXED: [CheckId; 24] = [
+    pub const FIXED: [CheckId; 25] = [
         CheckId::NotStuck,
         CheckId::SetupApplied,
         CheckId::MaxGapMs,
         CheckId::MaxOffcpuSpreadPct,
         CheckId::MaxP99WakeLatencyUs,
+        CheckId::MaxP999WakeLatencyUs,
         CheckId::MaxWakeLatencyCv,
         CheckId::MinWorkRate,
         CheckId::MaxMigrationRatio,
@@ -171,6 +174,7 @@ impl CheckId {
             CheckId::MaxGapMs => "max_gap_ms",
             CheckId::MaxOffcpuSpreadPct => "max_offcpu_spread_pct",
             CheckId::MaxP99WakeLatencyUs => "max_p99_wake_latency_us",
+            CheckId::MaxP999WakeLatencyUs => "max_p999_wake_latency_us",
             CheckId::MaxWakeLatencyCv => "max_wake_latency_cv",
             CheckId::MinWorkRate => "min_work_rate",
             CheckId::MaxMigrationRatio => "max_migration_ratio",
@@ -212,6 +216,7 @@ impl CheckId {
             | CheckId::MinIterationRate => LoadEffect::Proportional,
             CheckId::MaxGapMs
             | CheckId::MaxP99WakeLatencyUs
+            | CheckId::MaxP999WakeLatencyUs
             | CheckId::MaxRunnableWaitMs
             | CheckId::MaxRqImbalance => LoadEffect::CpuWait,
             CheckId::MaxWakeLatencyCv
@@ -253,6 +258,7 @@ impl CheckId {
             },
             CheckId::SetupApplied
             | CheckId::MaxP99WakeLatencyUs
+            | CheckId::MaxP999WakeLatencyUs
             | CheckId::MaxWakeLatencyCv
             | CheckId::MaxMigrationRatio
             | CheckId::MinNumaLocality

@@ -59,7 +59,7 @@ pub fn group_share_cause(m: &FairModel, s: &FairShare, shares: &[FairShare]) -> 
         mechanism: Some(mechanism),
         outside_load: None,
         next_step: Some(next_step),
-        evidence: None,
+        ..Cause::default()
     }
 }
 
@@ -100,7 +100,7 @@ pub fn worker_share_cause(m: &FairModel, tid: u32, w: &FairShare, group_ratio: f
         next_step: Some(format!(
             "rerun with --flight-recorder to see who held worker {tid}'s CPU"
         )),
-        evidence: None,
+        ..Cause::default()
     }
 }
 

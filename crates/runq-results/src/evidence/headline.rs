@@ -1,64 +1,171 @@
-//! The one line a FAIL starts with: the worst failed check, what it
-//! measured against its bound, its cause as far as the run's figures
-//! tell, whether load outside the run can account for it, and its
-//! evidence (the trace file stays last, for scripts).
+//! The lines a FAIL starts with on stderr. The first is one short line
+//! (verdict, the worst failed check, what it measured against its bound,
+//! its cause in a clause); the cause's detail, whether load outside the
+//! run can account for it, the next step, the recorder's account and the
+//! evidence follow, one indented line each (the trace file last, for
+//! scripts). The engine gives facts ([`runq_workload::Cause`]); the
+//! sentences are written here.
 
 use runq_common::text::printable;
 use runq_common::units::fmt_measure;
-use runq_workload::CheckId;
 
-use runq_workload::{CheckResult, Op, RunOutcome, Verdict};
+use runq_workload::{
+    worker_pointed_at, CheckId, CheckResult, HeldBy, Op, RunOutcome, Verdict, WorkerReport,
+};
 
 use super::EvidenceReport;
 
-/// The first line of a FAIL or an INDETERMINATE run on stderr: `runq:
-/// FAIL <check> (<group>): measured ...: <detail>; cause: ...; outside
-/// load: ...; next: ...; evidence: <file>`, one printable line (the
-/// names in it escaped, [`printable`]). `None` when no check failed.
-pub fn first_line(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<String> {
+/// The longest first line, in characters: longer ones are cut at a
+/// character boundary and end in `...` (the whole cause follows below).
+pub const FIRST_LINE_MAX: usize = 160;
+
+/// The lines of a FAIL or an INDETERMINATE run on stderr, joined by
+/// newlines: `runq: FAIL <check> (<group>): measured ... (bound ...):
+/// <clause>`, then `  cause: ...`, `  outside load: ...`, `  next: ...`,
+/// the recorder's account and `  evidence: <file>`, each one printable
+/// line (names escaped, [`printable`]). `None` when no check failed.
+pub fn first_lines(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<String> {
     let worst = worst(o)?;
-    let mut text = line(o, worst);
+    let mut lines = vec![printable(&first_line(o, worst)).into_owned()];
+    let held = worst.cause.as_ref().is_some_and(|k| k.held_by.is_some());
+    // The first line gives the holder in place of the detail's clause.
+    let detail = worst.detail.clone().filter(|_| held);
+    lines.extend(
+        detail
+            .into_iter()
+            .chain(cause_lines(worst))
+            .chain(evidence_line(worst, report))
+            .map(|l| format!("  {}", printable(&l))),
+    );
+    Some(lines.join("\n"))
+}
+
+/// The first line for the worst failed check `c`: the verdict, the check,
+/// its figure and the cause in a clause, at most [`FIRST_LINE_MAX`]
+/// characters.
+fn first_line(o: &RunOutcome, c: &CheckResult) -> String {
+    let cause = c.cause.as_ref();
+    let mechanism = || {
+        let m = cause?.mechanism.as_deref()?;
+        Some(first_clause(m).split(": ").next()?.to_string())
+    };
+    let worker_named = gap_worker(o, c).is_some();
+    let clause = cause
+        .and_then(|k| k.held_by.as_ref())
+        .map(|h| held_clause(h, worker_named))
+        .or_else(|| c.detail.as_deref().map(first_clause))
+        .or_else(mechanism);
+    let mut text = head(o, c, clause);
     if o.verdict == Verdict::Indeterminate {
         text = text.replacen("FAIL", "INDETERMINATE", 1);
     }
-    let mut line = format!("runq: {text}");
-    if let Some(cause) = &worst.cause {
-        for (label, part) in [
-            ("cause", cause.mechanism.as_deref()),
-            (
-                "outside load",
-                cause.outside_load.as_ref().map(|l| l.reason.as_str()),
-            ),
-            ("next", cause.next_step.as_deref()),
-        ] {
-            if let Some(p) = part {
-                line.push_str(&format!("; {label}: {p}"));
-            }
+    cut(&format!("runq: {text}"), FIRST_LINE_MAX)
+}
+
+/// `sh[4242] (outside the run) held worker 3151's CPU 912 of 951 ms`
+/// (`its CPU` where the line names the worker already).
+fn held_clause(h: &HeldBy, worker_named: bool) -> String {
+    let whose = match h.whose.as_str() {
+        "outside" => "outside the run".to_string(),
+        "runq" => "runq's own".to_string(),
+        group => group.to_string(),
+    };
+    let subject = if worker_named {
+        "its".to_string()
+    } else {
+        format!("worker {}'s", h.worker)
+    };
+    let held = ms(h.held_ns);
+    format!(
+        "{}[{}] ({whose}) held {subject} CPU {} of {}",
+        h.comm,
+        h.pid,
+        held.trim_end_matches(" ms"),
+        ms(h.wait_ns)
+    )
+}
+
+/// `912 ms`, `1,390 ms`, or `0.4 ms` below 10.
+fn ms(ns: u64) -> String {
+    let v = ns as f64 / 1e6;
+    if v < 10.0 {
+        return format!("{v:.1} ms");
+    }
+    let digits = format!("{v:.0}");
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    format!("{out} ms")
+}
+
+/// The cause's lines: its mechanism, the judgement on outside load, the
+/// next step, and the recorder's account or why there was none.
+fn cause_lines(c: &CheckResult) -> Vec<String> {
+    let Some(cause) = &c.cause else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    for (label, part) in [
+        ("cause", cause.mechanism.as_deref()),
+        (
+            "outside load",
+            cause.outside_load.as_ref().map(|l| l.reason.as_str()),
+        ),
+        ("next", cause.next_step.as_deref()),
+    ] {
+        if let Some(p) = part {
+            lines.push(format!("{label}: {p}"));
         }
     }
+    if let Some(e) = &cause.evidence {
+        lines.push(e.clone());
+    }
+    if let Some(why) = &cause.no_recorder {
+        lines.push(no_recorder(why));
+    }
+    lines
+}
+
+/// The sentence for a cause without a recorder.
+pub fn no_recorder(why: &str) -> String {
+    format!("no recorder ({why}): the cause is what /proc and schedstat tell")
+}
+
+/// The evidence's line: its trace file, or why there is none. The
+/// per-task recorder's account stands without the stream, and so does a
+/// dead scheduler's (its exit and the kernel's words are in the detail),
+/// so they ask for no recording.
+fn evidence_line(c: &CheckResult, report: Option<&EvidenceReport>) -> Option<String> {
     let ev = report.and_then(|r| {
         r.checks
             .iter()
-            .find(|e| e.check == worst.check.to_string() && e.group == worst.group)
+            .find(|e| e.check == c.check.to_string() && e.group == c.group)
     });
-    let recorded = worst.cause.as_ref().and_then(|c| c.evidence.as_deref());
-    if let Some(r) = recorded {
-        line.push_str(&format!("; {r}"));
-    }
-    // The per-task recorder's evidence stands without the stream, and so
-    // does a dead scheduler's: its exit and the kernel's words are in the
-    // detail.
-    let stands_alone = recorded.is_some() || worst.check == CheckId::SchedulerAlive;
+    let recorded = c.cause.as_ref().is_some_and(|k| k.evidence.is_some());
+    let stands_alone = recorded || c.check == CheckId::SchedulerAlive;
+    let no_recording = report.is_some_and(|r| r.unavailable.is_some());
     match ev {
         Some(e) => match &e.trace_file {
-            Some(f) => line.push_str(&format!("; evidence: {f}")),
-            None if stands_alone && report.is_some_and(|r| r.unavailable.is_some()) => {}
-            None => line.push_str(&format!("; {}", e.summary)),
+            Some(f) => Some(format!("evidence: {f}")),
+            None if stands_alone && no_recording => None,
+            None => Some(e.summary.clone()),
         },
-        None if stands_alone => {}
-        None => line.push_str("; no evidence recorded"),
+        None if stands_alone => None,
+        None => Some("no evidence recorded".into()),
     }
-    Some(printable(&line).into_owned())
+}
+
+/// `text` cut to at most `max` characters, ending in `...` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max.saturating_sub(3)).collect();
+    format!("{}...", kept.trim_end())
 }
 
 /// How far past its bound a failed check is (1.0: at the bound). A check
@@ -94,59 +201,57 @@ pub fn worst(o: &RunOutcome) -> Option<&CheckResult> {
 }
 
 /// The line for `c` (without the `runq: ` prefix and the evidence):
-/// `FAIL max_gap_ms: worker 24571 (spinners) waited 3012 ms runnable
-/// without a CPU (bound 2000 ms)`.
+/// `FAIL max_gap_ms: worker 24571 (spinners) waited 3012 ms runnable on
+/// CPU 0 at 1.20 s (bound 2000 ms)`, or the check's figure and its
+/// detail's first clause.
 pub fn line(o: &RunOutcome, c: &CheckResult) -> String {
+    head(o, c, c.detail.as_deref().map(first_clause))
+}
+
+/// The check's figure against its bound, and `clause` after it.
+fn head(o: &RunOutcome, c: &CheckResult, clause: Option<String>) -> String {
     let bound = fmt_measure(c.bound);
-    if c.check == CheckId::MaxGapMs {
-        let idx = o
-            .groups
-            .iter()
-            .find(|g| g.name == c.group)
-            .map(|g| g.group_idx);
-        let worker = o
-            .reports
-            .iter()
-            .filter(|r| Some(r.group_idx) == idx && r.exit_info.is_none())
-            .max_by_key(|r| r.max_gap_ms);
-        if let Some(w) = worker {
-            return format!(
-                "FAIL max_gap_ms: worker {} ({}) waited {} ms runnable without a CPU on CPU {} \
-                 at {:.2} s (bound {bound} ms)",
-                w.tid,
-                c.group,
-                w.max_gap_ms,
-                w.max_gap_cpu,
-                w.max_gap_at_ms as f64 / 1000.0
-            );
-        }
-    }
-    let mut s = format!(
-        "FAIL {} ({}): measured {} (bound {} {bound})",
-        c.check,
-        c.group,
-        fmt_measure(c.measured),
-        c.op
-    );
-    if let Some(d) = &c.detail {
+    let mut s = match gap_worker(o, c) {
+        Some(w) => format!(
+            "FAIL max_gap_ms: worker {} ({}) waited {} ms runnable on CPU {} at {:.2} s \
+             (bound {bound} ms)",
+            w.tid,
+            c.group,
+            w.max_gap_ms,
+            w.max_gap_cpu,
+            w.max_gap_at_ms as f64 / 1000.0
+        ),
+        None => format!(
+            "FAIL {} ({}): measured {} (bound {} {bound})",
+            c.check,
+            c.group,
+            fmt_measure(c.measured),
+            c.op
+        ),
+    };
+    if let Some(clause) = clause {
         s.push_str(": ");
-        s.push_str(&first_clause(d));
+        s.push_str(&clause);
     }
     s
 }
 
-/// The detail up to its first `;` or ` (`, at most 160 characters.
+/// For a failed `max_gap_ms`, the worker it points at.
+fn gap_worker<'o>(o: &'o RunOutcome, c: &CheckResult) -> Option<&'o WorkerReport> {
+    if c.check != CheckId::MaxGapMs {
+        return None;
+    }
+    let idx = o.groups.iter().find(|g| g.name == c.group)?.group_idx;
+    let mine: Vec<&WorkerReport> = o.reports.iter().filter(|r| r.group_idx == idx).collect();
+    worker_pointed_at(c.check, &mine)
+}
+
+/// A text up to its first `;` or ` (`.
 fn first_clause(d: &str) -> String {
     let end = [d.find("; "), d.find(" (")]
         .into_iter()
         .flatten()
         .min()
         .unwrap_or(d.len());
-    let clause = &d[..end];
-    if clause.chars().count() > 160 {
-        let cut: String = clause.chars().take(157).collect();
-        format!("{cut}...")
-    } else {
-        clause.to_string()
-    }
+    d[..end].to_string()
 }

@@ -187,15 +187,89 @@ fn a_dead_schedulers_fail_leads_without_asking_for_a_recording() {
             "the kernel ejected BPF scheduler \"qmap\": runnable task stall",
         ),
     ];
-    let line = headline::first_line(&o, None).unwrap();
+    let lines = headline::first_lines(&o, None).unwrap();
     assert!(
-        line.starts_with("runq: FAIL scheduler_alive (scheduler): measured 0 (bound >= 1)"),
-        "{line}"
+        lines.starts_with("runq: FAIL scheduler_alive (scheduler): measured 0 (bound >= 1)"),
+        "{lines}"
     );
-    assert!(line.ends_with("runnable task stall"), "{line}");
+    assert!(lines.ends_with("runnable task stall"), "{lines}");
     o.checks.remove(1);
-    let line = headline::first_line(&o, None).unwrap();
-    assert!(line.ends_with("; no evidence recorded"), "{line}");
+    let lines = headline::first_lines(&o, None).unwrap();
+    assert!(lines.ends_with("\n  no evidence recorded"), "{lines}");
+}
+
+#[test]
+fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
+    use runq_workload::{Cause, CheckResult, HeldBy, Op, OutsideLoad};
+    let mut o = outcome();
+    let long = "x".repeat(400);
+    o.checks = vec![CheckResult {
+        check: CheckId::MinFairShare,
+        group: "spinners".into(),
+        measured: 0.245,
+        op: Op::AtLeast,
+        bound: 0.5,
+        pass: false,
+        detail: Some(format!(
+            "spinners got 12.2% of the CPU time, expected 50%; {long}"
+        )),
+        cause: Some(Cause {
+            mechanism: Some(format!(
+                "the run's cgroup pingpong kept worker 500 off: {long}"
+            )),
+            outside_load: Some(OutsideLoad {
+                explains: false,
+                reason: "tasks outside the run used 0.1 CPUs".into(),
+            }),
+            next_step: Some("run it with --no-cgroups".into()),
+            evidence: Some("recorder: worker 500 (g) ran 288 ms".into()),
+            held_by: Some(HeldBy {
+                worker: 500,
+                comm: "runq".into(),
+                pid: 3502,
+                whose: "pingpong".into(),
+                held_ns: 1_390_000_000,
+                wait_ns: 2_746_000_000,
+            }),
+            no_recorder: None,
+        }),
+    }];
+    let text = headline::first_lines(&o, None).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "runq: FAIL min_fair_share (spinners): measured 0.245 (bound >= 0.500): runq[3502] \
+         (pingpong) held worker 500's CPU 1,390 of 2,746 ms"
+    );
+    assert!(lines[0].chars().count() <= headline::FIRST_LINE_MAX);
+    assert!(
+        lines[1].starts_with("  spinners got 12.2% of the CPU time"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("  cause: the run's cgroup pingpong"),
+        "{text}"
+    );
+    assert_eq!(
+        lines[3],
+        "  outside load: tasks outside the run used 0.1 CPUs"
+    );
+    assert_eq!(lines[4], "  next: run it with --no-cgroups");
+    assert_eq!(lines[5], "  recorder: worker 500 (g) ran 288 ms");
+    // Without the recorder's holder, the detail's clause; a long one is cut.
+    let cause = o.checks[0].cause.as_mut().unwrap();
+    cause.held_by = None;
+    cause.evidence = None;
+    cause.no_recorder = Some("off (--evidence off)".into());
+    o.checks[0].detail = Some(long.clone());
+    let text = headline::first_lines(&o, None).unwrap();
+    let first = text.lines().next().unwrap();
+    assert_eq!(first.chars().count(), headline::FIRST_LINE_MAX, "{first}");
+    assert!(first.ends_with("xxx..."), "{first}");
+    assert!(
+        text.contains("\n  no recorder (off (--evidence off)): the cause is what /proc"),
+        "{text}"
+    );
 }
 
 /// Two spinners of group `g`: 500 with a 2.9 s gap closing 3.0 s into its
@@ -277,7 +351,7 @@ fn moments_are_the_worst_instances_of_the_failed_checks() {
     let line = headline::line(&o, &o.checks[0]);
     assert_eq!(
         line,
-        "FAIL max_gap_ms: worker 500 (g) waited 2900 ms runnable without a CPU on CPU 0 at \
+        "FAIL max_gap_ms: worker 500 (g) waited 2900 ms runnable on CPU 0 at \
          3.00 s (bound 2000 ms)"
     );
     assert!(without_moment(&o.checks[2])

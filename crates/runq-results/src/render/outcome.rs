@@ -361,6 +361,10 @@ fn render_cause(out: &mut String, cause: &runq_workload::Cause) {
     if let Some(e) = &cause.evidence {
         let _ = writeln!(out, "     {}", printable(e));
     }
+    if let Some(why) = &cause.no_recorder {
+        let line = crate::evidence::headline::no_recorder(why);
+        let _ = writeln!(out, "     {}", printable(&line));
+    }
 }
 
 #[cfg(test)]

@@ -36,10 +36,37 @@ pub struct Cause {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_step: Option<String>,
     /// What the per-task recorder saw of the worker the check points at:
-    /// its run time and wait, who held its CPU while it waited, or why
-    /// there was no recorder (see [`super::recorded`]).
+    /// its run time and wait, who held its CPU while it waited (see
+    /// [`super::recorded`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
+    /// The task that held the CPU of the worker the check points at for
+    /// longest while it waited, when the recorder saw one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<HeldBy>,
+    /// Why there was no per-task recorder (`--evidence off`, not root):
+    /// the cause is then what /proc and schedstat tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_recorder: Option<String>,
+}
+
+/// Who kept a worker off its CPU, as the recorder saw it: the facts a
+/// FAIL's first line states in a clause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldBy {
+    /// The worker the check points at (its tid).
+    pub worker: u32,
+    /// The holder's comm.
+    pub comm: String,
+    /// The holder's pid.
+    pub pid: u32,
+    /// Whose the holder is: one of the run's groups, `runq` (runq's own
+    /// threads) or `outside` (a task outside the run).
+    pub whose: String,
+    /// How long it held the worker's CPU while the worker waited, ns.
+    pub held_ns: u64,
+    /// How long the worker waited runnable in all, ns.
+    pub wait_ns: u64,
 }
 
 /// The judgement on the load outside the run.

@@ -11,7 +11,7 @@
 use crate::CheckId;
 use runq_kernel::task_record::{groups_of_class, Holder, Recorded, TaskRecord, RUNQ_CLASS};
 
-use super::cause::{Cause, OutsideLoad};
+use super::cause::{Cause, HeldBy, OutsideLoad};
 use super::CheckResult;
 use crate::report::WorkerReport;
 use crate::scenario::Scenario;
@@ -503,9 +503,7 @@ pub(crate) fn explain_all(
         Ok(r) => r,
         Err(why) => {
             for c in checks.iter_mut().filter(|c| !c.pass) {
-                c.cause.get_or_insert_with(Cause::default).evidence = Some(format!(
-                    "no recorder ({why}): the cause is what /proc and schedstat tell"
-                ));
+                c.cause.get_or_insert_with(Cause::default).no_recorder = Some(why.to_string());
             }
             return;
         }
@@ -544,6 +542,18 @@ pub(crate) fn explain_all(
                 .map_or_else(|| "the run".into(), |x| x.name.clone()),
         };
         cause.evidence = Some(evidence(w, &scn.groups[g].name, &s, &group_name));
+        cause.held_by = w.holders.first().filter(|_| w.wait_ns > 0).map(|h| HeldBy {
+            worker: w.worker,
+            comm: h.comm.clone(),
+            pid: h.pid,
+            whose: match h.class {
+                0 => "outside".into(),
+                RUNQ_CLASS => "runq".into(),
+                k => group_name(k),
+            },
+            held_ns: h.held_ns,
+            wait_ns: w.wait_ns,
+        });
         if let Some(how) = died {
             died_cause(cause, w, how);
             continue;

@@ -33,6 +33,9 @@ pub struct CheckConfig {
     pub max_offcpu_spread_pct: Option<f64>,
     /// p99 wake latency of a group, µs. Default: 100000 (100 ms).
     pub max_p99_wake_latency_us: Option<u64>,
+    /// p99.9 wake latency of a group, µs (the tail schbench reports).
+    /// Default: off.
+    pub max_p999_wake_latency_us: Option<u64>,
     /// Coefficient of variation (stddev / mean) of a group's wake
     /// latencies. Default: off.
     pub max_wake_latency_cv: Option<f64>,
@@ -98,6 +101,7 @@ impl Default for CheckConfig {
             max_gap_ms: Some(2000),
             max_offcpu_spread_pct: Some(50.0),
             max_p99_wake_latency_us: Some(100_000),
+            max_p999_wake_latency_us: None,
             max_wake_latency_cv: None,
             min_work_rate: None,
             max_migration_ratio: None,
@@ -177,7 +181,7 @@ const fn telemetry(measure: fn(&Observed) -> Option<f64>, explain: Option<Explai
 }
 
 /// Every check, in the order results are reported.
-pub(super) const CHECKS: [Check; 22] = [
+pub(super) const CHECKS: [Check; 23] = [
     Check {
         id: CheckId::NotStuck,
         bound: |c| c.not_stuck.then_some(0.0),
@@ -227,6 +231,16 @@ pub(super) const CHECKS: [Check; 22] = [
         op: Op::AtMost,
         scope: telemetry(
             |o| percentile(&o.wakes, 99.0).map(|ns| ns as f64 / 1e3),
+            Some(explain::latency_samples),
+        ),
+    },
+    Check {
+        id: CheckId::MaxP999WakeLatencyUs,
+        bound: |c| c.max_p999_wake_latency_us.map(|b| b as f64),
+        range: None,
+        op: Op::AtMost,
+        scope: telemetry(
+            |o| percentile(&o.wakes, 99.9).map(|ns| ns as f64 / 1e3),
             Some(explain::latency_samples),
         ),
     },

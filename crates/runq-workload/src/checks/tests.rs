@@ -104,7 +104,7 @@ fn op_prints_and_serializes_as_the_operator() {
 fn names_and_ranges_come_from_the_table() {
     assert_eq!(CHECK_NAMES[0], "not_stuck");
     assert_eq!(CHECK_NAMES[1], "setup_applied");
-    assert_eq!(CHECK_NAMES[10], "min_fair_share");
+    assert_eq!(CHECK_NAMES[11], "min_fair_share");
     let bad = |cfg: CheckConfig| cfg.validate().unwrap_err();
     assert_eq!(
         bad(CheckConfig {
@@ -267,4 +267,32 @@ fn racing_workers_off_cpu_shares_are_not_compared() {
     };
     assert!(!spread(GroupWork::Framework).unwrap().pass);
     assert!(spread(GroupWork::Race).is_none());
+}
+
+#[test]
+fn the_p999_tail_is_judged_only_when_a_scenario_bounds_it() {
+    let mut a = report(1024, 1_000_000_000, 0, 0);
+    // 999 fast wakes and one slow one: p99 holds, p99.9 is the slow one.
+    a.resume_latencies_ns = vec![10_000; 999];
+    a.resume_latencies_ns.push(5_000_000);
+    let off = CheckConfig::default().evaluate_group("g", &[&a], GroupWork::Framework);
+    assert!(off.iter().all(|r| r.check != CheckId::MaxP999WakeLatencyUs));
+    let cfg = CheckConfig {
+        max_p999_wake_latency_us: Some(1_000),
+        ..Default::default()
+    };
+    let res = cfg.evaluate_group("g", &[&a], GroupWork::Framework);
+    let p99 = res.iter().find(|r| r.check == CheckId::MaxP99WakeLatencyUs);
+    assert!(p99.is_some_and(|r| r.pass), "{res:?}");
+    let tail = res
+        .iter()
+        .find(|r| r.check == CheckId::MaxP999WakeLatencyUs)
+        .expect("judged");
+    assert!(!tail.pass && tail.measured > 1_000.0, "{tail:?}");
+    assert_eq!(tail.check.to_string(), "max_p999_wake_latency_us");
+    assert!(tail
+        .detail
+        .as_deref()
+        .unwrap()
+        .contains("over 1000 samples"));
 }

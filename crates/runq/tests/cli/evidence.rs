@@ -39,16 +39,18 @@ fn a_fail_starts_stderr_with_its_worst_check() {
             && first.contains("(bound >= 1000000000000)"),
         "{stderr}"
     );
+    assert!(first.chars().count() <= 160, "{first}");
+    let block = fail_block(&stderr);
     assert!(
-        first.contains("; evidence: ") || first.contains("; no evidence: "),
-        "{first}"
+        block.contains("\n  evidence: ") || block.contains("\n  no evidence: "),
+        "{block}"
     );
     runq_testkit::assert_matches_schema("run", &v);
     let ev = &v["evidence"]["checks"][0];
     assert_eq!(ev["check"], "min_work_rate", "{v}");
     assert!(!ev["summary"].as_str().unwrap().is_empty(), "{ev}");
     if let Some(f) = ev["trace_file"].as_str() {
-        assert!(first.ends_with(&format!("; evidence: {f}")), "{first}");
+        assert!(block.ends_with(&format!("\n  evidence: {f}")), "{block}");
         let trace: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
         assert!(!trace["traceEvents"].as_array().unwrap().is_empty());
     }
@@ -111,9 +113,10 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
         )),
         "{stderr}"
     );
+    let block = fail_block(&stderr);
     assert!(
-        first.contains("; outside load: tasks outside the run used "),
-        "{first}"
+        block.contains("\n  outside load: tasks outside the run used "),
+        "{block}"
     );
     let checks = v["evidence"]["checks"].as_array().unwrap();
     let ev = checks
@@ -132,7 +135,7 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
         "{summary}"
     );
     let file = ev["trace_file"].as_str().unwrap();
-    assert!(first.ends_with(&format!("; evidence: {file}")), "{first}");
+    assert!(block.ends_with(&format!("\n  evidence: {file}")), "{block}");
     let trace = std::fs::read_to_string(file).unwrap();
     assert!(
         trace.contains(&format!("`sh` {hog_pid}")),
@@ -299,11 +302,13 @@ fn the_default_scenarios_fail_names_the_cgroup_that_held_its_cpu() {
         return;
     }
     let first = stderr.lines().next().unwrap_or_default();
+    assert!(first.chars().count() <= 160, "{first}");
+    let block = fail_block(&stderr);
     // Exact, or sampled (the default scenario's event rate is over the
     // recorder's budget on most hosts).
     assert!(
-        first.contains("; recorder: worker ") || first.contains("; recorder (sampled: "),
-        "{first}"
+        block.contains("\n  recorder: worker ") || block.contains("\n  recorder (sampled: "),
+        "{block}"
     );
     let worst = v["checks"]
         .as_array()
@@ -520,9 +525,16 @@ fn nice_hog_names_the_hog(evidence: &str, mode: &str) {
     );
     let first = stderr.lines().next().unwrap_or_default();
     assert!(first.starts_with("runq: INDETERMINATE "), "{first}");
+    // The first line names the task that held the worker's CPU longest.
+    let holder = cause["held_by"]["comm"].as_str().expect("a holder");
     assert!(
-        first.contains(&hog_name) || !mechanism.contains(&hog_name),
-        "the first line names the hog when the cause does: {first}"
+        first.contains(&format!("{holder}[")) && first.contains(" held "),
+        "{first}"
+    );
+    let block = fail_block(&stderr);
+    assert!(
+        block.contains(&hog_name) || !mechanism.contains(&hog_name),
+        "the lines name the hog when the cause does: {block}"
     );
 }
 
@@ -534,14 +546,12 @@ fn without_the_recorder_a_fail_says_what_is_missing() {
     let (code, v, stderr) = run_json(&["run", &path, "--json", "--no-recorder"]);
     assert_eq!(code, Some(1), "{stderr}");
     let cause = cause_of(&v, "min_work_rate", "spin").unwrap();
-    assert_eq!(
-        cause["evidence"],
-        "no recorder (off (--no-recorder)): the cause is what /proc and schedstat tell"
-    );
-    let first = stderr.lines().next().unwrap_or_default();
+    assert_eq!(cause["no_recorder"], "off (--no-recorder)");
+    assert!(cause.get("evidence").is_none(), "{cause}");
+    let block = fail_block(&stderr);
     assert!(
-        first.contains("; no recorder (off (--no-recorder))"),
-        "{first}"
+        block.contains("\n  no recorder (off (--no-recorder)): the cause is what /proc"),
+        "{block}"
     );
 }
 
@@ -599,4 +609,15 @@ fn a_high_event_rate_switches_the_recorder_to_sampling() {
         report.contains("runq itself: ") && report.contains("(sampled at 250 Hz: exact recording"),
         "{report}"
     );
+}
+
+/// A FAIL's lines on stderr: the first and the indented lines under it.
+fn fail_block(stderr: &str) -> String {
+    let mut lines = stderr.lines();
+    let first = lines.next().unwrap_or_default();
+    let rest = lines.take_while(|l| l.starts_with("  "));
+    std::iter::once(first)
+        .chain(rest)
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -545,8 +545,9 @@ fn print_stderr_lines(doc: &RunDocument, scn: &Scenario, json: bool, cgroups: Cg
         crate::errln!("runq: run ended early: {e}");
     }
     let plain_fail = outcome.run_error.is_none() && !outcome.interrupted;
-    if let Some(line) = runq_results::evidence::headline::first_line(outcome, doc.evidence.as_ref())
-        .filter(|_| plain_fail)
+    if let Some(line) =
+        runq_results::evidence::headline::first_lines(outcome, doc.evidence.as_ref())
+            .filter(|_| plain_fail)
     {
         crate::errln!("{line}");
     }
