@@ -14,6 +14,7 @@ pub mod thread;
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use runq_kernel::taskstats::TaskstatsClient;
@@ -117,11 +118,20 @@ pub fn capture(opts: &CaptureOptions) -> CtprofSnapshot {
     let mut snap = CtprofSnapshot::new();
     snap.captured_at_unix_ns = runq_kernel::clock::unix_ns();
     let listed = list_threads(&opts.proc_root);
-    let (mut threads, tally, ts_unavailable) = read_listed(opts, &listed, true);
-    let mut probe = tally.probe_summary(listed.len() as u64);
     let jemalloc_host = crate::jemalloc::host_reason(opts.jemalloc, std::env::consts::ARCH);
-    if jemalloc_host.is_none() {
-        probe.jemalloc_processes = crate::jemalloc::fill(&mut threads, &opts.proc_root);
+    // Each process's allocator (its executable, its maps) is inspected
+    // beside the per-thread reads.
+    let (read, allocators) = std::thread::scope(|s| {
+        let detect = jemalloc_host
+            .is_none()
+            .then(|| s.spawn(|| crate::jemalloc::detect(&opts.proc_root, &listed)));
+        let read = read_listed(opts, &listed, true);
+        (read, detect.map(|h| h.join().unwrap_or_default()))
+    });
+    let (mut threads, tally, ts_unavailable) = read;
+    let mut probe = tally.probe_summary(listed.len() as u64);
+    if let Some(allocators) = allocators {
+        probe.jemalloc_processes = crate::jemalloc::fill(&mut threads, &allocators);
     }
     if opts.cgroups {
         snap.cgroup_stats = cgroups::enrich(&threads, &opts.proc_root);
@@ -206,6 +216,18 @@ fn v2_root(opts: &CaptureOptions) -> Option<PathBuf> {
     }
 }
 
+/// How many listed threads a worker takes at a time: few enough that the
+/// workers finish together (one process's `smaps_rollup` or a CPU shared
+/// with another task does not hold back a fixed half), enough to keep a
+/// process's threads together.
+const CHUNK: usize = 256;
+
+/// The next [`CHUNK`] of `listed` not yet taken by a worker.
+fn take_chunk<'a>(next: &AtomicUsize, listed: &'a [(u32, u32)]) -> Option<&'a [(u32, u32)]> {
+    let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+    (start < listed.len()).then(|| &listed[start..(start + CHUNK).min(listed.len())])
+}
+
 /// Reads every listed thread on a few scoped worker threads.
 fn capture_threads(
     opts: &CaptureOptions,
@@ -230,22 +252,21 @@ fn capture_threads(
         let w = &mut workers[0];
         let out = listed
             .iter()
-            .filter_map(|&(tgid, tid)| w.capture(root.len(), tgid, tid))
+            .filter_map(|&(tgid, tid)| w.capture(tgid, tid))
             .collect();
         return (out, w.tally.clone());
     }
-    let chunk = listed.len().div_ceil(n).max(1);
+    let next = AtomicUsize::new(0);
     let results: Vec<Vec<ThreadState>> = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .iter_mut()
-            .zip(listed.chunks(chunk))
-            .map(|(w, part)| {
+            .map(|w| {
+                let next = &next;
                 s.spawn(move || {
-                    let mut out = Vec::with_capacity(part.len());
-                    out.extend(
-                        part.iter()
-                            .filter_map(|&(tgid, tid)| w.capture(root.len(), tgid, tid)),
-                    );
+                    let mut out = Vec::with_capacity(listed.len() / n + CHUNK);
+                    while let Some(part) = take_chunk(next, listed) {
+                        out.extend(part.iter().filter_map(|&(tgid, tid)| w.capture(tgid, tid)));
+                    }
                     out
                 })
             })

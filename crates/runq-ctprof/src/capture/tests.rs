@@ -158,3 +158,20 @@ fn a_domain_cgroup_is_read_once_per_process() {
     assert_eq!(probe.read_ok.get("cgroup"), Some(&4));
     assert_eq!(probe.read_missing.get("cgroup"), None);
 }
+
+#[test]
+fn workers_take_every_listed_thread_once() {
+    let listed: Vec<(u32, u32)> = (0..super::CHUNK as u32 * 3 + 7).map(|i| (1, i)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut seen = Vec::new();
+    while let Some(part) = super::take_chunk(&next, &listed) {
+        assert!(part.len() <= super::CHUNK);
+        seen.extend_from_slice(part);
+    }
+    assert_eq!(seen, listed);
+    assert_eq!(super::take_chunk(&next, &listed), None, "stays exhausted");
+    assert_eq!(
+        super::take_chunk(&std::sync::atomic::AtomicUsize::new(0), &[]),
+        None
+    );
+}

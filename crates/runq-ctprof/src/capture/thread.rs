@@ -22,28 +22,38 @@ use crate::model::ThreadState;
 
 /// Why a read failed, as an availability reason: a file missing from a
 /// task that has since exited is the thread's exit, not the kernel's lack.
-fn reason(e: &ReadError, dir: &OwnedFd) -> Reason {
+/// `dir` is the process's `task` directory, `tid_dir` the thread's `<tid>/`.
+fn reason(e: &ReadError, dir: &OwnedFd, tid_dir: &[u8]) -> Reason {
     match e {
-        ReadError::Missing if task_gone(dir) => Reason::ThreadGone,
+        ReadError::Missing if task_gone(dir, tid_dir) => Reason::ThreadGone,
         ReadError::Missing => Reason::Absent,
         ReadError::Denied => Reason::Eperm,
         ReadError::Other(_) => Reason::Error,
     }
 }
 
-/// True when the task whose procfs directory `dir` is has exited (its
-/// `stat`, which every live task has, is gone).
-fn task_gone(dir: &OwnedFd) -> bool {
+/// True when the thread `tid_dir` (`<tid>/`) of the process whose `task`
+/// directory `dir` is has exited (its `stat`, which every live task has,
+/// is gone).
+fn task_gone(dir: &OwnedFd, tid_dir: &[u8]) -> bool {
     use std::os::fd::AsRawFd;
+    let mut name = tid_dir.to_vec();
+    name.extend_from_slice(b"stat\0");
     // SAFETY: a valid directory fd and a NUL-terminated name.
-    unsafe { libc::faccessat(dir.as_raw_fd(), c"stat".as_ptr(), libc::F_OK, 0) != 0 }
+    unsafe { libc::faccessat(dir.as_raw_fd(), name.as_ptr().cast(), libc::F_OK, 0) != 0 }
 }
 
 /// Reused state of one capture worker.
 #[derive(Debug)]
 pub struct Worker {
     reader: FileReader,
-    dir: Vec<u8>,
+    /// The procfs root.
+    root: Vec<u8>,
+    /// The `task` directory of the last process read, kept open for its
+    /// next thread: each file opens relative to it as `<tid>/<file>`.
+    task_dir: Option<(u32, OwnedFd)>,
+    /// `<tid>/` of the thread being read.
+    tid_dir: Vec<u8>,
     /// Counts of outcomes.
     pub tally: Tally,
     /// Taskstats socket, when taskstats is wanted and available.
@@ -65,7 +75,9 @@ impl Worker {
     pub fn new(proc_root: &[u8], taskstats: Option<TaskstatsClient>) -> Self {
         Worker {
             reader: FileReader::new(),
-            dir: proc_root.to_vec(),
+            root: proc_root.to_vec(),
+            task_dir: None,
+            tid_dir: Vec::with_capacity(16),
             tally: Tally::default(),
             taskstats,
             cgroup: SharedCgroup::default(),
@@ -76,31 +88,45 @@ impl Worker {
     }
 
     /// Captures one thread; `None` when it exited before its stat was read.
-    pub fn capture(&mut self, root_len: usize, tgid: u32, tid: u32) -> Option<ThreadState> {
-        self.dir.truncate(root_len);
-        let _ = write!(self.dir, "/{tgid}/task/{tid}/");
+    pub fn capture(&mut self, tgid: u32, tid: u32) -> Option<ThreadState> {
+        let dir = match self.task_dir.take() {
+            Some((last, dir)) if last == tgid => dir,
+            _ => {
+                let task = format!("/{tgid}/task");
+                let Ok(dir) = self.reader.open_dir(&[&self.root, task.as_bytes()]) else {
+                    self.tally.vanished += 1;
+                    return None;
+                };
+                dir
+            }
+        };
+        self.tid_dir.clear();
+        let _ = write!(self.tid_dir, "{tid}/");
+        let t = self.capture_in(&dir, tgid, tid);
+        self.task_dir = Some((tgid, dir));
+        t
+    }
+
+    /// Captures thread `tid` of the process whose `task` directory is `dir`.
+    fn capture_in(&mut self, dir: &OwnedFd, tgid: u32, tid: u32) -> Option<ThreadState> {
         let mut t = ThreadState {
             tid,
             tgid,
             ..ThreadState::default()
         };
-        let Ok(dir) = self.reader.open_dir(&[&self.dir]) else {
-            self.tally.vanished += 1;
-            return None;
-        };
-        if !self.read_stat(&dir, &mut t) {
+        if !self.read_stat(dir, &mut t) {
             self.tally.vanished += 1;
             return None;
         }
-        self.read_schedstat(&dir, &mut t);
-        self.read_sched(&dir, &mut t);
-        self.read_io(&dir, &mut t);
-        self.read_cgroup(&dir, &mut t);
+        self.read_schedstat(dir, &mut t);
+        self.read_sched(dir, &mut t);
+        self.read_io(dir, &mut t);
+        self.read_cgroup(dir, &mut t);
         if self.live {
             read_affinity(&mut t, &mut self.tally);
         }
         if tid == tgid && self.smaps {
-            let r = self.reader.read_at(&dir, c"smaps_rollup");
+            let r = self.reader.read_at(dir, &[&self.tid_dir, b"smaps_rollup"]);
             self.tally.read(Source::SmapsRollup, &r);
             match r {
                 Ok(text) => t.smaps_rollup_kb = parse_smaps_rollup(text),
@@ -135,7 +161,7 @@ impl Worker {
     }
 
     fn read_stat(&mut self, dir: &OwnedFd, t: &mut ThreadState) -> bool {
-        let r = self.reader.read_at(dir, c"stat");
+        let r = self.reader.read_at(dir, &[&self.tid_dir, b"stat"]);
         self.tally.read(Source::Stat, &r);
         let Ok(text) = r else { return false };
         let Some(s) = parse_stat(text) else {
@@ -161,7 +187,7 @@ impl Worker {
     }
 
     fn read_schedstat(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
-        let r = self.reader.read_at(dir, c"schedstat");
+        let r = self.reader.read_at(dir, &[&self.tid_dir, b"schedstat"]);
         self.tally.read(Source::Schedstat, &r);
         match r {
             Ok(text) => match std::str::from_utf8(text).ok().and_then(parse_schedstat) {
@@ -175,17 +201,17 @@ impl Worker {
                     t.mark(Src::Schedstat, Reason::Error);
                 }
             },
-            Err(e) => t.mark(Src::Schedstat, reason(&e, dir)),
+            Err(e) => t.mark(Src::Schedstat, reason(&e, dir, &self.tid_dir)),
         }
     }
 
     fn read_sched(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
-        let r = self.reader.read_at(dir, c"sched");
+        let r = self.reader.read_at(dir, &[&self.tid_dir, b"sched"]);
         self.tally.read(Source::Sched, &r);
         let text = match r {
             Ok(text) => text,
             Err(e) => {
-                let why = reason(&e, dir);
+                let why = reason(&e, dir, &self.tid_dir);
                 t.mark(Src::Sched, why);
                 t.mark(Src::Schedstats, why);
                 return self.read_status(dir, t);
@@ -239,7 +265,7 @@ impl Worker {
     }
 
     fn read_status(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
-        let r = self.reader.read_at(dir, c"status");
+        let r = self.reader.read_at(dir, &[&self.tid_dir, b"status"]);
         self.tally.read(Source::Status, &r);
         if let Ok(text) = r {
             let s = parse_status(text);
@@ -249,10 +275,10 @@ impl Worker {
     }
 
     fn read_io(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
-        let r = self.reader.read_at(dir, c"io");
+        let r = self.reader.read_at(dir, &[&self.tid_dir, b"io"]);
         self.tally.read(Source::Io, &r);
         if let Err(e) = &r {
-            t.mark(Src::Io, reason(e, dir));
+            t.mark(Src::Io, reason(e, dir, &self.tid_dir));
         }
         if let Ok(text) = r {
             let io = parse_io(text);
@@ -277,7 +303,7 @@ impl Worker {
             self.tally.read(Source::Cgroup, &Ok(()));
             return;
         }
-        let r = self.reader.read_at(dir, c"cgroup");
+        let r = self.reader.read_at(dir, &[&self.tid_dir, b"cgroup"]);
         self.tally.read(Source::Cgroup, &r);
         match r.map(parse_v2_path) {
             Ok(Some(p)) => t.cgroup = self.cgroup.read(t.tgid, p),
@@ -304,12 +330,12 @@ fn read_affinity(t: &mut ThreadState, tally: &mut Tally) {
     tally.read(Source::Affinity, &r);
     if rc == 0 {
         let max = (size * 8) as u32;
-        // SAFETY: CPU_ISSET reads the set within its bounds.
-        t.cpu_affinity = CpuSet(
-            (0..max)
-                .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
-                .collect(),
-        );
+        // SAFETY: CPU_COUNT reads the set within its bounds.
+        let count = unsafe { libc::CPU_COUNT(&set) } as usize;
+        // SAFETY: CPU_ISSET reads the set within its bounds. The scan stops
+        // at the last CPU in the set, not at the set's end.
+        let cpus = (0..max).filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) });
+        t.cpu_affinity = CpuSet(cpus.take(count).collect());
     }
 }
 

@@ -227,23 +227,39 @@ fn shared_jemalloc(proc_root: &Path, tgid: u32) -> bool {
         .is_ok_and(|m| maps_shared_jemalloc(&m))
 }
 
-/// Fills `allocated_bytes` / `deallocated_bytes` for every thread of every
-/// jemalloc-linked process (except the capturing one); returns how many
-/// processes were read. Threads of a process that maps a shared
-/// libjemalloc, or whose counters could not be read, are marked
-/// unavailable rather than left at a zero that reads as "no jemalloc".
-pub fn fill(threads: &mut [ThreadState], proc_root: &Path) -> u64 {
+/// What each process of a listing allocates with, by tgid (from its
+/// executable and maps, per process: [`detect`] runs beside the per-thread
+/// reads of a capture).
+#[derive(Debug, Default)]
+pub struct Allocators(HashMap<u32, Allocator>);
+
+/// Inspects every process of `listed` (`(tgid, tid)` sorted by tgid)
+/// except the capturing one: each executable once, and the maps of a
+/// process whose executable holds no jemalloc.
+pub fn detect(proc_root: &Path, listed: &[(u32, u32)]) -> Allocators {
     let me = std::process::id();
     let mut by_exe: HashMap<(u64, u64), StaticJemalloc> = HashMap::new();
-    let mut per_tgid: HashMap<u32, Allocator> = HashMap::new();
+    let mut out = HashMap::new();
+    for process in listed.chunk_by(|a, b| a.0 == b.0) {
+        let tgid = process[0].0;
+        if tgid != me {
+            out.insert(tgid, allocator(proc_root, tgid, &mut by_exe));
+        }
+    }
+    Allocators(out)
+}
+
+/// Fills `allocated_bytes` / `deallocated_bytes` for every thread of every
+/// jemalloc-linked process in `allocators`; returns how many processes
+/// were read. Threads of a process that maps a shared libjemalloc, or
+/// whose counters could not be read, are marked unavailable rather than
+/// left at a zero that reads as "no jemalloc".
+pub fn fill(threads: &mut [ThreadState], allocators: &Allocators) -> u64 {
     let mut read = 0;
     for t in threads.iter_mut() {
-        if t.tgid == me {
+        let Some(&kind) = allocators.0.get(&t.tgid) else {
             continue;
-        }
-        let kind = *per_tgid
-            .entry(t.tgid)
-            .or_insert_with(|| allocator(proc_root, t.tgid, &mut by_exe));
+        };
         let layout = match kind {
             Allocator::Static(layout) => layout,
             Allocator::Shared => {

@@ -34,28 +34,22 @@ impl FileReader {
 
     /// Reads the file at the path made of `parts` concatenated.
     pub fn read_parts(&mut self, parts: &[&[u8]]) -> Result<&[u8], ReadError> {
-        self.path.clear();
-        for p in parts {
-            self.path.extend_from_slice(p);
-        }
-        self.path.push(0);
-        let path = std::mem::take(&mut self.path);
-        let result = match CStr::from_bytes_until_nul(&path) {
-            Ok(c) => read_into(c, &mut self.buf),
-            Err(_) => Err(ReadError::Other(libc::EINVAL)),
-        };
-        self.path = path;
-        result.map(|n| &self.buf[..n])
+        let path = self.c_path(parts)?;
+        // SAFETY: path is NUL-terminated; flags are plain constants.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        read_fd(fd, &mut self.buf).map(|n| &self.buf[..n])
     }
 
-    /// Reads `name` relative to the open directory `dirfd` (`openat`), which
-    /// skips the path walk when many files of one directory are read.
+    /// Reads the file at the path made of `parts` concatenated, relative to
+    /// the open directory `dirfd` (`openat`): the directory's own path is
+    /// not walked again for each of its files.
     pub fn read_at(
         &mut self,
         dirfd: &std::os::fd::OwnedFd,
-        name: &CStr,
+        parts: &[&[u8]],
     ) -> Result<&[u8], ReadError> {
         use std::os::fd::AsRawFd;
+        let name = self.c_path(parts)?;
         // SAFETY: dirfd is open; name is NUL-terminated.
         let fd = unsafe {
             libc::openat(
@@ -67,17 +61,21 @@ impl FileReader {
         read_fd(fd, &mut self.buf).map(|n| &self.buf[..n])
     }
 
-    /// Opens the directory made of `parts` concatenated as an `O_PATH`
-    /// descriptor for [`Self::read_at`].
-    pub fn open_dir(&mut self, parts: &[&[u8]]) -> Result<std::os::fd::OwnedFd, ReadError> {
-        use std::os::fd::FromRawFd;
+    /// `parts` concatenated and NUL-terminated in the reused path buffer.
+    fn c_path(&mut self, parts: &[&[u8]]) -> Result<&CStr, ReadError> {
         self.path.clear();
         for p in parts {
             self.path.extend_from_slice(p);
         }
         self.path.push(0);
-        let c =
-            CStr::from_bytes_until_nul(&self.path).map_err(|_| ReadError::Other(libc::EINVAL))?;
+        CStr::from_bytes_until_nul(&self.path).map_err(|_| ReadError::Other(libc::EINVAL))
+    }
+
+    /// Opens the directory made of `parts` concatenated as an `O_PATH`
+    /// descriptor for [`Self::read_at`].
+    pub fn open_dir(&mut self, parts: &[&[u8]]) -> Result<std::os::fd::OwnedFd, ReadError> {
+        use std::os::fd::FromRawFd;
+        let c = self.c_path(parts)?;
         let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
         // SAFETY: c is NUL-terminated.
         let fd = unsafe { libc::open(c.as_ptr(), flags) };
@@ -105,13 +103,6 @@ fn classify(errno: i32) -> ReadError {
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-/// Reads the whole file into `buf` (growing it as needed); returns the length.
-fn read_into(path: &CStr, buf: &mut Vec<u8>) -> Result<usize, ReadError> {
-    // SAFETY: path is NUL-terminated; flags are plain constants.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    read_fd(fd, buf)
 }
 
 /// Reads all of the just-opened `fd` (negative: the open failed) into
@@ -171,8 +162,12 @@ mod tests {
         assert_eq!(r.read(&dir.path().join("nope")), Err(ReadError::Missing));
         assert!(r.read_parts(&[b"/proc/self/", b"stat"]).is_ok());
         let d = r.open_dir(&[b"/proc/self"]).unwrap();
-        assert!(!r.read_at(&d, c"stat").unwrap().is_empty());
-        assert_eq!(r.read_at(&d, c"no-such-file"), Err(ReadError::Missing));
+        assert!(!r.read_at(&d, &[b"stat"]).unwrap().is_empty());
+        assert_eq!(r.read_at(&d, &[b"no-such-file"]), Err(ReadError::Missing));
+        let tasks = r.open_dir(&[b"/proc/self/task"]).unwrap();
+        let me = format!("{}/", std::process::id());
+        let stat = r.read_at(&tasks, &[me.as_bytes(), b"stat"]).unwrap();
+        assert!(stat.starts_with(me.trim_end_matches('/').as_bytes()));
         assert_eq!(
             r.open_dir(&[b"/nonexistent"]).unwrap_err(),
             ReadError::Missing

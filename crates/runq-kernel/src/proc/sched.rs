@@ -120,17 +120,50 @@ fn parse_value(v: &[u8]) -> Option<u64> {
 }
 
 /// Parses sched text; unknown keys and malformed values are skipped.
+///
+/// One pass over each `key<blanks>:<blanks>value` line: the kernel pads
+/// every key to a wide column, so the blanks are skipped eight at a time.
 pub fn parse_sched(text: &[u8]) -> TaskSched {
     let mut out = TaskSched::default();
-    for line in text.split(|&b| b == b'\n') {
-        let Some(pos) = line.iter().position(|&b| b == b':') else {
+    let mut i = 0;
+    while i < text.len() {
+        let key_start = i;
+        i = find(text, i, |b| matches!(b, b' ' | b'\t' | b':' | b'\n'));
+        let key = &text[key_start..i];
+        i = skip_blanks(text, i);
+        if text.get(i) != Some(&b':') {
+            i = find(text, i, |b| b == b'\n') + 1;
             continue;
-        };
-        if let Some(slot) = slot(&mut out, trim(&line[..pos])) {
-            *slot = parse_value(trim(&line[pos + 1..]));
         }
+        let value_start = skip_blanks(text, i + 1);
+        i = find(text, value_start, |b| b == b'\n');
+        if let Some(slot) = slot(&mut out, key) {
+            *slot = parse_value(trim(&text[value_start..i]));
+        }
+        i += 1;
     }
     out
+}
+
+/// The index of the first byte at or after `from` that `stop` accepts, or
+/// the length.
+fn find(b: &[u8], from: usize, stop: impl Fn(u8) -> bool) -> usize {
+    b.get(from..)
+        .and_then(|rest| rest.iter().position(|&c| stop(c)))
+        .map_or(b.len(), |p| from + p)
+}
+
+/// The index of the first byte at or after `from` that is not a space or a
+/// tab, or the length.
+fn skip_blanks(b: &[u8], mut from: usize) -> usize {
+    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    while let Some(chunk) = b.get(from..from + 8) {
+        if chunk.try_into().ok().map(u64::from_ne_bytes) != Some(SPACES) {
+            break;
+        }
+        from += 8;
+    }
+    find(b, from, |c| c != b' ' && c != b'\t')
 }
 
 #[cfg(test)]
@@ -173,6 +206,60 @@ numa_preferred_nid                           :                   -1
         assert_eq!(s.nr_wakeups, Some(7));
         assert_eq!(s.sum_sleep_runtime, Some(3_500_000));
         assert_eq!(s.ext_enabled, Some(1));
+    }
+
+    #[test]
+    fn odd_lines_are_skipped() {
+        // A header with a colon, a rule, a key with no value, a key with no
+        // colon, a tab, a CR and no final newline.
+        let s = parse_sched(
+            b"app (7, #threads: 1)\n----\nnr_switches :\nprio 120\nnr_switches\t:\t 9\r\nse.slice : 5",
+        );
+        assert_eq!(s.nr_switches, Some(9));
+        assert_eq!(s.prio, None);
+        assert_eq!(s.slice, Some(5));
+        assert_eq!(parse_sched(b""), TaskSched::default());
+        assert_eq!(parse_sched(b"nr_switches"), TaskSched::default());
+        assert_eq!(parse_sched(b"nr_switches    "), TaskSched::default());
+        assert_eq!(skip_blanks(b"                  x", 0), 18);
+        assert_eq!(skip_blanks(b"   ", 1), 3);
+    }
+
+    /// The former parser, line by line (split, find the colon, trim both
+    /// sides): the one-pass parser must read the same.
+    fn line_by_line(text: &[u8]) -> TaskSched {
+        let mut out = TaskSched::default();
+        for line in text.split(|&b| b == b'\n') {
+            let Some(pos) = line.iter().position(|&b| b == b':') else {
+                continue;
+            };
+            if let Some(slot) = slot(&mut out, trim(&line[..pos])) {
+                *slot = parse_value(trim(&line[pos + 1..]));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn agrees_with_a_line_by_line_reading() {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("se.sum_exec_runtime".to_string()),
+            Just("nr_switches".to_string()),
+            Just("stats.wait_sum".to_string()),
+            "[a-z_.]{0,6}",
+        ];
+        let line = (key, "[ \t]{0,12}", "[:x]?", "[ \t]{0,3}", "[0-9.x-]{0,8}");
+        proptest!(|(lines in proptest::collection::vec(line, 0..8))| {
+            let text: String = lines
+                .iter()
+                .map(|(k, pad, colon, pad2, v)| format!("{k}{pad}{colon}{pad2}{v}\n"))
+                .collect();
+            prop_assert_eq!(parse_sched(text.as_bytes()), line_by_line(text.as_bytes()));
+        });
+        let real = std::fs::read("/proc/self/sched").unwrap_or_default();
+        assert_eq!(parse_sched(&real), line_by_line(&real));
+        assert_eq!(parse_sched(NO_SCHEDSTATS), line_by_line(NO_SCHEDSTATS));
     }
 
     #[test]
