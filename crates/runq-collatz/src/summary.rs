@@ -6,8 +6,29 @@
 use serde::Serialize;
 
 use crate::fit::{fit_two_elbows, ElbowFit};
-use crate::sweep::Point;
+use crate::runner::RunResult;
 use crate::tsc::TscInfo;
+
+/// One measured run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// Processes.
+    pub procs: usize,
+    /// Repeat index.
+    pub repeat: usize,
+    /// The profiler attached (index into the sweep's profilers), if any.
+    pub profiler: Option<usize>,
+    /// The run's result.
+    pub result: RunResult,
+    /// The timed window of the run (mean over its processes), s.
+    pub wall_s: f64,
+    /// Wall time from releasing the benchmark to its result, s: the
+    /// window over which the profiler's CPU is read.
+    pub cpu_window_s: f64,
+    /// The profiler tree's CPU time over that window, s (its start-up and
+    /// the settle time before are not counted).
+    pub profiler_cpu_s: Option<f64>,
+}
 
 /// A fitted curve: mean ticks per call by process count.
 #[derive(Debug, Clone, Serialize)]

@@ -18,13 +18,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use runq_kernel::guard::Guard;
-use serde::Serialize;
 
 use crate::config::{Config, Target};
 use crate::order::{self, PlannedRun};
 use crate::proc_cpu::tree_cpu_seconds;
 use crate::runner::RunResult;
-pub use crate::summary::{summarize, Curve, Derived, Profiled, SlopeChange, SweepResult};
+pub use crate::summary::{summarize, Curve, Derived, Point, Profiled, SlopeChange, SweepResult};
 use crate::tsc::TscInfo;
 
 /// What to sweep.
@@ -50,27 +49,6 @@ pub struct SweepConfig {
     pub settle: Duration,
     /// Seed of the run order.
     pub seed: u64,
-}
-
-/// One measured run.
-#[derive(Debug, Clone, Serialize)]
-pub struct Point {
-    /// Processes.
-    pub procs: usize,
-    /// Repeat index.
-    pub repeat: usize,
-    /// The profiler attached (index into the sweep's profilers), if any.
-    pub profiler: Option<usize>,
-    /// The run's result.
-    pub result: RunResult,
-    /// The timed window of the run (mean over its processes), s.
-    pub wall_s: f64,
-    /// Wall time from releasing the benchmark to its result, s: the
-    /// window over which the profiler's CPU is read.
-    pub cpu_window_s: f64,
-    /// The profiler tree's CPU time over that window, s (its start-up and
-    /// the settle time before are not counted).
-    pub profiler_cpu_s: Option<f64>,
 }
 
 /// Why a sweep stopped.

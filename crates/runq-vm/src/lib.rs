@@ -15,7 +15,6 @@ pub mod kernel;
 pub mod launch;
 pub mod matrix;
 pub mod matrix_doc;
-pub mod presets;
 pub mod run;
 pub mod scx;
 pub mod scx_deps;
@@ -24,6 +23,7 @@ pub mod topology;
 
 pub use error::VmError;
 pub use run::{Accel, TcgThreads, VmConfig, VmFacts};
+pub use topology::presets;
 
 /// The exit codes of runq that the VM runner reads from a guest's run or
 /// gives a matrix (the binary's `exit.rs` holds the same numbers, and a

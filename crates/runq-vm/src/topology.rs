@@ -1,10 +1,12 @@
 //! VM topologies (`2n2c2t`: NUMA nodes, LLCs per node, cores per LLC,
 //! threads per core, and optionally the distance between nodes; or a
-//! named preset such as `2numa-16cpu-4llc-nosmt`, see [`crate::presets`])
+//! named preset such as `2numa-16cpu-4llc-nosmt`, see [`presets`])
 //! and guest memory sizes, validated and turned into virtme-ng's
 //! arguments.
 
 use std::fmt;
+
+pub mod presets;
 
 /// The most vCPUs a topology may ask for: qemu's x86 machines give up to
 /// 255 without an IOMMU, and the largest preset has 252. Under software
@@ -43,12 +45,12 @@ impl Topology {
     }
 
     /// Parses a topology: a named preset (`8cpu-2llc-smt`,
-    /// `2numa-16cpu-4llc-nosmt`: see [`crate::presets`]) or counts with the
+    /// `2numa-16cpu-4llc-nosmt`: see [`presets`]) or counts with the
     /// suffixes `n` (NUMA nodes), `l` (LLCs per node), `c` (cores per LLC,
     /// required), `t` (threads per core) and `d` (the distance between
     /// nodes, 11 to 254), in that order, e.g. `4c`, `2n2c2t`, `2n2l4c1t31d`.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let topo = match crate::presets::parse_name(text.trim()) {
+        let topo = match presets::parse_name(text.trim()) {
             Some(named) => named?,
             None => Self::parse_counts(text)?,
         };

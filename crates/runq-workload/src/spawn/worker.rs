@@ -5,7 +5,6 @@ use std::io;
 
 use super::spec::{CustomContext, Work, WorkSpec};
 use crate::report::WorkerReport;
-use crate::stop::stop_requested;
 use crate::telemetry::Telemetry;
 use crate::worktype::{PreparedWork, WorkerBody};
 
@@ -15,21 +14,6 @@ fn worker_seed(spec: &WorkSpec, idx: usize) -> u64 {
         ^ ((spec.group_idx as u64) << 48)
         ^ ((idx as u64) << 32)
         ^ u64::from(runq_kernel::clock::gettid())
-}
-
-/// The iterations themselves, until STOP or a lost partner (the watchdog
-/// runs inside [`Telemetry`]). Generic, so each work type gets its own
-/// copy with `iterate` inlined (see [`WorkerBody::run_until_stop`]): no
-/// indirect call and no return to mispredict per iteration.
-#[inline(always)]
-pub(crate) fn iterate_until_stop<B: WorkerBody + ?Sized>(body: &mut B, tel: &mut Telemetry) {
-    while !stop_requested() {
-        let units = body.iterate(tel);
-        tel.end_iteration(units);
-        if body.partner_lost().is_some() {
-            break;
-        }
-    }
 }
 
 /// Builds worker `idx`'s body (built-in work only).

@@ -22,7 +22,7 @@
 //! device's stamp just before its write to the handler running.
 //!
 //! With `source = "nic"` (a VM run with `--vm-net`) the interrupt is a
-//! real device's: a virtio-net receive interrupt ([`super::irq_nic`]).
+//! real device's: a virtio-net receive interrupt ([`nic`]).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -33,6 +33,9 @@ use super::ranges::{ParamRange, MAX_ITERS, MAX_US};
 use super::{independent, PreparedWork, TypeInfo, WorkerBody};
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::monotonic_ns;
+
+mod eventfd;
+mod nic;
 
 /// What stands in for the device's interrupt.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,8 +203,8 @@ impl WorkerBody for Body {
 /// Builds the per-worker bodies.
 pub fn prepare(p: &Params, workers: usize) -> io::Result<Box<dyn PreparedWork>> {
     match p.source {
-        Source::Eventfd => return super::irq_eventfd::prepare(p, workers),
-        Source::Nic => return super::irq_nic::prepare(p, workers),
+        Source::Eventfd => return eventfd::prepare(p, workers),
+        Source::Nic => return nic::prepare(p, workers),
         Source::Timerfd => {}
     }
     let (period_ns, handler) = (p.period_us * 1000, p.handler_iters);

@@ -26,8 +26,6 @@ mod futex_ping_pong;
 mod idle_churn;
 mod io_mix;
 mod io_sync_write;
-mod irq_eventfd;
-mod irq_nic;
 mod irq_wake;
 pub(crate) mod locks;
 mod mixed;
@@ -147,7 +145,22 @@ pub(crate) trait WorkerBody {
     /// provided method, it is compiled once per work type, with that
     /// type's `iterate` (and [`Telemetry::end_iteration`]) inlined.
     fn run_until_stop(&mut self, tel: &mut Telemetry) {
-        crate::spawn::worker::iterate_until_stop(self, tel);
+        iterate_until_stop(self, tel);
+    }
+}
+
+/// The iterations themselves, until STOP or a lost partner (the watchdog
+/// runs inside [`Telemetry`]). Generic, so each work type gets its own
+/// copy with `iterate` inlined (see [`WorkerBody::run_until_stop`]): no
+/// indirect call and no return to mispredict per iteration.
+#[inline(always)]
+fn iterate_until_stop<B: WorkerBody + ?Sized>(body: &mut B, tel: &mut Telemetry) {
+    while !crate::stop::stop_requested() {
+        let units = body.iterate(tel);
+        tel.end_iteration(units);
+        if body.partner_lost().is_some() {
+            break;
+        }
     }
 }
 

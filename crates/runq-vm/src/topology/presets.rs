@@ -5,7 +5,7 @@
 //! a gauntlet covers (`--topology gauntlet`), from 4 CPUs in one LLC to
 //! 252 CPUs in 14 and 4 nodes of 48 CPUs.
 
-use crate::topology::Topology;
+use super::Topology;
 
 /// The gauntlet's presets, smallest first within each kind: odd and prime
 /// LLC counts, SMT and not, several NUMA nodes, up to qemu's vCPU limit.
@@ -182,7 +182,7 @@ mod tests {
             let t = Topology::parse(name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(name_of(&t), name);
             assert!(seen.insert(t.to_string()), "{name} repeats a shape");
-            assert!(t.cpus() <= crate::topology::MAX_CPUS, "{name}");
+            assert!(t.cpus() <= super::super::MAX_CPUS, "{name}");
         }
         assert_eq!(seen.len(), 25);
         let rows = table();

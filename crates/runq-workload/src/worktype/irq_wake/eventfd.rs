@@ -9,9 +9,9 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use super::irq_wake::Params;
-use super::timer_latency::sleep_until;
-use super::{PreparedWork, WorkerBody};
+use super::super::timer_latency::sleep_until;
+use super::super::{PreparedWork, WorkerBody};
+use super::Params;
 use crate::shared::SharedRegion;
 use crate::telemetry::Telemetry;
 use crate::wake_stamp::WakeStamp;
@@ -101,7 +101,7 @@ impl Period {
     #[inline(always)]
     pub(super) fn wait(&mut self, tel: &mut Telemetry) -> bool {
         if self.due_ns == 0 {
-            super::fine_timer_slack();
+            super::super::fine_timer_slack();
             self.due_ns = monotonic_ns() + self.period_ns;
         }
         tel.plan(self.due_ns.saturating_sub(monotonic_ns()));
@@ -171,7 +171,7 @@ mod tests {
     #[test]
     fn the_device_wakes_its_handler_once_per_period() {
         let p = Params {
-            source: super::super::irq_wake::Source::Eventfd,
+            source: super::super::Source::Eventfd,
             period_us: 1000,
             handler_iters: 4,
         };

@@ -12,10 +12,10 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::irq_eventfd::Period;
-use super::irq_wake::Params;
-use super::net_traffic::{socket_pair, NetPath, Proto};
-use super::{PreparedWork, WorkerBody};
+use super::super::net_traffic::{socket_pair, NetPath, Proto};
+use super::super::{PreparedWork, WorkerBody};
+use super::eventfd::Period;
+use super::Params;
 use crate::telemetry::Telemetry;
 use runq_kernel::clock::monotonic_ns;
 
