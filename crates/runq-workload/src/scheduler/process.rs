@@ -227,6 +227,7 @@ impl SchedulerProc {
     }
 
     fn timeout_message(&self, spec: &SchedulerSpec) -> String {
+        let mut advice = "fix the readiness signal or raise the ready timeout";
         let why = match &spec.ready {
             Readiness::Pattern(p) => {
                 let (out, err) = (self.stdout.snapshot(), self.stderr.snapshot());
@@ -242,6 +243,9 @@ impl SchedulerProc {
             }
             Readiness::SchedExt | Readiness::Auto => {
                 let now = sched_ext().unwrap_or_default();
+                advice = "for a scheduler that is no BPF scheduler, name its readiness \
+                          (--scheduler-ready-after, --scheduler-ready-pattern); else raise the \
+                          ready timeout";
                 format!(
                     "it never attached: sched_ext enabled no new BPF scheduler (state {:?}, \
                      enable_seq {})",
@@ -251,8 +255,8 @@ impl SchedulerProc {
             Readiness::After(_) => "it did not stay up".into(),
         };
         format!(
-            "scheduler {:?} was not ready after {:?}: {why}{}; fix the readiness \
-             signal or raise the ready timeout (--scheduler-ready-timeout)",
+            "scheduler {:?} was not ready after {:?}: {why}{}; {advice} \
+             (--scheduler-ready-timeout)",
             self.command,
             spec.ready_timeout,
             self.streams_quote()

@@ -1,7 +1,8 @@
 //! Which lines of a scheduler's stdout and stderr say why it failed:
 //! lines that mention an error, the verifier, an exit, a failure or a
-//! panic (before any stack backtrace: the frames after `Stack backtrace:`
-//! name functions, not causes), and the verifier's own reason from
+//! panic (none from a backtrace: the indented frames after `Stack
+//! backtrace:` or `Backtrace:` name functions, not causes), and the
+//! verifier's own reason from
 //! libbpf's program load log (`-- BEGIN PROG LOAD LOG --` … `-- END PROG
 //! LOAD LOG --`: its last line before the statistics), which a Rust
 //! scheduler may print on stdout while its error goes to stderr.
@@ -27,7 +28,7 @@ pub(crate) struct Classifier {
     /// Inside a program load log: the program's name and the log's last
     /// line that was not a statistic.
     load_log: Option<(String, Option<String>)>,
-    /// After `Stack backtrace:`: nothing more is a key line.
+    /// Inside a backtrace: its indented frames are no key lines.
     in_stack: bool,
 }
 
@@ -51,10 +52,11 @@ impl Classifier {
             self.load_log = Some((prog_name(text).unwrap_or("?").to_string(), None));
             return LineKind::Plain;
         }
-        if text.to_ascii_lowercase().starts_with("stack backtrace:") {
-            self.in_stack = true;
-        }
         let lower = text.to_ascii_lowercase();
+        if self.in_stack && line.starts_with([' ', '\t']) && !text.is_empty() {
+            return LineKind::Plain;
+        }
+        self.in_stack = lower == "backtrace:" || lower.starts_with("stack backtrace:");
         match !self.in_stack && KEY_WORDS.iter().any(|w| lower.contains(w)) {
             true => LineKind::Key,
             false => LineKind::Plain,
@@ -131,6 +133,23 @@ mod tests {
             Some("prog 'lavd_enqueue': only read is supported")
         );
         assert_eq!(kinds(&LAVD_STDOUT[..2]).1, None);
+    }
+
+    #[test]
+    fn a_kernel_backtrace_in_a_schedulers_exit_dump_is_skipped_to_its_end() {
+        // scx_qmap's stderr when the kernel ejected it (6.12, TCG).
+        let (k, _) = kinds(&[
+            "kworker/u16:1[40] triggered exit kind 1026:",
+            "  runnable task stall (systemd-udevd[64] failed to run for 5.056s)",
+            "",
+            "Backtrace:",
+            "  scx_ops_error_irq_workfn+0x40/0x50",
+            "  irq_work_run_list+0x2e/0x40",
+            "",
+            "EXIT: runnable task stall (systemd-udevd[64] failed to run for 5.056s)",
+        ]);
+        let key: Vec<usize> = (0..k.len()).filter(|&i| k[i] == LineKind::Key).collect();
+        assert_eq!(key, [0, 1, 7]);
     }
 
     #[test]

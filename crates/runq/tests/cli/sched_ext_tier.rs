@@ -6,7 +6,9 @@
 //! runs under scx_simple and under scx_qmap, one guest each, and every
 //! scenario must reach its verdict with the scheduler alive; each known
 //! fault (scx_qmap's stall, error and loop switches, a SIGKILLed
-//! scheduler) must end in a FAIL that names it, not in a VM timeout.
+//! scheduler) must end in a FAIL that names it, not in a VM timeout; by
+//! default a scheduler is ready once the kernel reports it attached, and
+//! one the kernel ejects while its process lives FAILs in its words.
 //!
 //! `RUNQ_SCHED_EXT_DIR` names the build's directory (its `bzImage` and
 //! `scx/`); without it each test says why it cannot run and fails, so the
@@ -277,6 +279,93 @@ fn each_known_fault_fails_naming_itself() {
     let exit = &stall["scheduler_death"]["sched_ext_exit"];
     if exit["reason"] != "runnable task stall" || exit["error"] != true {
         problems.push(format!("{}: sched_ext_exit {exit}", FAULTS[0].0));
+    }
+    assert!(problems.is_empty(), "{label}:\n{}", problems.join("\n"));
+}
+
+/// The kernel's word on the scheduler, by default (no readiness flag):
+/// its name, its command (`{scx}` for the build's scx/), extra arguments
+/// and what runq must end in (exit code, a piece of its stderr).
+const KERNEL_WORD: [(&str, &str, &str, i32, &str); 3] = [
+    // The kernel ejects scx_qmap's stall while the watched process (a
+    // sleep that ignores the watchdog's SIGUSR2) lives on: a FAIL in the
+    // kernel's words, not a PASS.
+    (
+        "ejected-while-its-process-lives",
+        "sh -c 'trap \"\" USR2; {scx}/scx_qmap -t 5 & exec sleep 1000'",
+        "--duration 8s",
+        1,
+        "ejected BPF scheduler \"qmap\": runnable task stall",
+    ),
+    // A process that never attaches a BPF scheduler: a run error, not a
+    // run under the kernel's own scheduler.
+    (
+        "never-attaches",
+        "sleep 1000",
+        "--duration 2s --scheduler-ready-timeout 5s",
+        3,
+        "it never attached",
+    ),
+    // A scheduler that takes 4 s to load: the run waits for it.
+    (
+        "attaches-late",
+        "sh -c 'sleep 4; exec {scx}/scx_simple'",
+        "--duration 2s",
+        0,
+        "",
+    ),
+];
+
+/// Readiness by the kernel's report and sched_ext's state watched through
+/// the run, in one guest: each case of [`KERNEL_WORD`] ends as it must,
+/// and the late scheduler's run was judged under it.
+#[test]
+#[ignore = "sched_ext tier: boots a sched_ext kernel in a VM (RUNQ_SCHED_EXT_DIR from \
+            scripts/sched-ext/build-kernel): cargo test -p runq --test cli -- --ignored sched_ext_tier::"]
+fn the_kernels_word_decides_readiness_and_the_schedulers_life() {
+    let (_, scx) = build();
+    let scx = scx.to_string_lossy();
+    let runs: Vec<TierRun> = KERNEL_WORD
+        .iter()
+        .map(|(key, sched, extra, _, _)| TierRun {
+            key: key.to_string(),
+            args: ["--work-type", "FutexPingPong", "--workers", "4"]
+                .into_iter()
+                .chain(extra.split(' '))
+                .map(String::from)
+                .chain(["--scheduler".into(), sched.replace("{scx}", &scx)])
+                .collect(),
+        })
+        .collect();
+    let label = "sched_ext-tier kernel's word";
+    let out = scx_guest(label, Vec::new(), Duration::from_secs(8 * 60)).run(&runs);
+    let mut problems = out.leftovers();
+    for (key, _, _, want_rc, says) in KERNEL_WORD {
+        let err = out.read(key, "err").unwrap_or_default();
+        let first = err.lines().next().unwrap_or_default();
+        let rc = out.rc(key);
+        println!("{label}: {key}: exit {rc}: {first}");
+        let rc_ok = rc == want_rc || (want_rc == 0 && matches!(rc, 1 | 75));
+        if !rc_ok || !first.contains(says) {
+            problems.push(format!(
+                "{key}: exit {rc} (want {want_rc}), first line: {first}"
+            ));
+        }
+    }
+    let lives: Value =
+        serde_json::from_str(&out.read(KERNEL_WORD[0].0, "json").unwrap_or_default())
+            .unwrap_or_default();
+    let status = lives["scheduler_death"]["status"]
+        .as_str()
+        .unwrap_or_default();
+    if !status.contains("still running when sched_ext let it go") {
+        problems.push(format!("{}: death {status:?}", KERNEL_WORD[0].0));
+    }
+    let late: Value = serde_json::from_str(&out.read(KERNEL_WORD[2].0, "json").unwrap_or_default())
+        .unwrap_or_default();
+    let s = &late["scheduler"];
+    if s["sched_ext_ops"] != "simple" || s["ready_ms"].as_u64().unwrap_or(0) < 4000 {
+        problems.push(format!("{}: scheduler {s}", KERNEL_WORD[2].0));
     }
     assert!(problems.is_empty(), "{label}:\n{}", problems.join("\n"));
 }
