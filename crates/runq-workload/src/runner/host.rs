@@ -26,10 +26,16 @@ pub(super) fn start_scheduler(
         .as_ref()
         .map(|s| SchedulerProc::start(s, interrupt))
         .transpose()?;
-    if scn
-        .groups
-        .iter()
-        .any(|g| g.setup.policy == SchedPolicy::Ext)
+    // A scheduler the kernel ejected as it started is the run's FAIL
+    // (its first death check says so), not a host without one.
+    let ejected = scheduler
+        .as_ref()
+        .is_some_and(SchedulerProc::ejected_at_start);
+    if !ejected
+        && scn
+            .groups
+            .iter()
+            .any(|g| g.setup.policy == SchedPolicy::Ext)
     {
         sched_ext_ready(&runq_kernel::sched_ext::read_sched_ext(Path::new("/sys")))
             .map_err(RunError::HostLacks)?;

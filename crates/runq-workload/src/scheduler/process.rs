@@ -270,6 +270,12 @@ impl SchedulerProc {
         quote_streams(&self.stdout.snapshot(), &self.stderr.snapshot())
     }
 
+    /// Whether the kernel ejected it before it was ready (the run's first
+    /// death check reports it).
+    pub fn ejected_at_start(&self) -> bool {
+        self.start_death.is_some()
+    }
+
     /// The scheduler's pid (the watchdog's target).
     pub fn pid(&self) -> u32 {
         self.pid

@@ -11,8 +11,10 @@ use crate::exit;
 #[command(next_help_heading = "Scheduler under test")]
 pub struct SchedulerArgs {
     /// Start CMD before the workers, watch it during the run (a worker
-    /// stalled 2 s sends it SIGUSR2; if it dies the run FAILs, quoting
-    /// its exit status and stderr's error lines), and stop it after the
+    /// stalled 2 s sends it SIGUSR2; if it dies, or sched_ext stops
+    /// running it whether its process lives or not, the run FAILs with
+    /// the kernel's reason, its exit status and stderr's error lines),
+    /// and stop it after the
     /// run (SIGINT, SIGTERM after 2 s, SIGKILL after 1 s more). CMD is
     /// split into words like a shell would (quotes, backslashes) and run
     /// directly; use `sh -c '...'` for shell syntax. Replaces a scenario
