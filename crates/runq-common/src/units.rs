@@ -91,6 +91,24 @@ pub fn fmt_ms(ns: u64) -> String {
     format!("{:.1}ms", ns as f64 / 1e6)
 }
 
+/// A time in ns as whole milliseconds with grouped thousands, for
+/// sentences: `1,390 ms`, or one decimal below 10 ms (`4.0 ms`).
+pub fn fmt_ms_grouped(ns: u64) -> String {
+    let v = ns as f64 / 1e6;
+    if v < 10.0 {
+        return format!("{v:.1} ms");
+    }
+    let digits = format!("{v:.0}");
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{out} ms")
+}
+
 /// A value in `unit` scaled to its largest whole unit with three
 /// decimals (`1.500ms`, `-2.000k`, `7.500GiB`); integers below the first
 /// step print plainly (`999ns`, `12t`).
@@ -192,5 +210,13 @@ mod tests {
         assert_eq!(fmt_scaled(12.0, Unit::Ticks), "12t");
         assert_eq!(fmt_scaled(0.25, Unit::Scalar), "0.250");
         assert_eq!(fmt_scaled(1.5, Unit::Ms), "1.500ms");
+    }
+
+    #[test]
+    fn milliseconds_group_their_thousands() {
+        assert_eq!(fmt_ms_grouped(2_980_400_000), "2,980 ms");
+        assert_eq!(fmt_ms_grouped(24_423_754_261), "24,424 ms");
+        assert_eq!(fmt_ms_grouped(4_000_000), "4.0 ms");
+        assert_eq!(fmt_ms_grouped(999_000_000), "999 ms");
     }
 }

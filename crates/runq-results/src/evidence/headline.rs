@@ -8,6 +8,7 @@
 
 use runq_common::text::printable;
 use runq_common::units::fmt_measure;
+use runq_common::units::fmt_ms_grouped as ms;
 
 use runq_workload::{
     worker_pointed_at, CheckId, CheckResult, HeldBy, Op, RunOutcome, Verdict, WorkerReport,
@@ -83,23 +84,6 @@ fn held_clause(h: &HeldBy, worker_named: bool) -> String {
         held.trim_end_matches(" ms"),
         ms(h.wait_ns)
     )
-}
-
-/// `912 ms`, `1,390 ms`, or `0.4 ms` below 10.
-fn ms(ns: u64) -> String {
-    let v = ns as f64 / 1e6;
-    if v < 10.0 {
-        return format!("{v:.1} ms");
-    }
-    let digits = format!("{v:.0}");
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    format!("{out} ms")
 }
 
 /// The cause's lines: its mechanism, the judgement on outside load, the

@@ -9,6 +9,7 @@
 //! causes keep what /proc and schedstat tell, and say what was missing.
 
 use crate::CheckId;
+use runq_common::units::fmt_ms_grouped as ms;
 use runq_kernel::task_record::{groups_of_class, Holder, Recorded, TaskRecord, RUNQ_CLASS};
 
 use super::cause::{Cause, HeldBy, OutsideLoad};
@@ -98,23 +99,6 @@ pub(crate) fn split<'r>(w: &'r TaskRecord, g: usize, tasks: &RunTasks<'_>) -> Sp
         runq: w.held_by(|k| k == RUNQ_CLASS),
         outside: w.held_by(|k| k == 0),
     }
-}
-
-/// `1,234 ms`, or `0.4 ms` below 10.
-fn ms(ns: u64) -> String {
-    let v = ns as f64 / 1e6;
-    if v < 10.0 {
-        return format!("{v:.1} ms");
-    }
-    let digits = format!("{v:.0}");
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    format!("{out} ms")
 }
 
 /// ` (comm[pid], comm[pid], 2 more)` for the first few holders; nothing

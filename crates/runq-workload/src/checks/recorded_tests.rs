@@ -288,14 +288,6 @@ fn without_a_recorder_each_failed_check_says_what_is_missing() {
 }
 
 #[test]
-fn milliseconds_group_their_thousands() {
-    assert_eq!(ms(2_980_400_000), "2,980 ms");
-    assert_eq!(ms(24_423_754_261), "24,424 ms");
-    assert_eq!(ms(4_000_000), "4.0 ms");
-    assert_eq!(ms(999_000_000), "999 ms");
-}
-
-#[test]
 fn a_worker_with_wakers_is_never_woken_zero_times() {
     let (scn, reports, mut rec) = default_run(["spinners", "pingpong"]);
     let w = rec.workers.iter_mut().find(|w| w.worker == 8679).unwrap();
