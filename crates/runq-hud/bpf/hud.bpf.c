@@ -57,6 +57,7 @@
 #include <linux/bpf_perf_event.h>
 #include <bpf/bpf_helpers.h>
 #include <stddef.h>
+#include "tracepoints.h" /* the tracepoint records (runq-kernel/bpf) */
 
 /* The fields of the kernel's task_struct that exact polls and task ids
  * read; their offsets are relocated against the running kernel's BTF
@@ -161,32 +162,6 @@ struct offcpu {
 	__u64 pending_rq_ns;
 	struct holder pending_holder;
 	__u64 stack[MAX_FRAMES];
-};
-
-/* Classic tracepoint records (see events/<category>/<name>/format). */
-struct switch_args {
-	__u64 common;
-	char prev_comm[16];
-	__s32 prev_pid;
-	__s32 prev_prio;
-	__s64 prev_state;
-	char next_comm[16];
-	__s32 next_pid;
-	__s32 next_prio;
-};
-
-struct wakeup_args {
-	__u64 common;
-	char comm[16];
-	__s32 pid;
-	__s32 prio;
-	__s32 target_cpu;
-};
-
-struct sys_exit_args {
-	__u64 common;
-	__s64 id;
-	__s64 ret;
 };
 
 /* Slots of the CONFIG array, set by user space before attaching. */

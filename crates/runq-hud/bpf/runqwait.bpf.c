@@ -17,6 +17,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <stddef.h>
+#include "tracepoints.h" /* the tracepoint records (runq-kernel/bpf) */
 
 /* The figures of one CPU; user space takes the longest and the sums. */
 struct wait_stats {
@@ -35,26 +36,6 @@ _Static_assert(offsetof(struct wait_stats, max_pid) == 16, "wait_stats.max_pid")
 _Static_assert(offsetof(struct wait_stats, max_comm) == 24, "wait_stats.max_comm");
 _Static_assert(offsetof(struct wait_stats, count) == 40, "wait_stats.count");
 _Static_assert(sizeof(struct wait_stats) == 64, "wait_stats size");
-
-/* Classic tracepoint records (see events/sched/<name>/format). */
-struct switch_args {
-	__u64 common;
-	char prev_comm[16];
-	__s32 prev_pid;
-	__s32 prev_prio;
-	__s64 prev_state;
-	char next_comm[16];
-	__s32 next_pid;
-	__s32 next_prio;
-};
-
-struct wakeup_args {
-	__u64 common;
-	char comm[16];
-	__s32 pid;
-	__s32 prio;
-	__s32 target_cpu;
-};
 
 /* When each runnable task was enqueued. */
 struct {

@@ -356,12 +356,17 @@ mod tests {
     use super::*;
     use crate::health::StackSource;
 
-    /// The committed objects must be built from the committed sources.
+    /// The committed objects must be built from the committed sources and
+    /// the tracepoint records they include (runq-kernel's
+    /// `bpf/tracepoints.h`): build.sh records the hash of the two together.
     #[test]
     fn objects_are_built_from_the_current_sources() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bpf");
+        let shared = dir.join("../../runq-kernel/bpf/tracepoints.h");
+        let shared = std::fs::read(shared).unwrap();
         for (name, object) in [("hud", object()), ("runqwait", crate::hostwait::object())] {
-            let src = std::fs::read(dir.join(format!("{name}.bpf.c"))).unwrap();
+            let mut src = std::fs::read(dir.join(format!("{name}.bpf.c"))).unwrap();
+            src.extend_from_slice(&shared);
             let recorded = std::fs::read_to_string(dir.join(format!("{name}.bpf.c.sha256")));
             assert_eq!(
                 recorded.unwrap().trim(),
