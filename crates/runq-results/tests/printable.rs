@@ -3,6 +3,7 @@
 //! reach the text reports with their control characters escaped: no
 //! escape sequence reaches the terminal and no newline breaks a line.
 
+use runq_kernel::task_record::TaskRecord;
 use runq_results::compare::{Comparison, Differences, SavedRun};
 use runq_results::evidence::ctprof::{CtprofEvidence, Presence, ThreadDeltas};
 use runq_results::evidence::{flight, headline, Evidence, EvidenceReport};
@@ -10,11 +11,11 @@ use runq_results::render::{comparison, outcome, repeat_summary};
 use runq_results::results::{
     CheckTally, GroupFigures, GroupSpread, HostFacts, RepeatSummary, Spread, WakePercentiles,
 };
-use runq_workload::CheckId;
 use runq_workload::{
     summarize_group, Cause, CheckResult, Op, Placement, RunOutcome, SkippedCheck, Verdict,
     WakeFigure, WorkerReport,
 };
+use runq_workload::{CheckId, HeldParts, NamedHolder, RecorderAccount};
 
 /// Clears the screen, sets the title, rings the bell, and breaks the line.
 const HOSTILE: &str = "\x1b[2J\x1b]0;pwned\x07\r\nevil\u{9b}31m";
@@ -45,7 +46,21 @@ fn check(pass: bool) -> CheckResult {
         pass,
         cause: Some(Cause {
             mechanism: Some(format!("`{HOSTILE}` 901 held its CPU")),
-            evidence: Some(format!("recorder: `{HOSTILE}` 901 held CPU 0 for 2.8 s")),
+            recorder: Some(RecorderAccount {
+                record: TaskRecord {
+                    worker: 500,
+                    ..TaskRecord::default()
+                },
+                group: HOSTILE.into(),
+                held: HeldParts::default(),
+                holders: vec![NamedHolder {
+                    comm: HOSTILE.into(),
+                    pid: 901,
+                    whose: HOSTILE.into(),
+                    held_ns: 2_800_000_000,
+                    samples: 0,
+                }],
+            }),
             ..Cause::default()
         }),
         detail: Some(format!("worker 500 ({HOSTILE}) waited")),

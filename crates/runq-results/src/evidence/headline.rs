@@ -105,8 +105,8 @@ fn cause_lines(c: &CheckResult) -> Vec<String> {
             lines.push(format!("{label}: {p}"));
         }
     }
-    if let Some(e) = &cause.evidence {
-        lines.push(e.clone());
+    if let Some(acc) = &cause.recorder {
+        lines.push(crate::render::recorder_sentence(acc));
     }
     if let Some(why) = &cause.no_recorder {
         lines.push(no_recorder(why));
@@ -129,7 +129,7 @@ fn evidence_line(c: &CheckResult, report: Option<&EvidenceReport>) -> Option<Str
             .iter()
             .find(|e| e.check == c.check.to_string() && e.group == c.group)
     });
-    let recorded = c.cause.as_ref().is_some_and(|k| k.evidence.is_some());
+    let recorded = c.cause.as_ref().is_some_and(|k| k.recorder.is_some());
     let stands_alone = recorded || c.check == CheckId::SchedulerAlive;
     let no_recording = report.is_some_and(|r| r.unavailable.is_some());
     match ev {

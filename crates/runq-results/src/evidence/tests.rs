@@ -222,7 +222,16 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
                 reason: "tasks outside the run used 0.1 CPUs".into(),
             }),
             next_step: Some("run it with --no-cgroups".into()),
-            evidence: Some("recorder: worker 500 (g) ran 288 ms".into()),
+            recorder: Some(runq_workload::RecorderAccount {
+                record: runq_kernel::task_record::TaskRecord {
+                    worker: 500,
+                    run_ns: 288_000_000,
+                    ..Default::default()
+                },
+                group: "g".into(),
+                held: runq_workload::HeldParts::default(),
+                holders: Vec::new(),
+            }),
             held_by: Some(HeldBy {
                 worker: 500,
                 comm: "runq".into(),
@@ -255,11 +264,14 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
         "  outside load: tasks outside the run used 0.1 CPUs"
     );
     assert_eq!(lines[4], "  next: run it with --no-cgroups");
-    assert_eq!(lines[5], "  recorder: worker 500 (g) ran 288 ms");
+    assert_eq!(
+        lines[5],
+        "  recorder: worker 500 (g) ran 288 ms and never waited runnable (0 migrations)"
+    );
     // Without the recorder's holder, the detail's clause; a long one is cut.
     let cause = o.checks[0].cause.as_mut().unwrap();
     cause.held_by = None;
-    cause.evidence = None;
+    cause.recorder = None;
     cause.no_recorder = Some("off (--evidence off)".into());
     o.checks[0].detail = Some(long.clone());
     let text = headline::first_lines(&o, None).unwrap();

@@ -7,8 +7,10 @@ mod compare;
 mod host;
 mod instrument;
 mod outcome;
+mod recorder;
 mod repeats;
 
 pub use compare::{ci_text, comparison, pct_text, value_text};
 pub use outcome::outcome;
+pub use recorder::recorder_sentence;
 pub use repeats::repeat_summary;

@@ -358,8 +358,9 @@ fn render_cause(out: &mut String, cause: &runq_workload::Cause) {
     if let Some(n) = &cause.next_step {
         let _ = writeln!(out, "     next: {}", printable(n));
     }
-    if let Some(e) = &cause.evidence {
-        let _ = writeln!(out, "     {}", printable(e));
+    if let Some(acc) = &cause.recorder {
+        let line = super::recorder_sentence(acc);
+        let _ = writeln!(out, "     {}", printable(&line));
     }
     if let Some(why) = &cause.no_recorder {
         let line = crate::evidence::headline::no_recorder(why);

@@ -17,6 +17,8 @@
 
 use serde::Serialize;
 
+use runq_kernel::task_record::TaskRecord;
+
 use super::cpu_wait::MIN_WAIT_SHARE;
 use super::{CheckResult, Op};
 use crate::check_id::{Direction, LoadEffect};
@@ -36,10 +38,10 @@ pub struct Cause {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_step: Option<String>,
     /// What the per-task recorder saw of the worker the check points at:
-    /// its run time and wait, who held its CPU while it waited (see
-    /// [`super::recorded`]).
+    /// its run time and waits, who held its CPU while it waited (see
+    /// [`super::recorded`]); runq-results writes it as a sentence.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<String>,
+    pub recorder: Option<RecorderAccount>,
     /// The task that held the CPU of the worker the check points at for
     /// longest while it waited, when the recorder saw one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -48,6 +50,50 @@ pub struct Cause {
     /// the cause is then what /proc and schedstat tell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_recorder: Option<String>,
+}
+
+/// The per-task recorder's account of the worker a failed check points
+/// at: its own figures, whose tasks held its CPU while it waited, and the
+/// tasks that held the CPUs it waited on, as facts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecorderAccount {
+    /// The worker's record (its holders are in `holders`, named).
+    pub record: TaskRecord,
+    /// The worker's group.
+    pub group: String,
+    /// How long each part held the worker's CPU while it waited, ns.
+    pub held: HeldParts,
+    /// The tasks that held the CPUs it waited on while workers waited
+    /// there, most first (at most six).
+    pub holders: Vec<NamedHolder>,
+}
+
+/// Whose tasks held a worker's CPU while it waited, ns each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct HeldParts {
+    /// Workers of its own group or cgroup.
+    pub own_ns: u64,
+    /// Workers of the run's other groups.
+    pub run_ns: u64,
+    /// runq's own threads.
+    pub runq_ns: u64,
+    /// Tasks outside the run.
+    pub outside_ns: u64,
+}
+
+/// A task that held a CPU a worker waited on, named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NamedHolder {
+    /// Its comm.
+    pub comm: String,
+    /// Its pid.
+    pub pid: u32,
+    /// Whose it is: a group of the run, `runq` or `outside`.
+    pub whose: String,
+    /// How long it held the CPU while workers waited there, ns.
+    pub held_ns: u64,
+    /// Under sampled fidelity, the samples that saw it there.
+    pub samples: u64,
 }
 
 /// Who kept a worker off its CPU, as the recorder saw it: the facts a

@@ -12,7 +12,7 @@ use crate::CheckId;
 use runq_common::units::fmt_ms_grouped as ms;
 use runq_kernel::task_record::{groups_of_class, Holder, Recorded, TaskRecord, RUNQ_CLASS};
 
-use super::cause::{Cause, HeldBy, OutsideLoad};
+use super::cause::{Cause, HeldBy, HeldParts, NamedHolder, OutsideLoad, RecorderAccount};
 use super::CheckResult;
 use crate::report::WorkerReport;
 use crate::scenario::Scenario;
@@ -141,126 +141,40 @@ fn subject<'r>(
     Some((rec.worker(chosen.tid)?, Some(chosen.group_idx)))
 }
 
-/// The recorder's sentence on worker `w`: what it did, how long each
-/// part held its CPU while it waited, and the tasks that held the CPUs it
-/// waited on while workers waited there (`group_name` names a class).
-fn evidence(
+/// The recorder's account of worker `w` (of `group`) as facts: its
+/// record, how long each part held its CPU while it waited, and the
+/// tasks that held the CPUs it waited on, named (`whose` names a class).
+fn account(
     w: &TaskRecord,
     group: &str,
     s: &Split<'_>,
-    group_name: &dyn Fn(u32) -> String,
-) -> String {
-    let mut text = evidence_head(w, group);
-    // The wakers' pairs and the task's own count are kept apart (and a
-    // wakeup the task's count missed still names its waker): the larger.
-    let woken = w.wakeups.max(w.wakers.iter().map(|k| k.wakeups).sum());
-    match w.wakers.first() {
-        Some(k) => text.push_str(&format!("; woken {woken}x, most by {}[{}])", k.comm, k.pid)),
-        None => text.push(')'),
-    }
-    let mut held = Vec::new();
-    for (label, (_, ns)) in [
-        ("its own group or cgroup", &s.own),
-        ("the run's other groups", &s.run),
-        ("runq's own threads", &s.runq),
-        ("tasks outside the run", &s.outside),
-    ] {
-        if *ns > 0 {
-            held.push(format!("{label} {}", ms(*ns)));
-        }
-    }
-    if !held.is_empty() {
-        text.push_str(&format!(
-            "; while it waited its CPU went to {}",
-            held.join(", ")
-        ));
-    }
-    if !w.holders.is_empty() {
-        let top: Vec<String> = w
-            .holders
-            .iter()
-            .take(2 * NAMED)
-            .map(|h| {
-                format!(
-                    "{}[{}] ({}) {}{}",
-                    h.comm,
-                    h.pid,
-                    group_name(h.class),
-                    ms(h.held_ns),
-                    sample_share(w, h.turns)
-                )
-            })
-            .collect();
-        text.push_str(&format!(
-            "; the tasks that held the CPUs it waited on, while workers waited there: {}",
-            top.join(", ")
-        ));
-    }
-    text
-}
-
-/// The opening of the recorder's sentence on worker `w` (of `group`):
-/// its run, its waits and migrations, from schedstat under sampled
-/// fidelity; the clause is left open for the wakers.
-fn evidence_head(w: &TaskRecord, group: &str) -> String {
-    if let Some(basis) = &w.sampled {
-        format!(
-            "recorder (sampled: {} samples of other tasks on CPU {}): worker {} ({group}) ran {} \
-             and waited {} runnable (schedstat; {} migrations",
-            basis.samples,
-            cpu_list(&basis.cpus),
-            w.worker,
-            ms(w.run_ns),
-            ms(w.wait_ns),
-            w.migrations,
-        )
-    } else if w.waits == 0 {
-        format!(
-            "recorder: worker {} ({group}) ran {} and never waited runnable ({} migrations",
-            w.worker,
-            ms(w.run_ns),
-            w.migrations
-        )
-    } else {
-        format!(
-            "recorder: worker {} ({group}) ran {} and waited {} runnable ({} waits, the \
-             longest {} on CPU {}; {} migrations",
-            w.worker,
-            ms(w.run_ns),
-            ms(w.wait_ns),
-            w.waits,
-            ms(w.max_wait_ns),
-            w.max_wait_cpu,
-            w.migrations,
-        )
-    }
-}
-
-/// Under sampled fidelity, a holder's share of the samples with its 95%
-/// margin (` (88% ± 2% of the samples)`); empty when exact.
-fn sample_share(w: &TaskRecord, samples: u64) -> String {
-    let Some(basis) = w.sampled.as_ref().filter(|b| b.samples > 0) else {
-        return String::new();
-    };
-    let p = samples as f64 / basis.samples as f64;
-    format!(
-        " ({:.0}% ± {:.0}% of the samples)",
-        p * 100.0,
-        basis.margin(p) * 100.0
-    )
-}
-
-/// CPUs as `0`, `0,1` or `0-3`.
-fn cpu_list(cpus: &[u32]) -> String {
-    match (cpus.first(), cpus.last()) {
-        (Some(a), Some(b)) if cpus.len() > 2 && (b - a) as usize + 1 == cpus.len() => {
-            format!("{a}-{b}")
-        }
-        _ => cpus
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
+    whose: &dyn Fn(u32) -> String,
+) -> RecorderAccount {
+    let holders = w
+        .holders
+        .iter()
+        .take(2 * NAMED)
+        .map(|h| NamedHolder {
+            comm: h.comm.clone(),
+            pid: h.pid,
+            whose: whose(h.class),
+            held_ns: h.held_ns,
+            samples: h.turns,
+        })
+        .collect();
+    RecorderAccount {
+        record: TaskRecord {
+            holders: Vec::new(),
+            ..w.clone()
+        },
+        group: group.to_string(),
+        held: HeldParts {
+            own_ns: s.own.1,
+            run_ns: s.run.1,
+            runq_ns: s.runq.1,
+            outside_ns: s.outside.1,
+        },
+        holders,
     }
 }
 
@@ -517,27 +431,28 @@ pub(crate) fn explain_all(
             && cause_says(c) == Some(false)
             && 2 * w.wait_ns < wall;
         let cause = c.cause.get_or_insert_with(Cause::default);
-        let group_name = |k: u32| match k {
-            0 => "outside the run".to_string(),
-            RUNQ_CLASS => "runq's own".to_string(),
+        let whose = |k: u32| match k {
+            0 => "outside".to_string(),
+            RUNQ_CLASS => "runq".to_string(),
             k => scn
                 .groups
                 .get(k as usize - 1)
                 .map_or_else(|| "the run".into(), |x| x.name.clone()),
         };
-        cause.evidence = Some(evidence(w, &scn.groups[g].name, &s, &group_name));
-        cause.held_by = w.holders.first().filter(|_| w.wait_ns > 0).map(|h| HeldBy {
-            worker: w.worker,
-            comm: h.comm.clone(),
-            pid: h.pid,
-            whose: match h.class {
-                0 => "outside".into(),
-                RUNQ_CLASS => "runq".into(),
-                k => group_name(k),
-            },
-            held_ns: h.held_ns,
-            wait_ns: w.wait_ns,
-        });
+        let acc = account(w, &scn.groups[g].name, &s, &whose);
+        cause.held_by = acc
+            .holders
+            .first()
+            .filter(|_| w.wait_ns > 0)
+            .map(|h| HeldBy {
+                worker: w.worker,
+                comm: h.comm.clone(),
+                pid: h.pid,
+                whose: h.whose.clone(),
+                held_ns: h.held_ns,
+                wait_ns: w.wait_ns,
+            });
+        cause.recorder = Some(acc);
         if let Some(how) = died {
             died_cause(cause, w, how);
             continue;

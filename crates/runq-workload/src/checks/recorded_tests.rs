@@ -86,12 +86,26 @@ fn the_default_scenarios_spinner_lost_its_cpu_to_the_other_cgroup() {
         "{m}"
     );
     assert!(cause.next_step.unwrap().contains("--no-cgroups"));
-    let e = cause.evidence.unwrap();
-    assert!(
-        e.starts_with("recorder: worker 8679 (spinners) ran 214 ms"),
-        "{e}"
+    let acc = cause.recorder.as_ref().expect("the recorder's account");
+    assert_eq!(
+        (
+            acc.record.worker,
+            acc.group.as_str(),
+            ms_of(acc.record.run_ns)
+        ),
+        (8679, "spinners", 214)
     );
-    assert!(e.contains("runq[8680] (pingpong) 804 ms"), "{e}");
+    let top = &acc.holders[0];
+    assert_eq!(
+        (
+            top.comm.as_str(),
+            top.pid,
+            top.whose.as_str(),
+            ms_of(top.held_ns)
+        ),
+        ("runq", 8680, "pingpong", 804)
+    );
+    assert!(acc.record.holders.is_empty(), "named once, in holders");
     // The first line's fact: the task that held its CPU longest.
     let held = cause.held_by.expect("a holder");
     assert_eq!(
@@ -203,10 +217,13 @@ fn not_stuck_beside_a_nice_hog_names_the_hog() {
     );
     let load = cause.outside_load.unwrap();
     assert!(load.explains, "{}", load.reason);
-    assert!(cause
-        .evidence
-        .unwrap()
-        .contains("sh[6408] (outside the run) 24,424 ms"));
+    let acc = cause.recorder.unwrap();
+    assert!(acc.holders.iter().any(|h| (
+        h.comm.as_str(),
+        h.pid,
+        h.whose.as_str(),
+        ms_of(h.held_ns)
+    ) == ("sh", 6408, "outside", 24_424)));
 }
 
 /// The nice-hog run with the hog's time given to runq's own threads, as
@@ -234,15 +251,14 @@ fn runq_holding_a_workers_cpu_is_runq_itself_not_outside_load() {
         "never advise stopping runq"
     );
     assert!(cause.outside_load.is_none_or(|l| !l.explains));
-    let evidence = cause.evidence.unwrap();
+    let acc = cause.recorder.unwrap();
     assert!(
-        evidence.contains("runq-host[6408] (runq's own)"),
-        "{evidence}"
+        acc.holders
+            .iter()
+            .any(|h| h.comm == "runq-host" && h.pid == 6408 && h.whose == "runq"),
+        "{acc:?}"
     );
-    assert!(
-        evidence.contains("runq's own threads 25,240 ms"),
-        "{evidence}"
-    );
+    assert_eq!(ms_of(acc.held.runq_ns), 25_240, "{acc:?}");
 }
 
 #[test]
@@ -283,7 +299,7 @@ fn without_a_recorder_each_failed_check_says_what_is_missing() {
     );
     let cause = checks[0].cause.as_ref().unwrap();
     assert_eq!(cause.no_recorder.as_deref(), Some("off (--no-recorder)"));
-    assert_eq!((&cause.evidence, &cause.held_by), (&None, &None));
+    assert_eq!((&cause.recorder, &cause.held_by), (&None, &None));
     assert_eq!(checks[1].cause, None);
 }
 
@@ -303,8 +319,9 @@ fn a_worker_with_wakers_is_never_woken_zero_times() {
         &rec,
         failed(CheckId::MinFairShare, "spinners"),
     );
-    let e = cause.evidence.unwrap();
-    assert!(e.contains("woken 3x, most by rcu_tasks_trace[29]"), "{e}");
+    let acc = cause.recorder.unwrap();
+    assert_eq!(acc.record.wakers[0].comm, "rcu_tasks_trace");
+    assert_eq!(acc.record.wakers[0].wakeups, 3);
 }
 
 #[test]
@@ -333,4 +350,9 @@ fn holders_none_of_which_was_named_leave_no_empty_parentheses() {
         ..Default::default()
     };
     assert_eq!(named(&[&h]), " (yes[7])");
+}
+
+/// ns as whole ms, rounded, as the report writes them.
+fn ms_of(ns: u64) -> u64 {
+    (ns as f64 / 1e6).round() as u64
 }

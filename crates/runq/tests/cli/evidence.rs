@@ -360,17 +360,22 @@ fn starvation_inside_a_cgroup_names_the_cgroup_and_its_holder() {
     runq_testkit::assert_matches_schema("run", &v);
     let (low, high) = (tids_of(&v, 0)[0], tids_of(&v, 1)[0]);
     let cause = cause_of(&v, "max_gap_ms", "low").unwrap_or_else(|| panic!("{stderr}"));
-    let evidence = cause["evidence"].as_str().unwrap();
     // Exact, or sampled when the busy host's event rate passed the
     // recorder's budget: either names the worker and its holders.
-    let exact = evidence.starts_with(&format!("recorder: worker {low} (low) ran "));
-    let sampled = evidence.starts_with("recorder (sampled: ")
-        && evidence.contains(&format!("): worker {low} (low) ran "));
-    assert!(exact || sampled, "{evidence}");
+    let acc = &cause["recorder"];
+    assert_eq!(acc["record"]["worker"], low, "{acc}");
+    assert_eq!(acc["group"], "low", "{acc}");
     assert!(
-        evidence.contains(&format!("runq[{high}] (high) ")),
-        "{evidence}"
+        acc["holders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["pid"] == high && h["comm"] == "runq" && h["whose"] == "high"),
+        "{acc}"
     );
+    // The report writes it as the recorder's sentence.
+    let block = fail_block(&stderr);
+    assert!(block.contains(&format!("runq[{high}] (high) ")), "{block}");
     let mechanism = cause["mechanism"].as_str().unwrap();
     if mechanism.starts_with("starvation inside cgroup box: ") {
         assert!(
@@ -510,11 +515,11 @@ fn nice_hog_names_the_hog(evidence: &str, mode: &str) {
     // run (a build beside the suite) held that CPU longer; they are then
     // the ones named, each as comm[pid].
     if !mechanism.contains(&hog_name) {
-        let evidence = cause["evidence"].as_str().unwrap_or_default();
-        assert!(
-            evidence.contains(&hog_name) || mechanism.contains(']'),
-            "{mechanism}\n{evidence}"
-        );
+        let holders = &cause["recorder"]["holders"];
+        let named = holders
+            .as_array()
+            .is_some_and(|hs| hs.iter().any(|h| h["comm"] == hog_name.as_str()));
+        assert!(named || mechanism.contains(']'), "{mechanism}\n{holders}");
         eprintln!("note: busier tasks than the hog held its CPU: {mechanism}");
     }
     assert_eq!(cause["outside_load"]["explains"], true, "{cause}");
