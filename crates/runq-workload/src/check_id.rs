@@ -9,7 +9,7 @@
 //! evidence can all name checks without a circle between them. A new
 //! check is a variant here (its name and traits in the matches below,
 //! which the compiler holds exhaustive) and its row in
-//! `checks/table.rs` (its bound in `CheckConfig`, its operator, its
+//! `checks/registry.rs` (its bound in `CheckConfig`, its operator, its
 //! scope).
 
 use std::fmt;

@@ -9,10 +9,10 @@ use std::fmt;
 use serde::Serialize;
 
 use cause::Cause;
-pub use table::CheckConfig;
-pub(crate) use table::SchedExtFigure;
-pub use table::CHECK_NAMES;
-use table::{Check, Scope, CHECKS};
+pub use registry::CheckConfig;
+pub(crate) use registry::SchedExtFigure;
+pub use registry::CHECK_NAMES;
+use registry::{Check, Scope, CHECKS};
 
 use crate::check_id::{CheckId, PointsAt};
 use crate::report::WorkerReport;
@@ -427,8 +427,8 @@ mod explain;
 pub(crate) mod placement;
 mod rates;
 pub(crate) mod recorded;
+mod registry;
 mod stuck;
-mod table;
 
 #[cfg(test)]
 mod tests;
