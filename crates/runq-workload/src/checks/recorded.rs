@@ -141,6 +141,19 @@ fn subject<'r>(
     Some((rec.worker(chosen.tid)?, Some(chosen.group_idx)))
 }
 
+/// The task that held the worker's CPU longest within the part that held
+/// it longest (its own group, the run's others, runq, outside): the one
+/// the mechanism's account leads with.
+fn top_holder<'r>(s: &Split<'r>) -> Option<&'r Holder> {
+    [&s.own, &s.run, &s.runq, &s.outside]
+        .into_iter()
+        .filter(|part| !part.0.is_empty())
+        .max_by_key(|part| part.1)?
+        .0
+        .first()
+        .copied()
+}
+
 /// The recorder's account of worker `w` (of `group`) as facts: its
 /// record, how long each part held its CPU while it waited, and the
 /// tasks that held the CPUs it waited on, named (`whose` names a class).
@@ -440,18 +453,14 @@ pub(crate) fn explain_all(
                 .map_or_else(|| "the run".into(), |x| x.name.clone()),
         };
         let acc = account(w, &scn.groups[g].name, &s, &whose);
-        cause.held_by = acc
-            .holders
-            .first()
-            .filter(|_| w.wait_ns > 0)
-            .map(|h| HeldBy {
-                worker: w.worker,
-                comm: h.comm.clone(),
-                pid: h.pid,
-                whose: h.whose.clone(),
-                held_ns: h.held_ns,
-                wait_ns: w.wait_ns,
-            });
+        cause.held_by = top_holder(&s).filter(|_| w.wait_ns > 0).map(|h| HeldBy {
+            worker: w.worker,
+            comm: h.comm.clone(),
+            pid: h.pid,
+            whose: whose(h.class),
+            held_ns: h.held_ns,
+            wait_ns: w.wait_ns,
+        });
         cause.recorder = Some(acc);
         if let Some(how) = died {
             died_cause(cause, w, how);

@@ -259,6 +259,12 @@ fn runq_holding_a_workers_cpu_is_runq_itself_not_outside_load() {
         "{acc:?}"
     );
     assert_eq!(ms_of(acc.held.runq_ns), 25_240, "{acc:?}");
+    // The first line names the holder of the part the mechanism blames.
+    let held = cause.held_by.unwrap();
+    assert_eq!(
+        (held.comm.as_str(), held.whose.as_str()),
+        ("runq-host", "runq")
+    );
 }
 
 #[test]
