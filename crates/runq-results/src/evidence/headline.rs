@@ -63,24 +63,21 @@ fn first_line(o: &RunOutcome, c: &CheckResult) -> String {
     cut(&format!("runq: {text}"), FIRST_LINE_MAX)
 }
 
-/// `sh[4242] (outside the run) held worker 3151's CPU 912 of 951 ms`
-/// (`its CPU` where the line names the worker already).
+/// `sh[4242] (outside) held worker 3151's CPU 912 of 951 ms`, or
+/// `... held it 912 of 951 ms` where the line names the worker and its CPU
+/// already.
 fn held_clause(h: &HeldBy, worker_named: bool) -> String {
-    let whose = match h.whose.as_str() {
-        "outside" => "outside the run".to_string(),
-        "runq" => "runq's own".to_string(),
-        group => group.to_string(),
-    };
-    let subject = if worker_named {
-        "its".to_string()
+    let what = if worker_named {
+        "it".to_string()
     } else {
-        format!("worker {}'s", h.worker)
+        format!("worker {}'s CPU", h.worker)
     };
     let held = ms(h.held_ns);
     format!(
-        "{}[{}] ({whose}) held {subject} CPU {} of {}",
+        "{}[{}] ({}) held {what} {} of {}",
         h.comm,
         h.pid,
+        h.whose,
         held.trim_end_matches(" ms"),
         ms(h.wait_ns)
     )
@@ -185,8 +182,8 @@ pub fn worst(o: &RunOutcome) -> Option<&CheckResult> {
 }
 
 /// The line for `c` (without the `runq: ` prefix and the evidence):
-/// `FAIL max_gap_ms: worker 24571 (spinners) waited 3012 ms runnable on
-/// CPU 0 at 1.20 s (bound 2000 ms)`, or the check's figure and its
+/// `FAIL max_gap_ms: worker 24571 (spinners) waited 3012 ms for CPU 0 at
+/// 1.20 s (bound 2000 ms)` (a runnable wait), or the check's figure and its
 /// detail's first clause.
 pub fn line(o: &RunOutcome, c: &CheckResult) -> String {
     head(o, c, c.detail.as_deref().map(first_clause))
@@ -197,8 +194,8 @@ fn head(o: &RunOutcome, c: &CheckResult, clause: Option<String>) -> String {
     let bound = fmt_measure(c.bound);
     let mut s = match gap_worker(o, c) {
         Some(w) => format!(
-            "FAIL max_gap_ms: worker {} ({}) waited {} ms runnable on CPU {} at {:.2} s \
-             (bound {bound} ms)",
+            "FAIL max_gap_ms: worker {} ({}) waited {} ms for CPU {} at {:.2} s (bound {bound} \
+             ms)",
             w.tid,
             c.group,
             w.max_gap_ms,

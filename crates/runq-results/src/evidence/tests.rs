@@ -363,8 +363,7 @@ fn moments_are_the_worst_instances_of_the_failed_checks() {
     let line = headline::line(&o, &o.checks[0]);
     assert_eq!(
         line,
-        "FAIL max_gap_ms: worker 500 (g) waited 2900 ms runnable on CPU 0 at \
-         3.00 s (bound 2000 ms)"
+        "FAIL max_gap_ms: worker 500 (g) waited 2900 ms for CPU 0 at 3.00 s (bound 2000 ms)"
     );
     assert!(without_moment(&o.checks[2])
         .summary
