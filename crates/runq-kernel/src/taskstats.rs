@@ -43,6 +43,9 @@ pub struct Taskstats {
     pub wpcopy: DelayBucket,
     /// IRQ time charged to the task (v14+).
     pub irq: DelayBucket,
+    /// On-CPU time in ns (`cpu_run_virtual_total`: the scheduler's
+    /// `sum_exec_runtime`, as `/proc/<tid>/schedstat`'s first field).
+    pub run_virtual_ns: u64,
     /// RSS high-water mark in KiB.
     pub hiwater_rss_kb: u64,
     /// Virtual memory high-water mark in KiB.
@@ -54,6 +57,7 @@ mod off {
     pub const CPU: (usize, usize) = (16, 24);
     pub const BLKIO: (usize, usize) = (32, 40);
     pub const SWAPIN: (usize, usize) = (48, 56);
+    pub const RUN_VIRTUAL: usize = 72;
     pub const HIWATER_RSS: usize = 200;
     pub const HIWATER_VM: usize = 208;
     pub const FREEPAGES: (usize, usize) = (312, 320);
@@ -90,6 +94,7 @@ pub fn parse_taskstats(payload: &[u8]) -> Option<Taskstats> {
         compact: bucket(off::COMPACT, 5),
         wpcopy: bucket(off::WPCOPY, 6),
         irq: bucket(off::IRQ, 7),
+        run_virtual_ns: u64_at(payload, off::RUN_VIRTUAL),
         hiwater_rss_kb: u64_at(payload, off::HIWATER_RSS),
         hiwater_vm_kb: u64_at(payload, off::HIWATER_VM),
     })

@@ -164,7 +164,11 @@ pub(crate) fn read_listed(
 ) -> (Vec<ThreadState>, Tally, Option<String>) {
     let mut ts_unavailable = None;
     let (mut threads, tally) = capture_threads(opts, listed, smaps, &mut ts_unavailable);
-    threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
+    // In the listing's order already when it was sorted: a sort would
+    // move every (large) thread record again.
+    if !threads.is_sorted_by_key(|t| (t.tgid, t.tid)) {
+        threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
+    }
     fill_pcomm(&mut threads, &opts.proc_root);
     (threads, tally, ts_unavailable)
 }
@@ -222,10 +226,14 @@ fn v2_root(opts: &CaptureOptions) -> Option<PathBuf> {
 /// process's threads together.
 const CHUNK: usize = 256;
 
-/// The next [`CHUNK`] of `listed` not yet taken by a worker.
-fn take_chunk<'a>(next: &AtomicUsize, listed: &'a [(u32, u32)]) -> Option<&'a [(u32, u32)]> {
+/// The next [`CHUNK`] of `listed` not yet taken by a worker, with where
+/// it starts.
+fn take_chunk<'a>(
+    next: &AtomicUsize,
+    listed: &'a [(u32, u32)],
+) -> Option<(usize, &'a [(u32, u32)])> {
     let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-    (start < listed.len()).then(|| &listed[start..(start + CHUNK).min(listed.len())])
+    (start < listed.len()).then(|| (start, &listed[start..(start + CHUNK).min(listed.len())]))
 }
 
 /// Reads every listed thread on a few scoped worker threads.
@@ -257,15 +265,16 @@ fn capture_threads(
         return (out, w.tally.clone());
     }
     let next = AtomicUsize::new(0);
-    let results: Vec<Vec<ThreadState>> = std::thread::scope(|s| {
+    let mut chunks: Vec<(usize, Vec<ThreadState>)> = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .iter_mut()
             .map(|w| {
                 let next = &next;
                 s.spawn(move || {
-                    let mut out = Vec::with_capacity(listed.len() / n + CHUNK);
-                    while let Some(part) = take_chunk(next, listed) {
-                        out.extend(part.iter().filter_map(|&(tgid, tid)| w.capture(tgid, tid)));
+                    let mut out = Vec::new();
+                    while let Some((start, part)) = take_chunk(next, listed) {
+                        let read = part.iter().filter_map(|&(tgid, tid)| w.capture(tgid, tid));
+                        out.push((start, read.collect::<Vec<_>>()));
                     }
                     out
                 })
@@ -273,14 +282,20 @@ fn capture_threads(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_default())
+            .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
     let mut tally = Tally::default();
     for w in &workers {
         tally.merge(&w.tally);
     }
-    (results.into_iter().flatten().collect(), tally)
+    // Back in the listing's order.
+    chunks.sort_unstable_by_key(|(start, _)| *start);
+    let mut threads = Vec::with_capacity(chunks.iter().map(|(_, c)| c.len()).sum());
+    for (_, c) in chunks {
+        threads.extend(c);
+    }
+    (threads, tally)
 }
 
 /// Sets each thread's `pcomm` to its leader's comm.

@@ -164,8 +164,9 @@ fn workers_take_every_listed_thread_once() {
     let listed: Vec<(u32, u32)> = (0..super::CHUNK as u32 * 3 + 7).map(|i| (1, i)).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut seen = Vec::new();
-    while let Some(part) = super::take_chunk(&next, &listed) {
+    while let Some((start, part)) = super::take_chunk(&next, &listed) {
         assert!(part.len() <= super::CHUNK);
+        assert_eq!(start, seen.len());
         seen.extend_from_slice(part);
     }
     assert_eq!(seen, listed);

@@ -118,7 +118,8 @@ impl Worker {
             self.tally.vanished += 1;
             return None;
         }
-        self.read_schedstat(dir, &mut t);
+        let ts = self.query_taskstats(&mut t);
+        self.read_schedstat(dir, &mut t, ts.as_ref());
         self.read_sched(dir, &mut t);
         self.read_io(dir, &mut t);
         self.read_cgroup(dir, &mut t);
@@ -136,28 +137,37 @@ impl Worker {
                 Err(_) => {}
             }
         }
+        Some(t)
+    }
+
+    /// Queries taskstats for `t` (when wanted and allowed); the answer
+    /// when there was one.
+    fn query_taskstats(&mut self, t: &mut ThreadState) -> Option<Taskstats> {
         if let Some(client) = self.taskstats.as_mut() {
-            let r = client.query(tid);
+            let r = client.query(t.tid);
             self.tally.taskstats(&r);
             match r {
-                Ok(ts) => apply_taskstats(&mut t, &ts),
+                Ok(ts) => {
+                    apply_taskstats(t, &ts);
+                    return Some(ts);
+                }
                 // The family is admin-only: every later query would be
                 // refused too, so count them without asking.
                 Err(QueryError::Permission) => {
                     self.taskstats = None;
                     self.taskstats_denied = true;
-                    mark_taskstats(&mut t, Reason::Eperm);
+                    mark_taskstats(t, Reason::Eperm);
                 }
-                Err(QueryError::NoTask) => mark_taskstats(&mut t, Reason::ThreadGone),
-                Err(QueryError::Other(_)) => mark_taskstats(&mut t, Reason::Error),
+                Err(QueryError::NoTask) => mark_taskstats(t, Reason::ThreadGone),
+                Err(QueryError::Other(_)) => mark_taskstats(t, Reason::Error),
             }
         } else if self.taskstats_denied {
             self.tally.ts_eperm += 1;
-            mark_taskstats(&mut t, Reason::Eperm);
+            mark_taskstats(t, Reason::Eperm);
         } else {
-            mark_taskstats(&mut t, Reason::NotQueried);
+            mark_taskstats(t, Reason::NotQueried);
         }
-        Some(t)
+        None
     }
 
     fn read_stat(&mut self, dir: &OwnedFd, t: &mut ThreadState) -> bool {
@@ -186,7 +196,19 @@ impl Worker {
         true
     }
 
-    fn read_schedstat(&mut self, dir: &OwnedFd, t: &mut ThreadState) {
+    /// The schedstat figures, from taskstats' CPU figures when they were
+    /// read (the same three scheduler fields: `sum_exec_runtime`,
+    /// `run_delay`, `pcount`; a zero run count, as with delay accounting
+    /// off on kernels that then leave them out, reads the file instead),
+    /// else from `/proc/<tid>/schedstat`.
+    fn read_schedstat(&mut self, dir: &OwnedFd, t: &mut ThreadState, ts: Option<&Taskstats>) {
+        if let Some(ts) = ts.filter(|ts| ts.cpu.count > 0) {
+            t.run_time_ns = MonotonicNs(ts.run_virtual_ns);
+            t.wait_time_ns = MonotonicNs(ts.cpu.total_ns);
+            t.timeslices = MonotonicCount(ts.cpu.count);
+            self.tally.read(Source::Schedstat, &Ok(()));
+            return;
+        }
         let r = self.reader.read_at(dir, &[&self.tid_dir, b"schedstat"]);
         self.tally.read(Source::Schedstat, &r);
         match r {

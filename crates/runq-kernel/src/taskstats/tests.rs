@@ -10,6 +10,7 @@ fn payload(len: usize) -> Vec<u8> {
     };
     put(16, 3);
     put(24, 300);
+    put(72, 7000);
     put(200, 1024);
     put(208, 4096);
     put(416, 2);
@@ -40,6 +41,7 @@ fn full_payload() {
     assert_eq!(t.version, 15);
     assert_eq!(t.cpu.count, 3);
     assert_eq!(t.cpu.total_ns, 300);
+    assert_eq!(t.run_virtual_ns, 7000);
     assert_eq!(t.cpu.max_ns, 150);
     assert_eq!(t.cpu.min_ns, 50);
     assert_eq!(t.irq.total_ns, 20);
@@ -88,4 +90,33 @@ fn live_query_as_root() {
     assert!(t.version >= 8, "version {}", t.version);
     assert!(t.hiwater_vm_kb > 0, "own VM watermark is non-zero");
     assert_eq!(c.query(u32::MAX >> 2), Err(QueryError::NoTask));
+}
+
+/// A thread's CPU figures in taskstats are its schedstat's: on-CPU time,
+/// run-queue wait and the times it ran (what lets a capture skip the
+/// schedstat file when taskstats answered).
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn live_cpu_figures_are_the_schedstat_ones() {
+    let mut c = TaskstatsClient::open().expect("taskstats family");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let parked = std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        tx.send(unsafe { libc::gettid() } as u32).unwrap();
+        std::thread::park();
+    });
+    let tid = rx.recv().unwrap();
+    // Parked: its figures no longer move (a wake-up would retry).
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let path = format!("/proc/self/task/{tid}/schedstat");
+    let schedstat = std::fs::read_to_string(&path).unwrap();
+    let s = crate::schedstat::parse_schedstat(&schedstat).unwrap();
+    let t = c.query(tid).expect("query the parked thread");
+    parked.thread().unpark();
+    parked.join().unwrap();
+    assert!(t.cpu.count > 0, "a thread that ran has a run count");
+    assert_eq!(
+        (t.run_virtual_ns, t.cpu.total_ns, t.cpu.count),
+        (s.cpu_time_ns, s.run_delay_ns, s.run_count)
+    );
 }
