@@ -11,7 +11,8 @@ use crate::model::{CtprofParseSummary, CtprofProbeSummary, TaskstatsSummary};
 pub enum Source {
     /// `/proc/<tid>/stat`.
     Stat = 0,
-    /// `/proc/<tid>/schedstat`.
+    /// `/proc/<tid>/schedstat` (a thread whose taskstats answer carried the
+    /// same three figures counts as read without the file).
     Schedstat,
     /// `/proc/<tid>/sched`.
     Sched,
