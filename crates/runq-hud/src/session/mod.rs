@@ -3,6 +3,7 @@
 //! build the report.
 
 mod build;
+mod detach;
 mod discover;
 mod watched;
 
@@ -96,7 +97,8 @@ pub struct Session {
     pub probes: AttachedProbes,
 }
 
-/// The session's BPF programs, detached when dropped.
+/// The session's BPF programs, detached when dropped (or, on the way out,
+/// by [`AttachedProbes::detach_after_exit`]).
 pub struct AttachedProbes {
     _probe: Probe,
 }

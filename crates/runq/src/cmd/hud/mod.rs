@@ -283,8 +283,9 @@ pub fn execute(args: HudArgs) -> anyhow::Result<ExitCode> {
     // must not take the session's findings with it.
     output::print_report(&session, args.json)?;
     output::write_exports(&args, &session)?;
-    // The probes detach only now, after the report is out.
-    drop(session);
+    // The probes detach only now, after the report is out, and as the
+    // process exits: their teardown does not hold up its exit.
+    session.probes.detach_after_exit();
     Ok(match runq_kernel::signal::received_signal() {
         Some(sig) => exit::Exit::Interrupted(sig).exit_code(),
         None => ExitCode::SUCCESS,
