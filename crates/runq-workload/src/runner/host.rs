@@ -89,6 +89,7 @@ pub(super) fn stop_scheduler(
     let proc = proc?;
     let mut run = proc.run_info();
     run.stopped = match death {
+        Some(d) if d.before_start() => d.status.clone(),
         Some(d) if !d.still_running() => format!("{} during the run", d.status),
         // sched_ext let it go while it lived: stopped as after any run.
         Some(_) => format!("sched_ext let it go during the run; {}", proc.shutdown()),

@@ -29,6 +29,10 @@ pub(crate) const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(15);
 /// signal is named and the kernel has no sched_ext.
 pub(crate) const DEFAULT_READY_AFTER: Duration = Duration::from_millis(100);
 
+/// How the status of a scheduler the kernel ejected before it was ready
+/// ends.
+pub(crate) const BEFORE_START: &str = "before the workers started";
+
 /// The file whose `enabled` marks a loaded sched_ext scheduler.
 pub(crate) const SCHED_EXT_STATE: &str = "/sys/kernel/sched_ext/state";
 
@@ -227,6 +231,12 @@ impl SchedulerDeath {
         }
     }
 
+    /// It ended before the workers started (the kernel ejected it as it
+    /// started).
+    pub fn before_start(&self) -> bool {
+        self.status.ends_with(BEFORE_START)
+    }
+
     /// Its process was still running when sched_ext let it go (it has
     /// neither an exit code nor a signal).
     pub fn still_running(&self) -> bool {
@@ -293,6 +303,35 @@ mod tests {
         s.ready = Readiness::Pattern("ready".into());
         s.ready_timeout = Duration::ZERO;
         assert!(s.validate().unwrap_err().contains("timeout"));
+    }
+
+    #[test]
+    fn a_death_says_whether_its_process_lived_and_whether_workers_ran() {
+        let ejected = SchedulerDeath {
+            command: "scx_qmap -t 5".into(),
+            at_ms: 0,
+            status: format!("exited with status 0 {BEFORE_START}"),
+            exit_code: Some(0),
+            signal: None,
+            stderr: Vec::new(),
+            stderr_lines: 0,
+            kernel_log: Vec::new(),
+            sched_ext_exit: None,
+        };
+        assert!(ejected.before_start() && !ejected.still_running());
+        let lives = SchedulerDeath {
+            status: "was still running when sched_ext let it go (sched_ext state \"disabled\")"
+                .into(),
+            exit_code: None,
+            at_ms: 5069,
+            ..ejected.clone()
+        };
+        assert!(lives.still_running() && !lives.before_start());
+        assert_eq!(
+            lives.summary(),
+            "\"scx_qmap -t 5\" was still running when sched_ext let it go (sched_ext state \
+             \"disabled\") at 5069 ms"
+        );
     }
 
     #[test]

@@ -198,7 +198,7 @@ impl SchedulerProc {
         let mut death = self.death_record(0, left.clone());
         if death.sched_ext_exit.as_ref().is_some_and(|e| e.error) {
             self.ready_ms = self.spawned_at.elapsed().as_millis() as u64;
-            death.status.push_str(" before the workers started");
+            death.status = format!("{} {}", death.status, super::BEFORE_START);
             self.start_death = Some(death);
             return Ok(());
         }

@@ -286,7 +286,7 @@ fn each_known_fault_fails_naming_itself() {
 /// The kernel's word on the scheduler, by default (no readiness flag):
 /// its name, its command (`{scx}` for the build's scx/), extra arguments
 /// and what runq must end in (exit code, a piece of its stderr).
-const KERNEL_WORD: [(&str, &str, &str, i32, &str); 3] = [
+const KERNEL_WORD: [(&str, &str, &str, i32, &str); 4] = [
     // The kernel ejects scx_qmap's stall while the watched process (a
     // sleep that ignores the watchdog's SIGUSR2) lives on: a FAIL in the
     // kernel's words, not a PASS.
@@ -305,6 +305,15 @@ const KERNEL_WORD: [(&str, &str, &str, i32, &str); 3] = [
         "--duration 2s --scheduler-ready-timeout 5s",
         3,
         "it never attached",
+    ),
+    // Ejected before it is ready (its readiness line never comes): a
+    // FAIL in the kernel's words, not a start error.
+    (
+        "ejected-before-ready",
+        "{scx}/scx_qmap -t 5",
+        "--duration 2s --scheduler-ready-pattern NEVER_PRINTED",
+        1,
+        "ejected BPF scheduler \"qmap\": runnable task stall",
     ),
     // A scheduler that takes 4 s to load: the run waits for it.
     (
@@ -361,11 +370,11 @@ fn the_kernels_word_decides_readiness_and_the_schedulers_life() {
     if !status.contains("still running when sched_ext let it go") {
         problems.push(format!("{}: death {status:?}", KERNEL_WORD[0].0));
     }
-    let late: Value = serde_json::from_str(&out.read(KERNEL_WORD[2].0, "json").unwrap_or_default())
+    let late: Value = serde_json::from_str(&out.read(KERNEL_WORD[3].0, "json").unwrap_or_default())
         .unwrap_or_default();
     let s = &late["scheduler"];
     if s["sched_ext_ops"] != "simple" || s["ready_ms"].as_u64().unwrap_or(0) < 4000 {
-        problems.push(format!("{}: scheduler {s}", KERNEL_WORD[2].0));
+        problems.push(format!("{}: scheduler {s}", KERNEL_WORD[3].0));
     }
     assert!(problems.is_empty(), "{label}:\n{}", problems.join("\n"));
 }
