@@ -64,6 +64,7 @@ fn check(pass: bool) -> CheckResult {
             ..Cause::default()
         }),
         detail: Some(format!("worker 500 ({HOSTILE}) waited")),
+        not_judged: None,
     }
 }
 

@@ -131,6 +131,11 @@ pub struct CheckResult {
     /// [`cause`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cause: Option<Cause>,
+    /// Why the check could not be judged (its figure was not there: no
+    /// snapshot of the group, no host monitor): it fails, unless the run
+    /// was interrupted before it could be (then it passes, excused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
 }
 
 /// A check that was on but not judged: the kernel does not give its
@@ -271,6 +276,7 @@ impl CheckConfig {
             pass,
             cause: None,
             detail: explain.filter(|_| !pass).and_then(|f| f(observed)),
+            not_judged: None,
         })
     }
 }

@@ -264,6 +264,7 @@ pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
             pass,
             cause: (!pass).then(|| group_share_cause(m, s, &shares)),
             detail: Some(describe(m, s)),
+            not_judged: None,
         });
         if let Some((tid, w)) = worst_worker(m, s.group).filter(|(_, w)| judged(w)) {
             let group_ratio = ratio;
@@ -283,6 +284,7 @@ pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
                     pct(w.got_cpus),
                     pct(w.expected_cpus)
                 )),
+                not_judged: None,
             });
         }
     }

@@ -15,6 +15,7 @@ use runq_workload::{
 };
 
 use super::EvidenceReport;
+use crate::render::detail_of;
 
 /// The longest first line, in characters: longer ones are cut at a
 /// character boundary and end in `...` (the whole cause follows below).
@@ -30,7 +31,7 @@ pub fn first_lines(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<St
     let mut lines = vec![printable(&first_line(o, worst)).into_owned()];
     let held = worst.cause.as_ref().is_some_and(|k| k.held_by.is_some());
     // The first line gives the holder in place of the detail's clause.
-    let detail = worst.detail.clone().filter(|_| held);
+    let detail = detail_of(worst).filter(|_| held);
     lines.extend(
         detail
             .into_iter()
@@ -54,7 +55,7 @@ fn first_line(o: &RunOutcome, c: &CheckResult) -> String {
     let clause = cause
         .and_then(|k| k.held_by.as_ref())
         .map(|h| held_clause(h, worker_named))
-        .or_else(|| c.detail.as_deref().map(first_clause))
+        .or_else(|| detail_of(c).as_deref().map(first_clause))
         .or_else(mechanism);
     let mut text = head(o, c, clause);
     if o.verdict == Verdict::Indeterminate {
@@ -186,7 +187,7 @@ pub fn worst(o: &RunOutcome) -> Option<&CheckResult> {
 /// 1.20 s (bound 2000 ms)` (a runnable wait), or the check's figure and its
 /// detail's first clause.
 pub fn line(o: &RunOutcome, c: &CheckResult) -> String {
-    head(o, c, c.detail.as_deref().map(first_clause))
+    head(o, c, detail_of(c).as_deref().map(first_clause))
 }
 
 /// The check's figure against its bound, and `clause` after it.

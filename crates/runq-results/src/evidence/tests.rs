@@ -148,6 +148,7 @@ fn the_worst_check_leads_the_headline() {
         pass: false,
         cause: None,
         detail: Some("slowest worker 3 units/s; see the table (and more)".into()),
+        not_judged: None,
     };
     let rate = c(CheckId::MinWorkRate, 10.0, Op::AtLeast, 1e12);
     let gap = c(CheckId::MaxOffcpuSpreadPct, 80.0, Op::AtMost, 50.0);
@@ -179,6 +180,7 @@ fn a_dead_schedulers_fail_leads_without_asking_for_a_recording() {
         pass: false,
         cause: None,
         detail: Some(detail.into()),
+        not_judged: None,
     };
     o.checks = vec![
         c(CheckId::MinWorkRate, "slowest worker 0 units/s"),
@@ -242,6 +244,7 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
             }),
             no_recorder: None,
         }),
+        not_judged: None,
     }];
     let text = headline::first_lines(&o, None).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -343,6 +346,7 @@ fn moments_are_the_worst_instances_of_the_failed_checks() {
         pass,
         cause: None,
         detail: None,
+        not_judged: None,
     };
     o.checks = vec![
         c(CheckId::MaxGapMs, false),
@@ -482,6 +486,7 @@ fn a_wake_latency_fail_names_the_worst_wakeup_its_waker_and_the_cpus_holder() {
         pass: false,
         cause: None,
         detail: None,
+        not_judged: None,
     }];
     let ev = read_trace(WAKES.as_bytes()).unwrap().events;
     let group_of = |pid: i32| [500, 501].contains(&pid).then(|| "g".to_string());
@@ -558,6 +563,7 @@ fn a_series_window_on_a_wrapped_cpu_says_its_states_are_guessed() {
         pass: false,
         cause: None,
         detail: Some("work_units did not move in 0.50–1.50 s: no progress for 1000 ms".into()),
+        not_judged: None,
     };
     let group_of = |_| None;
     let is_runq = |_| false;

@@ -11,6 +11,6 @@ mod recorder;
 mod repeats;
 
 pub use compare::{ci_text, comparison, pct_text, value_text};
-pub use outcome::outcome;
+pub use outcome::{detail_of, outcome};
 pub use recorder::recorder_sentence;
 pub use repeats::repeat_summary;

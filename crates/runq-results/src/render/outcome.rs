@@ -309,8 +309,8 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             c.op,
             units::fmt_measure(c.bound)
         );
-        if let (false, Some(d)) = (c.pass, &c.detail) {
-            let _ = writeln!(out, "     {}", printable(d));
+        if let (false, Some(d)) = (c.pass, detail_of(c)) {
+            let _ = writeln!(out, "     {}", printable(&d));
         }
         if let (false, Some(cause)) = (c.pass, &c.cause) {
             render_cause(out, cause);
@@ -344,6 +344,16 @@ pub fn verdict_word(v: runq_workload::Verdict) -> (&'static str, u8) {
         runq_workload::Verdict::Fail => ("FAIL", 31),
         runq_workload::Verdict::Interrupted => ("INTERRUPTED", 33),
         runq_workload::Verdict::Indeterminate => ("INDETERMINATE", 33),
+    }
+}
+
+/// The sentence under a check: its detail, or why it could not be
+/// judged.
+pub fn detail_of(c: &runq_workload::CheckResult) -> Option<String> {
+    match (&c.detail, &c.not_judged) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(why)) => Some(format!("not judged: {why}")),
+        (None, None) => None,
     }
 }
 

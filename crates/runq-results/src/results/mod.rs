@@ -220,6 +220,7 @@ mod tests {
             pass: verdict == Verdict::Pass,
             cause: None,
             detail: None,
+            not_judged: None,
         };
         RunOutcome {
             scenario: "s".into(),

@@ -291,6 +291,7 @@ mod tests {
             pass: false,
             detail: None,
             cause: None,
+            not_judged: None,
         }
     }
 

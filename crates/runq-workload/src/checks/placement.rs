@@ -191,6 +191,7 @@ fn result(check: CheckId, group: &str, measured: f64, op: Op, bound: f64) -> Che
         pass: true,
         detail: None,
         cause: None,
+        not_judged: None,
     }
 }
 

@@ -46,6 +46,7 @@ fn failed(check: CheckId, group: &str) -> CheckResult {
         pass: false,
         detail: None,
         cause: None,
+        not_judged: None,
     }
 }
 

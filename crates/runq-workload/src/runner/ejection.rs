@@ -79,6 +79,7 @@ mod tests {
             pass: false,
             cause: None,
             detail: None,
+            not_judged: None,
         }
     }
 

@@ -63,6 +63,7 @@ fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckRes
             },
             None => format!("{:?} ran until the end", spec.command),
         }),
+        not_judged: None,
     }
 }
 
@@ -297,6 +298,7 @@ mod tests {
             pass,
             cause: None,
             detail: None,
+            not_judged: None,
         }
     }
 

@@ -147,23 +147,35 @@ impl SeriesCheck {
     }
 }
 
-/// How the detail of a check that could not be judged begins.
-pub(crate) const NOT_JUDGED: &str = "not judged: ";
+/// A FAIL of check `check` on `group` that could not be judged, and why.
+pub(crate) fn unjudged(check: CheckId, group: &str, why: String) -> CheckResult {
+    CheckResult {
+        check,
+        group: group.into(),
+        measured: 0.0,
+        op: Op::AtLeast,
+        bound: 1.0,
+        pass: false,
+        cause: None,
+        detail: None,
+        not_judged: Some(why),
+    }
+}
 
 /// An interrupted run did not reach the windows its checks over time ask
 /// for: a check that could not be judged is then no FAIL (the run's
-/// verdict is INTERRUPTED when the rest held), and says why.
+/// verdict is INTERRUPTED when the rest held); its `not_judged` says why.
 pub(crate) fn excuse_unjudged(checks: &mut [CheckResult]) {
-    for c in checks.iter_mut() {
-        if let Some(d) = c.detail.as_mut().filter(|d| d.starts_with(NOT_JUDGED)) {
-            c.pass = true;
-            d.push_str(" (the run was interrupted)");
-        }
+    for c in checks.iter_mut().filter(|c| c.not_judged.is_some()) {
+        c.pass = true;
     }
 }
 
 /// A judged check's figures: measured, operator, bound, pass, detail.
-type Judged = (f64, Op, f64, bool, Option<String>);
+type Figures = (f64, Op, f64, bool, Option<String>);
+
+/// A check's figures, or why it could not be judged.
+type Judged = Result<Figures, String>;
 
 /// Evaluates group `group`'s checks over time on the run's series.
 pub(crate) fn evaluate(
@@ -173,9 +185,8 @@ pub(crate) fn evaluate(
 ) -> Vec<CheckResult> {
     checks
         .iter()
-        .map(|c| {
-            let (measured, op, bound, pass, detail) = judge(c, group, series);
-            CheckResult {
+        .map(|c| match judge(c, group, series) {
+            Ok((measured, op, bound, pass, detail)) => CheckResult {
                 check: c.id(),
                 group: group.into(),
                 measured,
@@ -184,34 +195,27 @@ pub(crate) fn evaluate(
                 pass,
                 cause: None,
                 detail,
-            }
+                not_judged: None,
+            },
+            Err(why) => unjudged(c.id(), group, why),
         })
         .collect()
 }
 
-/// One check's figures, or a FAIL that says why it could not be judged.
+/// One check's figures, or why it could not be judged.
 fn judge(c: &SeriesCheck, group: &str, series: &RunSeries) -> Judged {
-    let not_judged = |why: String| {
-        (
-            0.0,
-            Op::AtLeast,
-            1.0,
-            false,
-            Some(NOT_JUDGED.to_owned() + &why),
-        )
-    };
     let Some(g) = series.group(group) else {
-        return not_judged(format!("no snapshot of group {group:?}"));
+        return Err(format!("no snapshot of group {group:?}"));
     };
     if g.values(c.metric).is_none() {
-        return not_judged(format!(
+        return Err(format!(
             "{} was not recorded (the sampler reads schedstat of at most 128 workers)",
             c.metric.name()
         ));
     }
     let windows = g.intervals(c.metric, c.after_ns);
     if windows.is_empty() {
-        return not_judged(format!(
+        return Err(format!(
             "no interval between snapshots after {:.2} s ({} snapshots, the last at {:.2} s)",
             c.after_ns as f64 / 1e9,
             g.at_ns.len(),
@@ -219,20 +223,20 @@ fn judge(c: &SeriesCheck, group: &str, series: &RunSeries) -> Judged {
         ));
     }
     match &c.kind {
-        SeriesKind::Nondecreasing => nondecreasing(c.metric, &windows),
-        SeriesKind::RateWithin { min, max } => rate_within(c.metric, &windows, *min, *max),
-        SeriesKind::SteadyWithin { max_cv } => steady_within(c.metric, &windows, *max_cv),
+        SeriesKind::Nondecreasing => Ok(nondecreasing(c.metric, &windows)),
+        SeriesKind::RateWithin { min, max } => Ok(rate_within(c.metric, &windows, *min, *max)),
+        SeriesKind::SteadyWithin { max_cv } => Ok(steady_within(c.metric, &windows, *max_cv)),
         SeriesKind::ConvergesTo {
             target,
             tolerance,
             last_ns,
         } => converges_to(c.metric, g, series, (*target, *tolerance, *last_ns)),
-        SeriesKind::Stall { max_stall_ns } => stall(c.metric, &windows, *max_stall_ns),
+        SeriesKind::Stall { max_stall_ns } => Ok(stall(c.metric, &windows, *max_stall_ns)),
     }
 }
 
 /// `nondecreasing`: the number of intervals where the counter fell.
-fn nondecreasing(metric: Metric, windows: &[Window]) -> Judged {
+fn nondecreasing(metric: Metric, windows: &[Window]) -> Figures {
     let drops: Vec<&Window> = windows.iter().filter(|w| w.end < w.start).collect();
     let detail = drops.first().map(|w| {
         format!(
@@ -251,7 +255,7 @@ fn nondecreasing(metric: Metric, windows: &[Window]) -> Judged {
 
 /// `rate_within`: the slowest interval against `min`, else the fastest
 /// against `max`.
-fn rate_within(metric: Metric, windows: &[Window], min: Option<f64>, max: Option<f64>) -> Judged {
+fn rate_within(metric: Metric, windows: &[Window], min: Option<f64>, max: Option<f64>) -> Figures {
     let low = windows.iter().min_by(|a, b| a.rate.total_cmp(&b.rate));
     let high = windows.iter().max_by(|a, b| a.rate.total_cmp(&b.rate));
     let (low, high) = (low.expect("windows"), high.expect("windows"));
@@ -288,7 +292,7 @@ fn rate_within(metric: Metric, windows: &[Window], min: Option<f64>, max: Option
 }
 
 /// `steady_within`: the coefficient of variation of the intervals' rates.
-fn steady_within(metric: Metric, windows: &[Window], max_cv: f64) -> Judged {
+fn steady_within(metric: Metric, windows: &[Window], max_cv: f64) -> Figures {
     let rates: Vec<f64> = windows.iter().map(|w| w.rate).collect();
     let mean = rates.iter().sum::<f64>() / rates.len() as f64;
     let cv = match rates.len() {
@@ -325,7 +329,7 @@ fn steady_within(metric: Metric, windows: &[Window], max_cv: f64) -> Judged {
 
 /// `stall`: the longest stretch of snapshots over which the counter did
 /// not move.
-fn stall(metric: Metric, windows: &[Window], max_stall_ns: u64) -> Judged {
+fn stall(metric: Metric, windows: &[Window], max_stall_ns: u64) -> Figures {
     let mut longest: Option<(u64, u64)> = None;
     let mut since = windows[0].from_ns;
     let mut value = windows[0].start;
@@ -365,8 +369,7 @@ fn converges_to(
     let end = g.at_ns.last().copied().unwrap_or(0);
     let last = last_ns.unwrap_or((end - first) / 4).max(1);
     let Some(w) = g.span_from(metric, end.saturating_sub(last)) else {
-        let why = format!("{NOT_JUDGED}no snapshot window in the last {last} ns");
-        return (0.0, Op::AtLeast, 1.0, false, Some(why));
+        return Err(format!("no snapshot window in the last {last} ns"));
     };
     let (value, aim, what) = match target {
         Target::Rate(r) => (w.rate, r, format!("rate {}", metric.fmt_rate(w.rate))),
@@ -400,5 +403,5 @@ fn converges_to(
         w.span(),
         tolerance * 100.0
     );
-    (err, Op::AtMost, tolerance, err <= tolerance, Some(detail))
+    Ok((err, Op::AtMost, tolerance, err <= tolerance, Some(detail)))
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::check::NOT_JUDGED;
+use super::check::unjudged;
 use super::dsq::DsqSeries;
 use super::rq_clock::RqClocks;
 use crate::checks::{CheckResult, Op};
@@ -195,11 +195,12 @@ pub(crate) fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckRes
         pass,
         cause: None,
         detail: Some(detail),
+        not_judged: None,
     };
     let Some(sum) = host.and_then(|h| h.summary.as_ref()) else {
         let why = host.and_then(|h| h.unavailable.clone());
         let why = why.unwrap_or_else(|| "the host monitor took no sample".into());
-        return result(0.0, false, format!("{NOT_JUDGED}{why}"));
+        return unjudged(CheckId::MaxRqImbalance, "host", why);
     };
     let measured = f64::from(sum.imbalance_max);
     let detail = format!(
@@ -224,11 +225,15 @@ pub(crate) fn judge_runnable_wait(bound_ms: f64, host: Option<&HostSeries>) -> C
         pass,
         cause: None,
         detail: Some(detail),
+        not_judged: None,
     };
     let Some(w) = host.and_then(|h| h.runnable_wait.as_ref()) else {
         let why = host.and_then(|h| h.longest_runnable_wait_unavailable.clone());
         let why = why.unwrap_or_else(|| "the host monitor did not run".into());
-        return result(0.0, false, format!("{NOT_JUDGED}{why}"));
+        let mut c = unjudged(CheckId::MaxRunnableWaitMs, "host", why);
+        c.op = Op::AtMost;
+        c.bound = bound_ms;
+        return c;
     };
     let f = &w.figures;
     let measured = f.longest_ns as f64 / 1e6;
@@ -297,7 +302,7 @@ mod tests {
         };
         let not_judged = judge_imbalance(3.0, Some(&none));
         assert!(!not_judged.pass);
-        assert!(not_judged.detail.unwrap().contains("needs root"));
+        assert!(not_judged.not_judged.unwrap().contains("needs root"));
         assert!(!judge_imbalance(3.0, None).pass);
     }
 
@@ -337,7 +342,7 @@ mod tests {
         };
         let not_judged = judge_runnable_wait(10.0, Some(&none));
         assert!(!not_judged.pass);
-        assert!(not_judged.detail.unwrap().contains("needs root"));
+        assert!(not_judged.not_judged.unwrap().contains("needs root"));
         assert!(!judge_runnable_wait(10.0, None).pass);
         assert_eq!(
             RunnableWait::new(String::new(), WaitFigures::default()).mean_ns,
