@@ -120,6 +120,9 @@ pub enum PointsAt {
     LongestGap,
     /// The live worker that got the least CPU time.
     LeastCpu,
+    /// The worst wakeups of the group's workers, found in a recording
+    /// of the scheduler's events (a wake-latency tail).
+    WorstWakeups,
     /// No one worker: the evidence looks at the worker that waited
     /// longest for a CPU, when there is a recording.
     Nobody,
@@ -256,9 +259,8 @@ impl CheckId {
                 | SeriesPattern::ConvergesTo
                 | SeriesPattern::Stall => PointsAt::Nobody,
             },
+            CheckId::MaxP99WakeLatencyUs | CheckId::MaxP999WakeLatencyUs => PointsAt::WorstWakeups,
             CheckId::SetupApplied
-            | CheckId::MaxP99WakeLatencyUs
-            | CheckId::MaxP999WakeLatencyUs
             | CheckId::MaxWakeLatencyCv
             | CheckId::MaxMigrationRatio
             | CheckId::MinNumaLocality

@@ -414,7 +414,7 @@ pub fn worker_pointed_at<'a>(
             .or_else(least_cpu),
         PointsAt::LongestGap => live().max_by_key(|r| r.max_gap_ms),
         PointsAt::LeastCpu => least_cpu(),
-        PointsAt::Nobody => None,
+        PointsAt::WorstWakeups | PointsAt::Nobody => None,
     }
 }
 

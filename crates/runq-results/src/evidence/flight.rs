@@ -5,7 +5,7 @@
 //! text report ([`with_report`]). The binary only starts and stops the
 //! recorder.
 
-use runq_workload::CheckId;
+use runq_workload::PointsAt;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
@@ -105,7 +105,7 @@ fn examine_all(
             .and_then(|m| super::before_freeze(o, m, events, base));
         let found = match held.as_ref().or(moment) {
             Some(m) => Some(super::examine(events, base, m, &names)),
-            None if c.check == CheckId::MaxP99WakeLatencyUs => {
+            None if c.check.points_at() == PointsAt::WorstWakeups => {
                 super::examine_wakes(o, c, events, base, &names)
             }
             None => super::examine_series(o, c, events, base, &names),

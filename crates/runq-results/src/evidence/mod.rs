@@ -168,12 +168,14 @@ fn moment_of(o: &RunOutcome, c: &CheckResult) -> Option<Moment> {
     let worker = worker_pointed_at(c.check, &live)?;
     let what = match c.check.points_at() {
         PointsAt::LongestGap => format!("waited {} ms runnable without a CPU", worker.max_gap_ms),
-        PointsAt::Stuck | PointsAt::LeastCpu | PointsAt::Nobody => format!(
-            "is the most starved worker: {} ms on a CPU in {} ms, longest wait {} ms",
-            worker.cpu_time_ns / 1_000_000,
-            worker.wall_time_ns / 1_000_000,
-            worker.max_gap_ms
-        ),
+        PointsAt::Stuck | PointsAt::LeastCpu | PointsAt::WorstWakeups | PointsAt::Nobody => {
+            format!(
+                "is the most starved worker: {} ms on a CPU in {} ms, longest wait {} ms",
+                worker.cpu_time_ns / 1_000_000,
+                worker.wall_time_ns / 1_000_000,
+                worker.max_gap_ms
+            )
+        }
     };
     let gap_end = worker.max_gap_at_ms * 1_000_000;
     let gap_start = gap_end.saturating_sub(worker.max_gap_ms * 1_000_000);
