@@ -1,7 +1,6 @@
 //! `runq`: one binary for the scheduler workload engine, per-thread host
 //! snapshots, the profiler-overhead benchmark and the Tokio blocking HUD.
 
-mod cli;
 mod cmd;
 mod exit;
 mod junit;
@@ -45,8 +44,8 @@ fn init_logging(verbose: u8) {
 
 /// Parses the command line. Help and version print as clap prints them;
 /// a usage error is one line on stderr and exit 2 (see [`usage_line`]).
-fn parse_cli() -> Result<cli::Cli, ExitCode> {
-    cli::Cli::try_parse().map_err(|e| {
+fn parse_cli() -> Result<cmd::cli::Cli, ExitCode> {
+    cmd::cli::Cli::try_parse().map_err(|e| {
         use clap::error::ErrorKind;
         if matches!(
             e.kind(),
@@ -96,7 +95,7 @@ fn usage_line(e: &clap::Error, args: &[String]) -> String {
     match tip {
         Some(t) => format!("{line}; {t}"),
         None if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
-            match cli::suggest_subcommand(args) {
+            match cmd::cli::suggest_subcommand(args) {
                 Some(s) => format!("{line}; did you mean '{s}'?"),
                 None => line,
             }
@@ -131,7 +130,7 @@ fn main() -> ExitCode {
         return exit::Exit::Usage.exit_code();
     }
     init_logging(cli.verbose);
-    if !matches!(cli.command, cli::Command::Clean(_)) {
+    if !matches!(cli.command, cmd::cli::Command::Clean(_)) {
         cmd::clean::sweep_at_start();
     }
     let code = match cmd::dispatch(cli) {

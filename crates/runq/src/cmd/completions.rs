@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::Cli;
+use super::cli::Cli;
 
 /// Arguments of `runq completions`.
 #[derive(Debug, clap::Args)]

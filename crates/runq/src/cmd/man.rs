@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use crate::cli::Cli;
+use super::cli::Cli;
 use crate::exit;
 
 /// Arguments of `runq man`.

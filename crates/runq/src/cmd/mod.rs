@@ -1,6 +1,7 @@
 //! One module per subcommand; [`dispatch`] routes to them.
 
 pub mod clean;
+pub mod cli;
 pub mod collatz;
 pub mod compare;
 pub mod completions;
@@ -13,7 +14,7 @@ pub mod vm;
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
+use cli::{Cli, Command};
 
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -82,7 +82,7 @@ fn config_from(args: &CollatzArgs) -> anyhow::Result<Config> {
         |e: runq_collatz::ConfigError| exit::usage(format!("{e} (see `runq collatz --help`)"));
     if let Some(word) = args.cpus.as_deref().filter(|w| w.parse::<u64>().is_err()) {
         let path = ["collatz".to_string(), word.to_string()];
-        if let Some(sub) = crate::cli::suggest_subcommand(&path) {
+        if let Some(sub) = super::cli::suggest_subcommand(&path) {
             return Err(exit::usage(format!(
                 "unrecognized subcommand '{word}'; did you mean '{sub}'? (see `runq collatz --help`)"
             )));

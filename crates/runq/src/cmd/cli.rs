@@ -1,9 +1,10 @@
-//! Command-line definition (clap derive). Each tool's arguments live with
-//! its command module under `cmd/`.
+//! The command tree's root (clap derive): runq's global flags and its
+//! tools. Each tool's arguments live with its command module beside this
+//! one.
 
 use clap::{Parser, Subcommand};
 
-use crate::cmd;
+use super as cmd;
 
 /// runq: a Linux scheduler and profiler workbench.
 ///
