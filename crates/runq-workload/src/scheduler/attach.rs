@@ -11,6 +11,8 @@ use runq_kernel::kmsg::KmsgCursor;
 use runq_kernel::sched_ext::{attach_state, departure, AttachState, SchedExtSysfs};
 use runq_kernel::sched_ext_log::ScxExit;
 
+use super::{Readiness, DEFAULT_READY_AFTER};
+
 /// How often the run loop reads sched_ext's state.
 const POLL_EVERY: Duration = Duration::from_millis(100);
 /// How long to wait for the kernel to log why it disabled a scheduler
@@ -144,6 +146,46 @@ impl ScxWatch {
     }
 }
 
+/// Whether a scheduler is ready by `ready`, `elapsed` after its start,
+/// with sched_ext's last reading `seen` and whether a line of its output
+/// `matched` the pattern: the kernel's report of the scheduler attached
+/// for [`Readiness::SchedExt`], and for [`Readiness::Auto`] on a kernel
+/// with sched_ext (`has_scx`), 100 ms up on one without.
+pub(crate) fn ready_now(
+    ready: &Readiness,
+    has_scx: bool,
+    elapsed: Duration,
+    seen: &Seen,
+    matched: bool,
+) -> bool {
+    match ready {
+        Readiness::After(d) => elapsed >= *d,
+        Readiness::Pattern(_) => matched,
+        Readiness::SchedExt => *seen == Seen::Attached,
+        Readiness::Auto if has_scx => *seen == Seen::Attached,
+        Readiness::Auto => elapsed >= DEFAULT_READY_AFTER,
+    }
+}
+
+/// How a scheduler that ended, or that sched_ext let go (`left`), before
+/// it was ready is judged: `Ok` when the kernel's log gives an error exit
+/// (an ejection: the run's FAIL), else the clause its start error adds
+/// (the kernel's words, how sched_ext let it go, or that it had enabled
+/// it; nothing for a scheduler the kernel never enabled).
+pub(crate) fn start_end(
+    exit: Option<&ScxExit>,
+    left: Option<&str>,
+    enabled: bool,
+) -> Result<(), String> {
+    match (exit, left) {
+        (Some(e), _) if e.error => Ok(()),
+        (Some(e), _) => Err(format!("; {}", e.describe())),
+        (None, Some(how)) => Err(format!("; sched_ext let it go ({how})")),
+        (None, None) if enabled => Err("; sched_ext had enabled it".into()),
+        (None, None) => Err(String::new()),
+    }
+}
+
 fn read() -> Option<SchedExtSysfs> {
     runq_kernel::sched_ext::read_sched_ext(Path::new("/sys"))
 }
@@ -217,6 +259,64 @@ mod tests {
             matches!(&seen, Seen::Left(how) if how.contains("\"simple\"")),
             "{seen:?}"
         );
+    }
+
+    #[test]
+    fn readiness_by_default_is_the_kernels_report_where_there_is_sched_ext() {
+        let ms = Duration::from_millis;
+        let (on, off) = (Seen::Attached, Seen::Pending);
+        // scx_bpfland still loading 2 s in under TCG: not ready.
+        assert!(!ready_now(&Readiness::Auto, true, ms(2000), &off, false));
+        assert!(ready_now(&Readiness::Auto, true, ms(2500), &on, false));
+        assert!(!ready_now(&Readiness::Auto, false, ms(99), &off, false));
+        assert!(ready_now(&Readiness::Auto, false, ms(100), &off, false));
+        assert!(!ready_now(&Readiness::SchedExt, true, ms(9000), &off, true));
+        assert!(ready_now(&Readiness::SchedExt, true, ms(1), &on, false));
+        let left = Seen::Left("sched_ext state \"disabled\"".into());
+        assert!(!ready_now(&Readiness::SchedExt, true, ms(1), &left, false));
+        assert!(ready_now(
+            &Readiness::Pattern("x".into()),
+            true,
+            ms(1),
+            &off,
+            true
+        ));
+        assert!(!ready_now(
+            &Readiness::After(ms(500)),
+            true,
+            ms(499),
+            &on,
+            true
+        ));
+    }
+
+    #[test]
+    fn an_end_before_readiness_is_a_fail_only_when_the_kernel_ejected_it() {
+        let exit = |error, reason: &str| ScxExit {
+            scheduler: "qmap".into(),
+            reason: reason.into(),
+            error,
+            message: None,
+        };
+        let stall = exit(true, "runnable task stall");
+        assert_eq!(start_end(Some(&stall), None, true), Ok(()));
+        let unreg = exit(false, "unregistered from user space");
+        assert_eq!(
+            start_end(Some(&unreg), Some("x"), true),
+            Err(
+                "; the kernel disabled BPF scheduler \"qmap\": unregistered from user space".into()
+            )
+        );
+        assert_eq!(
+            start_end(None, Some("sched_ext state \"disabled\""), true),
+            Err("; sched_ext let it go (sched_ext state \"disabled\")".into())
+        );
+        assert_eq!(
+            start_end(None, None, true),
+            Err("; sched_ext had enabled it".into())
+        );
+        // A verifier rejection: the kernel never enabled it.
+        assert_eq!(start_end(None, None, false), Err(String::new()));
     }
 
     #[test]

@@ -13,11 +13,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::attach::{ScxWatch, Seen};
+use super::attach::{ready_now, start_end, ScxWatch, Seen};
 use super::output::{quote_streams, watch, Watched};
-use super::{
-    describe_status, Readiness, SchedulerDeath, SchedulerRun, SchedulerSpec, DEFAULT_READY_AFTER,
-};
+use super::{describe_status, Readiness, SchedulerDeath, SchedulerRun, SchedulerSpec};
 
 /// How long a scheduler gets to exit after SIGINT, then after SIGTERM.
 const STOP_GRACE: [(libc::c_int, Duration); 2] = [
@@ -171,7 +169,9 @@ impl SchedulerProc {
             if self.has_exited() {
                 return self.ended_at_start(None);
             }
-            if self.is_ready(&spec.ready, t0.elapsed(), &seen) {
+            let matched = self.stdout.matched.load(Ordering::Relaxed);
+            let has_scx = self.scx.kernel_has_it();
+            if ready_now(&spec.ready, has_scx, t0.elapsed(), &seen, matched) {
                 self.ready_ms = t0.elapsed().as_millis() as u64;
                 self.sched_ext_at_ready = sched_ext().map(|s| (s.ops, s.state));
                 return Ok(());
@@ -196,17 +196,11 @@ impl SchedulerProc {
     fn ended_at_start(&mut self, left: Option<String>) -> Result<(), StartError> {
         let enabled = self.scx.was_enabled();
         let mut death = self.death_record(0, left.clone());
-        if death.sched_ext_exit.as_ref().is_some_and(|e| e.error) {
+        let Err(kernel) = start_end(death.sched_ext_exit.as_ref(), left.as_deref(), enabled) else {
             self.ready_ms = self.spawned_at.elapsed().as_millis() as u64;
             death.status = format!("{} {}", death.status, super::BEFORE_START);
             self.start_death = Some(death);
             return Ok(());
-        }
-        let kernel = match (&death.sched_ext_exit, left) {
-            (Some(e), _) => format!("; {}", e.describe()),
-            (None, Some(how)) => format!("; sched_ext let it go ({how})"),
-            (None, None) if enabled => "; sched_ext had enabled it".into(),
-            (None, None) => String::new(),
         };
         Err(StartError::Failed(format!(
             "scheduler {:?} {} before it was ready{kernel}{}",
@@ -214,16 +208,6 @@ impl SchedulerProc {
             death.status,
             self.streams_quote()
         )))
-    }
-
-    fn is_ready(&self, ready: &Readiness, elapsed: Duration, seen: &Seen) -> bool {
-        match ready {
-            Readiness::After(d) => elapsed >= *d,
-            Readiness::Pattern(_) => self.stdout.matched.load(Ordering::Relaxed),
-            Readiness::SchedExt => *seen == Seen::Attached,
-            Readiness::Auto if self.scx.kernel_has_it() => *seen == Seen::Attached,
-            Readiness::Auto => elapsed >= DEFAULT_READY_AFTER,
-        }
     }
 
     fn timeout_message(&self, spec: &SchedulerSpec) -> String {
