@@ -70,6 +70,24 @@ pub fn parse_exit<S: AsRef<str>>(lines: &[S]) -> Option<ScxExit> {
     found
 }
 
+/// The end of BPF scheduler `ops` as its own process reported it from
+/// the exit info the kernel handed it (scx's `UEI_REPORT`: `EXIT: REASON`
+/// or `EXIT: REASON (MESSAGE)`, anywhere in the line, after a logger's
+/// prefix): what stands for the kernel's log where that is unreadable.
+pub fn parse_uei_exit(ops: &str, line: &str) -> Option<ScxExit> {
+    let rest = line.split_once("EXIT: ")?.1.trim();
+    let (reason, message) = match rest.split_once(" (") {
+        Some((r, m)) => (r, Some(m.strip_suffix(')').unwrap_or(m).to_string())),
+        None => (rest, None),
+    };
+    (!reason.is_empty()).then(|| ScxExit {
+        scheduler: ops.to_string(),
+        error: ERROR_REASONS.contains(&reason),
+        reason: reason.to_string(),
+        message,
+    })
+}
+
 /// `(name, reason)` of a `BPF scheduler "NAME" disabled (REASON)` line.
 fn disabled_line(line: &str) -> Option<(&str, &str)> {
     let rest = line.split_once("BPF scheduler \"")?.1;
@@ -104,6 +122,30 @@ mod tests {
             e.describe(),
             "the kernel ejected BPF scheduler \"qmap\": runnable task stall: systemd-udevd[51] failed to run for 5.077s"
         );
+    }
+
+    #[test]
+    fn a_schedulers_own_exit_report_gives_the_kernels_reason() {
+        // scx_qmap's last stderr line once the kernel ejected it (6.12).
+        let line = "EXIT: runnable task stall (systemd-udevd[64] failed to run for 5.056s)";
+        let e = parse_uei_exit("qmap", line).unwrap();
+        assert_eq!(
+            e.describe(),
+            "the kernel ejected BPF scheduler \"qmap\": runnable task stall: \
+             systemd-udevd[64] failed to run for 5.056s"
+        );
+        // A Rust scheduler's logger prefix; an unregistration, no message.
+        let e = parse_uei_exit(
+            "rustland",
+            "12:00:01 [INFO] EXIT: unregistered from user space",
+        )
+        .unwrap();
+        assert_eq!(
+            (e.reason.as_str(), e.error, e.message),
+            ("unregistered from user space", false, None)
+        );
+        assert_eq!(parse_uei_exit("x", "exit status 1"), None);
+        assert_eq!(parse_uei_exit("x", "EXIT: "), None);
     }
 
     #[test]

@@ -13,6 +13,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use runq_kernel::sched_ext_log::parse_uei_exit;
+
 use super::attach::{ready_now, start_end, ScxWatch, Seen};
 use super::output::{quote_streams, watch, Watched};
 use super::{describe_status, Readiness, SchedulerDeath, SchedulerRun, SchedulerSpec};
@@ -332,8 +334,13 @@ impl SchedulerProc {
             self.stderr.wait_done(Duration::from_millis(300));
             self.stdout.wait_done(Duration::from_millis(300));
         }
-        let (kernel_log, sched_ext_exit) = self.scx.kernel_exit();
+        let (kernel_log, mut sched_ext_exit) = self.scx.kernel_exit();
         let err = self.stderr.snapshot();
+        // Without the kernel's log: the exit info it handed the scheduler.
+        if let (None, Some(ops)) = (&sched_ext_exit, self.scx.ops()) {
+            let lines = err.excerpt();
+            sched_ext_exit = lines.iter().find_map(|l| parse_uei_exit(ops, l));
+        }
         let mut words = status.map_or_else(|| still_running(self.pid), describe);
         if let (Some(how), None) = (&left, status) {
             words = format!("{words} when sched_ext let it go ({how})");
