@@ -9,25 +9,38 @@
 // (CO-RE): cheaper on every switch. User space loads the BTF object where
 // the kernel has BTF and takes the classic one when it does not load.
 //
-// TASKS holds the watched threads: user space adds each worker as it is
-// forked, with its class (its group's index + 1), and runq's own threads
-// with theirs; a thread or process a watched task clones is added here
-// under the same worker and class. For
-// each: time on a CPU, time runnable without one (from a wakeup or a
-// preemption to the next switch-in), the longest wait, wakeups,
-// migrations, and the time its CPU was held from it by class.
+// Each watched thread has a slot, an index of TASKS (an array): user
+// space claims one for each worker as it is forked, with its class (its
+// group's index + 1), and for runq's own threads with theirs; a thread or
+// process a watched task clones gets one here, under the same worker and
+// class. SLOT_OF finds a thread's slot from its pid with one array read
+// (at pid % PID_SLOTS, the pid and its slot; pids that share an entry
+// with another are in SLOT_MORE), so a task that is not watched costs a
+// switch two array reads. For each: time on a CPU, time runnable without
+// one (from a wakeup or a preemption to the next switch-in), the longest
+// wait, wakeups, migrations, and the time its CPU was held from it by
+// class.
 //
 // Who held a waiting worker's CPU, in O(1) per switch: each CPU sums the
-// time it gave each class of task (CPUS: 0 is every task outside the
-// run, the idle task apart). A worker that starts waiting notes its CPU's
-// sums; when it gets a CPU (or moves to another queue) the difference is
-// what each class held from it. While any watched task waits on a CPU,
+// time it gave each class of task while a watched task waited on it
+// (CPUS: 0 is every task outside the run, the idle task apart), its clock
+// started by the first watched task to wait there (the task holding it
+// then is charged from that moment, not from when it got the CPU). A
+// worker that starts waiting notes its CPU's sums; when it gets a CPU (or
+// moves to another queue) the difference is what each class held from
+// it. A switch between tasks that are not watched, on a CPU no watched
+// task waits on, returns at once. While any watched task waits on a CPU,
 // each task that gets off that CPU is charged there by name (HELD:
-// (cpu, task) -> time, with its comm and class), which names the holders.
+// (cpu, task) -> time, with its comm and class): a watched task keeps its
+// charges in its own entry while it holds the same CPU, a task outside
+// the run in its CPU's entry of OTHER (a per-CPU array) while it is the
+// same task, and each goes to HELD when that changes. User space adds
+// what is still in the entries.
 //
-// WAKERS (wakee, waker) counts who woke each watched task (the task
-// running when the wakeup was issued; a timer's interrupt names whoever
-// it cut).
+// A watched task's wakers: the task running when the wakeup was issued
+// (a timer's interrupt names whoever it cut), counted in the task's own
+// entry while it is the same waker, and in WAKERS ((wakee, waker) ->
+// count, with the waker's comm) when another wakes it.
 //
 // Sampled fidelity: when exact recording would cost more than runq's
 // overhead budget, user space detaches the programs above and attaches
@@ -38,9 +51,29 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <stddef.h>
+#include "tracepoints.h" /* the classic tracepoints' records (runq-kernel/bpf) */
 
 #define CLASSES 16   /* 0: outside the run; g + 1: group g (14 holds the rest); 15: runq's own */
 #define MAX_CPUS 1024
+#define MAX_SLOTS 16384  /* watched threads */
+#define PID_SLOTS 65536  /* SLOT_OF's entries: every pid below it has its own */
+#define SLOT_MASK 0x7fffffffULL /* an entry's low bits: its pid's slot + 1 (0: none) */
+#define MORE (1ULL << 31)        /* other pids with this entry are in SLOT_MORE */
+
+/* A task's time holding a CPU while watched tasks waited there. */
+struct held {
+	__u64 ns;    /* time it held the CPU while a watched task waited there */
+	__u64 turns; /* such turns */
+	__u32 cls;   /* its class */
+	__u32 pad;
+	char comm[16];
+};
+
+/* A waker's wakeups of a watched task. */
+struct woke {
+	__u64 count;
+	char comm[16];
+};
 
 /* One watched thread (crates/runq-recorder/src/decode.rs mirrors it). */
 struct task_stats {
@@ -60,15 +93,22 @@ struct task_stats {
 	__u32 wait_cpu;        /* the queue it waits on */
 	__u64 held[CLASSES];   /* time each class held its CPU while it waited */
 	__u64 mark[CLASSES + 1]; /* its queue's sums when it began waiting there (the last: idle) */
+	__u32 tid;             /* the thread (0: the slot is being filled) */
+	__u32 held_cpu;        /* the CPU `holding` is for */
+	struct held holding;   /* its own charges there, not yet in HELD */
+	__u32 waker;           /* its last waker */
+	__u32 pad;
+	struct woke woke;      /* that waker's wakeups of it, not yet in WAKERS */
 };
 
 _Static_assert(offsetof(struct task_stats, in_ns) == 64, "task_stats.in_ns");
 _Static_assert(offsetof(struct task_stats, held) == 96, "task_stats.held");
-_Static_assert(sizeof(struct task_stats) == 96 + 8 * (2 * CLASSES + 1), "task_stats size");
+_Static_assert(offsetof(struct task_stats, tid) == 96 + 8 * (2 * CLASSES + 1), "task_stats.tid");
+_Static_assert(sizeof(struct task_stats) == 440, "task_stats size");
 
 struct cpu_time {
-	__u64 by_class[CLASSES]; /* time given to each class */
-	__u64 idle;              /* time the idle task had it */
+	__u64 by_class[CLASSES]; /* time given to each class while watched tasks waited */
+	__u64 idle;              /* time the idle task had it then */
 	__u64 since;             /* when its current task got it */
 	__s64 waiting;           /* watched tasks waiting on it */
 };
@@ -78,12 +118,11 @@ struct cpu_task {
 	__u32 pid;
 };
 
-struct held {
-	__u64 ns;    /* time it held the CPU while a watched task waited there */
-	__u64 turns; /* such turns */
-	__u32 cls;   /* its class */
+/* The last task outside the watched ones charged on a CPU. */
+struct other {
+	__u32 pid;
 	__u32 pad;
-	char comm[16];
+	struct held held; /* its charges there, not yet in HELD */
 };
 
 struct pair {
@@ -91,17 +130,43 @@ struct pair {
 	__u32 other; /* the waker */
 };
 
-struct woke {
-	__u64 count;
-	char comm[16];
-};
-
+/* The watched threads, by slot. Mapped by user space, which claims and
+ * reads slots in place. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct task_stats);
 } TASKS SEC(".maps");
+
+/* pid -> slot: at pid % PID_SLOTS, pid << 32 | (slot + 1), with MORE set
+ * when another pid wanted the entry. Mapped by user space, which claims
+ * entries with the same atomic compare-and-swap. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PID_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} SLOT_OF SEC(".maps");
+
+/* The slots of pids whose SLOT_OF entry another pid has. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} SLOT_MORE SEC(".maps");
+
+/* [0]: the next free slot, taken with an atomic add (user space's too). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} NEXT_SLOT SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -109,6 +174,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct cpu_time);
 } CPUS SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct other);
+} OTHER SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -152,12 +224,50 @@ static __always_inline struct cpu_time *cpu_time(__u32 cpu)
 	return bpf_map_lookup_elem(&CPUS, &cpu);
 }
 
-/* `s` begins waiting on `cpu`'s queue at `now`. */
-static __always_inline void begin_wait(struct task_stats *s, __u32 cpu, __u64 now)
+/* The watched thread `pid`'s entry, or NULL (the idle task, pid 0, is
+ * never watched). A task that is not watched costs one array read. */
+static __always_inline struct task_stats *task_of(__u32 pid)
 {
-	struct cpu_time *c = cpu_time(cpu);
-	if (!c)
+	__u32 i = pid & (PID_SLOTS - 1);
+	__u64 *e = bpf_map_lookup_elem(&SLOT_OF, &i);
+	if (!e || !pid)
+		return NULL;
+	__u64 v = *e;
+	__u32 slot;
+	if ((__u32)(v >> 32) == pid && (v & SLOT_MASK)) {
+		slot = (__u32)(v & SLOT_MASK) - 1;
+	} else if (v & MORE) {
+		__u32 *s = bpf_map_lookup_elem(&SLOT_MORE, &pid);
+		if (!s)
+			return NULL;
+		slot = *s;
+	} else {
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&TASKS, &slot);
+}
+
+/* `pid` has slot `slot` from now on (lib.rs's slots.rs does the same). */
+static __always_inline void publish(__u32 pid, __u32 slot)
+{
+	__u32 i = pid & (PID_SLOTS - 1);
+	__u64 *e = bpf_map_lookup_elem(&SLOT_OF, &i);
+	if (!e)
 		return;
+	__u64 mine = (__u64)pid << 32 | (slot + 1);
+	if (!__sync_val_compare_and_swap(e, 0, mine))
+		return;
+	if (bpf_map_update_elem(&SLOT_MORE, &pid, &slot, BPF_ANY)) {
+		lost(1);
+		return;
+	}
+	__sync_fetch_and_or(e, MORE);
+}
+
+/* `s` begins waiting on `cpu`'s queue (`c`) at `now`. The first waiter
+ * there starts the CPU's clock: its current task holds it from now. */
+static __always_inline void begin_wait(struct task_stats *s, struct cpu_time *c, __u32 cpu, __u64 now)
+{
 	s->enq_ns = now;
 	s->wait_cpu = cpu;
 	if (cpu < 64)
@@ -165,6 +275,8 @@ static __always_inline void begin_wait(struct task_stats *s, __u32 cpu, __u64 no
 	for (int k = 0; k < CLASSES; k++)
 		s->mark[k] = c->by_class[k];
 	s->mark[CLASSES] = c->idle;
+	if (c->waiting <= 0)
+		c->since = now;
 	__sync_fetch_and_add(&c->waiting, 1);
 }
 
@@ -180,15 +292,63 @@ static __always_inline void leave_queue(struct task_stats *s)
 	__sync_fetch_and_add(&c->waiting, -1);
 }
 
-/* This CPU's task `prev` got off it at `now`: its time goes to its class,
- * and by name when a watched task waits here. */
-static __always_inline void account(__u32 cpu, __u32 prev, struct task_stats *ps, __u64 now)
+/* Adds `h`, `pid`'s charges on `cpu`, to HELD. */
+static __always_inline void flush_held(__u32 cpu, __u32 pid, struct held *h)
 {
-	struct cpu_time *c = cpu_time(cpu);
-	if (!c)
+	struct cpu_task key = { .cpu = cpu, .pid = pid };
+	struct held *t = bpf_map_lookup_elem(&HELD, &key);
+	if (t) {
+		t->ns += h->ns;
+		t->turns += h->turns;
+		t->cls = h->cls; /* a worker forked by runq is runq's until watched */
+	} else if (bpf_map_update_elem(&HELD, &key, h, BPF_NOEXIST)) {
+		lost(0);
+	}
+	h->ns = 0;
+	h->turns = 0;
+}
+
+/* `h` (its task's charges, kept since its first turn) takes a turn of
+ * `ran` by the current task, the one getting off this CPU. */
+static __always_inline void take_turn(struct held *h, __u32 cls, __u64 ran)
+{
+	if (!h->turns)
+		bpf_get_current_comm(h->comm, sizeof(h->comm));
+	h->ns += ran;
+	h->turns++;
+	h->cls = cls;
+}
+
+/* The watched task `ps` (of class `cls`) held `cpu` for `ran` while
+ * watched tasks waited there: kept in its entry while it is this CPU. */
+static __always_inline void held_by_watched(struct task_stats *ps, __u32 cpu, __u32 cls, __u64 ran)
+{
+	if (ps->holding.turns && ps->held_cpu != cpu)
+		flush_held(ps->held_cpu, ps->tid, &ps->holding);
+	ps->held_cpu = cpu;
+	take_turn(&ps->holding, cls, ran);
+}
+
+/* Task `pid`, outside the watched ones, held this CPU (`cpu`) for `ran`
+ * while watched tasks waited here: kept in the CPU's OTHER while it is
+ * the same task. */
+static __always_inline void held_by_other(__u32 cpu, __u32 pid, __u64 ran)
+{
+	__u32 zero = 0;
+	struct other *o = bpf_map_lookup_elem(&OTHER, &zero);
+	if (!o)
 		return;
-	__u64 ran = c->since && now > c->since ? now - c->since : 0;
-	c->since = now;
+	if (o->held.turns && o->pid != pid)
+		flush_held(cpu, o->pid, &o->held);
+	o->pid = pid;
+	take_turn(&o->held, 0, ran);
+}
+
+/* This CPU's task `prev` got off it after `ran`, while watched tasks
+ * waited here: its time goes to its class, and to it by name. */
+static __always_inline void account(struct cpu_time *c, __u32 cpu, __u32 prev,
+				    struct task_stats *ps, __u64 ran)
+{
 	if (!prev) {
 		c->idle += ran;
 		return;
@@ -197,37 +357,41 @@ static __always_inline void account(__u32 cpu, __u32 prev, struct task_stats *ps
 	if (cls >= CLASSES)
 		cls = CLASSES - 1;
 	c->by_class[cls] += ran;
-	if (c->waiting <= 0 || !ran)
+	if (!ran)
 		return;
-	struct cpu_task key = { .cpu = cpu, .pid = prev };
-	struct held *h = bpf_map_lookup_elem(&HELD, &key);
-	if (h) {
-		h->ns += ran;
-		h->turns++;
-		h->cls = cls; /* a worker forked by runq is runq's until watched */
-		return;
-	}
-	struct held fresh = { .ns = ran, .turns = 1, .cls = cls };
-	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm)); /* prev is current */
-	if (bpf_map_update_elem(&HELD, &key, &fresh, BPF_NOEXIST))
-		lost(0);
+	if (ps)
+		held_by_watched(ps, cpu, cls, ran);
+	else
+		held_by_other(cpu, prev, ran);
 }
 
-/* This CPU switches from `prev` (still runnable, or not) to `next`. */
+/* This CPU switches from `prev` (still runnable, or not) to `next`. Two
+ * tasks that are not watched, on a CPU no watched task waits on: nothing
+ * to do (not even a clock read: the CPU's clock matters only while a
+ * watched task waits there, and the first to wait starts it). */
 static __always_inline void switched(__u32 prev, int runnable, __u32 next)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
-	struct task_stats *ps = prev ? bpf_map_lookup_elem(&TASKS, &prev) : NULL;
-	account(cpu, prev, ps, now);
+	struct cpu_time *c = cpu_time(cpu);
+	if (!c)
+		return;
+	struct task_stats *ps = task_of(prev);
+	struct task_stats *ns = task_of(next);
+	int waited_on = c->waiting > 0;
+	if (!ps && !ns && !waited_on)
+		return;
+	__u64 now = bpf_ktime_get_ns();
+	__u64 ran = c->since && now > c->since ? now - c->since : 0;
+	c->since = now;
+	if (waited_on)
+		account(c, cpu, prev, ps, ran);
 	if (ps) {
 		if (ps->in_ns)
 			ps->run_ns += now - ps->in_ns;
 		ps->in_ns = 0;
 		if (runnable && !ps->enq_ns)
-			begin_wait(ps, cpu, now);
+			begin_wait(ps, c, cpu, now);
 	}
-	struct task_stats *ns = next ? bpf_map_lookup_elem(&TASKS, &next) : NULL;
 	if (!ns)
 		return;
 	ns->in_ns = now;
@@ -244,31 +408,44 @@ static __always_inline void switched(__u32 prev, int runnable, __u32 next)
 	ns->enq_ns = 0;
 }
 
+/* Adds `w`, `waker`'s wakeups of the watched thread `task`, to WAKERS. */
+static __always_inline void flush_woke(__u32 task, __u32 waker, struct woke *w)
+{
+	struct pair key = { .task = task, .other = waker };
+	struct woke *t = bpf_map_lookup_elem(&WAKERS, &key);
+	if (t)
+		t->count += w->count;
+	else if (bpf_map_update_elem(&WAKERS, &key, w, BPF_NOEXIST))
+		lost(0);
+	w->count = 0;
+}
+
+/* Task `pid` was woken onto `target_cpu`'s queue by the current task. */
 static __always_inline void woken(__u32 pid, __s32 target_cpu)
 {
-	struct task_stats *s = bpf_map_lookup_elem(&TASKS, &pid);
+	struct task_stats *s = task_of(pid);
 	if (!s)
 		return;
 	s->wakeups++;
-	if (!s->enq_ns && !s->in_ns)
-		begin_wait(s, (__u32)target_cpu, bpf_ktime_get_ns());
-	struct pair key = { .task = pid, .other = (__u32)bpf_get_current_pid_tgid() };
-	struct woke *w = bpf_map_lookup_elem(&WAKERS, &key);
-	if (w) {
-		w->count++;
-		return;
+	if (!s->enq_ns && !s->in_ns) {
+		struct cpu_time *c = cpu_time((__u32)target_cpu);
+		if (c)
+			begin_wait(s, c, (__u32)target_cpu, bpf_ktime_get_ns());
 	}
-	struct woke fresh = { .count = 1 };
-	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
-	if (bpf_map_update_elem(&WAKERS, &key, &fresh, BPF_NOEXIST))
-		lost(0);
+	__u32 waker = (__u32)bpf_get_current_pid_tgid();
+	if (s->woke.count && s->waker != waker)
+		flush_woke(s->tid, s->waker, &s->woke);
+	if (!s->woke.count)
+		bpf_get_current_comm(s->woke.comm, sizeof(s->woke.comm));
+	s->waker = waker;
+	s->woke.count++;
 }
 
 /* A waiting task moved to another queue: what it was held from on the
  * old one is kept, and it waits on the new one from now. */
 static __always_inline void migrated(__u32 pid, __s32 dest_cpu)
 {
-	struct task_stats *s = bpf_map_lookup_elem(&TASKS, &pid);
+	struct task_stats *s = task_of(pid);
 	if (!s)
 		return;
 	s->migrations++;
@@ -276,18 +453,37 @@ static __always_inline void migrated(__u32 pid, __s32 dest_cpu)
 		return;
 	__u64 since = s->enq_ns;
 	leave_queue(s);
-	begin_wait(s, (__u32)dest_cpu, since);
+	struct cpu_time *c = cpu_time((__u32)dest_cpu);
+	if (c)
+		begin_wait(s, c, (__u32)dest_cpu, since);
+	else
+		s->enq_ns = 0;
 }
 
-/* A watched task cloned `child`: it is watched under the same worker. */
+/* A watched task cloned `child`: it gets the next slot, under the same
+ * worker. A child whose pid still has an entry (the pid was reused) is
+ * not watched afresh, and is counted as lost. */
 static __always_inline void forked(__u32 parent, __u32 child)
 {
-	struct task_stats *p = bpf_map_lookup_elem(&TASKS, &parent);
+	struct task_stats *p = task_of(parent);
 	if (!p)
 		return;
-	struct task_stats fresh = { .worker = p->worker, .cls = p->cls };
-	if (bpf_map_update_elem(&TASKS, &child, &fresh, BPF_NOEXIST))
+	__u32 zero = 0;
+	__u64 *next = bpf_map_lookup_elem(&NEXT_SLOT, &zero);
+	if (!next || task_of(child)) {
 		lost(1);
+		return;
+	}
+	__u32 slot = (__u32)__sync_fetch_and_add(next, 1);
+	struct task_stats *s = slot < MAX_SLOTS ? bpf_map_lookup_elem(&TASKS, &slot) : NULL;
+	if (!s) {
+		lost(1);
+		return;
+	}
+	s->worker = p->worker;
+	s->cls = p->cls;
+	s->tid = child;
+	publish(child, slot);
 }
 
 /* One sample of this CPU (sampled fidelity): the task holding it, by
@@ -307,7 +503,7 @@ int recorder_sample(void *ctx)
 		h->ns = now;
 		return 0;
 	}
-	struct task_stats *s = key.pid ? bpf_map_lookup_elem(&TASKS, &key.pid) : NULL;
+	struct task_stats *s = task_of(key.pid);
 	struct held fresh = { .ns = now, .turns = 1, .cls = s ? s->cls : 0 };
 	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
 	if (bpf_map_update_elem(&SAMPLES, &key, &fresh, BPF_NOEXIST))
@@ -317,63 +513,7 @@ int recorder_sample(void *ctx)
 
 #ifndef BTF_TP
 
-/* Classic tracepoint records (see events/sched/<name>/format). */
-struct switch_args {
-	__u64 common;
-	char prev_comm[16];
-	__s32 prev_pid;
-	__s32 prev_prio;
-	__s64 prev_state;
-	char next_comm[16];
-	__s32 next_pid;
-	__s32 next_prio;
-};
-
-struct wakeup_args {
-	__u64 common;
-	char comm[16];
-	__s32 pid;
-	__s32 prio;
-	__s32 target_cpu;
-};
-
-/* sched_migrate_task and sched_process_fork carry their comms as
- * __data_loc strings on newer kernels (6.18 has them) and as char[16] on
- * older ones (6.1, 6.12), which moves the pids after them: a program for
- * each, user space attaches the one the tracepoint's format matches. */
-struct migrate_args {
-	__u64 common;
-	__u32 comm_loc;
-	__s32 pid;
-	__s32 prio;
-	__s32 orig_cpu;
-	__s32 dest_cpu;
-};
-
-struct migrate_args_fixed {
-	__u64 common;
-	char comm[16];
-	__s32 pid;
-	__s32 prio;
-	__s32 orig_cpu;
-	__s32 dest_cpu;
-};
-
-struct fork_args {
-	__u64 common;
-	__u32 parent_comm_loc;
-	__s32 parent_pid;
-	__u32 child_comm_loc;
-	__s32 child_pid;
-};
-
-struct fork_args_fixed {
-	__u64 common;
-	char parent_comm[16];
-	__s32 parent_pid;
-	char child_comm[16];
-	__s32 child_pid;
-};
+/* The classic tracepoints, their records in tracepoints.h. */
 
 SEC("tracepoint/sched/sched_switch")
 int recorder_switch(struct switch_args *ctx)

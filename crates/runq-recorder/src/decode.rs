@@ -33,6 +33,12 @@ pub struct RawTask {
     pub(crate) wait_cpu: u32,
     pub(crate) held: [u64; CLASSES],
     pub(crate) mark: [u64; CLASSES + 1],
+    pub(crate) tid: u32,
+    pub(crate) held_cpu: u32,
+    pub(crate) holding: RawHeld,
+    pub(crate) waker: u32,
+    pub(crate) pad: u32,
+    pub(crate) woke: RawWoke,
 }
 
 /// A (CPU, task) key of HELD, as `struct cpu_task`.
@@ -52,6 +58,16 @@ pub struct RawHeld {
     pub(crate) cls: u32,
     pub(crate) pad: u32,
     pub(crate) comm: [u8; 16],
+}
+
+/// The last task outside the watched ones charged on a CPU, as `struct
+/// other` (OTHER, one per CPU).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawOther {
+    pub(crate) pid: u32,
+    pub(crate) pad: u32,
+    pub(crate) held: RawHeld,
 }
 
 /// A (watched thread, waker) key of WAKERS, as `struct pair`.
@@ -78,6 +94,8 @@ unsafe impl aya::Pod for RawCpuTask {}
 // SAFETY: as above.
 unsafe impl aya::Pod for RawHeld {}
 // SAFETY: as above.
+unsafe impl aya::Pod for RawOther {}
+// SAFETY: as above.
 unsafe impl aya::Pod for RawPair {}
 // SAFETY: as above.
 unsafe impl aya::Pod for RawWoke {}
@@ -85,12 +103,16 @@ unsafe impl aya::Pod for RawWoke {}
 /// What was read from the maps, before aggregation.
 #[derive(Debug, Clone, Default)]
 pub struct RawMaps {
-    /// TASKS: thread id and its figures.
+    /// TASKS: thread id and its figures (with its charges as a holder
+    /// and its last waker's wakeups, not yet in HELD or WAKERS).
     pub tasks: Vec<(u32, RawTask)>,
     /// HELD: (CPU, holder) and its time there while workers waited.
     pub held: Vec<(RawCpuTask, RawHeld)>,
     /// WAKERS: (wakee thread, waker) and the wakeups.
     pub wakers: Vec<(RawPair, RawWoke)>,
+    /// OTHER: each CPU and the charges of the last task outside the
+    /// watched ones there, not yet in HELD.
+    pub other: Vec<(u32, RawOther)>,
     /// LOST: pairs, threads, each summed over the CPUs.
     pub lost: [u64; 2],
 }
@@ -158,13 +180,51 @@ fn holders_on(held: &[(RawCpuTask, RawHeld)], cpus: u64) -> Vec<Holder> {
     out
 }
 
+/// HELD's rows with the charges still kept in the tasks' entries and in
+/// the CPUs' OTHER, those first (they carry a holder's latest class).
+fn all_held(raw: &RawMaps) -> Vec<(RawCpuTask, RawHeld)> {
+    let own = raw.tasks.iter().map(|(tid, s)| {
+        let key = RawCpuTask {
+            cpu: s.held_cpu,
+            pid: *tid,
+        };
+        (key, s.holding)
+    });
+    let other = raw.other.iter().map(|(cpu, o)| {
+        let key = RawCpuTask {
+            cpu: *cpu,
+            pid: o.pid,
+        };
+        (key, o.held)
+    });
+    own.chain(other)
+        .filter(|(_, h)| h.turns > 0)
+        .chain(raw.held.iter().copied())
+        .collect()
+}
+
+/// WAKERS' rows with each task's last waker's wakeups still in its entry.
+fn all_wakers(raw: &RawMaps) -> Vec<(RawPair, RawWoke)> {
+    let own = raw.tasks.iter().map(|(tid, s)| {
+        let key = RawPair {
+            task: *tid,
+            other: s.waker,
+        };
+        (key, s.woke)
+    });
+    own.filter(|(_, w)| w.count > 0)
+        .chain(raw.wakers.iter().copied())
+        .collect()
+}
+
 /// One record per worker, in thread id order, with its threads' figures
 /// summed, the holders of the CPUs it waited on and its top wakers.
 pub fn aggregate(raw: &RawMaps) -> Recorded {
     let worker_of: BTreeMap<u32, u32> = raw.tasks.iter().map(|(t, s)| (*t, s.worker)).collect();
     let mut workers = sum_threads(&raw.tasks);
+    let held = all_held(raw);
     let mut woke: BTreeMap<(u32, u32), Waker> = BTreeMap::new();
-    for (k, c) in &raw.wakers {
+    for (k, c) in &all_wakers(raw) {
         let Some(&w) = worker_of.get(&k.task) else {
             continue;
         };
@@ -182,7 +242,7 @@ pub fn aggregate(raw: &RawMaps) -> Recorded {
     }
     for (w, cpus) in workers.values_mut() {
         w.wait_cpus = (0..64).filter(|c| *cpus >> c & 1 == 1).collect();
-        w.holders = holders_on(&raw.held, *cpus);
+        w.holders = holders_on(&held, *cpus);
         w.holders.retain(|h| !w.tids.contains(&h.pid));
         w.holders.truncate(TOP);
         w.wakers
@@ -191,7 +251,8 @@ pub fn aggregate(raw: &RawMaps) -> Recorded {
     }
     let bytes = raw.tasks.len() * (4 + size_of::<RawTask>())
         + raw.held.len() * (size_of::<RawCpuTask>() + size_of::<RawHeld>())
-        + raw.wakers.len() * (size_of::<RawPair>() + size_of::<RawWoke>());
+        + raw.wakers.len() * (size_of::<RawPair>() + size_of::<RawWoke>())
+        + raw.other.len() * size_of::<RawOther>();
     Recorded {
         workers: workers.into_values().map(|(w, _)| w).collect(),
         lost_pairs: raw.lost[0],
@@ -249,9 +310,14 @@ mod tests {
 
     #[test]
     fn the_mirrors_have_the_c_layout() {
-        assert_eq!(size_of::<RawTask>(), 96 + 8 * (2 * CLASSES + 1));
+        assert_eq!(size_of::<RawTask>(), 440);
         assert_eq!(std::mem::offset_of!(RawTask, in_ns), 64);
         assert_eq!(std::mem::offset_of!(RawTask, held), 96);
+        assert_eq!(
+            std::mem::offset_of!(RawTask, tid),
+            96 + 8 * (2 * CLASSES + 1)
+        );
+        assert_eq!(size_of::<RawOther>(), 48);
         assert_eq!(size_of::<RawCpuTask>(), 8);
         assert_eq!(size_of::<RawHeld>(), 40);
         assert_eq!(size_of::<RawWoke>(), 24);
@@ -276,6 +342,7 @@ mod tests {
                 held(5, 1, 5, 0, "elsewhere"),
             ],
             wakers: vec![woke(20, 10, 4, "spinner"), woke(20, 0, 9, "swapper/0")],
+            other: vec![],
             lost: [2, 0],
         };
         let r = aggregate(&raw);
@@ -311,6 +378,55 @@ mod tests {
             r.bytes_read as usize,
             3 * (4 + size_of::<RawTask>()) + 5 * 48 + 2 * 32
         );
+    }
+
+    /// Charges and wakeups still kept in the tasks' own entries and in
+    /// the CPUs' OTHER add up with HELD's and WAKERS' rows of the same
+    /// holder and waker; the holder's class is its latest.
+    #[test]
+    fn charges_not_yet_in_the_hashes_are_counted_with_them() {
+        let mut waiter = task(10, 1, 4, 100, 0b11);
+        let (_, woke_rows) = woke(10, 30, 5, "waker");
+        waiter.waker = 30;
+        waiter.woke = woke_rows;
+        let mut holder = task(30, 2, 50, 0, 0);
+        (_, holder.holding) = held(1, 30, 7, 2, "worker");
+        holder.held_cpu = 1;
+        let (_, other) = held(0, 999, 40, 0, "hog");
+        let raw = RawMaps {
+            tasks: vec![(10, waiter), (30, holder)],
+            held: vec![held(0, 30, 3, 15, "worker"), held(0, 999, 60, 0, "hog")],
+            wakers: vec![woke(10, 30, 2, "waker"), woke(10, 31, 1, "other")],
+            other: vec![
+                (
+                    0,
+                    RawOther {
+                        pid: 999,
+                        held: other,
+                        ..RawOther::default()
+                    },
+                ),
+                (1, RawOther::default()),
+            ],
+            lost: [0, 0],
+        };
+        let r = aggregate(&raw);
+        let holders: Vec<_> = r
+            .worker(10)
+            .unwrap()
+            .holders
+            .iter()
+            .map(|h| (h.pid, h.comm.as_str(), h.held_ns / MS, h.turns, h.class))
+            .collect();
+        assert_eq!(holders, [(999, "hog", 100, 2, 0), (30, "worker", 10, 2, 2)]);
+        let wakers: Vec<_> = r
+            .worker(10)
+            .unwrap()
+            .wakers
+            .iter()
+            .map(|w| (w.pid, w.wakeups))
+            .collect();
+        assert_eq!(wakers, [(30, 7), (31, 1)]);
     }
 
     #[test]

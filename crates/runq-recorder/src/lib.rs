@@ -11,6 +11,7 @@ pub mod decode;
 pub mod fidelity;
 mod layout;
 pub mod sampled;
+mod slots;
 
 use aya::maps::{HashMap, MapData, PerCpuArray};
 use aya::programs::{BtfTracePoint, TracePoint};
@@ -18,7 +19,7 @@ use aya::{Btf, Ebpf, EbpfLoader};
 use runq_kernel::task_record::{class_of_group, Recorded, RUNQ_CLASS};
 use runq_kernel::tracefs::Tracefs;
 
-use decode::{RawCpuTask, RawHeld, RawMaps, RawPair, RawTask, RawWoke};
+use decode::{RawCpuTask, RawHeld, RawMaps, RawOther, RawPair, RawWoke};
 
 /// The compiled object, 8-byte aligned as the ELF parser wants.
 #[repr(C, align(8))]
@@ -139,6 +140,7 @@ fn attach_error(tracepoint: &'static str) -> impl Fn(aya::programs::ProgramError
 /// The loaded, attached programs.
 pub struct Recorder {
     ebpf: Ebpf,
+    slots: slots::Slots,
     tracepoints: Tracepoints,
     watched: std::collections::HashSet<u32>,
     state: fidelity::FidelityState,
@@ -180,6 +182,7 @@ impl Recorder {
             Tracepoints::Classic => Self::attach_classic(),
         }?;
         Ok(Recorder {
+            slots: slots::Slots::map(&ebpf)?,
             ebpf,
             tracepoints,
             watched: Default::default(),
@@ -293,26 +296,13 @@ impl Recorder {
         Ok(())
     }
 
-    /// Puts thread `tid` in TASKS with class `cls`, afresh.
+    /// Watches thread `tid` with class `cls`, afresh.
     fn insert(&mut self, tid: u32, cls: u32) -> Result<(), RecorderError> {
-        let map = self.ebpf.map_mut("TASKS").ok_or(RecorderError::Map {
-            map: "TASKS",
-            reason: "not in the object".into(),
-        })?;
-        let mut tasks: HashMap<_, u32, RawTask> =
-            HashMap::try_from(map).map_err(Self::map_err("TASKS"))?;
-        let fresh = RawTask {
-            worker: tid,
-            cls,
-            ..RawTask::default()
-        };
-        tasks.insert(tid, fresh, 0).map_err(Self::map_err("TASKS"))
+        self.slots.watch(&mut self.ebpf, tid, cls)
     }
 
     /// Reads every map and sums them per worker.
     pub fn read(&self) -> Result<Recorded, RecorderError> {
-        let tasks: HashMap<&MapData, u32, RawTask> =
-            HashMap::try_from(self.map("TASKS")?).map_err(Self::map_err("TASKS"))?;
         fn all<K: aya::Pod, V: aya::Pod>(
             m: &HashMap<&MapData, K, V>,
             name: &'static str,
@@ -332,13 +322,14 @@ impl Recorder {
             let per_cpu = lost.get(&(i as u32), 0).map_err(Self::map_err("LOST"))?;
             *sum = per_cpu.iter().sum();
         }
+        let other: PerCpuArray<&MapData, RawOther> =
+            PerCpuArray::try_from(self.map("OTHER")?).map_err(Self::map_err("OTHER"))?;
+        let other = other.get(&0, 0).map_err(Self::map_err("OTHER"))?;
         let raw = RawMaps {
-            tasks: tasks
-                .iter()
-                .collect::<Result<_, _>>()
-                .map_err(Self::map_err("TASKS"))?,
+            tasks: self.slots.tasks(),
             held: all(&held, "HELD")?,
             wakers: all(&wakers, "WAKERS")?,
+            other: (0..).zip(other.iter().copied()).collect(),
             lost: sums,
         };
         let mut rec = decode::aggregate(&raw);
@@ -366,11 +357,14 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
-    /// The committed object must be built from the committed source.
+    /// The committed objects must be built from the committed source and
+    /// the tracepoint records it includes (runq-kernel's
+    /// `bpf/tracepoints.h`): build.sh records the hash of the two together.
     #[test]
     fn the_object_is_built_from_the_current_source() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bpf");
-        let src = std::fs::read(dir.join("recorder.bpf.c")).unwrap();
+        let mut src = std::fs::read(dir.join("recorder.bpf.c")).unwrap();
+        src.extend(std::fs::read(dir.join("../../runq-kernel/bpf/tracepoints.h")).unwrap());
         let recorded = std::fs::read_to_string(dir.join("recorder.bpf.c.sha256")).unwrap();
         let mut child = std::process::Command::new("sha256sum")
             .stdin(std::process::Stdio::piped())
