@@ -128,17 +128,12 @@ pub enum FormatError {
     },
 }
 
-/// How much serialized JSON is handed to the compressor at once.
-const ENCODE_BUFFER: usize = 128 << 10;
-
-/// Serializes and compresses a snapshot (or a delta snapshot).
+/// Serializes and compresses a snapshot (or a delta snapshot), the
+/// compression on a second thread as the JSON is written.
 pub fn encode<T: serde::Serialize>(snapshot: &T) -> std::io::Result<Vec<u8>> {
-    let enc = zstd::stream::Encoder::new(Vec::new(), ZSTD_LEVEL)?;
-    // serde_json writes a few bytes at a time: each unbuffered write would
-    // be one call into the compressor.
-    let mut buf = std::io::BufWriter::with_capacity(ENCODE_BUFFER, enc);
-    serde_json::to_writer(&mut buf, snapshot).map_err(std::io::Error::other)?;
-    buf.into_inner().map_err(|e| e.into_error())?.finish()
+    pipe::compress_while_writing(ZSTD_LEVEL, |w| {
+        serde_json::to_writer(w, snapshot).map_err(std::io::Error::other)
+    })
 }
 
 /// Writes a snapshot to `path` safely: a fresh temporary file renamed into
@@ -338,6 +333,8 @@ pub fn infer_v1(snap: &CtprofSnapshot) -> Capabilities {
         inferred: true,
     }
 }
+
+mod pipe;
 
 #[cfg(test)]
 mod tests;
