@@ -220,20 +220,27 @@ fn v2_root(opts: &CaptureOptions) -> Option<PathBuf> {
     }
 }
 
-/// How many listed threads a worker takes at a time: few enough that the
-/// workers finish together (one process's `smaps_rollup` or a CPU shared
-/// with another task does not hold back a fixed half), enough to keep a
-/// process's threads together.
-const CHUNK: usize = 256;
+/// The most listed threads a worker takes at a time.
+const MAX_CHUNK: usize = 256;
 
-/// The next [`CHUNK`] of `listed` not yet taken by a worker, with where
-/// it starts.
+/// How many listed threads a worker takes at a time: about eight takes per
+/// worker, so that the workers finish together (one process's
+/// `smaps_rollup` or a CPU shared with another task does not hold back a
+/// fixed share), at most [`MAX_CHUNK`] (at least 16) to keep a process's
+/// threads together.
+fn chunk_size(listed: usize, workers: usize) -> usize {
+    (listed / (workers * 8).max(1)).clamp(16, MAX_CHUNK)
+}
+
+/// The next `size` threads of `listed` not yet taken by a worker, with
+/// where they start.
 fn take_chunk<'a>(
     next: &AtomicUsize,
+    size: usize,
     listed: &'a [(u32, u32)],
 ) -> Option<(usize, &'a [(u32, u32)])> {
-    let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-    (start < listed.len()).then(|| (start, &listed[start..(start + CHUNK).min(listed.len())]))
+    let start = next.fetch_add(size, Ordering::Relaxed);
+    (start < listed.len()).then(|| (start, &listed[start..(start + size).min(listed.len())]))
 }
 
 /// Reads every listed thread on a few scoped worker threads.
@@ -265,6 +272,7 @@ fn capture_threads(
         return (out, w.tally.clone());
     }
     let next = AtomicUsize::new(0);
+    let size = chunk_size(listed.len(), n);
     let mut chunks: Vec<(usize, Vec<ThreadState>)> = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .iter_mut()
@@ -272,7 +280,7 @@ fn capture_threads(
                 let next = &next;
                 s.spawn(move || {
                     let mut out = Vec::new();
-                    while let Some((start, part)) = take_chunk(next, listed) {
+                    while let Some((start, part)) = take_chunk(next, size, listed) {
                         let read = part.iter().filter_map(|&(tgid, tid)| w.capture(tgid, tid));
                         out.push((start, read.collect::<Vec<_>>()));
                     }

@@ -161,18 +161,29 @@ fn a_domain_cgroup_is_read_once_per_process() {
 
 #[test]
 fn workers_take_every_listed_thread_once() {
-    let listed: Vec<(u32, u32)> = (0..super::CHUNK as u32 * 3 + 7).map(|i| (1, i)).collect();
+    let listed: Vec<(u32, u32)> = (0..super::MAX_CHUNK as u32 * 3 + 7)
+        .map(|i| (1, i))
+        .collect();
+    let size = super::chunk_size(listed.len(), 2);
+    assert_eq!(size, super::MAX_CHUNK.min(listed.len() / 16));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut seen = Vec::new();
-    while let Some((start, part)) = super::take_chunk(&next, &listed) {
-        assert!(part.len() <= super::CHUNK);
+    while let Some((start, part)) = super::take_chunk(&next, size, &listed) {
+        assert!(part.len() <= size);
         assert_eq!(start, seen.len());
         seen.extend_from_slice(part);
     }
     assert_eq!(seen, listed);
-    assert_eq!(super::take_chunk(&next, &listed), None, "stays exhausted");
     assert_eq!(
-        super::take_chunk(&std::sync::atomic::AtomicUsize::new(0), &[]),
-        None
+        super::take_chunk(&next, size, &listed),
+        None,
+        "stays exhausted"
     );
+    let fresh = std::sync::atomic::AtomicUsize::new(0);
+    assert_eq!(super::take_chunk(&fresh, size, &[]), None);
+    // A small host is still shared among the workers; a large one is
+    // taken at most MAX_CHUNK threads at a time.
+    assert_eq!(super::chunk_size(200, 2), 16);
+    assert_eq!(super::chunk_size(0, 2), 16);
+    assert_eq!(super::chunk_size(100_000, 2), super::MAX_CHUNK);
 }
