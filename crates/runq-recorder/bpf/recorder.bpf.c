@@ -54,6 +54,7 @@
 #include "tracepoints.h" /* the classic tracepoints' records (runq-kernel/bpf) */
 
 #define CLASSES 16   /* 0: outside the run; g + 1: group g (14 holds the rest); 15: runq's own */
+#define RUNQ_CLASS (CLASSES - 1)
 #define MAX_CPUS 1024
 #define MAX_SLOTS 16384  /* watched threads */
 #define PID_SLOTS 65536  /* SLOT_OF's entries: every pid below it has its own */
@@ -97,7 +98,7 @@ struct task_stats {
 	__u32 held_cpu;        /* the CPU `holding` is for */
 	struct held holding;   /* its own charges there, not yet in HELD */
 	__u32 waker;           /* its last waker */
-	__u32 pad;
+	__u32 mark_top;        /* the classes below runq's that `mark` holds: 0..=mark_top */
 	struct woke woke;      /* that waker's wakeups of it, not yet in WAKERS */
 };
 
@@ -111,6 +112,7 @@ struct cpu_time {
 	__u64 idle;              /* time the idle task had it then */
 	__u64 since;             /* when its current task got it */
 	__s64 waiting;           /* watched tasks waiting on it */
+	__u64 top;               /* the highest class below runq's it has given time to */
 };
 
 struct cpu_task {
@@ -265,29 +267,43 @@ static __always_inline void publish(__u32 pid, __u32 slot)
 }
 
 /* `s` begins waiting on `cpu`'s queue (`c`) at `now`. The first waiter
- * there starts the CPU's clock: its current task holds it from now. */
+ * there starts the CPU's clock: its current task holds it from now. The
+ * sums noted are those of the classes the CPU has given time to (the
+ * others are 0), runq's own and the idle task's. */
 static __always_inline void begin_wait(struct task_stats *s, struct cpu_time *c, __u32 cpu, __u64 now)
 {
 	s->enq_ns = now;
 	s->wait_cpu = cpu;
 	if (cpu < 64)
 		s->wait_cpus |= 1ULL << cpu;
-	for (int k = 0; k < CLASSES; k++)
+	__u64 top = c->top;
+	for (int k = 0; k < RUNQ_CLASS; k++) {
+		if (k > top)
+			break;
 		s->mark[k] = c->by_class[k];
+	}
+	s->mark_top = top;
+	s->mark[RUNQ_CLASS] = c->by_class[RUNQ_CLASS];
 	s->mark[CLASSES] = c->idle;
 	if (c->waiting <= 0)
 		c->since = now;
 	__sync_fetch_and_add(&c->waiting, 1);
 }
 
-/* `s` stops waiting on its queue: what each class held from it there. */
+/* `s` stops waiting on its queue: what each class held from it there (a
+ * class the CPU first gave time to meanwhile had a sum of 0). */
 static __always_inline void leave_queue(struct task_stats *s)
 {
 	struct cpu_time *c = cpu_time(s->wait_cpu);
 	if (!c)
 		return;
-	for (int k = 0; k < CLASSES; k++)
-		s->held[k] += c->by_class[k] - s->mark[k];
+	__u64 top = c->top;
+	for (int k = 0; k < RUNQ_CLASS; k++) {
+		if (k > top)
+			break;
+		s->held[k] += c->by_class[k] - (k <= s->mark_top ? s->mark[k] : 0);
+	}
+	s->held[RUNQ_CLASS] += c->by_class[RUNQ_CLASS] - s->mark[RUNQ_CLASS];
 	s->idle_ns += c->idle - s->mark[CLASSES];
 	__sync_fetch_and_add(&c->waiting, -1);
 }
@@ -355,7 +371,9 @@ static __always_inline void account(struct cpu_time *c, __u32 cpu, __u32 prev,
 	}
 	__u32 cls = ps ? ps->cls : 0;
 	if (cls >= CLASSES)
-		cls = CLASSES - 1;
+		cls = RUNQ_CLASS;
+	if (cls < RUNQ_CLASS && cls > c->top)
+		c->top = cls;
 	c->by_class[cls] += ran;
 	if (!ran)
 		return;

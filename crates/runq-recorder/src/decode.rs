@@ -37,7 +37,7 @@ pub struct RawTask {
     pub(crate) held_cpu: u32,
     pub(crate) holding: RawHeld,
     pub(crate) waker: u32,
-    pub(crate) pad: u32,
+    pub(crate) mark_top: u32,
     pub(crate) woke: RawWoke,
 }
 
