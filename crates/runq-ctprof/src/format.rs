@@ -13,8 +13,10 @@ use std::path::{Path, PathBuf};
 
 use crate::avail::{Capabilities, Reason, Source};
 use crate::model::{CtprofSnapshot, FORMAT_NAME, SCHEMA_VERSION};
-use crate::record::delta::{DeltaFile, DELTA_FORMAT};
 use runq_common::safefile::Replace;
+
+pub mod delta_file;
+use delta_file::{DeltaFile, DELTA_FORMAT};
 
 /// The zstd level snapshots are written with.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -159,7 +161,7 @@ pub fn save_with<T: serde::Serialize>(
 }
 
 /// A decoded file: a full snapshot or a recording's delta snapshot.
-enum Decoded {
+pub(crate) enum Decoded {
     Full(Box<CtprofSnapshot>),
     Delta(Box<DeltaFile>),
 }
@@ -277,14 +279,9 @@ fn read(path: &Path) -> Result<Vec<u8>, FormatError> {
     )?)
 }
 
-/// Reads a snapshot file. A recording's delta snapshot is rebuilt into the
-/// full snapshot it stands for (its segment's full snapshot plus the
-/// deltas up to it, from the same directory).
-pub fn load(path: &Path) -> Result<CtprofSnapshot, FormatError> {
-    match decode_any(&read(path)?, path)? {
-        Decoded::Full(s) => Ok(*s),
-        Decoded::Delta(d) => crate::record::delta::reconstruct(path, &d),
-    }
+/// Reads a snapshot file: a full snapshot or a recording's delta one.
+pub(crate) fn load_any(path: &Path) -> Result<Decoded, FormatError> {
+    decode_any(&read(path)?, path)
 }
 
 /// Reads a full snapshot file (a delta is an error).

@@ -50,5 +50,6 @@ pub mod sections;
 pub mod view;
 
 pub use capture::{capture, CaptureOptions};
-pub use format::{load, save, FormatError};
+pub use format::{save, FormatError};
 pub use model::{CtprofSnapshot, ThreadState};
+pub use record::load;

@@ -23,13 +23,23 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::capture::CaptureOptions;
-use crate::format::{save_with, FormatError};
+use crate::format::{save_with, Decoded, FormatError};
 use crate::model::CtprofSnapshot;
 use runq_common::safefile::Replace;
 
 pub use exits::ExitListener;
 pub use files::{enforce_max_bytes, list_snapshots, select, snapshot_name};
 use steady::Steady;
+
+/// Reads a snapshot file. A recording's delta snapshot is rebuilt into the
+/// full snapshot it stands for (its segment's full snapshot plus the
+/// deltas up to it, from the same directory).
+pub fn load(path: &Path) -> Result<CtprofSnapshot, FormatError> {
+    match crate::format::load_any(path)? {
+        Decoded::Full(s) => Ok(*s),
+        Decoded::Delta(d) => delta::reconstruct(path, &d),
+    }
+}
 
 /// Full snapshots are taken every this many intervals by default.
 pub const DEFAULT_FULL_EVERY: u64 = 60;

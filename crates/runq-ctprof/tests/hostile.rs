@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use runq_ctprof::format::{
-    decode, decompressed_cap, encode, load, FormatError, MAX_RATIO, MIN_DECOMPRESSED_CAP,
+    decode, decompressed_cap, encode, FormatError, MAX_RATIO, MIN_DECOMPRESSED_CAP,
 };
+use runq_ctprof::load;
 use runq_ctprof::model::{CtprofSnapshot, ThreadState, SCHEMA_VERSION};
 
 /// What a hostile file must give.

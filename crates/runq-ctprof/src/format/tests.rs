@@ -1,4 +1,5 @@
 use super::*;
+use crate::load;
 use crate::metric_types::*;
 use crate::model::ThreadState;
 use proptest::prelude::*;
