@@ -51,12 +51,16 @@ fn first_line(o: &RunOutcome, c: &CheckResult) -> String {
         let m = cause?.mechanism.as_deref()?;
         Some(first_clause(m).split(": ").next()?.to_string())
     };
+    // A gap's line names its worker, wait and CPU itself: its detail
+    // would say them again.
     let worker_named = gap_worker(o, c).is_some();
-    let clause = cause
-        .and_then(|k| k.held_by.as_ref())
-        .map(|h| held_clause(h, worker_named))
-        .or_else(|| detail_of(c).as_deref().map(first_clause))
-        .or_else(mechanism);
+    let held = cause.and_then(|k| k.held_by.as_ref());
+    let clause = held.map(|h| held_clause(h, worker_named)).or_else(|| {
+        (!worker_named)
+            .then(|| detail_of(c).as_deref().map(first_clause))
+            .flatten()
+            .or_else(mechanism)
+    });
     let mut text = head(o, c, clause);
     if o.verdict == Verdict::Indeterminate {
         text = text.replacen("FAIL", "INDETERMINATE", 1);
@@ -187,10 +191,15 @@ pub fn worst(o: &RunOutcome) -> Option<&CheckResult> {
 /// 1.20 s (bound 2000 ms)` (a runnable wait), or the check's figure and its
 /// detail's first clause.
 pub fn line(o: &RunOutcome, c: &CheckResult) -> String {
-    head(o, c, detail_of(c).as_deref().map(first_clause))
+    let clause = gap_worker(o, c)
+        .is_none()
+        .then(|| detail_of(c).as_deref().map(first_clause))
+        .flatten();
+    head(o, c, clause)
 }
 
-/// The check's figure against its bound, and `clause` after it.
+/// The check's figure against its bound, and `clause` after it (a gap's
+/// line gives its worker's wait instead of the figure).
 fn head(o: &RunOutcome, c: &CheckResult, clause: Option<String>) -> String {
     let bound = fmt_measure(c.bound);
     let mut s = match gap_worker(o, c) {
