@@ -5,13 +5,12 @@
 //! address falls outside it, and `--target` can stand in an unstripped
 //! copy of the executable.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blazesym::symbolize::source::{Elf, Process, Source};
-use blazesym::symbolize::{Input, Reason, Symbolized, Symbolizer};
+use blazesym::symbolize::{Symbolized, Symbolizer};
 use blazesym::Pid;
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +18,7 @@ pub mod debugfile;
 mod exports;
 mod frames;
 pub mod maps;
+mod pass;
 use debugfile::{ElfInfo, FoundBy};
 use exports::Exports;
 use frames::{dwarf_frames, merge_names, qualify_inlined, qualify_named};
@@ -97,6 +97,9 @@ pub struct Symbols {
     /// lookup could name, by object path.
     exports: HashMap<PathBuf, Option<Exports>>,
     debug_info_seen: bool,
+    /// The objects whose DWARF could not be read (by path): their
+    /// DWARF pass is skipped, their symbol tables name their functions.
+    no_dwarf: std::cell::RefCell<std::collections::HashSet<String>>,
     /// What the executable's ELF holds, read once.
     exe_elf: std::cell::OnceCell<Option<ElfInfo>>,
 }
@@ -169,6 +172,7 @@ impl Symbols {
             cache: HashMap::new(),
             exports: HashMap::new(),
             debug_info_seen: false,
+            no_dwarf: Default::default(),
             exe_elf: std::cell::OnceCell::new(),
         };
         s.refresh_mappings();
@@ -365,69 +369,6 @@ impl Symbols {
             Some(t) if t.exe == m.path => Arc::from(&*t.path.to_string_lossy()),
             _ => Arc::from(m.path.as_str()),
         })
-    }
-
-    /// One symbolization pass; `debug` selects DWARF (file:line, inlined
-    /// frames, short names) over the symbol tables (qualified names).
-    /// Addresses are grouped by object and looked up by file offset, one
-    /// batch per object; what has no object (the vDSO) goes through
-    /// blazesym's view of the process.
-    fn pass(&self, lookup: &[u64], debug: bool) -> Vec<Option<Symbolized<'_>>> {
-        let mut groups: BTreeMap<Option<usize>, Vec<usize>> = BTreeMap::new();
-        for (i, a) in lookup.iter().enumerate() {
-            groups.entry(self.mapping_of(*a)).or_default().push(i);
-        }
-        let mut out: Vec<Option<Symbolized<'_>>> = (0..lookup.len()).map(|_| None).collect();
-        for (mapping, idx) in groups {
-            let results = match mapping {
-                Some(k) => {
-                    let m = &self.mappings[k];
-                    let mut elf = Elf::new(self.object_path(m));
-                    elf.debug_syms = debug;
-                    let offsets: Vec<u64> = idx.iter().map(|i| m.file_offset(lookup[*i])).collect();
-                    match self.virt_offsets(m, &offsets) {
-                        Some(virt) => self.batch(&Source::Elf(elf), Input::VirtOffset(&virt)),
-                        None => self.batch(&Source::Elf(elf), Input::FileOffset(&offsets)),
-                    }
-                }
-                None => {
-                    let mut src = Process::new(Pid::from(self.pid));
-                    src.debug_syms = debug;
-                    src.perf_map = false;
-                    let addrs: Vec<u64> = idx.iter().map(|i| lookup[*i]).collect();
-                    self.batch(&Source::Process(src), Input::AbsAddr(&addrs))
-                }
-            };
-            for (i, r) in idx.into_iter().zip(results) {
-                out[i] = Some(r);
-            }
-        }
-        out
-    }
-
-    /// A batch fails as a whole when one module's debug info cannot be
-    /// read (libc without its debug package, say), so a failed batch is
-    /// retried address by address.
-    fn batch(&self, src: &Source, input: Input<&[u64]>) -> Vec<Symbolized<'_>> {
-        if let Ok(all) = self.symbolizer.symbolize(src, input) {
-            return all;
-        }
-        (0..input.as_inner_ref().len())
-            .map(|i| {
-                let one = match input {
-                    Input::AbsAddr(a) => Input::AbsAddr(a[i]),
-                    Input::VirtOffset(a) => Input::VirtOffset(a[i]),
-                    Input::FileOffset(a) => Input::FileOffset(a[i]),
-                };
-                self.single(src, one)
-            })
-            .collect()
-    }
-
-    fn single(&self, src: &Source, input: Input<u64>) -> Symbolized<'_> {
-        self.symbolizer
-            .symbolize_single(src, input)
-            .unwrap_or(Symbolized::Unknown(Reason::IgnoredError))
     }
 
     fn resolve(&mut self, addrs: &[u64]) {
