@@ -100,6 +100,28 @@ pub(super) fn qualify_named(frames: &mut [Frame]) {
     }
 }
 
+/// Names each inlined closure or async body that the names around it
+/// left bare (`{closure#0}`: called in place, so no generic function
+/// carries its type) by the function that encloses it: its caller in the
+/// inline chain, in the same source file, is where it is defined
+/// (`app::auth::derive_key::{closure#0}`). Run after [`qualify_inlined`]
+/// and [`qualify_named`], which give the caller its path; a bare name of
+/// one function is never merged with another's.
+pub(super) fn qualify_enclosed(frames: &mut [Frame]) {
+    for i in 0..frames.len().saturating_sub(1) {
+        let (this, caller) = (&frames[i], &frames[i + 1]);
+        let bare = ANONYMOUS.iter().any(|(a, _)| this.function.starts_with(a));
+        if !this.inlined || !bare || this.file.is_none() || this.file != caller.file {
+            continue;
+        }
+        let path = caller.function.split('<').next().unwrap_or_default();
+        let named = !path.is_empty() && path.contains("::") && !path.starts_with('{');
+        if named && fits(this, path) {
+            frames[i].function = format!("{path}::{}", frames[i].function).into();
+        }
+    }
+}
+
 /// The module of a qualified function name (`app::handlers::render` or
 /// `app::handlers::Store::load::{closure#0}`: `app::handlers`): the path
 /// before its generic arguments, less its anonymous segments, its own
@@ -173,14 +195,24 @@ fn fits(frame: &Frame, path: &str) -> bool {
 }
 
 /// The one path that `name` gives the anonymous function `short` (itself
-/// or its environment's type, as `PATH::{closure_env#1}`), if `short` is
-/// one and `name` gives exactly one.
+/// or its environment's type, as `PATH::{closure_env#1}`) in its generic
+/// arguments, if `short` is one and `name` gives exactly one. The name's
+/// own path is not one: `app::login::{closure#0}` is the caller, and a
+/// `{closure#0}` it calls is not it.
 fn path_of(short: &str, name: &str) -> Option<String> {
     let (segment, env) = ANONYMOUS.iter().find(|(a, _)| short.starts_with(a))?;
     let index = short[segment.len()..].split('}').next()?;
     let mut found: Option<&str> = None;
+    let generic = |at: usize| {
+        let before = &name.as_bytes()[..at];
+        let opened = before.iter().filter(|c| **c == b'<').count();
+        opened > before.iter().filter(|c| **c == b'>').count()
+    };
     for seg in [format!("::{segment}{index}}}"), format!("::{env}{index}}}")] {
-        for (at, _) in name.match_indices(seg.as_str()) {
+        for (at, _) in name
+            .match_indices(seg.as_str())
+            .filter(|(at, _)| generic(*at))
+        {
             let Some(path) = path_before(name, at) else {
                 continue;
             };
@@ -457,6 +489,49 @@ mod tests {
         file(&mut frames[1], "/src/app/src/other.rs");
         qualify_named(&mut frames);
         assert_eq!(frames[0].function.as_ref(), "clock_ns");
+    }
+
+    #[test]
+    fn a_closure_called_in_place_is_named_by_its_enclosing_function() {
+        let file = |f: &mut Frame, path: &str| f.file = Some(Arc::from(path));
+        // A key derivation's closure, called where it is defined and
+        // inlined into it; the function itself inlined into the handler.
+        let mut frames = chain(&[
+            ("{closure#0}", true),
+            ("derive_key", true),
+            ("app::auth::login::{closure#0}", false),
+        ]);
+        for f in frames.iter_mut() {
+            file(f, "/src/app/src/auth.rs");
+        }
+        qualify_inlined(&mut frames);
+        qualify_named(&mut frames);
+        qualify_enclosed(&mut frames);
+        assert_eq!(
+            names(&frames)[..2],
+            [
+                "app::auth::derive_key::{closure#0}",
+                "app::auth::derive_key"
+            ]
+        );
+        // Another function's closure of the same short name stays apart;
+        // one whose caller is in another file (a library calling it) or
+        // has no path is left as it is.
+        let mut other = chain(&[("{closure#0}", true), ("app::auth::parse<u8>", false)]);
+        file(&mut other[0], "/src/app/src/auth.rs");
+        file(&mut other[1], "/src/app/src/auth.rs");
+        qualify_enclosed(&mut other);
+        assert_eq!(other[0].function.as_ref(), "app::auth::parse::{closure#0}");
+        let mut lib = chain(&[("{closure#0}", true), ("std::thread::spawn", false)]);
+        file(&mut lib[0], "/src/app/src/main.rs");
+        file(&mut lib[1], "/rustc/x/library/std/src/thread/mod.rs");
+        qualify_enclosed(&mut lib);
+        assert_eq!(lib[0].function.as_ref(), "{closure#0}");
+        let mut short = chain(&[("{closure#0}", true), ("run", false)]);
+        file(&mut short[0], "/src/app/src/main.rs");
+        file(&mut short[1], "/src/app/src/main.rs");
+        qualify_enclosed(&mut short);
+        assert_eq!(short[0].function.as_ref(), "{closure#0}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub mod maps;
 mod pass;
 use debugfile::{ElfInfo, FoundBy};
 use exports::Exports;
-use frames::{dwarf_frames, merge_names, qualify_inlined, qualify_named};
+use frames::{dwarf_frames, merge_names, qualify_enclosed, qualify_inlined, qualify_named};
 use maps::CodeMapping;
 
 /// One frame of a symbolized stack.
@@ -399,6 +399,7 @@ impl Symbols {
             let mut frames = merge_names(frames, names[i].clone(), module, *addr, offset);
             qualify_inlined(&mut frames);
             qualify_named(&mut frames);
+            qualify_enclosed(&mut frames);
             resolved.push((*addr, frames));
         }
         drop(dwarf);
