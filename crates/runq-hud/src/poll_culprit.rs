@@ -4,9 +4,11 @@
 //! to the poll: taken on its worker while it ran, in its task (when task
 //! ids are tracked) and inside its instance of Tokio's `raw::poll` (when
 //! the sample's stack shows one). A poll that no sample of its own names
-//! is unnamed: another poll of the same future type (every request of a
-//! hyper or tonic service shares one) is another handler, whose name it
-//! must not borrow.
+//! (a poll of a few ms may fall between two samples) takes the last
+//! sample of its own task: a task is one future, never another's. Failing
+//! that it is unnamed: another poll of the same future type (every
+//! request of a hyper or tonic service shares one) is another handler,
+//! whose name it must not borrow.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -18,6 +20,10 @@ use crate::symbols::Frame;
 
 /// Task-code samples kept per worker, newest last.
 const RECENT_SAMPLES: usize = 64;
+
+/// Tasks whose last sample is kept; past it, the oldest half of what is
+/// kept is let go (tasks end, and their ids never come back).
+const TASKS_KEPT: usize = 4096;
 
 /// One task-code sample of a worker.
 #[derive(Debug)]
@@ -60,6 +66,11 @@ pub struct PollCulprits {
     sites: RuntimeSites,
     /// Per worker, its recent samples.
     recent: HashMap<u32, VecDeque<Sample>>,
+    /// Per task id, its last sample's frames and when it was noted (a
+    /// count of samples), for the polls of that task no sample fell in.
+    by_task: HashMap<u64, (u64, Vec<Frame>)>,
+    /// Samples noted so far.
+    noted: u64,
 }
 
 impl PollCulprits {
@@ -74,6 +85,14 @@ impl PollCulprits {
     /// A task-code sample of `ev.tid` (its raw stack in `ev.stack`).
     pub fn note_sample(&mut self, ev: &RawEvent, frames: &[Frame]) {
         let instance = ev.stack.iter().find_map(|a| self.sites.instance_of(*a));
+        self.noted += 1;
+        if let Some(id) = ev.task_id {
+            if self.by_task.len() >= TASKS_KEPT {
+                let cut = self.noted.saturating_sub(TASKS_KEPT as u64 / 2);
+                self.by_task.retain(|_, (at, _)| *at >= cut);
+            }
+            self.by_task.insert(id, (self.noted, frames.to_vec()));
+        }
         let recent = self.recent.entry(ev.tid).or_default();
         if recent.len() == RECENT_SAMPLES {
             recent.pop_front();
@@ -87,8 +106,8 @@ impl PollCulprits {
     }
 
     /// The stack to name the long poll `ev` (timed as `span`): its own
-    /// samples, by their most frequent culprit; else the frame that says
-    /// it is unnamed.
+    /// samples, by their most frequent culprit; else its task's last
+    /// sample; else the frame that says it is unnamed.
     pub fn stack_for(&self, ev: &RawEvent, span: PollSpan) -> Vec<Frame> {
         let poll = PollRef {
             start_ns: ev.start_ns,
@@ -104,13 +123,15 @@ impl PollCulprits {
             .filter(|s| poll.owns(s))
             .map(|s| &s.frames)
             .collect();
+        let task = || Some(&self.by_task.get(&ev.task_id?)?.1);
         most_frequent_culprit(&own)
+            .or_else(task)
             .cloned()
             .unwrap_or_else(|| vec![unnamed()])
     }
 }
 
-/// The culprit of a long poll no sample of its own named.
+/// The culprit of a long poll no sample of its own or of its task named.
 fn unnamed() -> Frame {
     Frame {
         function: UNNAMED.into(),
@@ -227,6 +248,12 @@ mod tests {
         // A lookup poll of the same instance, later, with no sample in it.
         assert_eq!(name(&c, poll(7, Some(2), 5_000, 1_000, 0x11000)), UNNAMED);
         assert_eq!(name(&c, poll(7, None, 5_000, 1_000, 0x11000)), UNNAMED);
+        // A later poll of the write handler's own task, unsampled: its
+        // task's last sample names it.
+        assert_eq!(
+            name(&c, poll(7, Some(1), 5_000, 1_000, 0x11000)),
+            "app::write"
+        );
     }
 
     #[test]
@@ -237,6 +264,11 @@ mod tests {
         c.note_sample(&nested, &task("app::nested"));
         // Task 3's poll from 1000 to 3000: the sample at 1500 is task 9's.
         assert_eq!(name(&c, poll(7, Some(3), 1_000, 2_000, 0x11000)), UNNAMED);
+        // Task 9's own poll, later: the nested sample was its.
+        assert_eq!(
+            name(&c, poll(7, Some(9), 9_000, 100, 0x12000)),
+            "app::nested"
+        );
         // Without task ids, a sample inside the window is the poll's...
         let mut plain = PollCulprits::new(sites());
         plain.note_sample(&sample(7, 1_500, &[0x4444, 0x11010]), &task("app::mine"));
