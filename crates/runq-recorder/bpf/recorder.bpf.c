@@ -100,12 +100,14 @@ struct task_stats {
 	__u32 waker;           /* its last waker */
 	__u32 mark_top;        /* the classes below runq's that `mark` holds: 0..=mark_top */
 	struct woke woke;      /* that waker's wakeups of it, not yet in WAKERS */
+	__u64 pad;             /* to 7 cache lines: TASKS is page aligned (mmapable),
+				  so no two threads' entries share a line */
 };
 
 _Static_assert(offsetof(struct task_stats, in_ns) == 64, "task_stats.in_ns");
 _Static_assert(offsetof(struct task_stats, held) == 96, "task_stats.held");
 _Static_assert(offsetof(struct task_stats, tid) == 96 + 8 * (2 * CLASSES + 1), "task_stats.tid");
-_Static_assert(sizeof(struct task_stats) == 440, "task_stats size");
+_Static_assert(sizeof(struct task_stats) == 448, "task_stats size");
 
 struct cpu_time {
 	__u64 by_class[CLASSES]; /* time given to each class while watched tasks waited */
@@ -113,6 +115,8 @@ struct cpu_time {
 	__u64 since;             /* when its current task got it */
 	__s64 waiting;           /* watched tasks waiting on it */
 	__u64 top;               /* the highest class below runq's it has given time to */
+	__u64 pad[12];           /* to 256 bytes: a CPU's fields share no cache line
+				    with another's, wherever the array starts */
 };
 
 struct cpu_task {

@@ -39,6 +39,7 @@ pub struct RawTask {
     pub(crate) waker: u32,
     pub(crate) mark_top: u32,
     pub(crate) woke: RawWoke,
+    pub(crate) pad: u64,
 }
 
 /// A (CPU, task) key of HELD, as `struct cpu_task`.
@@ -310,7 +311,7 @@ mod tests {
 
     #[test]
     fn the_mirrors_have_the_c_layout() {
-        assert_eq!(size_of::<RawTask>(), 440);
+        assert_eq!(size_of::<RawTask>(), 448);
         assert_eq!(std::mem::offset_of!(RawTask, in_ns), 64);
         assert_eq!(std::mem::offset_of!(RawTask, held), 96);
         assert_eq!(
