@@ -25,10 +25,18 @@ pub fn spawn(args: &[&str]) -> Child {
 /// less runq's guard process (`runq-guard`, which a flight recorder
 /// starts): the workers, a scheduler, what runq ran.
 pub fn children(pid: u32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+    let listed: Vec<i32> = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .unwrap_or_default()
         .split_whitespace()
         .filter_map(|p| p.parse().ok())
+        .collect();
+    // A guard just forked is still named `runq` until its first
+    // instruction names it: give it that moment before telling it apart.
+    if !listed.is_empty() {
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    listed
+        .into_iter()
         .filter(|p| {
             std::fs::read_to_string(format!("/proc/{p}/comm"))
                 .map_or(true, |c| c.trim() != "runq-guard")
