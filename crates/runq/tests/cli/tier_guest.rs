@@ -295,7 +295,8 @@ pub(crate) fn judge(out: &TierOutcome, key: &str) -> (String, Option<String>) {
     }
     let mut bad = Vec::new();
     if !matches!(rc, 0 | 1 | 75) || !doc["run_error"].is_null() {
-        bad.push(format!("exit {rc}, run_error {}", doc["run_error"]));
+        let first = err.lines().next().unwrap_or_default();
+        bad.push(format!("exit {rc}, run_error {}: {first}", doc["run_error"]));
     }
     bad.extend(
         failed
