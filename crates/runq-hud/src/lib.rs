@@ -37,7 +37,6 @@ pub mod poll_culprit;
 pub mod polls;
 pub mod prep;
 pub mod report;
-pub mod roles;
 pub mod session;
 pub mod stacks;
 pub mod symbols;

@@ -4,8 +4,9 @@
 //! target and reports on it.
 
 use crate::event::RawEvent;
-use crate::health::{choose_source, StackHealth, StackReport, StackSource};
-use crate::session::Options;
+use std::path::Path;
+
+use crate::health::{choose_source, StackHealth, StackReport, StackSource, UnwindChoice};
 use crate::unwind::{UnwindEnd, UnwindMethod, Unwinder};
 
 /// Marks a stack's first address (innermost first) as the instruction
@@ -35,12 +36,13 @@ pub struct StackPrep {
 }
 
 impl StackPrep {
-    /// Reads the target's objects and picks the stack source.
-    pub fn new(opts: &Options) -> Self {
-        let mut unwinder = Unwinder::new(&opts.proc_root, opts.pid);
+    /// Reads the objects of target `pid` (under `proc_root`) and picks the
+    /// stack source, as `unwind` asks.
+    pub fn new(proc_root: &Path, pid: u32, unwind: UnwindChoice) -> Self {
+        let mut unwinder = Unwinder::new(proc_root, pid);
         let exe = unwinder.executable_method();
         let without_fp = unwinder.objects_without_frame_pointers();
-        let (source, reason) = choose_source(opts.unwind, exe, &without_fp);
+        let (source, reason) = choose_source(unwind, exe, &without_fp);
         StackPrep {
             source,
             reason,

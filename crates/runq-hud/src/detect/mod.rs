@@ -29,8 +29,10 @@ use crate::classify::{FrameClass, Place};
 use crate::event::{Holder, Kind, RawEvent};
 use crate::poll_culprit::PollCulprits;
 use crate::polls::RuntimeSites;
-use crate::roles::{Role, Roles};
 use crate::symbols::Frame;
+use roles::{Role, Roles};
+
+pub mod roles;
 
 /// A finding's category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use super::{HudError, Options};
 use crate::bpf::Probe;
 use crate::classify::Flavor;
+use crate::detect::roles::Role;
 use crate::discovery::{
     by_name, by_stacks, group_key, largest_group, name_summary, DiscoveryError, LoopHits, Method,
     Thread,
 };
 use crate::event::{Kind, RawEvent};
 use crate::prep::StackPrep;
-use crate::roles::Role;
 use crate::stacks::Stacks;
 
 /// How long every thread is sampled, at a time, when the workers must be

@@ -336,7 +336,9 @@ impl Attached {
     fn start(opts: &Options) -> Result<Self, HudError> {
         let mut symbols = timed("reading the target's symbols", || load_symbols(opts))?;
         let all = threads(&opts.proc_root, opts.pid)?;
-        let mut prep = timed("choosing the unwinder", || StackPrep::new(opts));
+        let mut prep = timed("choosing the unwinder", || {
+            StackPrep::new(&opts.proc_root, opts.pid, opts.unwind)
+        });
         log::info!("hud: stacks by {}: {}", prep.source.label(), prep.reason);
         let mut probe = timed("loading and attaching the BPF programs", || {
             Probe::attach(opts.pid, opts.threshold_ns, opts.frequency, prep.source)

@@ -13,8 +13,8 @@ use runq_kernel::schedstat::read_schedstat;
 
 use super::{HudError, Options};
 use crate::bpf::Probe;
+use crate::detect::roles::Roles;
 use crate::discovery::{members, threads, Method, Thread};
-use crate::roles::Roles;
 
 /// How long a thread that appeared after discovery, under a name the
 /// discovery method does not match, is watched for its stacks to show a

@@ -24,8 +24,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::Finding;
 use crate::classify::Flavor;
-use crate::detect::Finding;
 
 /// What a thread was doing when an event happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
