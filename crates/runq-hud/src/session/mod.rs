@@ -4,8 +4,8 @@
 
 mod build;
 mod detach;
-mod discover;
 mod watched;
+mod workers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,8 +28,8 @@ use crate::symbols::debugfile::DEBUG_DIRS;
 use crate::symbols::{Symbols, TargetError};
 use crate::task_ids::Method;
 use build::build_report;
-use discover::discover;
 use watched::Watched;
+use workers::discover;
 
 /// What to watch and how.
 #[derive(Debug, Clone)]
