@@ -131,7 +131,7 @@ fn main() -> ExitCode {
         let mark = if c.pass { "PASS" } else { "FAIL" };
         println!(
             "{mark} {} {} {} {} {}",
-            c.name, c.group, c.measured, c.op, c.bound
+            c.check, c.group, c.measured, c.op, c.bound
         );
     }
     println!("verdict: {:?}", outcome.verdict);
