@@ -66,6 +66,7 @@ pub(crate) fn judge(
                 pass: measured <= bound,
                 detail: Some(detail),
                 cause: None,
+                not_judged: None,
             }),
             Err(reason) => skipped.push(SkippedCheck {
                 check,
