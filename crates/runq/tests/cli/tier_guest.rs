@@ -296,7 +296,10 @@ pub(crate) fn judge(out: &TierOutcome, key: &str) -> (String, Option<String>) {
     let mut bad = Vec::new();
     if !matches!(rc, 0 | 1 | 75) || !doc["run_error"].is_null() {
         let first = err.lines().next().unwrap_or_default();
-        bad.push(format!("exit {rc}, run_error {}: {first}", doc["run_error"]));
+        bad.push(format!(
+            "exit {rc}, run_error {}: {first}",
+            doc["run_error"]
+        ));
     }
     bad.extend(
         failed
