@@ -85,6 +85,10 @@ pub fn attach_state(before: u64, now: Option<&SchedExtSysfs>) -> AttachState {
         },
         // Enabled, root/ops not read yet: the next reading decides.
         ("enabled", None) => AttachState::Pending,
+        // Still enabling: `state` and `enable_seq` are two files, read one
+        // after the other, so a reading can catch the sequence moved while
+        // the state it read a moment before said `enabling`.
+        ("enabling", _) => AttachState::Pending,
         (state, _) => AttachState::Left {
             state: state.to_string(),
         },
@@ -213,6 +217,10 @@ mod tests {
         let mut nameless = simple.clone().unwrap();
         nameless.ops = None;
         assert_eq!(attach_state(0, Some(&nameless)), AttachState::Pending);
+        // The state read just before the sequence moved: still enabling.
+        let mut enabling = simple.clone().unwrap();
+        enabling.state = "enabling".into();
+        assert_eq!(attach_state(0, Some(&enabling)), AttachState::Pending);
         // scx_qmap -t 3 enabled (seq 2 -> 3) and ejected before a reading.
         let ejected = read_sched_ext(&guest("6.12-qmap_t_ejected"));
         assert_eq!(
