@@ -4,6 +4,7 @@
 //! typed value (tested on fixtures), and a thin function that reads the file
 //! from a root path (so tests can point it at a synthetic `/proc` tree).
 
+pub mod bpf_maps;
 pub mod cgroup;
 pub mod cgroup_stats;
 pub mod clock;

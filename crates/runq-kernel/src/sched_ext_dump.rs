@@ -9,7 +9,11 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+mod stream;
+
+pub use stream::{DumpBlock, DumpStream};
 
 /// The id of the global DSQ (`SCX_DSQ_GLOBAL`).
 pub const DSQ_GLOBAL: u64 = (1 << 63) | 1;
@@ -66,14 +70,15 @@ impl ScxDump {
 /// The last dump in a trace's text (lines `... sched_ext_dump: LINE`);
 /// `None` when it holds none.
 pub fn parse_dump(trace: &str) -> Option<ScxDump> {
+    parse_payloads(trace.lines().filter_map(payload_of))
+}
+
+/// The last dump in the event's lines (the text after `sched_ext_dump: `).
+fn parse_payloads<'a>(payloads: impl Iterator<Item = &'a str>) -> Option<ScxDump> {
     let mut dump: Option<ScxDump> = None;
     let mut cpu = None;
-    for line in trace.lines() {
-        let Some((_, payload)) = line.split_once("sched_ext_dump: ") else {
-            continue;
-        };
-        if payload.starts_with("Debug dump triggered by") || payload.contains("triggered exit kind")
-        {
+    for payload in payloads {
+        if starts_a_dump(payload) {
             dump = Some(ScxDump::default());
             cpu = None;
             continue;
@@ -93,6 +98,17 @@ pub fn parse_dump(trace: &str) -> Option<ScxDump> {
         }
     }
     dump
+}
+
+/// The event's text in one line of a trace (`... sched_ext_dump: TEXT`).
+fn payload_of(line: &str) -> Option<&str> {
+    line.split_once("sched_ext_dump: ").map(|(_, p)| p)
+}
+
+/// Whether a dump's line is its first: SysRq-D's (`Debug dump triggered
+/// by SysRq-D`) or an exit's (`comm[pid] triggered exit kind N:`).
+fn starts_a_dump(payload: &str) -> bool {
+    payload.starts_with("Debug dump triggered by") || payload.contains("triggered exit kind")
 }
 
 /// `CPU 0   : nr_run=1 flags=0x1 ...` → (0, 1).
@@ -151,40 +167,14 @@ impl DumpReader {
     /// Sets up the instance under tracefs (mounting it when it may); the
     /// error is why the dump cannot be had, as a sentence.
     pub fn open() -> Result<DumpReader, String> {
-        let root = match crate::tracefs::ensure_mounted().map_err(|e| e.to_string())? {
-            crate::tracefs::Tracefs::Mounted(p) | crate::tracefs::Tracefs::MountedNow(p) => p,
-        };
-        if !root.join("events/sched_ext/sched_ext_dump").is_dir() {
-            return Err("this kernel has no sched_ext_dump trace event \
-                        (events/sched_ext/sched_ext_dump, 6.12 and later)"
-                .into());
-        }
-        let sysrq = OpenOptions::new()
-            .write(true)
-            .open("/proc/sysrq-trigger")
-            .map_err(|e| format!("/proc/sysrq-trigger: {e} (the dump needs root)"))?;
-        let instances = root.join("instances");
-        crate::sched_trace::remove_stale(&instances);
-        let instance = instances.join(crate::sched_trace::instance_name());
-        std::fs::create_dir(&instance)
-            .map_err(|e| format!("a tracefs instance at {}: {e}", instance.display()))?;
-        let reader = DumpReader {
-            _guard: crate::sched_trace::guard_instance(&instance),
+        let sysrq = open_sysrq()?;
+        let (instance, guard) = open_instance()?;
+        Ok(DumpReader {
+            _guard: guard,
             instance,
             sysrq,
             buf: String::new(),
-        };
-        std::fs::write(reader.enable_path(), "1").map_err(|e| {
-            format!(
-                "turning on sched_ext_dump in {}: {e}",
-                reader.instance.display()
-            )
-        })?;
-        Ok(reader)
-    }
-
-    fn enable_path(&self) -> PathBuf {
-        self.instance.join("events/sched_ext/sched_ext_dump/enable")
+        })
     }
 
     /// Makes the kernel dump (SysRq-D) and reads it; `None` when the
@@ -201,9 +191,55 @@ impl DumpReader {
 
 impl Drop for DumpReader {
     fn drop(&mut self) {
-        let _ = std::fs::write(self.enable_path(), "0");
-        let _ = std::fs::remove_dir(&self.instance);
+        close_instance(&self.instance);
     }
+}
+
+/// The event's `enable` file in `instance`.
+fn enable_path(instance: &Path) -> PathBuf {
+    instance.join("events/sched_ext/sched_ext_dump/enable")
+}
+
+/// A new tracefs instance of runq's own (mounting tracefs when it may)
+/// with `sched_ext_dump` on, and the guard that removes it if runq dies;
+/// the error is why the dump cannot be had, as a sentence.
+fn open_instance() -> Result<(PathBuf, Option<crate::guard::Guard>), String> {
+    let root = match crate::tracefs::ensure_mounted().map_err(|e| e.to_string())? {
+        crate::tracefs::Tracefs::Mounted(p) | crate::tracefs::Tracefs::MountedNow(p) => p,
+    };
+    if !root.join("events/sched_ext/sched_ext_dump").is_dir() {
+        return Err("this kernel has no sched_ext_dump trace event \
+                    (events/sched_ext/sched_ext_dump, 6.12 and later)"
+            .into());
+    }
+    let instances = root.join("instances");
+    crate::sched_trace::remove_stale(&instances);
+    let instance = instances.join(crate::sched_trace::instance_name());
+    std::fs::create_dir(&instance)
+        .map_err(|e| format!("a tracefs instance at {}: {e}", instance.display()))?;
+    let guard = crate::sched_trace::guard_instance(&instance);
+    if let Err(e) = std::fs::write(enable_path(&instance), "1") {
+        close_instance(&instance);
+        return Err(format!(
+            "turning on sched_ext_dump in {}: {e}",
+            instance.display()
+        ));
+    }
+    Ok((instance, guard))
+}
+
+/// Turns the event off and removes the instance.
+fn close_instance(instance: &Path) {
+    let _ = std::fs::write(enable_path(instance), "0");
+    let _ = std::fs::remove_dir(instance);
+}
+
+/// `/proc/sysrq-trigger`, open for writing.
+fn open_sysrq() -> Result<File, String> {
+    OpenOptions::new()
+        .write(true)
+        .open("/proc/sysrq-trigger")
+        .map_err(|e| format!("/proc/sysrq-trigger: {e} (the dump needs root)"))
 }
 
 #[cfg(test)]

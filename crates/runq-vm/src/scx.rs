@@ -121,19 +121,23 @@ fn cargo_install(root: &Path, name: &str, version: Option<&str>) -> Result<(), V
     if let Some(v) = version {
         cmd.args(["--version", v]);
     }
-    cmd.arg("--locked").stdin(Stdio::null());
+    // A build script's error with a backtrace would bury its cause.
+    cmd.arg("--locked")
+        .stdin(Stdio::null())
+        .env("RUST_BACKTRACE", "0")
+        .env("RUST_LIB_BACKTRACE", "0");
     if std::env::var_os("LIBCLANG_PATH").is_none() {
         if let Some(lib) = installed_libclang() {
             cmd.env("LIBCLANG_PATH", lib);
         }
     }
-    // scx's build scripts run `clang` (or $BPF_CLANG): a host with only a
-    // versioned LLVM gets it named, and its bin first on PATH.
-    if crate::launch::which("clang").is_none() {
+    // scx's build scripts run `clang` (or $BPF_CLANG) and need a recent
+    // one (16+): the newest installed LLVM is named and its bin put first
+    // on PATH, whether or not an older `clang` (Debian 12's is 14) is on
+    // PATH.
+    if std::env::var_os("BPF_CLANG").is_none() {
         if let Some((clang, bin)) = crate::scx_deps::versioned_clang(Path::new("/")) {
-            if std::env::var_os("BPF_CLANG").is_none() {
-                cmd.env("BPF_CLANG", clang);
-            }
+            cmd.env("BPF_CLANG", clang);
             let path = std::env::var_os("PATH").unwrap_or_default();
             let dirs = std::iter::once(bin).chain(std::env::split_paths(&path));
             if let Ok(joined) = std::env::join_paths(dirs) {

@@ -18,13 +18,24 @@ pub const HEADERS: [(&str, &str); 3] = [
     ("/usr/include/seccomp.h", "libseccomp-dev"),
 ];
 
-/// The packages whose headers are missing under `root` (`/` on a host).
+/// The oldest LLVM whose clang builds scx's BPF programs.
+const MIN_LLVM: u32 = 16;
+/// The package that brings one (as the kernel build installs it).
+const CLANG_PACKAGE: &str = "clang-19";
+
+/// The packages missing under `root` (`/` on a host): those of missing
+/// headers, and a clang when no `/usr/lib/llvm-N` (N at least 16) has one.
 pub fn missing_packages(root: &Path) -> Vec<&'static str> {
-    HEADERS
+    let mut out: Vec<&'static str> = HEADERS
         .iter()
         .filter(|(h, _)| !root.join(h.trim_start_matches('/')).exists())
         .map(|&(_, pkg)| pkg)
-        .collect()
+        .collect();
+    let recent = newest_llvm_version(root, "bin/clang").is_some_and(|n| n >= MIN_LLVM);
+    if !recent {
+        out.push(CLANG_PACKAGE);
+    }
+    out
 }
 
 /// Installs `packages` with apt-get as root; otherwise (or when it fails)
@@ -67,8 +78,8 @@ pub fn install(packages: &[&str], progress: &mut dyn FnMut(&str)) -> Result<(), 
 }
 
 /// The clang a build script should run, as `BPF_CLANG`, and the LLVM bin
-/// directory to put first on `PATH`, when `clang` itself is not on it:
-/// the newest `/usr/lib/llvm-N/bin/clang` under `root`.
+/// directory to put first on `PATH`: the newest
+/// `/usr/lib/llvm-N/bin/clang` under `root`.
 pub fn versioned_clang(root: &Path) -> Option<(PathBuf, PathBuf)> {
     let bin = newest_llvm(root, "bin/clang")?.join("bin");
     Some((bin.join("clang"), bin))
@@ -77,8 +88,20 @@ pub fn versioned_clang(root: &Path) -> Option<(PathBuf, PathBuf)> {
 /// The newest `usr/lib/llvm-N` under `root` that holds `file` (a path
 /// inside it, such as `bin/clang` or `lib/libclang.so`).
 pub fn newest_llvm(root: &Path, file: &str) -> Option<PathBuf> {
-    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(root.join("usr/lib"))
-        .ok()?
+    installed_llvms(root, file).pop().map(|(_, dir)| dir)
+}
+
+/// The version of [`newest_llvm`].
+fn newest_llvm_version(root: &Path, file: &str) -> Option<u32> {
+    installed_llvms(root, file).pop().map(|(n, _)| n)
+}
+
+/// Every `usr/lib/llvm-N` under `root` holding `file`, oldest first.
+fn installed_llvms(root: &Path, file: &str) -> Vec<(u32, PathBuf)> {
+    let Ok(dir) = std::fs::read_dir(root.join("usr/lib")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u32, PathBuf)> = dir
         .flatten()
         .filter_map(|e| {
             let n = e
@@ -91,7 +114,7 @@ pub fn newest_llvm(root: &Path, file: &str) -> Option<PathBuf> {
         })
         .collect();
     found.sort();
-    found.pop().map(|(_, dir)| dir)
+    found
 }
 
 /// The error a failed `cargo install` met, in one line: the first line
@@ -107,6 +130,7 @@ pub fn build_error(stderr: &str) -> String {
             let low = l.to_ascii_lowercase();
             (low.contains("error") || low.contains("not found") || low.contains("no such file"))
                 && !l.starts_with("---")
+                && !is_backtrace_line(l)
         });
     let cargo = lines.iter().find(|l| {
         l.starts_with("error")
@@ -117,6 +141,15 @@ pub fn build_error(stderr: &str) -> String {
         .or(cargo)
         .or(lines.iter().rev().find(|l| !l.is_empty()))
         .map_or_else(|| "no error line".to_string(), |l| l.to_string())
+}
+
+/// A line of a backtrace (`0: anyhow::error::...`, `at /path/x.rs:3:5`,
+/// `Stack backtrace:`): the frames name functions, never the cause.
+fn is_backtrace_line(line: &str) -> bool {
+    let frame = line
+        .split_once(": ")
+        .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    frame || line.starts_with("at ") || line.eq_ignore_ascii_case("stack backtrace:")
 }
 
 #[cfg(test)]
@@ -146,11 +179,37 @@ mod tests {
         );
     }
 
+    /// A build script's anyhow error with RUST_BACKTRACE=1: the frames
+    /// that mention `anyhow::error` are skipped for the error itself.
+    #[test]
+    fn backtrace_frames_are_not_the_error() {
+        let stderr = "  --- stderr\n  Stack backtrace:\n     \
+            0: anyhow::error::<impl anyhow::Error>::msg\n             \
+            at /root/.cargo/registry/src/anyhow-1.0.98/src/error.rs:83:36\n  \
+            Error: Failed to generate vmlinux.h: bpftool not found\n";
+        assert_eq!(
+            build_error(stderr),
+            "Error: Failed to generate vmlinux.h: bpftool not found"
+        );
+    }
+
     #[test]
     fn missing_headers_name_their_packages() {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.path().join("usr/include")).unwrap();
         std::fs::write(root.path().join("usr/include/zlib.h"), "").unwrap();
+        let clang = |n: &str| {
+            let bin = root.path().join(format!("usr/lib/llvm-{n}/bin"));
+            std::fs::create_dir_all(&bin).unwrap();
+            std::fs::write(bin.join("clang"), "").unwrap();
+        };
+        // Debian 12's own clang is 14: too old for scx's BPF programs.
+        clang("14");
+        assert_eq!(
+            missing_packages(root.path()),
+            ["libelf-dev", "libseccomp-dev", "clang-19"]
+        );
+        clang("16");
         assert_eq!(
             missing_packages(root.path()),
             ["libelf-dev", "libseccomp-dev"]

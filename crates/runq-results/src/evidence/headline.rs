@@ -36,7 +36,7 @@ pub fn first_lines(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<St
         detail
             .into_iter()
             .chain(cause_lines(worst))
-            .chain(evidence_line(worst, report))
+            .chain(scheduler_state_line(o, worst).or_else(|| evidence_line(worst, report)))
             .map(|l| format!("  {}", printable(&l))),
     );
     Some(lines.join("\n"))
@@ -143,6 +143,20 @@ fn evidence_line(c: &CheckResult, report: Option<&EvidenceReport>) -> Option<Str
         None if stands_alone => None,
         None => Some("no evidence recorded".into()),
     }
+}
+
+/// A dead or let-go scheduler's evidence: the file of its state at the
+/// end (the kernel's dump and its BPF maps), when one was written.
+fn scheduler_state_line(o: &RunOutcome, c: &CheckResult) -> Option<String> {
+    if c.check != CheckId::SchedulerAlive {
+        return None;
+    }
+    let dumps = &o.scheduler.as_ref()?.state_dumps;
+    let file = dumps.iter().rev().find_map(|d| d.file.as_ref())?;
+    Some(format!(
+        "evidence: {} (the scheduler's state)",
+        file.display()
+    ))
 }
 
 /// `text` cut to at most `max` characters, ending in `...` when cut.

@@ -15,6 +15,7 @@ pub mod chrome;
 pub mod ctprof;
 pub mod flight;
 pub mod headline;
+pub mod scheduler_state;
 pub mod series;
 pub mod wakes;
 pub mod window;

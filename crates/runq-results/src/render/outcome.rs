@@ -289,6 +289,45 @@ fn render_failures(out: &mut String, o: &RunOutcome, color: bool) {
             let _ = writeln!(out, "  kernel: {}", printable(l));
         }
     }
+    for line in state_dump_lines(o) {
+        let _ = writeln!(out, "  {line}");
+    }
+}
+
+/// One line per state dump of the scheduler: when, where it went, and
+/// what it holds or misses.
+fn state_dump_lines(o: &RunOutcome) -> Vec<String> {
+    let Some(s) = &o.scheduler else {
+        return Vec::new();
+    };
+    s.state_dumps
+        .iter()
+        .map(|d| {
+            let file = d
+                .file
+                .as_ref()
+                .map_or_else(|| "not written".into(), |f| f.display().to_string());
+            let mut parts = Vec::new();
+            if let Some(t) = &d.kernel_trigger {
+                parts.push(format!(
+                    "the kernel's dump ({} lines, {:?})",
+                    d.kernel_lines,
+                    printable(t)
+                ));
+            }
+            if d.maps > 0 {
+                parts.push(format!("{} BPF maps ({} entries)", d.maps, d.map_entries));
+            }
+            parts.extend(d.missing.iter().map(|m| printable(m).into_owned()));
+            format!(
+                "scheduler state ({}, {} ms): {}: {}",
+                d.moment.words(),
+                d.at_ms,
+                printable(&file),
+                parts.join("; ")
+            )
+        })
+        .collect()
 }
 
 /// The checks table and the verdict line.

@@ -14,6 +14,7 @@ mod attach;
 mod output;
 mod process;
 mod quote;
+mod state_dump;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,6 +22,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use process::{SchedulerProc, StartError};
+pub use state_dump::{DumpMoment, StateDump};
 
 /// How long a scheduler may take to become ready unless told otherwise
 /// (a BPF scheduler takes 2-3 s to load under TCG, larger ones more).
@@ -185,6 +187,9 @@ pub struct SchedulerRun {
     /// sched_ext.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched_ext_state: Option<String>,
+    /// Its state when it failed, and when a stall was building.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state_dumps: Vec<StateDump>,
 }
 
 /// How the watched scheduler died during the run, or sched_ext stopped

@@ -17,6 +17,7 @@ use runq_kernel::sched_ext_log::parse_uei_exit;
 
 use super::attach::{ready_now, start_end, ScxWatch, Seen};
 use super::output::{quote_streams, watch, Watched};
+use super::state_dump::{DumpMoment, StateDumper};
 use super::{describe_status, Readiness, SchedulerDeath, SchedulerRun, SchedulerSpec};
 
 /// How long a scheduler gets to exit after SIGINT, then after SIGTERM.
@@ -66,6 +67,8 @@ pub(crate) struct SchedulerProc {
     spawned_at: Instant,
     /// The pid, kept after the process is reaped.
     pid: u32,
+    /// Its state at the moment it fails (and when a stall builds).
+    dumper: StateDumper,
 }
 
 /// Runs in the forked child before exec.
@@ -109,6 +112,7 @@ impl SchedulerProc {
             _ => None,
         };
         let scx = ScxWatch::start();
+        let dumper = StateDumper::start(scx.kernel_has_it(), spec.watchdog);
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .stdin(Stdio::null())
@@ -139,6 +143,7 @@ impl SchedulerProc {
             sched_ext_at_ready: None,
             spawned_at,
             pid,
+            dumper,
         };
         let matched = proc.stdout.matched.clone();
         if let Some(out) = out {
@@ -176,6 +181,7 @@ impl SchedulerProc {
             if ready_now(&spec.ready, has_scx, t0.elapsed(), &seen, matched) {
                 self.ready_ms = t0.elapsed().as_millis() as u64;
                 self.sched_ext_at_ready = sched_ext().map(|s| (s.ops, s.state));
+                self.dumper.hold_maps(self.pid);
                 return Ok(());
             }
             if interrupt.load(Ordering::Relaxed) {
@@ -197,6 +203,10 @@ impl SchedulerProc {
     /// anything else is a start error quoting the kernel and both streams.
     fn ended_at_start(&mut self, left: Option<String>) -> Result<(), StartError> {
         let enabled = self.scx.was_enabled();
+        if enabled {
+            self.dumper.hold_maps(self.pid);
+            self.dumper.at_end(DumpMoment::from_left(left.is_some()), 0);
+        }
         let mut death = self.death_record(0, left.clone());
         let Err(kernel) = start_end(death.sched_ext_exit.as_ref(), left.as_deref(), enabled) else {
             self.ready_ms = self.spawned_at.elapsed().as_millis() as u64;
@@ -309,6 +319,8 @@ impl SchedulerProc {
         if self.reported {
             return None;
         }
+        let at_ms = run_start.elapsed().as_millis() as u64;
+        self.dumper.poll(at_ms);
         let left = match self.scx.poll_now_and_then() {
             Seen::Left(how) => Some(how),
             _ => None,
@@ -317,7 +329,8 @@ impl SchedulerProc {
             return None;
         }
         self.reported = true;
-        let at_ms = run_start.elapsed().as_millis() as u64;
+        self.dumper
+            .at_end(DumpMoment::from_left(left.is_some()), at_ms);
         Some(self.death_record(at_ms, left))
     }
 
@@ -405,6 +418,7 @@ impl SchedulerProc {
                 .map(str::to_string)
                 .or(sched_ext_ops.flatten()),
             sched_ext_state,
+            state_dumps: self.dumper.dumps(),
         }
     }
 }

@@ -280,7 +280,34 @@ fn each_known_fault_fails_naming_itself() {
     if exit["reason"] != "runnable task stall" || exit["error"] != true {
         problems.push(format!("{}: sched_ext_exit {exit}", FAULTS[0].0));
     }
+    problems.extend(state_dump_problems(FAULTS[0].0, &stall));
     assert!(problems.is_empty(), "{label}:\n{}", problems.join("\n"));
+}
+
+/// What is wrong with the state dump of an ejected scheduler's run `doc`
+/// (`key`): it must hold the kernel's own exit dump and the scheduler's
+/// BPF maps, taken as sched_ext let it go, and name its file.
+fn state_dump_problems(key: &str, doc: &Value) -> Vec<String> {
+    let dumps = doc["scheduler"]["state_dumps"].as_array().cloned();
+    let end = dumps
+        .unwrap_or_default()
+        .into_iter()
+        .find(|d| d["moment"] == "let_go");
+    let Some(d) = end else {
+        return vec![format!(
+            "{key}: no state dump at the ejection: {}",
+            doc["scheduler"]
+        )];
+    };
+    let trigger = d["kernel_trigger"].as_str().unwrap_or_default();
+    let ok = trigger.contains("triggered exit kind")
+        && d["kernel_lines"].as_u64().unwrap_or(0) > 10
+        && d["maps"].as_u64().unwrap_or(0) > 0
+        && d["file"].is_string();
+    match ok {
+        true => Vec::new(),
+        false => vec![format!("{key}: state dump {d}")],
+    }
 }
 
 /// The kernel's word on the scheduler, by default (no readiness flag):
@@ -370,6 +397,7 @@ fn the_kernels_word_decides_readiness_and_the_schedulers_life() {
     if !status.contains("still running when sched_ext let it go") {
         problems.push(format!("{}: death {status:?}", KERNEL_WORD[0].0));
     }
+    problems.extend(state_dump_problems(KERNEL_WORD[0].0, &lives));
     let late: Value = serde_json::from_str(&out.read(KERNEL_WORD[3].0, "json").unwrap_or_default())
         .unwrap_or_default();
     let s = &late["scheduler"];

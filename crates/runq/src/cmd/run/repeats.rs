@@ -127,8 +127,10 @@ pub fn run_repeats(
         opts.freeze = freeze;
         let outcome = run_scenario(scn, opts);
         progress.finish();
-        let outcome = outcome.map_err(refusal)?;
+        let mut outcome = outcome.map_err(refusal)?;
         let tag = evidence::tag(n);
+        let dumps = evidence_dir.join(format!("runq-scheduler-{tag}"));
+        runq_results::evidence::scheduler_state::write_state_dumps(&mut outcome, &dumps);
         if let Some(ev) = flight.finish(&outcome, (evidence_dir, &tag), ctprof.as_ref()) {
             last_evidence = Some(ev);
         }
