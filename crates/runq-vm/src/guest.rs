@@ -30,11 +30,20 @@ pub struct GuestArgs {
     pub output: Option<PathBuf>,
     /// The host path the user gave `--junit`, copied from the guest's.
     pub junit: Option<PathBuf>,
+    /// The host directory the user gave `--evidence-dir`, where the
+    /// guest's evidence files are copied (the host's temporary directory
+    /// when `None`).
+    pub evidence: Option<PathBuf>,
 }
 
 /// The guest's file for `--output`, in the shared directory `dir`.
 pub fn guest_output(dir: &Path) -> PathBuf {
     dir.join("output.json")
+}
+
+/// The guest's `--evidence-dir`, in the shared directory `dir`.
+pub fn guest_evidence(dir: &Path) -> PathBuf {
+    dir.join("evidence")
 }
 
 /// The guest's file for `--junit`, in the shared directory `dir`.
@@ -43,13 +52,14 @@ pub fn guest_junit(dir: &Path) -> PathBuf {
 }
 
 /// Rewrites the host's arguments (after the program name) for the guest:
-/// drops `--vm` and the VM's flags, and points `--output`/`-o` and
-/// `--junit` into `dir`.
+/// drops `--vm` and the VM's flags, and points `--output`/`-o`,
+/// `--junit` and `--evidence-dir` (given or not) into `dir`.
 pub fn guest_args(host: &[String], dir: &Path) -> GuestArgs {
     let mut out = GuestArgs {
         args: Vec::new(),
         output: None,
         junit: None,
+        evidence: None,
     };
     let mut it = host.iter();
     while let Some(arg) = it.next() {
@@ -80,9 +90,12 @@ pub fn guest_args(host: &[String], dir: &Path) -> GuestArgs {
                 out.args.push("--junit".into());
                 out.args.push(guest_junit(dir).display().to_string());
             }
+            "--evidence-dir" => out.evidence = value().map(PathBuf::from),
             _ => out.args.push(arg.clone()),
         }
     }
+    out.args.push("--evidence-dir".into());
+    out.args.push(guest_evidence(dir).display().to_string());
     out
 }
 
@@ -243,11 +256,15 @@ mod tests {
             got.args,
             args(
                 "-v run oversubscribed --json --output /tmp/runq-vm-1/output.json --junit \
-                 /tmp/runq-vm-1/junit.xml --duration 1s"
+                 /tmp/runq-vm-1/junit.xml --duration 1s --evidence-dir /tmp/runq-vm-1/evidence"
             )
         );
         assert_eq!(got.output, Some(PathBuf::from("out.json")));
         assert_eq!(got.junit, Some(PathBuf::from("j.xml")));
+        assert_eq!(got.evidence, None);
+        let ev = guest_args(&args("run --evidence-dir=/srv/ev --vm"), dir);
+        assert_eq!(ev.evidence, Some(PathBuf::from("/srv/ev")));
+        assert_eq!(ev.args, args("run --evidence-dir /tmp/runq-vm-1/evidence"));
         let short = guest_args(&args("run -oresult.json --vm"), dir);
         assert_eq!(short.output, Some(PathBuf::from("result.json")));
         assert_eq!(short.args[1], "--output");
@@ -293,7 +310,7 @@ mod tests {
         assert!(s.contains("addr add 10.77.0.2/24"), "{s}");
         assert!(s.find("/tmp/d/net'") < s.find("NO_COLOR"), "{s}");
         let dropped = guest_args(&args("run --vm --vm-net"), Path::new("/tmp/d"));
-        assert_eq!(dropped.args, args("run"));
+        assert_eq!(dropped.args, args("run --evidence-dir /tmp/d/evidence"));
     }
 
     #[test]

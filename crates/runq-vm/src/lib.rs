@@ -8,6 +8,7 @@
 
 mod accel;
 pub mod distro;
+pub mod evidence;
 mod error;
 pub mod guest;
 pub mod guest_topology;

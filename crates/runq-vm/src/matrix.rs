@@ -262,7 +262,7 @@ fn matrix_guest_args(host: &[String], dir: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut it = g.args.into_iter();
     while let Some(a) = it.next() {
-        if a == "--output" || a == "--junit" {
+        if a == "--output" || a == "--junit" || a == "--evidence-dir" {
             it.next();
         } else {
             out.push(a);

@@ -243,6 +243,8 @@ pub fn run_in_vm(
     let plan = plan(cfg, preset, patches_text)?;
     let dir = SharedDir::create()?;
     let g = guest::guest_args(host_args, dir.path());
+    std::fs::create_dir_all(guest::guest_evidence(dir.path()))
+        .map_err(|e| VmError::Run(format!("--vm: the shared directory's evidence: {e}")))?;
     let boot = Boot {
         cfg,
         plan: &plan,
@@ -271,6 +273,12 @@ impl GuestRun {
     /// The guest's `--output` document, when it wrote one.
     pub fn output(&self) -> std::io::Result<String> {
         std::fs::read_to_string(guest::guest_output(self.dir.path()))
+    }
+
+    /// Copies the guest's evidence files into `host_dir`; what it brought
+    /// rewrites the guest's paths in its outputs.
+    pub fn bring_evidence(&self, host_dir: &Path) -> crate::evidence::Brought {
+        crate::evidence::bring(self.dir.path(), host_dir)
     }
 
     /// The guest's `--junit` file, when it wrote one.

@@ -8,11 +8,15 @@
 //! fault (scx_qmap's stall, error and loop switches, a SIGKILLed
 //! scheduler) must end in a FAIL that names it, not in a VM timeout; by
 //! default a scheduler is ready once the kernel reports it attached, and
-//! one the kernel ejects while its process lives FAILs in its words.
+//! one the kernel ejects while its process lives FAILs in its words, with
+//! its state (the kernel's dump, its BPF maps) at that moment; two
+//! crates.io schedulers build here and carry a run (`crates_io`).
 //!
 //! `RUNQ_SCHED_EXT_DIR` names the build's directory (its `bzImage` and
 //! `scx/`); without it each test says why it cannot run and fails, so the
 //! tier is run only where the kernel was built (`.ci/run` builds it).
+
+mod crates_io;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -266,8 +266,13 @@ fn bring_out(
     run: &GuestRun,
 ) -> anyhow::Result<ExitCode> {
     let rc = run.rc()?;
-    let stdout = run.read("stdout").unwrap_or_default();
-    let stderr = run.read("stderr").unwrap_or_default();
+    let host_evidence = super::evidence::dir(g.evidence.as_deref());
+    let brought = run.bring_evidence(&host_evidence);
+    for why in &brought.failed {
+        crate::errln!("runq: --vm: the guest's evidence: {why}");
+    }
+    let stdout = brought.rewrite(&run.read("stdout").unwrap_or_default());
+    let stderr = brought.rewrite(&run.read("stderr").unwrap_or_default());
     if !stderr.trim().is_empty() {
         crate::errln!("{}", stderr.trim_end());
     }
@@ -281,7 +286,7 @@ fn bring_out(
         }
     }
     if let (Some(path), Ok(text)) = (&g.output, run.output()) {
-        let doc = with_vm_facts(&text, facts)? + "\n";
+        let doc = with_vm_facts(&brought.rewrite(&text), facts)? + "\n";
         write_atomic(path, doc.as_bytes(), Replace::OwnFile)
             .map_err(|e| exit::run_error(format!("--output {}: {e}", path.display())))?;
     }
