@@ -140,10 +140,16 @@ impl ScxWatch {
             k.read_new()
                 .into_iter()
                 .filter(|l| l.contains("sched_ext") || l.contains("scx"))
-                // Not the host monitor's own SysRq-D dumps.
-                .filter(|l| !l.contains("sysrq: Dump sched_ext state")),
+                // Not runq's own SysRq-D dumps (`sysrq: Trigger sched_ext
+                // debug dump` in 6.12, `sysrq: Dump sched_ext state` later).
+                .filter(|l| !is_own_sysrq_line(l)),
         );
     }
+}
+
+/// A kernel log line that only says SysRq-D dumped sched_ext's state.
+fn is_own_sysrq_line(line: &str) -> bool {
+    line.contains("sysrq: ") && line.contains("sched_ext")
 }
 
 /// Whether a scheduler is ready by `ready`, `elapsed` after its start,
@@ -193,6 +199,15 @@ fn read() -> Option<SchedExtSysfs> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sysrq_dump_lines_of_each_kernel_are_runqs_own() {
+        assert!(is_own_sysrq_line("sysrq: Trigger sched_ext debug dump"));
+        assert!(is_own_sysrq_line("sysrq: Dump sched_ext state"));
+        assert!(!is_own_sysrq_line(
+            "sched_ext: BPF scheduler \"qmap\" disabled (runnable task stall)"
+        ));
+    }
 
     fn state(state: &str, seq: u64, ops: Option<&str>) -> SchedExtSysfs {
         SchedExtSysfs {

@@ -4,8 +4,9 @@
 //! BPF maps through their BTF (held open from readiness, so they outlive a
 //! process that dies), once when sched_ext lets the scheduler go or its
 //! process dies, and once earlier when a stall is building: a SysRq-D
-//! dump (the host monitor's, every 2 s) listing a task runnable and not
-//! run for half the watchdog's bound.
+//! dump (the host monitor's, every 2 s, or runq's own when none came for
+//! half the watchdog's bound) listing a task runnable and not run for half
+//! the watchdog's bound.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -97,6 +98,10 @@ pub(crate) struct StateDumper {
     /// A task runnable this long, unrun, is a stall building, ms.
     stall_ms: u64,
     last_read: Option<Instant>,
+    /// When the stream last brought a dump (or runq last asked for one).
+    last_dump: Option<Instant>,
+    /// Why runq cannot ask the kernel for a dump, once asking failed.
+    no_sysrq: Option<String>,
     dumps: Vec<StateDump>,
 }
 
@@ -147,10 +152,31 @@ impl StateDumper {
         }
         self.last_read = Some(Instant::now());
         for block in self.read_blocks() {
+            self.last_dump = Some(Instant::now());
             if block.is_exit() {
                 self.exit_block = Some(block);
             } else if !self.stall_dumped() && self.lists_a_stall(&block) {
                 self.push(DumpMoment::StallBuilding, at_ms, Some(block));
+            }
+        }
+        self.ask_for_a_dump_when_due();
+    }
+
+    /// Has the kernel dump its state (SysRq-D, read at the next poll) when
+    /// no dump came for half the watchdog's bound (the host monitor's come
+    /// every 2 s or more), so that a stall is seen building before the
+    /// watchdog's bound; once a stall was dumped, no more.
+    fn ask_for_a_dump_when_due(&mut self) {
+        let every = Duration::from_millis(self.stall_ms);
+        let due = self.last_dump.is_none_or(|t| t.elapsed() >= every);
+        if !due || self.stall_dumped() || self.no_sysrq.is_some() {
+            return;
+        }
+        self.last_dump = Some(Instant::now());
+        if let Some(s) = self.stream.as_mut() {
+            if let Err(e) = s.trigger() {
+                log::info!("scheduler state: no SysRq-D dumps of runq's own: {e}");
+                self.no_sysrq = Some(e.to_string());
             }
         }
     }
