@@ -428,6 +428,7 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
 }
 
 pub mod cause;
+pub mod outside_load;
 pub(crate) mod cpu_wait;
 mod explain;
 pub(crate) mod placement;

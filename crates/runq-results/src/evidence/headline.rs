@@ -95,12 +95,13 @@ fn cause_lines(c: &CheckResult) -> Vec<String> {
         return Vec::new();
     };
     let mut lines = Vec::new();
+    let load = cause
+        .outside_load
+        .as_ref()
+        .map(|l| crate::render::outside_load_sentence(l, &c.check));
     for (label, part) in [
         ("cause", cause.mechanism.as_deref()),
-        (
-            "outside load",
-            cause.outside_load.as_ref().map(|l| l.reason.as_str()),
-        ),
+        ("outside load", load.as_deref()),
         ("next", cause.next_step.as_deref()),
     ] {
         if let Some(p) = part {

@@ -221,7 +221,16 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
             )),
             outside_load: Some(OutsideLoad {
                 explains: false,
-                reason: "tasks outside the run used 0.1 CPUs".into(),
+                figures: Some(runq_workload::LoadFigures {
+                    outside_cpus: 0.1,
+                    host_cpus: 2,
+                    explains: false,
+                    says: runq_workload::FiguresSay::WithoutThem {
+                        best: 0.13,
+                        bound: 0.5,
+                    },
+                }),
+                recorded: None,
             }),
             next_step: Some("run it with --no-cgroups".into()),
             recorder: Some(runq_workload::RecorderAccount {
@@ -264,7 +273,8 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
     );
     assert_eq!(
         lines[3],
-        "  outside load: tasks outside the run used 0.1 CPUs"
+        "  outside load: tasks outside the run used 0.10 of the host's 2 CPUs, which cannot \
+         explain it: without them min_fair_share would still be at most 0.130, short of 0.500"
     );
     assert_eq!(lines[4], "  next: run it with --no-cgroups");
     assert_eq!(

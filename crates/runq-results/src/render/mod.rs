@@ -6,10 +6,12 @@
 mod compare;
 mod host;
 mod instrument;
+mod load;
 mod outcome;
 mod recorder;
 mod repeats;
 
+pub use load::outside_load_sentence;
 pub use compare::{ci_text, comparison, pct_text, value_text};
 pub use outcome::{detail_of, outcome};
 pub use recorder::recorder_sentence;

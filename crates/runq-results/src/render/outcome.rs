@@ -352,7 +352,7 @@ fn render_checks(out: &mut String, o: &RunOutcome, color: bool) {
             let _ = writeln!(out, "     {}", printable(&d));
         }
         if let (false, Some(cause)) = (c.pass, &c.cause) {
-            render_cause(out, cause);
+            render_cause(out, cause, &c.check);
         }
     }
     for c in &o.skipped_checks {
@@ -397,12 +397,13 @@ pub fn detail_of(c: &runq_workload::CheckResult) -> Option<String> {
 }
 
 /// A failed check's cause, one labelled line each, under its detail.
-fn render_cause(out: &mut String, cause: &runq_workload::Cause) {
+fn render_cause(out: &mut String, cause: &runq_workload::Cause, check: &runq_workload::CheckId) {
     if let Some(m) = &cause.mechanism {
         let _ = writeln!(out, "     cause: {}", printable(m));
     }
     if let Some(l) = &cause.outside_load {
-        let _ = writeln!(out, "     outside load: {}", printable(&l.reason));
+        let line = super::outside_load_sentence(l, check);
+        let _ = writeln!(out, "     outside load: {}", printable(&line));
     }
     if let Some(n) = &cause.next_step {
         let _ = writeln!(out, "     next: {}", printable(n));

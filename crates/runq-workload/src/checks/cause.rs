@@ -2,27 +2,15 @@
 //! took the CPU time a group was owed (the run's other groups, the
 //! group's own workers, tasks outside the run), whether the load outside
 //! the run can account for the figure at all, and what to run next.
-//!
-//! The load rule is arithmetic, not a threshold alone. A share or a rate
-//! is cut by outside load at most in the proportion of the CPUs it took:
-//! with `L` of `N` usable CPUs busy outside the run, the run had at least
-//! `N - L` of them, so without that load a share could have been at most
-//! `N / (N - L)` times what was measured. A FAIL whose figure stays short
-//! of its bound even so cannot be the load's: 0.4 CPUs of outside load on
-//! 2 CPUs lifts a share of 0.011 to at most 0.014, not to 0.5. A delay (a
-//! gap, a wake-up's latency, a run-queue wait) can come from any task
-//! that held the CPU, so a busy host can account for it. A check about
-//! something else (a worker that died, a setting not applied, the
-//! scheduler's survival, NUMA placement) is never the load's.
+//! (The load's part: `outside_load`.)
 
 use serde::Serialize;
 
 use runq_kernel::task_record::TaskRecord;
 
-use super::cpu_wait::MIN_WAIT_SHARE;
+use super::outside_load::{OutsideLoad, WaitSpan};
 use super::{CheckResult, Op};
 use crate::check_id::{Direction, LoadEffect};
-use crate::runner::host_load::HostLoad;
 
 /// What the run's figures say about one failed check.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -115,27 +103,18 @@ pub struct HeldBy {
     pub wait_ns: u64,
 }
 
-/// The judgement on the load outside the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct OutsideLoad {
-    /// True when that load can account for the failed figure.
-    pub explains: bool,
-    /// Why, with the figures.
-    pub reason: String,
-}
-
 /// How much the group checked waited for a CPU, where it matters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuWait {
     /// The share of its workers' time spent runnable without a CPU.
     pub share: f64,
-    /// Over what: "the run", "its longest stall (2.0 s)".
-    pub over: String,
+    /// Over what: the run, or its longest stall.
+    pub over: WaitSpan,
 }
 
 /// The effect of outside load on check `c`, whose operator says whether
 /// its bound is a floor or a ceiling.
-fn effect_of(c: &CheckResult) -> LoadEffect {
+pub(super) fn effect_of(c: &CheckResult) -> LoadEffect {
     let direction = match c.op {
         Op::AtLeast => Direction::Floor,
         Op::AtMost => Direction::Ceiling,
@@ -173,109 +152,6 @@ pub struct GroupFacts {
     pub own_demand: f64,
 }
 
-/// The judgement on outside load for the failed check `c` of a group
-/// described by `g`. `None` when load cannot act on the check, or the
-/// host was quiet.
-pub fn judge_outside_load(c: &CheckResult, load: &HostLoad, g: &GroupFacts) -> Option<OutsideLoad> {
-    if c.pass || g.died {
-        return None;
-    }
-    let n = g.usable_cpus.clamp(1, load.cpus.max(1)) as f64;
-    // Outside load spread over the host, at most all of the usable CPUs.
-    let l = (load.outside_cpus * n / load.cpus.max(1) as f64).min(n);
-    let used = format!(
-        "tasks outside the run used {:.2} of the host's {} CPUs",
-        load.outside_cpus, load.cpus
-    );
-    let effect = effect_of(c);
-    let waits = matches!(effect, LoadEffect::Delay | LoadEffect::CpuWait);
-    match effect {
-        LoadEffect::None => None,
-        // A quiet host is no clause: load cannot be the cause.
-        _ if !load.busy() => None,
-        _ if waits && g.own_demand > n + 0.5 => Some(OutsideLoad {
-            explains: false,
-            reason: format!(
-                "{used}, which cannot explain it: the run's own workers brought {:.1} CPUs of \
-                 runnable work to its {n:.0} CPUs and waited behind each other without it",
-                g.own_demand
-            ),
-        }),
-        LoadEffect::Delay => match g.wait.as_ref().filter(|w| w.share < MIN_WAIT_SHARE) {
-            Some(w) => Some(OutsideLoad {
-                explains: false,
-                reason: format!(
-                    "{used}, which cannot explain it: over {} its workers waited for a CPU only \
-                     {:.1}% of their time, so the delay was not a wait for a CPU",
-                    w.over,
-                    100.0 * w.share
-                ),
-            }),
-            None => Some(OutsideLoad {
-                explains: true,
-                reason: format!(
-                    "{used}, and any of them may have held a CPU its workers waited for"
-                ),
-            }),
-        },
-        LoadEffect::CpuWait => Some(OutsideLoad {
-            explains: true,
-            reason: format!("{used}, and any of them may have held the CPU this wait was for"),
-        }),
-        LoadEffect::Proportional => Some(proportional(c, n, l, &used)),
-    }
-}
-
-/// A share or a rate cut by outside load at most by `(n - l) / n`.
-fn proportional(c: &CheckResult, n: f64, l: f64, used: &str) -> OutsideLoad {
-    let spare = n - l;
-    let best = if spare <= 1e-9 {
-        f64::INFINITY
-    } else {
-        c.measured * n / spare
-    };
-    let explains = c.op == Op::AtLeast && best >= c.bound;
-    let reason = if best.is_infinite() {
-        format!("{used}: all of them, so it can explain any share")
-    } else if explains {
-        format!(
-            "{used}: without them {} could have reached {}, within its bound {}",
-            c.check,
-            fmt3(best),
-            fmt3(c.bound)
-        )
-    } else {
-        format!(
-            "{used}, which cannot explain it: without them {} would still be at most {}, short of {}",
-            c.check,
-            fmt3(best),
-            fmt3(c.bound)
-        )
-    };
-    OutsideLoad { explains, reason }
-}
-
-fn fmt3(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-/// True when every failed check is one that outside load explains: the
-/// run's FAIL is then INDETERMINATE (a quieter host must decide it).
-pub fn load_explains_all(checks: &[CheckResult]) -> bool {
-    let mut failed = checks.iter().filter(|c| !c.pass).peekable();
-    failed.peek().is_some()
-        && failed.all(|c| {
-            c.cause
-                .as_ref()
-                .and_then(|k| k.outside_load.as_ref())
-                .is_some_and(|o| o.explains)
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,40 +168,6 @@ mod tests {
             detail: None,
             cause: None,
             not_judged: None,
-        }
-    }
-
-    fn facts(usable_cpus: usize, died: bool, wait: Option<CpuWait>) -> GroupFacts {
-        GroupFacts {
-            usable_cpus,
-            died,
-            wait,
-            own_demand: 0.5,
-        }
-    }
-
-    #[test]
-    fn a_run_that_oversubscribes_its_cpus_waits_without_any_load() {
-        let c = failed(CheckId::MaxRunnableWaitMs, 40.0, Op::AtMost, 1.0);
-        let crowded = GroupFacts {
-            own_demand: 3.0,
-            ..facts(1, false, None)
-        };
-        let j = judge_outside_load(&c, &load(2, 0.8), &crowded).unwrap();
-        assert!(
-            !j.explains && j.reason.contains("3.0 CPUs of runnable work"),
-            "{}",
-            j.reason
-        );
-    }
-
-    fn load(cpus: usize, outside: f64) -> HostLoad {
-        HostLoad {
-            cpus,
-            busy_cpus: outside + 1.0,
-            run_cpus: 1.0,
-            outside_cpus: outside,
-            runq_cpus: 0.0,
         }
     }
 
@@ -350,135 +192,5 @@ mod tests {
             Op::AtMost,
             0.0
         )));
-    }
-
-    #[test]
-    fn a_tiny_share_is_not_explained_by_a_little_load() {
-        // The default scenario's FAIL: 0.011 of its share at 0.39 of 2 CPUs.
-        let c = failed(CheckId::MinFairShare, 0.011, Op::AtLeast, 0.5);
-        let j = judge_outside_load(&c, &load(2, 0.39), &facts(2, false, None)).unwrap();
-        assert!(!j.explains, "{}", j.reason);
-        assert!(j.reason.contains("cannot explain it"), "{}", j.reason);
-        assert!(j.reason.contains("at most 0.014"), "{}", j.reason);
-    }
-
-    #[test]
-    fn a_share_near_its_bound_is_explained_by_enough_load() {
-        let c = failed(CheckId::MinFairShare, 0.4, Op::AtLeast, 0.5);
-        let j = judge_outside_load(&c, &load(2, 0.5), &facts(2, false, None)).unwrap();
-        assert!(j.explains, "{}", j.reason);
-        // A pinned group sees its part of the load: 1 of 2 CPUs, 0.25.
-        let pinned = judge_outside_load(&c, &load(2, 0.5), &facts(1, false, None)).unwrap();
-        assert!(pinned.explains, "{}", pinned.reason);
-        let short = failed(CheckId::MinFairShare, 0.3, Op::AtLeast, 0.5);
-        assert!(
-            !judge_outside_load(&short, &load(2, 0.5), &facts(1, false, None))
-                .unwrap()
-                .explains
-        );
-    }
-
-    #[test]
-    fn load_is_named_only_on_a_busy_host() {
-        let c = failed(CheckId::MaxGapMs, 3000.0, Op::AtMost, 2000.0);
-        assert_eq!(
-            judge_outside_load(&c, &load(2, 0.1), &facts(2, false, None)),
-            None
-        );
-        let share = failed(CheckId::MinFairShare, 0.011, Op::AtLeast, 0.5);
-        assert_eq!(
-            judge_outside_load(&share, &load(2, 0.1), &facts(2, false, None)),
-            None
-        );
-        assert!(
-            judge_outside_load(&c, &load(2, 0.6), &facts(2, false, None))
-                .unwrap()
-                .explains
-        );
-    }
-
-    #[test]
-    fn a_stall_without_a_wait_for_a_cpu_is_not_the_loads() {
-        let stall = CheckId::Series {
-            pattern: crate::SeriesPattern::Stall,
-            metric: "work_units",
-        };
-        let c = failed(stall, 2000.0, Op::AtMost, 1000.0);
-        let asleep = CpuWait {
-            share: 0.002,
-            over: "its longest stall (2.0 s)".into(),
-        };
-        let j =
-            judge_outside_load(&c, &load(2, 1.2), &facts(2, false, Some(asleep.clone()))).unwrap();
-        assert!(
-            !j.explains && j.reason.contains("waited for a CPU only 0.2%"),
-            "{}",
-            j.reason
-        );
-        let starved = CpuWait {
-            share: 0.6,
-            ..asleep
-        };
-        assert!(
-            judge_outside_load(&c, &load(2, 1.2), &facts(2, false, Some(starved.clone())))
-                .unwrap()
-                .explains
-        );
-        // A gap is a wait for a CPU by its definition.
-        let gap = failed(CheckId::MaxGapMs, 3000.0, Op::AtMost, 2000.0);
-        let quiet_wait = CpuWait {
-            share: 0.001,
-            over: "the run".into(),
-        };
-        assert!(
-            judge_outside_load(
-                &gap,
-                &load(2, 1.2),
-                &facts(2, false, Some(quiet_wait.clone()))
-            )
-            .unwrap()
-            .explains
-        );
-    }
-
-    #[test]
-    fn a_death_or_a_setting_is_never_the_loads() {
-        let stuck = failed(CheckId::NotStuck, 1.0, Op::AtMost, 0.0);
-        assert_eq!(
-            judge_outside_load(&stuck, &load(2, 1.5), &facts(2, true, None)),
-            None
-        );
-        for check in [
-            CheckId::SchedulerAlive,
-            CheckId::SetupApplied,
-            CheckId::MinNumaLocality,
-        ] {
-            let c = failed(check, 0.0, Op::AtLeast, 1.0);
-            assert_eq!(
-                judge_outside_load(&c, &load(2, 1.9), &facts(2, false, None)),
-                None,
-                "{check}"
-            );
-        }
-    }
-
-    #[test]
-    fn indeterminate_needs_every_failure_explained() {
-        let explained = |check: CheckId| CheckResult {
-            cause: Some(Cause {
-                outside_load: Some(OutsideLoad {
-                    explains: true,
-                    reason: String::new(),
-                }),
-                ..Cause::default()
-            }),
-            ..failed(check, 1.0, Op::AtMost, 0.0)
-        };
-        assert!(load_explains_all(&[explained(CheckId::MaxGapMs)]));
-        assert!(!load_explains_all(&[
-            explained(CheckId::MaxGapMs),
-            failed(CheckId::SetupApplied, 1.0, Op::AtMost, 0.0)
-        ]));
-        assert!(!load_explains_all(&[]));
     }
 }

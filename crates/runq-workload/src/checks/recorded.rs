@@ -12,7 +12,8 @@ use crate::CheckId;
 use runq_common::units::fmt_ms_grouped as ms;
 use runq_kernel::task_record::{groups_of_class, Holder, Recorded, TaskRecord, RUNQ_CLASS};
 
-use super::cause::{Cause, HeldBy, HeldParts, NamedHolder, OutsideLoad, RecorderAccount};
+use super::cause::{Cause, HeldBy, HeldParts, NamedHolder, RecorderAccount};
+use super::outside_load::{LoadSeen, OutsideLoad};
 use super::CheckResult;
 use crate::report::WorkerReport;
 use crate::scenario::Scenario;
@@ -314,72 +315,68 @@ fn runq_itself(w: &TaskRecord, held: &str, holders: &[&Holder]) -> (String, Opti
 /// worker, given its part of their time (in the proportion it got of the
 /// run's time on its CPU), could have reached its bound.
 fn revise_load(c: &mut CheckResult, w: &TaskRecord, s: &Split<'_>, wall_ns: u64) {
-    let total = s.total();
-    if total == 0 {
+    if s.total() == 0 {
         return;
     }
     let outside = s.outside.1.min(w.wait_ns);
-    let mut seen = format!(
-        "the recorder saw tasks outside the run hold its CPU for {} of the {} worker {} waited",
-        ms(outside),
-        ms(w.wait_ns),
-        w.worker
-    );
-    if outside > 0 {
-        seen.push_str(&named(&s.outside.0));
+    let (explains, best) = recorded_explains(c, w, s, wall_ns);
+    let held_outside: &[&Holder] = if outside > 0 { &s.outside.0 } else { &[] };
+    let seen = LoadSeen {
+        worker: w.worker,
+        outside_ns: outside,
+        waited_ns: w.wait_ns,
+        outside_named: held_outside
+            .iter()
+            .take(NAMED)
+            .map(|h| format!("{}[{}]", h.comm, h.pid))
+            .collect(),
+        outside_more: held_outside.len().saturating_sub(NAMED),
+        run_ns: s.own.1 + s.run.1,
+        runq_ns: s.runq.1,
+        best,
+    };
+    let cause = c.cause.get_or_insert_with(Cause::default);
+    let figures = cause.outside_load.take().and_then(|o| o.figures);
+    if figures.is_none() && !explains {
+        return;
     }
-    let explains = if super::cause::is_proportional(c) {
+    cause.outside_load = Some(OutsideLoad {
+        explains,
+        figures,
+        recorded: Some(seen),
+    });
+}
+
+/// Whether what the recorder saw explains check `c` by load outside the
+/// run, and for a share or a rate the best its worker could have reached.
+fn recorded_explains(
+    c: &CheckResult,
+    w: &TaskRecord,
+    s: &Split<'_>,
+    wall_ns: u64,
+) -> (bool, Option<f64>) {
+    let outside = s.outside.1.min(w.wait_ns);
+    if super::cause::is_proportional(c) {
         // A share or a rate: what the worker would have done had their
         // time gone to it in the proportion it got of the run's time there.
         let run_time = (w.run_ns + s.own.1 + s.run.1 + s.runq.1).max(1) as f64;
         let best = c.measured * (1.0 + outside as f64 / run_time);
-        seen.push_str(&format!(
-            ": with its part of that time {} could have reached about {best:.3}",
-            c.check
-        ));
-        c.op == super::Op::AtLeast && best >= c.bound
-    } else {
-        // A delay the figures did not take for a wait for a CPU is the
-        // load's only when the worker waited most of its time.
-        let waited_most = 2 * w.wait_ns >= wall_ns;
-        let judged = cause_says(c).unwrap_or(true);
-        2 * s.outside.1 >= total && (judged || waited_most)
-    };
-    let mut own = format!(
-        "while the run's own workers held it {}",
-        ms(s.own.1 + s.run.1)
-    );
-    if s.runq.1 > 0 {
-        own.push_str(&format!(" and runq's own threads {}", ms(s.runq.1)));
+        return (c.op == super::Op::AtLeast && best >= c.bound, Some(best));
     }
-    let cause = c.cause.get_or_insert_with(Cause::default);
-    let reason = match &cause.outside_load {
-        Some(o) if o.explains == explains => format!("{}; {seen}, {own}", o.reason),
-        Some(o) if explains => format!("{}, and {seen}, so that load explains it", used(&o.reason)),
-        Some(o) => format!(
-            "{}, but {seen}, {own}, so that load does not explain it",
-            used(&o.reason)
-        ),
-        None if explains => seen,
-        None => return,
-    };
-    cause.outside_load = Some(OutsideLoad { explains, reason });
+    // A delay the figures did not take for a wait for a CPU is the load's
+    // only when the worker waited most of its time.
+    let waited_most = 2 * w.wait_ns >= wall_ns;
+    let judged = cause_says(c).unwrap_or(true);
+    (
+        2 * s.outside.1 >= s.total() && (judged || waited_most),
+        None,
+    )
 }
 
 /// Whether the figures' judgement on outside load (when there is one)
 /// says it explains check `c`.
 fn cause_says(c: &CheckResult) -> Option<bool> {
     c.cause.as_ref()?.outside_load.as_ref().map(|o| o.explains)
-}
-
-/// The figure of a judgement on outside load without its conclusion:
-/// `tasks outside the run used 0.52 of the host's 2 CPUs`.
-fn used(reason: &str) -> &str {
-    [", which cannot", ", and any", ":"]
-        .iter()
-        .filter_map(|cut| reason.find(cut))
-        .min()
-        .map_or(reason, |end| &reason[..end])
 }
 
 /// The cause of a check failed by worker `w`'s end (`how`): the end

@@ -9,6 +9,7 @@ use std::time::Duration;
 use runq_kernel::cgroup::CgroupLimits;
 
 use super::*;
+use crate::checks::outside_load::{FiguresSay, LoadFigures};
 use crate::checks::Op;
 use crate::report::WorkerExitInfo;
 use crate::scenario::ScenarioBuilder;
@@ -117,11 +118,11 @@ fn the_default_scenarios_spinner_lost_its_cpu_to_the_other_cgroup() {
     // Outside the run held 1,177 ms; its part of that (214 of the 1,874
     // ms the run had on its CPUs) lifts 0.343 to 0.558, past the bound.
     let load = cause.outside_load.unwrap();
-    assert!(load.explains, "{}", load.reason);
+    assert!(load.explains, "{load:?}");
+    let seen = load.recorded.expect("the recorder's revision");
     assert!(
-        load.reason.ends_with("could have reached about 0.558"),
-        "{}",
-        load.reason
+        seen.best.is_some_and(|b| (b - 0.558).abs() < 5e-4),
+        "{seen:?}"
     );
 }
 
@@ -168,24 +169,28 @@ fn a_busy_host_clause_gives_way_to_what_the_recorder_saw() {
     c.cause = Some(Cause {
         outside_load: Some(OutsideLoad {
             explains: true,
-            reason:
-                "tasks outside the run used 0.90 of the host's 2 CPUs, and any of them may have"
-                    .into(),
+            figures: Some(LoadFigures {
+                outside_cpus: 0.9,
+                host_cpus: 2,
+                explains: true,
+                says: FiguresSay::MayHoldACpu,
+            }),
+            recorded: None,
         }),
         ..Cause::default()
     });
     let load = explain(&scn, &reports, &rec, c).outside_load.unwrap();
-    assert!(!load.explains, "{}", load.reason);
+    // The figures said yes; what the recorder saw turns it.
+    assert!(!load.explains, "{load:?}");
     assert!(
-        load.reason
-            .contains("hold its CPU for 1,177 ms of the 2,834 ms"),
-        "{}",
-        load.reason
+        load.figures.as_ref().is_some_and(|f| f.explains),
+        "{load:?}"
     );
-    assert!(
-        load.reason.ends_with("so that load does not explain it"),
-        "{}",
-        load.reason
+    let seen = load.recorded.expect("the recorder's revision");
+    assert_eq!(
+        (seen.outside_ns / 1_000_000, seen.waited_ns / 1_000_000),
+        (1177, 2833),
+        "{seen:?}"
     );
 }
 
@@ -217,7 +222,7 @@ fn not_stuck_beside_a_nice_hog_names_the_hog() {
         "stop sh[6408] or keep the run off the CPU it holds, then rerun"
     );
     let load = cause.outside_load.unwrap();
-    assert!(load.explains, "{}", load.reason);
+    assert!(load.explains, "{load:?}");
     let acc = cause.recorder.unwrap();
     assert!(acc.holders.iter().any(|h| (
         h.comm.as_str(),

@@ -1,8 +1,9 @@
 //! Judging a run: every group's checks (the per-group table, fairness,
 //! checks over time), the scheduler's survival, and the verdict.
 
-use crate::checks::cause::{judge_outside_load, load_explains_all, Cause, CpuWait, GroupFacts};
+use crate::checks::cause::{Cause, CpuWait, GroupFacts};
 use crate::checks::cpu_wait::{run_wait_share, stall_wait};
+use crate::checks::outside_load::{judge_outside_load, load_explains_all, WaitSpan};
 use crate::checks::{verdict, CheckResult, GroupWork, Op, SkippedCheck, Verdict};
 use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::report::WorkerReport;
@@ -135,12 +136,12 @@ fn cpu_wait_of(
     if let Some((span, share)) = stalled {
         return Some(CpuWait {
             share,
-            over: format!("its longest stall ({:.1} s)", span as f64 / 1e9),
+            over: WaitSpan::LongestStall { ns: span },
         });
     }
     Some(CpuWait {
         share: run_wait_share(&mine)?,
-        over: "the run".into(),
+        over: WaitSpan::Run,
     })
 }
 
