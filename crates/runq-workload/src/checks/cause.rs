@@ -9,8 +9,6 @@ use serde::Serialize;
 use runq_kernel::task_record::TaskRecord;
 
 use super::outside_load::{OutsideLoad, WaitSpan};
-use super::{CheckResult, Op};
-use crate::check_id::{Direction, LoadEffect};
 
 /// What the run's figures say about one failed check.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -112,29 +110,6 @@ pub struct CpuWait {
     pub over: WaitSpan,
 }
 
-/// The effect of outside load on check `c`, whose operator says whether
-/// its bound is a floor or a ceiling.
-pub(super) fn effect_of(c: &CheckResult) -> LoadEffect {
-    let direction = match c.op {
-        Op::AtLeast => Direction::Floor,
-        Op::AtMost => Direction::Ceiling,
-    };
-    c.check.load_effect(direction)
-}
-
-/// True when load outside the run can act on check `c` at all (a share,
-/// a rate, a wait or a delay; not a death, a setting, the scheduler's
-/// survival).
-pub(crate) fn load_can_act(c: &CheckResult) -> bool {
-    effect_of(c) != LoadEffect::None
-}
-
-/// True when load outside the run cuts check `c`'s figure in proportion
-/// to the CPU time it took (a share, a rate).
-pub(crate) fn is_proportional(c: &CheckResult) -> bool {
-    effect_of(c) == LoadEffect::Proportional
-}
-
 /// What the run tells about the group a failed check judged.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GroupFacts {
@@ -150,47 +125,4 @@ pub struct GroupFacts {
     /// `usable_cpus`, they queue behind each other without any outside
     /// load.
     pub own_demand: f64,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::CheckId;
-
-    fn failed(check: CheckId, measured: f64, op: Op, bound: f64) -> CheckResult {
-        CheckResult {
-            check,
-            group: "g".into(),
-            measured,
-            op,
-            bound,
-            pass: false,
-            detail: None,
-            cause: None,
-            not_judged: None,
-        }
-    }
-
-    #[test]
-    fn every_rate_and_spread_of_the_table_is_one_load_can_act_on() {
-        for (check, op) in [
-            (CheckId::MinIterationRate, Op::AtLeast),
-            (CheckId::MinWorkRate, Op::AtLeast),
-            (CheckId::MaxThroughputCv, Op::AtMost),
-        ] {
-            assert!(load_can_act(&failed(check, 1.0, op, 2.0)), "{check}");
-        }
-        assert!(is_proportional(&failed(
-            CheckId::MinIterationRate,
-            88.0,
-            Op::AtLeast,
-            100.0
-        )));
-        assert!(!load_can_act(&failed(
-            CheckId::CpusetIsolation,
-            4.0,
-            Op::AtMost,
-            0.0
-        )));
-    }
 }

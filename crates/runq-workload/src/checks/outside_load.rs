@@ -17,10 +17,10 @@
 
 use serde::Serialize;
 
-use super::cause::{effect_of, GroupFacts};
+use super::cause::GroupFacts;
 use super::cpu_wait::MIN_WAIT_SHARE;
 use super::{CheckResult, Op};
-use crate::check_id::LoadEffect;
+use crate::check_id::{Direction, LoadEffect};
 use crate::runner::host_load::HostLoad;
 
 /// The judgement on the load outside the run.
@@ -121,6 +121,29 @@ pub struct LoadSeen {
     /// its part of the outside tasks' time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub best: Option<f64>,
+}
+
+/// The effect of outside load on check `c`, whose operator says whether
+/// its bound is a floor or a ceiling.
+fn effect_of(c: &CheckResult) -> LoadEffect {
+    let direction = match c.op {
+        Op::AtLeast => Direction::Floor,
+        Op::AtMost => Direction::Ceiling,
+    };
+    c.check.load_effect(direction)
+}
+
+/// True when load outside the run can act on check `c` at all (a share,
+/// a rate, a wait or a delay; not a death, a setting, the scheduler's
+/// survival).
+pub(crate) fn load_can_act(c: &CheckResult) -> bool {
+    effect_of(c) != LoadEffect::None
+}
+
+/// True when load outside the run cuts check `c`'s figure in proportion
+/// to the CPU time it took (a share, a rate).
+pub(crate) fn is_proportional(c: &CheckResult) -> bool {
+    effect_of(c) == LoadEffect::Proportional
 }
 
 /// The judgement on outside load for the failed check `c` of a group
@@ -233,6 +256,29 @@ mod tests {
             outside_cpus: outside,
             runq_cpus: 0.0,
         }
+    }
+
+    #[test]
+    fn every_rate_and_spread_of_the_table_is_one_load_can_act_on() {
+        for (check, op) in [
+            (CheckId::MinIterationRate, Op::AtLeast),
+            (CheckId::MinWorkRate, Op::AtLeast),
+            (CheckId::MaxThroughputCv, Op::AtMost),
+        ] {
+            assert!(load_can_act(&failed(check, 1.0, op, 2.0)), "{check}");
+        }
+        assert!(is_proportional(&failed(
+            CheckId::MinIterationRate,
+            88.0,
+            Op::AtLeast,
+            100.0
+        )));
+        assert!(!load_can_act(&failed(
+            CheckId::CpusetIsolation,
+            4.0,
+            Op::AtMost,
+            0.0
+        )));
     }
 
     #[test]

@@ -356,7 +356,7 @@ fn recorded_explains(
     wall_ns: u64,
 ) -> (bool, Option<f64>) {
     let outside = s.outside.1.min(w.wait_ns);
-    if super::cause::is_proportional(c) {
+    if super::outside_load::is_proportional(c) {
         // A share or a rate: what the worker would have done had their
         // time gone to it in the proportion it got of the run's time there.
         let run_time = (w.run_ns + s.own.1 + s.run.1 + s.runq.1).max(1) as f64;
@@ -418,7 +418,7 @@ pub(crate) fn explain_all(
     };
     let tasks = RunTasks { scn, in_cgroups };
     for c in checks.iter_mut().filter(|c| !c.pass) {
-        if !super::cause::load_can_act(c) {
+        if !super::outside_load::load_can_act(c) {
             continue;
         }
         let Some((w, Some(g))) = subject(c, scn, reports, rec) else {
@@ -437,7 +437,7 @@ pub(crate) fn explain_all(
         // A delay the figures found was no wait for a CPU (a partner
         // stopped, a sleep) keeps that account unless the worker waited
         // most of its time.
-        let not_a_wait = !super::cause::is_proportional(c)
+        let not_a_wait = !super::outside_load::is_proportional(c)
             && cause_says(c) == Some(false)
             && 2 * w.wait_ns < wall;
         let cause = c.cause.get_or_insert_with(Cause::default);
