@@ -10,19 +10,26 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::scx_guest;
-use crate::common::runq;
+use super::{scx_guest, within_ci_budget};
 use crate::tier_guest::TierRun;
 
 /// The crates and the ops name each attaches under.
 const CRATES: [(&str, &str); 2] = [("scx_bpfland", "bpfland"), ("scx_lavd", "lavd")];
 
-/// Builds (or finds cached) crate `name`; its binary.
+/// The longest a build may take: 20 minutes, cut to what is left of
+/// CI's budget for the tier.
+const BUILD_LIMIT: Duration = Duration::from_secs(20 * 60);
+
+/// Builds (or finds cached) crate `name` within what is left of CI's
+/// budget (`timeout` stops cargo and its compilers with it); its binary.
 fn built(name: &str) -> PathBuf {
-    let out = runq()
+    let limit = within_ci_budget(BUILD_LIMIT).as_secs().to_string();
+    let out = std::process::Command::new("timeout")
+        .args(["--kill-after=10", &limit])
+        .arg(env!("CARGO_BIN_EXE_runq"))
         .args(["vm", "scheduler", "build", name, "--path"])
         .output()
-        .expect("run runq");
+        .expect("run timeout runq");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "building {name}: {stderr}");
     let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
