@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use runq_kernel::task_record::TaskRecord;
 
-use super::outside_load::{OutsideLoad, WaitSpan};
+use super::outside_load::OutsideLoad;
 
 /// What the run's figures say about one failed check.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -99,30 +99,4 @@ pub struct HeldBy {
     pub held_ns: u64,
     /// How long the worker waited runnable in all, ns.
     pub wait_ns: u64,
-}
-
-/// How much the group checked waited for a CPU, where it matters.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CpuWait {
-    /// The share of its workers' time spent runnable without a CPU.
-    pub share: f64,
-    /// Over what: the run, or its longest stall.
-    pub over: WaitSpan,
-}
-
-/// What the run tells about the group a failed check judged.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GroupFacts {
-    /// The CPUs its workers could use.
-    pub usable_cpus: usize,
-    /// A worker the check counts died or was killed (then the load is not
-    /// the cause).
-    pub died: bool,
-    /// How much it waited for a CPU, where the check looks.
-    pub wait: Option<CpuWait>,
-    /// The CPUs' worth of runnable work (on a CPU or waiting for one) the
-    /// run's own workers confined to those CPUs brought: past
-    /// `usable_cpus`, they queue behind each other without any outside
-    /// load.
-    pub own_demand: f64,
 }

@@ -17,7 +17,6 @@
 
 use serde::Serialize;
 
-use super::cause::GroupFacts;
 use super::cpu_wait::MIN_WAIT_SHARE;
 use super::{CheckResult, Op};
 use crate::check_id::{Direction, LoadEffect};
@@ -146,6 +145,32 @@ pub(crate) fn is_proportional(c: &CheckResult) -> bool {
     effect_of(c) == LoadEffect::Proportional
 }
 
+/// How much the group checked waited for a CPU, where it matters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuWait {
+    /// The share of its workers' time spent runnable without a CPU.
+    pub share: f64,
+    /// Over what: the run, or its longest stall.
+    pub over: WaitSpan,
+}
+
+/// What the run tells about the group a failed check judged.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupFacts {
+    /// The CPUs its workers could use.
+    pub usable_cpus: usize,
+    /// A worker the check counts died or was killed (then the load is not
+    /// the cause).
+    pub died: bool,
+    /// How much it waited for a CPU, where the check looks.
+    pub wait: Option<CpuWait>,
+    /// The CPUs' worth of runnable work (on a CPU or waiting for one) the
+    /// run's own workers confined to those CPUs brought: past
+    /// `usable_cpus`, they queue behind each other without any outside
+    /// load.
+    pub own_demand: f64,
+}
+
 /// The judgement on outside load for the failed check `c` of a group
 /// described by `g`. `None` when load cannot act on the check, or the
 /// host was quiet.
@@ -222,7 +247,7 @@ pub fn load_explains_all(checks: &[CheckResult]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::cause::{Cause, CpuWait};
+    use crate::checks::cause::Cause;
     use crate::CheckId;
 
     fn failed(check: CheckId, measured: f64, op: Op, bound: f64) -> CheckResult {

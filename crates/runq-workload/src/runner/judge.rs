@@ -1,9 +1,11 @@
 //! Judging a run: every group's checks (the per-group table, fairness,
 //! checks over time), the scheduler's survival, and the verdict.
 
-use crate::checks::cause::{Cause, CpuWait, GroupFacts};
+use crate::checks::cause::Cause;
 use crate::checks::cpu_wait::{run_wait_share, stall_wait};
-use crate::checks::outside_load::{judge_outside_load, load_explains_all, WaitSpan};
+use crate::checks::outside_load::{
+    judge_outside_load, load_explains_all, CpuWait, GroupFacts, WaitSpan,
+};
 use crate::checks::{verdict, CheckResult, GroupWork, Op, SkippedCheck, Verdict};
 use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::report::WorkerReport;
