@@ -4,7 +4,7 @@
 //! neither (then outside the run, or left idle). Each cause names the
 //! control run that tells it apart.
 
-use crate::checks::cause::Cause;
+use crate::checks::cause::{Cause, NextStep};
 use crate::fairness::{FairModel, FairShare};
 
 /// Groups got more than this times their entitlement before they are
@@ -35,7 +35,7 @@ pub fn group_share_cause(m: &FairModel, s: &FairShare, shares: &[FairShare]) -> 
                 (s.expected_cpus - s.got_cpus).max(0.0),
                 m.group_names[s.group]
             ),
-            "rerun with --flight-recorder to see who held its CPUs".to_string(),
+            NextStep::FlightRecorder { worker: None },
         )
     } else if by_cgroup {
         (
@@ -44,7 +44,7 @@ pub fn group_share_cause(m: &FairModel, s: &FairShare, shares: &[FairShare]) -> 
                 takers.join(", "),
                 m.basis
             ),
-            "for a control, run the same scenario with --no-cgroups (every worker then competes as a task)".to_string(),
+            NextStep::NoCgroupsControl,
         )
     } else {
         (
@@ -52,7 +52,7 @@ pub fn group_share_cause(m: &FairModel, s: &FairShare, shares: &[FairShare]) -> 
                 "the run's own workers took its time: {}; the scheduler split the CPUs between the run's tasks against their weights",
                 takers.join(", ")
             ),
-            "rerun with --flight-recorder to see who held its CPUs".to_string(),
+            NextStep::FlightRecorder { worker: None },
         )
     };
     Cause {
@@ -97,9 +97,7 @@ pub fn worker_share_cause(m: &FairModel, tid: u32, w: &FairShare, group_ratio: f
             rest
         )),
         outside_load: None,
-        next_step: Some(format!(
-            "rerun with --flight-recorder to see who held worker {tid}'s CPU"
-        )),
+        next_step: Some(NextStep::FlightRecorder { worker: Some(tid) }),
         ..Cause::default()
     }
 }
@@ -150,7 +148,7 @@ mod tests {
             text.contains("between the run's cgroups (equal cpu.shares)"),
             "{text}"
         );
-        assert!(c.next_step.unwrap().contains("--no-cgroups"));
+        assert_eq!(c.next_step, Some(NextStep::NoCgroupsControl));
     }
 
     #[test]

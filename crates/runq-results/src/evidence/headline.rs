@@ -99,10 +99,14 @@ fn cause_lines(c: &CheckResult) -> Vec<String> {
         .outside_load
         .as_ref()
         .map(|l| crate::render::outside_load_sentence(l, &c.check));
+    let next = cause
+        .next_step
+        .as_ref()
+        .map(crate::render::next_step_sentence);
     for (label, part) in [
         ("cause", cause.mechanism.as_deref()),
         ("outside load", load.as_deref()),
-        ("next", cause.next_step.as_deref()),
+        ("next", next.as_deref()),
     ] {
         if let Some(p) = part {
             lines.push(format!("{label}: {p}"));

@@ -232,7 +232,7 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
                 }),
                 recorded: None,
             }),
-            next_step: Some("run it with --no-cgroups".into()),
+            next_step: Some(runq_workload::NextStep::NoCgroupsControl),
             recorder: Some(runq_workload::RecorderAccount {
                 record: runq_kernel::task_record::TaskRecord {
                     worker: 500,
@@ -276,7 +276,11 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
         "  outside load: tasks outside the run used 0.10 of the host's 2 CPUs, which cannot \
          explain it: without them min_fair_share would still be at most 0.130, short of 0.500"
     );
-    assert_eq!(lines[4], "  next: run it with --no-cgroups");
+    assert_eq!(
+        lines[4],
+        "  next: for a control, run the same scenario with --no-cgroups (every worker then \
+         competes as a task)"
+    );
     assert_eq!(
         lines[5],
         "  recorder: worker 500 (g) ran 288 ms and never waited runnable (0 migrations)"

@@ -7,11 +7,13 @@ mod compare;
 mod host;
 mod instrument;
 mod load;
+mod next_step;
 mod outcome;
 mod recorder;
 mod repeats;
 
 pub use load::outside_load_sentence;
+pub use next_step::next_step_sentence;
 pub use compare::{ci_text, comparison, pct_text, value_text};
 pub use outcome::{detail_of, outcome};
 pub use recorder::recorder_sentence;

@@ -406,7 +406,8 @@ fn render_cause(out: &mut String, cause: &runq_workload::Cause, check: &runq_wor
         let _ = writeln!(out, "     outside load: {}", printable(&line));
     }
     if let Some(n) = &cause.next_step {
-        let _ = writeln!(out, "     next: {}", printable(n));
+        let line = super::next_step_sentence(n);
+        let _ = writeln!(out, "     next: {}", printable(&line));
     }
     if let Some(acc) = &cause.recorder {
         let line = super::recorder_sentence(acc);

@@ -22,7 +22,7 @@ pub struct Cause {
     pub outside_load: Option<OutsideLoad>,
     /// The run to make next to tell the causes apart.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_step: Option<String>,
+    pub next_step: Option<NextStep>,
     /// What the per-task recorder saw of the worker the check points at:
     /// its run time and waits, who held its CPU while it waited (see
     /// [`super::recorded`]); runq-results writes it as a sentence.
@@ -36,6 +36,38 @@ pub struct Cause {
     /// the cause is then what /proc and schedstat tell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_recorder: Option<String>,
+}
+
+/// The run or the look to make next after a FAIL, as runq-results words
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NextStep {
+    /// The same scenario with `--no-cgroups`, as a control: every worker
+    /// then competes as a task.
+    NoCgroupsControl,
+    /// A rerun with `--flight-recorder`, to see who held the worker's CPU
+    /// (the group's CPUs when `None`).
+    FlightRecorder {
+        /// The worker, when the check points at one.
+        worker: Option<u32>,
+    },
+    /// Stop the task outside the run that held the worker's CPU, or keep
+    /// the run off that CPU.
+    StopHolder {
+        /// Its comm.
+        comm: String,
+        /// Its pid.
+        pid: u32,
+    },
+    /// Keep the run off the CPUs tasks outside it held (none named).
+    KeepOffOutsideCpus,
+    /// Leave runq a CPU: fewer workers than CPUs.
+    LeaveRunqACpu,
+    /// Look for what ended the worker.
+    FindWhatEndedIt,
+    /// Fix the run's own error.
+    FixRunError,
 }
 
 /// The per-task recorder's account of the worker a failed check points

@@ -12,7 +12,7 @@ use crate::CheckId;
 use runq_common::units::fmt_ms_grouped as ms;
 use runq_kernel::task_record::{groups_of_class, Holder, Recorded, TaskRecord, RUNQ_CLASS};
 
-use super::cause::{Cause, HeldBy, HeldParts, NamedHolder, RecorderAccount};
+use super::cause::{Cause, HeldBy, HeldParts, NamedHolder, NextStep, RecorderAccount};
 use super::outside_load::{LoadSeen, OutsideLoad};
 use super::CheckResult;
 use crate::report::WorkerReport;
@@ -225,17 +225,18 @@ fn mechanism(
     (wall_ns, stuck): (u64, bool),
     tasks: &RunTasks<'_>,
     s: &Split<'_>,
-) -> (String, Option<String>) {
+) -> (String, Option<NextStep>) {
     if let Some(text) = no_cpu_wait(w, wall_ns, stuck, s.total()) {
         return (text, None);
     }
     let container = tasks.container(g);
-    let control = (tasks.in_cgroups && tasks.scn.groups[g].cgroup.is_some()).then(|| {
-        "for a control, run the same scenario with --no-cgroups (every worker then competes \
-         as a task)"
-            .to_string()
-    });
-    let trace = || Some("rerun with --flight-recorder for the trace of its CPU".to_string());
+    let control = (tasks.in_cgroups && tasks.scn.groups[g].cgroup.is_some())
+        .then_some(NextStep::NoCgroupsControl);
+    let trace = || {
+        Some(NextStep::FlightRecorder {
+            worker: Some(w.worker),
+        })
+    };
     // Held time can pass the wait by the turn in progress when it ended.
     let of = |ns: u64| {
         format!(
@@ -284,11 +285,11 @@ fn mechanism(
         // The outside time can have no named holder (tasks that exited,
         // such as a fork storm's children, before the recorder named them).
         let next = match s.outside.0.first() {
-            Some(top) => format!(
-                "stop {}[{}] or keep the run off the CPU it holds, then rerun",
-                top.comm, top.pid
-            ),
-            None => "keep the run off the CPUs that tasks outside it held, then rerun".to_string(),
+            Some(top) => NextStep::StopHolder {
+                comm: top.comm.clone(),
+                pid: top.pid,
+            },
+            None => NextStep::KeepOffOutsideCpus,
         };
         (text, Some(next))
     }
@@ -296,16 +297,14 @@ fn mechanism(
 
 /// The mechanism when runq's own threads held worker `w`'s CPU most
 /// (`held`: how long, of its wait): runq measured itself.
-fn runq_itself(w: &TaskRecord, held: &str, holders: &[&Holder]) -> (String, Option<String>) {
+fn runq_itself(w: &TaskRecord, held: &str, holders: &[&Holder]) -> (String, Option<NextStep>) {
     let text = format!(
         "runq itself kept worker {} off its CPU: runq's own threads (its collector, its host \
          monitor) held it for {held}{}, not load outside the run",
         w.worker,
         named(holders)
     );
-    let next = "leave runq a CPU: run fewer workers than CPUs, so that its collector and host \
-                monitor need not take a worker's, then rerun";
-    (text, Some(next.to_string()))
+    (text, Some(NextStep::LeaveRunqACpu))
 }
 
 /// Revises the judgement on outside load with what the recorder saw:
@@ -389,11 +388,7 @@ fn died_cause(cause: &mut Cause, w: &TaskRecord, how: &crate::report::WorkerExit
         ms(w.run_ns),
         ms(w.wait_ns)
     ));
-    cause.next_step.get_or_insert_with(|| {
-        "look for what ended it: its exit status, the kernel log (the OOM killer), a fault \
-         injected with RUNQ_FAULT"
-            .into()
-    });
+    cause.next_step.get_or_insert(NextStep::FindWhatEndedIt);
 }
 
 /// Adds the recorder's evidence to every failed check (its mechanism

@@ -9,6 +9,7 @@ use std::time::Duration;
 use runq_kernel::cgroup::CgroupLimits;
 
 use super::*;
+use crate::checks::cause::NextStep;
 use crate::checks::outside_load::{FiguresSay, LoadFigures};
 use crate::checks::Op;
 use crate::report::WorkerExitInfo;
@@ -87,7 +88,7 @@ fn the_default_scenarios_spinner_lost_its_cpu_to_the_other_cgroup() {
         m.starts_with("the workers of the run's cgroup pingpong kept worker 8679 off its CPU: they held it for 1,559 ms of the 2,834 ms it waited"),
         "{m}"
     );
-    assert!(cause.next_step.unwrap().contains("--no-cgroups"));
+    assert_eq!(cause.next_step, Some(NextStep::NoCgroupsControl));
     let acc = cause.recorder.as_ref().expect("the recorder's account");
     assert_eq!(
         (
@@ -218,8 +219,11 @@ fn not_stuck_beside_a_nice_hog_names_the_hog() {
     );
     assert!(m.contains("(sh[6408], rustc[6463]"), "{m}");
     assert_eq!(
-        cause.next_step.unwrap(),
-        "stop sh[6408] or keep the run off the CPU it holds, then rerun"
+        cause.next_step,
+        Some(NextStep::StopHolder {
+            comm: "sh".into(),
+            pid: 6408
+        })
     );
     let load = cause.outside_load.unwrap();
     assert!(load.explains, "{load:?}");
@@ -253,7 +257,7 @@ fn runq_holding_a_workers_cpu_is_runq_itself_not_outside_load() {
     );
     assert!(m.contains("(runq-host[6408])"), "{m}");
     assert!(
-        cause.next_step.unwrap().starts_with("leave runq a CPU"),
+        cause.next_step == Some(NextStep::LeaveRunqACpu),
         "never advise stopping runq"
     );
     assert!(cause.outside_load.is_none_or(|l| !l.explains));

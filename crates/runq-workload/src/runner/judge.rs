@@ -281,7 +281,7 @@ pub(super) fn blame_the_run_error(error: &str, checks: &mut [crate::CheckResult]
     for c in checks.iter_mut().filter(|c| !c.pass) {
         c.cause = Some(crate::checks::cause::Cause {
             mechanism: Some(format!("the run ended early: {error}")),
-            next_step: Some("fix what the error names, then run again".into()),
+            next_step: Some(crate::checks::cause::NextStep::FixRunError),
             ..Default::default()
         });
     }
