@@ -5,8 +5,8 @@
 //! process that dies), once when sched_ext lets the scheduler go or its
 //! process dies, and once earlier when a stall is building: a SysRq-D
 //! dump (the host monitor's, every 2 s, or runq's own when none came for
-//! half the watchdog's bound) listing a task runnable and not run for half
-//! the watchdog's bound.
+//! half the watchdog's bound, held to 1% of a CPU) listing a task runnable
+//! and not run for half the watchdog's bound.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -22,6 +22,8 @@ const READ_EVERY: Duration = Duration::from_millis(100);
 /// the scheduler go (it writes it before the state leaves `enabled`; this
 /// covers a reader that polled in between).
 const EXIT_DUMP_WAIT: Duration = Duration::from_millis(500);
+/// runq's own dumps come at most once per this many times their CPU cost.
+const MAX_COST_SHARE: u64 = 100;
 /// The most entries shown per map.
 const MAX_MAP_ENTRIES: usize = 64;
 
@@ -102,6 +104,9 @@ pub(crate) struct StateDumper {
     last_dump: Option<Instant>,
     /// Why runq cannot ask the kernel for a dump, once asking failed.
     no_sysrq: Option<String>,
+    /// What runq's last own dump cost its thread (the kernel dumps in the
+    /// writer's context), ns.
+    own_dump_ns: u64,
     dumps: Vec<StateDump>,
 }
 
@@ -167,18 +172,23 @@ impl StateDumper {
     /// every 2 s or more), so that a stall is seen building before the
     /// watchdog's bound; once a stall was dumped, no more.
     fn ask_for_a_dump_when_due(&mut self) {
-        let every = Duration::from_millis(self.stall_ms);
+        // As the host monitor's: at most 1% of a CPU.
+        let every = Duration::from_millis(self.stall_ms)
+            .max(Duration::from_nanos(self.own_dump_ns.saturating_mul(MAX_COST_SHARE)));
         let due = self.last_dump.is_none_or(|t| t.elapsed() >= every);
         if !due || self.stall_dumped() || self.no_sysrq.is_some() {
             return;
         }
         self.last_dump = Some(Instant::now());
-        if let Some(s) = self.stream.as_mut() {
-            if let Err(e) = s.trigger() {
-                log::info!("scheduler state: no SysRq-D dumps of runq's own: {e}");
-                self.no_sysrq = Some(e.to_string());
-            }
+        let Some(s) = self.stream.as_mut() else {
+            return;
+        };
+        let t0 = runq_kernel::clock::thread_cpu_ns();
+        if let Err(e) = s.trigger() {
+            log::info!("scheduler state: no SysRq-D dumps of runq's own: {e}");
+            self.no_sysrq = Some(e.to_string());
         }
+        self.own_dump_ns = runq_kernel::clock::thread_cpu_ns().saturating_sub(t0);
     }
 
     /// The dump at the scheduler's end: the kernel's exit dump (waiting a
