@@ -8,8 +8,8 @@
 
 mod accel;
 pub mod distro;
-pub mod evidence;
 mod error;
+pub mod evidence;
 pub mod guest;
 pub mod guest_topology;
 pub mod kernel;

@@ -428,9 +428,9 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
 }
 
 pub mod cause;
-pub mod outside_load;
 pub(crate) mod cpu_wait;
 mod explain;
+pub mod outside_load;
 pub(crate) mod placement;
 mod rates;
 pub(crate) mod recorded;

@@ -12,9 +12,9 @@ mod outcome;
 mod recorder;
 mod repeats;
 
+pub use compare::{ci_text, comparison, pct_text, value_text};
 pub use load::outside_load_sentence;
 pub use next_step::next_step_sentence;
-pub use compare::{ci_text, comparison, pct_text, value_text};
 pub use outcome::{detail_of, outcome};
 pub use recorder::recorder_sentence;
 pub use repeats::repeat_summary;

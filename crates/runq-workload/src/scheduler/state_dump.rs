@@ -173,8 +173,9 @@ impl StateDumper {
     /// watchdog's bound; once a stall was dumped, no more.
     fn ask_for_a_dump_when_due(&mut self) {
         // As the host monitor's: at most 1% of a CPU.
-        let every = Duration::from_millis(self.stall_ms)
-            .max(Duration::from_nanos(self.own_dump_ns.saturating_mul(MAX_COST_SHARE)));
+        let every = Duration::from_millis(self.stall_ms).max(Duration::from_nanos(
+            self.own_dump_ns.saturating_mul(MAX_COST_SHARE),
+        ));
         let due = self.last_dump.is_none_or(|t| t.elapsed() >= every);
         if !due || self.stall_dumped() || self.no_sysrq.is_some() {
             return;
