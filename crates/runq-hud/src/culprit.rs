@@ -17,7 +17,7 @@ use std::path::Path;
 
 use object::{Object, ObjectSymbol};
 
-use crate::classify::{crate_of, is_runtime_frame};
+use crate::classify::class_of;
 use crate::symbols::Frame;
 
 /// Crates that are never the program's own, whatever defines a `main`.
@@ -60,7 +60,8 @@ impl AppCode {
         }
         // Debug info: a source file outside the registry and std is the
         // program's (a workspace crate).
-        f.file.is_some() && crate_of(f).is_none() && !is_runtime_frame(f)
+        let c = class_of(f);
+        c.program_source && !c.runtime
     }
 
     /// The index of the culprit frame in `frames` (innermost first): the
@@ -70,7 +71,7 @@ impl AppCode {
         frames
             .iter()
             .position(|f| self.is_app(f))
-            .or_else(|| frames.iter().position(|f| !is_runtime_frame(f)))
+            .or_else(|| frames.iter().position(|f| !class_of(f).runtime))
     }
 
     /// The way from the culprit at `idx` into the code it called, when the
@@ -104,7 +105,7 @@ pub fn name_crate(function: &str) -> Option<&str> {
 /// Crates `c` for which the symbol table has `c::main` (the binary's own
 /// crate: Rust's `main` calls it through `std::rt::lang_start`).
 fn main_crates(exe: &Path) -> BTreeSet<String> {
-    let Ok(data) = std::fs::read(exe) else {
+    let Ok(data) = crate::mapped::MappedFile::open(exe) else {
         return BTreeSet::new();
     };
     let Ok(file) = object::File::parse(&*data) else {

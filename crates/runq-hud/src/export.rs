@@ -112,7 +112,8 @@ pub(crate) mod tests {
                 ),
                 frame("app::load", "/src/app.rs"),
                 frame("app::main::{{closure}}", "/src/main.rs"),
-            ],
+            ]
+            .into(),
             holder: None,
             task_id: None,
         }
@@ -175,7 +176,7 @@ pub(crate) mod tests {
             inlined: false,
         };
         let mut bare = finding(Category::BlockingCall, 7);
-        bare.stack = vec![libc, Frame::unknown(0x10)];
+        bare.stack = vec![libc, Frame::unknown(0x10)].into();
         let fs = [finding(Category::BlockingCall, 20), bare];
         let doc = trace_json(&report(&fs), &fs);
         let back = crate::live::replay::findings(&doc);
@@ -202,7 +203,9 @@ pub(crate) mod tests {
             inlined: false,
         };
         let mut parse = finding(Category::BlockingCall, 9);
-        parse.stack.insert(0, lib);
+        let mut stack = parse.stack.to_vec();
+        stack.insert(0, lib);
+        parse.stack = stack.into();
         let mut unnamed = finding(Category::LongPoll, 16);
         unnamed.stack = vec![Frame {
             function: crate::poll_culprit::UNNAMED.into(),
@@ -210,7 +213,8 @@ pub(crate) mod tests {
             line: None,
             module: None,
             inlined: false,
-        }];
+        }]
+        .into();
         let fs = [parse, unnamed, finding(Category::BlockingCall, 20)];
         let mut r = report(&fs);
         r.app_crates = vec!["app".into()];

@@ -19,6 +19,8 @@
 //! [`fleet`] is continuous mode: hud as a host's service, exporting
 //! OpenMetrics.
 //!
+//! [`mapped`] maps the binaries it parses, rather than reading them.
+//!
 //! Beside hud, [`hostwait`] measures the longest runnable wait on the whole
 //! host (for `runq run`'s host monitor).
 
@@ -33,6 +35,7 @@ pub mod fleet;
 pub mod health;
 pub mod hostwait;
 pub mod live;
+pub mod mapped;
 pub mod poll_culprit;
 pub mod polls;
 pub mod prep;

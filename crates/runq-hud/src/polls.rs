@@ -124,7 +124,7 @@ pub fn find(path: &Path) -> Result<Vec<Site>, PollSitesError> {
         path: path.display().to_string(),
         reason,
     };
-    let data = std::fs::read(path).map_err(|e| unreadable(e.to_string()))?;
+    let data = crate::mapped::MappedFile::open(path).map_err(|e| unreadable(e.to_string()))?;
     let file = object::File::parse(&*data).map_err(|e| unreadable(e.to_string()))?;
     let text = |s: &object::Symbol| -> Option<TextSymbol> {
         let section = file.section_by_index(s.section_index()?).ok()?;

@@ -6,6 +6,7 @@
 //! futures; the culprit is the innermost frame outside them.
 
 mod loops;
+mod memo;
 
 use serde::{Deserialize, Serialize};
 
@@ -169,6 +170,9 @@ pub struct FrameClass {
     pub task_poll: bool,
     /// The frame the thread started in: a stack that reaches it is whole.
     pub thread_entry: bool,
+    /// Its source file is the program's own: known, and neither the
+    /// standard library's nor a registry or git crate's.
+    pub program_source: bool,
 }
 
 /// The kind of loop that runs a worker's tasks.
@@ -194,8 +198,13 @@ impl Flavor {
     }
 }
 
-/// Classifies one frame.
+/// Classifies one frame (computed once per frame; see [`memo`]).
 pub fn class_of(f: &Frame) -> FrameClass {
+    memo::class(f, classify)
+}
+
+/// Classifies one frame from its names and paths.
+fn classify(f: &Frame) -> FrameClass {
     let tokio = is_tokio_frame(f);
     let flavor = loops::loop_flavor(f, tokio);
     FrameClass {
@@ -208,6 +217,7 @@ pub fn class_of(f: &Frame) -> FrameClass {
         block_in_place: tokio && is_block_in_place_frame(f),
         task_poll: tokio && is_task_poll_frame(f),
         thread_entry: loops::is_thread_entry(f),
+        program_source: f.file.is_some() && crate_of(f).is_none(),
     }
 }
 
@@ -275,7 +285,7 @@ pub fn task_future(frames: &[Frame]) -> Option<String> {
         return Some(task);
     }
     let poll = frames.iter().position(|f| class_of(f).task_poll)?;
-    let outer = frames[..poll].iter().rev().find(|f| !is_runtime_frame(f))?;
+    let outer = frames[..poll].iter().rev().find(|f| !class_of(f).runtime)?;
     Some(without_env(&outer.function))
 }
 
@@ -322,12 +332,12 @@ pub fn place_of_cut(classes: &[FrameClass]) -> Place {
 
 /// The program's frames, innermost first, up to the runtime's poll loop.
 pub fn user_frames(frames: &[Frame]) -> Vec<&Frame> {
-    frames.iter().filter(|f| !is_runtime_frame(f)).collect()
+    frames.iter().filter(|f| !class_of(f).runtime).collect()
 }
 
 /// The culprit: the innermost frame of the program itself.
 pub fn culprit(frames: &[Frame]) -> Option<&Frame> {
-    frames.iter().find(|f| !is_runtime_frame(f))
+    frames.iter().find(|f| !class_of(f).runtime)
 }
 
 #[cfg(test)]

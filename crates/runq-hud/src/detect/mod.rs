@@ -148,8 +148,9 @@ pub struct Finding {
     pub start_ns: u64,
     /// Length, ns.
     pub duration_ns: u64,
-    /// The whole stack, innermost first.
-    pub stack: Vec<Frame>,
+    /// The whole stack, innermost first (shared by the findings of the
+    /// same stack of addresses).
+    pub stack: Arc<[Frame]>,
     /// Run-queue delays: the task that held the CPU the worker waited for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<CpuHolder>,
@@ -382,7 +383,7 @@ impl Detector {
     /// Feeds one event with its symbolized stack; returns the findings it
     /// completes.
     pub fn feed(&mut self, ev: &RawEvent, stack: Vec<Frame>) -> Vec<Finding> {
-        self.feed_summarized(ev, Summary::of(&stack), || stack)
+        self.feed_summarized(ev, Summary::of(&stack), || stack.into())
     }
 
     /// Feeds one event by the summary of its stack; `stack` is called only
@@ -393,7 +394,7 @@ impl Detector {
         &mut self,
         ev: &RawEvent,
         summary: Summary,
-        stack: impl FnOnce() -> Vec<Frame>,
+        stack: impl FnOnce() -> Arc<[Frame]>,
     ) -> Vec<Finding> {
         match ev.kind {
             // A holder's stack names a culprit for a finding (the session
@@ -451,7 +452,7 @@ impl Detector {
         &mut self,
         ev: &RawEvent,
         summary: &Summary,
-        stack: impl FnOnce() -> Vec<Frame>,
+        stack: impl FnOnce() -> Arc<[Frame]>,
     ) -> Option<Finding> {
         match ev.kind {
             Kind::Blocked => {
@@ -482,7 +483,7 @@ impl Detector {
         &mut self,
         ev: &RawEvent,
         summary: &Summary,
-        stack: impl FnOnce() -> Vec<Frame>,
+        stack: impl FnOnce() -> Arc<[Frame]>,
     ) -> Option<Finding> {
         let mut holder = None;
         let category = match ev.kind {
@@ -526,7 +527,7 @@ impl Detector {
         &mut self,
         ev: &RawEvent,
         summary: &Summary,
-        stack: impl FnOnce() -> Vec<Frame>,
+        stack: impl FnOnce() -> Arc<[Frame]>,
     ) -> Option<Finding> {
         self.tally.samples += 1;
         if !summary.names_code(ev) {
@@ -570,7 +571,7 @@ impl Detector {
             tid: ev.tid,
             start_ns: ev.start_ns,
             duration_ns: ev.duration_ns,
-            stack: polls.stack_for(ev, span),
+            stack: polls.stack_for(ev, span).into(),
             holder: None,
             task_id: ev.task_id,
         })

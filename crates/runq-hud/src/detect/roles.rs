@@ -231,7 +231,7 @@ mod tests {
             tid,
             start_ns,
             duration_ns: 10,
-            stack: Vec::new(),
+            stack: std::sync::Arc::from([]),
             holder: None,
             task_id: None,
         }

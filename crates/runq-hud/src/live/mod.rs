@@ -203,7 +203,8 @@ mod tests {
                 frame("std::thread::sleep"),
                 frame(name),
                 frame("tokio::runtime::task::harness::poll"),
-            ],
+            ]
+            .into(),
             holder: None,
             task_id: Some(u64::from(tid) + 100),
         }

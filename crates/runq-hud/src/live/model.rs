@@ -215,7 +215,7 @@ mod tests {
             tid,
             start_ns: start_ms * 1_000_000,
             duration_ns: dur_ms * 1_000_000,
-            stack: vec![frame("std::thread::sleep"), frame(name)],
+            stack: vec![frame("std::thread::sleep"), frame(name)].into(),
             holder: None,
             task_id: None,
         }

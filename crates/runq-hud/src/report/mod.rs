@@ -254,7 +254,7 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
                     max_ns: 0,
                     workers: BTreeMap::new(),
                     runtimes: BTreeMap::new(),
-                    sample_stack: f.stack.clone(),
+                    sample_stack: f.stack.to_vec(),
                     tasks: Vec::new(),
                     task_count: 0,
                 };
@@ -403,7 +403,7 @@ mod tests {
             tid,
             start_ns: 0,
             duration_ns: ms * 1_000_000,
-            stack: vec![frame("std::thread::sleep"), frame(name)],
+            stack: vec![frame("std::thread::sleep"), frame(name)].into(),
             holder: None,
             task_id: None,
         }

@@ -145,7 +145,8 @@ mod tests {
                 frame("app::load"),
                 frame("app::serve::{{closure}}"),
                 frame("tokio::runtime::task::core::Core<T,S>::poll"),
-            ],
+            ]
+            .into(),
             holder: None,
             task_id,
         }

@@ -122,7 +122,7 @@ fn feed(
     if let Some(h) = health {
         h.note(ev.stack.len(), summary.reached_loop, ev.truncated);
     }
-    detector.feed_summarized(ev, summary, || stacks.frames(&ev.stack))
+    detector.feed_summarized(ev, summary, || stacks.shared_frames(&ev.stack))
 }
 
 /// What a session tells its observer (the live view) as it goes.

@@ -55,7 +55,7 @@ pub struct ElfInfo {
 impl ElfInfo {
     /// Reads `path`; `None` when it is not a readable ELF file.
     pub fn read(path: &Path) -> Option<ElfInfo> {
-        let data = std::fs::read(path).ok()?;
+        let data = crate::mapped::MappedFile::open(path).ok()?;
         Self::parse(&data)
     }
 

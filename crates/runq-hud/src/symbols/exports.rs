@@ -29,7 +29,7 @@ impl Exports {
     /// Reads the exported functions of the ELF object at `path`; `None`
     /// when it cannot be read or exports none.
     pub fn load(path: &Path) -> Option<Exports> {
-        let data = std::fs::read(path).ok()?;
+        let data = crate::mapped::MappedFile::open(path).ok()?;
         let file = object::File::parse(&*data).ok()?;
         let mut functions: Vec<(u64, String)> = file
             .dynamic_symbols()

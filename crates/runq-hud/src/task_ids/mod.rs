@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
+use crate::mapped::MappedFile;
+
 /// The function that sets a thread's current task.
 pub const SET_TASK_FN: &str = "tokio::runtime::context::set_current_task_id";
 
@@ -127,7 +129,7 @@ fn file_offset(data: &[u8], vaddr: u64) -> Option<u64> {
 /// unstripped copy) that has [`SET_TASK_FN`]: its thread-local slot when
 /// [`tls::slot`] finds it, else a uprobe on the function's instances.
 pub fn find(exe: &Path, others: &[PathBuf]) -> Result<Method, TaskIdsError> {
-    let exe_data = std::fs::read(exe).map_err(|e| unreadable(exe, e))?;
+    let exe_data = MappedFile::open(exe).map_err(|e| unreadable(exe, e))?;
     let mut searched = vec![exe.display().to_string()];
     let mut found = instances(&exe_data, exe, SET_TASK_FN)?;
     let mut symbols = None;
@@ -136,11 +138,11 @@ pub fn find(exe: &Path, others: &[PathBuf]) -> Result<Method, TaskIdsError> {
             break;
         }
         searched.push(other.display().to_string());
-        let data = std::fs::read(other).map_err(|e| unreadable(other, e))?;
+        let data = MappedFile::open(other).map_err(|e| unreadable(other, e))?;
         found = instances(&data, other, SET_TASK_FN)?;
         symbols = Some(data);
     }
-    let symbols = symbols.as_deref().unwrap_or(&exe_data);
+    let symbols = symbols.as_deref().unwrap_or(&*exe_data);
     match tls::slot(&exe_data, symbols, &found) {
         Ok(tp_offset) => return Ok(Method::Tls { tp_offset }),
         Err(why) => log::info!("hud: task ids by uprobe: {why}"),

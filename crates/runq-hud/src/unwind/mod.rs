@@ -22,6 +22,7 @@ use framehop::{
 use serde::{Deserialize, Serialize};
 
 use crate::event::StackCopy;
+use crate::mapped::MappedFile;
 use crate::symbols::maps::{read_code_mappings, CodeMapping};
 pub use object::{ObjectInfo, UnwindMethod};
 
@@ -84,7 +85,7 @@ struct Placed {
 pub struct Unwinder {
     proc_root: PathBuf,
     pid: u32,
-    inner: UnwinderX86_64<Vec<u8>>,
+    inner: UnwinderX86_64<Arc<[u8]>>,
     cache: CacheX86_64,
     placed: Vec<Placed>,
     objects: HashMap<String, Option<ObjectInfo>>,
@@ -180,7 +181,7 @@ impl Unwinder {
     fn place(&mut self, m: &CodeMapping) {
         let key = m.path.trim_end_matches(" (deleted)").to_string();
         if !self.objects.contains_key(&key) {
-            let info = self.read_object(m).and_then(|d| ObjectInfo::parse(&d).ok());
+            let info = self.read_object(m);
             self.objects.insert(key.clone(), info);
         }
         let Some(Some(info)) = self.objects.get(&key) else {
@@ -205,13 +206,14 @@ impl Unwinder {
         });
     }
 
-    /// The bytes of a mapped object: the file through map_files (which
-    /// reaches other mount namespaces and deleted files), or for the vDSO
-    /// the mapping's memory.
-    fn read_object(&self, m: &CodeMapping) -> Option<Vec<u8>> {
+    /// What the unwinder needs of a mapped object: the file, mapped
+    /// through map_files (which reaches other mount namespaces and deleted
+    /// files), or for the vDSO the mapping's memory.
+    fn read_object(&self, m: &CodeMapping) -> Option<ObjectInfo> {
         let dir = self.proc_root.join(self.pid.to_string());
         if m.path.starts_with('/') {
-            return std::fs::read(dir.join(format!("map_files/{:x}-{:x}", m.start, m.end))).ok();
+            let path = dir.join(format!("map_files/{:x}-{:x}", m.start, m.end));
+            return ObjectInfo::parse(&MappedFile::open(&path).ok()?).ok();
         }
         if m.path != "[vdso]" {
             return None;
@@ -219,7 +221,7 @@ impl Unwinder {
         let mem = std::fs::File::open(dir.join("mem")).ok()?;
         let mut buf = vec![0u8; usize::try_from(m.end - m.start).ok()?];
         mem.read_exact_at(&mut buf, m.start).ok()?;
-        Some(buf)
+        ObjectInfo::parse(&buf).ok()
     }
 
     fn placed_at(&self, addr: u64) -> Option<&Placed> {
@@ -332,13 +334,14 @@ impl Unwinder {
 }
 
 /// framehop's view of an object's sections.
-fn section_info(info: &ObjectInfo) -> ExplicitModuleSectionInfo<Vec<u8>> {
+fn section_info(info: &ObjectInfo) -> ExplicitModuleSectionInfo<Arc<[u8]>> {
     let svma = |s: &Option<object::Section>| s.as_ref().map(|s| s.svma.clone());
     let data = |s: &Option<object::Section>| s.as_ref().map(|s| s.data.clone());
+    // framehop reads the code itself only for Mach-O and PE objects.
     ExplicitModuleSectionInfo {
         base_svma: 0,
-        text_svma: svma(&info.text),
-        text: data(&info.text),
+        text_svma: info.text.clone(),
+        text: None,
         got_svma: info.got.clone(),
         eh_frame_svma: svma(&info.eh_frame),
         eh_frame: data(&info.eh_frame),

@@ -3,6 +3,7 @@
 //! keeps frame pointers.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
@@ -34,8 +35,8 @@ impl UnwindMethod {
 pub struct Section {
     /// Addresses as linked (SVMA).
     pub svma: Range<u64>,
-    /// Contents.
-    pub data: Vec<u8>,
+    /// Contents (shared with the unwinder's copy of the object).
+    pub data: Arc<[u8]>,
 }
 
 /// A loadable segment (PT_LOAD).
@@ -66,8 +67,9 @@ pub struct ObjectInfo {
     pub eh_frame_hdr: Option<Section>,
     /// `.debug_frame` (objects built without `.eh_frame`).
     pub debug_frame: Option<Section>,
-    /// `.text`.
-    pub text: Option<Section>,
+    /// `.text`'s addresses as linked (its bytes are read only to judge
+    /// frame pointers, and not kept).
+    pub text: Option<Range<u64>>,
     /// `.got` (for got-relative CFI pointers).
     pub got: Option<Range<u64>>,
     /// Loadable segments.
@@ -88,16 +90,17 @@ fn section(file: &object::File<'_>, name: &str) -> Option<Section> {
     let s = file.section_by_name(name)?;
     Some(Section {
         svma: s.address()..s.address() + s.size(),
-        data: s.uncompressed_data().ok()?.into_owned(),
+        data: Arc::from(&*s.uncompressed_data().ok()?),
     })
 }
 
-/// True when the code at `addr` (inside `text`) starts a frame.
-fn starts_with_fp_prologue(text: &Section, addr: u64) -> bool {
-    let Some(off) = addr.checked_sub(text.svma.start) else {
+/// True when the code at `addr` (inside `.text`, linked at `svma` and
+/// holding `code`) starts a frame.
+fn starts_with_fp_prologue(svma: &Range<u64>, code: &[u8], addr: u64) -> bool {
+    let Some(off) = addr.checked_sub(svma.start) else {
         return false;
     };
-    let Some(code) = text.data.get(off as usize..) else {
+    let Some(code) = code.get(off as usize..) else {
         return false;
     };
     let code = code.strip_prefix(&ENDBR64[..]).unwrap_or(code);
@@ -106,16 +109,16 @@ fn starts_with_fp_prologue(text: &Section, addr: u64) -> bool {
 
 /// Judges frame pointers by the prologues of the object's functions
 /// (skipping tiny ones, which often need no frame either way).
-fn judge_frame_pointers(file: &object::File<'_>, text: &Section) -> Option<bool> {
+fn judge_frame_pointers(file: &object::File<'_>, svma: &Range<u64>, code: &[u8]) -> Option<bool> {
     let mut seen = 0usize;
     let mut with_fp = 0usize;
     let symbols = file.symbols().chain(file.dynamic_symbols());
     for sym in symbols.filter(|s| s.kind() == SymbolKind::Text && s.size() >= 32) {
-        if !text.svma.contains(&sym.address()) {
+        if !svma.contains(&sym.address()) {
             continue;
         }
         seen += 1;
-        with_fp += usize::from(starts_with_fp_prologue(text, sym.address()));
+        with_fp += usize::from(starts_with_fp_prologue(svma, code, sym.address()));
         if seen >= FP_SAMPLE {
             break;
         }
@@ -127,8 +130,14 @@ impl ObjectInfo {
     /// Reads the unwind-related parts of an ELF image.
     pub fn parse(data: &[u8]) -> Result<Self, String> {
         let file = object::File::parse(data).map_err(|e| e.to_string())?;
-        let text = section(&file, ".text");
-        let frame_pointers = text.as_ref().and_then(|t| judge_frame_pointers(&file, t));
+        let text_section = file.section_by_name(".text");
+        let text = text_section
+            .as_ref()
+            .map(|s| s.address()..s.address() + s.size());
+        let frame_pointers = text_section.zip(text.as_ref()).and_then(|(s, svma)| {
+            let code = s.uncompressed_data().ok()?;
+            judge_frame_pointers(&file, svma, &code)
+        });
         let segments = file
             .segments()
             .map(|s| {
@@ -213,18 +222,16 @@ mod tests {
 
     #[test]
     fn prologues_are_recognized_with_and_without_endbr64() {
-        let text = Section {
-            svma: 0x1000..0x1010,
-            data: vec![
-                0x55, 0x48, 0x89, 0xe5, 0xc3, 0, 0, 0, 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89,
-                0xe5,
-            ],
-        };
-        assert!(starts_with_fp_prologue(&text, 0x1000));
-        assert!(starts_with_fp_prologue(&text, 0x1008));
-        assert!(!starts_with_fp_prologue(&text, 0x1004));
-        assert!(!starts_with_fp_prologue(&text, 0x0ff0), "before .text");
-        assert!(!starts_with_fp_prologue(&text, 0x2000), "after .text");
+        let svma = 0x1000..0x1010;
+        let code = [
+            0x55, 0x48, 0x89, 0xe5, 0xc3, 0, 0, 0, 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5,
+        ];
+        let starts = |addr| starts_with_fp_prologue(&svma, &code, addr);
+        assert!(starts(0x1000));
+        assert!(starts(0x1008));
+        assert!(!starts(0x1004));
+        assert!(!starts(0x0ff0), "before .text");
+        assert!(!starts(0x2000), "after .text");
     }
 
     #[test]
@@ -239,7 +246,7 @@ mod tests {
         assert_eq!(info.method(), UnwindMethod::None);
         info.eh_frame = Some(Section {
             svma: 0..4,
-            data: vec![1, 2, 3, 4],
+            data: Arc::from(&[1u8, 2, 3, 4][..]),
         });
         assert_eq!(info.method(), UnwindMethod::DwarfCfi);
         info.frame_pointers = Some(true);

@@ -67,8 +67,10 @@ fn independent_parsers_accept_both_dialects() {
     m.attached("svc \"a\"\\b", 1);
     for i in 0..50u64 {
         let mut f = finding(Category::BlockingCall, 5 + i);
-        f.stack[1].function =
+        let mut stack = f.stack.to_vec();
+        stack[1].function =
             format!("my_service::handlers::orders::handler_{i}::{{{{closure}}}}").into();
+        f.stack = stack.into();
         m.add_window("svc \"a\"\\b", &report(&[f]));
     }
     let om = m.render(Dialect::OpenMetrics);
@@ -96,7 +98,9 @@ fn rows_past_the_bound_are_summed_under_other() {
     let mut m = FleetMetrics::default();
     for i in 0..MAX_ROWS + 20 {
         let mut f = finding(Category::BlockingCall, 5);
-        f.stack[1].function = format!("app::f{i}").into();
+        let mut stack = f.stack.to_vec();
+        stack[1].function = format!("app::f{i}").into();
+        f.stack = stack.into();
         m.add_window("svc", &report(&[f]));
     }
     let text = m.render(Dialect::Prometheus);
