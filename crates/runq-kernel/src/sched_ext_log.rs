@@ -34,13 +34,31 @@ impl ScxExit {
         } else {
             "the kernel disabled"
         };
+        let name = short_name(&self.scheduler);
         match &self.message {
-            Some(m) => format!(
-                "{verb} BPF scheduler {:?}: {}: {m}",
-                self.scheduler, self.reason
-            ),
-            None => format!("{verb} BPF scheduler {:?}: {}", self.scheduler, self.reason),
+            Some(m) => format!("{verb} BPF scheduler {name}: {}: {m}", self.reason),
+            None => format!("{verb} BPF scheduler {name}: {}", self.reason),
         }
+    }
+}
+
+/// A scheduler's ops name for a sentence: scx's Rust schedulers name
+/// theirs `NAME_VERSION_TARGET` (`rustland_1.1.4_x86_64_unknown_linux_gnu`),
+/// which is written `"rustland" 1.1.4` so that the reason after it fits a
+/// first line; any other name is quoted whole.
+fn short_name(ops: &str) -> String {
+    let split = ops.match_indices('_').find_map(|(i, _)| {
+        let rest = &ops[i + 1..];
+        let version = rest.split('_').next()?;
+        let dotted = version.split('.').count() == 3
+            && version
+                .split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        (dotted && i > 0).then(|| (&ops[..i], version))
+    });
+    match split {
+        Some((name, version)) => format!("{name:?} {version}"),
+        None => format!("{ops:?}"),
     }
 }
 
@@ -99,6 +117,21 @@ fn disabled_line(line: &str) -> Option<(&str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_versioned_ops_name_is_written_short() {
+        assert_eq!(
+            short_name("rustland_1.1.4_x86_64_unknown_linux_gnu"),
+            "\"rustland\" 1.1.4"
+        );
+        assert_eq!(
+            short_name("bpfland_1.1.4_x86_64_unknown_linux_gnu"),
+            "\"bpfland\" 1.1.4"
+        );
+        assert_eq!(short_name("qmap"), "\"qmap\"");
+        assert_eq!(short_name("my_sched_v2"), "\"my_sched_v2\"");
+        assert_eq!(short_name("_1.2.3"), "\"_1.2.3\"");
+    }
 
     #[test]
     fn a_watchdog_stall_names_the_stalled_task() {
