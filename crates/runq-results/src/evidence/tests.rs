@@ -200,9 +200,27 @@ fn a_dead_schedulers_fail_leads_without_asking_for_a_recording() {
     assert!(lines.ends_with("\n  no evidence recorded"), "{lines}");
 }
 
+/// 0.1 of 2 CPUs outside the run, which cannot lift a share of 0.245 to
+/// 0.5.
+fn little_outside_load() -> runq_workload::OutsideLoad {
+    runq_workload::OutsideLoad {
+        explains: false,
+        figures: Some(runq_workload::LoadFigures {
+            outside_cpus: 0.1,
+            host_cpus: 2,
+            explains: false,
+            says: runq_workload::FiguresSay::WithoutThem {
+                best: 0.13,
+                bound: 0.5,
+            },
+        }),
+        recorded: None,
+    }
+}
+
 #[test]
 fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
-    use runq_workload::{Cause, CheckResult, HeldBy, Op, OutsideLoad};
+    use runq_workload::{Cause, CheckResult, HeldBy, Op};
     let mut o = outcome();
     let long = "x".repeat(400);
     o.checks = vec![CheckResult {
@@ -219,19 +237,7 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
             mechanism: Some(format!(
                 "the run's cgroup pingpong kept worker 500 off: {long}"
             )),
-            outside_load: Some(OutsideLoad {
-                explains: false,
-                figures: Some(runq_workload::LoadFigures {
-                    outside_cpus: 0.1,
-                    host_cpus: 2,
-                    explains: false,
-                    says: runq_workload::FiguresSay::WithoutThem {
-                        best: 0.13,
-                        bound: 0.5,
-                    },
-                }),
-                recorded: None,
-            }),
+            outside_load: Some(little_outside_load()),
             next_step: Some(runq_workload::NextStep::NoCgroupsControl),
             recorder: Some(runq_workload::RecorderAccount {
                 record: runq_kernel::task_record::TaskRecord {
