@@ -206,6 +206,12 @@ fn take_part<E: de::Error>() -> Result<(), E> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoundedVec<T, const MAX: usize>(pub Vec<T>);
 
+impl<T, const MAX: usize> Default for BoundedVec<T, MAX> {
+    fn default() -> Self {
+        BoundedVec(Vec::new())
+    }
+}
+
 struct VecVisitor<T, const MAX: usize>(PhantomData<T>);
 
 impl<'de, T: Deserialize<'de>, const MAX: usize> de::Visitor<'de> for VecVisitor<T, MAX> {

@@ -187,17 +187,43 @@ fn quote(s: &str) -> String {
 /// from the host's.
 const FORWARDED_ENV: [&str; 2] = ["RUNQ_RECORDER_TRACEPOINTS", "RUNQ_CLOCK"];
 
+/// One runq of a guest's script: its arguments (after the program name),
+/// the prefix of its files in the shared directory (`stdout`, `stderr`,
+/// `rc` after it), and how long it may take (`timeout`; `None`: as long
+/// as the VM runs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestCommand {
+    /// runq's arguments.
+    pub args: Vec<String>,
+    /// What its files' names start with (`""` for a lone run).
+    pub files: String,
+    /// Its time limit, whole seconds.
+    pub limit_s: Option<u64>,
+}
+
+impl GuestCommand {
+    /// The lone run of `runq run --vm`: files `stdout`, `stderr`, `rc`.
+    pub fn lone(args: &[String]) -> Self {
+        GuestCommand {
+            args: args.to_vec(),
+            files: String::new(),
+            limit_s: None,
+        }
+    }
+}
+
 /// The script the guest runs: marks its start (the host times the boot
 /// by it), lists the topology it sees (`topology`, checked by the host:
-/// [`crate::guest_topology`]), gives the root's children the cpu and cpuset controllers as
-/// systemd does on a production cgroup v2 host, copies runq into the
-/// guest's memory (`COPY_RUNQ`), runs it in the host's working
-/// directory with the host's [`FORWARDED_ENV`] settings, and leaves its stdout, stderr and exit code in `dir`;
-/// first sets up `--vm-disk` (`disk_setup`) and `--vm-net` (`net_setup`)
-/// as `setup` asks.
-pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String], setup: Setup) -> String {
+/// [`crate::guest_topology`]), gives the root's children the cpu and
+/// cpuset controllers as systemd does on a production cgroup v2 host,
+/// copies runq into the guest's memory (`COPY_RUNQ`), and runs each of
+/// `runs` in turn in the host's working directory with the host's
+/// [`FORWARDED_ENV`] settings, leaving its stdout, stderr and exit code
+/// in `dir`; first sets up `--vm-disk` (`disk_setup`) and `--vm-net`
+/// (`net_setup`) as `setup` asks. With several runs, an `rc` of 0 at the
+/// end says the script got through them all.
+pub fn script(dir: &Path, runq: &Path, cwd: &Path, runs: &[GuestCommand], setup: Setup) -> String {
     let d = |name: &str| quote(&dir.join(name).display().to_string());
-    let argv: Vec<String> = args.iter().map(|a| quote(a)).collect();
     let env: String = FORWARDED_ENV
         .iter()
         .filter_map(|k| Some(format!("{k}={} ", quote(&std::env::var(k).ok()?))))
@@ -210,9 +236,13 @@ pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String], setup: Setup
     if setup.net {
         disk.push_str(&net_setup(&d));
     }
+    let mut body: String = runs.iter().map(|r| run_line(r, &env, &d)).collect();
+    if runs.len() != 1 || !runs[0].files.is_empty() {
+        body.push_str(&format!("echo 0 > {}\n", d("rc")));
+    }
     format!(
         "#!/bin/sh\n\
-         # runq run --vm: the guest side of one run\n\
+         # runq run --vm: the guest side of the run\n\
          : > {started}\n\
          ( {topology_script} ) > {topology} 2>/dev/null\n\
          for c in cpu cpuset; do echo \"+$c\" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done\n\
@@ -220,17 +250,30 @@ pub fn script(dir: &Path, runq: &Path, cwd: &Path, args: &[String], setup: Setup
          R={runq}\n\
          {COPY_RUNQ}\n\
          cd {cwd} || exit 1\n\
-         NO_COLOR=1 {env}\"$R\" {argv} > {stdout} 2> {stderr}\n\
-         echo $? > {rc}\n",
+         {body}",
         started = d("started"),
         topology_script = crate::guest_topology::SCRIPT,
         topology = d("topology"),
         cwd = quote(&cwd.display().to_string()),
         runq = quote(&runq.display().to_string()),
+    )
+}
+
+/// The lines of one run: runq under its time limit, its outputs and its
+/// exit code into its files.
+fn run_line(run: &GuestCommand, env: &str, d: &dyn Fn(&str) -> String) -> String {
+    let argv: Vec<String> = run.args.iter().map(|a| quote(a)).collect();
+    let limit = run
+        .limit_s
+        .map_or(String::new(), |s| format!("timeout -k 10 {s} "));
+    let file = |name: &str| d(&format!("{}{name}", run.files));
+    format!(
+        "NO_COLOR=1 {env}{limit}\"$R\" {argv} > {stdout} 2> {stderr}\n\
+         echo $? > {rc}\n",
         argv = argv.join(" "),
-        stdout = d("stdout"),
-        stderr = d("stderr"),
-        rc = d("rc"),
+        stdout = file("stdout"),
+        stderr = file("stderr"),
+        rc = file("rc"),
     )
 }
 
@@ -276,7 +319,7 @@ mod tests {
             Path::new("/tmp/d"),
             Path::new("/usr/bin/runq"),
             Path::new("/home/a b"),
-            &args("run --param it's=1"),
+            &[GuestCommand::lone(&args("run --param it's=1"))],
             Setup::default(),
         );
         assert!(s.contains("cd '/home/a b'"), "{s}");
@@ -292,12 +335,43 @@ mod tests {
     }
 
     #[test]
+    fn several_runs_each_leave_their_own_files_under_their_limit() {
+        let runs: Vec<GuestCommand> = ["steady", "mixed_workloads"]
+            .iter()
+            .enumerate()
+            .map(|(i, s)| GuestCommand {
+                args: args(&format!("run {s} --json")),
+                files: format!("{i}."),
+                limit_s: Some(90),
+            })
+            .collect();
+        let s = script(
+            Path::new("/tmp/d"),
+            Path::new("/usr/bin/runq"),
+            Path::new("/"),
+            &runs,
+            Setup::default(),
+        );
+        assert!(
+            s.contains(
+                r#"timeout -k 10 90 "$R" 'run' 'steady' '--json' > '/tmp/d/0.stdout' 2> '/tmp/d/0.stderr'"#
+            ),
+            "{s}"
+        );
+        assert!(s.contains("echo $? > '/tmp/d/1.rc'"), "{s}");
+        assert!(
+            s.find("/tmp/d/1.rc") < s.find("echo 0 > '/tmp/d/rc'"),
+            "the script's own rc comes last: {s}"
+        );
+    }
+
+    #[test]
     fn the_nic_pair_is_found_by_mac_and_split_across_namespaces() {
         let s = script(
             Path::new("/tmp/d"),
             Path::new("/usr/bin/runq"),
             Path::new("/"),
-            &args("run --vm-net"),
+            &[GuestCommand::lone(&args("run --vm-net"))],
             Setup {
                 disk: false,
                 net: true,
@@ -319,7 +393,7 @@ mod tests {
             Path::new("/tmp/d"),
             Path::new("/usr/bin/runq"),
             Path::new("/"),
-            &args("run"),
+            &[GuestCommand::lone(&args("run"))],
             Setup {
                 disk: true,
                 net: false,

@@ -11,22 +11,49 @@ use crate::shard::Shard;
 /// One cell's outcome.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
-    /// The cell's id (`scenario/topology[/kernel]`).
+    /// The cell's id (`scenario/topology[/kernel][@scheduler]`).
     pub cell: String,
     /// The scenario's name.
     pub scenario: String,
     /// The topology preset.
     pub topology: String,
+    /// The scheduler, when the matrix has a scheduler axis (`kernel`:
+    /// the kernel's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
     /// The guest runq's exit code (absent when the VM did not run it).
     pub exit_code: Option<u8>,
     /// `pass`, `fail`, `interrupted`, `indeterminate`, or absent.
     pub verdict: Option<String>,
     /// `check[group]` of every failed check.
     pub failed_checks: Vec<String>,
+    /// Every check of the run, with its value in each repeat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckRow>,
     /// Why there is no verdict (a boot error, a skip, a run error).
     pub error: Option<String>,
     /// The VM, when it booted: its facts as a run's `host.vm`.
     pub vm: Option<serde_json::Value>,
+}
+
+/// One check of a cell's run: its bound, how many repeats passed it, and
+/// what each measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckRow {
+    /// The check's name.
+    pub check: String,
+    /// The group it judged.
+    pub group: String,
+    /// How the measured value is held to the bound (`<=`, `>=`).
+    pub op: String,
+    /// The bound (absent when the document had none).
+    pub bound: Option<f64>,
+    /// Repeats that passed it.
+    pub passed: u32,
+    /// Repeats that judged it.
+    pub of: u32,
+    /// The measured value in each repeat.
+    pub measured: Vec<f64>,
 }
 
 /// What makes two documents parts of one matrix: every cell's id and
@@ -171,9 +198,11 @@ pub(crate) mod tests {
             cell: "steady/2n2c2t".into(),
             scenario: "steady".into(),
             topology: "2n2c2t".into(),
+            scheduler: None,
             exit_code: rc,
             verdict: verdict.map(String::from),
             failed_checks: Vec::new(),
+            checks: Vec::new(),
             error: error.map(String::from),
             vm: None,
         }

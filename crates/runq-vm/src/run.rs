@@ -251,7 +251,7 @@ pub fn run_in_vm(
         run_for,
         interrupt,
     };
-    let run = boot.run(&g.args, dir, notice)?;
+    let run = boot.run(&[guest::GuestCommand::lone(&g.args)], dir, notice)?;
     Ok((g, run))
 }
 
@@ -289,7 +289,13 @@ impl GuestRun {
     /// The guest runq's exit code; an error when it left none (the shared
     /// directory is kept then, for its console).
     pub fn rc(&self) -> Result<u8, VmError> {
-        let Ok(rc) = self.read("rc") else {
+        self.rc_of("")
+    }
+
+    /// The exit code of the guest's run whose files start with `files`
+    /// (see [`guest::GuestCommand`]).
+    pub fn rc_of(&self, files: &str) -> Result<u8, VmError> {
+        let Ok(rc) = self.read(&format!("{files}rc")) else {
             self.dir.keep();
             return Err(VmError::Run(format!(
                 "--vm: runq in the VM ended without a result ({}); console {}",
@@ -312,11 +318,11 @@ pub(crate) struct Boot<'a> {
 
 impl Boot<'_> {
     /// Boots the VM (KVM first when `auto` finds it, then TCG) to run
-    /// runq with `guest_args`, its files in `dir`; a guest that died is
+    /// each of `runs` in turn, their files in `dir`; a guest that died is
     /// booted once more, which `notice` hears of.
     pub(crate) fn run(
         &self,
-        guest_args: &[String],
+        runs: &[guest::GuestCommand],
         dir: SharedDir,
         notice: &mut dyn FnMut(Notice),
     ) -> Result<GuestRun, VmError> {
@@ -330,7 +336,7 @@ impl Boot<'_> {
                 dir.path(),
                 &runq,
                 &cwd,
-                guest_args,
+                runs,
                 guest::Setup {
                     disk: self.cfg.disk_mib.is_some(),
                     net: self.cfg.net,

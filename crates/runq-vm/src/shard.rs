@@ -2,10 +2,10 @@
 //! deterministic part of it that shard K of N runs, so that N CI jobs
 //! cover the whole matrix, each cell exactly once.
 //!
-//! A cell is one VM run: (scenario, topology[, kernel]), named by a stable
-//! id string, `scenario/topology[/kernel]`. Shard K of N takes the cells
-//! whose position in the list sorted by id, counted from 0, is K-1 modulo
-//! N. The selection depends only on the set of ids and on N: the same in
+//! A cell is one run in a VM: (scenario, topology[, kernel][, scheduler]),
+//! named by a stable id string, `scenario/topology[/kernel][@scheduler]`.
+//! Shard K of N takes the cells whose position in the list sorted by id,
+//! counted from 0, is K-1 modulo N. The selection depends only on the set of ids and on N: the same in
 //! every job whatever the order the cells were found in, disjoint between
 //! shards, complete over them, and balanced (shards differ by at most one
 //! cell). A hash of the id would keep a cell's shard when others are added,
@@ -91,15 +91,24 @@ pub struct Cell {
     pub topology: String,
     /// The kernel, when the matrix has a kernel axis.
     pub kernel: Option<String>,
+    /// The scheduler's label, when the matrix has a scheduler axis
+    /// (`kernel` for the kernel's own).
+    pub scheduler: Option<String>,
 }
 
 impl Cell {
-    /// The cell's stable id: `scenario/topology[/kernel]`.
+    /// The cell's stable id: `scenario/topology[/kernel][@scheduler]`.
     pub fn id(&self) -> String {
-        match &self.kernel {
-            Some(k) => format!("{}/{}/{k}", self.scenario, self.topology),
-            None => format!("{}/{}", self.scenario, self.topology),
+        let mut id = format!("{}/{}", self.scenario, self.topology);
+        if let Some(k) = &self.kernel {
+            id.push('/');
+            id.push_str(k);
         }
+        if let Some(s) = &self.scheduler {
+            id.push('@');
+            id.push_str(s);
+        }
+        id
     }
 }
 
@@ -116,6 +125,7 @@ mod tests {
                     scenario: format!("s{}", i % 3),
                     topology: format!("{}n{}c1t", 1 + i % 2, 1 + i / 6),
                     kernel: (i % 4 == 0).then(|| format!("6.{i}")),
+                    scheduler: (i % 5 == 0).then(|| format!("scx_{i}")),
                 }
                 .id()
             })
@@ -194,10 +204,15 @@ mod tests {
             scenario: "steady".into(),
             topology: "2n2c2t".into(),
             kernel: None,
+            scheduler: None,
         };
         assert_eq!(c.id(), "steady/2n2c2t");
         c.kernel = Some("6.12".into());
         assert_eq!(c.id(), "steady/2n2c2t/6.12");
+        c.scheduler = Some("scx_simple".into());
+        assert_eq!(c.id(), "steady/2n2c2t/6.12@scx_simple");
+        c.kernel = None;
+        assert_eq!(c.id(), "steady/2n2c2t@scx_simple");
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct Repeat {
     pub verdict: Verdict,
     /// Checks that failed in that repeat, as `group: check`.
     pub failed_checks: Vec<String>,
+    /// What each check measured in that repeat (its bound and verdict
+    /// are the top level's and `repeat_summary`'s): a matrix's noise band.
+    pub checks: Vec<RepeatCheck>,
     /// Per-group figures.
     pub groups: Vec<GroupFigures>,
     /// How the scheduler under test died in that repeat, if it did.
@@ -50,8 +53,31 @@ impl Repeat {
                 .filter(|c| !c.pass)
                 .map(|c| format!("{}: {}", c.group, c.check))
                 .collect(),
+            checks: o.checks.iter().map(RepeatCheck::of).collect(),
             groups: o.groups.iter().map(GroupFigures::from).collect(),
             scheduler_death: o.scheduler_death.clone(),
+        }
+    }
+}
+
+/// One check's figure in one repeat.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepeatCheck {
+    /// The check.
+    pub check: runq_workload::CheckId,
+    /// The group it judged.
+    pub group: String,
+    /// What it measured.
+    pub measured: f64,
+}
+
+impl RepeatCheck {
+    /// The figure of one check result.
+    fn of(c: &runq_workload::CheckResult) -> Self {
+        RepeatCheck {
+            check: c.check,
+            group: c.group.clone(),
+            measured: c.measured,
         }
     }
 }

@@ -126,6 +126,7 @@ mod tests {
                 Verdict::Fail
             },
             failed_checks: failed.iter().map(|s| s.to_string()).collect(),
+            checks: Vec::new(),
             groups: vec![GroupFigures {
                 group: "pipes".into(),
                 work_type: "PipeIo".into(),

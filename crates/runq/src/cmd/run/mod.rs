@@ -446,28 +446,40 @@ fn refuse_churn_without_cgroups(scn: &Scenario, mode: CgroupMode) -> anyhow::Res
     }
 }
 
+/// Whether the run attaches to the kernel's text: a scheduler (the
+/// scenario's, `has_scheduler`, or `--scheduler`), the per-task
+/// recorder, the flight recorder and --runnable-wait each attach to its
+/// tracepoints.
+fn attaches_to_the_kernel(args: &RunArgs, has_scheduler: bool) -> bool {
+    has_scheduler
+        || !args.sched.scheduler.is_empty()
+        || args.recorder_policy().is_ok()
+        || args.flight_recorder.is_some()
+        || args.runnable_wait
+}
+
 /// Runs the scenario and prints its report.
 pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(text) = listing(&args)? {
         crate::out!("{}", text);
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(list) = vm::scenario_list(&args)? {
+        args.vm.wanted()?;
+        check_outputs(&args)?;
+        let patches_text = attaches_to_the_kernel(&args, list.iter().any(|(_, s)| s));
+        let list: Vec<_> = list.into_iter().map(|(m, _)| m).collect();
+        return vm::run_in_vm(&args, &list, patches_text);
+    }
     let (mut scn, cgroups) = scenario_from_args(&args)?;
     if args.vm.wanted()? {
         check_outputs(&args)?;
-        // A scheduler, the per-task recorder, the flight recorder and
-        // --runnable-wait each attach to the kernel's tracepoints.
-        let patches_text = scn.scheduler.is_some()
-            || args.sched.scheduler.is_some()
-            || args.recorder_policy().is_ok()
-            || args.flight_recorder.is_some()
-            || args.runnable_wait;
-        return vm::run_in_vm(
-            &args,
-            &scn.name,
-            scn.duration * args.repeat.max(1),
-            patches_text,
-        );
+        let patches_text = attaches_to_the_kernel(&args, scn.scheduler.is_some());
+        let one = runq_vm::matrix::MatrixScenario {
+            name: scn.name.clone(),
+            run_for: scn.duration * args.repeat.max(1),
+        };
+        return vm::run_in_vm(&args, &[one], patches_text);
     }
     args.sched.apply(&mut scn)?;
     refuse_churn_without_cgroups(&scn, cgroups)?;

@@ -18,9 +18,10 @@ pub struct SchedulerArgs {
     /// run (SIGINT, SIGTERM after 2 s, SIGKILL after 1 s more). CMD is
     /// split into words like a shell would (quotes, backslashes) and run
     /// directly; use `sh -c '...'` for shell syntax. Replaces a scenario
-    /// file's `scheduler`.
+    /// file's `scheduler`. With --vm-matrix, given twice or more it makes
+    /// a scheduler axis (`kernel`: the kernel's own, no BPF scheduler).
     #[arg(long, value_name = "CMD")]
-    pub scheduler: Option<String>,
+    pub scheduler: Vec<String>,
     /// Ready once a line of its stdout or stderr (where Rust schedulers
     /// log) matches REGEX, e.g. `--scheduler-ready-pattern 'started'`.
     #[arg(long, value_name = "REGEX", group = "scheduler_ready")]
@@ -70,7 +71,14 @@ impl SchedulerArgs {
     /// checks it: a usage error (exit 2) for an empty command, a program
     /// that does not exist, or a bad pattern.
     pub fn apply(&self, scn: &mut Scenario) -> anyhow::Result<()> {
-        if let Some(cmd) = &self.scheduler {
+        if self.scheduler.len() > 1 {
+            return Err(exit::usage(format!(
+                "--scheduler is given {} times: several schedulers are an axis of --vm-matrix; \
+                 add --vm-matrix or name one",
+                self.scheduler.len()
+            )));
+        }
+        if let Some(cmd) = self.scheduler.first() {
             scn.scheduler = Some(SchedulerSpec::new(cmd));
         }
         let Some(spec) = scn.scheduler.as_mut() else {

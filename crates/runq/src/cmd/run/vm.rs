@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use runq_common::duration::parse_duration;
 use runq_common::safefile::{write_atomic, Replace};
-use runq_vm::matrix::MatrixRun;
+use runq_vm::matrix::{MatrixRun, MatrixScenario};
 use runq_vm::matrix_doc::{matrix_code, render, Matrix};
 use runq_vm::run::{vm_line, with_vm_facts, GuestRun, Notice};
 use runq_vm::shard::Shard;
@@ -179,14 +179,15 @@ impl VmArgs {
     }
 }
 
-/// Runs the whole `runq run` inside a VM (one per cell with
-/// `--vm-matrix`) and prints what it brought out; `scenario` names the
-/// scenario, `patches_text` when the run attaches a scheduler or
-/// tracepoints (so TCG runs single-threaded: see [`runq_vm::run::plan`]).
+/// Runs the whole `runq run` inside a VM (with `--vm-matrix`, one per
+/// topology, kernel and scheduler, running its cells' scenarios in turn)
+/// and prints what it brought out; `scenarios` are the scenarios with
+/// their run time (one unless a matrix lists several), `patches_text`
+/// when the run attaches a scheduler or tracepoints (so TCG runs
+/// single-threaded: see [`runq_vm::run::plan`]).
 pub fn run_in_vm(
     args: &super::RunArgs,
-    scenario: &str,
-    run_for: Duration,
+    scenarios: &[MatrixScenario],
     patches_text: bool,
 ) -> anyhow::Result<ExitCode> {
     if args.scenario.as_deref() == Some("-") {
@@ -215,10 +216,12 @@ pub fn run_in_vm(
     };
     if args.vm.vm_matrix {
         let shard = args.vm.shard()?;
+        let schedulers = runq_vm::matrix::schedulers(&args.sched.scheduler)?;
         let m = MatrixRun {
-            scenario,
+            scenarios,
+            scenario_arg: args.scenario.as_deref(),
+            schedulers: &schedulers,
             host_args: &host_args,
-            run_for,
             patches_text,
             jobs: args.vm.jobs as usize,
         };
@@ -231,6 +234,12 @@ pub fn run_in_vm(
         }
         return Ok(ExitCode::from(matrix_code(&doc.runs, 0)));
     }
+    if args.sched.scheduler.len() > 1 {
+        return Err(exit::usage(
+            "several --scheduler are an axis of --vm-matrix; add --vm-matrix or name one",
+        ));
+    }
+    let run_for = scenarios.iter().map(|s| s.run_for).sum();
     let (g, run) = runq_vm::run::run_in_vm(
         &cfg,
         &host_args,
@@ -240,6 +249,51 @@ pub fn run_in_vm(
         &mut notice,
     )?;
     bring_out(args, &g, &run)
+}
+
+/// The positional's word for every ready-made scenario, on a matrix's
+/// scenario axis.
+const CATALOG_WORD: &str = "catalog";
+
+/// The matrix's scenarios when the positional names several (a
+/// comma-separated list, or `catalog` for every ready-made scenario),
+/// each with its run time and whether it names a scheduler of its own;
+/// `None` for one scenario; a usage error for a list without
+/// `--vm-matrix` or a name that is no scenario.
+pub fn scenario_list(args: &super::RunArgs) -> anyhow::Result<Option<Vec<(MatrixScenario, bool)>>> {
+    let Some(text) = args.scenario.as_deref() else {
+        return Ok(None);
+    };
+    if text != CATALOG_WORD && !text.contains(',') {
+        return Ok(None);
+    }
+    if !args.vm.vm_matrix {
+        return Err(exit::usage(format!(
+            "{text}: several scenarios are an axis of --vm-matrix; add --vm-matrix or name one"
+        )));
+    }
+    let names: Vec<&str> = if text == CATALOG_WORD {
+        runq_workload::catalog::CATALOG
+            .iter()
+            .map(|c| c.name)
+            .collect()
+    } else {
+        text.split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .collect()
+    };
+    let mut list = Vec::new();
+    for name in names {
+        let scn = super::read_scenario(name)?;
+        let run_for = args.duration.unwrap_or(scn.duration) * args.repeat.max(1);
+        let one = MatrixScenario {
+            name: name.to_string(),
+            run_for,
+        };
+        list.push((one, scn.scheduler.is_some()));
+    }
+    Ok(Some(list))
 }
 
 /// A matrix (a shard) that could not run writes its error document to

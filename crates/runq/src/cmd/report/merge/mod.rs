@@ -207,9 +207,11 @@ fn printable_row(r: &Row) -> Row {
         cell: p(&r.cell),
         scenario: p(&r.scenario),
         topology: p(&r.topology),
+        scheduler: r.scheduler.as_deref().map(p),
         exit_code: r.exit_code,
         verdict: r.verdict.clone(),
         failed_checks: r.failed_checks.iter().map(|c| p(c)).collect(),
+        checks: r.checks.clone(),
         error: r.error.as_deref().map(p),
         vm: r.vm.clone().map(|mut vm| {
             if let Some(accel) = vm.get_mut("accel") {

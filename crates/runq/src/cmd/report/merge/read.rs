@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use runq_common::json_read::{read_header, with_budget, Bounded, BoundedVec, HeaderValue};
 use runq_common::text::printable;
-use runq_vm::matrix_doc::{Matrix, MatrixId, Row, ShardPart};
+use runq_vm::matrix_doc::{CheckRow, Matrix, MatrixId, Row, ShardPart};
 use runq_vm::shard::MAX_SHARDS;
 
 use crate::exit;
@@ -111,11 +111,41 @@ struct RowIn {
     cell: String,
     scenario: String,
     topology: String,
+    #[serde(default)]
+    scheduler: Option<String>,
     exit_code: Option<u8>,
     verdict: Option<String>,
     failed_checks: BoundedVec<String, MAX_LIST>,
+    #[serde(default)]
+    checks: BoundedVec<CheckRowIn, MAX_LIST>,
     error: Option<String>,
     vm: Option<Bounded<MAX_VM_VALUES>>,
+}
+
+/// [`CheckRow`] as read.
+#[derive(Deserialize)]
+struct CheckRowIn {
+    check: String,
+    group: String,
+    op: String,
+    bound: Option<f64>,
+    passed: u32,
+    of: u32,
+    measured: BoundedVec<f64, MAX_LIST>,
+}
+
+impl From<CheckRowIn> for CheckRow {
+    fn from(c: CheckRowIn) -> CheckRow {
+        CheckRow {
+            check: c.check,
+            group: c.group,
+            op: c.op,
+            bound: c.bound,
+            passed: c.passed,
+            of: c.of,
+            measured: c.measured.0,
+        }
+    }
 }
 
 impl From<RowIn> for Row {
@@ -124,9 +154,11 @@ impl From<RowIn> for Row {
             cell: r.cell,
             scenario: r.scenario,
             topology: r.topology,
+            scheduler: r.scheduler,
             exit_code: r.exit_code,
             verdict: r.verdict,
             failed_checks: r.failed_checks.0,
+            checks: r.checks.0.into_iter().map(CheckRow::from).collect(),
             error: r.error,
             vm: r.vm.map(|b| b.0),
         }

@@ -226,7 +226,7 @@ fn the_merged_schema_keeps_the_matrix_rows() {
         serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
     };
     let (matrix, merged) = (read("run-vm-matrix"), read("report-merge"));
-    for def in ["row", "vm", "matrix", "cell_id"] {
+    for def in ["row", "check_row", "vm", "matrix", "cell_id"] {
         assert_eq!(matrix["$defs"][def], merged["$defs"][def], "$defs.{def}");
     }
 }
