@@ -17,6 +17,7 @@ pub mod launch;
 pub mod matrix;
 pub mod matrix_doc;
 pub mod run;
+pub mod scheduler_table;
 pub mod scx;
 pub mod scx_deps;
 pub mod shard;

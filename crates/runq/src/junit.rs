@@ -250,9 +250,11 @@ mod tests {
             cell: "steady/2n2c2t".into(),
             scenario: "steady".into(),
             topology: "2n2c2t".into(),
+            scheduler: None,
             exit_code: rc,
             verdict: verdict.map(String::from),
             failed_checks: Vec::new(),
+            checks: Vec::new(),
             error: error.map(String::from),
             vm: None,
         }

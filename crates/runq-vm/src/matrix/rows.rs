@@ -49,20 +49,29 @@ pub(super) fn fill_row(row: &mut Row, run: &GuestRun, files: &str) {
     }
 }
 
-/// A run document's failed checks, as `name[group]`.
+/// A run document's failed checks, as `name[group]`: those that failed
+/// in any repeat (`repeat_summary`), else in the run.
 pub fn failed_checks(doc: &Value) -> Vec<String> {
+    let named = |name: &Value, group: &Value| {
+        format!(
+            "{}[{}]",
+            name.as_str().unwrap_or("?"),
+            group.as_str().unwrap_or("?")
+        )
+    };
+    if let Some(tally) = doc["repeat_summary"]["checks"].as_array() {
+        return tally
+            .iter()
+            .filter(|t| count(&t["passed"]) < count(&t["of"]))
+            .map(|t| named(&t["check"], &t["group"]))
+            .collect();
+    }
     doc["checks"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|c| c["pass"] == false)
-        .map(|c| {
-            format!(
-                "{}[{}]",
-                c["name"].as_str().unwrap_or("?"),
-                c["group"].as_str().unwrap_or("?")
-            )
-        })
+        .map(|c| named(&c["name"], &c["group"]))
         .collect()
 }
 
@@ -153,6 +162,14 @@ mod tests {
             "no tally: the last run's"
         );
         assert_eq!(rows[1].measured, [1.0]);
-        assert_eq!(failed_checks(&doc), ["not_stuck[a]"]);
+        assert_eq!(
+            failed_checks(&doc),
+            ["max_gap_ms[a]"],
+            "failed in one repeat of three, though the last passed"
+        );
+        assert_eq!(
+            failed_checks(&json!({"checks": doc["checks"]})),
+            ["not_stuck[a]"]
+        );
     }
 }

@@ -15,6 +15,7 @@ mod catalog;
 mod closed_pipe;
 mod collatz;
 mod compare;
+mod compare_schedulers;
 mod ctprof;
 mod ctprof_exited;
 mod ctprof_export;

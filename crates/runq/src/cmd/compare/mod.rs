@@ -2,7 +2,10 @@
 //! itself (medians over repeats, rank-test intervals, verdicts) is
 //! [`runq_results::compare`]'s and its text [`runq_results::render`]'s;
 //! this module parses the arguments and prints the result as text, JSON
-//! or JUnit.
+//! or JUnit. `runq compare MATRIX.json` on a matrix with a scheduler
+//! axis sets its schedulers side by side (`schedulers`).
+
+mod schedulers;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,18 +20,30 @@ use crate::junit::{Case, Outcome, Suite};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Exit status: 0 nothing regressed, 1 something regressed, 2 bad input.
+With one matrix document: 1 when a scheduler fails, in every repeat, a
+check the reference (the kernel's own, else the first) passes in every
+repeat.
 
 Examples:
   runq run --work-type PipeIo --duration 1s --repeat 5 --output a.json
   runq run --work-type PipeIo --duration 1s --repeat 5 --output b.json
-  runq compare a.json b.json --threshold-pct 10 --junit compare.xml")]
+  runq compare a.json b.json --threshold-pct 10 --junit compare.xml
+  runq run catalog --vm-matrix --kernel DIR --topology 1n4c1t --repeat 3 \\
+    --scheduler kernel --scheduler DIR/scx/scx_simple -o matrix.json
+  runq compare matrix.json")]
 pub struct CompareArgs {
-    /// The baseline (`runq run --output`).
+    /// The baseline (`runq run --output`), or alone, a matrix document
+    /// with a scheduler axis (`runq run --vm-matrix --scheduler A
+    /// --scheduler B`, or `runq report merge`'s).
     #[arg(value_name = "A.json")]
     pub a: PathBuf,
     /// The candidate.
     #[arg(value_name = "B.json")]
-    pub b: PathBuf,
+    pub b: Option<PathBuf>,
+    /// With a matrix document, list every check, not only those on which
+    /// the schedulers disagree.
+    #[arg(long)]
+    pub every_check: bool,
     /// Smallest change, in percent of A's median, that counts as a
     /// regression or an improvement.
     /// (`--threshold`, the old spelling, is still accepted.)
@@ -56,8 +71,16 @@ pub fn execute(args: CompareArgs) -> anyhow::Result<ExitCode> {
             args.threshold
         )));
     }
+    let Some(b_path) = &args.b else {
+        return schedulers::execute(&args);
+    };
+    if args.every_check {
+        return Err(exit::usage(
+            "--every-check lists a matrix's checks: give one matrix document, not two runs",
+        ));
+    }
     let a = compare::read_saved_run(&args.a)?;
-    let b = compare::read_saved_run(&args.b)?;
+    let b = compare::read_saved_run(b_path)?;
     let differences = compare::differences(&a, &b);
     for m in &differences.mismatches {
         crate::errln!("runq: {m}; every verdict is inconclusive");

@@ -9,6 +9,8 @@
 
 mod merge;
 
+pub(crate) use merge::read_rows;
+
 use std::process::ExitCode;
 
 /// Arguments of `runq report`.

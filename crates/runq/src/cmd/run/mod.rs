@@ -467,7 +467,7 @@ pub fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(list) = vm::scenario_list(&args)? {
         args.vm.wanted()?;
         check_outputs(&args)?;
-        let patches_text = attaches_to_the_kernel(&args, list.iter().any(|(_, s)| s));
+        let patches_text = attaches_to_the_kernel(&args, list.iter().any(|(_, s)| *s));
         let list: Vec<_> = list.into_iter().map(|(m, _)| m).collect();
         return vm::run_in_vm(&args, &list, patches_text);
     }

@@ -5,6 +5,8 @@
 
 mod join;
 mod read;
+
+pub(crate) use read::read_rows;
 #[cfg(test)]
 mod tests;
 

@@ -38,6 +38,9 @@ const MAX_PARTS: usize = 2_000_000;
 /// The tool of a shard document.
 const SHARD_TOOL: &str = "runq run --vm-matrix";
 
+/// The tool of a merged document.
+const MERGE_TOOL: &str = "runq report merge";
+
 /// The tool of a run's error document, which a shard that could not run
 /// prints with `--json`.
 const RUN_TOOL: &str = "runq run";
@@ -249,6 +252,32 @@ pub fn read_shard(path: &Path) -> anyhow::Result<Read> {
         },
         runs: doc.runs.0.into_iter().map(Row::from).collect(),
     }))
+}
+
+/// A merged document as read: its rows.
+#[derive(Deserialize)]
+struct MergedIn {
+    runs: BoundedVec<RowIn, MAX_CELLS>,
+}
+
+/// The rows of a matrix document in `path`: a whole matrix's or a
+/// shard's (`runq run --vm-matrix`), or a merge's (`runq report
+/// merge`); a usage error for anything else.
+pub fn read_rows(path: &Path) -> anyhow::Result<Vec<Row>> {
+    let text = runq_common::infile::read_text(path, MAX_DOC_BYTES, "a --vm-matrix document")
+        .map_err(exit::user_input)?;
+    let header = read_header::<Header>(&text)
+        .map_err(|e| bad(path, &format!("not a JSON document ({e})")))?
+        .ok_or_else(|| bad(path, "not a JSON object"))?;
+    if header.tool.as_ref().and_then(HeaderValue::as_str) == Some(MERGE_TOOL) {
+        let doc: MergedIn = with_budget(MAX_PARTS, || serde_json::from_str(&text))
+            .map_err(|e| bad(path, &e.to_string()))?;
+        return Ok(doc.runs.0.into_iter().map(Row::from).collect());
+    }
+    match read_shard(path)? {
+        Read::Shard(m) => Ok(m.runs),
+        Read::NotRun(n) => Err(bad(path, &format!("a shard that did not run: {}", n.error))),
+    }
 }
 
 /// The shard that did not run, from its error document's header.

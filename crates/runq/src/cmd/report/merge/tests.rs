@@ -30,6 +30,7 @@ fn row(cell: &str, verdict: &str) -> Row {
         cell: cell.into(),
         scenario: scenario.into(),
         topology: topology.into(),
+        scheduler: None,
         exit_code: Some(code),
         verdict: Some(verdict.into()),
         failed_checks: if code == 1 {
@@ -37,6 +38,7 @@ fn row(cell: &str, verdict: &str) -> Row {
         } else {
             Vec::new()
         },
+        checks: Vec::new(),
         error: None,
         vm: Some(serde_json::json!({
             "accel": "tcg", "topology": topology, "cpus": 2, "numa_nodes": 1,
