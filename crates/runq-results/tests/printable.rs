@@ -15,7 +15,9 @@ use runq_workload::{
     summarize_group, Cause, CheckResult, Op, Placement, RunOutcome, SkippedCheck, Verdict,
     WakeFigure, WorkerReport,
 };
-use runq_workload::{CheckId, HeldParts, NamedHolder, RecorderAccount};
+use runq_workload::{
+    CheckId, HeldFor, HeldParts, Mechanism, NamedHolder, NamedTask, RecorderAccount,
+};
 
 /// Clears the screen, sets the title, rings the bell, and breaks the line.
 const HOSTILE: &str = "\x1b[2J\x1b]0;pwned\x07\r\nevil\u{9b}31m";
@@ -45,7 +47,18 @@ fn check(pass: bool) -> CheckResult {
         bound: 2_000.0,
         pass,
         cause: Some(Cause {
-            mechanism: Some(format!("`{HOSTILE}` 901 held its CPU")),
+            mechanism: vec![Mechanism::Outside {
+                worker: 500,
+                held: HeldFor {
+                    held_ns: 2_800_000_000,
+                    waited_ns: 2_900_000_000,
+                    holders: vec![NamedTask {
+                        comm: HOSTILE.into(),
+                        pid: 901,
+                    }],
+                    more_holders: 0,
+                },
+            }],
             recorder: Some(RecorderAccount {
                 record: TaskRecord {
                     worker: 500,

@@ -430,6 +430,7 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
 pub mod cause;
 pub(crate) mod cpu_wait;
 mod explain;
+pub mod mechanism;
 pub mod outside_load;
 pub(crate) mod placement;
 mod rates;

@@ -5,6 +5,7 @@
 //! control run that tells it apart.
 
 use crate::checks::cause::{Cause, NextStep};
+use crate::checks::mechanism::{Mechanism, ShareTaker};
 use crate::fairness::{FairModel, FairShare};
 
 /// Groups got more than this times their entitlement before they are
@@ -14,49 +15,44 @@ const OVER_SERVED: f64 = 1.1;
 /// The cause of group `s`'s failed share, among every group's `shares`.
 pub fn group_share_cause(m: &FairModel, s: &FairShare, shares: &[FairShare]) -> Cause {
     let pct = |cpus: f64| 100.0 * cpus / s.pool_cpus.max(1e-9);
-    let takers: Vec<String> = shares
+    let takers: Vec<ShareTaker> = shares
         .iter()
         .filter(|o| o.group != s.group && o.got_cpus > OVER_SERVED * o.expected_cpus)
-        .map(|o| {
-            format!(
-                "{} got {:.1}% ({:.2} CPUs), owed {:.0}%",
-                m.group_names[o.group],
-                pct(o.got_cpus),
-                o.got_cpus,
-                pct(o.expected_cpus)
-            )
+        .map(|o| ShareTaker {
+            group: m.group_names[o.group].clone(),
+            got_pct: pct(o.got_cpus),
+            got_cpus: o.got_cpus,
+            owed_pct: pct(o.expected_cpus),
         })
         .collect();
     let by_cgroup = m.basis.contains("cpu.shares") || m.basis.contains("cpu.weight");
     let (mechanism, next_step) = if takers.is_empty() {
         (
-            format!(
-                "no other group of the run took the {:.2} CPUs {} was owed: they went outside the run or stayed idle",
-                (s.expected_cpus - s.got_cpus).max(0.0),
-                m.group_names[s.group]
-            ),
+            Mechanism::SharesWentOutside {
+                group: m.group_names[s.group].clone(),
+                short_cpus: (s.expected_cpus - s.got_cpus).max(0.0),
+            },
             NextStep::FlightRecorder { worker: None },
         )
     } else if by_cgroup {
         (
-            format!(
-                "the run's own workers took its time: {}; the scheduler split the CPUs between the run's cgroups ({}) against their weights",
-                takers.join(", "),
-                m.basis
-            ),
+            Mechanism::RunTookShares {
+                takers,
+                cgroup_basis: Some(m.basis.clone()),
+            },
             NextStep::NoCgroupsControl,
         )
     } else {
         (
-            format!(
-                "the run's own workers took its time: {}; the scheduler split the CPUs between the run's tasks against their weights",
-                takers.join(", ")
-            ),
+            Mechanism::RunTookShares {
+                takers,
+                cgroup_basis: None,
+            },
             NextStep::FlightRecorder { worker: None },
         )
     };
     Cause {
-        mechanism: Some(mechanism),
+        mechanism: vec![mechanism],
         outside_load: None,
         next_step: Some(next_step),
         ..Cause::default()
@@ -66,36 +62,23 @@ pub fn group_share_cause(m: &FairModel, s: &FairShare, shares: &[FairShare]) -> 
 /// The cause of worker `tid`'s failed share of its group, `w`, when the
 /// group as a whole got `group_ratio` of its entitlement.
 pub fn worker_share_cause(m: &FairModel, tid: u32, w: &FairShare, group_ratio: f64) -> Cause {
-    let others = m
+    let siblings = m
         .workers
         .iter()
         .filter(|x| x.group == w.group && x.tid != tid)
         .count();
     let pct = |cpus: f64| 100.0 * cpus / w.pool_cpus.max(1e-9);
     let rest = (w.pool_cpus - w.got_cpus).max(0.0);
-    let group = &m.group_names[w.group];
-    let whole = if group_ratio >= 0.9 {
-        format!(
-            "while the group as a whole got {:.0}% of what it was owed",
-            100.0 * group_ratio
-        )
-    } else {
-        format!(
-            "and the group as a whole got only {:.0}% of what it was owed",
-            100.0 * group_ratio
-        )
-    };
-    let siblings = match others {
-        1 => "its other worker".to_string(),
-        n => format!("its {n} other workers"),
-    };
     Cause {
-        mechanism: Some(format!(
-            "starvation inside {group}: worker {tid} got {:.1}% of the group's CPU time {whole}; {siblings} took {:.1}% ({:.2} CPUs)",
-            pct(w.got_cpus),
-            pct(rest),
-            rest
-        )),
+        mechanism: vec![Mechanism::WorkerStarvedInGroup {
+            group: m.group_names[w.group].clone(),
+            worker: tid,
+            got_pct: pct(w.got_cpus),
+            group_ratio,
+            siblings,
+            siblings_pct: pct(rest),
+            siblings_cpus: rest,
+        }],
         outside_load: None,
         next_step: Some(NextStep::FlightRecorder { worker: Some(tid) }),
         ..Cause::default()
@@ -134,19 +117,31 @@ mod tests {
         }
     }
 
+    /// `a` within 0.05 of `b`, as the sentence rounds it.
+    fn near(a: f64, b: f64) -> bool {
+        (a - b).abs() < 0.05
+    }
+
     #[test]
     fn a_group_starved_by_another_cgroup_names_it_and_the_control() {
         let m = model("equal cpu.shares", [5_000_000, 6_000_000, 1_900_000_000]);
         let shares = crate::fairness::group_shares(&m);
         let c = group_share_cause(&m, &shares[0], &shares);
-        let text = c.mechanism.unwrap();
+        let [Mechanism::RunTookShares {
+            takers,
+            cgroup_basis,
+        }] = c.mechanism.as_slice()
+        else {
+            panic!("{:?}", c.mechanism);
+        };
+        assert_eq!(cgroup_basis.as_deref(), Some("equal cpu.shares"));
+        let [t] = takers.as_slice() else {
+            panic!("{takers:?}");
+        };
+        assert_eq!(t.group, "pingpong");
         assert!(
-            text.contains("pingpong got 99.4% (1.90 CPUs), owed 50%"),
-            "{text}"
-        );
-        assert!(
-            text.contains("between the run's cgroups (equal cpu.shares)"),
-            "{text}"
+            near(t.got_pct, 99.4) && near(t.got_cpus, 1.9) && near(t.owed_pct, 50.0),
+            "{t:?}"
         );
         assert_eq!(c.next_step, Some(NextStep::NoCgroupsControl));
     }
@@ -155,24 +150,43 @@ mod tests {
     fn a_group_nobody_in_the_run_starved_says_so() {
         let m = model("equal cpu.shares", [300_000_000, 300_000_000, 600_000_000]);
         let shares = crate::fairness::group_shares(&m);
-        let text = group_share_cause(&m, &shares[0], &shares)
-            .mechanism
-            .unwrap();
-        assert!(text.starts_with("no other group of the run took"), "{text}");
+        let c = group_share_cause(&m, &shares[0], &shares);
+        assert!(
+            matches!(
+                c.mechanism.as_slice(),
+                [Mechanism::SharesWentOutside { group, short_cpus }]
+                    if group == "spinners" && near(*short_cpus, 0.0)
+            ),
+            "{:?}",
+            c.mechanism
+        );
     }
 
     #[test]
     fn a_worker_starved_by_its_siblings_is_starvation_inside_the_group() {
         let m = model("equal cpu.shares", [10_000_000, 990_000_000, 1_000_000_000]);
         let (tid, w) = crate::fairness::worst_worker(&m, 0).unwrap();
-        let text = worker_share_cause(&m, tid, &w, 1.0).mechanism.unwrap();
-        assert!(
-            text.starts_with("starvation inside spinners: worker 11 got 1.0%"),
-            "{text}"
+        let c = worker_share_cause(&m, tid, &w, 1.0);
+        let [Mechanism::WorkerStarvedInGroup {
+            group,
+            worker,
+            got_pct,
+            group_ratio,
+            siblings,
+            siblings_pct,
+            siblings_cpus,
+        }] = c.mechanism.as_slice()
+        else {
+            panic!("{:?}", c.mechanism);
+        };
+        assert_eq!(
+            (group.as_str(), *worker, *siblings, *group_ratio),
+            ("spinners", 11, 1, 1.0)
         );
+        assert!(near(*got_pct, 1.0), "{got_pct}");
         assert!(
-            text.contains("its other worker took 99.0% (0.99 CPUs)"),
-            "{text}"
+            near(*siblings_pct, 99.0) && near(*siblings_cpus, 0.99),
+            "{siblings_pct} {siblings_cpus}"
         );
     }
 }

@@ -48,8 +48,8 @@ pub fn first_lines(o: &RunOutcome, report: Option<&EvidenceReport>) -> Option<St
 fn first_line(o: &RunOutcome, c: &CheckResult) -> String {
     let cause = c.cause.as_ref();
     let mechanism = || {
-        let m = cause?.mechanism.as_deref()?;
-        Some(first_clause(m).split(": ").next()?.to_string())
+        let m = crate::render::mechanism_sentence(cause?.mechanism.first()?);
+        Some(first_clause(&m).split(": ").next()?.to_string())
     };
     // A gap's line names its worker, wait and CPU itself: its detail
     // would say them again.
@@ -95,6 +95,7 @@ fn cause_lines(c: &CheckResult) -> Vec<String> {
         return Vec::new();
     };
     let mut lines = Vec::new();
+    let mechanism = crate::render::mechanisms_sentence(&cause.mechanism);
     let load = cause
         .outside_load
         .as_ref()
@@ -104,7 +105,7 @@ fn cause_lines(c: &CheckResult) -> Vec<String> {
         .as_ref()
         .map(crate::render::next_step_sentence);
     for (label, part) in [
-        ("cause", cause.mechanism.as_deref()),
+        ("cause", mechanism.as_deref()),
         ("outside load", load.as_deref()),
         ("next", next.as_deref()),
     ] {

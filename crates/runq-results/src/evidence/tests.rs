@@ -218,12 +218,11 @@ fn little_outside_load() -> runq_workload::OutsideLoad {
     }
 }
 
-#[test]
-fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
+/// spinners' failed share, worker 500's CPU held by the pingpong
+/// cgroup's runq[3502], with a detail that runs on for `long`.
+fn pingpong_check(long: &str) -> runq_workload::CheckResult {
     use runq_workload::{Cause, CheckResult, HeldBy, Op};
-    let mut o = outcome();
-    let long = "x".repeat(400);
-    o.checks = vec![CheckResult {
+    CheckResult {
         check: CheckId::MinFairShare,
         group: "spinners".into(),
         measured: 0.245,
@@ -234,9 +233,21 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
             "spinners got 12.2% of the CPU time, expected 50%; {long}"
         )),
         cause: Some(Cause {
-            mechanism: Some(format!(
-                "the run's cgroup pingpong kept worker 500 off: {long}"
-            )),
+            mechanism: vec![runq_workload::Mechanism::OtherGroups {
+                containers: vec![runq_workload::Container::Cgroup {
+                    name: "pingpong".into(),
+                }],
+                worker: 500,
+                held: runq_workload::HeldFor {
+                    held_ns: 1_390_000_000,
+                    waited_ns: 2_746_000_000,
+                    holders: vec![runq_workload::NamedTask {
+                        comm: "runq".into(),
+                        pid: 3502,
+                    }],
+                    more_holders: 0,
+                },
+            }],
             outside_load: Some(little_outside_load()),
             next_step: Some(runq_workload::NextStep::NoCgroupsControl),
             recorder: Some(runq_workload::RecorderAccount {
@@ -260,7 +271,14 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
             no_recorder: None,
         }),
         not_judged: None,
-    }];
+    }
+}
+
+#[test]
+fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
+    let mut o = outcome();
+    let long = "x".repeat(400);
+    o.checks = vec![pingpong_check(&long)];
     let text = headline::first_lines(&o, None).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -273,9 +291,10 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
         lines[1].starts_with("  spinners got 12.2% of the CPU time"),
         "{text}"
     );
-    assert!(
-        lines[2].starts_with("  cause: the run's cgroup pingpong"),
-        "{text}"
+    assert_eq!(
+        lines[2],
+        "  cause: the workers of the run's cgroup pingpong kept worker 500 off its CPU: they \
+         held it for 1,390 ms of the 2,746 ms it waited (runq[3502])"
     );
     assert_eq!(
         lines[3],
@@ -304,6 +323,21 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
     assert!(
         text.contains("\n  no recorder (off (--evidence off)): the cause is what /proc"),
         "{text}"
+    );
+}
+
+#[test]
+fn without_a_holder_or_a_detail_the_first_line_gives_the_mechanism() {
+    let mut o = outcome();
+    o.checks = vec![pingpong_check("")];
+    let cause = o.checks[0].cause.as_mut().unwrap();
+    cause.held_by = None;
+    o.checks[0].detail = None;
+    let text = headline::first_lines(&o, None).unwrap();
+    assert_eq!(
+        text.lines().next().unwrap(),
+        "runq: FAIL min_fair_share (spinners): measured 0.245 (bound >= 0.500): the workers of \
+         the run's cgroup pingpong kept worker 500 off its CPU"
     );
 }
 

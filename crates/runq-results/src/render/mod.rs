@@ -7,6 +7,7 @@ mod compare;
 mod host;
 mod instrument;
 mod load;
+mod mechanism;
 mod next_step;
 mod outcome;
 mod recorder;
@@ -14,6 +15,7 @@ mod repeats;
 
 pub use compare::{ci_text, comparison, pct_text, value_text};
 pub use load::outside_load_sentence;
+pub use mechanism::{mechanism_sentence, mechanisms_sentence};
 pub use next_step::next_step_sentence;
 pub use outcome::{detail_of, outcome};
 pub use recorder::recorder_sentence;

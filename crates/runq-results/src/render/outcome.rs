@@ -398,8 +398,8 @@ pub fn detail_of(c: &runq_workload::CheckResult) -> Option<String> {
 
 /// A failed check's cause, one labelled line each, under its detail.
 fn render_cause(out: &mut String, cause: &runq_workload::Cause, check: &runq_workload::CheckId) {
-    if let Some(m) = &cause.mechanism {
-        let _ = writeln!(out, "     cause: {}", printable(m));
+    if let Some(m) = super::mechanisms_sentence(&cause.mechanism) {
+        let _ = writeln!(out, "     cause: {}", printable(&m));
     }
     if let Some(l) = &cause.outside_load {
         let line = super::outside_load_sentence(l, check);

@@ -2,20 +2,23 @@
 //! took the CPU time a group was owed (the run's other groups, the
 //! group's own workers, tasks outside the run), whether the load outside
 //! the run can account for the figure at all, and what to run next.
-//! (The load's part: `outside_load`.)
+//! (The load's part: `outside_load`; the mechanism's: `mechanism`.)
 
 use serde::Serialize;
 
 use runq_kernel::task_record::TaskRecord;
 
+use super::mechanism::Mechanism;
 use super::outside_load::OutsideLoad;
 
 /// What the run's figures say about one failed check.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Cause {
-    /// What took the time or caused the delay, with its figures.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mechanism: Option<String>,
+    /// What took the time or caused the delay, with its figures: the
+    /// recorder's mechanism first, the figures' after (runq-results
+    /// writes each as a clause).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mechanism: Vec<Mechanism>,
     /// Whether load outside the run can account for the figure (absent
     /// for a check that load cannot touch, or when the host was quiet).
     #[serde(skip_serializing_if = "Option::is_none")]

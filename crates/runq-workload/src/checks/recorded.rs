@@ -9,10 +9,10 @@
 //! causes keep what /proc and schedstat tell, and say what was missing.
 
 use crate::CheckId;
-use runq_common::units::fmt_ms_grouped as ms;
 use runq_kernel::task_record::{groups_of_class, Holder, Recorded, TaskRecord, RUNQ_CLASS};
 
 use super::cause::{Cause, HeldBy, HeldParts, NamedHolder, NextStep, RecorderAccount};
+use super::mechanism::{Container, HeldFor, Mechanism, NamedTask};
 use super::outside_load::{LoadSeen, OutsideLoad};
 use super::CheckResult;
 use crate::report::WorkerReport;
@@ -33,13 +33,15 @@ pub(crate) struct RunTasks<'a> {
 }
 
 impl RunTasks<'_> {
-    /// `cgroup X` when group `g` ran in a cgroup of its own making, else
-    /// `group X`.
-    fn container(&self, g: usize) -> String {
+    /// The cgroup group `g` ran in when runq made one for it, else the
+    /// group itself.
+    fn container(&self, g: usize) -> Container {
         let spec = &self.scn.groups[g];
         match (&spec.cgroup, self.in_cgroups) {
-            (Some(cg), true) => format!("cgroup {cg}"),
-            _ => format!("group {}", spec.name),
+            (Some(cg), true) => Container::Cgroup { name: cg.clone() },
+            _ => Container::Group {
+                name: spec.name.clone(),
+            },
         }
     }
 
@@ -54,10 +56,10 @@ impl RunTasks<'_> {
             })
     }
 
-    /// The containers of the classes of `holders`, deduplicated: `cgroups
-    /// pingpong, b` or `groups x, y`.
-    fn containers_of(&self, holders: &[&Holder]) -> String {
-        let mut names: Vec<String> = Vec::new();
+    /// The containers of the classes of `holders`, each once, in the
+    /// order of the holders.
+    fn containers_of(&self, holders: &[&Holder]) -> Vec<Container> {
+        let mut names: Vec<Container> = Vec::new();
         for h in holders {
             for g in groups_of_class(h.class, self.scn.groups.len()) {
                 let c = self.container(g);
@@ -66,7 +68,7 @@ impl RunTasks<'_> {
                 }
             }
         }
-        names.join(", ")
+        names
     }
 }
 
@@ -102,21 +104,23 @@ pub(crate) fn split<'r>(w: &'r TaskRecord, g: usize, tasks: &RunTasks<'_>) -> Sp
     }
 }
 
-/// ` (comm[pid], comm[pid], 2 more)` for the first few holders; nothing
-/// when none is named (the tasks exited before the recorder named them).
-fn named(holders: &[&Holder]) -> String {
-    if holders.is_empty() {
-        return String::new();
+/// How long `holders` held worker `w`'s CPU (`ns`; at most its wait:
+/// held time can pass it by the turn in progress when it ended), the
+/// first few of them named.
+fn held_for(w: &TaskRecord, (holders, ns): &(Vec<&Holder>, u64)) -> HeldFor {
+    HeldFor {
+        held_ns: (*ns).min(w.wait_ns),
+        waited_ns: w.wait_ns,
+        holders: holders
+            .iter()
+            .take(NAMED)
+            .map(|h| NamedTask {
+                comm: h.comm.clone(),
+                pid: h.pid,
+            })
+            .collect(),
+        more_holders: holders.len().saturating_sub(NAMED),
     }
-    let mut parts: Vec<String> = holders
-        .iter()
-        .take(NAMED)
-        .map(|h| format!("{}[{}]", h.comm, h.pid))
-        .collect();
-    if holders.len() > NAMED {
-        parts.push(format!("{} more", holders.len() - NAMED));
-    }
-    format!(" ({})", parts.join(", "))
 }
 
 /// The worker check `c` points at: a stuck or dead one for `not_stuck`,
@@ -192,26 +196,21 @@ fn account(
     }
 }
 
-/// "not a wait for a CPU: …" when worker `w` (wall time `wall_ns`) barely
+/// Not a wait for a CPU, when worker `w` (wall time `wall_ns`) barely
 /// waited runnable, its CPU was held by nobody (`held` 0), or, `stuck`,
 /// it slept more than twice as long as it waited: a stuck worker blocked
 /// in a call. (A wake latency's worker sleeps between its wakes by
 /// design, so only a stuck one is judged by its sleep.)
-fn no_cpu_wait(w: &TaskRecord, wall_ns: u64, stuck: bool, held: u64) -> Option<String> {
+fn no_cpu_wait(w: &TaskRecord, wall_ns: u64, stuck: bool, held: u64) -> Option<Mechanism> {
     let asleep = wall_ns.saturating_sub(w.run_ns + w.wait_ns);
     let slept_through = stuck && asleep > 2 * w.wait_ns;
     let barely = (w.wait_ns as f64) < MIN_WAIT_SHARE * wall_ns as f64;
-    (barely || held == 0 || slept_through).then(|| {
-        format!(
-            "not a wait for a CPU: worker {} waited runnable {} of its {} ({:.1}%), ran {} \
-             and was asleep {}",
-            w.worker,
-            ms(w.wait_ns),
-            ms(wall_ns),
-            100.0 * w.wait_ns as f64 / wall_ns.max(1) as f64,
-            ms(w.run_ns),
-            ms(asleep)
-        )
+    (barely || held == 0 || slept_through).then_some(Mechanism::NoCpuWait {
+        worker: w.worker,
+        waited_ns: w.wait_ns,
+        wall_ns,
+        ran_ns: w.run_ns,
+        asleep_ns: asleep,
     })
 }
 
@@ -225,11 +224,10 @@ fn mechanism(
     (wall_ns, stuck): (u64, bool),
     tasks: &RunTasks<'_>,
     s: &Split<'_>,
-) -> (String, Option<NextStep>) {
-    if let Some(text) = no_cpu_wait(w, wall_ns, stuck, s.total()) {
-        return (text, None);
+) -> (Mechanism, Option<NextStep>) {
+    if let Some(m) = no_cpu_wait(w, wall_ns, stuck, s.total()) {
+        return (m, None);
     }
-    let container = tasks.container(g);
     let control = (tasks.in_cgroups && tasks.scn.groups[g].cgroup.is_some())
         .then_some(NextStep::NoCgroupsControl);
     let trace = || {
@@ -237,74 +235,48 @@ fn mechanism(
             worker: Some(w.worker),
         })
     };
-    // Held time can pass the wait by the turn in progress when it ended.
-    let of = |ns: u64| {
-        format!(
-            "{} of the {} it waited",
-            ms(ns.min(w.wait_ns)),
-            ms(w.wait_ns)
-        )
-    };
     if s.own.1 >= s.run.1 && s.own.1 >= s.outside.1 && s.own.1 >= s.runq.1 {
-        // A worker that ran most of its time was not starved: its group
-        // mates only delayed it.
-        let kind = if 2 * w.run_ns < wall_ns {
-            "starvation"
-        } else {
-            "contention"
+        let m = Mechanism::InsideContainer {
+            // A worker that ran most of its time was not starved: its
+            // group mates only delayed it.
+            starved: 2 * w.run_ns < wall_ns,
+            container: tasks.container(g),
+            worker: w.worker,
+            ran_ns: w.run_ns,
+            wall_ns,
+            held: held_for(w, &s.own),
         };
-        let text = format!(
-            "{kind} inside {container}: worker {} ran {} of its {}; the other workers of \
-             its {container} held its CPU for {}{}",
-            w.worker,
-            ms(w.run_ns),
-            ms(wall_ns),
-            of(s.own.1),
-            named(&s.own.0)
-        );
-        (text, control.or_else(trace))
+        (m, control.or_else(trace))
     } else if s.run.1 >= s.outside.1 && s.run.1 >= s.runq.1 {
-        let text = format!(
-            "the workers of the run's {} kept worker {} off its CPU: they held it for {}{}",
-            tasks.containers_of(&s.run.0),
-            w.worker,
-            of(s.run.1),
-            named(&s.run.0)
-        );
-        (text, control.or_else(trace))
+        let m = Mechanism::OtherGroups {
+            containers: tasks.containers_of(&s.run.0),
+            worker: w.worker,
+            held: held_for(w, &s.run),
+        };
+        (m, control.or_else(trace))
     } else if s.runq.1 >= s.outside.1 {
-        runq_itself(w, &of(s.runq.1), &s.runq.0)
+        let m = Mechanism::RunqItself {
+            worker: w.worker,
+            held: held_for(w, &s.runq),
+        };
+        (m, Some(NextStep::LeaveRunqACpu))
     } else {
-        let text = format!(
-            "a task outside the run kept worker {} off its CPU: tasks outside the run held it \
-             for {}{}",
-            w.worker,
-            of(s.outside.1),
-            named(&s.outside.0)
-        );
+        let held = held_for(w, &s.outside);
         // The outside time can have no named holder (tasks that exited,
         // such as a fork storm's children, before the recorder named them).
-        let next = match s.outside.0.first() {
+        let next = match held.holders.first() {
             Some(top) => NextStep::StopHolder {
                 comm: top.comm.clone(),
                 pid: top.pid,
             },
             None => NextStep::KeepOffOutsideCpus,
         };
-        (text, Some(next))
+        let m = Mechanism::Outside {
+            worker: w.worker,
+            held,
+        };
+        (m, Some(next))
     }
-}
-
-/// The mechanism when runq's own threads held worker `w`'s CPU most
-/// (`held`: how long, of its wait): runq measured itself.
-fn runq_itself(w: &TaskRecord, held: &str, holders: &[&Holder]) -> (String, Option<NextStep>) {
-    let text = format!(
-        "runq itself kept worker {} off its CPU: runq's own threads (its collector, its host \
-         monitor) held it for {held}{}, not load outside the run",
-        w.worker,
-        named(holders)
-    );
-    (text, Some(NextStep::LeaveRunqACpu))
 }
 
 /// Revises the judgement on outside load with what the recorder saw:
@@ -381,13 +353,14 @@ fn cause_says(c: &CheckResult) -> Option<bool> {
 /// The cause of a check failed by worker `w`'s end (`how`): the end
 /// itself, not a wait for a CPU.
 fn died_cause(cause: &mut Cause, w: &TaskRecord, how: &crate::report::WorkerExitInfo) {
-    cause.mechanism.get_or_insert(format!(
-        "worker {} ended ({how}) after it ran {} and waited {} for a CPU: its end, not a wait \
-         for a CPU, failed the check",
-        w.worker,
-        ms(w.run_ns),
-        ms(w.wait_ns)
-    ));
+    if cause.mechanism.is_empty() {
+        cause.mechanism.push(Mechanism::Ended {
+            worker: w.worker,
+            how: how.clone(),
+            ran_ns: w.run_ns,
+            waited_ns: w.wait_ns,
+        });
+    }
     cause.next_step.get_or_insert(NextStep::FindWhatEndedIt);
 }
 
@@ -461,10 +434,7 @@ pub(crate) fn explain_all(
         if not_a_wait {
             continue;
         }
-        cause.mechanism = Some(match cause.mechanism.take() {
-            Some(m) => format!("{mechanism}; {m}"),
-            None => mechanism,
-        });
+        cause.mechanism.insert(0, mechanism);
         if next.is_some() {
             cause.next_step = next;
         }

@@ -10,6 +10,7 @@ use runq_kernel::cgroup::CgroupLimits;
 
 use super::*;
 use crate::checks::cause::NextStep;
+use crate::checks::mechanism::{Container, HeldFor, Mechanism, NamedTask};
 use crate::checks::outside_load::{FiguresSay, LoadFigures};
 use crate::checks::Op;
 use crate::report::WorkerExitInfo;
@@ -83,11 +84,16 @@ fn the_default_scenarios_spinner_lost_its_cpu_to_the_other_cgroup() {
         &rec,
         failed(CheckId::MinFairShare, "spinners"),
     );
-    let m = cause.mechanism.unwrap();
-    assert!(
-        m.starts_with("the workers of the run's cgroup pingpong kept worker 8679 off its CPU: they held it for 1,559 ms of the 2,834 ms it waited"),
-        "{m}"
-    );
+    let Some(Mechanism::OtherGroups {
+        containers,
+        worker: 8679,
+        held,
+    }) = cause.mechanism.first()
+    else {
+        panic!("{:?}", cause.mechanism);
+    };
+    assert_eq!(containers, &[cgroup("pingpong")]);
+    assert_eq!((ms_of(held.held_ns), ms_of(held.waited_ns)), (1_559, 2_834));
     assert_eq!(cause.next_step, Some(NextStep::NoCgroupsControl));
     let acc = cause.recorder.as_ref().expect("the recorder's account");
     assert_eq!(
@@ -136,15 +142,27 @@ fn one_cgroup_for_both_groups_is_starvation_inside_it() {
         &rec,
         failed(CheckId::MinFairShare, "spinners"),
     );
-    let m = cause.mechanism.unwrap();
-    assert!(
-        m.starts_with("starvation inside cgroup all: worker 8679 ran 214 ms of its 3,000 ms"),
-        "{m}"
+    let Some(Mechanism::InsideContainer {
+        starved: true,
+        container,
+        worker: 8679,
+        ran_ns,
+        wall_ns: 3_000_000_000,
+        held,
+    }) = cause.mechanism.first()
+    else {
+        panic!("{:?}", cause.mechanism);
+    };
+    assert_eq!(container, &cgroup("all"));
+    assert_eq!(
+        (ms_of(*ran_ns), ms_of(held.held_ns), ms_of(held.waited_ns)),
+        (214, 1_660, 2_834)
     );
-    assert!(
-        m.contains("held its CPU for 1,660 ms of the 2,834 ms it waited"),
-        "{m}"
-    );
+}
+
+/// The cgroup named `name`.
+fn cgroup(name: &str) -> Container {
+    Container::Cgroup { name: name.into() }
 }
 
 /// A worker that ran most of its time (here 1,600 of its 3,000 ms) was
@@ -155,10 +173,20 @@ fn a_worker_that_ran_most_of_its_time_met_contention_not_starvation() {
     let w = rec.workers.iter_mut().find(|w| w.worker == 8679).unwrap();
     w.run_ns = 1_600_000_000;
     let c = failed(CheckId::MaxP99WakeLatencyUs, "spinners");
-    let m = explain(&scn, &reports, &rec, c).mechanism.unwrap();
+    let m = explain(&scn, &reports, &rec, c).mechanism;
     assert!(
-        m.starts_with("contention inside cgroup all: worker 8679 ran 1,600 ms of its 3,000 ms"),
-        "{m}"
+        matches!(
+            m.first(),
+            Some(Mechanism::InsideContainer {
+                starved: false,
+                container,
+                worker: 8679,
+                ran_ns: 1_600_000_000,
+                wall_ns: 3_000_000_000,
+                ..
+            }) if *container == cgroup("all")
+        ),
+        "{m:?}"
     );
 }
 
@@ -212,12 +240,10 @@ fn stuck_spinner_cause(rec: &Recorded) -> Cause {
 #[test]
 fn not_stuck_beside_a_nice_hog_names_the_hog() {
     let cause = stuck_spinner_cause(&fixture("recorded-nice-hog.json"));
-    let m = cause.mechanism.unwrap();
-    assert!(
-        m.starts_with("a task outside the run kept worker 6432 off its CPU"),
-        "{m}"
-    );
-    assert!(m.contains("(sh[6408], rustc[6463]"), "{m}");
+    let Some(Mechanism::Outside { worker: 6432, held }) = cause.mechanism.first() else {
+        panic!("{:?}", cause.mechanism);
+    };
+    assert_eq!(held.holders[..2], [task("sh", 6408), task("rustc", 6463)]);
     assert_eq!(
         cause.next_step,
         Some(NextStep::StopHolder {
@@ -250,12 +276,13 @@ fn runq_holding_a_workers_cpu_is_runq_itself_not_outside_load() {
         h.class = RUNQ_CLASS;
     }
     let cause = stuck_spinner_cause(&rec);
-    let m = cause.mechanism.unwrap();
-    assert!(
-        m.starts_with("runq itself kept worker 6432 off its CPU: runq's own threads"),
-        "{m}"
+    let Some(Mechanism::RunqItself { worker: 6432, held }) = cause.mechanism.first() else {
+        panic!("{:?}", cause.mechanism);
+    };
+    assert_eq!(
+        (held.holders.as_slice(), held.more_holders),
+        ([task("runq-host", 6408)].as_slice(), 0)
     );
-    assert!(m.contains("(runq-host[6408])"), "{m}");
     assert!(
         cause.next_step == Some(NextStep::LeaveRunqACpu),
         "never advise stopping runq"
@@ -289,10 +316,18 @@ fn a_killed_worker_is_its_end_not_the_load() {
     let mut checks = [failed(CheckId::NotStuck, "low")];
     explain_all(&scn, &reports, Ok(&rec), false, &mut checks);
     let cause = checks[0].cause.clone().unwrap();
-    assert!(cause
-        .mechanism
-        .unwrap()
-        .starts_with("worker 6432 ended (killed by SIGKILL)"));
+    assert!(
+        matches!(
+            cause.mechanism.as_slice(),
+            [Mechanism::Ended {
+                worker: 6432,
+                how: WorkerExitInfo::Signaled(9),
+                ..
+            }]
+        ),
+        "{:?}",
+        cause.mechanism
+    );
     assert_eq!(cause.outside_load, None);
 }
 
@@ -350,22 +385,54 @@ fn a_worker_asleep_at_the_deadline_is_no_wait_for_a_cpu() {
     r.wall_time_ns = 10_000_000_000;
     r.exit_info = Some(WorkerExitInfo::TimedOut);
     let cause = explain(&scn, &reports, &rec, failed(CheckId::NotStuck, "spinners"));
-    let m = cause.mechanism.unwrap();
-    assert!(
-        m.starts_with("not a wait for a CPU: worker 8679 waited runnable 2,834 ms of its 10,000 ms (28.3%), ran 214 ms and was asleep 6,952 ms"),
-        "{m}"
+    let Some(&Mechanism::NoCpuWait {
+        worker: 8679,
+        waited_ns,
+        wall_ns: 10_000_000_000,
+        ran_ns,
+        asleep_ns,
+    }) = cause.mechanism.first()
+    else {
+        panic!("{:?}", cause.mechanism);
+    };
+    assert_eq!(
+        (ms_of(waited_ns), ms_of(ran_ns), ms_of(asleep_ns)),
+        (2_834, 214, 6_952)
     );
 }
 
 #[test]
-fn holders_none_of_which_was_named_leave_no_empty_parentheses() {
-    assert_eq!(named(&[]), "");
-    let h = runq_kernel::task_record::Holder {
-        pid: 7,
+fn the_first_three_holders_are_named_the_rest_counted_the_time_within_the_wait() {
+    let w = TaskRecord {
+        wait_ns: 100,
+        ..TaskRecord::default()
+    };
+    let none = held_for(&w, &(Vec::new(), 0));
+    assert_eq!((none.holders.len(), none.more_holders), (0, 0));
+    let h = |pid: u32| runq_kernel::task_record::Holder {
+        pid,
         comm: "yes".into(),
         ..Default::default()
     };
-    assert_eq!(named(&[&h]), " (yes[7])");
+    let hs = [h(7), h(8), h(9), h(10), h(11)];
+    let held = held_for(&w, &(hs.iter().collect(), 120));
+    assert_eq!(
+        held,
+        HeldFor {
+            held_ns: 100,
+            waited_ns: 100,
+            holders: vec![task("yes", 7), task("yes", 8), task("yes", 9)],
+            more_holders: 2,
+        }
+    );
+}
+
+/// A task named `comm`, pid `pid`.
+fn task(comm: &str, pid: u32) -> NamedTask {
+    NamedTask {
+        comm: comm.into(),
+        pid,
+    }
 }
 
 /// ns as whole ms, rounded, as the report writes them.

@@ -3,6 +3,7 @@
 
 use crate::checks::cause::Cause;
 use crate::checks::cpu_wait::{run_wait_share, stall_wait};
+use crate::checks::mechanism::Mechanism;
 use crate::checks::outside_load::{
     judge_outside_load, load_explains_all, CpuWait, GroupFacts, WaitSpan,
 };
@@ -186,10 +187,7 @@ fn judge_load(
         };
         if let Some(idle) = idle_beside_waiting(c, load, &facts) {
             let cause = c.cause.get_or_insert_with(Cause::default);
-            cause.mechanism = Some(match cause.mechanism.take() {
-                Some(m) => format!("{m}; {idle}"),
-                None => idle,
-            });
+            cause.mechanism.push(idle);
         }
         if let Some(judged) = judge_outside_load(c, load, &facts) {
             c.cause.get_or_insert_with(Cause::default).outside_load = Some(judged);
@@ -201,18 +199,17 @@ fn judge_load(
 /// the host stayed idle: the scheduler left work waiting beside an idle
 /// CPU (the CPUs a group may use are all of the host's here: a pinned
 /// group is not judged, its CPUs may be the busy ones).
-fn idle_beside_waiting(c: &CheckResult, load: &HostLoad, g: &GroupFacts) -> Option<String> {
+fn idle_beside_waiting(c: &CheckResult, load: &HostLoad, g: &GroupFacts) -> Option<Mechanism> {
     let share_check = matches!(c.check, CheckId::MinFairShare | CheckId::MinFairShareWorker);
     let idle = load.cpus as f64 - load.busy_cpus;
     let waited = g.wait.as_ref()?.share;
-    (share_check && g.usable_cpus == load.cpus && idle >= 0.2 && waited >= 0.5).then(|| {
-        format!(
-            "meanwhile {idle:.2} of the host's {} CPUs stayed idle while its workers waited \
-             runnable {:.0}% of their time: the scheduler did not move them to an idle CPU",
-            load.cpus,
-            100.0 * waited
-        )
-    })
+    (share_check && g.usable_cpus == load.cpus && idle >= 0.2 && waited >= 0.5).then_some(
+        Mechanism::IdleBesideWaiting {
+            idle_cpus: idle,
+            host_cpus: load.cpus,
+            waited_share: waited,
+        },
+    )
 }
 
 /// Summaries and check results for every group, then the fair-share
@@ -280,7 +277,9 @@ fn group_work(g: &crate::scenario::GroupSpec) -> GroupWork {
 pub(super) fn blame_the_run_error(error: &str, checks: &mut [crate::CheckResult]) {
     for c in checks.iter_mut().filter(|c| !c.pass) {
         c.cause = Some(crate::checks::cause::Cause {
-            mechanism: Some(format!("the run ended early: {error}")),
+            mechanism: vec![Mechanism::RunError {
+                error: error.to_string(),
+            }],
             next_step: Some(crate::checks::cause::NextStep::FixRunError),
             ..Default::default()
         });
@@ -333,5 +332,51 @@ mod tests {
             final_verdict(&[check(false)], true, false, true),
             Verdict::Fail
         );
+    }
+
+    #[test]
+    fn a_run_error_is_the_cause_of_every_failed_check() {
+        let mut checks = [check(false), check(true)];
+        blame_the_run_error("fork failed", &mut checks);
+        let cause = checks[0].cause.as_ref().unwrap();
+        assert_eq!(
+            cause.mechanism,
+            [Mechanism::RunError {
+                error: "fork failed".into()
+            }]
+        );
+        assert_eq!(checks[1].cause, None);
+    }
+
+    #[test]
+    fn a_share_that_waited_beside_idle_cpus_says_how_many_stayed_idle() {
+        let load = HostLoad {
+            cpus: 4,
+            busy_cpus: 2.5,
+            run_cpus: 2.4,
+            outside_cpus: 0.1,
+            runq_cpus: 0.0,
+        };
+        let facts = GroupFacts {
+            usable_cpus: 4,
+            wait: Some(CpuWait {
+                share: 0.8,
+                over: WaitSpan::Run,
+            }),
+            ..GroupFacts::default()
+        };
+        let share = CheckResult {
+            check: CheckId::MinFairShare,
+            ..check(false)
+        };
+        assert_eq!(
+            idle_beside_waiting(&share, &load, &facts),
+            Some(Mechanism::IdleBesideWaiting {
+                idle_cpus: 1.5,
+                host_cpus: 4,
+                waited_share: 0.8
+            })
+        );
+        assert_eq!(idle_beside_waiting(&check(false), &load, &facts), None);
     }
 }

@@ -318,14 +318,14 @@ fn the_default_scenarios_fail_names_the_cgroup_that_held_its_cpu() {
             c["pass"] == false && first.contains(&format!(" {} (", c["name"].as_str().unwrap()))
         })
         .unwrap_or_else(|| panic!("{first}"));
-    let mechanism = worst["cause"]["mechanism"].as_str().unwrap_or_default();
-    let named_cgroup = mechanism.starts_with("starvation inside cgroup ")
-        || mechanism.starts_with("contention inside cgroup ")
-        || mechanism.starts_with("the workers of the run's cgroup ");
-    let outside = mechanism.starts_with("a task outside the run kept worker ");
+    // The recorder's mechanism comes first.
+    let mechanism = &worst["cause"]["mechanism"][0];
+    let kind = mechanism["kind"].as_str().unwrap_or_default();
+    let named_cgroup = (kind == "inside_container" && mechanism["container"]["kind"] == "cgroup")
+        || (kind == "other_groups" && mechanism["containers"][0]["kind"] == "cgroup");
     assert!(
-        named_cgroup || outside || mechanism.starts_with("not a wait for a CPU"),
-        "{first}"
+        named_cgroup || kind == "outside" || kind == "no_cpu_wait",
+        "{first}\n{mechanism}"
     );
     if named_cgroup {
         let next = &worst["cause"]["next_step"];
@@ -376,18 +376,23 @@ fn starvation_inside_a_cgroup_names_the_cgroup_and_its_holder() {
     // The report writes it as the recorder's sentence.
     let block = fail_block(&stderr);
     assert!(block.contains(&format!("runq[{high}] (high) ")), "{block}");
-    let mechanism = cause["mechanism"].as_str().unwrap();
-    if mechanism.starts_with("starvation inside cgroup box: ") {
-        assert!(
-            mechanism.contains(&format!("(runq[{high}])")),
+    let mechanism = &cause["mechanism"][0];
+    let in_box = serde_json::json!({"kind": "cgroup", "name": "box"});
+    if mechanism["kind"] == "inside_container"
+        && mechanism["starved"] == true
+        && mechanism["container"] == in_box
+    {
+        assert_eq!(
+            (&mechanism["holders"], &mechanism["more_holders"]),
+            (
+                &serde_json::json!([{"comm": "runq", "pid": high}]),
+                &0.into()
+            ),
             "{mechanism}"
         );
         assert_eq!(cause["next_step"]["kind"], "no_cgroups_control", "{cause}");
     } else {
-        assert!(
-            mechanism.starts_with("a task outside the run kept worker "),
-            "{mechanism}"
-        );
+        assert_eq!(mechanism["kind"], "outside", "{mechanism}");
     }
 }
 
@@ -503,20 +508,17 @@ fn nice_hog_names_the_hog(evidence: &str, mode: &str) {
         .or_else(|| cause_of(&v, "max_gap_ms", "low"))
         .unwrap_or_else(|| panic!("{stderr}"));
     let hog_name = format!("sh[{hog_pid}]");
-    let mechanism = cause["mechanism"].as_str().unwrap();
-    assert!(
-        mechanism.starts_with("a task outside the run kept worker "),
-        "{mechanism}"
-    );
+    let mechanism = &cause["mechanism"][0];
+    assert_eq!(mechanism["kind"], "outside", "{mechanism}");
+    let named = mechanism["holders"].as_array().cloned().unwrap_or_default();
+    let hog_named = named
+        .iter()
+        .any(|h| h["comm"] == "sh" && h["pid"] == hog_pid);
     // The hog is named among the holders unless other tasks outside the
     // run (a build beside the suite) held that CPU longer; they are then
-    // the ones named, each as comm[pid].
-    if !mechanism.contains(&hog_name) {
-        let holders = &cause["recorder"]["holders"];
-        let named = holders
-            .as_array()
-            .is_some_and(|hs| hs.iter().any(|h| h["comm"] == hog_name.as_str()));
-        assert!(named || mechanism.contains(']'), "{mechanism}\n{holders}");
+    // the ones named.
+    if !hog_named {
+        assert!(!named.is_empty(), "{mechanism}");
         eprintln!("note: busier tasks than the hog held its CPU: {mechanism}");
     }
     assert_eq!(cause["outside_load"]["explains"], true, "{cause}");
@@ -535,7 +537,7 @@ fn nice_hog_names_the_hog(evidence: &str, mode: &str) {
     );
     let block = fail_block(&stderr);
     assert!(
-        block.contains(&hog_name) || !mechanism.contains(&hog_name),
+        block.contains(&hog_name) || !hog_named,
         "the lines name the hog when the cause does: {block}"
     );
 }
