@@ -109,7 +109,11 @@ pub fn boot(
         }
         if last_word.elapsed() >= PROGRESS_EVERY {
             last_word = Instant::now();
-            let phase = if boot.is_some() { "running" } else { "booting" };
+            let phase = match (boot, runs_done(dir)) {
+                (None, _) => "booting".to_string(),
+                (Some(_), 0) => "running".to_string(),
+                (Some(_), n) => format!("running ({n} runs done)"),
+            };
             progress(format!(
                 "{phase}, {:.0} s so far",
                 t0.elapsed().as_secs_f64()
@@ -132,6 +136,21 @@ pub fn boot(
             _ => std::thread::sleep(Duration::from_millis(50)),
         }
     }
+}
+
+/// How many runs of a matrix guest have ended: their `N.rc` files in
+/// the shared directory `dir`.
+fn runs_done(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| {
+        d.flatten()
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.strip_suffix(".rc")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .count()
+    })
 }
 
 /// How often a VM that is still booting or running says so.

@@ -387,9 +387,27 @@ fn gateway_with_cargo_defaults() {
     // (`jmp`): no frame of its own, so the sleep is its caller's, the
     // route's closure, named by its full path.
     let calls = blockers(&report, "blocking_call");
-    let caller = "runq_demo_gateway::handlers::rotate::{async_fn#0}::{closure#0}";
-    let caller = calls.iter().find(|b| b["function"] == caller);
+    let caller = calls.iter().find(|b| b["function"] == ROTATE_CALLER);
     let b = caller.unwrap_or_else(|| panic!("no blocking call in rotate's closure: {report:#}"));
+    assert!(b["count"].as_u64().unwrap() >= 5, "{b:#}");
+}
+
+/// The route whose sleep the release build makes a tail call: the
+/// blocker's name in every build with symbols.
+const ROTATE_CALLER: &str = "runq_demo_gateway::handlers::rotate::{async_fn#0}::{closure#0}";
+
+/// Built as a project that keeps line tables in release builds
+/// (`debug = "line-tables-only"`, no frame pointers): each blocker is
+/// named as in the cargo-defaults build, the log rotation's too.
+#[test]
+#[cfg_attr(not(runq_root), ignore = "needs root")]
+fn gateway_with_line_tables() {
+    let exe = runq_testkit::demos_without_frame_pointers().join("runq-demo-gateway");
+    let report = gateway_session(&exe, &[]);
+    assert_eq!(report["stacks"]["source"], "dwarf", "{report:#}");
+    let calls = blockers(&report, "blocking_call");
+    let b = calls.iter().find(|b| b["function"] == ROTATE_CALLER);
+    let b = b.unwrap_or_else(|| panic!("no blocking call in rotate's closure: {report:#}"));
     assert!(b["count"].as_u64().unwrap() >= 5, "{b:#}");
 }
 
