@@ -284,14 +284,27 @@ pub fn scenario_list(args: &super::RunArgs) -> anyhow::Result<Option<Vec<(Matrix
             .collect()
     };
     let mut list = Vec::new();
+    let mut invalid = Vec::new();
     for name in names {
-        let scn = super::read_scenario(name)?;
-        let run_for = args.duration.unwrap_or(scn.duration) * args.repeat.max(1);
+        let mut scn = super::read_scenario(name)?;
+        scn.duration = args.duration.unwrap_or(scn.duration);
+        if let Err(e) = scn.validate() {
+            invalid.push(format!("{name}: {e}"));
+        }
         let one = MatrixScenario {
             name: name.to_string(),
-            run_for,
+            run_for: scn.duration * args.repeat.max(1),
         };
         list.push((one, scn.scheduler.is_some()));
+    }
+    if let Some(first) = invalid.first() {
+        let more = match invalid.len() {
+            1 => String::new(),
+            n => format!(" (and {} more of the list)", n - 1),
+        };
+        return Err(exit::usage(format!(
+            "{first}{more}; give a longer --duration or leave them out, before any VM boots"
+        )));
     }
     Ok(Some(list))
 }
