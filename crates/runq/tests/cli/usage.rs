@@ -16,12 +16,44 @@ fn usage_error(args: &[&str]) -> String {
 fn missing_arguments_are_named() {
     let cases: &[(&[&str], &str)] = &[
         (&["ctprof", "capture"], "not provided: --output <PATH>"),
-        (&["compare"], "not provided: <A.json>, <B.json>"),
+        (&["compare"], "not provided: <A.json>"),
         (
             &["ctprof", "export", "x.ctprof.zst"],
             "not provided: --format <FORMAT>",
         ),
         (&["collatz", "depth-report"], "not provided: <INPUT>"),
+    ];
+    for (args, needle) in cases {
+        let err = usage_error(args);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+/// A matrix's axes given where no matrix runs, or a scenario list whose
+/// steps a shortened run would cut, are refused before anything starts.
+#[test]
+fn matrix_axes_outside_a_matrix_or_cut_by_the_duration_are_refused() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "catalog"],
+            "several scenarios are an axis of --vm-matrix",
+        ),
+        (
+            &["run", "steady,mixed_workloads", "--vm"],
+            "several scenarios are an axis of --vm-matrix",
+        ),
+        (
+            &["run", "steady", "--scheduler", "a", "--scheduler", "b"],
+            "several schedulers are an axis of --vm-matrix",
+        ),
+        (
+            &["run", "catalog", "--vm-matrix", "--duration", "1s"],
+            "step at 1s is not before the end of the run (1s) (and ",
+        ),
+        (
+            &["run", "steady,nope", "--vm-matrix"],
+            "no scenario file or ready-made scenario \"nope\"",
+        ),
     ];
     for (args, needle) in cases {
         let err = usage_error(args);
