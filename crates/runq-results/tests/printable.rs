@@ -76,7 +76,18 @@ fn check(pass: bool) -> CheckResult {
             }),
             ..Cause::default()
         }),
-        detail: Some(format!("worker 500 ({HOSTILE}) waited")),
+        detail: vec![runq_workload::Detail::Host(
+            runq_workload::HostDetail::RunnableWait {
+                pid: 500,
+                comm: HOSTILE.into(),
+                waited_ms: 12.0,
+                cpu: 0,
+                at_ns: 0,
+                waits: 1,
+                mean_ns: 12_000_000,
+                source: "BPF".into(),
+            },
+        )],
         not_judged: None,
     }
 }

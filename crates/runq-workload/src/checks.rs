@@ -4,11 +4,14 @@
 //! scenario (`[checks]` in a scenario file). Checks are evaluated per group;
 //! every result carries the measured value beside its bound.
 
+use crate::checks::detail::GroupDetail;
 use std::fmt;
 
 use serde::Serialize;
 
 use cause::Cause;
+pub(crate) use detail::Detail;
+use detail::LostPartner;
 pub use registry::CheckConfig;
 pub(crate) use registry::SchedExtFigure;
 pub use registry::CHECK_NAMES;
@@ -124,9 +127,10 @@ pub struct CheckResult {
     pub bound: f64,
     /// Whether it held.
     pub pass: bool,
-    /// A sentence on what was measured, when the numbers need one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
+    /// What was measured, when the numbers need more: the worker or task
+    /// the figure came from, the figures beside it (see [`detail`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub detail: Vec<Detail>,
     /// Why a failed check failed, as far as the run's figures tell (see
     /// [`cause`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -275,7 +279,11 @@ impl CheckConfig {
             bound,
             pass,
             cause: None,
-            detail: explain.filter(|_| !pass).and_then(|f| f(observed)),
+            detail: explain
+                .filter(|_| !pass)
+                .and_then(|f| f(observed))
+                .into_iter()
+                .collect(),
             not_judged: None,
         })
     }
@@ -286,11 +294,8 @@ impl CheckConfig {
 /// each one's detail, before what the failure's explanation adds.
 pub(crate) fn name_latency_figure(results: &mut [CheckResult], figure: crate::WakeFigure) {
     for r in results.iter_mut().filter(|r| r.check.judges_wake_latency()) {
-        let judged = format!("judges the {}: {}", figure.label(), figure.meaning());
-        r.detail = Some(match r.detail.take() {
-            Some(more) => format!("{judged}; {more}"),
-            None => judged,
-        });
+        r.detail
+            .insert(0, Detail::Group(GroupDetail::LatencyFigure { figure }));
     }
 }
 
@@ -298,20 +303,21 @@ pub(crate) fn name_latency_figure(results: &mut [CheckResult], figure: crate::Wa
 /// pipes close (reports are in spawn order, so a partner index is a
 /// position). A partner that ended normally (the usual stop race) is not
 /// named.
-fn lost_partners(reports: &[&WorkerReport]) -> Option<String> {
-    let lines: Vec<String> = reports
+fn lost_partners(reports: &[&WorkerReport]) -> Option<Detail> {
+    let lost: Vec<LostPartner> = reports
         .iter()
         .filter_map(|r| {
             let j = r.partner_lost?;
             let dead = reports.get(j)?;
-            let how = dead.exit_info.as_ref()?;
-            Some(format!(
-                "partner worker {j} (pid {}) died ({how}); worker pid {} saw its pipe close and stopped",
-                dead.tid, r.tid
-            ))
+            Some(LostPartner {
+                partner: j,
+                partner_pid: dead.tid,
+                how: dead.exit_info.clone()?,
+                worker: r.tid,
+            })
         })
         .collect();
-    (!lines.is_empty()).then(|| lines.join("; "))
+    (!lost.is_empty()).then_some(Detail::Group(GroupDetail::PartnersLost { lost }))
 }
 
 /// The off-CPU spread within each role (a fan-out's messenger and its
@@ -429,6 +435,7 @@ pub fn verdict(results: &[CheckResult], run_failed: bool) -> Verdict {
 
 pub mod cause;
 pub(crate) mod cpu_wait;
+pub mod detail;
 mod explain;
 pub mod mechanism;
 pub mod outside_load;

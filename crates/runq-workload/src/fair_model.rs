@@ -1,12 +1,13 @@
 //! Builds the fair-share model ([`crate::fairness`]) of a finished run
 //! from its scenario and reports, and turns it into check results.
 
+use crate::checks::detail::ShareDetail;
 use crate::CheckId;
 use std::collections::BTreeSet;
 
 use runq_kernel::cgroup::UNLIMITED;
 
-use crate::checks::{CheckResult, Op};
+use crate::checks::{CheckResult, Detail, Op};
 use crate::fair_cause::{group_share_cause, worker_share_cause};
 use crate::fairness::{
     describe, group_shares, worst_worker, FairEntity, FairModel, FairShare, FairWorker,
@@ -263,7 +264,7 @@ pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
             bound,
             pass,
             cause: (!pass).then(|| group_share_cause(m, s, &shares)),
-            detail: Some(describe(m, s)),
+            detail: vec![describe(m, s)],
             not_judged: None,
         });
         if let Some((tid, w)) = worst_worker(m, s.group).filter(|(_, w)| judged(w)) {
@@ -279,11 +280,11 @@ pub fn fair_share_checks(m: &FairModel, bound: f64) -> Vec<CheckResult> {
                 bound,
                 pass,
                 cause: (!pass).then(|| worker_share_cause(m, tid, &w, group_ratio)),
-                detail: Some(format!(
-                    "worker {tid} got {:.1}% of its group's CPU time, expected {:.0}%",
-                    pct(w.got_cpus),
-                    pct(w.expected_cpus)
-                )),
+                detail: vec![Detail::Share(ShareDetail::WorkerFairShare {
+                    worker: tid,
+                    got_pct: pct(w.got_cpus),
+                    expected_pct: pct(w.expected_cpus),
+                })],
                 not_judged: None,
             });
         }
@@ -335,10 +336,20 @@ mod tests {
         let res = fair_share_checks(&m, 0.5);
         let a = res.iter().find(|c| c.group == "a").unwrap();
         assert!(!a.pass, "{res:?}");
+        let [Detail::Share(ShareDetail::FairShare {
+            group,
+            got_pct,
+            expected_pct,
+            basis,
+        })] = &a.detail[..]
+        else {
+            panic!("{:?}", a.detail);
+        };
         assert_eq!(
-            a.detail.as_deref(),
-            Some("a got 1.0% of the CPU time, expected 20% (cpu.shares 1024:4096)")
+            (group.as_str(), basis.as_str()),
+            ("a", "cpu.shares 1024:4096")
         );
+        assert!((got_pct - 1.0).abs() < 1e-9 && (expected_pct - 20.0).abs() < 1e-9);
         // Unplaced, the same workers are two equal tasks.
         let m = model_from_run(&scn, &reports, None, &online).unwrap();
         assert_eq!(m.basis, "no cgroups: one share per runnable worker");

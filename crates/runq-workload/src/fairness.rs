@@ -23,7 +23,10 @@
 //! real-time and deadline groups are not judged; scenarios with timed steps are not judged
 //! (their entitlements change mid-run).
 
+use crate::checks::detail::ShareDetail;
 use std::collections::BTreeSet;
+
+use crate::checks::Detail;
 
 /// One entity competing for CPU: a run cgroup, or a lone worker.
 #[derive(Debug, Clone, PartialEq)]
@@ -306,16 +309,16 @@ pub fn worst_worker(m: &FairModel, g: usize) -> Option<(u32, FairShare)> {
         .min_by(|a, b| a.1.ratio().total_cmp(&b.1.ratio()))
 }
 
-/// The one-line explanation of a group's share.
-pub fn describe(m: &FairModel, s: &FairShare) -> String {
+/// What a group's share check states: the share it got, the share it
+/// was owed, and how the entitlements were set.
+pub fn describe(m: &FairModel, s: &FairShare) -> Detail {
     let pct = |cpus: f64| 100.0 * cpus / s.pool_cpus.max(1e-9);
-    format!(
-        "{} got {:.1}% of the CPU time, expected {:.0}% ({})",
-        m.group_names[s.group],
-        pct(s.got_cpus),
-        pct(s.expected_cpus),
-        m.basis
-    )
+    Detail::Share(ShareDetail::FairShare {
+        group: m.group_names[s.group].clone(),
+        got_pct: pct(s.got_cpus),
+        expected_pct: pct(s.expected_cpus),
+        basis: m.basis.clone(),
+    })
 }
 
 #[cfg(test)]

@@ -68,9 +68,19 @@ fn equal_weights_starved_group_fails_with_a_clear_message() {
     assert!(close(shares[0].pool_cpus, 1.968), "{shares:?}");
     assert!(close(shares[0].expected_cpus, 0.984), "{shares:?}");
     assert!(shares[0].ratio() < 0.01);
-    assert_eq!(
-        describe(&m, &shares[0]),
-        "g0 got 0.4% of the CPU time, expected 50% (equal cpu.shares)"
+    let Detail::Share(ShareDetail::FairShare {
+        group,
+        got_pct,
+        expected_pct,
+        basis,
+    }) = describe(&m, &shares[0])
+    else {
+        panic!("a group's share");
+    };
+    assert_eq!((group.as_str(), basis.as_str()), ("g0", "equal cpu.shares"));
+    assert!(
+        (got_pct * 10.0).round() == 4.0 && close(expected_pct, 50.0),
+        "{got_pct} {expected_pct}"
     );
     assert!(shares[1].ratio() > 1.9);
 }

@@ -43,6 +43,10 @@ pub mod worktype;
 pub use capacity::DEFAULT_WORKERS_PER_CPU;
 pub use check_id::{CheckId, Direction, LoadEffect, PointsAt, SeriesPattern};
 pub use checks::cause::{Cause, HeldBy, HeldParts, NamedHolder, NextStep, RecorderAccount};
+pub use checks::detail::{
+    Detail, GroupDetail, HostDetail, LostPartner, PlacementDetail, RateDetail, SchedExtDetail,
+    SchedulerDetail, ScxEnd, SeriesDetail, SetupError, ShareDetail, Span, StuckHow, StuckWay,
+};
 pub use checks::mechanism::{Container, HeldFor, Mechanism, NamedTask, ShareTaker};
 pub use checks::outside_load::{FiguresSay, LoadFigures, LoadSeen, OutsideLoad, WaitSpan};
 pub use checks::{

@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 use runq_kernel::sched_trace::SchedEvent;
 
 use super::Evidence;
-use runq_workload::CheckResult;
 use runq_workload::RunOutcome;
+use runq_workload::{CheckResult, Detail, SeriesDetail, Span};
 
 /// What one task did in a window, ns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -84,12 +84,33 @@ pub fn task_time(events: &[SchedEvent], tid: i32, from: u64, to: u64) -> TaskTim
     out
 }
 
-/// The window a series check's FAIL names (`... in 2.01–3.45 s ...`), in
-/// seconds from the run's start.
-pub fn named_window(detail: &str) -> Option<(f64, f64)> {
-    let re = regex::Regex::new(r"(\d+\.\d+)–(\d+\.\d+) s").ok()?;
-    let c = re.captures(detail)?;
-    Some((c[1].parse().ok()?, c[2].parse().ok()?))
+/// The window a series check's FAIL names, in seconds from the run's
+/// start, to the hundredth its sentence gives.
+pub fn named_window(details: &[Detail]) -> Option<(f64, f64)> {
+    let w = details.iter().find_map(|d| match d {
+        Detail::Series(s) => Some(series_window(s)),
+        Detail::Group(_)
+        | Detail::Share(_)
+        | Detail::Rate(_)
+        | Detail::Placement(_)
+        | Detail::Scheduler(_)
+        | Detail::Host(_)
+        | Detail::SchedExt(_) => None,
+    })?;
+    let s = |ns: u64| (ns as f64 / 1e7).round() / 100.0;
+    Some((s(w.from_ns), s(w.to_ns)))
+}
+
+/// The window a check over time names first.
+fn series_window(s: &SeriesDetail) -> Span {
+    match s {
+        SeriesDetail::Fell { window, .. }
+        | SeriesDetail::RateOutside { window, .. }
+        | SeriesDetail::Unsteady { window, .. }
+        | SeriesDetail::Stalled { window, .. }
+        | SeriesDetail::ConvergeRate { window, .. }
+        | SeriesDetail::ConvergeShare { window, .. } => *window,
+    }
 }
 
 /// The evidence of a failed series check of `o`: each worker of its group
@@ -101,7 +122,7 @@ pub fn examine(
     events: &[SchedEvent],
     base: u64,
 ) -> Option<(Evidence, (u64, u64), i32)> {
-    let (a, b) = named_window(c.detail.as_deref()?)?;
+    let (a, b) = named_window(&c.detail)?;
     let idx = o.groups.iter().find(|g| g.name == c.group)?.group_idx;
     let (from, to) = (base + (a * 1e9) as u64, base + (b * 1e9) as u64);
     let mut s = format!("in {a:.2}–{b:.2} s");

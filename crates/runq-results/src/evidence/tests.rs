@@ -147,7 +147,14 @@ fn the_worst_check_leads_the_headline() {
         bound,
         pass: false,
         cause: None,
-        detail: Some("slowest worker 3 units/s; see the table (and more)".into()),
+        detail: vec![
+            runq_workload::Detail::Rate(runq_workload::RateDetail::SlowestWorker {
+                worker: 3,
+                work_units: 30,
+                wall_ns: 10_000_000_000,
+            }),
+            runq_workload::Detail::Rate(runq_workload::RateDetail::NumaLocality),
+        ],
         not_judged: None,
     };
     let rate = c(CheckId::MinWorkRate, 10.0, Op::AtLeast, 1e12);
@@ -163,7 +170,8 @@ fn the_worst_check_leads_the_headline() {
     assert_eq!(worst.check, CheckId::MinWorkRate);
     assert_eq!(
         headline::line(&o, worst),
-        "FAIL min_work_rate (g): measured 10 (bound >= 1000000000000): slowest worker 3 units/s"
+        "FAIL min_work_rate (g): measured 10 (bound >= 1000000000000): worker 3 did 30 work \
+         units in 10.00 s"
     );
 }
 
@@ -171,7 +179,8 @@ fn the_worst_check_leads_the_headline() {
 fn a_dead_schedulers_fail_leads_without_asking_for_a_recording() {
     use runq_workload::{CheckResult, Op};
     let mut o = outcome();
-    let c = |check: CheckId, detail: &str| CheckResult {
+    use runq_workload::{Detail, RateDetail, SchedulerDetail};
+    let c = |check: CheckId, detail: Detail| CheckResult {
         check,
         group: "scheduler".into(),
         measured: 0.0,
@@ -179,14 +188,31 @@ fn a_dead_schedulers_fail_leads_without_asking_for_a_recording() {
         bound: 1.0,
         pass: false,
         cause: None,
-        detail: Some(detail.into()),
+        detail: vec![detail],
         not_judged: None,
     };
+    let ejected = runq_kernel::sched_ext_log::ScxExit {
+        scheduler: "qmap".into(),
+        reason: "runnable task stall".into(),
+        error: true,
+        message: None,
+    };
     o.checks = vec![
-        c(CheckId::MinWorkRate, "slowest worker 0 units/s"),
+        c(
+            CheckId::MinWorkRate,
+            Detail::Rate(RateDetail::SlowestWorker {
+                worker: 0,
+                work_units: 0,
+                wall_ns: 1_000_000_000,
+            }),
+        ),
         c(
             CheckId::SchedulerAlive,
-            "the kernel ejected BPF scheduler \"qmap\": runnable task stall",
+            Detail::Scheduler(SchedulerDetail::SchedulerEnded {
+                status: "exited with code 0".into(),
+                at_ms: 900,
+                sched_ext_exit: Some(ejected),
+            }),
         ),
     ];
     let lines = headline::first_lines(&o, None).unwrap();
@@ -194,7 +220,10 @@ fn a_dead_schedulers_fail_leads_without_asking_for_a_recording() {
         lines.starts_with("runq: FAIL scheduler_alive (scheduler): measured 0 (bound >= 1)"),
         "{lines}"
     );
-    assert!(lines.ends_with("runnable task stall"), "{lines}");
+    assert!(
+        lines.contains("the kernel ejected BPF scheduler \"qmap\": runnable task stall, and"),
+        "{lines}"
+    );
     o.checks.remove(1);
     let lines = headline::first_lines(&o, None).unwrap();
     assert!(lines.ends_with("\n  no evidence recorded"), "{lines}");
@@ -218,6 +247,16 @@ fn little_outside_load() -> runq_workload::OutsideLoad {
     }
 }
 
+/// A detail whose sentence is `worker 1: {long}`.
+fn long_detail(long: &str) -> runq_workload::Detail {
+    runq_workload::Detail::Group(runq_workload::GroupDetail::SetupFailed {
+        errors: vec![runq_workload::SetupError {
+            worker: 1,
+            error: long.into(),
+        }],
+    })
+}
+
 /// spinners' failed share, worker 500's CPU held by the pingpong
 /// cgroup's runq[3502], with a detail that runs on for `long`.
 fn pingpong_check(long: &str) -> runq_workload::CheckResult {
@@ -229,9 +268,16 @@ fn pingpong_check(long: &str) -> runq_workload::CheckResult {
         op: Op::AtLeast,
         bound: 0.5,
         pass: false,
-        detail: Some(format!(
-            "spinners got 12.2% of the CPU time, expected 50%; {long}"
-        )),
+        detail: std::iter::once(runq_workload::Detail::Share(
+            runq_workload::ShareDetail::FairShare {
+                group: "spinners".into(),
+                got_pct: 12.2,
+                expected_pct: 50.0,
+                basis: "equal cpu.weight".into(),
+            },
+        ))
+        .chain((!long.is_empty()).then(|| long_detail(long)))
+        .collect(),
         cause: Some(Cause {
             mechanism: vec![runq_workload::Mechanism::OtherGroups {
                 containers: vec![runq_workload::Container::Cgroup {
@@ -315,7 +361,7 @@ fn the_first_line_is_short_and_names_the_holder_the_rest_follows_indented() {
     cause.held_by = None;
     cause.recorder = None;
     cause.no_recorder = Some("off (--evidence off)".into());
-    o.checks[0].detail = Some(long.clone());
+    o.checks[0].detail = vec![long_detail(&long)];
     let text = headline::first_lines(&o, None).unwrap();
     let first = text.lines().next().unwrap();
     assert_eq!(first.chars().count(), headline::FIRST_LINE_MAX, "{first}");
@@ -332,7 +378,7 @@ fn without_a_holder_or_a_detail_the_first_line_gives_the_mechanism() {
     o.checks = vec![pingpong_check("")];
     let cause = o.checks[0].cause.as_mut().unwrap();
     cause.held_by = None;
-    o.checks[0].detail = None;
+    o.checks[0].detail = Vec::new();
     let text = headline::first_lines(&o, None).unwrap();
     assert_eq!(
         text.lines().next().unwrap(),
@@ -399,7 +445,7 @@ fn moments_are_the_worst_instances_of_the_failed_checks() {
         bound: 2_000.0,
         pass,
         cause: None,
-        detail: None,
+        detail: Vec::new(),
         not_judged: None,
     };
     o.checks = vec![
@@ -447,11 +493,17 @@ fn a_series_window_shows_each_workers_time_by_state() {
     // 500: running until 10.1 s, then runnable.
     let t = series::task_time(&ev, 500, 10 * S, 11 * S);
     assert_eq!((t.running_ns, t.runnable_ns), (100 * MS, 900 * MS));
-    assert_eq!(
-        series::named_window("work_units did not move in 2.01–3.45 s: no progress"),
-        Some((2.01, 3.45))
-    );
-    assert_eq!(series::named_window("no window"), None);
+    let stalled = runq_workload::Detail::Series(runq_workload::SeriesDetail::Stalled {
+        metric: runq_workload::series::Metric::WorkUnits,
+        window: runq_workload::Span {
+            from_ns: 2_014 * MS,
+            to_ns: 3_449 * MS,
+        },
+        flat_ms: 1435.0,
+        bound_ms: 500.0,
+    });
+    assert_eq!(series::named_window(&[stalled]), Some((2.01, 3.45)));
+    assert_eq!(series::named_window(&[]), None);
 }
 
 #[test]
@@ -539,7 +591,7 @@ fn a_wake_latency_fail_names_the_worst_wakeup_its_waker_and_the_cpus_holder() {
         bound: 1_000.0,
         pass: false,
         cause: None,
-        detail: None,
+        detail: Vec::new(),
         not_judged: None,
     }];
     let ev = read_trace(WAKES.as_bytes()).unwrap().events;
@@ -616,7 +668,17 @@ fn a_series_window_on_a_wrapped_cpu_says_its_states_are_guessed() {
         bound: 500.0,
         pass: false,
         cause: None,
-        detail: Some("work_units did not move in 0.50–1.50 s: no progress for 1000 ms".into()),
+        detail: vec![runq_workload::Detail::Series(
+            runq_workload::SeriesDetail::Stalled {
+                metric: runq_workload::series::Metric::WorkUnits,
+                window: runq_workload::Span {
+                    from_ns: 500_000_000,
+                    to_ns: 1_500_000_000,
+                },
+                flat_ms: 1000.0,
+                bound_ms: 500.0,
+            },
+        )],
         not_judged: None,
     };
     let group_of = |_| None;

@@ -4,6 +4,7 @@
 //! chooses the format (text, `--json`, `--junit`) and writes.
 
 mod compare;
+mod detail;
 mod host;
 mod instrument;
 mod load;
@@ -14,6 +15,7 @@ mod recorder;
 mod repeats;
 
 pub use compare::{ci_text, comparison, pct_text, value_text};
+pub use detail::{detail_sentence, details_sentence};
 pub use load::outside_load_sentence;
 pub use mechanism::{mechanism_sentence, mechanisms_sentence};
 pub use next_step::next_step_sentence;

@@ -389,11 +389,11 @@ pub fn verdict_word(v: runq_workload::Verdict) -> (&'static str, u8) {
 /// The sentence under a check: its detail, or why it could not be
 /// judged.
 pub fn detail_of(c: &runq_workload::CheckResult) -> Option<String> {
-    match (&c.detail, &c.not_judged) {
-        (Some(d), _) => Some(d.clone()),
-        (None, Some(why)) => Some(format!("not judged: {why}")),
-        (None, None) => None,
-    }
+    super::details_sentence(&c.detail).or_else(|| {
+        c.not_judged
+            .as_ref()
+            .map(|why| format!("not judged: {why}"))
+    })
 }
 
 /// A failed check's cause, one labelled line each, under its detail.

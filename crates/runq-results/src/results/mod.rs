@@ -245,7 +245,7 @@ mod tests {
             bound: 2.0,
             pass: verdict == Verdict::Pass,
             cause: None,
-            detail: None,
+            detail: Vec::new(),
             not_judged: None,
         };
         RunOutcome {

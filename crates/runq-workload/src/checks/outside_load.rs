@@ -258,7 +258,7 @@ mod tests {
             op,
             bound,
             pass: false,
-            detail: None,
+            detail: Vec::new(),
             cause: None,
             not_judged: None,
         }

@@ -12,15 +12,16 @@
 //!   share of fewer than 4 migrations says nothing, so the check says it
 //!   skipped and why.
 
+use crate::checks::detail::PlacementDetail;
 use crate::CheckId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use super::detail::Detail;
 use super::{CheckConfig, CheckResult, Op};
 use crate::report::WorkerReport;
 use crate::scenario::{GroupSpec, Scenario, StepAction};
 use crate::spawn::CloneMode;
-use runq_kernel::cpulist::CpuListDisplay;
 
 /// Which NUMA node each CPU is on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -100,24 +101,22 @@ fn cpuset_result(
     let allowed = allowed_cpus(scn, g.cgroup.as_deref()?)?;
     let mut r = result(CheckId::CpusetIsolation, &g.name, 0.0, Op::AtMost, 0.0);
     if !placed {
-        r.detail = Some("skipped: the run had no cgroups, so no cpuset applied".into());
+        r.detail = vec![Detail::Placement(PlacementDetail::CpusetNotApplied)];
         return Some(r);
     }
     let seen = outside(reports, &allowed);
     r.measured = seen.len() as f64;
     r.pass = seen.is_empty();
-    let allowed = CpuListDisplay(&allowed).to_string();
-    r.detail = Some(match seen.first() {
-        None => format!("every CPU seen at a checkpoint was in the cpuset ({allowed})"),
-        Some((tid, cpus)) => format!(
-            "worker {tid} ran on CPU {} outside its cpuset {allowed}{}",
-            CpuListDisplay(cpus),
-            match seen.len() {
-                1 => String::new(),
-                n => format!(" ({} more workers did too)", n - 1),
-            }
-        ),
-    });
+    let cpuset: Vec<usize> = allowed.into_iter().collect();
+    r.detail = vec![match seen.first() {
+        None => Detail::Placement(PlacementDetail::CpusetKept { cpuset }),
+        Some((tid, cpus)) => Detail::Placement(PlacementDetail::CpusetLeft {
+            worker: *tid,
+            cpus: cpus.iter().copied().collect(),
+            cpuset,
+            more_workers: seen.len() - 1,
+        }),
+    }];
     Some(r)
 }
 
@@ -159,25 +158,25 @@ fn cross_node_result(
         bound,
     );
     if nodes.nodes() < 2 {
-        r.detail = Some(format!(
-            "skipped: this host has {} NUMA node, so no migration can cross one",
-            nodes.nodes()
-        ));
+        r.detail = vec![Detail::Placement(PlacementDetail::OneNumaNode {
+            nodes: nodes.nodes(),
+        })];
         return Some(r);
     }
     let (cross, known) = cross_node_migrations(reports, nodes);
     if known < MIN_MIGRATIONS {
-        r.detail = Some(format!(
-            "skipped: {known} migrations seen between checkpoints, too few for a share \
-             (at least {MIN_MIGRATIONS})"
-        ));
+        r.detail = vec![Detail::Placement(PlacementDetail::TooFewMigrations {
+            migrations: known,
+            at_least: MIN_MIGRATIONS,
+        })];
         return Some(r);
     }
     r.measured = cross as f64 / known as f64;
     r.pass = r.measured <= bound;
-    r.detail = Some(format!(
-        "{cross} of {known} migrations seen between checkpoints crossed NUMA nodes"
-    ));
+    r.detail = vec![Detail::Placement(PlacementDetail::CrossNode {
+        crossed: cross,
+        migrations: known,
+    })];
     Some(r)
 }
 
@@ -189,7 +188,7 @@ fn result(check: CheckId, group: &str, measured: f64, op: Op, bound: f64) -> Che
         op,
         bound,
         pass: true,
-        detail: None,
+        detail: Vec::new(),
         cause: None,
         not_judged: None,
     }

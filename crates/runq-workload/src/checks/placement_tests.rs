@@ -91,8 +91,13 @@ fn a_worker_seen_outside_its_cpuset_fails_isolation_and_is_named() {
     assert!(!r.pass);
     assert_eq!(r.measured, 1.0);
     assert_eq!(
-        r.detail.as_deref(),
-        Some("worker 12 ran on CPU 0 outside its cpuset 1-3")
+        r.detail,
+        [Detail::Placement(PlacementDetail::CpusetLeft {
+            worker: 12,
+            cpus: vec![0],
+            cpuset: vec![1, 2, 3],
+            more_workers: 0,
+        })]
     );
     let inside = [worker(11, 0, &[2, 3]), worker(12, 0, &[1])];
     let out = CheckConfig::default().evaluate_placement(&scn, &inside, true, &NodeMap::default());
@@ -105,11 +110,10 @@ fn isolation_skips_without_cgroups_and_can_be_turned_off() {
     let reports = [worker(12, 0, &[0])];
     let out = CheckConfig::default().evaluate_placement(&scn, &reports, false, &NodeMap::default());
     assert!(out[0].pass);
-    assert!(out[0]
-        .detail
-        .as_deref()
-        .unwrap()
-        .starts_with("skipped: the run had no cgroups"));
+    assert_eq!(
+        out[0].detail,
+        [Detail::Placement(PlacementDetail::CpusetNotApplied)]
+    );
     let off = CheckConfig {
         disable: vec!["cpuset_isolation".into()],
         ..Default::default()
@@ -151,8 +155,11 @@ fn cross_node_share_counts_migrations_between_nodes() {
     assert_eq!(out[0].measured, 0.5);
     assert!(!out[0].pass);
     assert_eq!(
-        out[0].detail.as_deref(),
-        Some("2 of 4 migrations seen between checkpoints crossed NUMA nodes")
+        out[0].detail,
+        [Detail::Placement(PlacementDetail::CrossNode {
+            crossed: 2,
+            migrations: 4,
+        })]
     );
 }
 
@@ -169,8 +176,8 @@ fn cross_node_share_skips_on_one_node_with_the_reason() {
     let out = cfg.evaluate_placement(&scn, &[migrating(1, &[(0, 1)])], true, &one);
     assert!(out[0].pass);
     assert_eq!(
-        out[0].detail.as_deref(),
-        Some("skipped: this host has 1 NUMA node, so no migration can cross one")
+        out[0].detail,
+        [Detail::Placement(PlacementDetail::OneNumaNode { nodes: 1 })]
     );
 }
 
@@ -187,7 +194,10 @@ fn cross_node_share_of_one_migration_is_not_judged() {
     let out = cfg.evaluate_placement(&scn, &[migrating(1, &[(0, 1)])], true, &two);
     assert!(out[0].pass);
     assert_eq!(
-        out[0].detail.as_deref(),
-        Some("skipped: 1 migrations seen between checkpoints, too few for a share (at least 4)")
+        out[0].detail,
+        [Detail::Placement(PlacementDetail::TooFewMigrations {
+            migrations: 1,
+            at_least: 4,
+        })]
     );
 }

@@ -2,8 +2,10 @@
 //! workers got through their work, and how fast the slowest one turned
 //! its loop.
 
+use crate::checks::detail::RateDetail;
 use std::collections::BTreeMap;
 
+use super::detail::Detail;
 use crate::report::WorkerReport;
 
 /// A worker's work units per second of its wall time.
@@ -59,7 +61,7 @@ pub(super) fn slowest_iteration_rate(reports: &[&WorkerReport]) -> Option<f64> {
 
 /// The sentence under a FAIL of `max_throughput_cv`: the slowest and
 /// fastest worker of the role whose rates vary most.
-pub(super) fn explain_throughput_cv(reports: &[&WorkerReport]) -> Option<String> {
+pub(super) fn explain_throughput_cv(reports: &[&WorkerReport]) -> Option<Detail> {
     let (_, members) = by_role(reports).into_iter().max_by(|a, b| {
         let cv_of = |m: &[&WorkerReport]| {
             cv(&m.iter().map(|r| work_rate(r)).collect::<Vec<_>>()).unwrap_or(0.0)
@@ -72,29 +74,26 @@ pub(super) fn explain_throughput_cv(reports: &[&WorkerReport]) -> Option<String>
     let fast = members
         .iter()
         .max_by(|a, b| work_rate(a).total_cmp(&work_rate(b)))?;
-    Some(format!(
-        "work rates of {} workers of one role: slowest worker {} at {:.0}/s, fastest {} \
-         at {:.0}/s",
-        members.len(),
-        slow.tid,
-        work_rate(slow),
-        fast.tid,
-        work_rate(fast)
-    ))
+    Some(Detail::Rate(RateDetail::WorkRates {
+        workers: members.len(),
+        slowest_worker: slow.tid,
+        slowest_per_s: work_rate(slow),
+        fastest_worker: fast.tid,
+        fastest_per_s: work_rate(fast),
+    }))
 }
 
 /// The sentence under a FAIL of `min_iteration_rate`: the slowest
 /// worker's iterations.
-pub(super) fn explain_iteration_rate(reports: &[&WorkerReport]) -> Option<String> {
+pub(super) fn explain_iteration_rate(reports: &[&WorkerReport]) -> Option<Detail> {
     let slow = reports
         .iter()
         .min_by_key(|r| (r.iterations as u128 * 1_000_000_000) / r.wall_time_ns.max(1) as u128)?;
-    Some(format!(
-        "worker {} did {} iterations in {:.2} s",
-        slow.tid,
-        slow.iterations,
-        slow.wall_time_ns as f64 / 1e9
-    ))
+    Some(Detail::Rate(RateDetail::SlowestIterations {
+        worker: slow.tid,
+        iterations: slow.iterations,
+        wall_ns: slow.wall_time_ns,
+    }))
 }
 
 #[cfg(test)]
@@ -126,8 +125,16 @@ mod tests {
         let spread = throughput_cv(&[&a, &b, &c]).unwrap();
         // Rates 500, 500, 50: mean 350, sample stddev 259.8.
         assert!((spread - 0.742).abs() < 1e-3, "{spread}");
-        let why = explain_throughput_cv(&[&a, &b, &c]).unwrap();
-        assert!(why.contains("slowest worker 3 at 50/s"), "{why}");
+        let Some(Detail::Rate(RateDetail::WorkRates {
+            workers: 3,
+            slowest_worker: 3,
+            slowest_per_s,
+            ..
+        })) = explain_throughput_cv(&[&a, &b, &c])
+        else {
+            panic!("the slowest of the three is worker 3");
+        };
+        assert!((slowest_per_s - 50.0).abs() < 1e-9, "{slowest_per_s}");
     }
 
     #[test]
@@ -142,7 +149,13 @@ mod tests {
         let (a, b) = (worker(1, 0, 1, 400), worker(2, 0, 1, 100));
         assert_eq!(slowest_iteration_rate(&[&a, &b]), Some(50.0));
         assert_eq!(slowest_iteration_rate(&[]), Some(0.0));
-        let why = explain_iteration_rate(&[&a, &b]).unwrap();
-        assert_eq!(why, "worker 2 did 100 iterations in 2.00 s");
+        assert_eq!(
+            explain_iteration_rate(&[&a, &b]),
+            Some(Detail::Rate(RateDetail::SlowestIterations {
+                worker: 2,
+                iterations: 100,
+                wall_ns: 2_000_000_000,
+            }))
+        );
     }
 }

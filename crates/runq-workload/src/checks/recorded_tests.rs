@@ -47,7 +47,7 @@ fn failed(check: CheckId, group: &str) -> CheckResult {
         op: Op::AtLeast,
         bound: 0.5,
         pass: false,
-        detail: None,
+        detail: Vec::new(),
         cause: None,
         not_judged: None,
     }

@@ -8,6 +8,7 @@
 //! What is left is the scheduler's: a worker kept runnable without a CPU,
 //! or a whole group blocked with nothing planned.
 
+use super::detail::StuckHow;
 use crate::report::{WorkerExitInfo, WorkerReport};
 
 /// The share of a worker's wall time that decides what it was doing.
@@ -18,16 +19,15 @@ pub(super) fn stuck_reason(
     r: &WorkerReport,
     is_custom: bool,
     group_did_work: bool,
-) -> Option<String> {
+) -> Option<StuckHow> {
     if let Some(how) = &r.exit_info {
         return Some(match how {
-            WorkerExitInfo::TimedOut if r.wall_time_ns > 0 => format!(
-                "{how}: over its {:.1} s it ran {:.0} ms and waited {:.0} ms runnable without a CPU",
-                r.wall_time_ns as f64 / 1e9,
-                r.cpu_time_ns as f64 / 1e6,
-                r.schedstat_run_delay_ns as f64 / 1e6
-            ),
-            _ => how.to_string(),
+            WorkerExitInfo::TimedOut if r.wall_time_ns > 0 => StuckHow::TimedOut {
+                wall_ns: r.wall_time_ns,
+                cpu_ns: r.cpu_time_ns,
+                run_delay_ns: r.schedstat_run_delay_ns,
+            },
+            _ => StuckHow::Ended { exit: how.clone() },
         });
     }
     if is_custom || r.work_units > 0 {
@@ -44,20 +44,14 @@ pub(super) fn stuck_reason(
     if on_cpu >= MOST || (blocked >= MOST && (group_did_work || planned >= MOST)) {
         return None;
     }
-    Some(format!(
-        "completed no work unit in {:.1} s ({} iterations; {:.0}% on a CPU, {:.0}% waiting \
-         for one, {:.0}% blocked{})",
-        wall / 1e9,
-        r.iterations,
-        on_cpu * 100.0,
-        r.schedstat_run_delay_ns as f64 / wall * 100.0,
-        blocked * 100.0,
-        if group_did_work {
-            ""
-        } else {
-            ", and no worker of its group did any work"
-        }
-    ))
+    Some(StuckHow::NoWork {
+        wall_ns: r.wall_time_ns.max(1),
+        iterations: r.iterations,
+        on_cpu_pct: on_cpu * 100.0,
+        waiting_pct: r.schedstat_run_delay_ns as f64 / wall * 100.0,
+        blocked_pct: blocked * 100.0,
+        group_did_work,
+    })
 }
 
 /// Whether any worker of the group completed a work unit.
@@ -89,14 +83,19 @@ mod tests {
             ..worker(40, 950, 0, 0)
         };
         assert_eq!(
-            stuck_reason(&starved, false, true).unwrap(),
-            "still running at the collection deadline (killed): over its 1.0 s it ran 40 ms \
-             and waited 950 ms runnable without a CPU"
+            stuck_reason(&starved, false, true),
+            Some(StuckHow::TimedOut {
+                wall_ns: 1_000_000_000,
+                cpu_ns: 40_000_000,
+                run_delay_ns: 950_000_000,
+            })
         );
         let unread = WorkerReport::sentinel(7, 0, WorkerExitInfo::TimedOut);
         assert_eq!(
-            stuck_reason(&unread, false, true).unwrap(),
-            "still running at the collection deadline (killed)"
+            stuck_reason(&unread, false, true),
+            Some(StuckHow::Ended {
+                exit: WorkerExitInfo::TimedOut
+            })
         );
     }
 
@@ -121,14 +120,27 @@ mod tests {
 
     #[test]
     fn a_whole_group_blocked_with_nothing_planned_is_stuck() {
-        let why = stuck_reason(&worker(1, 2, 0, 0), false, false).unwrap();
-        assert!(why.contains("no worker of its group did any work"), "{why}");
+        let why = stuck_reason(&worker(1, 2, 0, 0), false, false);
+        assert!(
+            matches!(
+                why,
+                Some(StuckHow::NoWork {
+                    group_did_work: false,
+                    ..
+                })
+            ),
+            "{why:?}"
+        );
     }
 
     #[test]
     fn a_worker_kept_runnable_without_a_cpu_is_stuck() {
-        let why = stuck_reason(&worker(20, 950, 0, 0), false, true).unwrap();
-        assert!(why.contains("95% waiting for one"), "{why}");
+        let Some(StuckHow::NoWork { waiting_pct, .. }) =
+            stuck_reason(&worker(20, 950, 0, 0), false, true)
+        else {
+            panic!("kept runnable, it did no work");
+        };
+        assert!((waiting_pct - 95.0).abs() < 1e-9, "{waiting_pct}");
     }
 
     #[test]

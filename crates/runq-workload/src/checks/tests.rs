@@ -1,4 +1,5 @@
 use super::*;
+use crate::checks::detail::{RateDetail, SetupError, StuckHow};
 use crate::report::WorkerExitInfo;
 use crate::CheckId;
 
@@ -41,18 +42,23 @@ fn a_dead_partner_is_named_and_a_normal_stop_is_not() {
     let res = CheckConfig::default().evaluate_group("g", &[&survivor, &dead], GroupWork::Framework);
     let ns = res.iter().find(|r| r.check == CheckId::NotStuck).unwrap();
     assert!(!ns.pass);
-    let detail = ns.detail.as_deref().expect("detail names the partner");
-    assert!(
-        detail.contains("partner worker 1 (pid 77) died (killed by SIGKILL)"),
-        "{detail}"
+    assert_eq!(
+        ns.detail,
+        [Detail::Group(GroupDetail::PartnersLost {
+            lost: vec![LostPartner {
+                partner: 1,
+                partner_pid: 77,
+                how: WorkerExitInfo::Signaled(9),
+                worker: 76,
+            }]
+        })]
     );
-    assert!(detail.contains("worker pid 76"), "{detail}");
     let mut other = report(1024, 1_000_000_000, 0, 0);
     other.partner_lost = Some(0);
     let res =
         CheckConfig::default().evaluate_group("g", &[&survivor, &other], GroupWork::Framework);
     let ns = res.iter().find(|r| r.check == CheckId::NotStuck).unwrap();
-    assert!(ns.pass && ns.detail.is_none(), "{ns:?}");
+    assert!(ns.pass && ns.detail.is_empty(), "{ns:?}");
 }
 
 #[test]
@@ -184,18 +190,49 @@ fn every_failed_group_check_says_what_was_measured() {
     let detail = |name: &str| {
         let r = res.iter().find(|r| r.check.to_string() == name).unwrap();
         assert!(!r.pass, "{name}");
-        r.detail
-            .clone()
-            .unwrap_or_else(|| panic!("{name}: no detail"))
+        match &r.detail[..] {
+            [d] => d.clone(),
+            all => panic!("{name}: {all:?}"),
+        }
     };
-    assert!(detail("not_stuck").contains("worker 41 completed no work unit in 3.0 s"));
+    let Detail::Group(GroupDetail::Stuck { ways }) = detail("not_stuck") else {
+        panic!("not_stuck names the stuck workers");
+    };
+    assert_eq!(ways[0].workers, [41]);
     assert!(
-        detail("max_gap_ms").contains("worker 41 waited runnable without a CPU (kernel run delay) for 3001 ms, 1200 ms into the run"),
-        "{}",
-        detail("max_gap_ms")
+        matches!(
+            ways[0].how,
+            StuckHow::NoWork {
+                wall_ns: 3_000_000_000,
+                ..
+            }
+        ),
+        "{ways:?}"
     );
-    assert!(detail("max_offcpu_spread_pct").contains("worker 41 was off CPU 96.7%"));
-    assert!(detail("min_work_rate").contains("worker 41 did 0 work units"));
+    assert_eq!(
+        detail("max_gap_ms"),
+        Detail::Group(GroupDetail::Gap {
+            worker: 41,
+            source: crate::gap::GapSource::RunDelay,
+            gap_ms: 3001,
+            at_ms: 1200,
+            cpu: 0,
+        })
+    );
+    assert!(
+        matches!(detail("max_offcpu_spread_pct"), Detail::Group(GroupDetail::OffCpuSpread { most_worker: 41, most_pct, .. })
+            if (most_pct - 96.67).abs() < 0.01),
+        "{:?}",
+        detail("max_offcpu_spread_pct")
+    );
+    assert!(matches!(
+        detail("min_work_rate"),
+        Detail::Rate(RateDetail::SlowestWorker {
+            worker: 41,
+            work_units: 0,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -210,8 +247,13 @@ fn a_setup_error_fails_unless_the_scenario_allows_it() {
         .unwrap();
     assert!(!s.pass);
     assert_eq!(
-        s.detail.as_deref(),
-        Some("worker 9: sched_setaffinity(3): Invalid argument")
+        s.detail,
+        [Detail::Group(GroupDetail::SetupFailed {
+            errors: vec![SetupError {
+                worker: 9,
+                error: "sched_setaffinity(3): Invalid argument".into(),
+            }]
+        })]
     );
     let allowed = CheckConfig {
         disable: vec!["setup_applied".into()],
@@ -290,9 +332,15 @@ fn the_p999_tail_is_judged_only_when_a_scenario_bounds_it() {
         .expect("judged");
     assert!(!tail.pass && tail.measured > 1_000.0, "{tail:?}");
     assert_eq!(tail.check.to_string(), "max_p999_wake_latency_us");
-    assert!(tail
-        .detail
-        .as_deref()
-        .unwrap()
-        .contains("over 1000 samples"));
+    assert!(
+        matches!(
+            tail.detail[..],
+            [Detail::Group(GroupDetail::LatencySamples {
+                samples: 1000,
+                ..
+            })]
+        ),
+        "{:?}",
+        tail.detail
+    );
 }

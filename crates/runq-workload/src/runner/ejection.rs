@@ -5,7 +5,9 @@
 //! BPF scheduler) or after it (under the fair class) where the check's
 //! worst moment is known (a worker's longest gap), both otherwise.
 
-use crate::checks::CheckResult;
+use crate::checks::detail::SchedulerDetail;
+use crate::checks::detail::ScxEnd;
+use crate::checks::{CheckResult, Detail};
 use crate::report::WorkerReport;
 use crate::scenario::Scenario;
 use crate::scheduler::SchedulerDeath;
@@ -22,7 +24,11 @@ pub(super) fn split_at_ejection(
     let Some((d, exit)) = death.and_then(|d| Some((d, d.sched_ext_exit.as_ref()?))) else {
         return;
     };
-    let what = if exit.error { "ejected" } else { "disabled" };
+    let end = ScxEnd {
+        ejected: exit.error,
+        scheduler: exit.scheduler.clone(),
+        at_ms: d.at_ms,
+    };
     for c in checks.iter_mut().filter(|c| !c.pass) {
         let Some(g) = scn.group_index(&c.group) else {
             continue;
@@ -30,26 +36,13 @@ pub(super) fn split_at_ejection(
         let moment = (c.check == CheckId::MaxGapMs)
             .then(|| worst_gap_end_ms(reports, g))
             .flatten();
-        let clause = match moment {
-            Some(at) if at <= d.at_ms => format!(
-                "the worst gap came before sched_ext {what} BPF scheduler {:?} (seen at {} ms): \
-                 under the BPF scheduler",
-                exit.scheduler, d.at_ms
-            ),
-            Some(_) => format!(
-                "the worst gap came after sched_ext {what} BPF scheduler {:?} (seen at {} ms): \
-                 under the kernel's fair class, not the BPF scheduler",
-                exit.scheduler, d.at_ms
-            ),
-            None => format!(
-                "judged over the whole run, across sched_ext's end of BPF scheduler {:?} at {} \
-                 ms: the part after it ran under the kernel's fair class",
-                exit.scheduler, d.at_ms
-            ),
-        };
-        c.detail = Some(match c.detail.take() {
-            Some(d) => format!("{d}; {clause}"),
-            None => clause,
+        let end = end.clone();
+        c.detail.push(match moment {
+            Some(at) if at <= d.at_ms => {
+                Detail::Scheduler(SchedulerDetail::GapBeforeScxEnd { end })
+            }
+            Some(_) => Detail::Scheduler(SchedulerDetail::GapAfterScxEnd { end }),
+            None => Detail::Scheduler(SchedulerDetail::AcrossScxEnd { end }),
         });
     }
 }
@@ -78,7 +71,7 @@ mod tests {
             bound: 2000.0,
             pass: false,
             cause: None,
-            detail: None,
+            detail: Vec::new(),
             not_judged: None,
         }
     }
@@ -123,24 +116,34 @@ mod tests {
         ];
         let before = [report(4974, 5_050), report(100, 7_000)];
         split_at_ejection(&scn, &before, Some(&death()), &mut checks);
-        let gap = checks[0].detail.as_deref().unwrap();
-        assert!(
-            gap.contains("came before sched_ext ejected BPF scheduler \"qmap\" (seen at 5300 ms)"),
-            "{gap}"
-        );
-        let p99 = checks[1].detail.as_deref().unwrap();
-        assert!(p99.contains("across sched_ext's end of BPF scheduler \"qmap\" at 5300"));
+        let end = ScxEnd {
+            ejected: true,
+            scheduler: "qmap".into(),
+            at_ms: 5_300,
+        };
         assert_eq!(
-            checks[2].detail, None,
+            checks[0].detail,
+            [Detail::Scheduler(SchedulerDetail::GapBeforeScxEnd {
+                end: end.clone()
+            })]
+        );
+        assert_eq!(
+            checks[1].detail,
+            [Detail::Scheduler(SchedulerDetail::AcrossScxEnd {
+                end: end.clone()
+            })]
+        );
+        assert_eq!(
+            checks[2].detail,
+            [],
             "the scheduler's own check is not a group's"
         );
         let mut after = vec![failed(CheckId::MaxGapMs, &g)];
         split_at_ejection(&scn, &[report(2500, 8_000)], Some(&death()), &mut after);
-        assert!(after[0]
-            .detail
-            .as_deref()
-            .unwrap()
-            .contains("under the kernel's fair class"));
+        assert_eq!(
+            after[0].detail,
+            [Detail::Scheduler(SchedulerDetail::GapAfterScxEnd { end })]
+        );
     }
 
     #[test]
@@ -151,6 +154,6 @@ mod tests {
         plain.sched_ext_exit = None;
         split_at_ejection(&scn, &[report(4974, 5_050)], Some(&plain), &mut checks);
         split_at_ejection(&scn, &[report(4974, 5_050)], None, &mut checks);
-        assert_eq!(checks[0].detail, None);
+        assert_eq!(checks[0].detail, []);
     }
 }

@@ -3,11 +3,12 @@
 
 use crate::checks::cause::Cause;
 use crate::checks::cpu_wait::{run_wait_share, stall_wait};
+use crate::checks::detail::SchedulerDetail;
 use crate::checks::mechanism::Mechanism;
 use crate::checks::outside_load::{
     judge_outside_load, load_explains_all, CpuWait, GroupFacts, WaitSpan,
 };
-use crate::checks::{verdict, CheckResult, GroupWork, Op, SkippedCheck, Verdict};
+use crate::checks::{verdict, CheckResult, Detail, GroupWork, Op, SkippedCheck, Verdict};
 use crate::fair_model::{fair_share_checks, model_from_run};
 use crate::report::WorkerReport;
 use crate::runner::host_load::HostLoad;
@@ -47,26 +48,16 @@ fn alive_check(spec: &SchedulerSpec, death: Option<&SchedulerDeath>) -> CheckRes
         bound: 1.0,
         pass: death.is_none(),
         cause: None,
-        detail: Some(match death {
-            Some(d) => match &d.sched_ext_exit {
-                Some(e) => {
-                    let own = format!("the scheduler {} at {} ms", d.status, d.at_ms);
-                    // The kernel's ejection leads; an unregistration
-                    // follows the process's own end, which caused it.
-                    let (first, then) = if e.error {
-                        (e.describe(), own)
-                    } else {
-                        (own, e.describe())
-                    };
-                    format!(
-                        "{first}, and {then}; the rest of the run ran under the kernel's fair \
-                         class, and each failed check says which part of the run it judges"
-                    )
-                }
-                None => format!("the scheduler {} at {} ms", d.status, d.at_ms),
-            },
-            None => format!("{:?} ran until the end", spec.command),
-        }),
+        detail: vec![match death {
+            Some(d) => Detail::Scheduler(SchedulerDetail::SchedulerEnded {
+                status: d.status.clone(),
+                at_ms: d.at_ms,
+                sched_ext_exit: d.sched_ext_exit.clone(),
+            }),
+            None => Detail::Scheduler(SchedulerDetail::SchedulerRan {
+                command: spec.command.clone(),
+            }),
+        }],
         not_judged: None,
     }
 }
@@ -299,7 +290,7 @@ mod tests {
             bound: 1.0,
             pass,
             cause: None,
-            detail: None,
+            detail: Vec::new(),
             not_judged: None,
         }
     }

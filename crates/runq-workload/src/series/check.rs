@@ -4,12 +4,14 @@
 //! ends near a target (converges_to), and never stops for long (stall).
 //! A failure's detail names the window where it failed.
 
+use crate::checks::detail::SeriesDetail;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::{GroupSeries, Metric, RunSeries, Window};
 use crate::check_id::{CheckId, SeriesPattern};
+use crate::checks::detail::{Detail, Span};
 use crate::checks::{CheckResult, Op};
 
 /// One check over time on one of a group's counters.
@@ -157,7 +159,7 @@ pub(crate) fn unjudged(check: CheckId, group: &str, why: String) -> CheckResult 
         bound: 1.0,
         pass: false,
         cause: None,
-        detail: None,
+        detail: Vec::new(),
         not_judged: Some(why),
     }
 }
@@ -172,7 +174,7 @@ pub(crate) fn excuse_unjudged(checks: &mut [CheckResult]) {
 }
 
 /// A judged check's figures: measured, operator, bound, pass, detail.
-type Figures = (f64, Op, f64, bool, Option<String>);
+type Figures = (f64, Op, f64, bool, Option<Detail>);
 
 /// A check's figures, or why it could not be judged.
 type Judged = Result<Figures, String>;
@@ -194,7 +196,7 @@ pub(crate) fn evaluate(
                 bound,
                 pass,
                 cause: None,
-                detail,
+                detail: detail.into_iter().collect(),
                 not_judged: None,
             },
             Err(why) => unjudged(c.id(), group, why),
@@ -239,15 +241,14 @@ fn judge(c: &SeriesCheck, group: &str, series: &RunSeries) -> Judged {
 fn nondecreasing(metric: Metric, windows: &[Window]) -> Figures {
     let drops: Vec<&Window> = windows.iter().filter(|w| w.end < w.start).collect();
     let detail = drops.first().map(|w| {
-        format!(
-            "{} fell from {} to {} in {} ({} drop(s) in {} intervals)",
-            metric.name(),
-            w.start,
-            w.end,
-            w.span(),
-            drops.len(),
-            windows.len()
-        )
+        Detail::Series(SeriesDetail::Fell {
+            metric,
+            from: w.start,
+            to: w.end,
+            window: span(w),
+            drops: drops.len(),
+            intervals: windows.len(),
+        })
     });
     let n = drops.len() as f64;
     (n, Op::AtMost, 0.0, drops.is_empty(), detail)
@@ -263,22 +264,21 @@ fn rate_within(metric: Metric, windows: &[Window], min: Option<f64>, max: Option
         .iter()
         .filter(|w| min.is_some_and(|m| w.rate < m) || max.is_some_and(|m| w.rate > m))
         .count();
-    let say = |w: &Window, side: &str, bound: f64| {
-        format!(
-            "{} rate {} in {}, {side} {} ({outside} of {} intervals out of range)",
-            metric.name(),
-            metric.fmt_rate(w.rate),
-            w.span(),
-            metric.fmt_rate(bound),
-            windows.len()
-        )
+    let say = |w: &Window, above: bool, bound: f64| {
+        Detail::Series(SeriesDetail::RateOutside {
+            metric,
+            rate: w.rate,
+            window: span(w),
+            above,
+            bound,
+            outside,
+            intervals: windows.len(),
+        })
     };
     match (min, max) {
-        (Some(m), _) if low.rate < m => {
-            (low.rate, Op::AtLeast, m, false, Some(say(low, "below", m)))
-        }
+        (Some(m), _) if low.rate < m => (low.rate, Op::AtLeast, m, false, Some(say(low, false, m))),
         (_, Some(m)) if high.rate > m => {
-            (high.rate, Op::AtMost, m, false, Some(say(high, "above", m)))
+            (high.rate, Op::AtMost, m, false, Some(say(high, true, m)))
         }
         (Some(m), _) => (low.rate, Op::AtLeast, m, true, None),
         (None, m) => (
@@ -310,18 +310,19 @@ fn steady_within(metric: Metric, windows: &[Window], max_cv: f64) -> Figures {
         .expect("windows");
     let first = windows.first().expect("windows");
     let last = windows.last().expect("windows");
-    let detail = (!pass).then(|| {
-        format!(
-            "{} rate varied with CV {cv:.2} over {:.2}–{:.2} s ({} intervals, mean {}); farthest from the mean: {} in {}",
-            metric.name(),
-            first.from_ns as f64 / 1e9,
-            last.to_ns as f64 / 1e9,
-            windows.len(),
-            metric.fmt_rate(mean),
-            metric.fmt_rate(far.rate),
-            far.span()
-        )
-    });
+    let detail = (!pass).then_some(Detail::Series(SeriesDetail::Unsteady {
+        metric,
+        cv,
+        window: Span {
+            from_ns: first.from_ns,
+            to_ns: last.to_ns,
+        },
+        intervals: windows.len(),
+        mean,
+        farthest: far.rate,
+        farthest_from_ns: far.from_ns,
+        farthest_to_ns: far.to_ns,
+    }));
     // An infinite CV would print as null in JSON: report the bound's double.
     let measured = if cv.is_finite() { cv } else { max_cv * 2.0 };
     (measured, Op::AtMost, max_cv, pass, detail)
@@ -346,14 +347,15 @@ fn stall(metric: Metric, windows: &[Window], max_stall_ns: u64) -> Figures {
     let flat_ms = (to - from) as f64 / 1e6;
     let bound_ms = max_stall_ns as f64 / 1e6;
     let pass = flat_ms <= bound_ms;
-    let detail = (!pass).then(|| {
-        format!(
-            "{} did not move in {:.2}–{:.2} s: no progress for {flat_ms:.0} ms (at most {bound_ms:.0} ms allowed)",
-            metric.name(),
-            from as f64 / 1e9,
-            to as f64 / 1e9
-        )
-    });
+    let detail = (!pass).then_some(Detail::Series(SeriesDetail::Stalled {
+        metric,
+        window: Span {
+            from_ns: from,
+            to_ns: to,
+        },
+        flat_ms,
+        bound_ms,
+    }));
     (flat_ms, Op::AtMost, bound_ms, pass, detail)
 }
 
@@ -371,8 +373,19 @@ fn converges_to(
     let Some(w) = g.span_from(metric, end.saturating_sub(last)) else {
         return Err(format!("no snapshot window in the last {last} ns"));
     };
-    let (value, aim, what) = match target {
-        Target::Rate(r) => (w.rate, r, format!("rate {}", metric.fmt_rate(w.rate))),
+    let window = span(&w);
+    let (value, aim, detail) = match target {
+        Target::Rate(r) => (
+            w.rate,
+            r,
+            Detail::Series(SeriesDetail::ConvergeRate {
+                metric,
+                rate: w.rate,
+                window,
+                target: r,
+                tolerance,
+            }),
+        ),
         Target::Share(s) => {
             let total: f64 = series
                 .groups
@@ -380,12 +393,16 @@ fn converges_to(
                 .filter_map(|o| o.span_from(metric, w.from_ns).map(|ow| ow.rate))
                 .sum();
             let share = if total > 0.0 { w.rate / total } else { 0.0 };
-            let text = format!(
-                "share {share:.3} ({} of {})",
-                metric.fmt_rate(w.rate),
-                metric.fmt_rate(total)
-            );
-            (share, s, text)
+            let detail = Detail::Series(SeriesDetail::ConvergeShare {
+                metric,
+                share,
+                rate: w.rate,
+                total,
+                window,
+                target: s,
+                tolerance,
+            });
+            (share, s, detail)
         }
     };
     let err = if aim != 0.0 {
@@ -393,15 +410,13 @@ fn converges_to(
     } else {
         value.abs()
     };
-    let aim_text = match target {
-        Target::Rate(r) => metric.fmt_rate(r),
-        Target::Share(s) => format!("share {s:.3}"),
-    };
-    let detail = format!(
-        "{} {what} over {}, target {aim_text} ± {:.0}%",
-        metric.name(),
-        w.span(),
-        tolerance * 100.0
-    );
     Ok((err, Op::AtMost, tolerance, err <= tolerance, Some(detail)))
+}
+
+/// A window's span as a detail states it.
+fn span(w: &Window) -> Span {
+    Span {
+        from_ns: w.from_ns,
+        to_ns: w.to_ns,
+    }
 }

@@ -4,8 +4,11 @@
 //! deepest other DSQ, the tasks the BPF scheduler held on no DSQ, and the
 //! task that had waited longest are the evidence beside it.
 
-use runq_kernel::sched_ext_dump::{ScxDump, DSQ_GLOBAL, DSQ_LOCAL};
+use crate::checks::detail::SchedExtDetail;
+use runq_kernel::sched_ext_dump::{ScxDump, DSQ_LOCAL};
 use serde::{Deserialize, Serialize};
+
+use crate::checks::Detail;
 
 /// One DSQ's depth at one dump.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,72 +101,33 @@ impl DsqSeries {
     }
 }
 
-/// A DSQ's name for the report.
-fn dsq_name(dsq: u64, cpu: Option<u32>) -> String {
-    match (dsq, cpu) {
-        (DSQ_LOCAL, Some(c)) => format!("cpu {c}'s local DSQ"),
-        (DSQ_GLOBAL, _) => "the global DSQ".into(),
-        (id, _) => format!("DSQ {id:#x}"),
-    }
-}
-
-/// `max_scx_local_dsq_depth`'s figure and sentence, or why there is none.
+/// `max_scx_local_dsq_depth`'s figure and what it was measured from, or
+/// why there is none.
 pub(crate) fn measure(
     dsq: Option<&DsqSeries>,
     why_none: Option<&str>,
-) -> Result<(f64, String), String> {
+) -> Result<(f64, Detail), String> {
     let Some(d) = dsq.filter(|d| d.dumps > 0) else {
         return Err(why_none.map_or_else(
             || "no sched_ext dump was taken while a BPF scheduler was enabled".into(),
             |w| format!("no sched_ext dump: {w}"),
         ));
     };
-    let at = |ns: u64| format!("{:.2} s", ns as f64 / 1e9);
-    let mut detail = match &d.local_max {
-        Some(m) => format!(
-            "{} held {} queued task(s) at {}",
-            dsq_name(m.dsq, m.cpu),
-            m.tasks,
-            at(m.at_ns)
-        ),
-        None => "no task waited on a local DSQ".into(),
-    };
-    detail += &format!(" (deepest of {} sched_ext dumps)", d.dumps);
-    if let Some(m) = &d.other_max {
-        detail += &format!(
-            "; deepest other: {} with {} at {}",
-            dsq_name(m.dsq, m.cpu),
-            m.tasks,
-            at(m.at_ns)
-        );
-    }
-    if d.held_max > 0 {
-        detail += &format!(
-            "; the BPF scheduler held up to {} waiting task(s) on no DSQ",
-            d.held_max
-        );
-    }
-    if let Some(w) = &d.longest_wait {
-        let place = w.dsq.map_or("held by the BPF scheduler".into(), |id| {
-            format!("on {}", dsq_name(id, Some(w.cpu)))
-        });
-        detail += &format!(
-            "; longest wait: pid {} ({}) runnable {} ms on cpu {}, {place}, at {}",
-            w.pid,
-            w.comm,
-            w.runnable_ms,
-            w.cpu,
-            at(w.at_ns)
-        );
-    }
     let depth = d.local_max.as_ref().map_or(0, |m| m.tasks);
+    let detail = Detail::SchedExt(SchedExtDetail::DsqDepths {
+        dumps: d.dumps,
+        local: d.local_max.clone(),
+        other: d.other_max.clone(),
+        held_max: d.held_max,
+        longest_wait: d.longest_wait.clone(),
+    });
     Ok((f64::from(depth), detail))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runq_kernel::sched_ext_dump::{parse_dump, DumpTask};
+    use runq_kernel::sched_ext_dump::{parse_dump, DumpTask, DSQ_GLOBAL};
 
     fn task(cpu: u32, pid: i64, running: bool, ms: u64, dsq: Option<u64>) -> DumpTask {
         DumpTask {
@@ -187,11 +151,20 @@ mod tests {
         s.add(1_000_000_000, &dump);
         let (depth, detail) = measure(Some(&s), None).unwrap();
         assert_eq!(depth, 0.0);
+        let Detail::SchedExt(SchedExtDetail::DsqDepths {
+            dumps: 1,
+            local: None,
+            other: Some(other),
+            held_max: 0,
+            longest_wait: Some(w),
+        }) = detail
+        else {
+            panic!("{detail:?}");
+        };
+        assert_eq!((other.dsq, other.tasks, other.at_ns), (0, 1, 1_000_000_000));
         assert_eq!(
-            detail,
-            "no task waited on a local DSQ (deepest of 1 sched_ext dumps); deepest other: \
-             DSQ 0x0 with 1 at 1.00 s; longest wait: pid 102 (yes) runnable 7 ms on cpu 3, \
-             on DSQ 0x0, at 1.00 s"
+            (w.pid, w.comm.as_str(), w.runnable_ms, w.cpu, w.dsq),
+            (102, "yes", 7, 3, Some(0))
         );
     }
 
@@ -218,23 +191,27 @@ mod tests {
         assert_eq!(s.dumps, 2);
         let (depth, detail) = measure(Some(&s), None).unwrap();
         assert_eq!(depth, 2.0);
-        assert!(
-            detail.starts_with("cpu 0's local DSQ held 2 queued task(s) at 0.50 s"),
-            "{detail}"
+        let Detail::SchedExt(SchedExtDetail::DsqDepths {
+            dumps: 2,
+            local: Some(local),
+            other: Some(other),
+            held_max: 1,
+            longest_wait: Some(w),
+        }) = detail
+        else {
+            panic!("{detail:?}");
+        };
+        assert_eq!(
+            (local.dsq, local.cpu, local.tasks, local.at_ns),
+            (DSQ_LOCAL, Some(0), 2, 500_000_000)
         );
-        assert!(
-            detail.contains("deepest other: the global DSQ with 1 at 2.00 s"),
-            "{detail}"
+        assert_eq!(
+            (other.dsq, other.tasks, other.at_ns),
+            (DSQ_GLOBAL, 1, 2_000_000_000)
         );
-        assert!(
-            detail.contains("held up to 1 waiting task(s) on no DSQ"),
-            "{detail}"
-        );
-        assert!(
-            detail.ends_with(
-                "pid 4 (t4) runnable 5030 ms on cpu 1, held by the BPF scheduler, at 2.00 s"
-            ),
-            "{detail}"
+        assert_eq!(
+            (w.pid, w.runnable_ms, w.cpu, w.dsq, w.at_ns),
+            (4, 5030, 1, None, 2_000_000_000)
         );
     }
 

@@ -8,6 +8,7 @@
 //! BPF on the scheduler tracepoints, as root), the longest time any
 //! runnable task on the host waited for a CPU.
 
+use crate::checks::detail::HostDetail;
 use crate::CheckId;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::check::unjudged;
 use super::dsq::DsqSeries;
 use super::rq_clock::RqClocks;
-use crate::checks::{CheckResult, Op};
+use crate::checks::{CheckResult, Detail, Op};
 
 /// How often the host monitor samples, at most: less often when a read
 /// costs more than 1% of this ([`super::host_monitor`]).
@@ -186,7 +187,7 @@ pub fn summarize(at_ns: &[u64], rows: &[Vec<u32>]) -> Option<RqSummary> {
 /// `max_rq_imbalance`: the largest run-queue imbalance against `bound`,
 /// naming when it happened; a FAIL that says why when there was no sample.
 pub(crate) fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckResult {
-    let result = |measured: f64, pass: bool, detail: String| CheckResult {
+    let result = |measured: f64, pass: bool, detail: Detail| CheckResult {
         check: CheckId::MaxRqImbalance,
         group: "host".into(),
         measured,
@@ -194,7 +195,7 @@ pub(crate) fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckRes
         bound,
         pass,
         cause: None,
-        detail: Some(detail),
+        detail: vec![detail],
         not_judged: None,
     };
     let Some(sum) = host.and_then(|h| h.summary.as_ref()) else {
@@ -203,12 +204,11 @@ pub(crate) fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckRes
         return unjudged(CheckId::MaxRqImbalance, "host", why);
     };
     let measured = f64::from(sum.imbalance_max);
-    let detail = format!(
-        "worst at {:.2} s (max − min nr_running across CPUs; mean {:.1} over {} samples)",
-        sum.imbalance_max_at_ns as f64 / 1e9,
-        sum.imbalance_mean,
-        sum.samples
-    );
+    let detail = Detail::Host(HostDetail::RqImbalance {
+        at_ns: sum.imbalance_max_at_ns,
+        mean: sum.imbalance_mean,
+        samples: sum.samples,
+    });
     result(measured, measured <= bound, detail)
 }
 
@@ -216,7 +216,7 @@ pub(crate) fn judge_imbalance(bound: f64, host: Option<&HostSeries>) -> CheckRes
 /// `bound_ms`, naming the task, its CPU and when; a FAIL that says why
 /// when it was not measured.
 pub(crate) fn judge_runnable_wait(bound_ms: f64, host: Option<&HostSeries>) -> CheckResult {
-    let result = |measured: f64, pass: bool, detail: String| CheckResult {
+    let result = |measured: f64, pass: bool, detail: Detail| CheckResult {
         check: CheckId::MaxRunnableWaitMs,
         group: "host".into(),
         measured,
@@ -224,7 +224,7 @@ pub(crate) fn judge_runnable_wait(bound_ms: f64, host: Option<&HostSeries>) -> C
         bound: bound_ms,
         pass,
         cause: None,
-        detail: Some(detail),
+        detail: vec![detail],
         not_judged: None,
     };
     let Some(w) = host.and_then(|h| h.runnable_wait.as_ref()) else {
@@ -237,18 +237,16 @@ pub(crate) fn judge_runnable_wait(bound_ms: f64, host: Option<&HostSeries>) -> C
     };
     let f = &w.figures;
     let measured = f.longest_ns as f64 / 1e6;
-    let detail = format!(
-        "pid {} ({}) waited {:.1} ms runnable before it got cpu {}, at {:.2} s \
-         (longest of {} waits on the host, mean {}; {})",
-        f.pid,
-        f.comm,
-        measured,
-        f.cpu,
-        f.at_ns as f64 / 1e9,
-        f.waits,
-        runq_common::units::fmt_ns(w.mean_ns as f64),
-        w.source
-    );
+    let detail = Detail::Host(HostDetail::RunnableWait {
+        pid: f.pid,
+        comm: f.comm.clone(),
+        waited_ms: measured,
+        cpu: f.cpu,
+        at_ns: f.at_ns,
+        waits: f.waits,
+        mean_ns: w.mean_ns,
+        source: w.source.clone(),
+    });
     result(measured, measured <= bound_ms, detail)
 }
 
@@ -294,8 +292,14 @@ mod tests {
         assert!(pass.pass && pass.measured == 4.0);
         let fail = judge_imbalance(3.0, Some(&h));
         assert!(!fail.pass);
-        let d = fail.detail.unwrap();
-        assert!(d.starts_with("worst at 0.50 s"), "{d}");
+        assert_eq!(
+            fail.detail,
+            [Detail::Host(HostDetail::RqImbalance {
+                at_ns: 500_000_000,
+                mean: 2.0,
+                samples: 2,
+            })]
+        );
         let none = HostSeries {
             unavailable: Some("debugfs is not mounted and mounting it needs root".into()),
             ..HostSeries::default()
@@ -327,14 +331,18 @@ mod tests {
         assert!(pass.pass && (pass.measured - 12.3).abs() < 1e-9, "{pass:?}");
         let fail = judge_runnable_wait(10.0, Some(&h));
         assert!(!fail.pass);
-        let d = fail.detail.unwrap();
-        assert!(
-            d.starts_with("pid 1234 (yes) waited 12.3 ms runnable before it got cpu 1, at 2.10 s"),
-            "{d}"
-        );
-        assert!(
-            d.contains("longest of 4 waits on the host, mean 3.12ms"),
-            "{d}"
+        assert_eq!(
+            fail.detail,
+            [Detail::Host(HostDetail::RunnableWait {
+                pid: 1234,
+                comm: "yes".into(),
+                waited_ms: 12.3,
+                cpu: 1,
+                at_ns: 2_100_000_000,
+                waits: 4,
+                mean_ns: 3_120_000,
+                source: "BPF".into(),
+            })]
         );
         let none = HostSeries {
             longest_runnable_wait_unavailable: Some("loading BPF programs needs root".into()),

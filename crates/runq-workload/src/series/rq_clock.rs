@@ -7,10 +7,13 @@
 //! between the first and last samples that saw the CPU busy at the same
 //! clock.
 
+use crate::checks::detail::SchedExtDetail;
 use std::collections::BTreeMap;
 
 use runq_kernel::sched_debug::CpuRq;
 use serde::{Deserialize, Serialize};
+
+use crate::checks::Detail;
 
 /// The longest stall of one CPU's run-queue clock.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,7 +102,7 @@ impl StallTracker {
 pub(crate) fn measure(
     clocks: Option<&RqClocks>,
     why_none: Option<&str>,
-) -> Result<(f64, String), String> {
+) -> Result<(f64, Detail), String> {
     let Some(c) = clocks else {
         return Err(why_none.map_or_else(
             || "the host monitor took no sample of sched/debug".into(),
@@ -115,30 +118,20 @@ pub(crate) fn measure(
     let Some(s) = &c.longest_stall else {
         return Ok((
             0.0,
-            format!(
-                "every busy CPU's run-queue clock moved from each of {} samples to the next",
-                c.samples
-            ),
+            Detail::SchedExt(SchedExtDetail::RqClockMoved { samples: c.samples }),
         ));
     };
-    let ms = s.span_ns() as f64 / 1e6;
-    let curr = match s.curr_pid {
-        Some(0) => " (its idle task on the CPU: runnable work waited on an idle CPU)".to_string(),
-        Some(pid) => format!(" (pid {pid} on the CPU)"),
-        None => String::new(),
-    };
     Ok((
-        ms,
-        format!(
-            "cpu {}'s run-queue clock stood at {:.3} s from {:.2} s to {:.2} s of the run \
-             with {} runnable task(s){curr} (longest of {} samples)",
-            s.cpu,
-            s.clock_ns as f64 / 1e9,
-            s.from_ns as f64 / 1e9,
-            s.to_ns as f64 / 1e9,
-            s.nr_running,
-            c.samples
-        ),
+        s.span_ns() as f64 / 1e6,
+        Detail::SchedExt(SchedExtDetail::RqClockStood {
+            cpu: s.cpu,
+            clock_ns: s.clock_ns,
+            from_ns: s.from_ns,
+            to_ns: s.to_ns,
+            nr_running: s.nr_running,
+            curr_pid: s.curr_pid,
+            samples: c.samples,
+        }),
     ))
 }
 
@@ -171,7 +164,10 @@ mod tests {
         assert_eq!(t.clocks().longest_stall, None);
         let (ms, detail) = measure(Some(t.clocks()), None).unwrap();
         assert_eq!(ms, 0.0);
-        assert!(detail.contains("moved from each of 2 samples"), "{detail}");
+        assert_eq!(
+            detail,
+            Detail::SchedExt(SchedExtDetail::RqClockMoved { samples: 2 })
+        );
     }
 
     #[test]
@@ -190,11 +186,18 @@ mod tests {
         );
         let (ms, detail) = measure(Some(t.clocks()), None).unwrap();
         assert_eq!(ms, 1000.0);
-        assert!(
-            detail.starts_with("cpu 0's run-queue clock stood at 0.000 s from 0.00 s to 1.00 s"),
-            "{detail}"
+        assert_eq!(
+            detail,
+            Detail::SchedExt(SchedExtDetail::RqClockStood {
+                cpu: 0,
+                clock_ns: 100,
+                from_ns: 0,
+                to_ns: 2 * half,
+                nr_running: 1,
+                curr_pid: Some(0),
+                samples: 5,
+            })
         );
-        assert!(detail.contains("waited on an idle CPU"), "{detail}");
     }
 
     #[test]

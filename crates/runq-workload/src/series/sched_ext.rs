@@ -10,11 +10,12 @@
 //! passed; with no BPF scheduler at the start of the run and none named,
 //! there is nothing to judge.
 
+use crate::checks::detail::SchedExtDetail;
 use std::collections::BTreeMap;
 
 use super::host::{HostSchedExt, HostSeries};
 use crate::check_id::CheckId;
-use crate::checks::{CheckResult, Op, SchedExtFigure, SkippedCheck};
+use crate::checks::{CheckResult, Detail, Op, SchedExtFigure, SkippedCheck};
 
 /// What the checks are judged on.
 pub(crate) struct SchedExtRun<'a> {
@@ -64,7 +65,7 @@ pub(crate) fn judge(
                 op: Op::AtMost,
                 bound,
                 pass: measured <= bound,
-                detail: Some(detail),
+                detail: vec![detail],
                 cause: None,
                 not_judged: None,
             }),
@@ -78,12 +79,13 @@ pub(crate) fn judge(
     (checks, skipped)
 }
 
-/// The value of `figure` and a sentence on it, or why there is none.
+/// The value of `figure` and what it was measured from, or why there is
+/// none.
 fn measure(
     figure: SchedExtFigure,
     e: &HostSchedExt,
     run: &SchedExtRun,
-) -> Result<(f64, String), String> {
+) -> Result<(f64, Detail), String> {
     let host = run.host;
     let (event, what) = match figure {
         SchedExtFigure::RqClockStall => {
@@ -100,11 +102,9 @@ fn measure(
         SchedExtFigure::Rejected => {
             return Ok((
                 e.nr_rejected as f64,
-                format!(
-                    "sched_ext's nr_rejected rose by {} over the run (tasks the BPF scheduler \
-                     refused)",
-                    e.nr_rejected
-                ),
+                Detail::SchedExt(SchedExtDetail::ScxRejected {
+                    rejected: e.nr_rejected,
+                }),
             ))
         }
         SchedExtFigure::EventRate(event, what) => (event, what),
@@ -116,7 +116,13 @@ fn measure(
     let rate = count as f64 / secs;
     Ok((
         rate,
-        format!("{count} {what} ({event}) in {secs:.1} s, {rate:.1}/s"),
+        Detail::SchedExt(SchedExtDetail::ScxEvents {
+            count,
+            what: what.into(),
+            event: event.into(),
+            secs,
+            per_s: rate,
+        }),
     ))
 }
 
@@ -215,11 +221,16 @@ mod tests {
         assert!(skipped.is_empty(), "{skipped:?}");
         let got: Vec<(f64, bool)> = checks.iter().map(|c| (c.measured, c.pass)).collect();
         assert_eq!(got, [(3.0, false), (2.0, false), (75.0, true)]);
-        assert!(checks[1]
-            .detail
-            .as_ref()
-            .unwrap()
-            .contains("4 select_cpu fallbacks"));
+        assert_eq!(
+            checks[1].detail,
+            [Detail::SchedExt(SchedExtDetail::ScxEvents {
+                count: 4,
+                what: "select_cpu fallbacks".into(),
+                event: EV_SELECT_CPU_FALLBACK.into(),
+                secs: 2.0,
+                per_s: 2.0,
+            })]
+        );
     }
 
     #[test]
@@ -297,11 +308,17 @@ mod tests {
             "judged though the scheduler was gone by the end"
         );
         assert_eq!((checks[0].measured, checks[0].pass), (1500.0, false));
-        assert!(checks[0]
-            .detail
-            .as_ref()
-            .unwrap()
-            .starts_with("cpu 1's run-queue clock"));
+        assert!(
+            matches!(
+                checks[0].detail[..],
+                [Detail::SchedExt(SchedExtDetail::RqClockStood {
+                    cpu: 1,
+                    ..
+                })]
+            ),
+            "{:?}",
+            checks[0].detail
+        );
         assert_eq!(skipped[0].check, CheckId::MaxScxLocalDsqDepth);
         assert!(skipped[0]
             .reason

@@ -2,6 +2,7 @@
 //! series, fails on a broken one, and its detail names the window.
 
 use super::*;
+use crate::checks::detail::{Detail, SeriesDetail, Span};
 use crate::checks::CheckResult;
 
 const MS: u64 = 1_000_000;
@@ -49,8 +50,18 @@ fn one(c: SeriesCheck, series: &RunSeries) -> CheckResult {
     r.remove(0)
 }
 
-fn detail(r: &CheckResult) -> &str {
-    r.detail.as_deref().unwrap_or("")
+fn detail(r: &CheckResult) -> &Detail {
+    match &r.detail[..] {
+        [d] => d,
+        all => panic!("one detail, not {all:?}"),
+    }
+}
+
+fn span(from_ms: u64, to_ms: u64) -> Span {
+    Span {
+        from_ns: from_ms * MS,
+        to_ns: to_ms * MS,
+    }
 }
 
 #[test]
@@ -63,8 +74,9 @@ fn nondecreasing_catches_a_counter_reset_and_names_its_window() {
     let bad = one(c(), &run(vec![group("g", &values, 0)]));
     assert!(!bad.pass, "{bad:?}");
     assert!(
-        detail(&bad).contains("fell from 5000 to 10 in 0.50–0.60 s"),
-        "{}",
+        matches!(detail(&bad), Detail::Series(SeriesDetail::Fell { metric: Metric::WorkUnits, from: 5000, to: 10, window, .. })
+            if *window == span(500, 600)),
+        "{:?}",
         detail(&bad)
     );
     assert_eq!(bad.check.to_string(), "nondecreasing(work_units)");
@@ -84,8 +96,9 @@ fn rate_within_names_the_slow_window_and_honours_the_warm_up() {
     let bad = one(check(Metric::WorkUnits, 0, kind()), &s);
     assert!(!bad.pass && bad.measured == 1_000.0, "{bad:?}");
     assert!(
-        detail(&bad).contains("work_units rate 1.0k/s in 0.30–0.40 s, below 5.0k/s"),
-        "{}",
+        matches!(detail(&bad), Detail::Series(SeriesDetail::RateOutside { metric: Metric::WorkUnits, rate, window, above: false, bound, .. })
+            if (*rate - 1_000.0).abs() < 1e-6 && *window == span(300, 400) && *bound == 5_000.0),
+        "{:?}",
         detail(&bad)
     );
     let after = one(check(Metric::WorkUnits, 400, kind()), &s);
@@ -102,7 +115,8 @@ fn rate_within_names_the_slow_window_and_honours_the_warm_up() {
         &s,
     );
     assert!(
-        !high.pass && detail(&high).contains("above 5.0k/s"),
+        !high.pass
+            && matches!(detail(&high), Detail::Series(SeriesDetail::RateOutside { above: true, bound, .. }) if *bound == 5_000.0),
         "{high:?}"
     );
 }
@@ -125,8 +139,9 @@ fn steady_within_measures_spread_and_names_the_farthest_window() {
     );
     assert!(!bad.pass && bad.measured > 0.2, "{bad:?}");
     assert!(
-        detail(&bad).contains("farthest from the mean: 60.0k/s in 0.70–0.80 s"),
-        "{}",
+        matches!(detail(&bad), Detail::Series(SeriesDetail::Unsteady { farthest, farthest_from_ns, farthest_to_ns, .. })
+            if (*farthest - 60_000.0).abs() < 1e-6 && (*farthest_from_ns, *farthest_to_ns) == (700 * MS, 800 * MS)),
+        "{:?}",
         detail(&bad)
     );
 }
@@ -154,8 +169,9 @@ fn converges_to_judges_the_end_window_against_a_rate() {
     let bad = one(check(Metric::WorkUnits, 0, kind(1_000.0)), &s);
     assert!(!bad.pass, "{bad:?}");
     assert!(
-        detail(&bad).contains("rate 10.0k/s over 2.50–3.00 s, target 1.0k/s ± 10%"),
-        "{}",
+        matches!(detail(&bad), Detail::Series(SeriesDetail::ConvergeRate { rate, window, target, tolerance, .. })
+            if (*rate - 10_000.0).abs() < 1e-6 && *window == span(2500, 3000) && *target == 1_000.0 && *tolerance == 0.1),
+        "{:?}",
         detail(&bad)
     );
 }
@@ -175,8 +191,10 @@ fn converges_to_a_share_of_every_group() {
     let bad = one(check(Metric::CpuTime, 0, kind(0.5)), &s);
     assert!(!bad.pass, "{bad:?}");
     assert!(
-        detail(&bad).contains("cpu_time share 0.750 (0.75 CPU of 1.00 CPU) over 0.80–1.00 s"),
-        "{}",
+        matches!(detail(&bad), Detail::Series(SeriesDetail::ConvergeShare { metric: Metric::CpuTime, share, rate, total, window, target, .. })
+            if (*share - 0.75).abs() < 1e-6 && (*rate - 0.75).abs() < 1e-6 && (*total - 1.0).abs() < 1e-6
+                && *window == span(800, 1000) && *target == 0.5),
+        "{:?}",
         detail(&bad)
     );
 }
@@ -204,8 +222,9 @@ fn stall_names_the_window_without_progress() {
     );
     assert!(!bad.pass && bad.measured == 400.0, "{bad:?}");
     assert!(
-        detail(&bad).contains("did not move in 0.30–0.70 s: no progress for 400 ms"),
-        "{}",
+        matches!(detail(&bad), Detail::Series(SeriesDetail::Stalled { window, flat_ms, bound_ms, .. })
+            if *window == span(300, 700) && *flat_ms == 400.0 && *bound_ms == 250.0),
+        "{:?}",
         detail(&bad)
     );
 }

@@ -5,7 +5,7 @@
 use runq_workload::CheckId;
 use std::time::{Duration, Instant};
 
-use runq_workload::{CheckConfig, GroupWork};
+use runq_workload::{CheckConfig, Detail, GroupDetail, GroupWork};
 use runq_workload::{WorkSpec, WorkType, WorkerExitInfo, WorkloadHandle};
 
 /// utime + stime of `pid`, in clock ticks.
@@ -57,10 +57,11 @@ fn killing_one_side_of_a_pair_fails_the_verdict_naming_it() {
         .find(|r| r.check == CheckId::NotStuck)
         .unwrap();
     assert!(!ns.pass, "a dead partner fails not_stuck: {ns:?}");
-    let detail = ns.detail.as_deref().unwrap_or_default();
     assert!(
-        detail.contains(&format!("partner worker 1 (pid {victim}) died")),
-        "{detail}"
+        matches!(&ns.detail[..], [Detail::Group(GroupDetail::PartnersLost { lost })]
+            if lost[0].partner == 1 && lost[0].partner_pid == victim),
+        "{:?}",
+        ns.detail
     );
 }
 
@@ -77,5 +78,5 @@ fn a_normal_stop_loses_no_partner() {
         .iter()
         .find(|r| r.check == CheckId::NotStuck)
         .unwrap();
-    assert!(ns.pass && ns.detail.is_none(), "{ns:?}");
+    assert!(ns.pass && ns.detail.is_empty(), "{ns:?}");
 }

@@ -117,9 +117,9 @@ fn a_root_run_measures_the_longest_runnable_wait_behind_pinned_hogs() {
         .find(|c| c["name"] == "max_runnable_wait_ms")
         .expect("max_runnable_wait_ms judged");
     assert_eq!(check["pass"], false, "{check}");
-    let detail = check["detail"].as_str().unwrap();
+    let detail = &check["detail"][0];
     assert!(
-        detail.starts_with(&format!("pid {pid} (")) && detail.contains(&format!("cpu {cpu}")),
+        detail["kind"] == "runnable_wait" && detail["pid"] == pid && detail["cpu"] == cpu,
         "{detail}"
     );
 }

@@ -27,8 +27,9 @@ fn default_scenario_runs_end_to_end() {
     assert_explained_verdict("default", out.status.code(), &v);
     for c in v["checks"].as_array().unwrap() {
         if c["pass"] == false && c["name"] == "min_fair_share" {
-            let d = c["detail"].as_str().unwrap();
-            assert!(d.contains(" got ") && d.contains("expected"), "{d}");
+            let d = &c["detail"][0];
+            assert_eq!(d["kind"], "fair_share", "{d}");
+            assert!(d["got_pct"].is_f64() && d["expected_pct"].is_f64(), "{d}");
         }
     }
     let groups = v["groups"].as_array().unwrap();

@@ -86,15 +86,19 @@ fn a_one_to_four_weight_split_states_its_owed_shares() {
     assert!(fair.len() <= 2, "{fair:?}");
     // light is owed 20% of what the run got, heavy 80%.
     for check in &fair {
-        let detail = check["detail"].as_str().unwrap();
+        let detail = &check["detail"][0];
+        assert_eq!(detail["kind"], "fair_share", "{detail}");
         let owed = match check["group"].as_str().unwrap() {
-            "light" => "expected 20% (cpu.",
-            "heavy" => "expected 80% (cpu.",
+            "light" => 20.0,
+            "heavy" => 80.0,
             g => panic!("a fair-share check of an unknown group {g}"),
         };
-        assert!(detail.contains(owed), "{detail}");
+        // As the report rounds it.
+        let expected = detail["expected_pct"].as_f64().unwrap();
+        assert_eq!(expected.round(), owed, "{detail}");
+        let basis = detail["basis"].as_str().unwrap();
         assert!(
-            detail.ends_with("(cpu.shares 1024:4096)") || detail.ends_with("(cpu.weight 100:400)"),
+            basis == "cpu.shares 1024:4096" || basis == "cpu.weight 100:400",
             "{detail}"
         );
     }
