@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::gap::GapSource;
 use crate::report::WorkerExitInfo;
-use crate::series::dsq::{DsqDepth, DsqWaiter};
+use crate::series::dsq_entries::{DsqDepth, DsqWaiter};
 use crate::series::Metric;
 use crate::WakeFigure;
 use runq_kernel::sched_ext_log::ScxExit;

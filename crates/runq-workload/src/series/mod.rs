@@ -7,6 +7,7 @@
 
 pub mod check;
 pub mod dsq;
+pub mod dsq_entries;
 pub mod host;
 mod host_monitor;
 pub mod rq_clock;
