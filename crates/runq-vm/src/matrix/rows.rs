@@ -36,14 +36,26 @@ pub(super) fn fill_row(row: &mut Row, run: &GuestRun, files: &str) {
         }
     }
     let stdout = run.read(&format!("{files}stdout")).unwrap_or_default();
-    match serde_json::from_str::<Value>(&stdout) {
+    let stderr = || run.read(&format!("{files}stderr")).unwrap_or_default();
+    fill_from_output(row, &stdout, stderr);
+}
+
+/// Fills a row from a guest run's JSON output (its stderr's last line
+/// when there is none).
+fn fill_from_output(row: &mut Row, stdout: &str, stderr: impl FnOnce() -> String) {
+    match serde_json::from_str::<Value>(stdout) {
+        // A run that could not be carried out (or was skipped) prints its
+        // error document: no verdict, its error line.
+        Ok(doc) if doc["verdict"] == "error" => {
+            row.error = Some(doc["error"].as_str().unwrap_or("no report").to_string());
+        }
         Ok(doc) => {
             row.verdict = doc["verdict"].as_str().map(String::from);
             row.failed_checks = failed_checks(&doc);
             row.checks = check_rows(&doc);
         }
         Err(_) => {
-            let err = run.read(&format!("{files}stderr")).unwrap_or_default();
+            let err = stderr();
             row.error = Some(err.lines().last().unwrap_or("no report").to_string());
         }
     }
@@ -132,6 +144,26 @@ fn count(v: &Value) -> u32 {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_error_document_is_the_rows_error_and_a_skip_says_so() {
+        let cell = Cell {
+            scenario: "sched_ext_opt_in".into(),
+            topology: "1n4c1t".into(),
+            kernel: None,
+            scheduler: Some("kernel".into()),
+        };
+        let mut row = empty_row(&cell);
+        row.exit_code = Some(crate::codes::SKIPPED);
+        let doc = r#"{"tool": "runq run", "verdict": "error", "error": "needs sched_ext"}"#;
+        fill_from_output(&mut row, doc, String::new);
+        assert_eq!(row.verdict, None, "the schema's verdicts hold no \"error\"");
+        assert_eq!(row.error.as_deref(), Some("needs sched_ext"));
+        assert_eq!(crate::matrix_doc::row_cell(&row), "SKIP");
+        let mut broken = empty_row(&cell);
+        fill_from_output(&mut broken, "", || "runq: first\nrunq: last\n".into());
+        assert_eq!(broken.error.as_deref(), Some("runq: last"));
+    }
 
     #[test]
     fn a_check_carries_its_tally_and_each_repeats_value() {

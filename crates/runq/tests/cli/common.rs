@@ -128,3 +128,11 @@ pub fn assert_explained_verdict(name: &str, code: Option<i32>, v: &Value) {
     assert_eq!(v["verdict"], verdict, "{name}: {checks:?}");
     assert_eq!(code, Some(want), "{name}");
 }
+
+/// The time `pid` has run on a CPU, from its schedstat (0 when gone).
+pub fn ran_ns(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{children, spawn, wait_for};
+use crate::common::{children, ran_ns, spawn, wait_for};
 use crate::scenarios::scenario;
 
 /// Stdout and stderr of a run of `args`.
@@ -92,7 +92,12 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
         let kids = children(pid);
         (kids.len() == 1).then(|| kids[0])
     });
-    std::thread::sleep(Duration::from_millis(600));
+    // The spinner spins only once the run has started: on a busy host
+    // that can come well after the fork, and a hog started before it
+    // would starve nothing the run measures.
+    wait_for(Duration::from_secs(20), "the worker at work", || {
+        (ran_ns(worker) >= 300_000_000).then_some(())
+    });
     let hog = runq_testkit::starve::RtHog::starve(worker);
     let hog_pid = hog.pid();
     std::thread::sleep(Duration::from_millis(1500));

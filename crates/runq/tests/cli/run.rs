@@ -706,11 +706,3 @@ fn the_largest_parameters_still_stop_in_time() {
         );
     }
 }
-
-/// The time `pid` has run on a CPU, from its schedstat (0 when gone).
-fn ran_ns(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
