@@ -51,6 +51,18 @@ fn matrix_axes_outside_a_matrix_or_cut_by_the_duration_are_refused() {
             "step at 1s is not before the end of the run (1s) (and ",
         ),
         (
+            &[
+                "run",
+                "steady",
+                "--vm-matrix",
+                "--scheduler",
+                "kernel",
+                "--scheduler",
+                "/no/scx_x",
+            ],
+            "--scheduler: scheduler command \"/no/scx_x\"",
+        ),
+        (
             &["run", "steady,nope", "--vm-matrix"],
             "no scenario file or ready-made scenario \"nope\"",
         ),

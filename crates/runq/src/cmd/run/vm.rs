@@ -217,6 +217,11 @@ pub fn run_in_vm(
     if args.vm.vm_matrix {
         let shard = args.vm.shard()?;
         let schedulers = runq_vm::matrix::schedulers(&args.sched.scheduler)?;
+        for cmd in schedulers.iter().filter_map(|s| s.command.as_deref()) {
+            runq_workload::scheduler::SchedulerSpec::new(cmd)
+                .validate_command()
+                .map_err(|e| exit::usage(format!("--scheduler: {e}")))?;
+        }
         let m = MatrixRun {
             scenarios,
             scenario_arg: args.scenario.as_deref(),
