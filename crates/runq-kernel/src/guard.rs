@@ -4,7 +4,7 @@
 //! State the kernel keeps after its creator is gone, such as a tracefs
 //! instance that records every CPU of the host, is not tied to any file
 //! descriptor, and neither is a process group runq started apart from
-//! its own (a profiler). A [`Guard`] ties them to runq's lifetime: a forked child that
+//! its own (a profiler, a VM). A [`Guard`] ties them to runq's lifetime: a forked child that
 //! blocks reading a pipe whose only writer is runq. When runq dies, the
 //! kernel closes the writer, the read returns end-of-file, and the guard
 //! carries out its [`Undo`] steps (turn tracing off, remove the
@@ -35,6 +35,9 @@ pub enum Undo {
     /// Removes the empty directory `path` (a tracefs instance, a cgroup),
     /// retrying while it is busy (the dead runq's children still exiting).
     Rmdir(CString),
+    /// Removes the directory `path` and everything in it, up to
+    /// [`TREE_DEPTH`] levels deep (a VM's shared directory).
+    RemoveTree(CString),
 }
 
 impl Undo {
@@ -49,6 +52,11 @@ impl Undo {
     /// A [`Undo::Rmdir`] of `path`.
     pub fn rmdir(path: &Path) -> Undo {
         Undo::Rmdir(c_path(path))
+    }
+
+    /// A [`Undo::RemoveTree`] of `path`.
+    pub fn remove_tree(path: &Path) -> Undo {
+        Undo::RemoveTree(c_path(path))
     }
 }
 
@@ -72,6 +80,9 @@ const MAX_GROUPS: usize = 16;
 /// hold its files until they die of `PR_SET_PDEATHSIG`).
 const RMDIR_TRIES: u32 = 500;
 const RMDIR_PAUSE_NS: libc::c_long = 10_000_000;
+
+/// How deep [`Undo::RemoveTree`] goes below its directory.
+pub const TREE_DEPTH: u32 = 8;
 
 impl Guard {
     /// Forks the guard; it carries out `steps`, in order, if this process
@@ -217,11 +228,13 @@ unsafe fn guard_main(reader: libc::c_int, ready: libc::c_int, steps: &[Undo]) ->
                 got = 0;
             }
         }
-        for step in steps {
-            undo(step);
-        }
+        // The groups first: what they still write (a VM into its shared
+        // directory) is then no more.
         for &pgid in groups.iter().take(n_groups).filter(|&&g| g > 0) {
             libc::kill(-pgid, libc::SIGKILL);
+        }
+        for step in steps {
+            undo(step);
         }
         libc::_exit(0)
     }
@@ -242,6 +255,9 @@ unsafe fn undo(step: &Undo) {
                     libc::close(fd);
                 }
             }
+            Undo::RemoveTree(path) => {
+                remove_tree_at(libc::AT_FDCWD, path.as_ptr(), TREE_DEPTH);
+            }
             Undo::Rmdir(path) => {
                 for _ in 0..RMDIR_TRIES {
                     if libc::rmdir(path.as_ptr()) == 0 || *libc::__errno_location() != libc::EBUSY {
@@ -258,6 +274,67 @@ unsafe fn undo(step: &Undo) {
     }
 }
 
+/// Removes `name` (relative to the directory `parent`): a file at once,
+/// a directory after its entries, `depth` levels down at most. Raw
+/// system calls and buffers on the stack only (the guard may not
+/// allocate: it is the fork of a multi-threaded process). True when
+/// `name` is gone.
+///
+/// # Safety
+/// `name` is NUL-terminated; async-signal-safe.
+unsafe fn remove_tree_at(parent: libc::c_int, name: *const libc::c_char, depth: u32) -> bool {
+    // SAFETY: raw system calls on a NUL-terminated name and on buffers of
+    // this frame.
+    unsafe {
+        if libc::unlinkat(parent, name, 0) == 0 {
+            return true;
+        }
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let dir = if depth == 0 {
+            -1
+        } else {
+            libc::openat(parent, name, flags)
+        };
+        if dir < 0 {
+            return false;
+        }
+        // Entries are read again from the start until a pass removes
+        // nothing: removing while reading may skip some.
+        let mut buf = [0u8; 1024];
+        loop {
+            let mut removed = false;
+            libc::lseek(dir, 0, libc::SEEK_SET);
+            loop {
+                let n = libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len());
+                if n <= 0 {
+                    break;
+                }
+                let mut at = 0usize;
+                while at + 19 < n as usize {
+                    // struct linux_dirent64: ino (8), off (8), reclen (2),
+                    // type (1), then the NUL-terminated name.
+                    let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+                    let entry = buf.as_ptr().add(at + 19).cast::<libc::c_char>();
+                    if !is_dot_or_dotdot(&buf[at + 19..at + reclen]) {
+                        removed |= remove_tree_at(dir, entry, depth - 1);
+                    }
+                    at += reclen.max(1);
+                }
+            }
+            if !removed {
+                break;
+            }
+        }
+        libc::close(dir);
+        libc::unlinkat(parent, name, libc::AT_REMOVEDIR) == 0
+    }
+}
+
+/// True for the name bytes (NUL-terminated, padded) of `.` or `..`.
+fn is_dot_or_dotdot(name: &[u8]) -> bool {
+    matches!(name, [b'.', 0, ..] | [b'.', b'.', 0, ..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,7 +348,20 @@ mod tests {
         let sub = dir.path().join("instance");
         std::fs::write(&flag, "1").unwrap();
         std::fs::create_dir(&sub).unwrap();
-        let steps = vec![Undo::write(&flag, b"0"), Undo::rmdir(&sub)];
+        // A shared directory: more names than one read of it returns,
+        // nested directories, and a link out that is removed, not followed.
+        let tree = dir.path().join("runq-vm-1");
+        std::fs::create_dir_all(tree.join("evidence/a/b")).unwrap();
+        for i in 0..300 {
+            std::fs::write(tree.join(format!("{i}.stdout")), "x").unwrap();
+        }
+        std::fs::write(tree.join("evidence/a/b/trace.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(&flag, tree.join("evidence/out")).unwrap();
+        let steps = vec![
+            Undo::write(&flag, b"0"),
+            Undo::rmdir(&sub),
+            Undo::remove_tree(&tree),
+        ];
         // SAFETY: the child only spawns the guard, then waits to be killed.
         let owner = unsafe { libc::fork() };
         assert!(owner >= 0);
@@ -296,10 +386,11 @@ mod tests {
             libc::waitpid(owner, std::ptr::null_mut(), 0);
         }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while sub.exists() && std::time::Instant::now() < deadline {
+        while tree.exists() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert!(!sub.exists(), "the guard did not remove the directory");
+        assert!(!tree.exists(), "the guard did not remove the tree");
         assert_eq!(std::fs::read_to_string(&flag).unwrap(), "0");
     }
 

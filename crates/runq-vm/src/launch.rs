@@ -9,6 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use runq_kernel::guard::{announce_group, Guard};
+
 /// How a boot ended.
 #[derive(Debug)]
 pub enum Ended {
@@ -72,22 +74,28 @@ pub struct Deadlines {
 }
 
 /// Runs `vng ARGS` with its console in `console`, watching `dir/started`.
+/// The VM's process group is announced to `guard`, which kills it if runq
+/// dies without doing so itself (SIGKILL).
 pub fn boot(
     vng: &Path,
     args: &[String],
     dir: &Path,
     console: &Path,
-    deadlines: Deadlines,
+    (deadlines, guard): (Deadlines, &Guard),
     (interrupt, progress): (&AtomicBool, &mut dyn FnMut(String)),
 ) -> std::io::Result<Ended> {
     let log = std::fs::File::create(console)?;
-    let child = Command::new(vng)
+    let (fd, parent) = (guard.announce_fd(), std::process::id() as libc::pid_t);
+    let mut command = Command::new(vng);
+    command
         .args(args)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
-        .stderr(log)
-        .process_group(0)
-        .spawn()?;
+        .stderr(log);
+    // SAFETY: announce_group makes only async-signal-safe calls (it makes
+    // the child the leader of a process group of its own).
+    unsafe { command.pre_exec(move || announce_group(fd, parent)) };
+    let child = command.spawn()?;
     let mut vm = Vm { child, done: false };
     let t0 = Instant::now();
     let started = dir.join("started");
@@ -249,7 +257,9 @@ mod tests {
         let mut said = Vec::new();
         let mut progress = |p: String| said.push(p);
         let watch = (&never, &mut progress as &mut dyn FnMut(String));
-        let ended = boot(sleep, &args, dir.path(), &console, deadlines, watch).unwrap();
+        let guard = Guard::spawn(Vec::new()).unwrap();
+        let limits = (deadlines, &guard);
+        let ended = boot(sleep, &args, dir.path(), &console, limits, watch).unwrap();
         assert_eq!(said, ["booting the guest"]);
         assert!(matches!(ended, Ended::BootTimeout), "{ended:?}");
         assert!(t0.elapsed() < Duration::from_secs(5));
@@ -270,12 +280,13 @@ mod tests {
         let mut progress = |p: String| said.push(p);
         let never = AtomicBool::new(false);
         let watch = (&never, &mut progress as &mut dyn FnMut(String));
+        let guard = Guard::spawn(Vec::new()).unwrap();
         let ended = boot(
             Path::new("/bin/sh"),
             &args,
             dir.path(),
             &console,
-            deadlines,
+            (deadlines, &guard),
             watch,
         );
         assert!(matches!(ended.unwrap(), Ended::Ran { .. }));

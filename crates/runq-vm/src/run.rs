@@ -15,6 +15,7 @@ use crate::guest_topology::GuestTopology;
 use crate::launch::{self, Deadlines, Ended};
 use crate::topology::{self, Topology};
 use crate::VmError;
+use runq_kernel::guard::{Guard, Undo};
 
 /// The accelerator a VM asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -350,7 +351,7 @@ impl Boot<'_> {
         };
         let mut kvm_failed = None;
         let mut accel = if try_kvm { "kvm" } else { "tcg" };
-        let mut ended = self.once(dir.path(), &script, accel, notice)?;
+        let mut ended = self.once(&dir, &script, accel, notice)?;
         if try_kvm
             && self.cfg.accel == Accel::Auto
             && !matches!(ended, Ended::Ran { .. } | Ended::Interrupted)
@@ -364,7 +365,7 @@ impl Boot<'_> {
                 kvm_failed.as_deref().unwrap_or_default()
             )));
             accel = "tcg";
-            ended = self.once(dir.path(), &script, accel, notice)?;
+            ended = self.once(&dir, &script, accel, notice)?;
         }
         let console = dir.path().join(format!("console.{accel}"));
         let mut retried_after = None;
@@ -373,7 +374,7 @@ impl Boot<'_> {
             let first = dir.path().join(format!("console.{accel}.1"));
             let _ = std::fs::rename(&console, &first);
             retried_after = Some(format!("{why} (console {})", first.display()));
-            ended = self.once(dir.path(), &script, accel, notice)?;
+            ended = self.once(&dir, &script, accel, notice)?;
         }
         let boot = match ended {
             Ended::Ran { boot } => boot,
@@ -478,12 +479,12 @@ impl Boot<'_> {
     /// One boot with `accel`, its console in `dir/console.<accel>`.
     fn once(
         &self,
-        dir: &Path,
+        shared: &SharedDir,
         script: &Path,
         accel: &str,
         notice: &mut dyn FnMut(Notice),
     ) -> Result<Ended, VmError> {
-        let plan = self.plan;
+        let (plan, dir) = (self.plan, shared.path());
         let tcg = accel == "tcg";
         // -v: the kernel's console goes to the console file (vng sends it to
         // /dev/null otherwise), the evidence when a guest dies.
@@ -530,7 +531,7 @@ impl Boot<'_> {
             &vng_args,
             dir,
             &console,
-            deadlines,
+            (deadlines, shared.guard()),
             (self.interrupt, &mut progress),
         )
         .map_err(|e| VmError::Run(format!("--vm: starting {}: {e}", plan.vng.display())))
@@ -662,9 +663,15 @@ pub fn vm_line(f: &VmFacts) -> String {
 }
 
 /// The directory the guest writes into (shared read-write), removed at
-/// the end unless kept for a console a user should read.
+/// the end unless kept for a console a user should read. A guard process
+/// holds it too: when runq dies without removing it (SIGKILL), the guard
+/// kills the VM's process group and removes the directory.
 #[derive(Debug)]
-pub(crate) struct SharedDir(PathBuf, std::cell::Cell<bool>);
+pub(crate) struct SharedDir {
+    path: PathBuf,
+    kept: std::cell::Cell<bool>,
+    guard: Guard,
+}
 
 impl SharedDir {
     pub(crate) fn create() -> Result<Self, VmError> {
@@ -677,22 +684,35 @@ impl SharedDir {
             std::env::temp_dir().join(format!("runq-vm-{}-{seq}-{nanos}", std::process::id()));
         std::fs::create_dir(&dir)
             .map_err(|e| VmError::io(format!("creating {}", dir.display()), e))?;
-        Ok(SharedDir(dir, std::cell::Cell::new(false)))
+        let guard = Guard::spawn(vec![Undo::remove_tree(&dir)]).map_err(|e| {
+            let _ = std::fs::remove_dir(&dir);
+            VmError::io("starting the guard process of the VM", e)
+        })?;
+        Ok(SharedDir {
+            path: dir,
+            kept: std::cell::Cell::new(false),
+            guard,
+        })
     }
 
     pub(crate) fn path(&self) -> &Path {
-        &self.0
+        &self.path
+    }
+
+    /// The guard a VM's process group announces itself to.
+    pub(crate) fn guard(&self) -> &Guard {
+        &self.guard
     }
 
     fn keep(&self) {
-        self.1.set(true);
+        self.kept.set(true);
     }
 }
 
 impl Drop for SharedDir {
     fn drop(&mut self) {
-        if !self.1.get() {
-            let _ = std::fs::remove_dir_all(&self.0);
+        if !self.kept.get() {
+            let _ = std::fs::remove_dir_all(&self.path);
         }
     }
 }

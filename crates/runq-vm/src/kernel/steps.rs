@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use runq_kernel::guard::{announce_group, Guard};
+
 use super::Step;
 use crate::launch::console_tail;
 use crate::VmError;
@@ -34,14 +36,19 @@ pub fn run_logged(name: &str, mut cmd: Command, log: &Path) -> Result<Step, VmEr
         .map_err(|e| VmError::io(format!("opening {}", log.display()), e))?;
     let t0 = Instant::now();
     let cpu0 = children_cpu_s();
+    // The step's process group dies with runq, however runq dies.
+    let guard = Guard::spawn(Vec::new())
+        .map_err(|e| VmError::io(format!("{name}: starting its guard process"), e))?;
+    let (fd, parent) = (guard.announce_fd(), std::process::id() as libc::pid_t);
+    cmd.stdin(Stdio::null()).stdout(file).stderr(err);
+    // SAFETY: announce_group makes only async-signal-safe calls (it makes
+    // the step the leader of a process group of its own).
+    unsafe { cmd.pre_exec(move || announce_group(fd, parent)) };
     let child = cmd
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err)
-        .process_group(0)
         .spawn()
         .map_err(|e| VmError::Run(format!("{name}: starting {:?}: {e}", cmd.get_program())))?;
     let status = wait_or_stop(name, child)?;
+    drop(guard);
     if !status.success() {
         return Err(VmError::Run(format!(
             "{name} failed ({status}): {}; see {}",

@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::common::{run_dirs_of, runq, signal};
+use super::common::{group_members, run_dirs_of, runq, signal};
 
 /// A word a cell's arguments may hold: each cell puts a token of its own
 /// there, so that a process its runq starts in a process group of its own
@@ -224,24 +224,6 @@ fn leftovers(pid: u32, tmp: &Path, killed: bool, token: &str) -> Vec<String> {
         found.push(format!("temporary files left: {files:?}"));
     }
     found
-}
-
-/// Live (not zombie) processes whose process group is `pgid`.
-fn group_members(pgid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|p| {
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            let Some((_, rest)) = stat.rsplit_once(") ") else {
-                return false;
-            };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            fields.first() != Some(&"Z") && fields.get(2) == Some(&pgid.to_string().as_str())
-        })
-        .collect()
 }
 
 /// Live processes whose command line holds `token`.

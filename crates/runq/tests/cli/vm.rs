@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::common::runq;
+use std::time::Duration;
+
+use crate::common::{children, group_members, runq, wait_for};
 
 /// Runs runq with `args`; its exit code and stderr.
 fn fails(args: &[&str]) -> (Option<i32>, String) {
@@ -165,6 +167,62 @@ fn vm_flags_need_vm() {
     let (code, err) = fails(&["run", "--topology", "2n2c2t"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--vm"), "{err}");
+}
+
+/// runq SIGKILLed while its VM runs: its guard process kills the VM's
+/// process group (virtme-ng, qemu) and removes the shared directory, so
+/// nothing of the VM is left, though runq itself could undo nothing.
+#[test]
+#[ignore = "vm tier: boots a VM (about a minute under TCG); needs qemu-system-x86, virtme-ng \
+            and a kernel in /boot (`.ci/run` installs them): cargo test -p runq --test cli -- \
+            --ignored vm::"]
+fn a_killed_runq_leaves_no_vm_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = runq()
+        .args([
+            "run",
+            "steady",
+            "--duration",
+            "60s",
+            "--vm",
+            "--memory",
+            "1G",
+        ])
+        .env("TMPDIR", tmp.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn runq");
+    let pid = child.id();
+    let shared = || -> Vec<std::path::PathBuf> {
+        let entries = std::fs::read_dir(tmp.path()).unwrap().flatten();
+        let names = entries.map(|e| e.path());
+        names
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("runq-vm-")
+            })
+            .collect()
+    };
+    // The VM is up: qemu runs in virtme-ng's process group.
+    let vm = wait_for(Duration::from_secs(120), "qemu in the VM's group", || {
+        let group = *children(pid).first()? as u32;
+        let comm = |p: &u32| std::fs::read_to_string(format!("/proc/{p}/comm"));
+        let qemu = group_members(group)
+            .iter()
+            .any(|p| comm(p).is_ok_and(|c| c.starts_with("qemu")));
+        qemu.then_some(group)
+    });
+    assert_eq!(shared().len(), 1, "one shared directory");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_for(
+        Duration::from_secs(10),
+        "the VM and its directory gone",
+        || (group_members(vm).is_empty() && shared().is_empty()).then_some(()),
+    );
 }
 
 /// Boots a 2-node VM with SMT siblings (2n1c2t: 4 vCPUs) under whatever
