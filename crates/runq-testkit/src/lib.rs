@@ -104,6 +104,8 @@ pub fn demos_without_frame_pointers() -> &'static Path {
             "runq-demo-service",
             "--bin",
             "runq-demo-gateway",
+            "--bin",
+            "runq-demo-tonic",
         ];
         release_demos("nofp", &bins, &profile)
     })

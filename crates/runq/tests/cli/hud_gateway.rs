@@ -10,15 +10,14 @@
 //! path), and stripped with no debug info at all. Each report is held
 //! against the time the gateway measured itself.
 
-use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdout, Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
-use super::hud::{blockers, demo_bin, hud, runq_bin, KillOnDrop};
+use super::hud::{blockers, demo_bin, hud, runq_bin};
+use super::hud_truth::{self, Demo, Truths};
 
 /// How long the gateway runs: a hud session of [`SESSION`] seconds (two
 /// in some tests) and the start, on a loaded host.
@@ -26,220 +25,34 @@ const LIFETIME: u32 = 16;
 /// One hud session, s.
 const SESSION: u32 = 5;
 
-/// A running gateway and its stdout, kept open for its figures.
-struct Gateway {
-    child: KillOnDrop,
-    pid: u32,
-    out: BufReader<ChildStdout>,
-}
+/// The gateway's crate, the head of its functions' names.
+const CRATE: &str = "runq_demo_gateway";
 
-/// What the gateway measured of one blocking part over a window: calls,
-/// and their wall time, CPU time and run-queue wait, ns.
-#[derive(Debug, Clone, Copy, Default)]
-struct Part {
-    calls: u64,
-    wall_ns: u64,
-    cpu_ns: u64,
-    wait_ns: u64,
-}
-
-impl Part {
-    /// The part's time off CPU and not waiting for one: blocked.
-    fn blocked_ns(&self) -> u64 {
-        self.wall_ns.saturating_sub(self.cpu_ns + self.wait_ns)
-    }
-
-    /// The part's advance from `earlier` to `self`.
-    fn since(self, earlier: Part) -> Part {
-        Part {
-            calls: self.calls - earlier.calls,
-            wall_ns: self.wall_ns - earlier.wall_ns,
-            cpu_ns: self.cpu_ns - earlier.cpu_ns,
-            wait_ns: self.wait_ns - earlier.wait_ns,
-        }
-    }
-}
-
-/// Each blocking part, as the gateway measured it over a hud session.
-type Truths = BTreeMap<String, Part>;
-
-fn start_gateway(exe: &Path) -> Gateway {
+fn start_gateway(exe: &Path) -> Demo {
     start_gateway_with(exe, &[])
 }
 
 /// [`start_gateway`] with more arguments after its lifetime.
-fn start_gateway_with(exe: &Path, args: &[&str]) -> Gateway {
-    let mut child = Command::new(exe)
-        .arg(LIFETIME.to_string())
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the gateway");
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let pid = line.trim().parse().expect("the gateway prints its pid");
-    Gateway {
-        child: KillOnDrop(child),
-        pid,
-        out,
-    }
-}
-
-impl Gateway {
-    /// A hud session of `secs` on the gateway, with `extra` arguments:
-    /// the report, and what the gateway measured over the session (from
-    /// the start of hud's first finding to the end of its last, on the
-    /// clock of both).
-    fn hud(self, secs: u32, extra: &[&OsStr]) -> (Value, Truths) {
-        let (report, trace) = hud(&runq_bin(), self.pid, secs, extra);
-        let spans: Vec<(u64, u64)> = trace["traceEvents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["ph"] == "X")
-            .map(|e| {
-                let us = |k: &str| e[k].as_f64().unwrap();
-                (
-                    (us("ts") * 1e3) as u64,
-                    ((us("ts") + us("dur")) * 1e3) as u64,
-                )
-            })
-            .collect();
-        let from = spans.iter().map(|s| s.0).min().unwrap_or(0);
-        let to = spans.iter().map(|s| s.1).max().unwrap_or(0);
-        (report, self.window(from, to))
-    }
-
-    /// Takes, from the gateway's running totals, what it measured between
-    /// the `CLOCK_MONOTONIC` times `from` and `to`, ns. Reads them until
-    /// the first one after `to` (the gateway prints them in rounds, in
-    /// time order), then stops the gateway: waiting for the end of its
-    /// lifetime cost each test 10 s.
-    fn window(mut self, from: u64, to: u64) -> Truths {
-        let mut lines = Vec::new();
-        for line in self.out.by_ref().lines() {
-            let line = line.unwrap();
-            let at = line.split_whitespace().nth(1).and_then(|w| w.parse().ok());
-            let past = line.starts_with("at ") && at.is_some_and(|at: u64| at > to);
-            lines.push(line);
-            if past {
-                break;
-            }
-        }
-        drop(self.child);
-        let mut totals: BTreeMap<String, Vec<(u64, Part)>> = BTreeMap::new();
-        for l in lines.iter().filter(|l| l.starts_with("at ")) {
-            let words: Vec<&str> = l.split_whitespace().collect();
-            let n: Vec<u64> = words.iter().filter_map(|w| w.parse().ok()).collect();
-            if let ([at, calls, wall_ns, cpu_ns, wait_ns], Some(name)) =
-                (n.as_slice(), words.get(3))
-            {
-                let part = Part {
-                    calls: *calls,
-                    wall_ns: *wall_ns,
-                    cpu_ns: *cpu_ns,
-                    wait_ns: *wait_ns,
-                };
-                totals
-                    .entry(name.to_string())
-                    .or_default()
-                    .push((*at, part));
-            }
-        }
-        let upto = |list: &[(u64, Part)], t: u64| {
-            list.iter()
-                .take_while(|(at, _)| *at <= t)
-                .last()
-                .map_or(Part::default(), |(_, p)| *p)
-        };
-        totals
-            .into_iter()
-            .map(|(name, list)| (name, upto(&list, to).since(upto(&list, from))))
-            .collect()
-    }
+fn start_gateway_with(exe: &Path, args: &[&str]) -> Demo {
+    Demo::start(exe, LIFETIME, args)
 }
 
 /// The row of `rows` whose culprit is the gateway's function `name` (in
 /// any of its modules).
 fn row<'a>(rows: &[&'a Value], name: &str) -> Option<&'a Value> {
-    let tail = format!("::{name}");
-    rows.iter().copied().find(|b| {
-        let f = b["function"].as_str().unwrap_or_default();
-        f.starts_with("runq_demo_gateway::") && f.ends_with(&tail)
-    })
+    hud_truth::row(rows, CRATE, name)
 }
 
 /// The total ns and count of the rows of `rows` whose culprit is the
-/// gateway's function `name` or a closure inlined into it (named by its
-/// full path, `...::name::{closure#1}`).
+/// gateway's function `name` or a closure inlined into it.
 fn rows_total(rows: &[&Value], name: &str) -> Option<(u64, u64)> {
-    let (tail, inside) = (format!("::{name}"), format!("::{name}::"));
-    let found: Vec<&&Value> = rows
-        .iter()
-        .filter(|b| {
-            let f = b["function"].as_str().unwrap_or_default();
-            f.starts_with("runq_demo_gateway::") && (f.ends_with(&tail) || f.contains(&inside))
-        })
-        .collect();
-    let sum = |k: &str| found.iter().map(|b| b[k].as_u64().unwrap()).sum();
-    (!found.is_empty()).then(|| (sum("total_ns"), sum("count")))
+    hud_truth::rows_total(rows, CRATE, name)
 }
 
-/// hud's mean per call of a row against the gateway's own.
-fn check_mean(b: &Value, truths: &Truths, name: &str) {
-    let part = truths[name];
-    let calls = part.calls;
-    let truth = part.blocked_ns() as f64 / calls.max(1) as f64;
-    let count = b["count"].as_u64().unwrap();
-    let (total, max) = (
-        b["total_ns"].as_u64().unwrap(),
-        b["max_ns"].as_u64().unwrap(),
-    );
-    let mean = total as f64 / count as f64;
-    eprintln!(
-        "figure: {name}: hud {count} calls, {:.2} ms each; the gateway {calls} calls, {:.2} ms each",
-        mean / 1e6,
-        truth / 1e6
-    );
-    assert!(count >= 5, "{name}: {count} calls seen: {b:#}");
-    // The figure is ±20% (printed above, and met on a quiet host).
-    // The default tier asserts that hud's figure is the call's and not
-    // another's, leaving out the longest interval: on a host loaded
-    // hundreds of times over, one wakeup can come late enough to double
-    // a mean.
-    let typical = (total - max) as f64 / (count - 1) as f64;
-    assert!(
-        (0.5..=1.5).contains(&(typical / truth)),
-        "{name}: hud {typical} ns per call, the gateway {truth}: {b:#}"
-    );
-}
-
-/// hud's sampled CPU time of a row against the CPU time the gateway
-/// measured over the session.
+/// hud's sampled CPU time of the gateway's function `name` against the
+/// gateway's own.
 fn check_cpu(report: &Value, truths: &Truths, name: &str) {
-    let session_s = report["duration_s"].as_f64().unwrap();
-    let cpu_rows = blockers(report, "task_cpu_sampled");
-    let (hud, samples) =
-        rows_total(&cpu_rows, name).unwrap_or_else(|| panic!("no CPU row {name}: {report:#}"));
-    let part = truths[name];
-    let (calls, truth) = (part.calls, part.cpu_ns as f64);
-    let hud = hud as f64;
-    eprintln!(
-        "figure: {name}: hud {:.1} ms on CPU ({samples} samples); the gateway {:.1} ms in {calls} calls over the {session_s:.1} s",
-        hud / 1e6,
-        truth / 1e6
-    );
-    // Sampling at 99 Hz over a few seconds: a loose bound, where the
-    // gateway's CPU time makes enough samples for one (the note gives the
-    // figures on a quiet host).
-    let period = 1e9 / report["frequency_hz"].as_f64().unwrap();
-    if truth / period >= 15.0 {
-        assert!(
-            (0.4..=2.5).contains(&(hud / truth)),
-            "{name}: hud {hud} ns on CPU, the gateway {truth}: {report:#}"
-        );
-    }
+    hud_truth::check_cpu(report, truths, CRATE, name)
 }
 
 /// The gateway's parts that run on CPU in task code, as each build shows
@@ -265,7 +78,7 @@ fn judge(report: &Value, truths: &Truths, login: Login) {
     let calls = blockers(report, "blocking_call");
     for name in ["render_report_page", "flush_audit_log"] {
         let b = row(&calls, name).unwrap_or_else(|| panic!("no blocking call {name}: {report:#}"));
-        check_mean(b, truths, name);
+        hud_truth::check_mean(b, truths, name);
     }
     let audit = row(&calls, "flush_audit_log").unwrap();
     assert!(
@@ -307,7 +120,7 @@ fn judge(report: &Value, truths: &Truths, login: Login) {
         rotations.is_some_and(|(_, count)| count >= 5),
         "no blocking call for the log rotation: {report:#}"
     );
-    check_placeholders(report);
+    hud_truth::check_placeholders(report);
 }
 
 /// The login check is a `block_in_place` row, or a blocking call when it
@@ -325,41 +138,11 @@ fn judge_login(
     };
     let b =
         row(found, "verify_login").unwrap_or_else(|| panic!("no row for verify_login: {report:#}"));
-    check_mean(b, truths, "verify_login");
+    hud_truth::check_mean(b, truths, "verify_login");
     assert!(row(other, "verify_login").is_none(), "{report:#}");
     if login == Login::Direct {
         assert!(in_place.is_empty(), "{report:#}");
     }
-}
-
-/// Under 5% of the blocked time (blocking calls and sampled CPU) under a
-/// placeholder, and no row under an anonymous function's last path
-/// segment alone (an inlined `{closure#1}` is named by its full path).
-fn check_placeholders(report: &Value) {
-    let rows: Vec<&Value> = ["blocking_call", "task_cpu_sampled"]
-        .iter()
-        .flat_map(|c| blockers(report, c))
-        .collect();
-    for b in &rows {
-        let f = b["function"].as_str().unwrap();
-        assert!(!f.starts_with("{closure#"), "{b:#}\n{report:#}");
-    }
-    let time = |b: &&Value| b["total_ns"].as_u64().unwrap();
-    let total: u64 = rows.iter().map(time).sum();
-    let placeholder: u64 = rows
-        .iter()
-        .filter(|b| {
-            let f = b["function"].as_str().unwrap();
-            f.starts_with('[') || f.starts_with('~') || f.contains("+0x")
-        })
-        .map(time)
-        .sum();
-    eprintln!(
-        "figure: {:.1}% of {:.1} ms under a placeholder",
-        placeholder as f64 * 100.0 / total.max(1) as f64,
-        total as f64 / 1e6
-    );
-    assert!(placeholder * 20 <= total, "{report:#}");
 }
 
 /// A gateway built by `exe`, one session, judged.

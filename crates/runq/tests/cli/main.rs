@@ -32,6 +32,8 @@ mod hud_gateway;
 mod hud_objects;
 mod hud_serve;
 mod hud_tasks;
+mod hud_tonic;
+mod hud_truth;
 mod json_contract;
 mod man;
 mod readme_console;
