@@ -66,10 +66,42 @@ struct thread_struct {
 	unsigned long fsbase;
 } __attribute__((preserve_access_index));
 
+struct inode {
+	unsigned short i_mode;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct inode *f_inode;
+	void *private_data;
+} __attribute__((preserve_access_index));
+
+struct sock_common {
+	unsigned short skc_family;
+} __attribute__((preserve_access_index));
+
+struct sock {
+	struct sock_common __sk_common;
+} __attribute__((preserve_access_index));
+
+struct socket {
+	short type;
+	struct sock *sk;
+} __attribute__((preserve_access_index));
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned long nvcsw;
 	unsigned long nivcsw;
 	struct thread_struct thread;
+	struct files_struct *files;
 } __attribute__((preserve_access_index));
 
 /* bpf_get_stack's limit (kernel.perf_event_max_stack defaults to 127). */
@@ -78,6 +110,7 @@ struct task_struct {
 /* Offsets of the user registers in x86_64's struct pt_regs (uapi). */
 #define PT_RBP 32
 #define PT_RDI 112
+#define PT_ORIG_RAX 120
 #define PT_RIP 128
 #define PT_RSP 152
 
@@ -118,6 +151,14 @@ struct event {
 	char holder_comm[16];
 	/* the Tokio task the worker was polling (0: none, or not tracked) */
 	__u64 task_id;
+	/* EV_BLOCKED: the system call it slept in (-1: none), its first
+	 * argument when that is a descriptor (-1: not one), the type bits of
+	 * that descriptor's inode (i_mode >> 12; 0: anonymous, unknown), and
+	 * for a socket its family and type (family << 16 | type) */
+	__s32 syscall;
+	__s32 fd;
+	__u32 fd_type;
+	__u32 sock;
 	__u64 stack[MAX_FRAMES];
 };
 
@@ -139,14 +180,26 @@ _Static_assert(offsetof(struct event, holder_tid) == 80, "event.holder_tid");
 _Static_assert(offsetof(struct event, holder_tgid) == 84, "event.holder_tgid");
 _Static_assert(offsetof(struct event, holder_comm) == 88, "event.holder_comm");
 _Static_assert(offsetof(struct event, task_id) == 104, "event.task_id");
-_Static_assert(offsetof(struct event, stack) == 112, "event.stack");
-_Static_assert(sizeof(struct event) == 112 + 8 * MAX_FRAMES, "event size");
+_Static_assert(offsetof(struct event, syscall) == 112, "event.syscall");
+_Static_assert(offsetof(struct event, fd) == 116, "event.fd");
+_Static_assert(offsetof(struct event, fd_type) == 120, "event.fd_type");
+_Static_assert(offsetof(struct event, sock) == 124, "event.sock");
+_Static_assert(offsetof(struct event, stack) == 128, "event.stack");
+_Static_assert(sizeof(struct event) == 128 + 8 * MAX_FRAMES, "event size");
 
 /* Who held a CPU, as the sched_switch that gave it back saw it. */
 struct holder {
 	__u32 tid;
 	__u32 tgid;
 	char comm[16];
+};
+
+/* The system call a worker went to sleep in (see struct event). */
+struct sleep_call {
+	__s32 nr;
+	__s32 fd;
+	__u32 fd_type;
+	__u32 sock;
 };
 
 struct offcpu {
@@ -161,6 +214,8 @@ struct offcpu {
 	__u64 pending_rq_start;
 	__u64 pending_rq_ns;
 	struct holder pending_holder;
+	/* a sleep's system call, descriptor and its type (see struct event) */
+	struct sleep_call call;
 	__u64 stack[MAX_FRAMES];
 };
 
@@ -425,6 +480,18 @@ static __always_inline void fill(struct event *e, __u32 kind, __u32 tid, __u64 s
 	e->holder_tgid = 0;
 	__builtin_memset(e->holder_comm, 0, sizeof(e->holder_comm));
 	e->task_id = task_id_of(tid);
+	e->syscall = -1;
+	e->fd = -1;
+	e->fd_type = 0;
+	e->sock = 0;
+}
+
+static __always_inline void set_call(struct event *e, const struct sleep_call *c)
+{
+	e->syscall = c->nr;
+	e->fd = c->fd;
+	e->fd_type = c->fd_type;
+	e->sock = c->sock;
 }
 
 static __always_inline void set_holder(struct event *e, const struct holder *h)
@@ -458,6 +525,8 @@ static __always_inline void emit(__u32 kind, __u32 tid, __u64 start, __u64 dur,
 	}
 	fill(e, kind, tid, start, dur, o->state);
 	set_holder(e, h);
+	if (kind == EV_BLOCKED)
+		set_call(e, &o->call);
 	e->frames = o->stack_bytes > 0 ? (__u32)((__u64)o->stack_bytes / 8) : 0;
 	if (e->frames >= MAX_FRAMES)
 		e->flags |= F_TRUNCATED;
@@ -524,6 +593,8 @@ struct span {
 	__u64 start;
 	__u64 dur;
 	__u64 state;
+	/* EV_BLOCKED: the call it slept in */
+	struct sleep_call call;
 };
 
 /* An event carrying the current task's registers and the top of its user
@@ -537,6 +608,8 @@ static __noinline int emit_copy(const struct span *s, const struct holder *h)
 	}
 	fill(e, s->kind, s->tid, s->start, s->dur, s->state);
 	set_holder(e, h);
+	if (s->kind == EV_BLOCKED)
+		set_call(e, &s->call);
 	if (user_regs(&e->ip, &e->sp, &e->bp)) {
 		e->flags |= F_NO_REGS;
 		bpf_ringbuf_submit(e, 0);
@@ -616,6 +689,88 @@ static __noinline int emit_kept_runq(__u32 tid, __u64 start, __u64 dur, const st
 	return 1;
 }
 
+/* True for the x86_64 system calls whose first argument is a descriptor
+ * that a sleep in them waits on (reads, writes, syncs, sockets, locks). */
+static __always_inline int takes_fd(__s32 nr)
+{
+	switch (nr) {
+	case 0: case 1: case 16: case 17: case 18: case 19: case 20: /* read .. writev */
+	case 40: case 42: case 43: case 44: case 45: case 46: case 47: /* sendfile, sockets */
+	case 72: case 73: case 74: case 75: case 77: /* fcntl, flock, fsync, fdatasync, ftruncate */
+	case 217: case 232: case 275: case 277: case 281: case 285: case 288: /* .. accept4 */
+	case 295: case 296: case 299: case 306: case 307: case 326: case 327: case 328:
+	case 441:
+		return 1;
+	}
+	return 0;
+}
+
+/* The file behind the current task's descriptor fd (0: none). */
+static __always_inline struct file *file_of(__s32 fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct files_struct *files = 0;
+	struct fdtable *fdt = 0;
+	struct file **fds = 0;
+	struct file *f = 0;
+	unsigned int max = 0;
+	if (fd < 0 || bpf_probe_read_kernel(&files, sizeof(files), &task->files) || !files ||
+	    bpf_probe_read_kernel(&fdt, sizeof(fdt), &files->fdt) || !fdt ||
+	    bpf_probe_read_kernel(&max, sizeof(max), &fdt->max_fds) || (unsigned int)fd >= max ||
+	    bpf_probe_read_kernel(&fds, sizeof(fds), &fdt->fd) || !fds ||
+	    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+		return 0;
+	return f;
+}
+
+/* The descriptor's type bits (i_mode >> 12; 0 when it cannot be read, or
+ * for an anonymous inode: eventfd, epoll) and, for a socket, its family
+ * and type (family << 16 | type). */
+static __always_inline void describe_fd(struct sleep_call *c)
+{
+	struct file *f = file_of(c->fd);
+	struct inode *ino = 0;
+	unsigned short mode = 0;
+	if (!f || bpf_probe_read_kernel(&ino, sizeof(ino), &f->f_inode) || !ino ||
+	    bpf_probe_read_kernel(&mode, sizeof(mode), &ino->i_mode))
+		return;
+	c->fd_type = (__u32)mode >> 12;
+	if (c->fd_type != 014)
+		return;
+	struct socket *sock = 0;
+	struct sock *sk = 0;
+	short type = 0;
+	unsigned short family = 0;
+	if (bpf_probe_read_kernel(&sock, sizeof(sock), &f->private_data) || !sock ||
+	    bpf_probe_read_kernel(&type, sizeof(type), &sock->type) ||
+	    bpf_probe_read_kernel(&sk, sizeof(sk), &sock->sk) || !sk ||
+	    bpf_probe_read_kernel(&family, sizeof(family), &sk->__sk_common.skc_family))
+		return;
+	c->sock = ((__u32)family << 16) | (__u16)type;
+}
+
+/* The system call the current task sleeps in, when `asleep`: its number
+ * (orig_ax), its descriptor and that descriptor's type. */
+static __always_inline void sleep_call_of(struct sleep_call *c, int asleep)
+{
+	c->nr = -1;
+	c->fd = -1;
+	c->fd_type = 0;
+	c->sock = 0;
+	if (!asleep)
+		return;
+	struct task_struct *task = bpf_get_current_task_btf();
+	long regs = bpf_task_pt_regs(task);
+	__s64 nr = -1, arg0 = -1;
+	if (!regs || bpf_probe_read_kernel(&nr, 8, (void *)(regs + PT_ORIG_RAX)))
+		return;
+	c->nr = (__s32)nr;
+	if (!takes_fd(c->nr) || bpf_probe_read_kernel(&arg0, 8, (void *)(regs + PT_RDI)))
+		return;
+	c->fd = (__s32)arg0;
+	describe_fd(c);
+}
+
 /* Copy mode: a sleep (and a run-queue wait after it) over the threshold
  * that no syscall exit picked up (the worker slept in a page fault, say)
  * goes out with the frame-pointer stack before its entry is reused. */
@@ -653,8 +808,10 @@ static __always_inline void switch_out(struct switch_args *ctx, __u32 tid, __u64
 	o->pending_ns = 0;
 	o->pending_rq_start = 0;
 	o->pending_rq_ns = 0;
-	/* The outgoing task is still current: this is its user stack. */
+	/* The outgoing task is still current: this is its user stack, and
+	 * these its registers at the system call it sleeps in. */
 	o->stack_bytes = bpf_get_stack(ctx, o->stack, sizeof(o->stack), BPF_F_USER_STACK);
+	sleep_call_of(&o->call, (o->state & 0xff) != 0);
 	bpf_map_update_elem(&OFFCPU, &tid, o, BPF_ANY);
 	if (exact_polls()) {
 		struct off_total *t = off_total_of(tid);
@@ -786,7 +943,7 @@ int hud_sys_exit(struct sys_exit_args *ctx)
 	if (!o || (!o->pending_ns && !o->pending_rq_ns))
 		return 0;
 	if (o->pending_ns) {
-		struct span s = {EV_BLOCKED, tid, o->pending_start, o->pending_ns, o->state};
+		struct span s = {EV_BLOCKED, tid, o->pending_start, o->pending_ns, o->state, o->call};
 		emit_copy(&s, 0);
 	}
 	if (o->pending_rq_ns) {

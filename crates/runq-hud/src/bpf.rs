@@ -20,9 +20,9 @@ use crate::polls::Site;
 struct Aligned<T: ?Sized>(T);
 
 /// Bytes of the C side's `struct offcpu`, an OFFCPU value: eight u64s,
-/// a `struct holder` (two u32s and a 16-byte name) and the frame-pointer
-/// stack.
-const OFFCPU_VALUE: usize = 8 * 8 + 24 + 8 * MAX_FRAMES;
+/// a `struct holder` (two u32s and a 16-byte name), a `struct
+/// sleep_call` (four 32-bit fields) and the frame-pointer stack.
+const OFFCPU_VALUE: usize = 8 * 8 + 24 + 16 + 8 * MAX_FRAMES;
 
 /// Bytes of the C side's `struct stack_copy`, an RQCOPY value: three
 /// registers, two u32s and `COPY_ROOM` bytes of stack (nine pages and one
@@ -407,7 +407,7 @@ mod tests {
         ] {
             assert!(src.contains(line), "the C source no longer has {line:?}");
         }
-        assert_eq!(OFFCPU_VALUE, 1104);
+        assert_eq!(OFFCPU_VALUE, 1120);
         assert_eq!(STACK_COPY_VALUE, 32 + 4096 * 10);
     }
 

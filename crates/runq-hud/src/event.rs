@@ -49,6 +49,14 @@ pub struct EventHeader {
     pub holder_comm: [u8; 16],
     /// The Tokio task the worker was polling (0: none, or not tracked).
     pub task_id: u64,
+    /// Blocked: the system call it slept in (-1: none).
+    pub syscall: i32,
+    /// Blocked: that call's descriptor (-1: none).
+    pub fd: i32,
+    /// Blocked: the descriptor's inode type bits (`i_mode >> 12`).
+    pub fd_type: u32,
+    /// Blocked, on a socket: its family and type (`family << 16 | type`).
+    pub sock: u32,
 }
 
 const HEADER_SIZE: usize = size_of::<EventHeader>();
@@ -74,7 +82,11 @@ const _: () = {
     assert!(offset_of!(EventHeader, holder_tgid) == 84);
     assert!(offset_of!(EventHeader, holder_comm) == 88);
     assert!(offset_of!(EventHeader, task_id) == 104);
-    assert!(HEADER_SIZE == 112);
+    assert!(offset_of!(EventHeader, syscall) == 112);
+    assert!(offset_of!(EventHeader, fd) == 116);
+    assert!(offset_of!(EventHeader, fd_type) == 120);
+    assert!(offset_of!(EventHeader, sock) == 124);
+    assert!(HEADER_SIZE == 128);
 };
 
 /// `enum event_kind` of the C source.
@@ -130,6 +142,8 @@ pub mod counter_slot {
 }
 
 use flag::{F_COPY_FAILED, F_NO_REGS, F_TRUNCATED};
+
+use crate::sleep_call::SleepCall;
 
 /// What the kernel saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -233,6 +247,8 @@ pub struct RawEvent {
     /// The Tokio task the worker was polling (for a long poll, the task
     /// it polled), when task ids are tracked.
     pub task_id: Option<u64>,
+    /// Blocked: the system call it slept in, when it slept in one.
+    pub call: Option<SleepCall>,
 }
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
@@ -329,7 +345,19 @@ pub fn decode(b: &[u8]) -> Option<RawEvent> {
         holder: decode_holder(b),
         poll,
         task_id: field!(u64, b, task_id).filter(|id| *id != 0),
+        call: (kind == Kind::Blocked).then(|| decode_call(b)).flatten(),
     })
+}
+
+/// The system call of a blocked record.
+fn decode_call(b: &[u8]) -> Option<SleepCall> {
+    let int = |v: u32| i32::from_ne_bytes(v.to_ne_bytes());
+    SleepCall::from_record(
+        int(field!(u32, b, syscall)?),
+        int(field!(u32, b, fd)?),
+        field!(u32, b, fd_type)?,
+        field!(u32, b, sock)?,
+    )
 }
 
 #[cfg(test)]
@@ -347,6 +375,8 @@ pub(crate) mod tests {
         b[32..36].copy_from_slice(&1u32.to_ne_bytes());
         b[36..40].copy_from_slice(&frames.to_ne_bytes());
         b[72..80].copy_from_slice(&5u64.to_ne_bytes());
+        // No system call, no descriptor.
+        b[112..120].copy_from_slice(&[0xff; 8]);
         for (i, a) in stack.iter().enumerate() {
             b[HEADER_SIZE + 8 * i..HEADER_SIZE + 8 + 8 * i].copy_from_slice(&a.to_ne_bytes());
         }
@@ -377,6 +407,22 @@ pub(crate) mod tests {
         assert_eq!(e.switches, 5);
         assert!(e.copy.is_none() && !e.truncated && !e.copy_failed);
         assert_eq!(e.task_id, None, "task id 0 is no task");
+        assert_eq!(e.call, None, "no system call");
+    }
+
+    #[test]
+    fn decodes_the_call_a_blocked_worker_slept_in() {
+        let mut b = record(kind::EV_BLOCKED, 0, &[]);
+        b[112..116].copy_from_slice(&20i32.to_ne_bytes());
+        b[116..120].copy_from_slice(&9i32.to_ne_bytes());
+        b[120..124].copy_from_slice(&0o14u32.to_ne_bytes());
+        b[124..128].copy_from_slice(&(2u32 << 16 | 1).to_ne_bytes());
+        let call = decode(&b).unwrap().call.unwrap();
+        assert_eq!(call.label(), "writev on a TCP socket");
+        assert_eq!(call.fd, Some(9));
+        // Only a blocked record carries one.
+        b[0..4].copy_from_slice(&kind::EV_RUNQ.to_ne_bytes());
+        assert_eq!(decode(&b).unwrap().call, None);
     }
 
     #[test]

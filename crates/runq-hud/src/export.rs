@@ -44,6 +44,7 @@ pub fn trace_json(report: &Report, findings: &[Finding]) -> Value {
                 "location": culprit.and_then(|c| c.location()),
                 "holder": f.holder,
                 "task_id": f.task_id,
+                "call": f.call,
                 "stack": f.stack.iter().map(|fr| match fr.location() {
                     Some(l) => format!("{} ({l})", fr.function),
                     None => fr.function.to_string(),
@@ -116,6 +117,7 @@ pub(crate) mod tests {
             .into(),
             holder: None,
             task_id: None,
+            call: None,
         }
     }
 

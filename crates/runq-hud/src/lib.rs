@@ -41,6 +41,7 @@ pub mod polls;
 pub mod prep;
 pub mod report;
 pub mod session;
+pub mod sleep_call;
 pub mod stacks;
 pub mod symbols;
 pub mod task_ids;

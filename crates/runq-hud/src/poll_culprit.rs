@@ -106,8 +106,9 @@ impl PollCulprits {
     }
 
     /// The stack to name the long poll `ev` (timed as `span`): its own
-    /// samples, by their most frequent culprit; else its task's last
-    /// sample; else the frame that says it is unnamed.
+    /// samples, by their most frequent culprit (the earliest sample's of
+    /// a tie); else its task's last sample; else the frame that says it
+    /// is unnamed.
     pub fn stack_for(&self, ev: &RawEvent, span: PollSpan) -> Vec<Frame> {
         let poll = PollRef {
             start_ns: ev.start_ns,
@@ -145,16 +146,15 @@ fn unnamed() -> Frame {
 /// The name of that culprit.
 pub const UNNAMED: &str = "[unnamed: no sample inside this poll]";
 
-/// Of several stacks, one whose culprit is the most frequent (the first
-/// such in order).
+/// Of several stacks, the first whose culprit is a most frequent one.
 fn most_frequent_culprit<'a>(stacks: &[&'a Vec<Frame>]) -> Option<&'a Vec<Frame>> {
     let key = |s: &Vec<Frame>| culprit(s).map(|f| Arc::clone(&f.function));
     let mut counts: BTreeMap<Option<Arc<str>>, usize> = BTreeMap::new();
     for s in stacks {
         *counts.entry(key(s)).or_default() += 1;
     }
-    let best = counts.iter().max_by_key(|(_, n)| **n)?.0.clone();
-    stacks.iter().find(|s| key(s) == best).copied()
+    let most = *counts.values().max()?;
+    stacks.iter().find(|s| counts[&key(s)] == most).copied()
 }
 
 #[cfg(test)]
@@ -234,6 +234,17 @@ mod tests {
         c.note_sample(&sample(7, 3_000, &[]), &task("app::hash"));
         c.note_sample(&sample(8, 2_000, &[]), &task("app::elsewhere"));
         assert_eq!(name(&c, poll(7, None, 900, 2_500, 0)), "app::hash");
+    }
+
+    #[test]
+    fn a_tie_of_culprits_goes_to_the_earliest_sample() {
+        let (a, b) = (task("app::b_second"), task("app::a_first"));
+        assert_eq!(
+            &*most_frequent_culprit(&[&a, &b]).unwrap()[0].function,
+            "app::b_second"
+        );
+        let named = most_frequent_culprit(&[&a, &b, &b]).unwrap();
+        assert_eq!(&*named[0].function, "app::a_first");
     }
 
     #[test]

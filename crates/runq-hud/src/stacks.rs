@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::classify::{class_of, FrameClass};
 use crate::detect::Summary;
 use crate::event::RawEvent;
+use crate::sleep_call::{fitting_alias, SleepCall};
 use crate::symbols::{Frame, Symbols};
 
 /// A symbolizer with per-address frame classes.
@@ -77,6 +78,36 @@ impl Stacks {
         let frames: Arc<[Frame]> = self.symbols.stack(addrs).into();
         self.shared.insert(addrs.into(), Arc::clone(&frames));
         frames
+    }
+
+    /// The frames of a blocking call's stack (as [`Stacks::shared_frames`]),
+    /// each name the linker shares between types read as the type of the
+    /// descriptor the call slept on (a socket write is a socket write).
+    pub fn call_frames(&mut self, addrs: &[u64], call: Option<&SleepCall>) -> Arc<[Frame]> {
+        let frames = self.shared_frames(addrs);
+        let Some(kind) = call.and_then(|c| c.fd_kind) else {
+            return frames;
+        };
+        let aliases = self.symbols.aliases();
+        let renamed: Vec<Option<Arc<str>>> = frames
+            .iter()
+            .map(|f| {
+                let names = aliases.of(&f.function)?;
+                let fits = fitting_alias(&f.function, names, kind);
+                (fits != &*f.function).then(|| Arc::from(fits))
+            })
+            .collect();
+        if renamed.iter().all(Option::is_none) {
+            return frames;
+        }
+        let frames = frames.iter().zip(renamed).map(|(f, name)| match name {
+            Some(function) => Frame {
+                function,
+                ..f.clone()
+            },
+            None => f.clone(),
+        });
+        frames.collect()
     }
 
     fn classes_of(&mut self, addr: u64) -> &[FrameClass] {

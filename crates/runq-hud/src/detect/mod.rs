@@ -29,6 +29,7 @@ use crate::classify::{FrameClass, Place};
 use crate::event::{Holder, Kind, RawEvent};
 use crate::poll_culprit::PollCulprits;
 use crate::polls::RuntimeSites;
+use crate::sleep_call::SleepCall;
 use crate::symbols::Frame;
 use roles::{Role, Roles};
 
@@ -158,6 +159,9 @@ pub struct Finding {
     /// task ids are tracked and it was in a task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<u64>,
+    /// A blocking call: the system call the worker slept in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<SleepCall>,
 }
 
 /// The task that ran on the CPU just before a waiting worker got it back.
@@ -518,6 +522,7 @@ impl Detector {
             stack: stack(),
             holder,
             task_id: ev.task_id,
+            call: ev.call,
         })
     }
 
@@ -548,6 +553,7 @@ impl Detector {
             stack,
             holder: None,
             task_id: ev.task_id,
+            call: None,
         })
     }
 
@@ -574,6 +580,7 @@ impl Detector {
             stack: polls.stack_for(ev, span).into(),
             holder: None,
             task_id: ev.task_id,
+            call: None,
         })
     }
 

@@ -234,6 +234,7 @@ mod tests {
             stack: std::sync::Arc::from([]),
             holder: None,
             task_id: None,
+            call: None,
         }
     }
 

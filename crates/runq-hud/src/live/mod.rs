@@ -207,6 +207,7 @@ mod tests {
             .into(),
             holder: None,
             task_id: Some(u64::from(tid) + 100),
+            call: None,
         }
     }
 

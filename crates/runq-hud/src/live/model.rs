@@ -218,6 +218,7 @@ mod tests {
             stack: vec![frame("std::thread::sleep"), frame(name)].into(),
             holder: None,
             task_id: None,
+            call: None,
         }
     }
 

@@ -61,6 +61,9 @@ pub fn findings(doc: &Value) -> Vec<Finding> {
                     .ok()
                     .flatten(),
                 task_id: e["args"]["task_id"].as_u64(),
+                call: serde_json::from_value(e["args"]["call"].clone())
+                    .ok()
+                    .flatten(),
             })
         })
         .collect()

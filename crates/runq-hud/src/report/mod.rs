@@ -63,9 +63,21 @@ pub struct Blocker {
     /// How many distinct tasks its findings ran in.
     #[serde(default)]
     pub task_count: u64,
+    /// Blocking calls: the system calls its workers slept in, with what
+    /// their descriptor was (`writev on a socket`), and how many findings.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub syscalls: BTreeMap<String, u64>,
 }
 
 impl Blocker {
+    /// The system call most of its sleeps were in, if any.
+    pub fn main_syscall(&self) -> Option<&str> {
+        self.syscalls
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(c, _)| c.as_str())
+    }
+
     /// The most frequent way below the culprit, if any.
     pub fn main_path_below(&self) -> Option<&str> {
         self.below
@@ -257,6 +269,7 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
                     sample_stack: f.stack.to_vec(),
                     tasks: Vec::new(),
                     task_count: 0,
+                    syscalls: BTreeMap::new(),
                 };
                 (b, tasks::TaskTally::default())
             });
@@ -266,6 +279,9 @@ pub fn group(findings: &[Finding], app: &AppCode) -> Vec<Blocker> {
         }
         if let Some(path) = idx.and_then(|i| app.path_below(&f.stack, i)) {
             *b.below.entry(path).or_default() += 1;
+        }
+        if let Some(call) = &f.call {
+            *b.syscalls.entry(call.label()).or_default() += 1;
         }
         b.count += 1;
         b.total_ns += f.duration_ns;
@@ -406,6 +422,7 @@ mod tests {
             stack: vec![frame("std::thread::sleep"), frame(name)].into(),
             holder: None,
             task_id: None,
+            call: None,
         }
     }
 
@@ -429,6 +446,40 @@ mod tests {
         assert_eq!(rows[1].main_runtime(), Some(Flavor::CurrentThread));
         let cell = text::culprit_cell(&rows[1]);
         assert!(cell.starts_with("[current_thread] app::audit"), "{cell}");
+    }
+
+    #[test]
+    fn a_blocker_names_the_call_its_workers_slept_in_once() {
+        use crate::sleep_call::SleepCall;
+        let mut socket = finding(1, "app::fetch", 30);
+        let libc = Frame {
+            file: None,
+            module: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
+            ..frame("writev")
+        };
+        let alias = Frame {
+            function: "<&std::net::tcp::TcpStream as std::io::Write>::write_vectored".into(),
+            ..frame("std::io::Write::write_vectored")
+        };
+        socket.stack = vec![libc, alias, frame("app::fetch")].into();
+        socket.call = SleepCall::from_record(20, 5, 0o14, 2 << 16 | 1);
+        let mut futex = finding(2, "app::fetch", 30);
+        futex.call = SleepCall::from_record(202, -1, 0, 0);
+        let rows = group(&[socket.clone(), socket, futex], &AppCode::default());
+        let b = &rows[0];
+        assert_eq!(
+            b.syscalls,
+            BTreeMap::from([("writev on a TCP socket".into(), 2), ("futex".into(), 1)])
+        );
+        let cell = text::culprit_cell(b);
+        assert!(cell.ends_with("→ std … → writev on a TCP socket"), "{cell}");
+        let mut sleep = finding(3, "app::wait", 30);
+        sleep.call = SleepCall::from_record(230, -1, 0, 0);
+        let cell = text::culprit_cell(&group(&[sleep], &AppCode::default())[0]);
+        assert!(
+            cell.ends_with("→ std::thread::sleep in clock_nanosleep"),
+            "{cell}"
+        );
     }
 
     #[test]

@@ -149,6 +149,7 @@ mod tests {
             .into(),
             holder: None,
             task_id,
+            call: None,
         }
     }
 

@@ -226,8 +226,19 @@ pub(super) fn culprit_cell(b: &Blocker) -> String {
         }
         (None, _) => {}
     }
-    if let Some(p) = b.main_path_below() {
+    let below = b.main_path_below();
+    if let Some(p) = below {
         let _ = write!(cell, " → {p}");
+    }
+    if let Some(call) = b.main_syscall() {
+        // `→ … → writev` and `writev on a socket` say `writev` once.
+        let name = call.split(" on ").next().unwrap_or(call);
+        match below.is_some_and(|p| p.ends_with(name)) {
+            true => cell.push_str(&call[name.len()..]),
+            false => {
+                let _ = write!(cell, " in {call}");
+            }
+        }
     }
     cell
 }

@@ -122,7 +122,9 @@ fn feed(
     if let Some(h) = health {
         h.note(ev.stack.len(), summary.reached_loop, ev.truncated);
     }
-    detector.feed_summarized(ev, summary, || stacks.shared_frames(&ev.stack))
+    detector.feed_summarized(ev, summary, || {
+        stacks.call_frames(&ev.stack, ev.call.as_ref())
+    })
 }
 
 /// What a session tells its observer (the live view) as it goes.

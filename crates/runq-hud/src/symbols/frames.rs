@@ -122,6 +122,36 @@ pub(super) fn qualify_enclosed(frames: &mut [Frame]) {
     }
 }
 
+/// Names each inlined closure or async body still bare once a whole
+/// stack is put together (innermost first) by a frame of another
+/// address that names its path in its generic arguments: a thread's
+/// closure inlined into `__rust_begin_short_backtrace` is named by the
+/// `std::thread` closure generic over it two frames out
+/// (`…::{closure#0}<app::client::start::{closure_env#0}, ()>`). The
+/// search ends at the next frame of the same source file: that is the
+/// code the closure is defined in (see [`qualify_enclosed`]), and a path
+/// further out would be another closure's.
+pub(super) fn qualify_across(frames: &mut [Frame]) {
+    for i in 0..frames.len() {
+        let this = &frames[i];
+        let bare = ANONYMOUS.iter().any(|(a, _)| this.function.starts_with(a));
+        if !this.inlined || !bare || this.file.is_none() {
+            continue;
+        }
+        let end = frames[i + 1..]
+            .iter()
+            .position(|f| f.file == this.file)
+            .map_or(frames.len(), |k| i + 2 + k);
+        let path = frames[i + 1..end]
+            .iter()
+            .find_map(|f| path_of(&this.function, &f.function).filter(|p| fits(this, p)));
+        if let Some(path) = path {
+            frames[i].function = format!("{path}::{}", frames[i].function).into();
+        }
+    }
+    qualify_enclosed(frames);
+}
+
 /// The module of a qualified function name (`app::handlers::render` or
 /// `app::handlers::Store::load::{closure#0}`: `app::handlers`): the path
 /// before its generic arguments, less its anonymous segments, its own
@@ -532,6 +562,59 @@ mod tests {
         file(&mut short[1], "/src/app/src/main.rs");
         qualify_enclosed(&mut short);
         assert_eq!(short[0].function.as_ref(), "{closure#0}");
+    }
+
+    #[test]
+    fn a_thread_closure_is_named_by_the_spawn_closure_two_frames_out() {
+        let client = "/src/app/src/client.rs";
+        let std = "/rustc/0123/library/std/src/sys/backtrace.rs";
+        let at = |name: &str, file: &str, inlined: bool| Frame {
+            function: name.into(),
+            file: Some(file.into()),
+            line: Some(1),
+            module: None,
+            inlined,
+        };
+        let mut frames = vec![
+            at("{closure#0}", client, true),
+            at("{closure#0}", client, true),
+            at(
+                "std::sys::backtrace::__rust_begin_short_backtrace",
+                std,
+                false,
+            ),
+            at(
+                "std::thread::lifecycle::{closure#0}<app::client::start::{closure_env#0}, ()>",
+                std,
+                false,
+            ),
+        ];
+        qualify_across(&mut frames);
+        assert_eq!(
+            names(&frames)[..2],
+            [
+                "app::client::start::{closure#0}::{closure#0}",
+                "app::client::start::{closure#0}"
+            ]
+        );
+        // A closure passed to a function of another file: the next frame
+        // of its own file encloses it and names it; none further out does.
+        let (handlers, lib) = ("/src/app/src/handlers.rs", "/src/app/src/lib.rs");
+        let mut frames = vec![
+            at("{closure#0}", handlers, true),
+            at("app::Truth::time", lib, false),
+            at(
+                "{async_fn#0}<app::handlers::compile::{async_fn#0}::{closure_env#0}>",
+                handlers,
+                true,
+            ),
+            at("other<app::handlers::load::{closure_env#0}>", lib, false),
+        ];
+        qualify_across(&mut frames);
+        assert_eq!(
+            names(&frames)[0],
+            "app::handlers::compile::{async_fn#0}::{closure#0}"
+        );
     }
 
     #[test]

@@ -14,14 +14,17 @@ use blazesym::symbolize::{Symbolized, Symbolizer};
 use blazesym::Pid;
 use serde::{Deserialize, Serialize};
 
+pub mod aliases;
 pub mod debugfile;
 mod exports;
 mod frames;
 pub mod maps;
 mod pass;
+use aliases::Aliases;
 use debugfile::{ElfInfo, FoundBy};
 use exports::Exports;
-use frames::{dwarf_frames, merge_names, qualify_enclosed, qualify_inlined, qualify_named};
+use frames::{dwarf_frames, merge_names, qualify_across, qualify_enclosed};
+use frames::{qualify_inlined, qualify_named};
 use maps::CodeMapping;
 
 /// One frame of a symbolized stack.
@@ -102,6 +105,8 @@ pub struct Symbols {
     no_dwarf: std::cell::RefCell<std::collections::HashSet<String>>,
     /// What the executable's ELF holds, read once.
     exe_elf: std::cell::OnceCell<Option<ElfInfo>>,
+    /// The executable's names that share a body, read at first need.
+    aliases: std::cell::OnceCell<Aliases>,
 }
 
 /// The debug info of the target's executable, in a file of its own: an
@@ -174,6 +179,7 @@ impl Symbols {
             debug_info_seen: false,
             no_dwarf: Default::default(),
             exe_elf: std::cell::OnceCell::new(),
+            aliases: std::cell::OnceCell::new(),
         };
         s.refresh_mappings();
         s
@@ -203,6 +209,15 @@ impl Symbols {
         self.exe_elf
             .get_or_init(|| ElfInfo::read(&self.proc_root.join(format!("{}/exe", self.pid))))
             .as_ref()
+    }
+
+    /// The executable's names that share one body (see [`Aliases`]),
+    /// from its debug file's symbol table when one stands in for it.
+    pub fn aliases(&self) -> &Aliases {
+        self.aliases.get_or_init(|| match &self.target {
+            Some(t) => Aliases::of_file(&t.path),
+            None => Aliases::of_file(&self.proc_root.join(format!("{}/exe", self.pid))),
+        })
     }
 
     /// The debug file in use and how it was found.
@@ -275,12 +290,15 @@ impl Symbols {
 
     /// Frames of a stack, innermost first (inlined callees before their
     /// caller). Return addresses point after the call, so each is looked
-    /// up one byte earlier to land on the call instruction's line.
+    /// up one byte earlier to land on the call instruction's line. An
+    /// inlined closure no frame of its own address named is named by a
+    /// frame further out (see `frames::qualify_across`).
     pub fn stack(&mut self, addrs: &[u64]) -> Vec<Frame> {
         let mut frames = Vec::with_capacity(addrs.len() + 8);
         for a in addrs {
             frames.extend_from_slice(self.frames_of(*a));
         }
+        qualify_across(&mut frames);
         frames
     }
 

@@ -163,7 +163,7 @@ fn gateway_with_frame_pointers() {
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn gateway_with_cargo_defaults() {
-    let exe = runq_testkit::demos_without_frame_pointers().join("runq-demo-gateway");
+    let exe = runq_testkit::demo_with_cargo_defaults("runq-demo-gateway");
     let report = gateway_session(&exe, &[]);
     assert_eq!(report["stacks"]["source"], "dwarf", "{report:#}");
     // `rotate_logs` ends in a sleep the release build makes a tail call

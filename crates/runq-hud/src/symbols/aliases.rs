@@ -1,0 +1,136 @@
+//! Names that share one body. The linker folds functions whose code is
+//! the same into one, every name kept at one address: the standard
+//! library's `<&File as Write>::write_vectored`,
+//! `<&TcpStream as Write>::write_vectored` and
+//! `<&UnixStream as Write>::write_vectored` are one function, and a
+//! symbolizer names it by whichever comes first. This table, read once
+//! from an executable's symbol table, gives each such name its siblings,
+//! so a caller that knows more (the descriptor a call slept on) can pick
+//! the right one.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use object::{Object, ObjectSymbol, SymbolKind};
+
+/// Each demangled name of a function that shares its address with
+/// other names, and all the names at that address.
+#[derive(Debug, Default)]
+pub struct Aliases {
+    siblings: HashMap<Arc<str>, Arc<[Arc<str>]>>,
+}
+
+impl Aliases {
+    /// The table of the ELF file at `path` (empty when it cannot be
+    /// read or has no symbol table).
+    pub fn of_file(path: &Path) -> Aliases {
+        let Ok(data) = crate::mapped::MappedFile::open(path) else {
+            return Aliases::default();
+        };
+        let Ok(file) = object::File::parse(&*data) else {
+            return Aliases::default();
+        };
+        let mut by_addr: HashMap<u64, Vec<&str>> = HashMap::new();
+        for s in file.symbols() {
+            if s.kind() != SymbolKind::Text || s.address() == 0 {
+                continue;
+            }
+            if let Ok(name) = s.name() {
+                by_addr.entry(s.address()).or_default().push(name);
+            }
+        }
+        Aliases::from_groups(by_addr.into_values().filter(|names| names.len() > 1))
+    }
+
+    /// The table of groups of mangled (or plain) names, one group per
+    /// address.
+    fn from_groups<'a>(groups: impl Iterator<Item = Vec<&'a str>>) -> Aliases {
+        let mut siblings = HashMap::new();
+        for group in groups {
+            let mut names: Vec<Arc<str>> = group.iter().map(|n| demangled(n).into()).collect();
+            names.sort();
+            names.dedup();
+            if names.len() < 2 {
+                continue;
+            }
+            let shared: Arc<[Arc<str>]> = names.into();
+            for n in shared.iter() {
+                siblings.insert(Arc::clone(n), Arc::clone(&shared));
+            }
+        }
+        Aliases { siblings }
+    }
+
+    /// Every name of the function named `function` (itself included),
+    /// when it has others.
+    pub fn of(&self, function: &str) -> Option<&[Arc<str>]> {
+        self.siblings.get(function).map(|s| &s[..])
+    }
+
+    /// How many names have siblings.
+    pub fn len(&self) -> usize {
+        self.siblings.len()
+    }
+
+    /// True when no name has a sibling.
+    pub fn is_empty(&self) -> bool {
+        self.siblings.is_empty()
+    }
+}
+
+/// A symbol's name as the symbolizer shows it: demangled, without the
+/// legacy hash.
+fn demangled(name: &str) -> String {
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => name.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_at_one_address_are_siblings_and_hashes_are_dropped() {
+        // The standard library's own names (v0 mangling), as its build
+        // of this toolchain exports them.
+        let file = "_RNvXs8_NtCsjrHSEGnQ3l9_3std2fsRNtB5_4FileNtNtB7_2io5Write14write_vectored";
+        let tcp = "_RNvXs2_NtNtCsjrHSEGnQ3l9_3std3net3tcpRNtB5_9TcpStreamNtNtB9_2io5Write14write_vectored";
+        let groups = vec![vec![file, tcp], vec!["alone"], vec!["same", "same"]];
+        let aliases = Aliases::from_groups(groups.into_iter());
+        let names = aliases
+            .of("<&std::fs::File as std::io::Write>::write_vectored")
+            .expect("siblings");
+        let names: Vec<&str> = names.iter().map(|n| &**n).collect();
+        assert_eq!(
+            names,
+            [
+                "<&std::fs::File as std::io::Write>::write_vectored",
+                "<&std::net::tcp::TcpStream as std::io::Write>::write_vectored",
+            ]
+        );
+        assert_eq!(aliases.len(), 2);
+        assert!(aliases.of("alone").is_none() && aliases.of("same").is_none());
+    }
+
+    /// This test binary links the standard library's socket and file
+    /// writes: where they are one body (the same address), the table
+    /// says so, and where they are not, it does not.
+    #[test]
+    fn the_standard_library_socket_and_file_writes() {
+        use std::io::{IoSlice, Result, Write};
+        type WriteV<T> = fn(&mut T, &[IoSlice<'_>]) -> Result<usize>;
+        let tcp: WriteV<&std::net::TcpStream> = <&std::net::TcpStream as Write>::write_vectored;
+        let file: WriteV<&std::fs::File> = <&std::fs::File as Write>::write_vectored;
+        let one_body = std::hint::black_box(tcp as usize) == std::hint::black_box(file as usize);
+        let aliases = Aliases::of_file(&std::env::current_exe().unwrap());
+        let names = aliases.of("<&std::net::tcp::TcpStream as std::io::Write>::write_vectored");
+        let with_file = names.is_some_and(|n| {
+            n.iter()
+                .any(|n| &**n == "<&std::fs::File as std::io::Write>::write_vectored")
+        });
+        assert_eq!(with_file, one_body, "{names:?}");
+    }
+}
