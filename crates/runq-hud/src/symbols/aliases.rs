@@ -14,6 +14,9 @@ use std::sync::Arc;
 
 use object::{Object, ObjectSymbol, SymbolKind};
 
+use super::Frame;
+use crate::sleep_call::self_type;
+
 /// Each demangled name of a function that shares its address with
 /// other names, and all the names at that address.
 #[derive(Debug, Default)]
@@ -79,6 +82,41 @@ impl Aliases {
     }
 }
 
+/// How far out [`name_by_callers`] looks for a caller that names a type.
+const CALLERS: usize = 4;
+
+/// Names each frame of `frames` (innermost first) whose function has
+/// siblings by the one its callers name: the nearest caller (within
+/// [`CALLERS`] frames) that is a method of one of the siblings' types
+/// says which type's function ran (mio's
+/// `<&mio::net::tcp::stream::TcpStream as Write>::write_vectored` calls
+/// std's socket write, which the symbol table also names as a file's).
+pub fn name_by_callers(frames: &mut [Frame], aliases: &Aliases) {
+    if aliases.is_empty() {
+        return;
+    }
+    for i in 0..frames.len() {
+        let Some(names) = aliases.of(&frames[i].function) else {
+            continue;
+        };
+        let types: Vec<Option<&str>> = names.iter().map(|n| self_type(n)).collect();
+        let called_as = frames[i + 1..]
+            .iter()
+            .take(CALLERS)
+            .filter_map(|f| self_type(&f.function))
+            .find(|t| types.contains(&Some(*t)));
+        let Some(ty) = called_as else {
+            continue;
+        };
+        if self_type(&frames[i].function) != Some(ty) {
+            let at = types.iter().position(|t| *t == Some(ty));
+            if let Some(name) = at.map(|k| Arc::clone(&names[k])) {
+                frames[i].function = name;
+            }
+        }
+    }
+}
+
 /// A symbol's name as the symbolizer shows it: demangled, without the
 /// legacy hash.
 fn demangled(name: &str) -> String {
@@ -113,6 +151,36 @@ mod tests {
         );
         assert_eq!(aliases.len(), 2);
         assert!(aliases.of("alone").is_none() && aliases.of("same").is_none());
+    }
+
+    #[test]
+    fn a_shared_body_is_named_by_the_type_its_caller_is_a_method_of() {
+        let file = "_RNvXs8_NtCsjrHSEGnQ3l9_3std2fsRNtB5_4FileNtNtB7_2io5Write14write_vectored";
+        let tcp = "_RNvXs2_NtNtCsjrHSEGnQ3l9_3std3net3tcpRNtB5_9TcpStreamNtNtB9_2io5Write14write_vectored";
+        let aliases = Aliases::from_groups(vec![vec![file, tcp]].into_iter());
+        let frame = |name: &str| Frame {
+            function: name.into(),
+            file: None,
+            line: None,
+            module: None,
+            inlined: false,
+        };
+        let shared = "<&std::fs::File as std::io::Write>::write_vectored";
+        let mut frames = vec![
+            frame("writev"),
+            frame(shared),
+            frame("<&mio::net::tcp::stream::TcpStream as std::io::Write>::write_vectored"),
+            frame("tokio::io::poll_evented::PollEvented<E>::poll_write_vectored"),
+        ];
+        name_by_callers(&mut frames, &aliases);
+        assert_eq!(
+            &*frames[1].function,
+            "<&std::net::tcp::TcpStream as std::io::Write>::write_vectored"
+        );
+        // No caller of one of the types: the name stays.
+        let mut alone = vec![frame(shared), frame("app::flush")];
+        name_by_callers(&mut alone, &aliases);
+        assert_eq!(&*alone[0].function, shared);
     }
 
     /// This test binary links the standard library's socket and file

@@ -292,13 +292,16 @@ impl Symbols {
     /// caller). Return addresses point after the call, so each is looked
     /// up one byte earlier to land on the call instruction's line. An
     /// inlined closure no frame of its own address named is named by a
-    /// frame further out (see `frames::qualify_across`).
+    /// frame further out (see `frames::qualify_across`), and a function
+    /// the linker shares between types by the type its caller is a method
+    /// of (see [`aliases::name_by_callers`]).
     pub fn stack(&mut self, addrs: &[u64]) -> Vec<Frame> {
         let mut frames = Vec::with_capacity(addrs.len() + 8);
         for a in addrs {
             frames.extend_from_slice(self.frames_of(*a));
         }
         qualify_across(&mut frames);
+        aliases::name_by_callers(&mut frames, self.aliases());
         frames
     }
 
