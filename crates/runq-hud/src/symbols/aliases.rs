@@ -22,6 +22,18 @@ use crate::sleep_call::self_type;
 #[derive(Debug, Default)]
 pub struct Aliases {
     siblings: HashMap<Arc<str>, Arc<[Arc<str>]>>,
+    /// Each name's [`signature`], sorted: most frames have no sibling,
+    /// and are told so without hashing their (long, generic) names.
+    signatures: Vec<u64>,
+}
+
+/// A name's length and last 8 bytes, as one word.
+fn signature(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let tail = &bytes[bytes.len().saturating_sub(8)..];
+    let mut word = [0u8; 8];
+    word[..tail.len()].copy_from_slice(tail);
+    u64::from_ne_bytes(word) ^ (bytes.len() as u64).rotate_left(48)
 }
 
 impl Aliases {
@@ -62,12 +74,19 @@ impl Aliases {
                 siblings.insert(Arc::clone(n), Arc::clone(&shared));
             }
         }
-        Aliases { siblings }
+        let mut signatures: Vec<u64> = siblings.keys().map(|n| signature(n)).collect();
+        signatures.sort_unstable();
+        signatures.dedup();
+        Aliases {
+            siblings,
+            signatures,
+        }
     }
 
     /// Every name of the function named `function` (itself included),
     /// when it has others.
     pub fn of(&self, function: &str) -> Option<&[Arc<str>]> {
+        self.signatures.binary_search(&signature(function)).ok()?;
         self.siblings.get(function).map(|s| &s[..])
     }
 
