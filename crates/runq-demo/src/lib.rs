@@ -175,6 +175,31 @@ pub fn named_runtime(workers: usize, name: Option<&str>) -> tokio::runtime::Runt
     rt
 }
 
+/// How often a service prints its running totals.
+pub const TRUTH_EVERY: Duration = Duration::from_millis(250);
+
+/// A service's life once it serves: prints its pid (a tool attached now
+/// sees it at work), then `print(true)` (its running totals) every
+/// [`TRUTH_EVERY`] until `lifetime` ends (never without one).
+pub async fn report_while_serving(lifetime: Option<Duration>, print: impl Fn(bool)) {
+    println!("{}", std::process::id());
+    let started = std::time::Instant::now();
+    while lifetime.is_none_or(|d| started.elapsed() < d) {
+        tokio::time::sleep(TRUTH_EVERY).await;
+        print(true);
+    }
+}
+
+/// A service's end: `print(false)` (its final totals), stdout flushed,
+/// exit 0 with its handlers still running (shutting the runtime down
+/// under a `block_in_place` would fail its timers).
+pub fn finish(print: impl Fn(bool)) -> ! {
+    print(false);
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    std::process::exit(0)
+}
+
 /// Calls, wall time, thread CPU time and run-queue wait of one blocking
 /// part of a service, as the service measured them itself (the figures
 /// hud's are held against): its time off CPU, blocked, is the wall time

@@ -53,9 +53,6 @@ async fn wait_well(mode: Mode, d: Duration) {
     }
 }
 
-/// How often the running totals are printed.
-const TRUTH_EVERY: Duration = Duration::from_millis(250);
-
 /// Prints what every part measured so far, each line after `at NS` (the
 /// `CLOCK_MONOTONIC` time, the clock of hud's findings) when `running`:
 /// the running totals that let a test take the figures of a window.
@@ -98,18 +95,7 @@ fn main() {
         let app = handlers::router(config);
         tokio::spawn(async move { axum::serve(listener, app).await });
         client::start(addr);
-        // The pid once it serves: a tool attached now sees it at work.
-        println!("{}", std::process::id());
-        let started = std::time::Instant::now();
-        while lifetime.is_none_or(|d| started.elapsed() < d) {
-            tokio::time::sleep(TRUTH_EVERY).await;
-            print_truths(true);
-        }
+        runq_demo::report_while_serving(lifetime, print_truths).await;
     });
-    print_truths(false);
-    // Exits with the handlers still running: shutting the runtime down
-    // under a block_in_place would fail its timers.
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    std::process::exit(0);
+    runq_demo::finish(print_truths)
 }

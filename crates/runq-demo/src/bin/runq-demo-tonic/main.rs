@@ -27,7 +27,6 @@ mod service;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// Where the handlers' blocking parts run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,9 +36,6 @@ enum Mode {
     /// On the blocking pool, through `spawn_blocking`.
     Calm,
 }
-
-/// How often the running totals are printed.
-const TRUTH_EVERY: Duration = Duration::from_millis(250);
 
 /// The tids of `threads`, comma-separated.
 fn tids(threads: &Mutex<BTreeSet<i32>>) -> String {
@@ -107,16 +103,7 @@ fn main() {
         let router = tonic::transport::Server::builder().add_service(server);
         tokio::spawn(router.serve_with_incoming(incoming));
         client::start(addr);
-        // The pid once it serves: a tool attached now sees it at work.
-        println!("{}", std::process::id());
-        let started = std::time::Instant::now();
-        while lifetime.is_none_or(|d| started.elapsed() < d) {
-            tokio::time::sleep(TRUTH_EVERY).await;
-            print_truths(true);
-        }
+        runq_demo::report_while_serving(lifetime, print_truths).await;
     });
-    print_truths(false);
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    std::process::exit(0);
+    runq_demo::finish(print_truths)
 }
