@@ -79,15 +79,26 @@ fn cell(
     let tmp = tempfile::tempdir().unwrap();
     let n = CELLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let token = format!("runq-fault-harness-{}-{n}", std::process::id());
-    let mut child = runq()
-        .args(args.iter().map(|a| a.replace(TOKEN, &token)))
+    let mut cmd = runq();
+    cmd.args(args.iter().map(|a| a.replace(TOKEN, &token)))
         .env("TMPDIR", tmp.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("spawn runq");
+        .process_group(0);
+    // As from a terminal: a suite started in the background (`nohup`, a
+    // shell's `&`) passes SIGINT, SIGQUIT and SIGHUP on ignored, and a
+    // signal before runq's handlers would be lost, not refused.
+    // SAFETY: signal() is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        })
+    };
+    let mut child = cmd.spawn().expect("spawn runq");
     let pid = child.id();
     let (tx, rx) = mpsc::channel::<String>();
     let readers = [
