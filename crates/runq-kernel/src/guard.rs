@@ -425,15 +425,15 @@ mod tests {
                 unsafe { libc::pause() };
             }
         }
+        // The shell makes the file before it writes its pid into it.
+        let written = || std::fs::read_to_string(&pidfile).ok()?.trim().parse().ok();
         let t = std::time::Instant::now();
-        while !pidfile.exists() && t.elapsed() < std::time::Duration::from_secs(10) {
+        let mut group: Option<libc::pid_t> = written();
+        while group.is_none() && t.elapsed() < std::time::Duration::from_secs(10) {
             std::thread::sleep(std::time::Duration::from_millis(10));
+            group = written();
         }
-        let group: libc::pid_t = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let group = group.expect("the group's leader wrote its pid");
         // SAFETY: killing and reaping our own child.
         unsafe {
             libc::kill(owner, libc::SIGKILL);
