@@ -96,7 +96,8 @@ pub fn demos_without_frame_pointers() -> &'static Path {
     BUILT.get_or_init(|| {
         let profile = [("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")];
         // The demos the tests run this way (each other bin would cost a
-        // release build and link of its own).
+        // release build and link of its own). `.ci/run` builds the same
+        // ones with the same settings before the suite.
         let bins = [
             "--bin",
             "runq-demo-tokio",

@@ -49,6 +49,17 @@ const ON_CPU: [&str; 4] = [
 /// The work every mode runs through `spawn_blocking`.
 const POOL_WORK: &str = "rebuild_index";
 
+/// Held by each test while its service runs: one service keeps about
+/// half a CPU busy, and five side by side on CI's two CPUs starved the
+/// suite's timing-sensitive tests (a pinned worker got under 150 ms of a
+/// 6 s run).
+static ONE_SERVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes [`ONE_SERVICE`] (a test that failed holding it leaves it usable).
+fn one_service() -> std::sync::MutexGuard<'static, ()> {
+    ONE_SERVICE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The service as `cargo build --release` builds it by default.
 fn cargo_defaults() -> PathBuf {
     runq_testkit::demo_with_cargo_defaults("runq-demo-tonic")
@@ -239,6 +250,7 @@ fn judge_syscalls(calls: &[&Value]) {
 
 /// The service built as `exe`, one session with `extra`, judged.
 fn session(exe: &Path, extra: &[&OsStr]) -> Value {
+    let _alone = one_service();
     let demo = Demo::start(exe, LIFETIME, &[]);
     let (report, truths, lines) = demo.hud_with_lines(SESSION, extra);
     judge(&report, &truths, &lines);
@@ -292,6 +304,7 @@ fn tonic_stripped_with_a_debug_file() {
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_calm_tonic_service_has_no_blocker() {
+    let _alone = one_service();
     let demo = Demo::start(&line_tables(), LIFETIME, &["calm"]);
     let (report, truths, lines) = demo.hud_with_lines(SESSION, &[]);
     for name in OFF_CPU.iter().chain(&ON_CPU) {
@@ -373,6 +386,7 @@ fn judge_long_poll(b: &Value, truths: &Truths) -> Option<&'static str> {
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn exact_polls_name_each_long_poll_by_its_own_handler() {
+    let _alone = one_service();
     let demo = Demo::start(&line_tables(), LIFETIME, &[]);
     let (report, truths, _) = demo.hud_with_lines(SESSION, &[OsStr::new("--exact-polls")]);
     assert_eq!(report["poll_timing"]["method"], "exact", "{report:#}");
