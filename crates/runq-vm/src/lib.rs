@@ -21,6 +21,7 @@ pub mod scheduler_table;
 pub mod scx;
 pub mod scx_deps;
 pub mod shard;
+mod shared_dir;
 pub mod topology;
 
 pub use error::VmError;

@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use crate::guest::GuestCommand;
 use crate::matrix_doc::{row_cell, Matrix, MatrixId, Row, ShardPart};
-use crate::run::{plan, Boot, Notice, Plan, SharedDir, VmConfig};
+use crate::run::{plan, Boot, Notice, Plan, VmConfig};
 use crate::shard::Shard;
+use crate::shared_dir::SharedDir;
 use crate::VmError;
 
 pub use axes::{schedulers, MatrixScenario, SchedulerCell, KERNEL_SCHEDULER};
