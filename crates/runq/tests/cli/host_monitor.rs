@@ -72,6 +72,9 @@ fn a_root_run_reports_the_host_run_queues_and_judges_them() {
 #[test]
 #[cfg_attr(not(runq_root), ignore = "needs root")]
 fn a_root_run_measures_the_longest_runnable_wait_behind_pinned_hogs() {
+    let _alone = crate::evidence::STARVATION
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let scn = dir.path().join("pinned.toml");
     std::fs::write(

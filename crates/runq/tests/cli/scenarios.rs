@@ -156,6 +156,9 @@ fn impossible_bound_fails_with_exit_1() {
 /// SCHED_FIFO hog pinned to the worker's CPU, and returns the exit code
 /// and JSON.
 fn run_watchdog(extra: &[&str]) -> (Option<i32>, Value) {
+    let _alone = crate::evidence::STARVATION
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let path = scenario("tests/watchdog.toml");
     let mut args = vec!["run", path.as_str(), "--json"];
     args.extend_from_slice(extra);
