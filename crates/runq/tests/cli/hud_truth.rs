@@ -89,7 +89,9 @@ impl Demo {
         secs: u32,
         extra: &[&OsStr],
     ) -> (Value, Truths, Vec<String>) {
+        let started = monotonic_ns();
         let (report, trace) = hud(&runq_bin(), self.pid, secs, extra);
+        let ended = monotonic_ns();
         let spans: Vec<(u64, u64)> = trace["traceEvents"]
             .as_array()
             .unwrap()
@@ -103,8 +105,9 @@ impl Demo {
                 )
             })
             .collect();
-        let from = spans.iter().map(|s| s.0).min().unwrap_or(0);
-        let to = spans.iter().map(|s| s.1).max().unwrap_or(0);
+        // No finding at all (a calm service): the whole session.
+        let from = spans.iter().map(|s| s.0).min().unwrap_or(started);
+        let to = spans.iter().map(|s| s.1).max().unwrap_or(ended);
         let lines = self.lines_until(to);
         (report, window(&lines, from, to), lines)
     }
@@ -272,4 +275,26 @@ pub(super) fn check_placeholders(report: &Value) {
         total as f64 / 1e6
     );
     assert!(placeholder * 20 <= total, "{report:#}");
+}
+
+/// True when the row's stack waits on one of glibc's internal locks
+/// (`__lll_lock_wait_private`: the allocator's arenas, stdio), which a
+/// loaded host's preemptions make any code wait for.
+pub(super) fn waits_for_libc_lock(b: &Value) -> bool {
+    let stack = b["sample_stack"].as_array().unwrap();
+    stack
+        .iter()
+        .any(|f| f["function"] == "__lll_lock_wait_private")
+}
+
+/// `CLOCK_MONOTONIC` now, ns: the clock of hud's findings and of the
+/// demos' running totals.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
