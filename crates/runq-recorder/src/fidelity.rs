@@ -85,6 +85,8 @@ pub(crate) struct FidelityState {
     pub(crate) fidelity: Option<Fidelity>,
     /// Each watched worker's allowed CPUs when sampling began.
     pub(crate) allowed: std::collections::BTreeMap<u32, Vec<u32>>,
+    /// CLOCK_MONOTONIC when the per-event programs were detached, ns.
+    pub(crate) switched_ns: u64,
 }
 
 /// The budget rule: the fidelity a measured exact cost (`exact_cpus` at
@@ -233,6 +235,7 @@ impl Recorder {
                 self.state.stats = aya::sys::enable_stats(aya::sys::Stats::RunTime).ok();
             }
             self.state.sampled_from = Some(self.reading());
+            self.state.switched_ns = runq_kernel::clock::monotonic_ns();
         }
         self.state.fidelity = Some(f);
     }

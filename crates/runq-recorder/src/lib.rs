@@ -344,6 +344,7 @@ impl Recorder {
                 tasks: &raw.tasks,
                 allowed: self.state.allowed.clone(),
                 now_ns: runq_kernel::clock::monotonic_ns(),
+                switched_ns: self.state.switched_ns,
                 period_ns: 1_000_000_000 / hz.max(1),
             };
             sampled::attribute(&mut rec, &samples, &ctx);

@@ -22,6 +22,9 @@ pub struct SampleContext<'a> {
     pub allowed: BTreeMap<u32, Vec<u32>>,
     /// CLOCK_MONOTONIC now, ns (the programs' clock).
     pub now_ns: u64,
+    /// CLOCK_MONOTONIC when the per-event programs were detached, ns: a
+    /// worker they left on a CPU was seen there then.
+    pub switched_ns: u64,
     /// The sampling period, ns.
     pub period_ns: u64,
 }
@@ -38,20 +41,25 @@ pub fn attribute(rec: &mut Recorded, samples: &[(RawCpuTask, RawHeld)], ctx: &Sa
 }
 
 /// The time since worker `worker`'s own thread was last seen on a CPU:
-/// its last sample (a sample's `ns` is when it was taken), or, never
-/// sampled, the wait it was in at the switch; 0 without either.
+/// its last sample (a sample's `ns` is when it was taken) or the switch,
+/// when the exact programs left it on a CPU (preempted right after, it
+/// may never be sampled again), whichever is later; never seen on one
+/// since, the wait it was in at the switch; 0 without either.
 fn unended_wait(worker: u32, samples: &[(RawCpuTask, RawHeld)], ctx: &SampleContext<'_>) -> u64 {
     let last_sample = samples
         .iter()
         .filter(|(k, _)| k.pid == worker)
         .map(|(_, s)| s.ns)
         .max();
-    let waiting_since = ctx
-        .tasks
-        .iter()
-        .find(|(tid, s)| *tid == worker && s.enq_ns != 0 && s.in_ns == 0)
+    let at_switch = ctx.tasks.iter().find(|(tid, _)| *tid == worker);
+    let on_cpu_at_switch = at_switch
+        .filter(|(_, s)| s.in_ns != 0 && ctx.switched_ns != 0)
+        .map(|_| ctx.switched_ns);
+    let waiting_since = at_switch
+        .filter(|(_, s)| s.enq_ns != 0 && s.in_ns == 0)
         .map(|(_, s)| s.enq_ns);
     last_sample
+        .max(on_cpu_at_switch)
         .or(waiting_since)
         .map_or(0, |t| ctx.now_ns.saturating_sub(t))
 }
@@ -68,6 +76,12 @@ fn attribute_one(w: &mut TaskRecord, samples: &[(RawCpuTask, RawHeld)], ctx: &Sa
     );
     if let Some(allowed) = ctx.allowed.get(&w.worker) {
         cpus.retain(|c| allowed.contains(c));
+        // Never seen waiting or on a CPU (the exact programs left it
+        // running, and it was preempted before a sample found it): the
+        // CPUs it was allowed are those it waited on.
+        if cpus.is_empty() {
+            cpus.extend(allowed);
+        }
     }
     let mut by_pid: BTreeMap<u32, Holder> = BTreeMap::new();
     let mut by_class = vec![0u64; w.held_by_class.len().max(1)];
@@ -198,6 +212,7 @@ mod tests {
             allowed: [(10, vec![1])].into(),
             now_ns: 5_000_001_000,
             period_ns: 1_000_000,
+            ..SampleContext::default()
         };
         let mut seen = sample(1, 10, 2, 1, "runq");
         seen.1.ns = 4_000_001_000;
@@ -217,5 +232,43 @@ mod tests {
             w.wait_ns, 1_097_000_000,
             "schedstat's ended waits and the unended one"
         );
+    }
+
+    /// A worker the exact programs left on its CPU, preempted before any
+    /// sample found it: it waited on the CPUs it was allowed, from the
+    /// switch on.
+    #[test]
+    fn a_worker_preempted_right_after_the_switch_waited_from_it() {
+        let w = TaskRecord {
+            worker: 10,
+            tids: vec![10],
+            held_by_class: vec![0; 16],
+            ..TaskRecord::default()
+        };
+        let mut rec = Recorded {
+            workers: vec![w],
+            ..Recorded::default()
+        };
+        let running = RawTask {
+            worker: 10,
+            in_ns: 500,
+            ..RawTask::default()
+        };
+        let tasks = [(10, running)];
+        let ctx = SampleContext {
+            tasks: &tasks,
+            allowed: [(10, vec![1])].into(),
+            now_ns: 3_000_000_000,
+            switched_ns: 400_000_000,
+            period_ns: 10_000_000,
+        };
+        let samples = [sample(1, 42, 250, 0, "hog"), sample(0, 43, 250, 0, "other")];
+        attribute(&mut rec, &samples, &ctx);
+        let w = &rec.workers[0];
+        let basis = w.sampled.as_ref().unwrap();
+        assert_eq!(basis.cpus, vec![1]);
+        assert_eq!(basis.unended_wait_ns, 2_600_000_000);
+        assert_eq!(w.holders.len(), 1, "{w:?}");
+        assert_eq!(w.holders[0].pid, 42);
     }
 }

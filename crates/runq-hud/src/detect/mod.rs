@@ -426,6 +426,7 @@ impl Detector {
             // A whole stack, from where its thread started, through no
             // loop: the thread ran neither a runtime's tasks nor the
             // pool's then (a plain thread watched on probation).
+            self.roles.observe_plain(ev.tid, &ev.stack);
             self.tally.non_worker_events += 1;
             return out;
         }

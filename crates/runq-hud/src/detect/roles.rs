@@ -58,6 +58,10 @@ pub struct Roles {
     /// Discovery took the workers by name: a thread that never showed a
     /// role is a worker.
     by_names: bool,
+    /// Threads whose last whole stack went through no loop (a plain
+    /// thread: the main thread in a runtime's `block_on`, a thread of
+    /// the program's own).
+    plain: BTreeSet<u32>,
 }
 
 /// What observing a role released.
@@ -95,6 +99,7 @@ impl Roles {
     /// The thread `tid` showed `role` on a whole stack; findings held for
     /// it take that role.
     pub fn observe(&mut self, tid: u32, role: Role) -> Released {
+        self.plain.remove(&tid);
         self.last.insert(tid, role);
         match role {
             Role::Worker(flavor) => {
@@ -130,10 +135,21 @@ impl Roles {
         }
     }
 
+    /// The thread `tid` showed a whole stack (`addrs`) through no loop: a
+    /// plain thread then. The code it went through names no role: a
+    /// stack of another thread cut short inside it (the C library's
+    /// futex call, std's locks) takes none from it.
+    pub fn observe_plain(&mut self, tid: u32, addrs: &[u64]) {
+        self.plain.insert(tid);
+        for a in addrs {
+            self.by_address.insert(*a, None);
+        }
+    }
+
     /// The role of a stack cut short (innermost first), by the whole
     /// stacks that went through its deepest known address; else a worker
-    /// when its thread was last seen as one; else not known yet (the next
-    /// role the thread shows decides).
+    /// when its thread was last seen as one (and not plain since); else
+    /// not known yet (the next role the thread shows decides).
     pub fn of_cut_stack(&self, tid: u32, addrs: &[u64]) -> Option<Role> {
         let by_path = addrs
             .iter()
@@ -141,7 +157,8 @@ impl Roles {
             .find_map(|a| self.by_address.get(a))
             .copied()
             .flatten();
-        by_path.or_else(|| self.current(tid).filter(|r| *r != Role::Pool))
+        let last = (!self.plain.contains(&tid)).then(|| self.current(tid));
+        by_path.or_else(|| last.flatten().filter(|r| *r != Role::Pool))
     }
 
     /// The role `tid` showed last, if any.
@@ -268,6 +285,29 @@ mod tests {
         r.observe(7, worker);
         assert_eq!(r.of_cut_stack(7, &[1]), Some(worker));
         assert_eq!(r.of_cut_stack(8, &[5]), None);
+    }
+
+    #[test]
+    fn a_plain_threads_cut_stack_takes_no_workers_role() {
+        let mut r = Roles::default();
+        let worker = Role::Worker(Flavor::MultiThread);
+        // A worker parks through the C library's futex call (2) and
+        // std's condvar (3); so does the main thread, in `block_on`.
+        r.learn(&[2, 3, 30, 900], worker);
+        r.observe(5, worker);
+        r.observe_plain(9, &[2, 3, 70, 990]);
+        assert_eq!(
+            r.of_cut_stack(9, &[2, 3]),
+            None,
+            "shared code names no role"
+        );
+        assert_eq!(r.of_cut_stack(9, &[2, 3, 30]), Some(worker));
+        // A worker seen plain (a runtime's thread before it ran one)
+        // takes no role from its past either.
+        r.observe_plain(5, &[2, 80, 991]);
+        assert_eq!(r.of_cut_stack(5, &[2]), None);
+        r.observe(5, worker);
+        assert_eq!(r.of_cut_stack(5, &[2]), Some(worker));
     }
 
     #[test]
