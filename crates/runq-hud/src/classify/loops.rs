@@ -164,6 +164,21 @@ pub(super) fn is_thread_entry(f: &Frame) -> bool {
     }
 }
 
+/// Tokio's `Runtime::block_on` or `Handle::block_on` (`runtime/runtime.rs`,
+/// `runtime/handle.rs`), which hand a future to the runtime's own
+/// `block_on`: a `current_thread` runtime's loop, or a multi-thread
+/// runtime's park of the calling thread.
+pub(super) fn is_runtime_block_on(f: &Frame) -> bool {
+    let (path, own) = split_name(&f.function);
+    own == "block_on"
+        && (in_module(
+            f,
+            &path,
+            "src/runtime/runtime.rs",
+            "runtime::runtime::Runtime",
+        ) || in_module(f, &path, "src/runtime/handle.rs", "runtime::handle::Handle"))
+}
+
 /// The flavor of the runtime loop whose function `f` is, if it is one
 /// (`tokio`: the frame is tokio's).
 pub(super) fn loop_flavor(f: &Frame, tokio: bool) -> Option<Flavor> {

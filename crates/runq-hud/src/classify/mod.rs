@@ -170,6 +170,10 @@ pub struct FrameClass {
     pub task_poll: bool,
     /// The frame the thread started in: a stack that reaches it is whole.
     pub thread_entry: bool,
+    /// Tokio's `Runtime::block_on` or `Handle::block_on`: a
+    /// `current_thread` runtime's loop where the build inlined the loop
+    /// into it, or a plain thread waiting on a multi-thread runtime.
+    pub block_on: bool,
     /// Its source file is the program's own: known, and neither the
     /// standard library's nor a registry or git crate's.
     pub program_source: bool,
@@ -217,6 +221,7 @@ fn classify(f: &Frame) -> FrameClass {
         block_in_place: tokio && is_block_in_place_frame(f),
         task_poll: tokio && is_task_poll_frame(f),
         thread_entry: loops::is_thread_entry(f),
+        block_on: tokio && loops::is_runtime_block_on(f),
         program_source: f.file.is_some() && crate_of(f).is_none(),
     }
 }

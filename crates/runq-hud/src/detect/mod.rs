@@ -284,12 +284,34 @@ pub struct Summary {
     pub bare: bool,
     /// The stack reaches the frame its thread started in: it is whole.
     pub reached_entry: bool,
+    /// The stack goes through Tokio's `Runtime::block_on` or
+    /// `Handle::block_on` (a `current_thread` runtime's loop inlined there,
+    /// or a plain thread's wait on a multi-thread runtime).
+    pub block_on: bool,
 }
 
 impl Summary {
     /// The summary of a symbolized stack.
     pub fn of(frames: &[Frame]) -> Self {
         let classes: Vec<FrameClass> = frames.iter().map(class_of).collect();
+        Self::from_classes(&classes, |i| frames[i].function.clone())
+    }
+
+    /// The summary of a stack of a thread known to run a `current_thread`
+    /// runtime: its `Runtime::block_on` frame is that runtime's loop (a
+    /// build without debug info inlines the loop's own frames into it).
+    pub fn of_current_thread(frames: &[Frame]) -> Self {
+        let classes: Vec<FrameClass> = frames
+            .iter()
+            .map(|f| {
+                let mut c = class_of(f);
+                if c.block_on {
+                    c.worker_loop = true;
+                    c.flavor = Some(Flavor::CurrentThread);
+                }
+                c
+            })
+            .collect();
         Self::from_classes(&classes, |i| frames[i].function.clone())
     }
 
@@ -314,6 +336,7 @@ impl Summary {
             block_in_place: inside_task_loop(classes).iter().any(|c| c.block_in_place),
             bare: classes.iter().all(|c| c.runtime && !c.tokio),
             reached_entry: classes.iter().any(|c| c.thread_entry),
+            block_on: classes.iter().any(|c| c.block_on),
         }
     }
 
@@ -414,6 +437,30 @@ impl Detector {
                 .into_iter()
                 .collect();
         }
+        if self.loop_inlined_into_block_on(ev.tid, &summary) {
+            let frames = stack();
+            return self.feed_with_role(ev, Summary::of_current_thread(&frames), || frames);
+        }
+        self.feed_with_role(ev, summary, stack)
+    }
+
+    /// A stack that shows no loop but goes through `Runtime::block_on`, of
+    /// a thread seen running a `current_thread` runtime: the loop's frames
+    /// were inlined there (cargo's default release build).
+    fn loop_inlined_into_block_on(&self, tid: u32, summary: &Summary) -> bool {
+        summary.flavor.is_none()
+            && summary.block_on
+            && self.roles.workers().get(&tid) == Some(&Flavor::CurrentThread)
+    }
+
+    /// [`Detector::feed_summarized`] for a worker's or a pool thread's
+    /// event: the role its stack shows, or the one its thread had.
+    fn feed_with_role(
+        &mut self,
+        ev: &RawEvent,
+        summary: Summary,
+        stack: impl FnOnce() -> Arc<[Frame]>,
+    ) -> Vec<Finding> {
         let mut out = Vec::new();
         let seen = summary.role();
         if let Some(role) = seen {

@@ -219,6 +219,45 @@ fn a_current_thread_runtime_is_a_worker() {
     );
 }
 
+/// A whole stack through `Runtime::block_on` and no loop frame (cargo's
+/// default release build inlines a `current_thread` runtime's loop into
+/// it): a finding of a thread seen running that runtime, no role for the
+/// main thread that waits on a multi-thread runtime's `block_on`.
+#[test]
+fn a_loop_inlined_into_block_on_is_its_threads_runtime() {
+    let mut d = Detector::new(100, 1);
+    let whole = |user: &str, thread: &str| {
+        vec![
+            frame("syscall"),
+            frame("<std::sys::sync::mutex::futex::Mutex>::lock_contended"),
+            frame(user),
+            frame("tokio::runtime::context::scoped::Scoped<T>::set"),
+            frame("tokio::runtime::runtime::Runtime::block_on"),
+            frame(thread),
+            frame("<std::sys::thread::unix::Thread>::new::thread_start"),
+        ]
+    };
+    let parked = vec![
+        frame("tokio::runtime::scheduler::current_thread::Context::park"),
+        frame("tokio::runtime::runtime::Runtime::block_on"),
+        frame("app::audit_thread"),
+    ];
+    assert!(d.feed(&ev(Kind::Blocked, 9, 0, 20), parked).is_empty());
+    let out = d.feed(
+        &ev(Kind::Blocked, 9, 30, 20),
+        whole("app::flush", "app::audit_thread"),
+    );
+    assert_eq!(out.len(), 1, "the flush of the current_thread runtime");
+    assert_eq!(out[0].category, Category::BlockingCall);
+    let main = whole("app::report", "app::main");
+    assert!(d.feed(&ev(Kind::Blocked, 1, 30, 20), main).is_empty());
+    assert!(
+        !d.roles.listed(1),
+        "the main thread in block_on is no worker"
+    );
+    assert_eq!(d.tally.non_worker_events, 1);
+}
+
 #[test]
 fn every_category_has_its_own_names_and_marks() {
     let infos: Vec<CategoryInfo> = Category::ALL.iter().map(|c| c.info()).collect();
