@@ -95,7 +95,7 @@ fn the_evidence_of_a_starved_worker_names_the_hog() {
     });
     // The spinner spins only once the run has started: on a busy host
     // that can come well after the fork, and a hog started before it
-    // would starve nothing the run measures. (CI's suite, eight tests at
+    // would starve nothing the run measures. (CI's suite, then eight tests at
     // a time on two CPUs, once gave it under 300 ms of its 4 s run.)
     wait_for(Duration::from_secs(20), "the worker at work", || {
         (ran_ns(worker) >= 150_000_000).then_some(())
