@@ -27,6 +27,11 @@ pub fn mechanism_sentence(m: &Mechanism) -> String {
             ran_ns,
             asleep_ns,
         } => no_cpu_wait(*worker, (*waited_ns, *wall_ns), *ran_ns, *asleep_ns),
+        Mechanism::HoldersUnseen {
+            worker,
+            waited_ns,
+            wall_ns,
+        } => holders_unseen(*worker, *waited_ns, *wall_ns),
         Mechanism::InsideContainer {
             starved,
             container: c,
@@ -111,6 +116,19 @@ fn no_cpu_wait(
         100.0 * waited_ns as f64 / wall_ns.max(1) as f64,
         ms(ran_ns),
         ms(asleep_ns)
+    )
+}
+
+/// `worker 8679 waited runnable 2,940 ms of its 3,010 ms (97.7%), but
+/// the sampled recorder found no other task on its CPUs: who held them
+/// is not known`.
+fn holders_unseen(worker: u32, waited_ns: u64, wall_ns: u64) -> String {
+    format!(
+        "worker {worker} waited runnable {} of its {} ({:.1}%), but the sampled recorder \
+         found no other task on its CPUs: who held them is not known",
+        ms(waited_ns),
+        ms(wall_ns),
+        100.0 * waited_ns as f64 / wall_ns.max(1) as f64,
     )
 }
 

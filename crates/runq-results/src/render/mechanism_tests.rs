@@ -32,6 +32,16 @@ fn the_recorders_mechanisms_name_the_part_its_time_and_its_tasks() {
         "not a wait for a CPU: worker 8679 waited runnable 2,834 ms of its 10,000 ms (28.3%), \
          ran 214 ms and was asleep 6,952 ms"
     );
+    let unseen = Mechanism::HoldersUnseen {
+        worker: 8679,
+        waited_ns: 2_940_000_000,
+        wall_ns: 3_010_000_000,
+    };
+    assert_eq!(
+        mechanism_sentence(&unseen),
+        "worker 8679 waited runnable 2,940 ms of its 3,010 ms (97.7%), but the sampled \
+         recorder found no other task on its CPUs: who held them is not known"
+    );
     let inside = Mechanism::InsideContainer {
         starved: true,
         container: Container::Cgroup { name: "all".into() },

@@ -29,6 +29,17 @@ pub enum Mechanism {
         /// How long it was asleep (wall time less run and wait), ns.
         asleep_ns: u64,
     },
+    /// The worker waited runnable, but the sampled recorder found no other
+    /// task on its CPUs: who held them is not known (a wait, not "no
+    /// wait").
+    HoldersUnseen {
+        /// The worker (its tid).
+        worker: u32,
+        /// How long it waited runnable, ns.
+        waited_ns: u64,
+        /// Its wall time, ns.
+        wall_ns: u64,
+    },
     /// The other workers of its own group or cgroup held its CPU most:
     /// starvation when it ran under half its wall time, contention
     /// otherwise.
@@ -260,6 +271,11 @@ mod tests {
                 wall_ns: 3,
                 ran_ns: 4,
                 asleep_ns: 5,
+            },
+            Mechanism::HoldersUnseen {
+                worker: 1,
+                waited_ns: 2,
+                wall_ns: 3,
             },
             Mechanism::InsideContainer {
                 starved: false,

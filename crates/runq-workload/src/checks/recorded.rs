@@ -200,11 +200,20 @@ fn account(
 /// waited runnable, its CPU was held by nobody (`held` 0), or, `stuck`,
 /// it slept more than twice as long as it waited: a stuck worker blocked
 /// in a call. (A wake latency's worker sleeps between its wakes by
-/// design, so only a stuck one is judged by its sleep.)
+/// design, so only a stuck one is judged by its sleep.) Under sampled
+/// fidelity a wait whose holders no sample found is a wait all the same:
+/// its holders are unseen.
 fn no_cpu_wait(w: &TaskRecord, wall_ns: u64, stuck: bool, held: u64) -> Option<Mechanism> {
     let asleep = wall_ns.saturating_sub(w.run_ns + w.wait_ns);
     let slept_through = stuck && asleep > 2 * w.wait_ns;
     let barely = (w.wait_ns as f64) < MIN_WAIT_SHARE * wall_ns as f64;
+    if w.sampled.is_some() && held == 0 && !barely && !slept_through {
+        return Some(Mechanism::HoldersUnseen {
+            worker: w.worker,
+            waited_ns: w.wait_ns,
+            wall_ns,
+        });
+    }
     (barely || held == 0 || slept_through).then_some(Mechanism::NoCpuWait {
         worker: w.worker,
         waited_ns: w.wait_ns,
@@ -226,7 +235,12 @@ fn mechanism(
     s: &Split<'_>,
 ) -> (Mechanism, Option<NextStep>) {
     if let Some(m) = no_cpu_wait(w, wall_ns, stuck, s.total()) {
-        return (m, None);
+        // Unseen holders: the exact recorder would name them.
+        let next =
+            matches!(m, Mechanism::HoldersUnseen { .. }).then_some(NextStep::FlightRecorder {
+                worker: Some(w.worker),
+            });
+        return (m, next);
     }
     let control = (tasks.in_cgroups && tasks.scn.groups[g].cgroup.is_some())
         .then_some(NextStep::NoCgroupsControl);

@@ -262,6 +262,33 @@ fn not_stuck_beside_a_nice_hog_names_the_hog() {
     ) == ("sh", 6408, "outside", 24_424)));
 }
 
+/// The nice-hog run as a sampled recorder that found no other task on
+/// the worker's CPUs: the worker still waited nearly all its time, so
+/// the mechanism is a wait whose holders are unseen, and the next step
+/// the exact recorder, never "not a wait for a CPU".
+#[test]
+fn a_sampled_wait_without_holders_is_a_wait_whose_holders_are_unseen() {
+    let mut rec = fixture("recorded-nice-hog.json");
+    let w = &mut rec.workers[0];
+    w.holders.clear();
+    w.held_by_class.iter_mut().for_each(|c| *c = 0);
+    w.sampled = Some(runq_kernel::task_record::SampledBasis::default());
+    let cause = stuck_spinner_cause(&rec);
+    let Some(&Mechanism::HoldersUnseen {
+        worker: 6432,
+        waited_ns,
+        ..
+    }) = cause.mechanism.first()
+    else {
+        panic!("{:?}", cause.mechanism);
+    };
+    assert!(waited_ns > 0);
+    assert_eq!(
+        cause.next_step,
+        Some(NextStep::FlightRecorder { worker: Some(6432) })
+    );
+}
+
 /// The nice-hog run with the hog's time given to runq's own threads, as
 /// a 2-vCPU guest under TCG showed (runq[755] held a worker's CPU 69 ms).
 #[test]
