@@ -44,15 +44,7 @@ pub fn mechanism_sentence(m: &Mechanism) -> String {
             containers,
             worker,
             held,
-        } => format!(
-            "the workers of the run's {} kept worker {worker} off its CPU: they held it for {}",
-            containers
-                .iter()
-                .map(container)
-                .collect::<Vec<_>>()
-                .join(", "),
-            held_for(held)
-        ),
+        } => other_groups(containers, *worker, held),
         Mechanism::RunqItself { worker, held } => format!(
             "runq itself kept worker {worker} off its CPU: runq's own threads (its collector, its \
              host monitor) held it for {}, not load outside the run",
@@ -116,6 +108,20 @@ fn no_cpu_wait(
         100.0 * waited_ns as f64 / wall_ns.max(1) as f64,
         ms(ran_ns),
         ms(asleep_ns)
+    )
+}
+
+/// `the workers of the run's cgroup pingpong kept worker 8679 off its
+/// CPU: they held it for ...`.
+fn other_groups(containers: &[Container], worker: u32, held: &HeldFor) -> String {
+    format!(
+        "the workers of the run's {} kept worker {worker} off its CPU: they held it for {}",
+        containers
+            .iter()
+            .map(container)
+            .collect::<Vec<_>>()
+            .join(", "),
+        held_for(held)
     )
 }
 
