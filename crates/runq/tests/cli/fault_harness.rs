@@ -118,8 +118,11 @@ fn cell(
         }
     }
     std::thread::sleep(phase.delay);
+    // Reaped by the look: its pid may be another process's now.
     let missed = child.try_wait().is_ok_and(|s| s.is_some());
-    signal(pid as i32, sig);
+    if !missed {
+        signal(pid as i32, sig);
+    }
     let status = wait_bounded(&mut child, Duration::from_secs(30));
     for r in readers {
         let _ = r.join();
