@@ -67,6 +67,13 @@ fn net_traffic_reports_the_bytes_and_messages_that_arrived() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
+    // Starved by a loaded host (other tests' runs held both CPUs for the
+    // whole 0.4 s), no message arrived, and the load explains it.
+    if out.status.code() == Some(75) {
+        assert!(text.contains("verdict: INDETERMINATE"), "{text}");
+        eprintln!("note: the host kept the run's workers off their CPUs:\n{text}");
+        return;
+    }
     let line = text
         .lines()
         .find(|l| l.starts_with("* NetTraffic: message latency: "))

@@ -369,7 +369,11 @@ fn judge_long_poll(b: &Value, truths: &Truths) -> Option<&'static str> {
         part.calls,
         truth / 1e6
     );
-    assert!(count <= part.calls + 1, "more long polls than calls: {b:#}");
+    assert!(
+        count <= part.calls + 1,
+        "more long polls than calls: {count} polls of {f}, the demo's {} calls: {b:#}",
+        part.calls
+    );
     Some(blocker)
 }
 

@@ -112,18 +112,24 @@ impl Demo {
         (report, window(&lines, from, to), lines)
     }
 
-    /// Reads the demo's lines until the first running total after `to`
-    /// (it prints them in rounds, in time order), then stops it: waiting
-    /// for the end of its lifetime cost each test 10 s.
+    /// Reads the demo's lines through the first round of running totals
+    /// after `to` (it prints them in rounds, in time order), then stops
+    /// it: waiting for the end of its lifetime cost each test 10 s.
     fn lines_until(mut self, to: u64) -> Vec<String> {
         let mut lines = Vec::new();
+        let mut past_round = None;
         for line in self.out.by_ref().lines() {
             let line = line.unwrap();
-            let at = line.split_whitespace().nth(1).and_then(|w| w.parse().ok());
-            let past = line.starts_with("at ") && at.is_some_and(|at: u64| at > to);
+            let at: Option<u64> = line
+                .strip_prefix("at ")
+                .and_then(|rest| rest.split_whitespace().next()?.parse().ok());
             lines.push(line);
-            if past {
-                break;
+            match (past_round, at) {
+                // The whole round after `to`: every part's total.
+                (Some(round), Some(at)) if at == round => {}
+                (Some(_), _) => break,
+                (None, Some(at)) if at > to => past_round = Some(at),
+                (None, _) => {}
             }
         }
         drop(self.child);
@@ -132,7 +138,8 @@ impl Demo {
 }
 
 /// What the running totals in `lines` advanced between the
-/// `CLOCK_MONOTONIC` times `from` and `to`, ns.
+/// `CLOCK_MONOTONIC` times `from` and `to`, ns (widened to the totals
+/// around them).
 fn window(lines: &[String], from: u64, to: u64) -> Truths {
     let mut totals: BTreeMap<String, Vec<(u64, Part)>> = BTreeMap::new();
     for l in lines.iter().filter(|l| l.starts_with("at ")) {
@@ -151,15 +158,25 @@ fn window(lines: &[String], from: u64, to: u64) -> Truths {
                 .push((*at, part));
         }
     }
+    // The totals come every 250 ms: the window is widened to the last
+    // total at or before `from` and the first at or after `to`, so that
+    // it holds every call the session saw (a call's figures are added
+    // when it ends).
     let upto = |list: &[(u64, Part)], t: u64| {
         list.iter()
             .take_while(|(at, _)| *at <= t)
             .last()
             .map_or(Part::default(), |(_, p)| *p)
     };
+    let from_on = |list: &[(u64, Part)], t: u64| {
+        list.iter()
+            .find(|(at, _)| *at >= t)
+            .or(list.last())
+            .map_or(Part::default(), |(_, p)| *p)
+    };
     totals
         .into_iter()
-        .map(|(name, list)| (name, upto(&list, to).since(upto(&list, from))))
+        .map(|(name, list)| (name, from_on(&list, to).since(upto(&list, from))))
         .collect()
 }
 
